@@ -1,0 +1,94 @@
+//! Reading the CLI's inputs: policy files or directories, tag maps.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde_json::Value;
+use tagwarden::cloud::Cloud;
+use tagwarden::policy::{self, Policy};
+use tagwarden::TagMap;
+
+/// Load a policy from files and/or directories; a directory contributes every `.yaml`, `.yml`
+/// and `.json` file in it (not the status report), merged in name order like an S3 prefix.
+pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, policy::load::DocumentKind)>)> {
+    let mut docs = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found = 0;
+            let entries =
+                std::fs::read_dir(path).with_context(|| format!("cannot read policy directory {}", path.display()))?;
+            for entry in entries {
+                let file = entry.with_context(|| format!("cannot read policy directory {}", path.display()))?.path();
+                let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let policy_ext = matches!(file.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"));
+                if file.is_file() && policy_ext && !name.starts_with('.') && name != policy::STATUS_REPORT_NAME {
+                    docs.push((name, read_text(&file)?));
+                    found += 1;
+                }
+            }
+            if found == 0 {
+                bail!("policy directory {} holds no .yaml, .yml or .json file", path.display());
+            }
+        } else {
+            docs.push((path.display().to_string(), read_text(path)?));
+        }
+    }
+    let kinds = docs
+        .iter()
+        .map(|(name, text)| policy::load::detect(name, text).map(|k| (name.clone(), k)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut kinds = kinds;
+    kinds.sort();
+    Ok((policy::load(docs)?, kinds))
+}
+
+pub fn read_text(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// A resource's current tags: a JSON map, or a list of `{Key, Value}` / `{key, value}` as the
+/// AWS CLI prints them (optionally under `Tags` / `TagSet`).
+pub fn read_tags(path: &Path) -> anyhow::Result<TagMap> {
+    let text = read_text(path)?;
+    let value: Value = serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let value = match &value {
+        Value::Object(m) if m.len() == 1 && (m.contains_key("Tags") || m.contains_key("TagSet")) => {
+            m.values().next().cloned().unwrap_or(Value::Null)
+        }
+        _ => value,
+    };
+    let bad = || {
+        anyhow::anyhow!(
+            "{}: expected a JSON map of tag keys to string values, or a list of {{\"Key\": …, \"Value\": …}}",
+            path.display()
+        )
+    };
+    match value {
+        Value::Object(m) => {
+            m.into_iter().map(|(k, v)| v.as_str().map(|v| (k, v.to_string())).ok_or_else(bad)).collect()
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                let get =
+                    |a: &str, b: &str| item.get(a).or_else(|| item.get(b)).and_then(Value::as_str).map(str::to_owned);
+                get("Key", "key").zip(get("Value", "value")).ok_or_else(bad)
+            })
+            .collect(),
+        _ => Err(bad()),
+    }
+}
+
+/// The cloud to validate for: the flag, else the policy's; they must agree.
+pub fn resolve_cloud(flag: Option<Cloud>, policy: &Policy) -> anyhow::Result<Cloud> {
+    match (flag, policy.cloud) {
+        (Some(f), Some(p)) if f != p => bail!("--cloud {f} contradicts the policy, which is for {p}"),
+        (Some(c), _) | (None, Some(c)) => Ok(c),
+        (None, None) => bail!("the policy does not say which cloud it is for (a bare tag map, or a tagwarden.yaml without `cloud`): pass --cloud aws or --cloud azure"),
+    }
+}
+
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! The `tagwarden` command line: a thin shell over the library.
+//!
+//! Exit codes: 0 ok; 1 the input is invalid (or drift was found where the command checks for it);
+//! 2 usage, I/O or parse error.
+
+mod explain;
+mod input;
+mod plan;
+mod validate;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "tagwarden", version, about = "Keeps a cluster's user-defined tags on every cloud resource it owns")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check a policy against the cloud's tag rules; every violation is listed.
+    Validate(validate::Args),
+    /// Say what an event means: cloud, kind, resources, actor.
+    Explain(explain::Args),
+    /// Show the write tagwarden would make on one resource.
+    Plan(plan::Args),
+}
+
+/// How a command ended, beyond success.
+pub enum Failure {
+    /// The input is invalid: exit 1.
+    Invalid,
+    /// Usage, I/O or parse error: exit 2.
+    Error(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Error(e.into())
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Validate(args) => validate::run(args),
+        Command::Explain(args) => explain::run(args),
+        Command::Plan(args) => plan::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Invalid) => ExitCode::from(1),
+        Err(Failure::Error(e)) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

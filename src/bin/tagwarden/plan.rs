@@ -1,0 +1,114 @@
+//! `tagwarden plan`.
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use serde_json::json;
+use tagwarden::cloud::Cloud;
+use tagwarden::plan::{self, Outcome};
+use tagwarden::resource::ResourceRef;
+use tagwarden::validate;
+
+use crate::input::{print_json, read_policy, read_tags};
+use crate::Failure;
+
+#[derive(serde::Serialize)]
+struct PlanOutput<'a> {
+    #[serde(flatten)]
+    plan: &'a plan::Plan,
+    infra_id: &'a str,
+    policy_version: &'a str,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Policy documents or directories, merged in name order.
+    #[arg(long, required = true, value_name = "FILE")]
+    policy: Vec<PathBuf>,
+    /// The resource: an ARN, an ARM resource ID, or an EC2 id.
+    #[arg(long, value_name = "ARN_OR_ID")]
+    resource: String,
+    /// The resource's current tags as a JSON map (or a list of {"Key", "Value"}).
+    #[arg(long, value_name = "FILE")]
+    current: PathBuf,
+    /// The cluster's infraID, when the policy does not name it (an install-config, a tag map).
+    #[arg(long)]
+    infra_id: Option<String>,
+    /// Print {"resource", "owned", "outcome", "set", "superseded", …} on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    let (policy, _) = read_policy(&args.policy)?;
+    let resource = ResourceRef::parse(&args.resource)?;
+    let current = read_tags(&args.current)?;
+    let cloud = resource.cloud();
+    if let Some(p) = policy.cloud.filter(|p| *p != cloud) {
+        return Err(anyhow::anyhow!("the resource {resource} is on {cloud}, but the policy is for {p}").into());
+    }
+    let infra_id = match (&args.infra_id, &policy.infra_id) {
+        (Some(flag), Some(p)) if flag != p => {
+            return Err(anyhow::anyhow!("--infra-id {flag} contradicts the policy's infraID {p}").into());
+        }
+        (Some(id), _) | (None, Some(id)) => id.clone(),
+        (None, None) => {
+            eprintln!("error: the policy does not name the cluster's infraID, which decides which resources it owns: pass --infra-id");
+            return Err(Failure::Invalid);
+        }
+    };
+    let violations = validate::policy(&policy, cloud);
+    if !violations.is_empty() {
+        // Fail closed: an invalid policy plans nothing.
+        if args.json {
+            print_json(&json!({"error": "invalid policy", "violations": violations}))?;
+        }
+        eprintln!(
+            "error: the policy is invalid ({} violations); run `tagwarden validate` for the list",
+            violations.len()
+        );
+        return Err(Failure::Invalid);
+    }
+    let plan = plan::plan(&policy, cloud, &infra_id, &resource, &current);
+    if args.json {
+        print_json(&PlanOutput { plan: &plan, infra_id: &infra_id, policy_version: &policy.version })?;
+    } else {
+        print_human(&plan, cloud, &infra_id)?;
+    }
+    Ok(())
+}
+
+fn print_human(p: &plan::Plan, cloud: Cloud, infra_id: &str) -> anyhow::Result<()> {
+    println!("resource  {} ({})", p.resource, p.resource_type);
+    let owner = cloud.ownership_key(infra_id);
+    let owned = if p.owned {
+        format!("yes ({owner}=owned)")
+    } else {
+        format!("no: {owner} is not \"owned\" ({:?})", p.ownership).to_lowercase()
+    };
+    println!("owned     {owned}");
+    let summary = match p.outcome {
+        Outcome::Apply => format!("apply: {} tag{} to write", p.set.len(), if p.set.len() == 1 { "" } else { "s" }),
+        Outcome::Unchanged => "unchanged: no drift, no write".to_string(),
+        Outcome::NotOwned => "not-owned: tagwarden never writes this resource".to_string(),
+        Outcome::Disabled => "disabled: the cluster asked for no tag propagation".to_string(),
+        Outcome::LimitExceeded => format!(
+            "limit-exceeded: the write would leave {} tags, over the limit of {}; nothing is written",
+            p.tags_after, p.tag_limit
+        ),
+    };
+    println!("outcome   {summary}");
+    for c in &p.changes {
+        match &c.old {
+            None => println!("  + {} = {}", c.key, c.new),
+            Some(old) => println!("  ~ {} = {} (was {old})", c.key, c.new),
+        }
+    }
+    for s in &p.superseded {
+        println!("  note: {} = {:?} from {} is superseded by {}", s.key, s.value, s.from, s.by);
+    }
+    if p.outcome == Outcome::LimitExceeded && p.changes.is_empty() {
+        bail!("internal: limit exceeded without changes");
+    }
+    Ok(())
+}

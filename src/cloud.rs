@@ -1,0 +1,188 @@
+//! The two clouds and the tag rules that differ between them: ownership tags, protected keys,
+//! key comparison and default limits.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::TagMap;
+
+/// Value of the ownership tag on resources the cluster owns.
+pub const OWNED: &str = "owned";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cloud {
+    Aws,
+    Azure,
+}
+
+impl Cloud {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cloud::Aws => "aws",
+            Cloud::Azure => "azure",
+        }
+    }
+
+    /// The tag that marks a resource as belonging to cluster `infra_id`.
+    /// Azure forbids `/` in tag names, so OpenShift spells it differently there.
+    pub fn ownership_key(self, infra_id: &str) -> String {
+        match self {
+            Cloud::Aws => format!("kubernetes.io/cluster/{infra_id}"),
+            Cloud::Azure => format!("kubernetes.io_cluster.{infra_id}"),
+        }
+    }
+
+    /// True for any cluster's ownership tag, not only ours: tagwarden never writes one.
+    pub fn is_ownership_key(self, key: &str) -> bool {
+        match self {
+            Cloud::Aws => key.starts_with("kubernetes.io/cluster/"),
+            Cloud::Azure => starts_with_ignore_case(key, "kubernetes.io_cluster."),
+        }
+    }
+
+    /// Keys tagwarden must never write, whatever a policy says: ownership tags, `Name`, and the
+    /// cloud's own system tags.
+    pub fn is_protected_key(self, key: &str) -> bool {
+        self.is_ownership_key(key)
+            || key.eq_ignore_ascii_case("name")
+            || (self == Cloud::Aws && starts_with_ignore_case(key, "aws:"))
+    }
+
+    /// AWS tag keys are case-sensitive; Azure tag names are case-insensitive.
+    pub fn keys_equal(self, a: &str, b: &str) -> bool {
+        match self {
+            Cloud::Aws => a == b,
+            Cloud::Azure => a.eq_ignore_ascii_case(b),
+        }
+    }
+
+    /// Look a key up in a tag map the way the cloud compares keys.
+    pub fn get<'m>(self, tags: &'m TagMap, key: &str) -> Option<(&'m String, &'m String)> {
+        match self {
+            Cloud::Aws => tags.get_key_value(key),
+            Cloud::Azure => tags.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)),
+        }
+    }
+
+    /// How many user tags a policy may define (OpenShift's limits).
+    pub fn default_user_tag_limit(self) -> usize {
+        match self {
+            Cloud::Aws => 25,
+            Cloud::Azure => 10,
+        }
+    }
+
+    /// How many tags a resource of `resource_type` may carry in total.
+    pub fn default_resource_tag_limit(self, resource_type: &str) -> usize {
+        match self {
+            Cloud::Aws => 50,
+            Cloud::Azure => {
+                let t = resource_type.to_ascii_lowercase();
+                // Azure documents a 15-tag limit for DNS, CDN and Automation resources.
+                let small = [
+                    "microsoft.network/dnszones",
+                    "microsoft.network/privatednszones",
+                    "microsoft.cdn/",
+                    "microsoft.automation/",
+                ];
+                if small.iter().any(|p| t.starts_with(p)) {
+                    15
+                } else {
+                    50
+                }
+            }
+        }
+    }
+
+    /// Whether a tag counts against the resource's limit (AWS does not count `aws:` tags).
+    pub fn counts_against_limit(self, key: &str) -> bool {
+        !(self == Cloud::Aws && starts_with_ignore_case(key, "aws:"))
+    }
+}
+
+impl fmt::Display for Cloud {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Cloud {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "aws" => Ok(Cloud::Aws),
+            "azure" => Ok(Cloud::Azure),
+            other => Err(format!("unknown cloud {other:?}: expected \"aws\" or \"azure\"")),
+        }
+    }
+}
+
+/// How a resource relates to the cluster, read from its ownership tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ownership {
+    /// `<ownership key>=owned`: the only resources tagwarden writes.
+    Owned,
+    /// `<ownership key>=shared`: used by the cluster, owned by someone else.
+    Shared,
+    /// No ownership tag for this cluster (or another value).
+    Unowned,
+}
+
+pub fn ownership(cloud: Cloud, infra_id: &str, current: &TagMap) -> Ownership {
+    let key = cloud.ownership_key(infra_id);
+    match cloud.get(current, &key).map(|(_, v)| v.as_str()) {
+        Some(OWNED) => Ownership::Owned,
+        Some("shared") => Ownership::Shared,
+        _ => Ownership::Unowned,
+    }
+}
+
+pub(crate) fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(pairs: &[(&str, &str)]) -> TagMap {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn ownership_reads_only_this_clusters_tag() {
+        let c = tags(&[("kubernetes.io/cluster/other-1", "owned")]);
+        assert_eq!(ownership(Cloud::Aws, "mine-1", &c), Ownership::Unowned);
+        let c = tags(&[("kubernetes.io/cluster/mine-1", "shared")]);
+        assert_eq!(ownership(Cloud::Aws, "mine-1", &c), Ownership::Shared);
+        let c = tags(&[("kubernetes.io/cluster/mine-1", "owned")]);
+        assert_eq!(ownership(Cloud::Aws, "mine-1", &c), Ownership::Owned);
+        // The AWS key is case-sensitive, the Azure one is not.
+        let c = tags(&[("Kubernetes.io/cluster/mine-1", "owned")]);
+        assert_eq!(ownership(Cloud::Aws, "mine-1", &c), Ownership::Unowned);
+        let c = tags(&[("Kubernetes.IO_cluster.mine-1", "owned")]);
+        assert_eq!(ownership(Cloud::Azure, "mine-1", &c), Ownership::Owned);
+    }
+
+    #[test]
+    fn protected_keys() {
+        for k in ["Name", "name", "NAME", "kubernetes.io/cluster/x", "aws:cloudformation:stack", "AWS:x"] {
+            assert!(Cloud::Aws.is_protected_key(k), "{k}");
+        }
+        assert!(!Cloud::Aws.is_protected_key("team"));
+        assert!(Cloud::Azure.is_protected_key("kubernetes.io_cluster.x"));
+        assert!(!Cloud::Azure.is_protected_key("aws:x"));
+    }
+
+    #[test]
+    fn azure_small_limits() {
+        assert_eq!(Cloud::Azure.default_resource_tag_limit("Microsoft.Network/dnszones"), 15);
+        assert_eq!(Cloud::Azure.default_resource_tag_limit("Microsoft.Cdn/profiles"), 15);
+        assert_eq!(Cloud::Azure.default_resource_tag_limit("Microsoft.Compute/virtualMachines"), 50);
+    }
+}

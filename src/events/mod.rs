@@ -1,0 +1,232 @@
+//! Cloud events → what they mean: which resources, created or re-tagged, by whom (DESIGN.md §5).
+//!
+//! An event is only a hint that a resource may have drifted: the reconciler re-reads the
+//! resource's tags, so a missed, repeated or reordered event cannot leave a wrong result. Parsing
+//! is defensive (CloudTrail's `sessionIssuer: {}`, Event Grid's string-typed `claims`, …) and
+//! reads only the fields it needs.
+//!
+//! - [`cloudtrail`]: `AWS API Call via CloudTrail` through EventBridge;
+//! - [`tag_change`]: `Tag Change on Resource` (source `aws.tag`);
+//! - [`event_grid`]: Azure Event Grid, in Event Grid and CloudEvents 1.0 schemas.
+
+pub mod cloudtrail;
+pub mod event_grid;
+pub mod tag_change;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::cloud::Cloud;
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+/// EventBridge events are at most 256 KiB and Event Grid events 1 MiB; anything larger is refused.
+pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    Create,
+    TagChange,
+    Ignored,
+}
+
+/// Why an event needs no reconcile. Serialized as a stable kebab-case code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IgnoreReason {
+    /// The API call failed (`errorCode`): nothing was created or changed.
+    FailedCall,
+    /// A same-named call of another service (EFS `DeleteTags`, EMR `AddTags`…).
+    OtherService,
+    /// Classic ELB, which shares `CreateLoadBalancer`/`AddTags` with ELBv2.
+    ClassicElb,
+    /// A service or event tagwarden does not handle.
+    UnsupportedEvent,
+    /// A handled call whose event names no resource.
+    NoResources,
+    /// Event Grid's subscription-validation handshake.
+    SubscriptionValidation,
+    /// Azure events other than a successful write (deletes, actions, failures).
+    NotAWrite,
+    /// Azure resource types that cannot carry tags.
+    UntaggableType,
+}
+
+impl IgnoreReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            IgnoreReason::FailedCall => "the API call failed, so nothing changed",
+            IgnoreReason::OtherService => "a same-named call of a service tagwarden does not enforce",
+            IgnoreReason::ClassicElb => "a Classic Load Balancer call (tagwarden enforces ELBv2)",
+            IgnoreReason::UnsupportedEvent => "an event tagwarden does not handle",
+            IgnoreReason::NoResources => "the event names no resource",
+            IgnoreReason::SubscriptionValidation => "Event Grid's subscription-validation handshake",
+            IgnoreReason::NotAWrite => "not a successful resource write",
+            IgnoreReason::UntaggableType => "the resource type cannot carry tags",
+        }
+    }
+}
+
+impl fmt::Display for IgnoreReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let code = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        f.write_str(&code)
+    }
+}
+
+/// A normalized event. The first nine fields are `tagwarden explain --json`'s stable contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub cloud: Cloud,
+    pub kind: EventKind,
+    pub reason: Option<IgnoreReason>,
+    pub service: String,
+    pub event_name: String,
+    /// AWS account or Azure subscription.
+    pub account: Option<String>,
+    pub region: Option<String>,
+    /// Who made the call, for people to read.
+    pub actor: Option<String>,
+    pub resources: Vec<ResourceRef>,
+    /// Every identity of the caller that can be compared with the function's own (loop safety).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub principals: Vec<String>,
+    /// The resource's complete tag set, when the event carries it (`Tag Change on Resource`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<TagMap>,
+    /// The code to answer Event Grid's validation handshake with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_code: Option<String>,
+    /// The event's own id, for logs and de-duplication.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+impl Event {
+    pub fn is_ignored(&self) -> bool {
+        self.kind == EventKind::Ignored
+    }
+
+    /// Whether one of `own` (the function's role ARN, managed-identity ids) made this call.
+    pub fn is_from(&self, own: &[String]) -> bool {
+        self.principals.iter().any(|p| own.iter().any(|o| !o.is_empty() && p.eq_ignore_ascii_case(o)))
+    }
+
+    pub(crate) fn ignored(mut self, reason: IgnoreReason) -> Self {
+        self.kind = EventKind::Ignored;
+        self.reason = Some(reason);
+        self
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("event is {size} bytes, larger than the {max}-byte limit")]
+    TooLarge { size: usize, max: usize },
+    #[error("event is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("not an event tagwarden reads: {0}")]
+    Shape(String),
+}
+
+/// The fields of the three envelopes, read in one pass.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    // EventBridge
+    #[serde(rename = "detail-type")]
+    detail_type: Option<String>,
+    #[serde(borrow)]
+    detail: Option<&'a RawValue>,
+    account: Option<String>,
+    region: Option<String>,
+    #[serde(borrow)]
+    resources: Option<&'a RawValue>,
+    // EventBridge and CloudEvents
+    source: Option<String>,
+    id: Option<String>,
+    // Event Grid
+    #[serde(rename = "eventType")]
+    event_type: Option<String>,
+    topic: Option<String>,
+    // Event Grid and CloudEvents
+    subject: Option<String>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+    // CloudEvents
+    #[serde(rename = "type")]
+    ce_type: Option<String>,
+    specversion: Option<String>,
+}
+
+/// Parse one delivery: an EventBridge event, or an Event Grid / CloudEvents event or array.
+pub fn parse(input: &[u8]) -> Result<Vec<Event>, EventError> {
+    if input.len() > MAX_EVENT_BYTES {
+        return Err(EventError::TooLarge { size: input.len(), max: MAX_EVENT_BYTES });
+    }
+    match input.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => {
+            let items: Vec<&RawValue> = serde_json::from_slice(input)?;
+            if items.is_empty() {
+                return Err(EventError::Shape("an empty array holds no event".to_string()));
+            }
+            items.into_iter().map(|raw| parse_envelope(serde_json::from_str(raw.get())?)).collect()
+        }
+        Some(b'{') => Ok(vec![parse_envelope(serde_json::from_slice(input)?)?]),
+        _ => Err(EventError::Shape(
+            "expected a JSON object (EventBridge, Event Grid, CloudEvents) or an array of them".to_string(),
+        )),
+    }
+}
+
+/// Parse exactly one event (what the AWS Lambda receives).
+pub fn parse_one(input: &[u8]) -> Result<Event, EventError> {
+    let mut events = parse(input)?;
+    match events.len() {
+        1 => Ok(events.remove(0)),
+        n => Err(EventError::Shape(format!("expected one event, found {n}"))),
+    }
+}
+
+fn parse_envelope(env: Envelope<'_>) -> Result<Event, EventError> {
+    if let Some(detail_type) = env.detail_type.as_deref() {
+        let source = env.source.as_deref().unwrap_or_default();
+        return match (detail_type, env.detail) {
+            ("AWS API Call via CloudTrail", Some(detail)) => cloudtrail::parse(&env, detail),
+            ("Tag Change on Resource", Some(detail)) if source == "aws.tag" => tag_change::parse(&env, detail),
+            _ => Ok(aws_unsupported(&env, detail_type)),
+        };
+    }
+    if env.specversion.is_some() {
+        let kind = env.ce_type.as_deref().ok_or_else(|| EventError::Shape("CloudEvent without a type".to_string()))?;
+        return event_grid::parse(kind, env.subject.as_deref(), env.source.as_deref(), env.data, env.id);
+    }
+    if let Some(kind) = env.event_type.as_deref() {
+        return event_grid::parse(kind, env.subject.as_deref(), env.topic.as_deref(), env.data, env.id);
+    }
+    Err(EventError::Shape(
+        "no detail-type (EventBridge), eventType (Event Grid) or specversion (CloudEvents) field".to_string(),
+    ))
+}
+
+/// Any other EventBridge event (a scheduled event, another service's notification).
+fn aws_unsupported(env: &Envelope<'_>, detail_type: &str) -> Event {
+    let source = env.source.as_deref().unwrap_or_default();
+    Event {
+        cloud: Cloud::Aws,
+        kind: EventKind::Ignored,
+        reason: Some(IgnoreReason::UnsupportedEvent),
+        service: source.strip_prefix("aws.").unwrap_or(source).to_string(),
+        event_name: detail_type.to_string(),
+        account: env.account.clone(),
+        region: env.region.clone(),
+        actor: None,
+        resources: Vec::new(),
+        principals: Vec::new(),
+        tags: None,
+        validation_code: None,
+        id: env.id.clone(),
+    }
+}

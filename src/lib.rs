@@ -1,0 +1,18 @@
+//! tagwarden keeps a Kubernetes/OpenShift cluster's user-defined tags on every cloud resource the
+//! cluster owns, on AWS and Azure.
+//!
+//! The core of the crate is pure: [`policy`] (where desired tags come from and how layers merge),
+//! [`validate`] (the exact tag rules of each cloud), [`plan`] (current + desired tags → the one write
+//! to make) and [`events`] (cloud events → the resources they name). None of it does I/O, so it is
+//! fast to test and to benchmark. Cloud clients live behind the `aws` and `azure` features.
+
+pub mod cloud;
+pub mod events;
+pub mod plan;
+pub mod policy;
+pub mod resource;
+pub mod validate;
+
+/// A resource's tags, or a set of desired tags: key → value, ordered by key so that every output
+/// and every hash derived from it is deterministic.
+pub type TagMap = std::collections::BTreeMap<String, String>;

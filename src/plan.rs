@@ -1,0 +1,145 @@
+//! The planner (DESIGN.md §4): current tags + desired tags → the one write to make.
+//!
+//! It writes exactly `{k: v ∈ desired | current[k] ≠ v}`; never deletes, never touches a key
+//! outside the desired set, ownership tags or `Name`; writes nothing on a resource the cluster does
+//! not own; and writes nothing at all when the write would push the resource past its tag limit.
+
+use serde::Serialize;
+
+use crate::cloud::{ownership, Cloud, Ownership};
+use crate::policy::{Desired, DesiredTag, Policy, Superseded};
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Drift found; `set` is the write.
+    Apply,
+    /// Every desired tag already has its value: no write call at all.
+    Unchanged,
+    /// Not owned by this cluster (`shared`, another cluster's, or untagged): read-only.
+    NotOwned,
+    /// The write would exceed the resource's tag limit, so nothing is written.
+    LimitExceeded,
+    /// The cluster asked for no propagation (`propagateUserTags: false`).
+    Disabled,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Apply => "apply",
+            Outcome::Unchanged => "unchanged",
+            Outcome::NotOwned => "not-owned",
+            Outcome::LimitExceeded => "limit-exceeded",
+            Outcome::Disabled => "disabled",
+        }
+    }
+}
+
+/// One drifted key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub key: String,
+    /// The value on the resource now; `None` when the key is missing.
+    pub old: Option<String>,
+    pub new: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    pub resource: String,
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub owned: bool,
+    pub ownership: Ownership,
+    pub outcome: Outcome,
+    /// The tags to write; empty unless the outcome is `apply`.
+    pub set: TagMap,
+    /// The drift, also when it is not written (limit exceeded).
+    pub changes: Vec<Change>,
+    pub superseded: Vec<Superseded>,
+    /// How many tags counting against the limit the resource carries now, and would after the write.
+    pub tags_before: usize,
+    pub tags_after: usize,
+    pub tag_limit: usize,
+}
+
+impl Plan {
+    pub fn writes(&self) -> bool {
+        self.outcome == Outcome::Apply
+    }
+}
+
+/// Plan one resource against a policy for cluster `infra_id`.
+pub fn plan(policy: &Policy, cloud: Cloud, infra_id: &str, resource: &ResourceRef, current: &TagMap) -> Plan {
+    let owned = ownership(cloud, infra_id, current) == Ownership::Owned;
+    // Only owned resources need the desired set; the rest are reported without it.
+    let desired =
+        if owned && policy.enforce { policy.desired_for(cloud, resource, current) } else { Desired::default() };
+    let limit = policy.resource_tag_limit(cloud, &resource.kind);
+    plan_desired(cloud, infra_id, policy.enforce, resource, current, desired, limit)
+}
+
+/// The planner proper, for a desired set computed elsewhere.
+pub fn plan_desired(
+    cloud: Cloud,
+    infra_id: &str,
+    enforce: bool,
+    resource: &ResourceRef,
+    current: &TagMap,
+    desired: Desired<'_>,
+    tag_limit: usize,
+) -> Plan {
+    let own = ownership(cloud, infra_id, current);
+    let tags_before = current.keys().filter(|k| cloud.counts_against_limit(k)).count();
+    let mut plan = Plan {
+        resource: resource.to_string(),
+        resource_type: resource.kind.clone(),
+        owned: own == Ownership::Owned,
+        ownership: own,
+        outcome: Outcome::Unchanged,
+        set: TagMap::new(),
+        changes: Vec::new(),
+        superseded: Vec::new(),
+        tags_before,
+        tags_after: tags_before,
+        tag_limit,
+    };
+    if !plan.owned {
+        plan.outcome = Outcome::NotOwned;
+        return plan;
+    }
+    if !enforce {
+        plan.outcome = Outcome::Disabled;
+        return plan;
+    }
+    plan.superseded = desired.superseded;
+    let mut new_keys = 0;
+    for DesiredTag { key, value, .. } in desired.tags {
+        if cloud.is_protected_key(key) {
+            continue;
+        }
+        let old = cloud.get(current, key).map(|(_, v)| v);
+        if old.is_some_and(|v| v == value) {
+            continue;
+        }
+        if old.is_none() && cloud.counts_against_limit(key) {
+            new_keys += 1;
+        }
+        plan.changes.push(Change { key: key.to_string(), old: old.cloned(), new: value.to_string() });
+        plan.set.insert(key.to_string(), value.to_string());
+    }
+    plan.changes.sort_by(|a, b| a.key.cmp(&b.key));
+    plan.tags_after = tags_before + new_keys;
+    if plan.set.is_empty() {
+        plan.outcome = Outcome::Unchanged;
+    } else if new_keys > 0 && plan.tags_after > tag_limit {
+        plan.outcome = Outcome::LimitExceeded;
+        plan.set.clear();
+    } else {
+        plan.outcome = Outcome::Apply;
+    }
+    plan
+}

@@ -1,0 +1,476 @@
+//! Policy documents → [`Policy`]. The kind of each document is detected by its content:
+//!
+//! - an OpenShift `Infrastructure` object (JSON or YAML, alone or as the only item of a `List`);
+//! - an `install-config.yaml` (`platform.aws.userTags` / `platform.azure.userTags`);
+//! - a native `tagwarden.yaml` (`version: 1` with tags, overrides, limits …);
+//! - a bare map of tag keys to values.
+//!
+//! Several documents (the objects under a policy prefix) merge in lexicographic order of name,
+//! the later winning on the same key within a layer.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{Limits, Override, Pattern, Policy, Selector, Tag, TagSelector};
+use crate::cloud::Cloud;
+
+/// Larger documents are refused: a real policy is a few kilobytes.
+pub const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("policy has no documents")]
+    Empty,
+    #[error("policy {doc}: {size} bytes is larger than the {max}-byte limit for a policy document")]
+    TooLarge { doc: String, size: usize, max: usize },
+    #[error("policy {doc}: not valid {format}: {message}")]
+    Syntax { doc: String, format: &'static str, message: String },
+    #[error("policy {doc}: unrecognised document (top-level keys: {keys}); expected an Infrastructure object (kind: Infrastructure), an install-config.yaml (platform.aws.userTags or platform.azure.userTags), a tagwarden.yaml (version: 1 with tags/overrides), or a map of tag keys to values")]
+    Unrecognised { doc: String, keys: String },
+    #[error("policy {doc}: {path}: {message}")]
+    Field { doc: String, path: String, message: String },
+    #[error(
+        "policy documents disagree on {field}: {first} says {a:?}, {second} says {b:?}; make them agree or drop one"
+    )]
+    Conflict { field: &'static str, first: String, a: String, second: String, b: String },
+}
+
+/// The document kinds tagwarden reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DocumentKind {
+    Infrastructure,
+    InstallConfig,
+    Native,
+    TagMap,
+}
+
+type Pairs = Vec<(String, String)>;
+
+/// What one document contributes before merging.
+#[derive(Debug, Default)]
+struct Layer {
+    cloud: Option<Cloud>,
+    infra_id: Option<String>,
+    enforce: Option<bool>,
+    status: Vec<(String, String)>,
+    spec: Vec<(String, String)>,
+    /// (name, selector, tags)
+    overrides: Vec<(Option<String>, Selector, Pairs)>,
+    user_tags: Option<usize>,
+    resource_tags: Option<usize>,
+    resource_tags_by_type: Vec<(Pattern, usize)>,
+    sensitive: Vec<String>,
+}
+
+/// Load one document.
+pub fn load_one(name: &str, text: &str) -> Result<Policy, PolicyError> {
+    load(vec![(name.to_string(), text.to_string())])
+}
+
+/// Load and merge documents, in lexicographic order of name whatever order they come in.
+pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
+    if docs.is_empty() {
+        return Err(PolicyError::Empty);
+    }
+    docs.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut policy = Policy {
+        documents: Vec::with_capacity(docs.len()),
+        cloud: None,
+        infra_id: None,
+        enforce: true,
+        status: Vec::new(),
+        spec: Vec::new(),
+        overrides: Vec::new(),
+        limits: Limits::default(),
+        sensitive: Default::default(),
+        version: String::new(),
+    };
+    let mut cloud_from: Option<String> = None;
+    let mut infra_from: Option<String> = None;
+    for (doc_index, (name, text)) in docs.into_iter().enumerate() {
+        let layer = parse_document(&name, &text)?.1;
+        if let Some(c) = layer.cloud {
+            match (policy.cloud, &cloud_from) {
+                (Some(prev), Some(first)) if prev != c => {
+                    return Err(PolicyError::Conflict {
+                        field: "cloud",
+                        first: first.clone(),
+                        a: prev.to_string(),
+                        second: name,
+                        b: c.to_string(),
+                    });
+                }
+                _ => {
+                    policy.cloud = Some(c);
+                    cloud_from.get_or_insert_with(|| name.clone());
+                }
+            }
+        }
+        if let Some(id) = layer.infra_id {
+            match (&policy.infra_id, &infra_from) {
+                (Some(prev), Some(first)) if *prev != id => {
+                    return Err(PolicyError::Conflict {
+                        field: "infraID",
+                        first: first.clone(),
+                        a: prev.clone(),
+                        second: name,
+                        b: id,
+                    });
+                }
+                _ => {
+                    policy.infra_id = Some(id);
+                    infra_from.get_or_insert_with(|| name.clone());
+                }
+            }
+        }
+        if let Some(e) = layer.enforce {
+            policy.enforce = e;
+        }
+        let tags =
+            |pairs: Vec<(String, String)>| pairs.into_iter().map(|(key, value)| Tag { key, value, doc: doc_index });
+        policy.status.extend(tags(layer.status));
+        policy.spec.extend(tags(layer.spec));
+        for (oname, selector, otags) in layer.overrides {
+            policy.overrides.push(Override { name: oname, selector, tags: tags(otags).collect(), doc: doc_index });
+        }
+        policy.limits.user_tags = layer.user_tags.or(policy.limits.user_tags);
+        policy.limits.resource_tags = layer.resource_tags.or(policy.limits.resource_tags);
+        // A later document's per-type limits are consulted first.
+        let mut by_type = layer.resource_tags_by_type;
+        by_type.append(&mut policy.limits.resource_tags_by_type);
+        policy.limits.resource_tags_by_type = by_type;
+        policy.sensitive.extend(layer.sensitive);
+        policy.documents.push(name);
+    }
+    Ok(policy.seal())
+}
+
+/// Detect a document's kind; exposed for `tagwarden validate` to say what it read.
+pub fn detect(name: &str, text: &str) -> Result<DocumentKind, PolicyError> {
+    parse_document(name, text).map(|(k, _)| k)
+}
+
+fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), PolicyError> {
+    if text.len() > MAX_DOCUMENT_BYTES {
+        return Err(PolicyError::TooLarge { doc: name.to_string(), size: text.len(), max: MAX_DOCUMENT_BYTES });
+    }
+    let text = text.trim_start_matches('\u{feff}');
+    let trimmed = text.trim_start();
+    let value: Value = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        serde_json::from_str(text).map_err(|e| PolicyError::Syntax {
+            doc: name.to_string(),
+            format: "JSON",
+            message: e.to_string(),
+        })?
+    } else {
+        serde_yaml_ng::from_str(text).map_err(|e| PolicyError::Syntax {
+            doc: name.to_string(),
+            format: "YAML",
+            message: e.to_string(),
+        })?
+    };
+    let d = Doc { name };
+    let Value::Object(obj) = value else {
+        return Err(d.field("(top level)", format!("expected a mapping, found {}", describe(&value))));
+    };
+    let kind_field = obj.get("kind").and_then(Value::as_str);
+    if kind_field == Some("Infrastructure") {
+        return Ok((DocumentKind::Infrastructure, d.infrastructure(&obj)?));
+    }
+    if kind_field == Some("List") {
+        let items = obj.get("items").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        let infra: Vec<&Map<String, Value>> = items
+            .iter()
+            .filter_map(Value::as_object)
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("Infrastructure"))
+            .collect();
+        return match infra.as_slice() {
+            [one] => Ok((DocumentKind::Infrastructure, d.infrastructure(one)?)),
+            _ => Err(
+                d.field("items", format!("a List must hold exactly one Infrastructure object, found {}", infra.len()))
+            ),
+        };
+    }
+    if obj.get("platform").is_some_and(Value::is_object) {
+        return Ok((DocumentKind::InstallConfig, d.install_config(&obj)?));
+    }
+    const NATIVE_KEYS: &[&str] = &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "enforce"];
+    if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
+        return Ok((DocumentKind::Native, d.native(Value::Object(obj))?));
+    }
+    if !obj.is_empty() && obj.values().all(is_scalar) {
+        let status = obj.iter().map(|(k, v)| (k.clone(), scalar(v).unwrap_or_default())).collect();
+        return Ok((DocumentKind::TagMap, Layer { status, ..Layer::default() }));
+    }
+    let mut keys: Vec<&str> = obj.keys().map(String::as_str).take(8).collect();
+    if obj.len() > 8 {
+        keys.push("…");
+    }
+    Err(PolicyError::Unrecognised {
+        doc: name.to_string(),
+        keys: if keys.is_empty() { "none".to_string() } else { keys.join(", ") },
+    })
+}
+
+struct Doc<'a> {
+    name: &'a str,
+}
+
+impl Doc<'_> {
+    fn field(&self, path: &str, message: impl Into<String>) -> PolicyError {
+        PolicyError::Field { doc: self.name.to_string(), path: path.to_string(), message: message.into() }
+    }
+
+    fn infrastructure(&self, obj: &Map<String, Value>) -> Result<Layer, PolicyError> {
+        let status = obj.get("status");
+        let spec = obj.get("spec");
+        let platform_type = status.and_then(|s| s.pointer("/platformStatus/type")).and_then(Value::as_str);
+        let has = |root: Option<&Value>, ptr: &str| root.and_then(|r| r.pointer(ptr)).is_some();
+        let cloud = match platform_type {
+            Some("AWS") => Cloud::Aws,
+            Some("Azure") => Cloud::Azure,
+            Some(other) => {
+                return Err(self.field(
+                    "status.platformStatus.type",
+                    format!("platform {other:?} is not supported: tagwarden enforces tags on AWS and Azure"),
+                ));
+            }
+            None if has(status, "/platformStatus/aws") || has(spec, "/platformSpec/aws") => Cloud::Aws,
+            None if has(status, "/platformStatus/azure") || has(spec, "/platformSpec/azure") => Cloud::Azure,
+            None => return Err(self.field("status.platformStatus", "names no platform: expected type AWS or Azure")),
+        };
+        let c = cloud.as_str();
+        let infra_id = match status.and_then(|s| s.get("infrastructureName")) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(other) => {
+                return Err(self.field(
+                    "status.infrastructureName",
+                    format!("expected a non-empty string, found {}", describe(other)),
+                ))
+            }
+        };
+        Ok(Layer {
+            cloud: Some(cloud),
+            infra_id,
+            status: self.resource_tags(status, &format!("status.platformStatus.{c}.resourceTags"))?,
+            spec: self.resource_tags(spec, &format!("spec.platformSpec.{c}.resourceTags"))?,
+            ..Layer::default()
+        })
+    }
+
+    /// A `resourceTags` list of `{key, value}` at `path` (dotted, below `root`).
+    fn resource_tags(&self, root: Option<&Value>, path: &str) -> Result<Vec<(String, String)>, PolicyError> {
+        let pointer: String = path.split('.').skip(1).map(|p| format!("/{p}")).collect();
+        let Some(list) = root.and_then(|r| r.pointer(&pointer)) else { return Ok(Vec::new()) };
+        let Value::Array(items) = list else {
+            if list.is_null() {
+                return Ok(Vec::new());
+            }
+            return Err(self.field(path, format!("expected a list of {{key, value}}, found {}", describe(list))));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let key = item.get("key").and_then(scalar);
+                let value = item.get("value").and_then(scalar);
+                match (key, value) {
+                    (Some(k), Some(v)) => Ok((k, v)),
+                    _ => Err(self.field(&format!("{path}[{i}]"), "expected {key: string, value: string}")),
+                }
+            })
+            .collect()
+    }
+
+    fn install_config(&self, obj: &Map<String, Value>) -> Result<Layer, PolicyError> {
+        let platform = obj.get("platform").and_then(Value::as_object).map(|p| (p.get("aws"), p.get("azure")));
+        let (cloud, p, path) = match platform {
+            Some((Some(aws), _)) => (Cloud::Aws, aws, "platform.aws"),
+            Some((None, Some(azure))) => (Cloud::Azure, azure, "platform.azure"),
+            _ => {
+                let names: Vec<&str> = obj
+                    .get("platform")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                return Err(self.field(
+                    "platform",
+                    format!("platform {} is not supported: tagwarden enforces tags on AWS and Azure", names.join(", ")),
+                ));
+            }
+        };
+        let status = match p.get("userTags") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Object(m)) => self.tag_map(m, &format!("{path}.userTags"))?,
+            Some(other) => {
+                return Err(self.field(
+                    &format!("{path}.userTags"),
+                    format!("expected a map of tag keys to values, found {}", describe(other)),
+                ))
+            }
+        };
+        // The deprecated experimental flag wins when both are set; an omitted flag propagates.
+        let flag = |name: &str| -> Result<Option<bool>, PolicyError> {
+            match p.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Bool(b)) => Ok(Some(*b)),
+                Some(other) => {
+                    Err(self
+                        .field(&format!("{path}.{name}"), format!("expected true or false, found {}", describe(other))))
+                }
+            }
+        };
+        let enforce = match cloud {
+            Cloud::Aws => flag("experimentalPropagateUserTags")?.or(flag("propagateUserTags")?).unwrap_or(true),
+            Cloud::Azure => true,
+        };
+        Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status, ..Layer::default() })
+    }
+
+    fn tag_map(&self, m: &Map<String, Value>, path: &str) -> Result<Vec<(String, String)>, PolicyError> {
+        m.iter()
+            .map(|(k, v)| {
+                scalar(v).map(|v| (k.clone(), v)).ok_or_else(|| {
+                    self.field(&format!("{path}.{k}"), format!("expected a string value, found {}", describe(v)))
+                })
+            })
+            .collect()
+    }
+
+    fn native(&self, value: Value) -> Result<Layer, PolicyError> {
+        let doc: NativeDoc = serde_json::from_value(value).map_err(|e| self.field("tagwarden.yaml", e.to_string()))?;
+        if doc.version != 1 {
+            return Err(self.field(
+                "version",
+                format!("version {} is not supported: this tagwarden reads version 1", doc.version),
+            ));
+        }
+        let status = self.tag_map(&doc.tags, "tags")?;
+        let mut overrides = Vec::with_capacity(doc.overrides.len());
+        for (i, o) in doc.overrides.into_iter().enumerate() {
+            let path = format!("overrides[{i}]");
+            let pattern = |p: Option<String>, field: &str| -> Result<Option<Pattern>, PolicyError> {
+                p.map(|p| {
+                    Pattern::new(&p)
+                        .map_err(|e| self.field(&format!("{path}.selector.{field}"), format!("bad glob {p:?}: {e}")))
+                })
+                .transpose()
+            };
+            let s = o.selector;
+            if s.resource_type.is_none() && s.id.is_none() && s.tag.is_none() {
+                return Err(self.field(
+                    &format!("{path}.selector"),
+                    "names no criterion: give type, id or tag (an override for every resource belongs in tags)",
+                ));
+            }
+            let selector = Selector {
+                resource_type: pattern(s.resource_type, "type")?,
+                id: pattern(s.id, "id")?,
+                tag: s.tag.map(|t| TagSelector { key: t.key, value: t.value }),
+            };
+            overrides.push((o.name, selector, self.tag_map(&o.tags, &format!("{path}.tags"))?));
+        }
+        let limits = doc.limits.unwrap_or_default();
+        let mut by_type = Vec::new();
+        for (p, n) in limits.resource_tags_by_type {
+            let pat = Pattern::new(&p)
+                .map_err(|e| self.field("limits.resourceTagsByType", format!("bad glob {p:?}: {e}")))?;
+            by_type.push((pat, n));
+        }
+        for (field, n) in [("limits.userTags", limits.user_tags), ("limits.resourceTags", limits.resource_tags)] {
+            if n == Some(0) {
+                return Err(self.field(field, "must be at least 1"));
+            }
+        }
+        Ok(Layer {
+            cloud: doc.cloud,
+            infra_id: doc.infra_id,
+            enforce: doc.enforce,
+            status,
+            overrides,
+            user_tags: limits.user_tags,
+            resource_tags: limits.resource_tags,
+            resource_tags_by_type: by_type,
+            sensitive: doc.sensitive,
+            ..Layer::default()
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NativeDoc {
+    version: u32,
+    cloud: Option<Cloud>,
+    #[serde(rename = "infraID", alias = "infraId")]
+    infra_id: Option<String>,
+    enforce: Option<bool>,
+    #[serde(default)]
+    tags: Map<String, Value>,
+    #[serde(default)]
+    overrides: Vec<NativeOverride>,
+    limits: Option<NativeLimits>,
+    #[serde(default)]
+    sensitive: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeOverride {
+    name: Option<String>,
+    selector: NativeSelector,
+    tags: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeSelector {
+    #[serde(rename = "type")]
+    resource_type: Option<String>,
+    id: Option<String>,
+    tag: Option<NativeTagSelector>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NativeTagSelector {
+    key: String,
+    value: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NativeLimits {
+    user_tags: Option<usize>,
+    resource_tags: Option<usize>,
+    #[serde(default)]
+    resource_tags_by_type: BTreeMap<String, usize>,
+}
+
+fn is_scalar(v: &Value) -> bool {
+    matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
+}
+
+/// Tag values are strings; YAML's unquoted numbers and booleans are taken as written.
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn describe(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}

@@ -1,0 +1,305 @@
+//! The exact tag rules of DESIGN.md §3, for AWS and Azure.
+//!
+//! Every violation is reported, not only the first, each naming the key, the rule and the limit.
+//! Deliberate deviations from OpenShift's installer (see README, "Deviations"): `+-@` are three
+//! literal characters, not the accidental `+`..`@` range; lengths count characters, not bytes; and
+//! AWS's own `aws:` prefix is reserved.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+use crate::cloud::{starts_with_ignore_case, Cloud};
+use crate::policy::{Policy, Tag};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    KeyLength,
+    ValueLength,
+    KeyCharacters,
+    ValueCharacters,
+    KeyFormat,
+    ReservedKey,
+    ReservedPrefix,
+    DuplicateKey,
+    TooManyTags,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned));
+        f.write_str(s.as_deref().unwrap_or("?"))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The offending key; `*` for a rule about a whole tag set.
+    pub key: String,
+    pub rule: Rule,
+    pub message: String,
+    /// Where the tag came from: `status`, `spec`, `override[N]`, with the document when layered.
+    pub source: String,
+}
+
+const AWS_KEY_MAX: usize = 128;
+const AWS_VALUE_MAX: usize = 256;
+const AZURE_KEY_MAX: usize = 128;
+const AZURE_VALUE_MAX: usize = 256;
+
+// Letters and digits are ASCII only, as in the installer; separators are Unicode category Z.
+static AWS_BAD_CHAR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.:/=+\-@\p{Z}]").expect("static regex"));
+static AWS_RESERVED_NS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([^/]*\.)?(kubernetes|openshift)\.io/").expect("static regex"));
+static AZURE_KEY_BAD_CHAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.\-]").expect("static regex"));
+static AZURE_VALUE_BAD_CHAR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.=+\-@,/:;<>?]").expect("static regex"));
+const AZURE_RESERVED_PREFIXES: &[&str] = &["kubernetes.io", "openshift.io", "microsoft", "azure", "windows"];
+
+/// Check one tag against the cloud's rules.
+pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut push = |rule: Rule, message: String| {
+        out.push(Violation {
+            key: key.to_string(),
+            rule,
+            message: format!("tag {key:?} ({source}): {message}"),
+            source: source.to_string(),
+        })
+    };
+    let (key_max, value_max) = match cloud {
+        Cloud::Aws => (AWS_KEY_MAX, AWS_VALUE_MAX),
+        Cloud::Azure => (AZURE_KEY_MAX, AZURE_VALUE_MAX),
+    };
+    let key_len = key.chars().count();
+    if key_len == 0 || key_len > key_max {
+        push(Rule::KeyLength, format!("key must be 1 to {key_max} characters long, is {key_len}"));
+    }
+    let value_len = value.chars().count();
+    if value_len == 0 || value_len > value_max {
+        push(Rule::ValueLength, format!("value must be 1 to {value_max} characters long, is {value_len}"));
+    }
+    match cloud {
+        Cloud::Aws => {
+            if let Some(bad) = bad_chars(&AWS_BAD_CHAR, key) {
+                push(
+                    Rule::KeyCharacters,
+                    format!("key contains {bad}; allowed are ASCII letters and digits, spaces and _ . : / = + - @"),
+                );
+            }
+            if let Some(bad) = bad_chars(&AWS_BAD_CHAR, value) {
+                push(
+                    Rule::ValueCharacters,
+                    format!("value contains {bad}; allowed are ASCII letters and digits, spaces and _ . : / = + - @"),
+                );
+            }
+            if key.eq_ignore_ascii_case("name") {
+                push(
+                    Rule::ReservedKey,
+                    "the key \"Name\" (any case) is reserved for the resource's own name".to_string(),
+                );
+            }
+            if starts_with_ignore_case(key, "aws:") {
+                push(Rule::ReservedPrefix, "keys starting with \"aws:\" (any case) are reserved by AWS".to_string());
+            }
+            if let Some(m) = AWS_RESERVED_NS.captures(key) {
+                let ns = m.get(2).map_or("", |g| g.as_str());
+                push(
+                    Rule::ReservedPrefix,
+                    format!("keys in the {ns}.io/ namespace (including its subdomains) are reserved for the cluster"),
+                );
+            }
+        }
+        Cloud::Azure => {
+            if let Some(bad) = bad_chars(&AZURE_KEY_BAD_CHAR, key) {
+                push(
+                    Rule::KeyCharacters,
+                    format!("key contains {bad}; allowed are ASCII letters and digits and _ . -"),
+                );
+            } else if key_len > 0 {
+                let first_ok = key.starts_with(|c: char| c.is_ascii_alphabetic());
+                let last_ok = key.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+                if !first_ok || !last_ok {
+                    push(
+                        Rule::KeyFormat,
+                        "key must begin with a letter and end with a letter, digit or underscore".to_string(),
+                    );
+                }
+            }
+            if let Some(bad) = bad_chars(&AZURE_VALUE_BAD_CHAR, value) {
+                push(
+                    Rule::ValueCharacters,
+                    format!("value contains {bad}; allowed are ASCII letters and digits and _ . = + - @ , / : ; < > ?"),
+                );
+            }
+            if key.eq_ignore_ascii_case("name") {
+                push(Rule::ReservedKey, "the key \"name\" (any case) is reserved".to_string());
+            }
+            if let Some(p) = AZURE_RESERVED_PREFIXES.iter().find(|p| starts_with_ignore_case(key, p)) {
+                push(Rule::ReservedPrefix, format!("keys starting with {p:?} (any case) are reserved"));
+            }
+        }
+    }
+    out
+}
+
+/// Describe the characters a rule rejects, e.g. `"*" and "#"`.
+fn bad_chars(re: &Regex, s: &str) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for m in re.find_iter(s) {
+        if !seen.contains(&m.as_str()) {
+            seen.push(m.as_str());
+        }
+    }
+    if seen.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = seen.iter().take(5).map(|c| format!("{c:?}")).collect();
+    let more = if seen.len() > 5 { format!(" and {} more", seen.len() - 5) } else { String::new() };
+    Some(format!("invalid character{} {}{more}", if seen.len() == 1 { "" } else { "s" }, shown.join(", ")))
+}
+
+/// Validate a whole policy for `cloud`: every tag, duplicates within one document, and the
+/// user-tag limit for the cluster-wide tags and for each override combined with them.
+pub fn policy(policy: &Policy, cloud: Cloud) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let limit = policy.limits.user_tags.unwrap_or_else(|| cloud.default_user_tag_limit());
+
+    let mut check_layer = |tags: &[Tag], label: &dyn Fn(&Tag) -> String| {
+        for t in tags {
+            out.extend(check_tag(cloud, &t.key, &t.value, &label(t)));
+        }
+        // Duplicates are only an error inside one document; across documents, later wins.
+        let mut seen: BTreeMap<(usize, String), &str> = BTreeMap::new();
+        for t in tags {
+            let norm = normalise_key(cloud, &t.key);
+            if let Some(first) = seen.insert((t.doc, norm), &t.key) {
+                let how = if first == t.key {
+                    "more than once".to_string()
+                } else {
+                    format!("again as {first:?} (tag keys are case-insensitive on Azure)")
+                };
+                out.push(Violation {
+                    key: t.key.clone(),
+                    rule: Rule::DuplicateKey,
+                    message: format!("tag {:?} ({}): key appears {how}", t.key, label(t)),
+                    source: label(t),
+                });
+            }
+        }
+    };
+    check_layer(&policy.status, &|t| policy.label("status", t.doc));
+    check_layer(&policy.spec, &|t| policy.label("spec", t.doc));
+    for (i, o) in policy.overrides.iter().enumerate() {
+        check_layer(&o.tags, &|_| policy.label(&o.label(i), o.doc));
+    }
+
+    let cluster_keys = distinct_keys(cloud, policy.status.iter().chain(&policy.spec));
+    if cluster_keys > limit {
+        out.push(too_many("status+spec", cluster_keys, limit));
+    }
+    for (i, o) in policy.overrides.iter().enumerate() {
+        let n = distinct_keys(cloud, policy.status.iter().chain(&policy.spec).chain(&o.tags));
+        if n > limit {
+            out.push(too_many(&o.label(i), n, limit));
+        }
+    }
+    out
+}
+
+fn too_many(source: &str, n: usize, limit: usize) -> Violation {
+    Violation {
+        key: "*".to_string(),
+        rule: Rule::TooManyTags,
+        message: format!("{source}: {n} user tags, at most {limit} are allowed"),
+        source: source.to_string(),
+    }
+}
+
+fn normalise_key(cloud: Cloud, key: &str) -> String {
+    match cloud {
+        Cloud::Aws => key.to_string(),
+        Cloud::Azure => key.to_ascii_lowercase(),
+    }
+}
+
+fn distinct_keys<'a>(cloud: Cloud, tags: impl Iterator<Item = &'a Tag>) -> usize {
+    tags.map(|t| normalise_key(cloud, &t.key)).collect::<std::collections::BTreeSet<_>>().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(cloud: Cloud, k: &str, v: &str) -> Vec<Rule> {
+        check_tag(cloud, k, v, "test").into_iter().map(|v| v.rule).collect()
+    }
+
+    #[test]
+    fn aws_installer_table() {
+        // TestValidateTag rows of openshift/installer, plus our deliberate deviations.
+        assert!(rules(Cloud::Aws, "test-key", "test-value").is_empty());
+        assert!(rules(Cloud::Aws, "otheropenshift.io/some-key", "v").is_empty());
+        assert!(rules(Cloud::Aws, "some-domain/openshift.io/some-key", "v").is_empty());
+        assert_eq!(rules(Cloud::Aws, "bad-key***", "v"), [Rule::KeyCharacters]);
+        assert_eq!(rules(Cloud::Aws, "k", "bad-value***"), [Rule::ValueCharacters]);
+        assert_eq!(rules(Cloud::Aws, "", "v"), [Rule::KeyLength]);
+        assert_eq!(rules(Cloud::Aws, "k", ""), [Rule::ValueLength]);
+        assert_eq!(rules(Cloud::Aws, &"a".repeat(129), "v"), [Rule::KeyLength]);
+        assert_eq!(rules(Cloud::Aws, "k", &"a".repeat(257)), [Rule::ValueLength]);
+        assert!(rules(Cloud::Aws, &"a".repeat(128), &"a".repeat(256)).is_empty());
+        assert_eq!(rules(Cloud::Aws, "kubernetes.io/cluster/some-cluster", "v"), [Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Aws, "openshift.io/some-key", "v"), [Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Aws, "other.openshift.io/some-key", "v"), [Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Aws, "NAME", "v"), [Rule::ReservedKey]);
+        assert_eq!(rules(Cloud::Aws, "Aws:x", "v"), [Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Aws, "usage-user", "cloud-team-rebase-bot[bot]"), [Rule::ValueCharacters]);
+        assert!(rules(Cloud::Aws, "test-key", "this test has spaces").is_empty());
+        // Deviation: the installer's `+-@` range admits these; we do not.
+        for c in [",", ";", "<", ">", "?"] {
+            assert_eq!(rules(Cloud::Aws, "k", &format!("a{c}b")), [Rule::ValueCharacters], "{c}");
+        }
+        // \p{Z} admits a no-break space but not tab; lengths count characters.
+        assert!(rules(Cloud::Aws, "k", "a\u{a0}b").is_empty());
+        assert_eq!(rules(Cloud::Aws, "k", "a\tb"), [Rule::ValueCharacters]);
+        assert!(rules(Cloud::Aws, "k", &"a\u{a0}".repeat(86)).is_empty());
+        // The dot is literal (the installer's unescaped dot also rejects "kubernetesXio/").
+        assert!(rules(Cloud::Aws, "kubernetesXio/foo", "v").is_empty());
+    }
+
+    #[test]
+    fn aws_reports_every_violation() {
+        let v = check_tag(Cloud::Aws, "aws:Name*", "", "status");
+        let r: Vec<Rule> = v.iter().map(|v| v.rule).collect();
+        assert_eq!(r, [Rule::ValueLength, Rule::KeyCharacters, Rule::ReservedPrefix]);
+        assert!(v[1].message.contains("\"*\""), "{}", v[1].message);
+        assert!(v[0].message.contains("256"), "{}", v[0].message);
+    }
+
+    #[test]
+    fn azure_installer_table() {
+        for k in ["key-4._", "Key.-_7", "key8_", "name123", "resourcename"] {
+            assert!(rules(Cloud::Azure, k, "v").is_empty(), "{k}");
+        }
+        for v in ["value=4", "value@7", "a,b;c<d>e?f/g:h"] {
+            assert!(rules(Cloud::Azure, "k", v).is_empty(), "{v}");
+        }
+        assert_eq!(rules(Cloud::Azure, "1key", "v"), [Rule::KeyFormat]);
+        assert_eq!(rules(Cloud::Azure, "_key", "v"), [Rule::KeyFormat]);
+        assert_eq!(rules(Cloud::Azure, "key-", "v"), [Rule::KeyFormat]);
+        assert_eq!(rules(Cloud::Azure, "key@", "v"), [Rule::KeyCharacters]);
+        assert_eq!(rules(Cloud::Azure, "key/test", "v"), [Rule::KeyCharacters]);
+        assert_eq!(rules(Cloud::Azure, "k", "value*^%"), [Rule::ValueCharacters]);
+        assert_eq!(rules(Cloud::Azure, "k", "has space"), [Rule::ValueCharacters]);
+        assert_eq!(rules(Cloud::Azure, "name", "v"), [Rule::ReservedKey]);
+        assert_eq!(rules(Cloud::Azure, "Azure", "v"), [Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Azure, "kubernetes.io_cluster", "v"), [Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Azure, "WindowsThing", "v"), [Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Azure, &"a".repeat(129), "v"), [Rule::KeyLength]);
+    }
+}
