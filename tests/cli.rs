@@ -1,0 +1,187 @@
+//! The `tagwarden` binary's stable interface: arguments, JSON shapes and exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Run tagwarden; return (exit code, stdout as JSON or Null, stderr).
+fn run(args: &[&str]) -> (i32, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tagwarden")).args(args).current_dir(fixtures()).output().expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), json, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn write_temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tagwarden-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+#[test]
+fn validate_exit_codes_and_json() {
+    let (code, json, _) = run(&["validate", "--json", "policies/infrastructure-aws.yaml"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["valid"], true);
+    assert_eq!(json["violations"], Value::Array(vec![]));
+
+    let (code, json, _) = run(&["validate", "--json", "policies/invalid-aws.yaml"]);
+    assert_eq!(code, 1);
+    assert_eq!(json["valid"], false);
+    let v = json["violations"].as_array().expect("violations");
+    assert_eq!(v.len(), 7);
+    assert!(v.iter().all(|v| v["key"].is_string() && v["rule"].is_string() && v["message"].is_string()));
+
+    let (code, json, _) = run(&["validate", "--json", "policies/no-such-file.yaml"]);
+    assert_eq!(code, 2);
+    assert_eq!(json["valid"], false);
+    assert!(json["error"].as_str().unwrap_or_default().contains("no-such-file.yaml"));
+
+    let (code, _, err) = run(&["validate", "policies/unrecognised.yaml"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unrecognised document"), "{err}");
+
+    // A bare tag map names no cloud: --cloud decides, and the rules differ.
+    let (code, _, err) = run(&["validate", "policies/tags.json"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--cloud"), "{err}");
+    assert_eq!(run(&["validate", "--cloud", "azure", "policies/tags.json"]).0, 0);
+    let (code, _, err) = run(&["validate", "--cloud", "azure", "policies/infrastructure-aws.yaml"]);
+    assert_eq!(code, 2, "{err}");
+
+    // A directory is a layered policy; the status report beside it is not read.
+    let (code, json, _) = run(&["validate", "--json", "policies/layered"]);
+    assert_eq!(code, 0);
+    assert_eq!(json["documents"].as_array().map(Vec::len), Some(3));
+
+    // Usage errors exit 2.
+    assert_eq!(run(&["validate"]).0, 2);
+    assert_eq!(run(&["validate", "--cloud", "gcp", "policies/tags.json"]).0, 2);
+}
+
+#[test]
+fn explain_contract() {
+    let (code, json, _) = run(&["explain", "--json", "events/aws/ec2-run-instances-sso.json"]);
+    assert_eq!(code, 0);
+    for field in ["cloud", "kind", "reason", "service", "event_name", "account", "region", "actor", "resources"] {
+        assert!(json.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(json["kind"], "create");
+    assert_eq!(json["resources"][0]["type"], "ec2:instance");
+
+    let (code, json, _) = run(&["explain", "--json", "events/aws/ec2-run-instances-failed.json"]);
+    assert_eq!((code, json["kind"].as_str(), json["reason"].as_str()), (0, Some("ignored"), Some("failed-call")));
+
+    let bad = write_temp("bad.json", "{\"hello\": 1}");
+    let (code, json, _) = run(&["explain", "--json", bad.to_str().expect("utf-8 path")]);
+    assert_eq!(code, 1);
+    assert!(json["error"].is_string());
+    assert_eq!(run(&["explain", "does-not-exist.json"]).0, 2);
+}
+
+#[test]
+fn plan_contract() {
+    let current = write_temp(
+        "current.json",
+        r#"{"kubernetes.io/cluster/mycluster-7xk2p": "owned", "Name": "web-1", "team": "platform", "key_infra1": "old", "mine": "kept"}"#,
+    );
+    let current = current.to_str().expect("utf-8 path");
+    let arn = "arn:aws:ec2:eu-west-1:111122223333:instance/i-0123456789abcdef0";
+    let (code, json, err) = run(&[
+        "plan",
+        "--policy",
+        "policies/infrastructure-aws.yaml",
+        "--resource",
+        arn,
+        "--current",
+        current,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json["resource"], arn);
+    assert_eq!(json["owned"], true);
+    assert_eq!(json["outcome"], "apply");
+    assert_eq!(json["set"], serde_json::json!({"key_infra1": "value_spec", "cost-center": "4242", "env": "prod"}));
+    assert_eq!(
+        json["superseded"],
+        serde_json::json!([{"key": "key_infra1", "value": "value_status", "from": "status", "by": "spec"}])
+    );
+
+    let foreign = write_temp("foreign.json", r#"{"kubernetes.io/cluster/mycluster-7xk2p": "shared"}"#);
+    let (code, json, _) = run(&[
+        "plan",
+        "--policy",
+        "policies/infrastructure-aws.yaml",
+        "--resource",
+        "i-0abc",
+        "--current",
+        foreign.to_str().expect("path"),
+        "--json",
+    ]);
+    assert_eq!((code, json["owned"].as_bool(), json["outcome"].as_str()), (0, Some(false), Some("not-owned")));
+    assert_eq!(json["set"], serde_json::json!({}));
+
+    // propagateUserTags: false → disabled; the infraID comes from the flag.
+    let owned = write_temp("owned.json", r#"{"kubernetes.io/cluster/mycluster-abcde": "owned"}"#);
+    let (code, json, err) = run(&[
+        "plan",
+        "--policy",
+        "policies/install-config-aws-disabled.yaml",
+        "--infra-id",
+        "mycluster-abcde",
+        "--resource",
+        "i-0abc",
+        "--current",
+        owned.to_str().expect("path"),
+        "--json",
+    ]);
+    assert_eq!((code, json["outcome"].as_str()), (0, Some("disabled")), "{err}");
+    // Without the infraID there is no telling what the cluster owns.
+    let (code, _, err) = run(&[
+        "plan",
+        "--policy",
+        "policies/install-config-aws.yaml",
+        "--resource",
+        "i-0abc",
+        "--current",
+        owned.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--infra-id"), "{err}");
+    // An invalid policy plans nothing.
+    let (code, _, _) = run(&[
+        "plan",
+        "--policy",
+        "policies/invalid-aws.yaml",
+        "--resource",
+        "i-0abc",
+        "--current",
+        owned.to_str().expect("path"),
+    ]);
+    assert_eq!(code, 1);
+    // Unreadable inputs.
+    assert_eq!(
+        run(&["plan", "--policy", "policies/tagwarden.yaml", "--resource", "i-0abc", "--current", "nope.json"]).0,
+        2
+    );
+    assert_eq!(
+        run(&[
+            "plan",
+            "--policy",
+            "policies/tagwarden.yaml",
+            "--resource",
+            "bucket-name",
+            "--current",
+            owned.to_str().expect("path")
+        ])
+        .0,
+        2
+    );
+}

@@ -1,0 +1,96 @@
+//! Every event under tests/fixtures/events normalizes to its `.expected.json`
+//! (the `tagwarden explain --json` contract).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+const CONTRACT: &[&str] =
+    &["cloud", "kind", "reason", "service", "event_name", "account", "region", "actor", "resources"];
+
+fn contract_view(event: &tagwarden::events::Event) -> Value {
+    let full = serde_json::to_value(event).expect("events serialize");
+    let mut out = Map::new();
+    for k in CONTRACT {
+        out.insert(k.to_string(), full.get(*k).cloned().unwrap_or(Value::Null));
+    }
+    Value::Object(out)
+}
+
+fn cases(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("fixture dir")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && !p.to_string_lossy().ends_with(".expected.json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_fixture_normalizes_as_expected() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events");
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for cloud in ["aws", "azure"] {
+        for input in cases(&root.join(cloud)) {
+            let expected_path = input.with_extension("expected.json");
+            let expected: Value =
+                serde_json::from_str(&std::fs::read_to_string(&expected_path).expect("expected file exists"))
+                    .expect("expected file is JSON");
+            let bytes = std::fs::read(&input).expect("fixture readable");
+            let got = match tagwarden::events::parse(&bytes) {
+                Ok(events) if events.len() == 1 => contract_view(&events[0]),
+                Ok(events) => Value::Array(events.iter().map(contract_view).collect()),
+                Err(e) => Value::String(format!("parse error: {e}")),
+            };
+            if got != expected {
+                failures.push(format!(
+                    "{}:\n  expected {}\n  got      {}",
+                    input.display(),
+                    serde_json::to_string(&expected).unwrap_or_default(),
+                    serde_json::to_string(&got).unwrap_or_default()
+                ));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 80, "only {checked} fixtures found");
+    assert!(failures.is_empty(), "{} of {checked} fixtures differ:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn loop_safety_recognises_own_role() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events/aws");
+    let own = std::fs::read(root.join("ec2-create-tags-by-reconciler.json")).expect("fixture");
+    let event = tagwarden::events::parse_one(&own).expect("parses");
+    let role = event.principals.iter().find(|p| p.contains(":role/")).cloned().expect("issuer role in principals");
+    assert!(event.is_from(std::slice::from_ref(&role)));
+    let other = std::fs::read(root.join("ec2-create-tags-console.json")).expect("fixture");
+    let event = tagwarden::events::parse_one(&other).expect("parses");
+    assert!(!event.is_from(&[role]));
+}
+
+#[test]
+fn hostile_inputs_are_errors_not_panics() {
+    use tagwarden::events::parse;
+    for input in [
+        &b""[..],
+        b"null",
+        b"[]",
+        b"42",
+        b"{}",
+        b"{\"detail-type\": 5}",
+        b"{\"detail-type\": \"AWS API Call via CloudTrail\", \"source\": \"aws.ec2\", \"detail\": []}",
+        b"{\"eventType\": \"Microsoft.Resources.ResourceWriteSuccess\", \"data\": 7}",
+        b"[{\"specversion\": \"1.0\"}]",
+        b"{\"detail-type\": \"AWS API Call via CloudTrail\", \"source\": \"aws.ec2\", \"detail\": {\"eventSource\": \"ec2.amazonaws.com\", \"eventName\": \"RunInstances\", \"responseElements\": {\"instancesSet\": 3}}}",
+    ] {
+        assert!(parse(input).is_err(), "{:?} should be rejected", String::from_utf8_lossy(input));
+    }
+    let big = vec![b' '; tagwarden::events::MAX_EVENT_BYTES + 1];
+    assert!(matches!(parse(&big), Err(tagwarden::events::EventError::TooLarge { .. })));
+    // Deep nesting hits serde_json's recursion limit, not the stack.
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(parse(deep.as_bytes()).is_err());
+}

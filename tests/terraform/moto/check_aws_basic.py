@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""Check what `infra/examples/aws-basic` created in moto (run by scripts/test-terraform).
+
+usage: check_aws_basic.py <terraform-output.json> <phase>
+  phase "resources": inspect the created resources (read-only, before the no-drift plan)
+  phase "routing":   PutEvents fixtures and check which reach the buffer queue (mutates: disables
+                     the queue mapping, because moto would try to run the placeholder function)
+
+Prints one "PASS <check>" / "FAIL <check>: <why>" line per check; exits 1 if any failed.
+Environment: MOTO_ENDPOINT (http://127.0.0.1:<port>).
+"""
+import json
+import os
+import sys
+import time
+
+import boto3
+
+REGION = "eu-west-1"  # tests/terraform/moto/aws-basic.tfvars
+INFRA_ID = "mycluster-7xk2p"
+
+# The contract, written out independently of the Terraform so a typo there is caught here.
+EVENT_NAMES = {
+    "ec2": ["RunInstances", "CreateVolume", "CreateSecurityGroup", "CreateNetworkInterface", "CreateSnapshot",
+            "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
+            "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags"],
+    "s3": ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"],
+    "elasticloadbalancing": ["CreateLoadBalancer", "CreateTargetGroup", "AddTags", "RemoveTags"],
+    "iam": ["CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
+            "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
+            "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"],
+}
+CODE_ACTIONS = {
+    "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
+    "s3:GetBucketTagging", "s3:PutBucketTagging", "s3:ListAllMyBuckets",
+    "elasticloadbalancing:DescribeTags", "elasticloadbalancing:AddTags",
+    "elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeTargetGroups",
+    "iam:ListRoleTags", "iam:TagRole", "iam:ListUserTags", "iam:TagUser", "iam:ListInstanceProfileTags",
+    "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
+    "iam:TagOpenIDConnectProvider", "iam:ListRoles", "iam:ListUsers", "iam:ListInstanceProfiles",
+    "iam:ListPolicies", "iam:ListOpenIDConnectProviders", "iam:GetRole",
+    "tag:GetResources", "tag:TagResources",
+    "ssm:GetParameter",
+    "s3:GetObject", "s3:ListBucket", "s3:PutObject",
+}
+PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMessage", "sqs:DeleteMessage",
+                    "sqs:GetQueueAttributes", "sqs:SendMessage"}
+# S3 policy source: everything but the SSM read.
+EXPECTED_ROLE_ACTIONS = (CODE_ACTIONS - {"ssm:GetParameter"}) | PLATFORM_ACTIONS
+METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
+           "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
+
+failures = []
+
+
+def check(name, fn):
+    try:
+        problem = fn()
+    except Exception as e:  # noqa: BLE001 - report, keep checking
+        problem = f"{type(e).__name__}: {e}"
+    if problem:
+        failures.append(name)
+        print(f"FAIL {name}: {problem}")
+    else:
+        print(f"PASS {name}")
+
+
+def client(svc, region=REGION):
+    return boto3.client(svc, region_name=region, endpoint_url=os.environ["MOTO_ENDPOINT"],
+                        aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def as_list(x):
+    return x if isinstance(x, list) else [x]
+
+
+def policy_actions(doc):
+    out = set()
+    for st in doc["Statement"]:
+        out |= set(as_list(st.get("Action", [])))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+def resources_phase(tf):
+    out = tf["tagwarden"]
+    events, sqs, s3, iam, cw, lam = (client(s) for s in ("events", "sqs", "s3", "iam", "cloudwatch", "lambda"))
+    patterns = {k: json.loads(v) for k, v in out["event_patterns"].items()}
+    role_arn = out["role_arn"]
+
+    def rendered_patterns_follow_contract():
+        want_keys = {"ec2", "s3", "elasticloadbalancing", "iam", "tag_change"}
+        if set(patterns) != want_keys:
+            return f"pattern keys {sorted(patterns)} != {sorted(want_keys)}"
+        for svc, names in EVENT_NAMES.items():
+            p = patterns[svc]
+            want = {
+                "source": [f"aws.{svc}"],
+                "detail-type": ["AWS API Call via CloudTrail"],
+                "detail": {
+                    "eventSource": [f"{svc}.amazonaws.com"],
+                    "eventName": names,
+                    "errorCode": [{"exists": False}],
+                    "$or": [
+                        {"userIdentity": {"sessionContext": {"sessionIssuer": {"arn": [{"anything-but": role_arn}]}}}},
+                        {"userIdentity": {"sessionContext": {"sessionIssuer": {"arn": [{"exists": False}]}}}},
+                    ],
+                },
+            }
+            if p != want:
+                return f"{svc}: {json.dumps(p)} != {json.dumps(want)}"
+        tc = {"source": ["aws.tag"], "detail-type": ["Tag Change on Resource"],
+              "detail": {"service": ["ec2", "s3", "elasticloadbalancing", "iam"]}}
+        if patterns["tag_change"] != tc:
+            return f"tag_change: {patterns['tag_change']}"
+        return None
+
+    def deployed_rules_equal_rendered():
+        arns = out["event_rule_arns"]
+        if set(arns) != set(patterns):
+            return f"rules {sorted(arns)} != patterns {sorted(patterns)}"
+        for key, arn in arns.items():
+            rule = events.describe_rule(Name=arn.split("/")[-1])
+            if json.loads(rule["EventPattern"]) != patterns[key]:
+                return f"rule {rule['Name']} pattern differs from output event_patterns[{key}]"
+            targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+            if [t["Arn"] for t in targets] != [out["events_queue_arn"]]:
+                return f"rule {rule['Name']} targets {[t['Arn'] for t in targets]}"
+        return None
+
+    def sweep_rule_targets_function():
+        name = out["sweep_rule_arn"].split("/")[-1]
+        rule = events.describe_rule(Name=name)
+        if rule.get("ScheduleExpression") != "rate(1 hour)":
+            return f"schedule {rule.get('ScheduleExpression')}"
+        t = events.list_targets_by_rule(Rule=name)["Targets"]
+        if len(t) != 1 or t[0]["Arn"] != out["function_arn"] or json.loads(t[0]["Input"]) != {"tagwarden": "sweep"}:
+            return f"targets {t}"
+        pol = json.loads(lam.get_policy(FunctionName=out["function_name"])["Policy"])
+        if not any(s["Principal"] == {"Service": "events.amazonaws.com"} for s in pol["Statement"]):
+            return "no lambda permission for events.amazonaws.com"
+        return None
+
+    def iam_forwarding_rule_in_us_east_1():
+        ev1 = client("events", "us-east-1")
+        name = tf["iam_forwarding_rule_arn"].split("/")[-1]
+        rule = ev1.describe_rule(Name=name)
+        if json.loads(rule["EventPattern"]) != patterns["iam"]:
+            return "forwarding pattern != event_patterns[iam]"
+        t = ev1.list_targets_by_rule(Rule=name)["Targets"]
+        bus = f"arn:aws:events:{REGION}:123456789012:event-bus/default"
+        if len(t) != 1 or t[0]["Arn"] != bus or not t[0].get("RoleArn"):
+            return f"targets {t}"
+        role_name = t[0]["RoleArn"].split("/")[-1]
+        doc = iam.get_role_policy(RoleName=role_name, PolicyName="put-events")["PolicyDocument"]
+        if policy_actions(doc) != {"events:PutEvents"}:
+            return f"forwarding role actions {policy_actions(doc)}"
+        return None
+
+    def queue_redrive_and_encryption():
+        a = sqs.get_queue_attributes(QueueUrl=out["events_queue_url"], AttributeNames=["All"])["Attributes"]
+        rp = json.loads(a["RedrivePolicy"])
+        if rp["deadLetterTargetArn"] != out["dlq_arn"] or int(rp["maxReceiveCount"]) != 5:
+            return f"redrive {rp}"
+        if int(a["VisibilityTimeout"]) < 6 * 300:
+            return f"visibility timeout {a['VisibilityTimeout']} < 6 x function timeout"
+        if a.get("SqsManagedSseEnabled") != "true":
+            return f"SSE {a.get('SqsManagedSseEnabled')}"
+        qp = json.loads(a["Policy"])
+        if not any(s.get("Principal") == {"Service": "events.amazonaws.com"} for s in qp["Statement"]):
+            return "queue policy does not admit EventBridge"
+        d = sqs.get_queue_attributes(QueueUrl=out["dlq_url"], AttributeNames=["All"])["Attributes"]
+        if d.get("SqsManagedSseEnabled") != "true" or int(d["MessageRetentionPeriod"]) != 1209600:
+            return f"dlq attributes {d}"
+        return None
+
+    def event_source_mapping_partial_batches():
+        m = lam.list_event_source_mappings(FunctionName=out["function_name"])["EventSourceMappings"]
+        if len(m) != 1 or m[0]["EventSourceArn"] != out["events_queue_arn"]:
+            return f"mappings {m}"
+        if m[0].get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
+            return f"FunctionResponseTypes {m[0].get('FunctionResponseTypes')}"
+        return None
+
+    def bucket_denies_non_tls_and_is_private():
+        b = out["policy_bucket_name"]
+        pol = json.loads(s3.get_bucket_policy(Bucket=b)["Policy"])
+        deny = [s for s in pol["Statement"] if s["Effect"] == "Deny"
+                and s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"]
+        if not deny or "s3:*" not in as_list(deny[0]["Action"]):
+            return f"no TLS-only deny in {pol}"
+        if s3.get_bucket_versioning(Bucket=b).get("Status") != "Enabled":
+            return "versioning not enabled"
+        pab = s3.get_public_access_block(Bucket=b)["PublicAccessBlockConfiguration"]
+        if not all(pab.values()):
+            return f"public access block {pab}"
+        enc = s3.get_bucket_encryption(Bucket=b)["ServerSideEncryptionConfiguration"]["Rules"][0]
+        if enc["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] != "AES256":
+            return f"encryption {enc}"
+        own = s3.get_bucket_ownership_controls(Bucket=b)["OwnershipControls"]["Rules"][0]["ObjectOwnership"]
+        if own != "BucketOwnerEnforced":
+            return f"ownership {own}"
+        return None
+
+    def policy_object_and_notification():
+        b = out["policy_bucket_name"]
+        if out["policy_uri"] != f"s3://{b}/tagwarden/infrastructure.yaml":
+            return f"policy_uri {out['policy_uri']}"
+        body = s3.get_object(Bucket=b, Key="tagwarden/infrastructure.yaml")["Body"].read().decode()
+        if f"infrastructureName: {INFRA_ID}" not in body:
+            return "policy object lacks infrastructureName"
+        n = s3.get_bucket_notification_configuration(Bucket=b)["LambdaFunctionConfigurations"]
+        if len(n) != 1 or n[0]["LambdaFunctionArn"] != out["function_arn"]:
+            return f"notifications {n}"
+        rules = n[0]["Filter"]["Key"]["FilterRules"]
+        if {r["Name"].lower(): r["Value"] for r in rules}.get("prefix") != "tagwarden/infrastructure.yaml":
+            return f"notification filter {rules}"
+        return None
+
+    def role_policy_is_exactly_the_action_list():
+        name = out["role_name"]
+        pols = iam.list_role_policies(RoleName=name)["PolicyNames"]
+        if pols != ["tagwarden"] or iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
+            return f"role policies {pols}"
+        doc = iam.get_role_policy(RoleName=name, PolicyName="tagwarden")["PolicyDocument"]
+        got = policy_actions(doc)
+        if got != EXPECTED_ROLE_ACTIONS:
+            return f"extra {sorted(got - EXPECTED_ROLE_ACTIONS)} missing {sorted(EXPECTED_ROLE_ACTIONS - got)}"
+        flat = {a for svc in out["iam_actions"]["code"].values() for acts in svc.values() for a in acts}
+        if flat != CODE_ACTIONS:
+            return f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}"
+        bad = [a for a in got if any(w in a.split(":")[1] for w in ("Delete", "Untag", "RemoveTags"))]
+        if bad:
+            return f"forbidden actions {bad}"
+        if any(st["Effect"] != "Allow" or "NotAction" in st or "NotResource" in st for st in doc["Statement"]):
+            return "unexpected Deny/NotAction/NotResource"
+        key = f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}"
+        for st in doc["Statement"]:
+            acts = set(as_list(st["Action"]))
+            if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or any(a.startswith("iam:Tag") for a in acts):
+                if st.get("Condition", {}).get("StringEquals", {}).get(key) != "owned":
+                    return f"{st.get('Sid')} not conditioned on {key}=owned"
+            if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{out['policy_bucket_name']}/tagwarden/tagwarden-status.json"]:
+                return f"PutObject resource {st['Resource']}"
+            if "s3:PutBucketTagging" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{INFRA_ID}-*"]:
+                return f"PutBucketTagging resource {st['Resource']}"
+        return None
+
+    def lambda_contract():
+        f = lam.get_function_configuration(FunctionName=out["function_name"])
+        env = f["Environment"]["Variables"]
+        want_env = {"TAGWARDEN_POLICY": out["policy_uri"], "TAGWARDEN_SELF_ROLE_ARN": role_arn,
+                    "POLICY_TTL": "60", "RUST_LOG": "info"}
+        if env != want_env:
+            return f"environment {env}"
+        if (f["Runtime"], f["Handler"], f["Architectures"]) != ("provided.al2023", "bootstrap", ["arm64"]):
+            return f"runtime {f['Runtime']} handler {f['Handler']} arch {f['Architectures']}"
+        if f.get("DeadLetterConfig", {}).get("TargetArn") != out["dlq_arn"]:
+            return f"dead letter config {f.get('DeadLetterConfig')}"
+        logs = client("logs")
+        g = logs.describe_log_groups(logGroupNamePrefix=f"/aws/lambda/{out['function_name']}")["logGroups"]
+        if len(g) != 1 or g[0].get("retentionInDays") != 30:
+            return f"log group {g}"
+        return None
+
+    def dashboard_searches_every_metric():
+        body = json.loads(cw.get_dashboard(DashboardName=out["dashboard_name"])["DashboardBody"])
+        text = json.dumps(body)
+        for m in METRICS:
+            if f'MetricName=\\"{m}\\"' not in text:
+                return f"no SEARCH widget for {m}"
+        for needle in ('"AWS/Lambda", "Errors"', '"AWS/Lambda", "Duration"', '"ApproximateNumberOfMessagesVisible"'):
+            if needle not in text:
+                return f"dashboard lacks {needle}"
+        return None
+
+    def alarms_exist_with_sns():
+        names = {f"tagwarden-{INFRA_ID}-{s}" for s in ("write-failures", "policy-rejected", "lambda-errors", "dlq-not-empty")}
+        got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix=f"tagwarden-{INFRA_ID}")["MetricAlarms"]}
+        if set(got) != names:
+            return f"alarms {sorted(got)}"
+        topic = tf["alarm_topic_arn"]
+        for n, a in got.items():
+            if a["AlarmActions"] != [topic] or a["Threshold"] != 0 or a["ComparisonOperator"] != "GreaterThanThreshold":
+                return f"{n}: actions {a['AlarmActions']} threshold {a['Threshold']} {a['ComparisonOperator']}"
+        q = got[f"tagwarden-{INFRA_ID}-write-failures"].get("Metrics", [])
+        if not q or "SUM(WriteFailures)" not in q[0].get("Expression", ""):
+            return f"write-failures query {q}"
+        return None
+
+    def tags_on_resources():
+        t = lam.list_tags(Resource=out["function_arn"])["Tags"]
+        if t.get("app") != "tagwarden" or t.get("test") != "moto":
+            return f"function tags {t}"
+        q = sqs.list_queue_tags(QueueUrl=out["events_queue_url"]).get("Tags", {})
+        if q.get("test") != "moto":
+            return f"queue tags {q}"
+        return None
+
+    for name, fn in [
+        ("rendered event patterns follow the contract", rendered_patterns_follow_contract),
+        ("deployed rule patterns equal the rendered output", deployed_rules_equal_rendered),
+        ("sweep schedule targets the function with {\"tagwarden\":\"sweep\"}", sweep_rule_targets_function),
+        ("IAM forwarding rule in us-east-1 -> eu-west-1 bus", iam_forwarding_rule_in_us_east_1),
+        ("event queue: redrive to DLQ (5), visibility >= 6x timeout, SSE", queue_redrive_and_encryption),
+        ("queue mapping reports partial batch failures", event_source_mapping_partial_batches),
+        ("policy bucket: TLS-only policy, versioned, private, encrypted", bucket_denies_non_tls_and_is_private),
+        ("policy object and S3 notification on the policy key", policy_object_and_notification),
+        ("role policy is exactly the action list, writes conditioned", role_policy_is_exactly_the_action_list),
+        ("Lambda runtime/handler/arch/env/DLQ and log group", lambda_contract),
+        ("dashboard searches every TagWarden metric", dashboard_searches_every_metric),
+        ("alarms exist with SNS actions", alarms_exist_with_sns),
+        ("tags var reaches resources", tags_on_resources),
+    ]:
+        check(name, fn)
+
+
+# ---------------------------------------------------------------------------------------------
+def cloudtrail(svc, name, caller, marker, error=None):
+    detail = {"eventVersion": "1.09", "eventSource": f"{svc}.amazonaws.com", "eventName": name,
+              "awsRegion": REGION, "userIdentity": caller, "requestID": marker}
+    if error:
+        detail["errorCode"] = error
+    return {"Source": f"aws.{svc}", "DetailType": "AWS API Call via CloudTrail", "Detail": json.dumps(detail)}
+
+
+def routing_phase(tf):
+    out = tf["tagwarden"]
+    lam, sqs = client("lambda"), client("sqs")
+    role = out["role_arn"]
+    other_role = "arn:aws:iam::123456789012:role/OrganizationAccountAccessRole"
+
+    def assumed(role_arn):
+        return {"type": "AssumedRole", "arn": f"{role_arn.replace(':iam:', ':sts:').replace(':role/', ':assumed-role/')}/s",
+                "sessionContext": {"sessionIssuer": {"type": "Role", "arn": role_arn}}}
+
+    console_user = {"type": "IAMUser", "arn": "arn:aws:iam::123456789012:user/mateo",
+                    "sessionContext": {"sessionIssuer": {}, "attributes": {"mfaAuthenticated": "true"}}}
+    plain_user = {"type": "IAMUser", "arn": "arn:aws:iam::123456789012:user/ci"}
+
+    # (marker, region, entry, delivered?)
+    cases = [
+        ("ec2-other-role", REGION, cloudtrail("ec2", "CreateTags", assumed(other_role), "m1"), True),
+        ("ec2-console-user-empty-issuer", REGION, cloudtrail("ec2", "RunInstances", console_user, "m2"), True),
+        ("ec2-user-no-session", REGION, cloudtrail("ec2", "CreateVolume", plain_user, "m3"), True),
+        ("ec2-own-role", REGION, cloudtrail("ec2", "CreateTags", assumed(role), "m4"), False),
+        ("ec2-failed-call", REGION, cloudtrail("ec2", "RunInstances", plain_user, "m5", error="UnauthorizedOperation"), False),
+        ("ec2-unlisted-event", REGION, cloudtrail("ec2", "StartInstances", plain_user, "m6"), False),
+        ("s3-own-role", REGION, cloudtrail("s3", "PutBucketTagging", assumed(role), "m7"), False),
+        ("s3-other-role", REGION, cloudtrail("s3", "DeleteBucketTagging", assumed(other_role), "m8"), True),
+        ("elbv2-add-tags", REGION, cloudtrail("elasticloadbalancing", "AddTags", assumed(other_role), "m9"), True),
+        ("iam-in-function-region", REGION, cloudtrail("iam", "TagRole", plain_user, "m10"), True),
+        ("iam-own-role", REGION, cloudtrail("iam", "TagRole", assumed(role), "m11"), False),
+        ("tag-change-ec2", REGION, {"Source": "aws.tag", "DetailType": "Tag Change on Resource",
+                                    "Detail": json.dumps({"service": "ec2", "resource-type": "instance",
+                                                          "changed-tag-keys": ["a"], "tags": {}, "requestID": "m12"})}, True),
+        ("tag-change-rds", REGION, {"Source": "aws.tag", "DetailType": "Tag Change on Resource",
+                                    "Detail": json.dumps({"service": "rds", "requestID": "m13"})}, False),
+    ]
+    forwarded = ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True)
+
+    def disable_mapping():
+        for m in lam.list_event_source_mappings(FunctionName=out["function_name"])["EventSourceMappings"]:
+            lam.update_event_source_mapping(UUID=m["UUID"], Enabled=False)
+        return None
+
+    def drain(url):
+        got = []
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            r = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+            msgs = r.get("Messages", [])
+            if not msgs:
+                break
+            for m in msgs:
+                got.append(json.loads(m["Body"]))
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        return got
+
+    def run(case_list):
+        def fn():
+            for marker, region, entry, _ in case_list:
+                r = client("events", region).put_events(Entries=[dict(entry, EventBusName="default")])
+                if r.get("FailedEntryCount"):
+                    return f"{marker}: PutEvents failed {r}"
+            got = {e.get("detail", {}).get("requestID") for e in drain(out["events_queue_url"])}
+            want = {json.loads(e["Detail"])["requestID"] for _, _, e, ok in case_list if ok}
+            if got != want:
+                names = {json.loads(e["Detail"])["requestID"]: m for m, _, e, _ in case_list}
+                return (f"unexpectedly delivered {sorted(names[g] for g in got - want)}; "
+                        f"missing {sorted(names[w] for w in want - got)}")
+            return None
+        return fn
+
+    check("disable queue mapping for routing (moto cannot run the function)", disable_mapping)
+    check("event routing: own role, failed and unlisted calls dropped; others queued", run(cases))
+    check("event routing: IAM event forwarded from us-east-1 reaches the queue", run([forwarded]))
+    check("DLQ empty after routing", lambda: (
+        None if not drain(out["dlq_url"]) else "dead letters present"))
+
+
+def main():
+    tf = {k: v["value"] for k, v in json.load(open(sys.argv[1])).items()}
+    {"resources": resources_phase, "routing": routing_phase}[sys.argv[2]](tf)
+    if failures:
+        print(f"check_aws_basic {sys.argv[2]}: {len(failures)} check(s) failed")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
