@@ -10,8 +10,12 @@ pub mod cloud;
 pub mod events;
 pub mod plan;
 pub mod policy;
+pub mod report;
 pub mod resource;
 pub mod validate;
+
+#[cfg(feature = "aws")]
+pub mod aws;
 
 /// A resource's tags, or a set of desired tags: key → value, ordered by key so that every output
 /// and every hash derived from it is deterministic.

@@ -1,0 +1,136 @@
+//! AWS errors, classified the way the cluster-api-provider-aws seed does: what a retry can fix
+//! (throttling, transient faults, a resource not yet visible after its creation) and what it cannot.
+
+use std::fmt;
+
+use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Throttled even after the SDK's own retries.
+    Throttled,
+    /// Network, timeout or 5xx: worth retrying later.
+    Transient,
+    /// The resource does not exist (yet): eventual consistency right after a create.
+    NotFound,
+    /// The service refused the write for the resource's tag limit.
+    TagLimit,
+    /// Permissions, validation and everything else a retry cannot fix.
+    Fatal,
+}
+
+impl ErrorClass {
+    pub fn is_retryable(self) -> bool {
+        matches!(self, ErrorClass::Throttled | ErrorClass::Transient | ErrorClass::NotFound)
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct AwsError {
+    pub operation: &'static str,
+    pub resource: String,
+    pub code: String,
+    pub message: String,
+    pub class: ErrorClass,
+}
+
+impl fmt::Display for AwsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.operation, self.resource, self.code)?;
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        Ok(())
+    }
+}
+
+impl AwsError {
+    pub fn new(operation: &'static str, resource: &str, code: &str, message: &str, class: ErrorClass) -> Self {
+        AwsError {
+            operation,
+            resource: resource.to_string(),
+            code: code.to_string(),
+            message: message.to_string(),
+            class,
+        }
+    }
+
+    pub fn from_sdk<E, R>(operation: &'static str, resource: &str, err: SdkError<E, R>) -> Self
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+        R: fmt::Debug,
+    {
+        let (code, message, class) = match &err {
+            SdkError::ServiceError(service) => {
+                let e = service.err();
+                let code = e.code().unwrap_or("Unknown").to_string();
+                let class = classify(&code);
+                (code, e.message().unwrap_or_default().to_string(), class)
+            }
+            SdkError::TimeoutError(_) => ("Timeout".to_string(), String::new(), ErrorClass::Transient),
+            SdkError::DispatchFailure(d) => ("DispatchFailure".to_string(), format!("{d:?}"), ErrorClass::Transient),
+            SdkError::ResponseError(_) => ("ResponseError".to_string(), format!("{err}"), ErrorClass::Transient),
+            _ => ("ConstructionFailure".to_string(), format!("{err}"), ErrorClass::Fatal),
+        };
+        AwsError::new(operation, resource, &code, &message, class)
+    }
+}
+
+/// Classify an AWS error code.
+pub fn classify(code: &str) -> ErrorClass {
+    const THROTTLED: &[&str] = &[
+        "RequestLimitExceeded",
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "SlowDown",
+        "TooManyRequestsException",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+    ];
+    const TRANSIENT: &[&str] = &[
+        "InternalError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "Unavailable",
+        "RequestTimeout",
+        "OperationAborted",
+    ];
+    const TAG_LIMIT: &[&str] = &["TagLimitExceeded", "TooManyTags", "LimitExceeded"];
+    if THROTTLED.contains(&code) {
+        ErrorClass::Throttled
+    } else if TRANSIENT.contains(&code) {
+        ErrorClass::Transient
+    } else if TAG_LIMIT.contains(&code) {
+        ErrorClass::TagLimit
+    } else if code.ends_with(".NotFound")
+        || code.ends_with("NotFound")
+        || code == "NoSuchBucket"
+        || code == "NoSuchEntity"
+    {
+        ErrorClass::NotFound
+    } else {
+        ErrorClass::Fatal
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes() {
+        assert_eq!(classify("InvalidInstanceID.NotFound"), ErrorClass::NotFound);
+        assert_eq!(classify("LoadBalancerNotFound"), ErrorClass::NotFound);
+        assert_eq!(classify("NoSuchEntity"), ErrorClass::NotFound);
+        assert_eq!(classify("RequestLimitExceeded"), ErrorClass::Throttled);
+        assert_eq!(classify("SlowDown"), ErrorClass::Throttled);
+        assert_eq!(classify("OperationAborted"), ErrorClass::Transient);
+        assert_eq!(classify("TagLimitExceeded"), ErrorClass::TagLimit);
+        assert_eq!(classify("UnauthorizedOperation"), ErrorClass::Fatal);
+        assert_eq!(classify("AccessDenied"), ErrorClass::Fatal);
+        assert!(!ErrorClass::Fatal.is_retryable());
+    }
+}

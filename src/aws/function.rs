@@ -1,0 +1,179 @@
+//! What the Lambda does with a payload. Kept here, not in the binary, so that tests drive the very
+//! same path in-process.
+//!
+//! - An SQS batch of EventBridge events: each message is handled alone; the ones that fail are
+//!   returned as `batchItemFailures`, so SQS retries only those and finally dead-letters them with
+//!   their original body.
+//! - One EventBridge event (direct invoke): a failure is an error, so EventBridge retries.
+//! - A sweep: `{"tagwarden": "sweep"}` from the schedule, an S3 notification or EventBridge
+//!   `Object Created` / `Parameter Store Change` for the policy (re-read at once).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use super::reconcile::{Outcome, Reconciler};
+use crate::cloud::Cloud;
+use crate::events;
+use crate::policy::STATUS_REPORT_NAME;
+use crate::report::Metrics;
+
+/// The result of one invocation: the response, the lines to print (outcome records, then EMF
+/// metrics), and an error when the invocation must fail.
+#[derive(Debug, Default)]
+pub struct Invocation {
+    pub response: Value,
+    pub lines: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// What a payload asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    SqsBatch,
+    Event,
+    /// A scheduled sweep.
+    Sweep,
+    /// The policy changed: re-read it now, then sweep.
+    PolicyChanged,
+    /// Only tagwarden's own status report changed (it lives beside a layered policy).
+    OwnStatusReport,
+}
+
+pub fn trigger_of(payload: &Value) -> Trigger {
+    let first_source = payload.pointer("/Records/0/eventSource").and_then(Value::as_str);
+    match first_source {
+        Some("aws:sqs") => return Trigger::SqsBatch,
+        Some("aws:s3") => {
+            let keys: Vec<&str> = payload
+                .get("Records")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.pointer("/s3/object/key").and_then(Value::as_str))
+                .collect();
+            let own = !keys.is_empty() && keys.iter().all(|k| k.rsplit('/').next() == Some(STATUS_REPORT_NAME));
+            return if own { Trigger::OwnStatusReport } else { Trigger::PolicyChanged };
+        }
+        _ => {}
+    }
+    if payload.get("tagwarden").and_then(Value::as_str) == Some("sweep") {
+        return Trigger::Sweep;
+    }
+    match payload.get("detail-type").and_then(Value::as_str) {
+        Some("Scheduled Event") => Trigger::Sweep,
+        Some("Object Created") => {
+            let key = payload.pointer("/detail/object/key").and_then(Value::as_str).unwrap_or_default();
+            if key.rsplit('/').next() == Some(STATUS_REPORT_NAME) {
+                Trigger::OwnStatusReport
+            } else {
+                Trigger::PolicyChanged
+            }
+        }
+        Some("Parameter Store Change") => Trigger::PolicyChanged,
+        _ => Trigger::Event,
+    }
+}
+
+pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
+    let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
+    let mut metrics = Metrics::default();
+    let mut infra_id = None;
+    let mut absorb = |inv: &mut Invocation, out: Outcome| {
+        inv.lines.extend(out.records.iter().map(|r| r.to_json_line()));
+        merge(&mut metrics, out.metrics);
+        infra_id = infra_id.take().or(out.infra_id);
+        out.error
+    };
+    match trigger_of(payload) {
+        Trigger::SqsBatch => {
+            let mut failures = Vec::new();
+            for record in payload.get("Records").and_then(Value::as_array).into_iter().flatten() {
+                let id = record.get("messageId").and_then(Value::as_str).unwrap_or_default().to_string();
+                let body = record.get("body").and_then(Value::as_str).unwrap_or_default();
+                let failed = match events::parse_one(body.as_bytes()) {
+                    Ok(event) => {
+                        let out = reconciler.handle_event(&event).await;
+                        let retry = out.must_retry();
+                        if let Some(e) = absorb(&mut inv, out) {
+                            tracing::error!(message_id = id, error = e, "event not reconciled");
+                        }
+                        retry
+                    }
+                    Err(e) => {
+                        // Not an event: retrying will not help, but the dead-letter queue keeps it.
+                        tracing::error!(message_id = id, error = %e, "message is not an event");
+                        true
+                    }
+                };
+                if failed {
+                    failures.push(json!({"itemIdentifier": id}));
+                }
+            }
+            inv.response = json!({"batchItemFailures": failures});
+        }
+        Trigger::Event => {
+            match serde_json::to_vec(payload).map_err(events::EventError::from).and_then(|b| events::parse_one(&b)) {
+                Ok(event) => {
+                    let out = reconciler.handle_event(&event).await;
+                    let failed = out.failed();
+                    let retry = out.must_retry();
+                    let error = absorb(&mut inv, out);
+                    if retry {
+                        inv.error = Some(error.unwrap_or_else(|| format!("{failed} resource(s) failed")));
+                    }
+                }
+                Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
+            }
+        }
+        Trigger::OwnStatusReport => inv.response = json!({"ignored": "own status report"}),
+        trigger @ (Trigger::Sweep | Trigger::PolicyChanged) => {
+            let out = reconciler.sweep(trigger == Trigger::PolicyChanged).await;
+            let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
+            let retry = out.must_retry();
+            let error = absorb(&mut inv, out);
+            if retry {
+                inv.error = Some(error.unwrap_or_else(|| format!("sweep: {summary}")));
+            }
+            inv.response = summary;
+        }
+    }
+    if !metrics.is_empty() {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
+        inv.lines.extend(metrics.emf_lines(Cloud::Aws, infra_id.as_deref().unwrap_or("unknown"), now));
+    }
+    inv
+}
+
+fn merge(into: &mut Metrics, from: Metrics) {
+    into.events_received += from.events_received;
+    into.events_ignored += from.events_ignored;
+    into.policy_rejected += from.policy_rejected;
+    for (t, c) in from.by_type {
+        let e = into.by_type.entry(t).or_default();
+        e.resources_evaluated += c.resources_evaluated;
+        e.drift_detected += c.drift_detected;
+        e.tags_written += c.tags_written;
+        e.write_failures += c.write_failures;
+        e.tag_limit_exceeded += c.tag_limit_exceeded;
+        e.conflicts += c.conflicts;
+        e.latency_ms.extend(c.latency_ms);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triggers() {
+        assert_eq!(trigger_of(&json!({"Records": [{"eventSource": "aws:sqs", "body": "{}"}]})), Trigger::SqsBatch);
+        let s3 = |key: &str| json!({"Records": [{"eventSource": "aws:s3", "s3": {"object": {"key": key}}}]});
+        assert_eq!(trigger_of(&s3("cluster/10-infra.yaml")), Trigger::PolicyChanged);
+        assert_eq!(trigger_of(&s3("cluster/tagwarden-status.json")), Trigger::OwnStatusReport);
+        assert_eq!(trigger_of(&json!({"tagwarden": "sweep"})), Trigger::Sweep);
+        assert_eq!(trigger_of(&json!({"detail-type": "Scheduled Event", "source": "aws.events"})), Trigger::Sweep);
+        assert_eq!(trigger_of(&json!({"detail-type": "Parameter Store Change"})), Trigger::PolicyChanged);
+        assert_eq!(trigger_of(&json!({"detail-type": "AWS API Call via CloudTrail"})), Trigger::Event);
+    }
+}

@@ -1,0 +1,98 @@
+//! The AWS side: SDK clients, reading and writing tags per service, the policy store (S3 or SSM),
+//! and the reconciler that the Lambda and the CLI drive.
+//!
+//! Configuration is the standard AWS SDK environment (region, credentials, `AWS_ENDPOINT_URL`),
+//! so the same code runs against AWS and against a local emulator.
+
+pub mod calls;
+pub mod error;
+pub mod function;
+pub mod policy_store;
+pub mod reconcile;
+pub mod tags;
+
+use std::time::Duration;
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_smithy_http_client::tls;
+
+pub use calls::CallCounter;
+pub use error::{AwsError, ErrorClass};
+
+/// Every SDK client tagwarden uses, built once and shared by all invocations of a warm function.
+#[derive(Clone, Debug)]
+pub struct Clients {
+    pub ec2: aws_sdk_ec2::Client,
+    pub s3: aws_sdk_s3::Client,
+    pub elbv2: aws_sdk_elasticloadbalancingv2::Client,
+    pub iam: aws_sdk_iam::Client,
+    pub ssm: aws_sdk_ssm::Client,
+    pub tagging: aws_sdk_resourcegroupstagging::Client,
+    pub region: String,
+    /// Every HTTP attempt of the clients above, by operation.
+    pub calls: CallCounter,
+}
+
+/// Load the SDK configuration from the environment.
+///
+/// Retries: the SDK's standard mode (exponential backoff with jitter on throttling and transient
+/// errors) with 5 attempts — enough to ride out EC2's 10/s tag-write refill without holding an
+/// event for long; what still fails goes back to the queue. Timeouts are set so a hung call fails
+/// well inside the function's own timeout.
+pub async fn load_config() -> SdkConfig {
+    config_loader().load().await
+}
+
+/// The loader behind [`load_config`], for callers that set endpoint or credentials themselves.
+pub fn config_loader() -> aws_config::ConfigLoader {
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+        .build_https();
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http)
+        .retry_config(RetryConfig::standard().with_max_attempts(5))
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(3))
+                .operation_attempt_timeout(Duration::from_secs(10))
+                .operation_timeout(Duration::from_secs(30))
+                .build(),
+        )
+}
+
+impl Clients {
+    pub fn new(config: &SdkConfig) -> Self {
+        let calls = CallCounter::default();
+        // A custom endpoint (an emulator, a VPC endpoint) cannot serve virtual-hosted bucket names.
+        let s3_conf = aws_sdk_s3::config::Builder::from(config)
+            .force_path_style(config.endpoint_url().is_some())
+            .interceptor(calls.clone())
+            .build();
+        Clients {
+            ec2: aws_sdk_ec2::Client::from_conf(
+                aws_sdk_ec2::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            s3: aws_sdk_s3::Client::from_conf(s3_conf),
+            elbv2: aws_sdk_elasticloadbalancingv2::Client::from_conf(
+                aws_sdk_elasticloadbalancingv2::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            iam: aws_sdk_iam::Client::from_conf(
+                aws_sdk_iam::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            ssm: aws_sdk_ssm::Client::from_conf(
+                aws_sdk_ssm::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            tagging: aws_sdk_resourcegroupstagging::Client::from_conf(
+                aws_sdk_resourcegroupstagging::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            region: config.region().map(|r| r.to_string()).unwrap_or_default(),
+            calls,
+        }
+    }
+
+    pub async fn from_env() -> Self {
+        Self::new(&load_config().await)
+    }
+}

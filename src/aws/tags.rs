@@ -1,0 +1,405 @@
+//! Reading and writing one resource's tags through each service's own API (DESIGN.md §4):
+//! EC2 `DescribeTags`/`CreateTags`, S3 `GetBucketTagging` + read-merge-`PutBucketTagging`,
+//! ELBv2 `DescribeTags`/`AddTags`, IAM `List*Tags`/`Tag*`. Nothing here deletes a tag.
+//!
+//! A resource may not be visible yet right after its creation event: reads retry `NotFound`
+//! with bounded exponential backoff, then give up with a retryable error so the event goes back
+//! to the queue (and finally to the dead-letter queue) instead of being dropped.
+
+use std::time::Duration;
+
+use aws_sdk_ec2::error::ProvideErrorMetadata;
+
+use super::{AwsError, Clients, ErrorClass};
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+/// Bounded exponential backoff for resources not visible yet.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    pub attempts: u32,
+    pub first: Duration,
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    /// 6 attempts, 250 ms doubling to 4 s: about 8 s before the event is handed back.
+    fn default() -> Self {
+        Backoff { attempts: 6, first: Duration::from_millis(250), max: Duration::from_secs(4) }
+    }
+}
+
+impl Backoff {
+    fn delay(&self, attempt: u32) -> Duration {
+        self.first.saturating_mul(1 << attempt.min(16)).min(self.max)
+    }
+}
+
+/// Which API family serves a resource type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Api {
+    Ec2,
+    S3,
+    Elbv2,
+    IamRole,
+    IamUser,
+    IamInstanceProfile,
+    IamPolicy,
+    IamOidcProvider,
+}
+
+fn api_of(r: &ResourceRef) -> Result<Api, AwsError> {
+    let kind = r.kind.as_str();
+    Ok(match kind {
+        k if k.starts_with("ec2:") => Api::Ec2,
+        "s3:bucket" => Api::S3,
+        k if k.starts_with("elasticloadbalancing:") => Api::Elbv2,
+        "iam:role" => Api::IamRole,
+        "iam:user" => Api::IamUser,
+        "iam:instance-profile" => Api::IamInstanceProfile,
+        "iam:policy" => Api::IamPolicy,
+        "iam:oidc-provider" => Api::IamOidcProvider,
+        _ => {
+            return Err(AwsError::new(
+                "ReadTags",
+                &r.to_string(),
+                "UnsupportedResourceType",
+                &format!("tagwarden does not enforce tags on {kind}"),
+                ErrorClass::Fatal,
+            ))
+        }
+    })
+}
+
+/// Tag reads and writes for every resource type the event parser emits.
+#[derive(Debug, Clone)]
+pub struct Tagger {
+    pub clients: Clients,
+    pub not_found: Backoff,
+}
+
+impl Tagger {
+    pub fn new(clients: Clients) -> Self {
+        Tagger { clients, not_found: Backoff::default() }
+    }
+
+    /// The resource's current tags, waiting out eventual consistency.
+    pub async fn read(&self, r: &ResourceRef) -> Result<TagMap, AwsError> {
+        let mut attempt = 0;
+        loop {
+            match self.read_once(r).await {
+                Err(e) if e.class == ErrorClass::NotFound && attempt + 1 < self.not_found.attempts => {
+                    tokio::time::sleep(self.not_found.delay(attempt)).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn read_once(&self, r: &ResourceRef) -> Result<TagMap, AwsError> {
+        let c = &self.clients;
+        let id = r.id.as_str();
+        let mut tags = TagMap::new();
+        match api_of(r)? {
+            Api::Ec2 => {
+                let mut token = None;
+                loop {
+                    let out = c
+                        .ec2
+                        .describe_tags()
+                        .filters(aws_sdk_ec2::types::Filter::builder().name("resource-id").values(id).build())
+                        .max_results(1000)
+                        .set_next_token(token)
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk("ec2:DescribeTags", id, e))?;
+                    for t in out.tags() {
+                        tags.insert(t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string());
+                    }
+                    token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
+                    if token.is_none() {
+                        break;
+                    }
+                }
+                // DescribeTags answers an empty list for an id that does not exist; ask once more
+                // where eventual consistency matters (nothing found at all, not even ownership).
+                if tags.is_empty() {
+                    self.ec2_exists(r).await?;
+                }
+            }
+            Api::S3 => match c.s3.get_bucket_tagging().bucket(id).send().await {
+                Ok(out) => tags.extend(out.tag_set().iter().map(|t| (t.key().to_string(), t.value().to_string()))),
+                Err(e) if e.code() == Some("NoSuchTagSet") => {}
+                Err(e) => return Err(AwsError::from_sdk("s3:GetBucketTagging", id, e)),
+            },
+            Api::Elbv2 => {
+                let out = c
+                    .elbv2
+                    .describe_tags()
+                    .resource_arns(id)
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("elasticloadbalancing:DescribeTags", id, e))?;
+                for d in out.tag_descriptions() {
+                    tags.extend(
+                        d.tags().iter().map(|t| {
+                            (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())
+                        }),
+                    );
+                }
+            }
+            Api::IamRole => {
+                let mut marker = None;
+                loop {
+                    let out = c
+                        .iam
+                        .list_role_tags()
+                        .role_name(id)
+                        .set_marker(marker)
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk("iam:ListRoleTags", id, e))?;
+                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
+                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
+                    if marker.is_none() {
+                        break;
+                    }
+                }
+            }
+            Api::IamUser => {
+                let mut marker = None;
+                loop {
+                    let out = c
+                        .iam
+                        .list_user_tags()
+                        .user_name(id)
+                        .set_marker(marker)
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk("iam:ListUserTags", id, e))?;
+                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
+                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
+                    if marker.is_none() {
+                        break;
+                    }
+                }
+            }
+            Api::IamInstanceProfile => {
+                let mut marker = None;
+                loop {
+                    let out = c
+                        .iam
+                        .list_instance_profile_tags()
+                        .instance_profile_name(id)
+                        .set_marker(marker)
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk("iam:ListInstanceProfileTags", id, e))?;
+                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
+                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
+                    if marker.is_none() {
+                        break;
+                    }
+                }
+            }
+            Api::IamPolicy => {
+                let mut marker = None;
+                loop {
+                    let out = c
+                        .iam
+                        .list_policy_tags()
+                        .policy_arn(id)
+                        .set_marker(marker)
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk("iam:ListPolicyTags", id, e))?;
+                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
+                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
+                    if marker.is_none() {
+                        break;
+                    }
+                }
+            }
+            Api::IamOidcProvider => {
+                let mut marker = None;
+                loop {
+                    let out = c
+                        .iam
+                        .list_open_id_connect_provider_tags()
+                        .open_id_connect_provider_arn(id)
+                        .set_marker(marker)
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk("iam:ListOpenIDConnectProviderTags", id, e))?;
+                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
+                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
+                    if marker.is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(tags)
+    }
+
+    /// For instances and volumes, whose describe calls say `NotFound` for ids not visible yet.
+    async fn ec2_exists(&self, r: &ResourceRef) -> Result<(), AwsError> {
+        let c = &self.clients;
+        match r.kind.as_str() {
+            "ec2:instance" => {
+                c.ec2
+                    .describe_instances()
+                    .instance_ids(&r.id)
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("ec2:DescribeInstances", &r.id, e))?;
+            }
+            "ec2:volume" => {
+                c.ec2
+                    .describe_volumes()
+                    .volume_ids(&r.id)
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("ec2:DescribeVolumes", &r.id, e))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Write `set` on the resource in one call. `current` is the tag set the plan was made from;
+    /// S3 needs it because `PutBucketTagging` replaces the whole set.
+    pub async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), AwsError> {
+        let c = &self.clients;
+        let id = r.id.as_str();
+        match api_of(r)? {
+            Api::Ec2 => {
+                let tags = set.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build());
+                c.ec2
+                    .create_tags()
+                    .resources(id)
+                    .set_tags(Some(tags.collect()))
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("ec2:CreateTags", id, e))?;
+            }
+            Api::S3 => self.put_bucket_tags(id, set, current).await?,
+            Api::Elbv2 => {
+                let tags = set
+                    .iter()
+                    .map(|(k, v)| aws_sdk_elasticloadbalancingv2::types::Tag::builder().key(k).value(v).build());
+                c.elbv2
+                    .add_tags()
+                    .resource_arns(id)
+                    .set_tags(Some(tags.collect()))
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("elasticloadbalancing:AddTags", id, e))?;
+            }
+            api => {
+                let tags = iam_tags(id, set)?;
+                let result = match api {
+                    Api::IamRole => c
+                        .iam
+                        .tag_role()
+                        .role_name(id)
+                        .set_tags(Some(tags))
+                        .send()
+                        .await
+                        .map(drop)
+                        .map_err(|e| AwsError::from_sdk("iam:TagRole", id, e)),
+                    Api::IamUser => c
+                        .iam
+                        .tag_user()
+                        .user_name(id)
+                        .set_tags(Some(tags))
+                        .send()
+                        .await
+                        .map(drop)
+                        .map_err(|e| AwsError::from_sdk("iam:TagUser", id, e)),
+                    Api::IamInstanceProfile => c
+                        .iam
+                        .tag_instance_profile()
+                        .instance_profile_name(id)
+                        .set_tags(Some(tags))
+                        .send()
+                        .await
+                        .map(drop)
+                        .map_err(|e| AwsError::from_sdk("iam:TagInstanceProfile", id, e)),
+                    Api::IamPolicy => c
+                        .iam
+                        .tag_policy()
+                        .policy_arn(id)
+                        .set_tags(Some(tags))
+                        .send()
+                        .await
+                        .map(drop)
+                        .map_err(|e| AwsError::from_sdk("iam:TagPolicy", id, e)),
+                    _ => c
+                        .iam
+                        .tag_open_id_connect_provider()
+                        .open_id_connect_provider_arn(id)
+                        .set_tags(Some(tags))
+                        .send()
+                        .await
+                        .map(drop)
+                        .map_err(|e| AwsError::from_sdk("iam:TagOpenIDConnectProvider", id, e)),
+                };
+                result?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Read-merge-write: every unmanaged tag is sent back. On `OperationAborted` (a concurrent
+    /// change to the bucket) the set is re-read and merged again.
+    async fn put_bucket_tags(&self, bucket: &str, set: &TagMap, current: &TagMap) -> Result<(), AwsError> {
+        let mut base = current.clone();
+        let mut attempt = 0;
+        loop {
+            // S3 keeps `aws:` system tags itself and refuses them in a request.
+            let merged = base.iter().chain(set).filter(|(k, _)| !k.to_ascii_lowercase().starts_with("aws:"));
+            let merged: TagMap = merged.map(|(k, v)| (k.clone(), v.clone())).collect();
+            let tags = merged
+                .iter()
+                .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(k).value(v).build())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| {
+                    AwsError::new("s3:PutBucketTagging", bucket, "BuildError", &e.to_string(), ErrorClass::Fatal)
+                })?;
+            let tagging = aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(tags)).build().map_err(|e| {
+                AwsError::new("s3:PutBucketTagging", bucket, "BuildError", &e.to_string(), ErrorClass::Fatal)
+            })?;
+            match self.clients.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await {
+                Ok(_) => return Ok(()),
+                Err(e) if e.code() == Some("OperationAborted") && attempt + 1 < self.not_found.attempts => {
+                    tokio::time::sleep(self.not_found.delay(attempt)).await;
+                    attempt += 1;
+                    base = self.read_once(&ResourceRef::s3_bucket(bucket, &self.clients.region)).await?;
+                }
+                Err(e) => return Err(AwsError::from_sdk("s3:PutBucketTagging", bucket, e)),
+            }
+        }
+    }
+
+    /// Volumes attached to an instance: `RunInstances` events do not name them.
+    pub async fn attached_volumes(&self, instance_id: &str) -> Result<Vec<String>, AwsError> {
+        let out = self
+            .clients
+            .ec2
+            .describe_volumes()
+            .filters(aws_sdk_ec2::types::Filter::builder().name("attachment.instance-id").values(instance_id).build())
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ec2:DescribeVolumes", instance_id, e))?;
+        Ok(out.volumes().iter().filter_map(|v| v.volume_id().map(str::to_owned)).collect())
+    }
+}
+
+fn iam_tags(id: &str, set: &TagMap) -> Result<Vec<aws_sdk_iam::types::Tag>, AwsError> {
+    set.iter()
+        .map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build())
+        .collect::<Result<_, _>>()
+        .map_err(|e| AwsError::new("iam:Tag", id, "BuildError", &e.to_string(), ErrorClass::Fatal))
+}

@@ -1,0 +1,303 @@
+//! What tagwarden reports (DESIGN.md §8): one outcome record per resource reconciled, and
+//! metrics in CloudWatch Embedded Metric Format — JSON lines on stdout that CloudWatch Logs turns
+//! into metrics without an API call. Pure: the binaries decide where the lines go.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cloud::Cloud;
+use crate::plan::{Outcome, Plan};
+use crate::policy::{Policy, Superseded};
+
+pub const NAMESPACE: &str = "TagWarden";
+
+/// How one resource's reconcile ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Applied,
+    Unchanged,
+    NotOwned,
+    LimitExceeded,
+    Disabled,
+    /// Planned but not written (`--dry-run`).
+    WouldApply,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Applied => "applied",
+            Status::Unchanged => "unchanged",
+            Status::NotOwned => "not-owned",
+            Status::LimitExceeded => "limit-exceeded",
+            Status::Disabled => "disabled",
+            Status::WouldApply => "would-apply",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// A changed key as logs may show it: values of sensitive keys are hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeRecord {
+    pub key: String,
+    pub old: Option<String>,
+    pub new: String,
+}
+
+/// One structured record per reconcile outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub record: &'static str,
+    pub cloud: Cloud,
+    pub resource: String,
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub status: Status,
+    pub changes: Vec<ChangeRecord>,
+    pub superseded: Vec<Superseded>,
+    pub policy_version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub latency_ms: u64,
+}
+
+impl Record {
+    /// The record for a plan, once its write (if any) is done.
+    pub fn from_plan(cloud: Cloud, policy: &Policy, plan: &Plan, written: bool, latency_ms: u64) -> Self {
+        let status = match plan.outcome {
+            Outcome::Apply if written => Status::Applied,
+            Outcome::Apply => Status::WouldApply,
+            Outcome::Unchanged => Status::Unchanged,
+            Outcome::NotOwned => Status::NotOwned,
+            Outcome::LimitExceeded => Status::LimitExceeded,
+            Outcome::Disabled => Status::Disabled,
+        };
+        let changes = plan
+            .changes
+            .iter()
+            .map(|c| ChangeRecord {
+                key: c.key.clone(),
+                old: c.old.as_deref().map(|v| policy.loggable(&c.key, v).into_owned()),
+                new: policy.loggable(&c.key, &c.new).into_owned(),
+            })
+            .collect();
+        Record {
+            record: "reconcile",
+            cloud,
+            resource: plan.resource.clone(),
+            resource_type: plan.resource_type.clone(),
+            status,
+            changes,
+            superseded: plan
+                .superseded
+                .iter()
+                .map(|s| Superseded { value: policy.loggable(&s.key, &s.value).into_owned(), ..s.clone() })
+                .collect(),
+            policy_version: policy.version.clone(),
+            event_id: None,
+            error: None,
+            latency_ms,
+        }
+    }
+
+    pub fn failed(cloud: Cloud, resource: &crate::resource::ResourceRef, policy_version: &str, error: String) -> Self {
+        Record {
+            record: "reconcile",
+            cloud,
+            resource: resource.to_string(),
+            resource_type: resource.kind.clone(),
+            status: Status::Failed,
+            changes: Vec::new(),
+            superseded: Vec::new(),
+            policy_version: policy_version.to_string(),
+            event_id: None,
+            error: Some(error),
+            latency_ms: 0,
+        }
+    }
+
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Per-resource-type counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeCounters {
+    pub resources_evaluated: u64,
+    pub drift_detected: u64,
+    pub tags_written: u64,
+    pub write_failures: u64,
+    pub tag_limit_exceeded: u64,
+    pub conflicts: u64,
+    pub latency_ms: Vec<u64>,
+}
+
+/// Metrics gathered over one invocation, emitted once at its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    pub events_received: u64,
+    pub events_ignored: u64,
+    pub policy_rejected: u64,
+    pub by_type: BTreeMap<String, TypeCounters>,
+}
+
+impl Metrics {
+    pub fn observe(&mut self, record: &Record) {
+        let c = self.by_type.entry(record.resource_type.clone()).or_default();
+        c.resources_evaluated += 1;
+        c.conflicts += record.superseded.len() as u64;
+        match record.status {
+            Status::Applied => {
+                c.drift_detected += 1;
+                c.tags_written += record.changes.len() as u64;
+            }
+            Status::WouldApply => c.drift_detected += 1,
+            Status::LimitExceeded => {
+                c.drift_detected += 1;
+                c.tag_limit_exceeded += 1;
+            }
+            Status::Failed => c.write_failures += 1,
+            Status::Unchanged | Status::NotOwned | Status::Disabled => {}
+        }
+        if record.status != Status::Failed {
+            c.latency_ms.push(record.latency_ms);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Metrics::default()
+    }
+
+    /// EMF lines: one with the event-level metrics (dimensions Cloud, InfraID) and one per
+    /// resource type (Cloud, ResourceType, InfraID).
+    pub fn emf_lines(&self, cloud: Cloud, infra_id: &str, timestamp_ms: u64) -> Vec<String> {
+        let mut lines = Vec::new();
+        let event_metrics: Vec<(&str, u64)> = [
+            ("EventsReceived", self.events_received),
+            ("EventsIgnored", self.events_ignored),
+            ("PolicyRejected", self.policy_rejected),
+        ]
+        .into_iter()
+        .filter(|(_, v)| *v > 0)
+        .collect();
+        if !event_metrics.is_empty() {
+            let mut doc =
+                emf_header(timestamp_ms, &["Cloud", "InfraID"], event_metrics.iter().map(|(n, _)| (*n, "Count")));
+            doc.insert("Cloud".into(), cloud.as_str().into());
+            doc.insert("InfraID".into(), infra_id.into());
+            for (name, v) in event_metrics {
+                doc.insert(name.into(), v.into());
+            }
+            lines.push(serde_json::Value::Object(doc).to_string());
+        }
+        for (rtype, c) in &self.by_type {
+            let counts = [
+                ("ResourcesEvaluated", c.resources_evaluated),
+                ("DriftDetected", c.drift_detected),
+                ("TagsWritten", c.tags_written),
+                ("WriteFailures", c.write_failures),
+                ("TagLimitExceeded", c.tag_limit_exceeded),
+                ("Conflicts", c.conflicts),
+            ];
+            let mut units: Vec<(&str, &str)> = counts.iter().map(|(n, _)| (*n, "Count")).collect();
+            if !c.latency_ms.is_empty() {
+                units.push(("ReconcileLatency", "Milliseconds"));
+            }
+            let mut doc = emf_header(timestamp_ms, &["Cloud", "ResourceType", "InfraID"], units.into_iter());
+            doc.insert("Cloud".into(), cloud.as_str().into());
+            doc.insert("ResourceType".into(), rtype.as_str().into());
+            doc.insert("InfraID".into(), infra_id.into());
+            for (name, v) in counts {
+                doc.insert(name.into(), v.into());
+            }
+            if !c.latency_ms.is_empty() {
+                doc.insert("ReconcileLatency".into(), c.latency_ms.clone().into());
+            }
+            lines.push(serde_json::Value::Object(doc).to_string());
+        }
+        lines
+    }
+}
+
+fn emf_header<'a>(
+    timestamp_ms: u64,
+    dimensions: &[&str],
+    metrics: impl Iterator<Item = (&'a str, &'a str)>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let metrics: Vec<serde_json::Value> =
+        metrics.map(|(name, unit)| serde_json::json!({"Name": name, "Unit": unit})).collect();
+    let mut doc = serde_json::Map::new();
+    doc.insert(
+        "_aws".into(),
+        serde_json::json!({
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [dimensions], "Metrics": metrics}],
+        }),
+    );
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn record(rtype: &str, status: Status, changes: usize) -> Record {
+        Record {
+            record: "reconcile",
+            cloud: Cloud::Aws,
+            resource: "r".into(),
+            resource_type: rtype.into(),
+            status,
+            changes: (0..changes).map(|i| ChangeRecord { key: format!("k{i}"), old: None, new: "v".into() }).collect(),
+            superseded: Vec::new(),
+            policy_version: "v1".into(),
+            event_id: None,
+            error: None,
+            latency_ms: 7,
+        }
+    }
+
+    #[test]
+    fn emf_shape() {
+        let mut m = Metrics { events_received: 2, events_ignored: 1, ..Metrics::default() };
+        m.observe(&record("ec2:instance", Status::Applied, 3));
+        m.observe(&record("ec2:instance", Status::Unchanged, 0));
+        m.observe(&record("s3:bucket", Status::Failed, 0));
+        let lines: Vec<Value> = m
+            .emf_lines(Cloud::Aws, "c1", 1_700_000_000_000)
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(lines.len(), 3);
+        let ev = &lines[0];
+        assert_eq!(ev["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
+        assert_eq!(ev["_aws"]["CloudWatchMetrics"][0]["Dimensions"], serde_json::json!([["Cloud", "InfraID"]]));
+        assert_eq!((ev["EventsReceived"].as_u64(), ev["EventsIgnored"].as_u64()), (Some(2), Some(1)));
+        let ec2 = &lines[1];
+        assert_eq!(ec2["ResourceType"], "ec2:instance");
+        assert_eq!(
+            (ec2["ResourcesEvaluated"].as_u64(), ec2["DriftDetected"].as_u64(), ec2["TagsWritten"].as_u64()),
+            (Some(2), Some(1), Some(3))
+        );
+        assert_eq!(ec2["ReconcileLatency"], serde_json::json!([7, 7]));
+        // Every metric named in the header has a value at the top level, as EMF requires.
+        for line in &lines {
+            for metric in line["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().expect("metrics") {
+                let name = metric["Name"].as_str().expect("name");
+                assert!(line.get(name).is_some(), "{name} missing");
+            }
+            for dim in line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0].as_array().expect("dims") {
+                assert!(line.get(dim.as_str().expect("dim")).is_some());
+            }
+        }
+        assert_eq!(lines[2]["WriteFailures"].as_u64(), Some(1));
+    }
+}

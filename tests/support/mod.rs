@@ -1,0 +1,108 @@
+//! Test support: a real moto server on a free loopback port, one per test binary, and a fresh
+//! AWS account per test (STS AssumeRole into a random account id), so tests run in parallel
+//! without seeing each other's resources.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use aws_sdk_sts::config::Credentials;
+use tagwarden::aws::Clients;
+
+pub struct Moto {
+    pub endpoint: String,
+    _guard: Child,
+}
+
+fn moto_server_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("TAGWARDEN_MOTO_SERVER") {
+        return PathBuf::from(p);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin/moto_server");
+    if venv.exists() {
+        return venv;
+    }
+    panic!("moto_server not found at {}: run scripts/install-tools (or set TAGWARDEN_MOTO_SERVER)", venv.display());
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+/// The shared moto server, started on first use. It runs under a shell that kills it when this
+/// test process exits (the shell's stdin, our pipe, closes).
+pub fn moto() -> &'static Moto {
+    static MOTO: OnceLock<Moto> = OnceLock::new();
+    MOTO.get_or_init(|| {
+        let port = free_port();
+        let bin = moto_server_binary();
+        let script = format!(
+            "'{}' -H 127.0.0.1 -p {port} >/dev/null 2>&1 & pid=$!; echo started; read _; kill $pid",
+            bin.display()
+        );
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start moto_server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("moto wrapper");
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "moto_server did not listen on {endpoint} within 30 s");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Moto { endpoint, _guard: child }
+    })
+}
+
+/// SDK clients for a brand-new account of their own in moto.
+pub async fn account() -> (Clients, String) {
+    let moto = moto();
+    let region = "us-east-1";
+    let base = tagwarden::aws::config_loader()
+        .endpoint_url(&moto.endpoint)
+        .region(aws_sdk_sts::config::Region::new(region))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+        .load()
+        .await;
+    let account = format!("{:012}", rand_u64() % 1_000_000_000_000);
+    let role = format!("arn:aws:iam::{account}:role/tagwarden-test");
+    let assumed = aws_sdk_sts::Client::new(&base)
+        .assume_role()
+        .role_arn(&role)
+        .role_session_name("test")
+        .send()
+        .await
+        .expect("sts:AssumeRole in moto");
+    let c = assumed.credentials().expect("credentials");
+    let creds = Credentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_string()),
+        None,
+        "assumed",
+    );
+    let config = tagwarden::aws::config_loader()
+        .endpoint_url(&moto.endpoint)
+        .region(aws_sdk_sts::config::Region::new(region))
+        .credentials_provider(creds)
+        .load()
+        .await;
+    (Clients::new(&config), account)
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(Instant::now().elapsed().as_nanos() ^ std::process::id() as u128);
+    h.finish()
+}
