@@ -1,0 +1,191 @@
+# EventBridge: which events reach the function and how.
+#
+#   resource events (CloudTrail, aws.tag) --rule--> SQS buffer (queues.tf) --mapping--> Lambda
+#   sweep schedule                         --rule--> Lambda  (input {"tagwarden": "sweep"})
+#   SSM policy change                      --rule--> Lambda  (S3 policy changes: policy_store.tf)
+#
+# Every event pattern is defined once, in local.event_patterns, and rendered into the rules and the
+# `event_patterns` output.
+
+locals {
+  # Event names per service (DESIGN.md §5).
+  cloudtrail_event_names = {
+    ec2 = [
+      "RunInstances", "CreateVolume", "CreateSecurityGroup", "CreateNetworkInterface", "CreateSnapshot",
+      "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
+      "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags",
+    ]
+    s3                   = ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"]
+    elasticloadbalancing = ["CreateLoadBalancer", "CreateTargetGroup", "AddTags", "RemoveTags"]
+    iam = [
+      "CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
+      "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
+      "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider",
+    ]
+  }
+
+  # Calls made by the function's own role are dropped here (loop safety, DESIGN.md §5). A bare
+  # nested anything-but would also drop every caller without sessionContext.sessionIssuer.arn (IAM
+  # users, root, AWS services); the $or keeps them (reference/aws.md §1.7, verified in moto).
+  not_self = {
+    "$or" = [
+      { userIdentity = { sessionContext = { sessionIssuer = { arn = [{ "anything-but" = aws_iam_role.lambda.arn }] } } } },
+      { userIdentity = { sessionContext = { sessionIssuer = { arn = [{ exists = false }] } } } },
+    ]
+  }
+
+  cloudtrail_patterns = {
+    for svc, names in local.cloudtrail_event_names : svc => {
+      source        = ["aws.${svc}"]
+      "detail-type" = ["AWS API Call via CloudTrail"]
+      detail = merge({
+        eventSource = ["${svc}.amazonaws.com"]
+        eventName   = names
+        errorCode   = [{ exists = false }] # failed calls changed nothing
+      }, local.not_self)
+    }
+  }
+
+  event_patterns = merge(local.cloudtrail_patterns, {
+    # Emitted by the tagging service itself; carries no caller, so only idempotence protects here.
+    tag_change = {
+      source        = ["aws.tag"]
+      "detail-type" = ["Tag Change on Resource"]
+      detail        = { service = ["ec2", "s3", "elasticloadbalancing", "iam"] }
+    }
+  })
+
+  # Rules that feed the buffer queue.
+  enabled_event_rules = {
+    for k, v in local.event_patterns : k => v
+    if(k != "iam" || var.enable_iam_events) && (k != "tag_change" || var.enable_tag_change_events)
+  }
+
+  rule_suffix = {
+    ec2                  = "ec2"
+    s3                   = "s3"
+    elasticloadbalancing = "elbv2"
+    iam                  = "iam"
+    tag_change           = "tag-change"
+  }
+
+  rendered_event_patterns = { for k, v in local.event_patterns : k => jsonencode(v) }
+
+  ssm_change_pattern = local.use_ssm ? jsonencode({
+    source        = ["aws.ssm"]
+    "detail-type" = ["Parameter Store Change"]
+    detail = {
+      name      = [aws_ssm_parameter.policy[0].name]
+      operation = ["Create", "Update"]
+    }
+  }) : null
+
+  sweep_input = jsonencode({ tagwarden = "sweep" })
+}
+
+################################################################################
+# Resource events -> buffer queue
+################################################################################
+
+resource "aws_cloudwatch_event_rule" "resource_events" {
+  for_each = local.enabled_event_rules
+
+  name          = "${local.name}-${local.rule_suffix[each.key]}"
+  description   = "tagwarden ${var.infra_id}: ${each.key == "tag_change" ? "Tag Change on Resource" : "${each.key} CloudTrail calls"} -> ${local.name}-events queue"
+  event_pattern = local.rendered_event_patterns[each.key]
+  tags          = local.tags
+}
+
+resource "aws_cloudwatch_event_target" "resource_events" {
+  for_each = local.enabled_event_rules
+
+  rule      = aws_cloudwatch_event_rule.resource_events[each.key].name
+  target_id = "buffer-queue"
+  arn       = aws_sqs_queue.events.arn
+
+  retry_policy {
+    maximum_event_age_in_seconds = 86400
+    maximum_retry_attempts       = 185
+  }
+
+  dead_letter_config {
+    arn = aws_sqs_queue.dlq.arn
+  }
+}
+
+################################################################################
+# Scheduled sweep -> function
+################################################################################
+
+resource "aws_cloudwatch_event_rule" "sweep" {
+  name                = "${local.name}-sweep"
+  description         = "tagwarden ${var.infra_id}: scheduled sweep of every owned resource"
+  schedule_expression = var.sweep_schedule
+  tags                = local.tags
+}
+
+resource "aws_cloudwatch_event_target" "sweep" {
+  rule      = aws_cloudwatch_event_rule.sweep.name
+  target_id = "tagwarden"
+  arn       = aws_lambda_function.this.arn
+  input     = local.sweep_input
+
+  retry_policy {
+    maximum_event_age_in_seconds = 3600
+    maximum_retry_attempts       = 3
+  }
+
+  dead_letter_config {
+    arn = aws_sqs_queue.dlq.arn
+  }
+}
+
+resource "aws_lambda_permission" "sweep" {
+  statement_id   = "AllowSweepSchedule"
+  action         = "lambda:InvokeFunction"
+  function_name  = aws_lambda_function.this.function_name
+  principal      = "events.amazonaws.com"
+  source_arn     = aws_cloudwatch_event_rule.sweep.arn
+  source_account = local.account_id
+}
+
+################################################################################
+# SSM policy change -> function (sweep with the new policy)
+################################################################################
+
+resource "aws_cloudwatch_event_rule" "policy_change" {
+  count = local.use_ssm ? 1 : 0
+
+  name          = "${local.name}-policy-change"
+  description   = "tagwarden ${var.infra_id}: policy parameter changed -> sweep"
+  event_pattern = local.ssm_change_pattern
+  tags          = local.tags
+}
+
+resource "aws_cloudwatch_event_target" "policy_change" {
+  count = local.use_ssm ? 1 : 0
+
+  rule      = aws_cloudwatch_event_rule.policy_change[0].name
+  target_id = "tagwarden"
+  arn       = aws_lambda_function.this.arn
+
+  retry_policy {
+    maximum_event_age_in_seconds = 3600
+    maximum_retry_attempts       = 3
+  }
+
+  dead_letter_config {
+    arn = aws_sqs_queue.dlq.arn
+  }
+}
+
+resource "aws_lambda_permission" "policy_change" {
+  count = local.use_ssm ? 1 : 0
+
+  statement_id   = "AllowPolicyParameterChange"
+  action         = "lambda:InvokeFunction"
+  function_name  = aws_lambda_function.this.function_name
+  principal      = "events.amazonaws.com"
+  source_arn     = aws_cloudwatch_event_rule.policy_change[0].arn
+  source_account = local.account_id
+}

@@ -1,0 +1,115 @@
+# tagwarden for one AWS account and one cluster (infra_id): the Lambda function and the values the
+# other files share. Events and delivery: events.tf, queues.tf. Policy storage: policy_store.tf.
+# Permissions: iam.tf. Dashboard and alarms: monitoring.tf.
+
+data "aws_caller_identity" "current" {}
+data "aws_partition" "current" {}
+data "aws_region" "current" {}
+
+locals {
+  name       = "${var.name}-${var.infra_id}"
+  account_id = data.aws_caller_identity.current.account_id
+  partition  = data.aws_partition.current.partition
+  region     = data.aws_region.current.name
+  tags       = var.tags
+
+  # The tag that marks a resource as belonging to the cluster (DESIGN.md §1).
+  ownership_tag_key   = "kubernetes.io/cluster/${var.infra_id}"
+  ownership_tag_value = "owned"
+
+  use_s3  = var.policy_source == "s3"
+  use_ssm = var.policy_source == "ssm"
+
+  # S3 mode: a single document (policy_key) or layered documents under policy_prefix.
+  s3_layered = local.use_s3 && var.policy_prefix != null
+  s3_key     = local.use_s3 && !local.s3_layered ? coalesce(var.policy_key, "tagwarden/policy.yaml") : null
+  # Directory of the single key ("" when the key has no '/'), or the layer prefix.
+  s3_dir = (!local.use_s3 ? null : local.s3_layered ? var.policy_prefix :
+  (strcontains(local.s3_key, "/") ? "${join("/", slice(split("/", local.s3_key), 0, length(split("/", local.s3_key)) - 1))}/" : ""))
+  status_key    = local.use_s3 ? "${local.s3_dir}tagwarden-status.json" : null
+  bucket_name   = local.use_s3 ? coalesce(var.policy_bucket_name, "${local.name}-${local.account_id}") : null
+  bucket_arn    = local.use_s3 ? "arn:${local.partition}:s3:::${local.bucket_name}" : null
+  parameter_arn = local.use_ssm ? aws_ssm_parameter.policy[0].arn : null
+
+  # TAGWARDEN_POLICY, the function's contract: s3://bucket/key | s3://bucket/prefix/ | ssm:/name.
+  policy_uri = (local.use_ssm ? "ssm:${aws_ssm_parameter.policy[0].name}" :
+  "s3://${local.bucket_name}/${local.s3_layered ? var.policy_prefix : local.s3_key}")
+
+  sns_topic_arn = var.alarm_sns_topic_arn != null ? var.alarm_sns_topic_arn : (var.create_sns_topic ? aws_sns_topic.alarms[0].arn : null)
+}
+
+################################################################################
+# Function
+################################################################################
+
+resource "aws_cloudwatch_log_group" "lambda" {
+  #checkov:skip=CKV_AWS_338: retention is a variable (default 30 days); metrics and the status report are the durable record, not the logs.
+  name              = "/aws/lambda/${local.name}"
+  retention_in_days = var.log_retention_days
+  kms_key_id        = var.kms_key_arn
+  tags              = local.tags
+}
+
+resource "aws_lambda_function" "this" {
+  #checkov:skip=CKV_AWS_50: the Rust binary is not instrumented for X-Ray; reconcile latency is reported as the ReconcileLatency EMF metric.
+  #checkov:skip=CKV_AWS_117: the function only calls public AWS APIs (EC2, S3, ELBv2, IAM, Tagging, SSM); a VPC would need a NAT or eight interface endpoints for no gain.
+  function_name                  = local.name
+  description                    = "tagwarden: keeps the tags of cluster ${var.infra_id}'s owned resources"
+  role                           = aws_iam_role.lambda.arn
+  runtime                        = "provided.al2023"
+  handler                        = "bootstrap"
+  architectures                  = [var.architecture]
+  filename                       = var.lambda_zip
+  source_code_hash               = filebase64sha256(var.lambda_zip)
+  memory_size                    = var.memory_size
+  timeout                        = var.timeout
+  reserved_concurrent_executions = var.reserved_concurrent_executions
+  kms_key_arn                    = var.kms_key_arn
+  code_signing_config_arn        = var.code_signing_config_arn
+
+  environment {
+    variables = {
+      TAGWARDEN_POLICY        = local.policy_uri
+      TAGWARDEN_SELF_ROLE_ARN = aws_iam_role.lambda.arn
+      POLICY_TTL              = tostring(var.policy_ttl_seconds)
+      RUST_LOG                = var.log_level
+    }
+  }
+
+  # Failed asynchronous invocations (sweep schedule, policy-change notifications) are kept, not dropped.
+  dead_letter_config {
+    target_arn = aws_sqs_queue.dlq.arn
+  }
+
+  tags = local.tags
+
+  depends_on = [
+    aws_cloudwatch_log_group.lambda,
+    aws_iam_role_policy.lambda,
+  ]
+
+  lifecycle {
+    precondition {
+      condition     = !(var.policy_key != null && var.policy_prefix != null)
+      error_message = "Set policy_key (one document) or policy_prefix (layers), not both."
+    }
+    precondition {
+      condition     = length(var.policy_layers) == 0 || local.s3_layered
+      error_message = "policy_layers needs policy_source = \"s3\" and policy_prefix."
+    }
+  }
+}
+
+# Events from the buffer queue. Partial batch failures: the function returns the ids of the records
+# it could not handle, only those are retried, and after max_receive_count they go to the DLQ.
+resource "aws_lambda_event_source_mapping" "events" {
+  event_source_arn                   = aws_sqs_queue.events.arn
+  function_name                      = aws_lambda_function.this.arn
+  batch_size                         = var.batch_size
+  maximum_batching_window_in_seconds = var.maximum_batching_window_seconds
+  function_response_types            = ["ReportBatchItemFailures"]
+
+  scaling_config {
+    maximum_concurrency = var.max_concurrency
+  }
+}

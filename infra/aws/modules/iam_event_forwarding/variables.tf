@@ -1,0 +1,35 @@
+variable "name" {
+  description = "Name of the forwarding rule and its role (`<name>-iam-forward`). Use the tagwarden module's `<name>-<infra_id>`."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{0,49}$", var.name))
+    error_message = "name must be 1-50 characters of lowercase letters, digits and '-'."
+  }
+}
+
+variable "event_pattern" {
+  description = "EventBridge pattern selecting the IAM events to forward: the tagwarden module's `event_patterns[\"iam\"]`."
+  type        = string
+
+  validation {
+    condition     = can(jsondecode(var.event_pattern).source) && length(var.event_pattern) <= 4096
+    error_message = "event_pattern must be a JSON EventBridge pattern with a source field, at most 4096 characters."
+  }
+}
+
+variable "target_event_bus_arn" {
+  description = "Event bus in the function's region that receives the events: the tagwarden module's `event_bus_arn`."
+  type        = string
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._\\-/]+$", var.target_event_bus_arn))
+    error_message = "target_event_bus_arn must be an EventBridge event bus ARN."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every taggable resource."
+  type        = map(string)
+  default     = {}
+}

@@ -1,0 +1,128 @@
+output "function_name" {
+  description = "Name of the tagwarden Lambda function."
+  value       = aws_lambda_function.this.function_name
+}
+
+output "function_arn" {
+  description = "ARN of the tagwarden Lambda function."
+  value       = aws_lambda_function.this.arn
+}
+
+output "role_arn" {
+  description = "ARN of the function's execution role (TAGWARDEN_SELF_ROLE_ARN; excluded from the event patterns)."
+  value       = aws_iam_role.lambda.arn
+}
+
+output "role_name" {
+  description = "Name of the function's execution role."
+  value       = aws_iam_role.lambda.name
+}
+
+output "log_group_name" {
+  description = "The function's CloudWatch log group."
+  value       = aws_cloudwatch_log_group.lambda.name
+}
+
+output "policy_uri" {
+  description = "TAGWARDEN_POLICY: s3://bucket/key, s3://bucket/prefix/ or ssm:/parameter/name."
+  value       = local.policy_uri
+}
+
+output "policy_bucket_name" {
+  description = "Policy bucket (S3 mode), else null."
+  value       = local.use_s3 ? aws_s3_bucket.policy[0].id : null
+}
+
+output "policy_bucket_arn" {
+  description = "Policy bucket ARN (S3 mode), else null."
+  value       = local.use_s3 ? aws_s3_bucket.policy[0].arn : null
+}
+
+output "status_report_uri" {
+  description = "Where the function writes its status report (S3 mode), else null."
+  value       = local.use_s3 ? "s3://${local.bucket_name}/${local.status_key}" : null
+}
+
+output "policy_parameter_name" {
+  description = "Policy SSM parameter (SSM mode), else null."
+  value       = local.use_ssm ? aws_ssm_parameter.policy[0].name : null
+}
+
+output "policy_parameter_arn" {
+  description = "Policy SSM parameter ARN (SSM mode), else null."
+  value       = local.parameter_arn
+}
+
+output "events_queue_arn" {
+  description = "ARN of the SQS buffer queue between EventBridge and the function."
+  value       = aws_sqs_queue.events.arn
+}
+
+output "events_queue_url" {
+  description = "URL of the SQS buffer queue."
+  value       = aws_sqs_queue.events.id
+}
+
+output "dlq_arn" {
+  description = "ARN of the dead-letter queue (failed events, failed asynchronous invocations, undeliverable EventBridge targets)."
+  value       = aws_sqs_queue.dlq.arn
+}
+
+output "dlq_url" {
+  description = "URL of the dead-letter queue."
+  value       = aws_sqs_queue.dlq.id
+}
+
+output "event_patterns" {
+  description = "Rendered EventBridge patterns by rule key (ec2, s3, elasticloadbalancing, iam, tag_change), including rules that are disabled. Feed `event_patterns[\"iam\"]` to modules/iam_event_forwarding."
+  value       = local.rendered_event_patterns
+}
+
+output "event_rule_arns" {
+  description = "ARNs of the enabled resource-event rules, by rule key."
+  value       = { for k, r in aws_cloudwatch_event_rule.resource_events : k => r.arn }
+}
+
+output "sweep_rule_arn" {
+  description = "ARN of the scheduled sweep rule."
+  value       = aws_cloudwatch_event_rule.sweep.arn
+}
+
+output "event_bus_arn" {
+  description = "ARN of this region's default event bus: the target for IAM events forwarded from us-east-1."
+  value       = "arn:${local.partition}:events:${local.region}:${local.account_id}:event-bus/default"
+}
+
+output "iam_actions" {
+  description = "The actions granted to the function: `code` (per service and purpose; the calls the code makes, including both policy sources) and `platform` (used by the Lambda service on its behalf)."
+  value = {
+    code     = local.code_actions
+    platform = local.platform_actions
+  }
+}
+
+output "iam_policy_json" {
+  description = "The function role's inline policy."
+  value       = data.aws_iam_policy_document.lambda.json
+}
+
+output "dashboard_name" {
+  description = "CloudWatch dashboard name."
+  value       = aws_cloudwatch_dashboard.this.dashboard_name
+}
+
+output "alarm_arns" {
+  description = "CloudWatch alarm ARNs by purpose."
+  value = merge(
+    { for k, a in aws_cloudwatch_metric_alarm.insights : k => a.arn },
+    {
+      lambda_errors = aws_cloudwatch_metric_alarm.lambda_errors.arn
+      dlq_not_empty = aws_cloudwatch_metric_alarm.dlq_not_empty.arn
+    },
+  )
+}
+
+output "sns_topic_arn" {
+  description = "SNS topic the alarms notify (given or created), else null."
+  value       = local.sns_topic_arn
+}

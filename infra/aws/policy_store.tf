@@ -1,0 +1,197 @@
+# Where the desired-tag policy lives: an S3 bucket (one document or layers under a prefix) or an
+# SSM String parameter. A policy change triggers a sweep: S3 -> bucket notification -> function;
+# SSM -> EventBridge rule (events.tf) -> function.
+
+################################################################################
+# S3
+################################################################################
+
+resource "aws_s3_bucket" "policy" {
+  #checkov:skip=CKV_AWS_18: server access logging needs a second, log-receiving bucket the module would have to own; policy writes are few and visible in CloudTrail.
+  #checkov:skip=CKV_AWS_144: cross-region replication is out of scope: the policy is re-publishable from its source (the Infrastructure object / Terraform) and the bucket is versioned.
+  count = local.use_s3 ? 1 : 0
+
+  bucket        = local.bucket_name
+  force_destroy = var.policy_bucket_force_destroy
+  tags          = local.tags
+}
+
+resource "aws_s3_bucket_ownership_controls" "policy" {
+  count = local.use_s3 ? 1 : 0
+
+  bucket = aws_s3_bucket.policy[0].id
+
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_public_access_block" "policy" {
+  count = local.use_s3 ? 1 : 0
+
+  bucket                  = aws_s3_bucket.policy[0].id
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_versioning" "policy" {
+  count = local.use_s3 ? 1 : 0
+
+  bucket = aws_s3_bucket.policy[0].id
+
+  versioning_configuration {
+    status = "Enabled"
+  }
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "policy" {
+  count = local.use_s3 ? 1 : 0
+
+  bucket = aws_s3_bucket.policy[0].id
+
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
+      kms_master_key_id = var.kms_key_arn
+    }
+    bucket_key_enabled = var.kms_key_arn != null
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "policy" {
+  count = local.use_s3 ? 1 : 0
+
+  bucket = aws_s3_bucket.policy[0].id
+
+  rule {
+    id     = "expire-superseded-policy-versions"
+    status = "Enabled"
+
+    filter {}
+
+    noncurrent_version_expiration {
+      noncurrent_days = var.policy_noncurrent_version_expiration_days
+    }
+
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 7
+    }
+  }
+
+  depends_on = [aws_s3_bucket_versioning.policy]
+}
+
+data "aws_iam_policy_document" "policy_bucket" {
+  count = local.use_s3 ? 1 : 0
+
+  statement {
+    sid     = "DenyInsecureTransport"
+    effect  = "Deny"
+    actions = ["s3:*"]
+    resources = [
+      aws_s3_bucket.policy[0].arn,
+      "${aws_s3_bucket.policy[0].arn}/*",
+    ]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_s3_bucket_policy" "policy" {
+  count = local.use_s3 ? 1 : 0
+
+  bucket = aws_s3_bucket.policy[0].id
+  policy = data.aws_iam_policy_document.policy_bucket[0].json
+
+  # S3 rejects bucket policies while the public access block is still being applied.
+  depends_on = [aws_s3_bucket_public_access_block.policy]
+}
+
+# Optional initial content. Later edits are ordinary uploads (or Terraform changes to these values).
+resource "aws_s3_object" "policy" {
+  count = local.use_s3 && !local.s3_layered && var.policy_document != null ? 1 : 0
+
+  bucket       = aws_s3_bucket.policy[0].id
+  key          = local.s3_key
+  content      = var.policy_document
+  content_type = endswith(local.s3_key, ".json") ? "application/json" : "application/yaml"
+  tags         = local.tags
+
+  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy]
+}
+
+resource "aws_s3_object" "policy_layer" {
+  for_each = local.s3_layered ? var.policy_layers : {}
+
+  bucket       = aws_s3_bucket.policy[0].id
+  key          = "${var.policy_prefix}${each.key}"
+  content      = each.value
+  content_type = endswith(each.key, ".json") ? "application/json" : "application/yaml"
+  tags         = local.tags
+
+  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy]
+}
+
+# Policy change -> sweep. Single document: the filter is the exact key, so the status report next
+# to it never triggers the function. Layered: the filter is the prefix, which also matches the
+# status report `<prefix>tagwarden-status.json`; S3 filters cannot exclude one key, so the function
+# must ignore notifications for that key (it skips it as a layer anyway).
+resource "aws_s3_bucket_notification" "policy" {
+  count = local.use_s3 ? 1 : 0
+
+  bucket = aws_s3_bucket.policy[0].id
+
+  lambda_function {
+    id                  = "tagwarden-policy-change"
+    lambda_function_arn = aws_lambda_function.this.arn
+    events              = ["s3:ObjectCreated:*"]
+    filter_prefix       = local.s3_layered ? var.policy_prefix : local.s3_key
+  }
+
+  depends_on = [aws_lambda_permission.policy_bucket]
+}
+
+resource "aws_lambda_permission" "policy_bucket" {
+  count = local.use_s3 ? 1 : 0
+
+  statement_id   = "AllowPolicyBucketNotification"
+  action         = "lambda:InvokeFunction"
+  function_name  = aws_lambda_function.this.function_name
+  principal      = "s3.amazonaws.com"
+  source_arn     = aws_s3_bucket.policy[0].arn
+  source_account = local.account_id
+}
+
+################################################################################
+# SSM
+################################################################################
+
+resource "aws_ssm_parameter" "policy" {
+  #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret (DESIGN.md §2), so SecureString would only add a KMS dependency.
+  count = local.use_ssm ? 1 : 0
+
+  name        = coalesce(var.policy_parameter_name, "/${var.name}/${var.infra_id}/policy")
+  description = "tagwarden desired-tag policy for cluster ${var.infra_id}"
+  type        = "String"
+  tier        = "Standard"
+  value       = coalesce(var.policy_document, "-")
+  tags        = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = var.policy_document != null
+      error_message = "policy_source = \"ssm\" needs policy_document: an SSM parameter cannot be created empty."
+    }
+  }
+}

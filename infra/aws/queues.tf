@@ -1,0 +1,131 @@
+# SQS: the buffer between EventBridge and the function, and the dead-letter queue.
+#
+# Why a queue rather than EventBridge -> Lambda directly (see README "Delivery"): the queue retries
+# each event independently with the function's own backoff (visibility timeout), the mapping reports
+# partial batch failures so one bad resource does not replay a whole batch, the DLQ keeps the
+# original EventBridge event as it was delivered, and maximum_concurrency gives backpressure
+# against the tagging API rate limits instead of EventBridge's throttled async retries.
+
+locals {
+  # AWS guidance: visibility timeout >= 6x the function timeout (+ batching window), so a message
+  # is not redelivered while a batch that holds it is still being retried.
+  visibility_timeout_seconds = 6 * var.timeout + var.maximum_batching_window_seconds
+
+  event_rule_arns = [for r in aws_cloudwatch_event_rule.resource_events : r.arn]
+  # Every rule whose target names the DLQ as its dead-letter config.
+  dlq_sender_rule_arns = concat(
+    local.event_rule_arns,
+    [aws_cloudwatch_event_rule.sweep.arn],
+    [for r in aws_cloudwatch_event_rule.policy_change : r.arn],
+  )
+}
+
+resource "aws_sqs_queue" "dlq" {
+  name                              = "${local.name}-dlq"
+  message_retention_seconds         = 1209600 # 14 days, the maximum: time to investigate and redrive
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 3600
+  tags                              = local.tags
+}
+
+resource "aws_sqs_queue" "events" {
+  name                              = "${local.name}-events"
+  visibility_timeout_seconds        = local.visibility_timeout_seconds
+  message_retention_seconds         = 345600 # 4 days
+  receive_wait_time_seconds         = 20
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 3600
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dlq.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+
+  tags = local.tags
+}
+
+data "aws_iam_policy_document" "events_queue" {
+  statement {
+    sid       = "EventBridgeRules"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.events.arn]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = local.event_rule_arns
+    }
+  }
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.events.arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "events" {
+  queue_url = aws_sqs_queue.events.id
+  policy    = data.aws_iam_policy_document.events_queue.json
+}
+
+data "aws_iam_policy_document" "dlq" {
+  statement {
+    sid       = "EventBridgeTargetDeadLetters"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.dlq.arn]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = local.dlq_sender_rule_arns
+    }
+  }
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.dlq.arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "dlq" {
+  queue_url = aws_sqs_queue.dlq.id
+  policy    = data.aws_iam_policy_document.dlq.json
+}

@@ -1,0 +1,361 @@
+################################################################################
+# Identity and naming
+################################################################################
+
+variable "infra_id" {
+  description = "The cluster's infrastructure name (OpenShift `status.infrastructureName`, e.g. `mycluster-7xk2p`). Only resources tagged `kubernetes.io/cluster/<infra_id>=owned` are ever written."
+  type        = string
+
+  validation {
+    # OpenShift: cluster name truncated to 21 characters + '-' + 5 random characters.
+    condition     = can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", var.infra_id))
+    error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
+  }
+}
+
+variable "name" {
+  description = "Name prefix for every resource. Resources are named `<name>-<infra_id>[-suffix]`, so several clusters can share an account."
+  type        = string
+  default     = "tagwarden"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,18}[a-z0-9]$", var.name))
+    error_message = "name must be 2-20 characters of lowercase letters, digits and '-', starting with a letter and ending with a letter or digit."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every taggable resource this module creates."
+  type        = map(string)
+  default     = {}
+}
+
+################################################################################
+# Lambda function
+################################################################################
+
+variable "lambda_zip" {
+  description = "Path to the packaged Lambda zip containing the `bootstrap` executable (built for `provided.al2023` and `architecture`)."
+  type        = string
+
+  validation {
+    condition     = endswith(var.lambda_zip, ".zip")
+    error_message = "lambda_zip must be the path of a .zip file."
+  }
+}
+
+variable "architecture" {
+  description = "Instruction set of the `bootstrap` binary in `lambda_zip`."
+  type        = string
+  default     = "arm64"
+
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be \"arm64\" or \"x86_64\"."
+  }
+}
+
+variable "memory_size" {
+  description = "Lambda memory in MB."
+  type        = number
+  default     = 256
+
+  validation {
+    condition     = var.memory_size >= 128 && var.memory_size <= 10240 && floor(var.memory_size) == var.memory_size
+    error_message = "memory_size must be a whole number between 128 and 10240."
+  }
+}
+
+variable "timeout" {
+  description = "Lambda timeout in seconds. A sweep lists every owned resource, so leave room. The event queue's visibility timeout is derived from it (6x + batching window)."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = var.timeout >= 10 && var.timeout <= 900 && floor(var.timeout) == var.timeout
+    error_message = "timeout must be a whole number of seconds between 10 and 900."
+  }
+}
+
+variable "reserved_concurrent_executions" {
+  description = "Reserved concurrency for the function; -1 leaves it unreserved. Event concurrency is already capped by `max_concurrency` on the queue mapping."
+  type        = number
+  default     = -1
+
+  validation {
+    condition     = var.reserved_concurrent_executions >= -1 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions
+    error_message = "reserved_concurrent_executions must be -1 (unreserved) or a non-negative whole number."
+  }
+}
+
+variable "log_level" {
+  description = "Value of RUST_LOG (a tracing-subscriber EnvFilter directive, e.g. `info` or `info,tagwarden=debug`)."
+  type        = string
+  default     = "info"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_:=,.\\-]+$", var.log_level))
+    error_message = "log_level must be an EnvFilter directive such as \"info\" or \"info,tagwarden=debug\"."
+  }
+}
+
+variable "policy_ttl_seconds" {
+  description = "POLICY_TTL: how often (seconds) a warm function re-checks the policy source for a new version."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.policy_ttl_seconds >= 0 && var.policy_ttl_seconds <= 86400 && floor(var.policy_ttl_seconds) == var.policy_ttl_seconds
+    error_message = "policy_ttl_seconds must be a whole number between 0 and 86400."
+  }
+}
+
+variable "code_signing_config_arn" {
+  description = "Optional Lambda code signing configuration ARN."
+  type        = string
+  default     = null
+}
+
+################################################################################
+# Policy source
+################################################################################
+
+variable "policy_source" {
+  description = "Where the desired-tag policy lives: `s3` (a bucket this module creates) or `ssm` (a String parameter this module creates)."
+  type        = string
+  default     = "s3"
+
+  validation {
+    condition     = contains(["s3", "ssm"], var.policy_source)
+    error_message = "policy_source must be \"s3\" or \"ssm\"."
+  }
+}
+
+variable "policy_key" {
+  description = "S3 mode, single document: object key of the policy (default `tagwarden/policy.yaml` when `policy_prefix` is not set). The status report is written to `<dir of key>/tagwarden-status.json`."
+  type        = string
+  default     = null
+
+  validation {
+    condition = var.policy_key == null ? true : (
+      can(regex("^[A-Za-z0-9!_.*'()/-]+$", var.policy_key)) && length(var.policy_key) <= 1024 &&
+      !startswith(var.policy_key, "/") && !endswith(var.policy_key, "/") &&
+      !endswith(var.policy_key, "tagwarden-status.json")
+    )
+    error_message = "policy_key must be an S3 key of safe characters that does not start or end with '/' and is not the status report name tagwarden-status.json."
+  }
+}
+
+variable "policy_prefix" {
+  description = "S3 mode, layered documents: key prefix ending in `/`; every object under it is a policy layer, merged in key order. The status report is written to `<prefix>tagwarden-status.json` (the function skips that key). Mutually exclusive with `policy_key`."
+  type        = string
+  default     = null
+
+  validation {
+    condition = var.policy_prefix == null ? true : (
+      can(regex("^[A-Za-z0-9!_.*'()/-]+/$", var.policy_prefix)) && length(var.policy_prefix) <= 1000 && !startswith(var.policy_prefix, "/")
+    )
+    error_message = "policy_prefix must be an S3 key prefix of safe characters that ends with '/' and does not start with '/'."
+  }
+}
+
+variable "policy_document" {
+  description = "Optional policy content. S3 single-document mode: written to `policy_key`. SSM mode: the parameter's value (required there, since a parameter cannot be empty). Nothing in a policy is secret."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.policy_document == null ? true : length(var.policy_document) > 0 && length(var.policy_document) <= 4096
+    error_message = "policy_document must be 1-4096 characters (the SSM Standard tier limit)."
+  }
+}
+
+variable "policy_layers" {
+  description = "Optional policy layers for S3 layered mode: object name (relative to `policy_prefix`) => content, e.g. `{ \"00-defaults.yaml\" = file(...) }`."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.policy_layers) : can(regex("^[A-Za-z0-9!_.*'()-]{1,255}$", k)) && k != "tagwarden-status.json"])
+    error_message = "policy_layers keys must be plain object names (no '/') and must not be tagwarden-status.json."
+  }
+}
+
+variable "policy_bucket_name" {
+  description = "Name of the policy bucket to create (S3 mode). Default: `<name>-<infra_id>-<account id>`."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.policy_bucket_name == null ? true : can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.policy_bucket_name))
+    error_message = "policy_bucket_name must be a valid S3 bucket name (3-63 lowercase letters, digits, '.' and '-')."
+  }
+}
+
+variable "policy_bucket_force_destroy" {
+  description = "Allow `terraform destroy` to delete the policy bucket with all policy versions in it."
+  type        = bool
+  default     = false
+}
+
+variable "policy_noncurrent_version_expiration_days" {
+  description = "Days after which superseded policy object versions are deleted from the policy bucket."
+  type        = number
+  default     = 90
+
+  validation {
+    condition     = var.policy_noncurrent_version_expiration_days >= 1 && floor(var.policy_noncurrent_version_expiration_days) == var.policy_noncurrent_version_expiration_days
+    error_message = "policy_noncurrent_version_expiration_days must be a whole number >= 1."
+  }
+}
+
+variable "policy_parameter_name" {
+  description = "SSM mode: name of the String parameter holding the policy. Default: `/<name>/<infra_id>/policy`."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.policy_parameter_name == null ? true : can(regex("^/[A-Za-z0-9_./-]+$", var.policy_parameter_name)) && length(var.policy_parameter_name) <= 1011 && !endswith(var.policy_parameter_name, "/")
+    error_message = "policy_parameter_name must be a fully qualified SSM parameter name such as /tagwarden/mycluster-7xk2p/policy."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "Optional customer managed KMS key for the policy bucket (SSE-KMS), the queues, the log group, the SNS topic and the function's environment. Its key policy must allow logs.<region>.amazonaws.com, events.amazonaws.com, cloudwatch.amazonaws.com and s3.amazonaws.com to use it. When null: SSE-S3, SQS-managed SSE, and AWS-owned keys."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.kms_key_arn == null ? true : can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", var.kms_key_arn))
+    error_message = "kms_key_arn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)."
+  }
+}
+
+################################################################################
+# What the function may write (see iam.tf)
+################################################################################
+
+variable "s3_bucket_name_patterns" {
+  description = "Bucket name patterns (IAM wildcards) whose tags the function may read and write. S3 cannot condition PutBucketTagging on the ownership tag, so this is the only IAM-side limit for buckets; for OpenShift use `[\"<infra_id>-*\"]` (the image-registry bucket)."
+  type        = list(string)
+  default     = ["*"]
+
+  validation {
+    condition     = length(var.s3_bucket_name_patterns) > 0 && alltrue([for p in var.s3_bucket_name_patterns : can(regex("^[a-z0-9.*?-]{1,63}$", p))])
+    error_message = "s3_bucket_name_patterns must be a non-empty list of bucket names or IAM wildcard patterns (lowercase letters, digits, '.', '-', '*', '?')."
+  }
+}
+
+################################################################################
+# Events and delivery
+################################################################################
+
+variable "enable_iam_events" {
+  description = "Create the IAM CloudTrail rule on this region's default bus. IAM events are only emitted in us-east-1: outside us-east-1 the rule only receives events forwarded by the `modules/iam_event_forwarding` submodule deployed in us-east-1."
+  type        = bool
+  default     = true
+}
+
+variable "enable_tag_change_events" {
+  description = "Create the `Tag Change on Resource` (source aws.tag) rule."
+  type        = bool
+  default     = true
+}
+
+variable "sweep_schedule" {
+  description = "EventBridge schedule expression for the full sweep."
+  type        = string
+  default     = "rate(1 hour)"
+
+  validation {
+    condition     = can(regex("^(rate\\([1-9][0-9]* (minute|minutes|hour|hours|day|days)\\)|cron\\([^)]+\\))$", var.sweep_schedule))
+    error_message = "sweep_schedule must be an EventBridge schedule expression such as \"rate(1 hour)\" or \"cron(0 * * * ? *)\"."
+  }
+}
+
+variable "batch_size" {
+  description = "Maximum number of queued events per Lambda invocation."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.batch_size >= 1 && var.batch_size <= 10000 && floor(var.batch_size) == var.batch_size
+    error_message = "batch_size must be a whole number between 1 and 10000 (above 10 needs maximum_batching_window_seconds >= 1)."
+  }
+}
+
+variable "maximum_batching_window_seconds" {
+  description = "How long the queue mapping waits to fill a batch. 0 invokes as soon as events arrive."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.maximum_batching_window_seconds >= 0 && var.maximum_batching_window_seconds <= 300 && floor(var.maximum_batching_window_seconds) == var.maximum_batching_window_seconds
+    error_message = "maximum_batching_window_seconds must be a whole number between 0 and 300."
+  }
+}
+
+variable "max_concurrency" {
+  description = "Maximum concurrent invocations the queue mapping starts (backpressure on the tagging APIs)."
+  type        = number
+  default     = 2
+
+  validation {
+    condition     = var.max_concurrency >= 2 && var.max_concurrency <= 1000 && floor(var.max_concurrency) == var.max_concurrency
+    error_message = "max_concurrency must be a whole number between 2 and 1000."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Deliveries of one event before it moves to the dead-letter queue."
+  type        = number
+  default     = 5
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000 && floor(var.max_receive_count) == var.max_receive_count
+    error_message = "max_receive_count must be a whole number between 1 and 1000."
+  }
+}
+
+################################################################################
+# Monitoring
+################################################################################
+
+variable "log_retention_days" {
+  description = "Retention of the function's log group."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be a CloudWatch Logs retention value (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288 or 3653)."
+  }
+}
+
+variable "create_sns_topic" {
+  description = "Create an SNS topic for the alarms. Ignored when `alarm_sns_topic_arn` is set."
+  type        = bool
+  default     = false
+}
+
+variable "alarm_sns_topic_arn" {
+  description = "Existing SNS topic that receives alarm and OK notifications."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.alarm_sns_topic_arn == null ? true : can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", var.alarm_sns_topic_arn))
+    error_message = "alarm_sns_topic_arn must be an SNS topic ARN."
+  }
+}
+
+variable "alarm_period_seconds" {
+  description = "Evaluation period of the alarms."
+  type        = number
+  default     = 300
+
+  validation {
+    condition     = contains([60, 300, 900, 3600], var.alarm_period_seconds)
+    error_message = "alarm_period_seconds must be 60, 300, 900 or 3600."
+  }
+}

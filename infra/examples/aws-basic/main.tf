@@ -1,0 +1,49 @@
+# tagwarden for one cluster in one region, policy in S3, IAM events forwarded from us-east-1.
+
+provider "aws" {
+  region = var.region
+}
+
+# IAM events are only delivered in us-east-1 (see modules/iam_event_forwarding).
+provider "aws" {
+  alias  = "us_east_1"
+  region = "us-east-1"
+}
+
+module "tagwarden" {
+  source = "../../aws"
+
+  infra_id     = var.infra_id
+  lambda_zip   = var.lambda_zip
+  architecture = var.architecture
+
+  policy_source = "s3"
+  policy_key    = "tagwarden/infrastructure.yaml"
+  policy_document = templatefile("${path.module}/policy/infrastructure.yaml.tftpl", {
+    infra_id  = var.infra_id
+    region    = var.region
+    user_tags = var.user_tags
+  })
+
+  # OpenShift's only cluster bucket (the image registry's) is named "<infra_id>-image-registry-...".
+  s3_bucket_name_patterns = ["${var.infra_id}-*"]
+
+  sweep_schedule   = "rate(1 hour)"
+  create_sns_topic = true
+
+  tags = var.tags
+}
+
+module "iam_event_forwarding" {
+  source = "../../aws/modules/iam_event_forwarding"
+  count  = var.region == "us-east-1" ? 0 : 1
+
+  providers = {
+    aws = aws.us_east_1
+  }
+
+  name                 = "tagwarden-${var.infra_id}"
+  event_pattern        = module.tagwarden.event_patterns["iam"]
+  target_event_bus_arn = module.tagwarden.event_bus_arn
+  tags                 = var.tags
+}

@@ -1,0 +1,39 @@
+output "function_name" {
+  description = "The tagwarden function."
+  value       = module.tagwarden.function_name
+}
+
+output "policy_uri" {
+  description = "Where the function reads its policy."
+  value       = module.tagwarden.policy_uri
+}
+
+output "status_report_uri" {
+  description = "Where the function writes its status report."
+  value       = module.tagwarden.status_report_uri
+}
+
+output "event_patterns" {
+  description = "The EventBridge patterns in force."
+  value       = module.tagwarden.event_patterns
+}
+
+output "dashboard_name" {
+  description = "CloudWatch dashboard."
+  value       = module.tagwarden.dashboard_name
+}
+
+output "alarm_topic_arn" {
+  description = "Subscribe to this SNS topic for alarms."
+  value       = module.tagwarden.sns_topic_arn
+}
+
+output "tagwarden" {
+  description = "All outputs of the tagwarden module."
+  value       = module.tagwarden
+}
+
+output "iam_forwarding_rule_arn" {
+  description = "The us-east-1 rule forwarding IAM events (null when the region is us-east-1)."
+  value       = one(module.iam_event_forwarding[*].rule_arn)
+}
