@@ -58,7 +58,7 @@ impl AwsError {
     pub fn from_sdk<E, R>(operation: &'static str, resource: &str, err: SdkError<E, R>) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
-        R: fmt::Debug,
+        R: fmt::Debug + 'static,
     {
         let (code, message, class) = match &err {
             SdkError::ServiceError(service) => {
@@ -68,12 +68,17 @@ impl AwsError {
                 (code, e.message().unwrap_or_default().to_string(), class)
             }
             SdkError::TimeoutError(_) => ("Timeout".to_string(), String::new(), ErrorClass::Transient),
-            SdkError::DispatchFailure(d) => ("DispatchFailure".to_string(), format!("{d:?}"), ErrorClass::Transient),
-            SdkError::ResponseError(_) => ("ResponseError".to_string(), format!("{err}"), ErrorClass::Transient),
-            _ => ("ConstructionFailure".to_string(), format!("{err}"), ErrorClass::Fatal),
+            SdkError::DispatchFailure(_) => ("DispatchFailure".to_string(), chain(&err), ErrorClass::Transient),
+            SdkError::ResponseError(_) => ("ResponseError".to_string(), chain(&err), ErrorClass::Transient),
+            _ => ("ConstructionFailure".to_string(), chain(&err), ErrorClass::Fatal),
         };
         AwsError::new(operation, resource, &code, &message, class)
     }
+}
+
+/// The error and its sources on one line.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    aws_smithy_types::error::display::DisplayErrorContext(err).to_string()
 }
 
 /// Classify an AWS error code.

@@ -19,6 +19,15 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_http_client::tls;
 
 pub use calls::CallCounter;
+
+/// The SDK crates, for callers (tests, tools) that build requests of their own.
+pub mod sdk {
+    pub use aws_sdk_ec2 as ec2;
+    pub use aws_sdk_elasticloadbalancingv2 as elbv2;
+    pub use aws_sdk_iam as iam;
+    pub use aws_sdk_s3 as s3;
+    pub use aws_sdk_ssm as ssm;
+}
 pub use error::{AwsError, ErrorClass};
 
 /// Every SDK client tagwarden uses, built once and shared by all invocations of a warm function.

@@ -23,11 +23,18 @@ fn moto_server_binary() -> PathBuf {
     if let Ok(p) = std::env::var("TAGWARDEN_MOTO_SERVER") {
         return PathBuf::from(p);
     }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/venv/bin/moto_server");
+    let venv = workspace_root().join(".tools/venv/bin/moto_server");
     if venv.exists() {
         return venv;
     }
     panic!("moto_server not found at {}: run scripts/install-tools (or set TAGWARDEN_MOTO_SERVER)", venv.display());
+}
+
+/// The workspace root (where Cargo.lock is), whichever package's tests include this module.
+pub fn workspace_root() -> PathBuf {
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    while !dir.join("Cargo.lock").exists() && dir.pop() {}
+    dir
 }
 
 pub fn free_port() -> u16 {

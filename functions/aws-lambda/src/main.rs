@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use lambda_runtime::{service_fn, LambdaEvent};
+use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
@@ -77,7 +77,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             }
             drop(out);
             match inv.error {
-                Some(e) => Err(lambda_runtime::Error::from(e)),
+                Some(message) => Err(Diagnostic { error_type: "TagwardenFailure".to_string(), error_message: message }),
                 None => Ok(inv.response),
             }
         }

@@ -3,6 +3,8 @@
 //! Exit codes: 0 ok; 1 the input is invalid (or drift was found where the command checks for it);
 //! 2 usage, I/O or parse error.
 
+#[cfg(feature = "aws")]
+mod demo;
 mod explain;
 mod input;
 mod plan;
@@ -27,6 +29,9 @@ enum Command {
     Explain(explain::Args),
     /// Show the write tagwarden would make on one resource.
     Plan(plan::Args),
+    /// Run the whole AWS path against a local emulator and show what it did (scripts/demo).
+    #[cfg(feature = "aws")]
+    Demo(demo::Args),
 }
 
 /// How a command ended, beyond success.
@@ -53,6 +58,8 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Plan(args) => plan::run(args),
+        #[cfg(feature = "aws")]
+        Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
