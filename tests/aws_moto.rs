@@ -44,14 +44,15 @@ struct Env {
     clients: Clients,
     account: String,
     bucket: String,
+    vars: Vec<(&'static str, String)>,
 }
 
 impl Env {
     async fn new() -> Self {
-        let (clients, account) = support::account().await;
+        let (clients, account, vars) = support::account_with_env().await;
         let bucket = format!("policy-{account}");
         clients.s3.create_bucket().bucket(&bucket).send().await.expect("create policy bucket");
-        Env { clients, account, bucket }
+        Env { clients, account, bucket, vars }
     }
 
     async fn publish(&self, key: &str, text: &str) {
@@ -524,4 +525,40 @@ async fn sqs_batch_reports_partial_failures() {
         .collect();
     assert!(emf.iter().any(|m| m["EventsReceived"] == 2), "{emf:?}");
     assert_eq!(env.tags(&instance).await["team"], "platform");
+}
+
+#[tokio::test]
+async fn cli_sweep_dry_run_then_write() {
+    let env = Env::new().await;
+    env.publish("p.json", &infrastructure(&[("team", "platform")], &[])).await;
+    let instance = env.instance(&[], Some("owned")).await;
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+            .args(args)
+            .envs(env.vars.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .expect("tagwarden runs");
+        (
+            out.status.code().unwrap_or(-1),
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let policy = format!("s3://{}/p.json", env.bucket);
+    let (code, json, err) = cli(&["sweep", "--policy", &policy, "--dry-run", "--json"]);
+    assert_eq!(code, 1, "drift found in a dry run: {err}");
+    // The instance and its owned root volume.
+    assert_eq!((json["drifted"].as_u64(), json["written"].as_u64()), (Some(2), Some(2)), "{json}");
+    assert!(!env.tags(&instance).await.contains_key("team"), "a dry run writes nothing");
+    let (code, json, err) = cli(&["sweep", "--policy", &policy, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json["api_calls"]["EC2:CreateTags"], 2, "{json}");
+    let (code, _, err) = cli(&["sweep", "--policy", &policy, "--dry-run"]);
+    assert_eq!(code, 0, "no drift left: {err}");
+    // plan and validate read the same locations.
+    let (code, json, err) = cli(&["validate", "--json", &policy]);
+    assert_eq!((code, json["valid"].as_bool()), (0, Some(true)), "{err}");
+    let (code, _, err) = cli(&["sweep", "--policy", "s3://no-such-bucket-anywhere/p.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no-such-bucket-anywhere"), "{err}");
 }

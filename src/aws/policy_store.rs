@@ -257,6 +257,12 @@ impl PolicyStore {
         }
     }
 
+    /// Every document of the policy as published now, bypassing the cache (for the CLI).
+    pub async fn documents(&self, clients: &Clients) -> Result<Vec<(String, String)>, AwsError> {
+        let mut scratch = State::default();
+        Ok(self.fetch(clients, &mut scratch).await?.map(|(_, docs)| docs).unwrap_or_default())
+    }
+
     /// Write the status report beside the policy.
     pub async fn write_status(&self, clients: &Clients, report: &StatusReport) -> Result<(), AwsError> {
         let target = self.location.status_location();

@@ -73,6 +73,12 @@ pub fn moto() -> &'static Moto {
 
 /// SDK clients for a brand-new account of their own in moto.
 pub async fn account() -> (Clients, String) {
+    let (clients, account, _) = account_with_env().await;
+    (clients, account)
+}
+
+/// The same, plus the environment a subprocess (the CLI, the Lambda) needs to act in that account.
+pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>) {
     let moto = moto();
     let region = "us-east-1";
     let base = tagwarden::aws::config_loader()
@@ -91,6 +97,13 @@ pub async fn account() -> (Clients, String) {
         .await
         .expect("sts:AssumeRole in moto");
     let c = assumed.credentials().expect("credentials");
+    let env = vec![
+        ("AWS_ENDPOINT_URL", moto.endpoint.clone()),
+        ("AWS_REGION", region.to_string()),
+        ("AWS_ACCESS_KEY_ID", c.access_key_id().to_string()),
+        ("AWS_SECRET_ACCESS_KEY", c.secret_access_key().to_string()),
+        ("AWS_SESSION_TOKEN", c.session_token().to_string()),
+    ];
     let creds = Credentials::new(
         c.access_key_id(),
         c.secret_access_key(),
@@ -104,7 +117,7 @@ pub async fn account() -> (Clients, String) {
         .credentials_provider(creds)
         .load()
         .await;
-    (Clients::new(&config), account)
+    (Clients::new(&config), account, env)
 }
 
 fn rand_u64() -> u64 {

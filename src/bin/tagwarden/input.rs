@@ -10,9 +10,16 @@ use tagwarden::TagMap;
 
 /// Load a policy from files and/or directories; a directory contributes every `.yaml`, `.yml`
 /// and `.json` file in it (not the status report), merged in name order like an S3 prefix.
+/// With the `aws` feature, `s3://bucket/key`, `s3://bucket/prefix/` and `ssm:/name` are read
+/// from AWS, as the Lambda reads them.
 pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, policy::load::DocumentKind)>)> {
     let mut docs = Vec::new();
     for path in paths {
+        let text = path.to_string_lossy();
+        if text.starts_with("s3://") || text.starts_with("ssm:") {
+            docs.extend(read_remote(&text)?);
+            continue;
+        }
         if path.is_dir() {
             let mut found = 0;
             let entries =
@@ -40,6 +47,27 @@ pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, po
     let mut kinds = kinds;
     kinds.sort();
     Ok((policy::load(docs)?, kinds))
+}
+
+#[cfg(feature = "aws")]
+fn read_remote(location: &str) -> anyhow::Result<Vec<(String, String)>> {
+    use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+    let location: PolicyLocation = location.parse().map_err(anyhow::Error::msg)?;
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    runtime.block_on(async {
+        let clients = tagwarden::aws::Clients::from_env().await;
+        let store = PolicyStore::new(location.clone(), std::time::Duration::ZERO);
+        let docs = store.documents(&clients).await.with_context(|| format!("cannot read the policy at {location}"))?;
+        if docs.is_empty() {
+            bail!("{location} holds no policy document");
+        }
+        Ok(docs)
+    })
+}
+
+#[cfg(not(feature = "aws"))]
+fn read_remote(location: &str) -> anyhow::Result<Vec<(String, String)>> {
+    bail!("{location}: this tagwarden was built without AWS support; rebuild with --features aws")
 }
 
 pub fn read_text(path: &Path) -> anyhow::Result<String> {

@@ -8,6 +8,8 @@ mod demo;
 mod explain;
 mod input;
 mod plan;
+#[cfg(feature = "aws")]
+mod sweep;
 mod validate;
 
 use std::process::ExitCode;
@@ -29,6 +31,9 @@ enum Command {
     Explain(explain::Args),
     /// Show the write tagwarden would make on one resource.
     Plan(plan::Args),
+    /// Plan (and unless --dry-run, write) every owned resource: the scheduled sweep, by hand.
+    #[cfg(feature = "aws")]
+    Sweep(sweep::Args),
     /// Run the whole AWS path against a local emulator and show what it did (scripts/demo).
     #[cfg(feature = "aws")]
     Demo(demo::Args),
@@ -58,6 +63,8 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Plan(args) => plan::run(args),
+        #[cfg(feature = "aws")]
+        Command::Sweep(args) => sweep::run(args),
         #[cfg(feature = "aws")]
         Command::Demo(args) => demo::run(args),
     };

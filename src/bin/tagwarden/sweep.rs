@@ -1,0 +1,114 @@
+//! `tagwarden sweep`: plan (and unless `--dry-run`, write) every owned resource the policy covers.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::reconcile::Reconciler;
+use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Clients;
+use tagwarden::report::{Record, Status};
+
+use crate::input::print_json;
+use crate::Failure;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where the policy is: s3://bucket/key, s3://bucket/prefix/ or ssm:/parameter/name.
+    #[arg(long, value_name = "SRC")]
+    policy: String,
+    /// AWS region (default: the SDK's, from AWS_REGION or the profile).
+    #[arg(long)]
+    region: Option<String>,
+    /// Plan only; exit 1 when any owned resource has drifted.
+    #[arg(long)]
+    dry_run: bool,
+    /// Resources reconciled at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Print the summary (and every outcome record) as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize, Default)]
+struct Summary {
+    policy: String,
+    policy_version: Option<String>,
+    dry_run: bool,
+    resources: usize,
+    owned: usize,
+    drifted: usize,
+    written: usize,
+    limit_exceeded: usize,
+    failed: usize,
+    seconds: f64,
+    api_calls: BTreeMap<String, u64>,
+    records: Vec<Record>,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    let location: PolicyLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let summary = runtime.block_on(Box::pin(sweep(&args, location)))?;
+    if args.json {
+        print_json(&summary)?;
+    } else {
+        println!("policy        {} (version {})", summary.policy, summary.policy_version.as_deref().unwrap_or("-"));
+        println!("resources     {} seen, {} owned", summary.resources, summary.owned);
+        let verb = if summary.dry_run { "would write" } else { "written" };
+        println!(
+            "drift         {} drifted, {} {verb}, {} over the tag limit, {} failed",
+            summary.drifted, summary.written, summary.limit_exceeded, summary.failed
+        );
+        println!("took          {:.1} s", summary.seconds);
+        println!("API calls     {}", summary.api_calls.values().sum::<u64>());
+        for (op, n) in &summary.api_calls {
+            println!("  {op:<44} {n}");
+        }
+        for r in summary.records.iter().filter(|r| r.status == Status::Failed) {
+            println!("failed        {} ({}): {}", r.resource, r.resource_type, r.error.as_deref().unwrap_or_default());
+        }
+    }
+    if summary.failed > 0 {
+        return Err(anyhow::anyhow!("{} resource(s) failed", summary.failed).into());
+    }
+    if summary.dry_run && summary.drifted > 0 {
+        return Err(Failure::Invalid);
+    }
+    Ok(())
+}
+
+async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary> {
+    let mut loader = tagwarden::aws::config_loader();
+    if let Some(r) = &args.region {
+        loader = loader.region(aws_config::Region::new(r.clone()));
+    }
+    let clients = Clients::new(&loader.load().await);
+    let mut reconciler =
+        Reconciler::new(Tagger::new(clients.clone()), PolicyStore::new(location.clone(), Duration::ZERO), Vec::new());
+    reconciler.dry_run = args.dry_run;
+    reconciler.concurrency = args.concurrency;
+    let started = Instant::now();
+    let out = reconciler.sweep(true).await;
+    if let Some(e) = &out.error {
+        anyhow::bail!("{e}");
+    }
+    let count = |s: &[Status]| out.records.iter().filter(|r| s.contains(&r.status)).count();
+    Ok(Summary {
+        policy: location.to_string(),
+        policy_version: out.records.first().map(|r| r.policy_version.clone()),
+        dry_run: args.dry_run,
+        resources: out.records.len(),
+        owned: out.records.len() - count(&[Status::NotOwned]),
+        drifted: count(&[Status::Applied, Status::WouldApply, Status::LimitExceeded]),
+        written: count(&[Status::Applied, Status::WouldApply]),
+        limit_exceeded: count(&[Status::LimitExceeded]),
+        failed: count(&[Status::Failed]),
+        seconds: started.elapsed().as_secs_f64(),
+        api_calls: clients.calls.snapshot(),
+        records: out.records,
+    })
+}
