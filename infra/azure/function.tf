@@ -1,0 +1,122 @@
+# The Function App: Linux, Flex Consumption plan (FC1), custom handler runtime. See README
+# "Hosting plan" for why Flex and not (Linux) Consumption, and "Deploying the package".
+
+resource "azurerm_service_plan" "this" {
+  #checkov:skip=CKV_AZURE_212: Flex Consumption (FC1) has no fixed worker count; instances scale from zero per trigger.
+  #checkov:skip=CKV_AZURE_225: not needed for this workload: Event Grid retries delivery for up to event_time_to_live_minutes (24 h) and the hourly sweep catches whatever a zone outage misses.
+  name                = "${local.name}-plan"
+  resource_group_name = local.resource_group_name
+  location            = var.location
+  os_type             = "Linux"
+  sku_name            = "FC1"
+  tags                = local.tags
+}
+
+locals {
+  # The handler's contract (README "Handler contract"). APPLICATIONINSIGHTS_CONNECTION_STRING is set
+  # through site_config (the provider maps it to that app setting and would otherwise diff).
+  # FUNCTIONS_WORKER_RUNTIME=custom is `runtime_name = "custom"` on Flex: Flex rejects the setting
+  # itself (functionAppConfig.runtime replaces it).
+  contract_app_settings = {
+    TAGWARDEN_POLICY              = local.policy_url
+    TAGWARDEN_ARM_ENDPOINT        = var.arm_endpoint
+    POLICY_TTL                    = tostring(var.policy_ttl_seconds)
+    TAGWARDEN_SELF_PRINCIPAL_ID   = azurerm_user_assigned_identity.function.principal_id
+    TAGWARDEN_SELF_CLIENT_ID      = azurerm_user_assigned_identity.function.client_id
+    TAGWARDEN_METRICS_RESOURCE_ID = local.function_app_id
+    RUST_LOG                      = var.log_level
+  }
+
+  # Not part of the contract, read by the host or by function.json.
+  platform_app_settings = {
+    # sweep/function.json: "schedule": "%TAGWARDEN_SWEEP_SCHEDULE%"
+    TAGWARDEN_SWEEP_SCHEDULE = var.sweep_schedule
+    TAGWARDEN_INFRA_ID       = var.infra_id
+    TAGWARDEN_STATUS_URL     = local.status_url
+    # Identity-based host storage with the platform identity. The provider always writes an
+    # `AzureWebJobsStorage` connection string (with an empty key under identity auth); blanking it
+    # makes the host use the __accountName/__credential/__clientId form.
+    AzureWebJobsStorage              = ""
+    AzureWebJobsStorage__accountName = azurerm_storage_account.runtime.name
+    AzureWebJobsStorage__credential  = "managedidentity"
+    AzureWebJobsStorage__clientId    = azurerm_user_assigned_identity.platform.client_id
+  }
+
+  # Application Insights with local (instrumentation-key) auth disabled: the host sends telemetry
+  # with an Entra token of the code identity (Monitoring Metrics Publisher on the component, rbac.tf).
+  app_insights_auth_settings = var.application_insights_local_auth_enabled ? {} : {
+    APPLICATIONINSIGHTS_AUTHENTICATION_STRING = "Authorization=AAD;ClientId=${azurerm_user_assigned_identity.function.client_id}"
+  }
+
+  # The app's resource id, known before the app exists (it is needed inside its own settings).
+  function_app_id = "${local.resource_group_id}/providers/Microsoft.Web/sites/${local.function_app_name}"
+}
+
+resource "azurerm_function_app_flex_consumption" "this" {
+  name                = local.function_app_name
+  resource_group_name = local.resource_group_name
+  location            = var.location
+  service_plan_id     = azurerm_service_plan.this.id
+
+  runtime_name    = "custom" # custom handler: FUNCTIONS_WORKER_RUNTIME=custom
+  runtime_version = "1.0"
+
+  # Flex deployment storage: the package lives in the runtime account's app-package container,
+  # written and read with the platform identity.
+  storage_container_type            = "blobContainer"
+  storage_container_endpoint        = "${azurerm_storage_account.runtime.primary_blob_endpoint}${azurerm_storage_container.deployment.name}"
+  storage_authentication_type       = "UserAssignedIdentity"
+  storage_user_assigned_identity_id = azurerm_user_assigned_identity.platform.id
+
+  instance_memory_in_mb  = var.instance_memory_in_mb
+  maximum_instance_count = var.maximum_instance_count
+
+  https_only                    = true
+  public_network_access_enabled = true # Event Grid delivers to the public webhook endpoint.
+  # zip_deploy_file pushes with the site's publishing credentials; without a package there is no
+  # reason to keep basic-auth publishing enabled.
+  webdeploy_publish_basic_authentication_enabled = var.function_zip != null
+  zip_deploy_file                                = var.function_zip
+
+  identity {
+    type = "UserAssigned" # why not system-assigned: main.tf
+    identity_ids = [
+      azurerm_user_assigned_identity.function.id,
+      azurerm_user_assigned_identity.platform.id,
+    ]
+  }
+
+  site_config {
+    application_insights_connection_string = azurerm_application_insights.this.connection_string
+    minimum_tls_version                    = "1.2"
+    http2_enabled                          = true
+  }
+
+  app_settings = merge(local.platform_app_settings, local.app_insights_auth_settings, local.contract_app_settings)
+
+  tags = local.tags
+
+  # Both identities can act as soon as the app is created and the first instance starts.
+  depends_on = [
+    azurerm_role_assignment.runtime_storage,
+    azurerm_role_assignment.tag_contributor,
+    azurerm_role_assignment.reader,
+    azurerm_role_assignment.policy_reader,
+    azurerm_role_assignment.status_report_writer,
+  ]
+
+  lifecycle {
+    precondition {
+      condition     = !(var.policy_blob != null && var.policy_prefix != null)
+      error_message = "Set policy_blob (one document) or policy_prefix (layers), not both."
+    }
+    precondition {
+      condition     = length(var.policy_layers) == 0 || local.layered
+      error_message = "policy_layers needs policy_prefix."
+    }
+    precondition {
+      condition     = var.policy_document == null || !local.layered
+      error_message = "policy_document is for single-document mode; use policy_layers with policy_prefix."
+    }
+  }
+}

@@ -1,0 +1,95 @@
+# tagwarden for one Azure subscription and one cluster (infra_id): the resource group, the
+# identities and the values the other files share. Function App: function.tf. Storage and policy:
+# storage.tf. Event Grid: events.tf. Role assignments: rbac.tf. Monitoring: monitoring.tf.
+
+data "azurerm_client_config" "current" {}
+
+data "azurerm_subscription" "current" {}
+
+data "azurerm_resource_group" "existing" {
+  count = var.create_resource_group ? 0 : 1
+
+  name = var.resource_group_name
+}
+
+locals {
+  name = "${var.name}-${var.infra_id}"
+  tags = var.tags
+
+  subscription_id = data.azurerm_subscription.current.id # "/subscriptions/<guid>"
+
+  resource_group_name = var.create_resource_group ? azurerm_resource_group.this[0].name : data.azurerm_resource_group.existing[0].name
+  resource_group_id   = var.create_resource_group ? azurerm_resource_group.this[0].id : data.azurerm_resource_group.existing[0].id
+
+  # Stable 6-character suffix for globally unique names (storage accounts, the app's host name).
+  suffix = substr(sha1("${local.subscription_id}/${var.name}/${var.infra_id}"), 0, 6)
+  # Storage account names: 3-24 lowercase letters and digits.
+  storage_base        = substr(replace(local.name, "-", ""), 0, 16)
+  runtime_sa_name     = "${local.storage_base}${local.suffix}r"
+  policy_sa_name      = "${local.storage_base}${local.suffix}p"
+  function_app_name   = "${local.name}-${local.suffix}"
+  function_drift_name = "drift" # drift/function.json (eventGridTrigger)
+  function_sweep_name = "sweep" # sweep/function.json (timerTrigger)
+
+  # The ownership tag (DESIGN.md §1; '/' is illegal in Azure tag names).
+  ownership_tag_key   = "kubernetes.io_cluster.${var.infra_id}"
+  ownership_tag_value = "owned"
+
+  # Policy location: one blob (policy_blob) or layers under policy_prefix.
+  layered     = var.policy_prefix != null
+  policy_blob = local.layered ? null : coalesce(var.policy_blob, "tagwarden/infrastructure.yaml")
+  # Directory of the single blob ("" when the name has no '/'), or the layer prefix.
+  policy_dir = (local.layered ? var.policy_prefix :
+  (strcontains(local.policy_blob, "/") ? "${join("/", slice(split("/", local.policy_blob), 0, length(split("/", local.policy_blob)) - 1))}/" : ""))
+  status_blob = "${local.policy_dir}tagwarden-status.json"
+
+  policy_container      = "policy"
+  dead_letter_container = "dead-letters"
+  deployment_container  = "app-package"
+
+  policy_container_url = "${azurerm_storage_account.policy.primary_blob_endpoint}${local.policy_container}"
+  # TAGWARDEN_POLICY, the function's contract: the blob URL, or the prefix URL ending in '/'.
+  policy_url = "${local.policy_container_url}/${local.layered ? var.policy_prefix : local.policy_blob}"
+  status_url = "${local.policy_container_url}/${local.status_blob}"
+
+  # Scopes for Tag Contributor + Reader; default: this subscription.
+  enforcement_scopes = length(var.enforcement_scopes) > 0 ? toset(var.enforcement_scopes) : toset([local.subscription_id])
+  # Resource-group scopes narrow the ARM event subscription by subject (subscription scopes do not).
+  rg_scopes = [for s in local.enforcement_scopes : s if strcontains(lower(s), "/resourcegroups/")]
+}
+
+resource "azurerm_resource_group" "this" {
+  count = var.create_resource_group ? 1 : 0
+
+  name     = coalesce(var.resource_group_name, "${local.name}-rg")
+  location = var.location
+  tags     = local.tags
+}
+
+# The Function App's managed identities. Both are user-assigned, not system-assigned, because a
+# system-assigned identity exists only once the app exists, and two things need an identity before:
+#
+#   function  the identity the tagwarden code acts as (tag writes, policy reads, status report,
+#             metrics). The contract puts its ids *inside the app's own settings*
+#             (TAGWARDEN_SELF_PRINCIPAL_ID / _CLIENT_ID, loop safety): with a system-assigned
+#             identity that is a Terraform cycle. The handler requests its tokens with
+#             client_id = TAGWARDEN_SELF_CLIENT_ID.
+#   platform  host storage and the Flex deployment container. The package is pushed while the app
+#             is created (zip_deploy_file), so the blob role must already be assigned.
+#
+# Both exist before the app, their role assignments are in place before the first instance starts,
+# and they survive a re-created app (no role churn). Keeping them apart means the code cannot
+# rewrite its own package, and the platform identity holds no tag or policy rights.
+resource "azurerm_user_assigned_identity" "function" {
+  name                = "${local.name}-id"
+  resource_group_name = local.resource_group_name
+  location            = var.location
+  tags                = local.tags
+}
+
+resource "azurerm_user_assigned_identity" "platform" {
+  name                = "${local.name}-platform-id"
+  resource_group_name = local.resource_group_name
+  location            = var.location
+  tags                = local.tags
+}

@@ -1,0 +1,284 @@
+# Log Analytics + workspace-based Application Insights, a workbook over the TagWarden custom metrics
+# (DESIGN.md §8) and the dead-letter counts, metric alerts and an optional action group.
+#
+# The function publishes its metrics to Azure Monitor's custom-metrics store against its own app
+# (TAGWARDEN_METRICS_RESOURCE_ID): namespace TagWarden, dimensions Cloud, ResourceType, InfraID.
+
+locals {
+  metric_namespace = "TagWarden"
+
+  tagwarden_metrics = [
+    "EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
+    "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency",
+  ]
+  metric_dimensions = ["Cloud", "ResourceType", "InfraID"]
+
+  # Workbook metric ids are "<namespace, lowercase>--<metric>"; aggregation 1 = Sum, 4 = Average.
+  workbook_metric_items = [for m in local.tagwarden_metrics : {
+    type = 10
+    name = "metric-${lower(m)}"
+    content = {
+      chartId      = "workbook-tagwarden-${lower(m)}"
+      version      = "MetricsItem/2.0"
+      size         = 0
+      chartType    = 2
+      resourceType = "microsoft.web/sites"
+      metricScope  = 0
+      resourceIds  = [lower(azurerm_function_app_flex_consumption.this.id)]
+      timeContext  = { durationMs = 86400000 }
+      metrics = [{
+        namespace   = lower(local.metric_namespace)
+        metric      = "${lower(local.metric_namespace)}--${m}"
+        aggregation = m == "ReconcileLatency" ? 4 : 1
+      }]
+      filters = [{ key = "InfraID", operator = 0, values = [var.infra_id] }]
+      title   = m == "ReconcileLatency" ? "ReconcileLatency (ms, average) by ResourceType" : "${m} by ResourceType"
+      gridSettings = {
+        rowLimit = 10000
+      }
+      splitBy = [{ dimension = "ResourceType", sort = 2, limit = 10 }]
+    }
+    customWidth = "33"
+  }]
+
+  workbook = {
+    version = "Notebook/1.0"
+    items = concat(
+      [{
+        type = 1
+        name = "header"
+        content = {
+          json = join("\n", [
+            "## tagwarden — cluster `${var.infra_id}`",
+            "Function App `${local.function_app_name}` · policy `${local.policy_url}` · status report `${local.status_url}`.",
+            "Custom metrics: namespace `${local.metric_namespace}` on the Function App, dimensions ${join(", ", local.metric_dimensions)}. Dead-lettered events land in container `${local.dead_letter_container}` of `${local.policy_sa_name}`.",
+          ])
+        }
+      }],
+      local.workbook_metric_items,
+      [
+        {
+          type = 10
+          name = "dead-letters"
+          content = {
+            chartId      = "workbook-tagwarden-deadletters"
+            version      = "MetricsItem/2.0"
+            size         = 0
+            chartType    = 2
+            resourceType = "microsoft.eventgrid/systemtopics"
+            metricScope  = 0
+            resourceIds = [
+              lower(azurerm_eventgrid_system_topic.arm.id),
+              lower(azurerm_eventgrid_system_topic.policy.id),
+            ]
+            timeContext = { durationMs = 86400000 }
+            metrics = [
+              { namespace = "microsoft.eventgrid/systemtopics", metric = "microsoft.eventgrid/systemtopics--DeadLetteredCount", aggregation = 1 },
+              { namespace = "microsoft.eventgrid/systemtopics", metric = "microsoft.eventgrid/systemtopics--DeliveryAttemptFailCount", aggregation = 1 },
+              { namespace = "microsoft.eventgrid/systemtopics", metric = "microsoft.eventgrid/systemtopics--MatchedEventCount", aggregation = 1 },
+            ]
+            title = "Event Grid: dead-lettered / failed deliveries / matched events"
+          }
+          customWidth = "50"
+        },
+        {
+          type = 3
+          name = "function-failures"
+          content = {
+            version       = "KqlItem/1.0"
+            query         = "requests\n| where cloud_RoleName =~ '${local.function_app_name}'\n| summarize Invocations = count(), Failures = countif(success == false) by bin(timestamp, 15m), operation_Name\n| order by timestamp asc"
+            size          = 0
+            title         = "Function invocations and failures (Application Insights)"
+            queryType     = 0
+            resourceType  = "microsoft.insights/components"
+            visualization = "timechart"
+            crossComponentResources = [
+              lower(azurerm_application_insights.this.id),
+            ]
+          }
+          customWidth = "50"
+        },
+      ],
+    )
+    fallbackResourceIds = [lower(azurerm_application_insights.this.id)]
+    "$schema"           = "https://github.com/Microsoft/Application-Insights-Workbooks/blob/master/schema/workbook.json"
+  }
+
+  alert_action_group_ids = length(azurerm_monitor_action_group.this) > 0 ? [azurerm_monitor_action_group.this[0].id] : []
+
+  # Custom-metric alerts on the Function App (skip_metric_validation: the metric does not exist
+  # until the function first publishes it).
+  custom_metric_alerts = {
+    write-failures = {
+      metric      = "WriteFailures"
+      severity    = 2
+      description = "tagwarden ${var.infra_id}: tag writes failed (see the status report ${local.status_url} and the function's logs)."
+    }
+    policy-rejected = {
+      metric      = "PolicyRejected"
+      severity    = 1
+      description = "tagwarden ${var.infra_id}: a new policy version was rejected; the last known good version stays in force."
+    }
+  }
+
+  dead_letter_topics = {
+    arm    = azurerm_eventgrid_system_topic.arm.id
+    policy = azurerm_eventgrid_system_topic.policy.id
+  }
+}
+
+resource "azurerm_log_analytics_workspace" "this" {
+  name                = "${local.name}-logs"
+  resource_group_name = local.resource_group_name
+  location            = var.location
+  sku                 = "PerGB2018"
+  retention_in_days   = var.log_retention_days
+  tags                = local.tags
+}
+
+resource "azurerm_application_insights" "this" {
+  name                         = "${local.name}-ai"
+  resource_group_name          = local.resource_group_name
+  location                     = var.location
+  application_type             = "other"
+  workspace_id                 = azurerm_log_analytics_workspace.this.id
+  local_authentication_enabled = var.application_insights_local_auth_enabled
+  tags                         = local.tags
+}
+
+resource "azurerm_application_insights_workbook" "this" {
+  name                = uuidv5("url", "https://tagwarden/${local.subscription_id}/${local.name}/workbook")
+  resource_group_name = local.resource_group_name
+  location            = var.location
+  display_name        = "tagwarden ${var.infra_id}"
+  source_id           = lower(azurerm_application_insights.this.id)
+  category            = "workbook"
+  data_json           = jsonencode(local.workbook)
+  tags                = local.tags
+}
+
+resource "azurerm_monitor_action_group" "this" {
+  count = length(var.alert_emails) > 0 || var.alert_webhook_url != null ? 1 : 0
+
+  name                = "${local.name}-alerts"
+  resource_group_name = local.resource_group_name
+  short_name          = "tagwarden"
+
+  dynamic "email_receiver" {
+    for_each = var.alert_emails
+    content {
+      name                    = "email-${email_receiver.key}"
+      email_address           = email_receiver.value
+      use_common_alert_schema = true
+    }
+  }
+
+  dynamic "webhook_receiver" {
+    for_each = var.alert_webhook_url == null ? [] : [var.alert_webhook_url]
+    content {
+      name                    = "webhook"
+      service_uri             = webhook_receiver.value
+      use_common_alert_schema = true
+    }
+  }
+
+  tags = local.tags
+}
+
+resource "azurerm_monitor_metric_alert" "custom" {
+  for_each = local.custom_metric_alerts
+
+  name                = "${local.name}-${each.key}"
+  resource_group_name = local.resource_group_name
+  scopes              = [azurerm_function_app_flex_consumption.this.id]
+  description         = each.value.description
+  severity            = each.value.severity
+  frequency           = "PT5M"
+  window_size         = var.alert_window
+  auto_mitigate       = true
+
+  criteria {
+    metric_namespace       = local.metric_namespace
+    metric_name            = each.value.metric
+    aggregation            = "Total"
+    operator               = "GreaterThan"
+    threshold              = 0
+    skip_metric_validation = true
+
+    dimension {
+      name     = "InfraID"
+      operator = "Include"
+      values   = [var.infra_id]
+    }
+  }
+
+  dynamic "action" {
+    for_each = local.alert_action_group_ids
+    content {
+      action_group_id = action.value
+    }
+  }
+
+  tags = local.tags
+}
+
+# Function errors: failed invocations as Application Insights records them (requests/failed).
+resource "azurerm_monitor_metric_alert" "function_errors" {
+  name                = "${local.name}-function-errors"
+  resource_group_name = local.resource_group_name
+  scopes              = [azurerm_application_insights.this.id]
+  description         = "tagwarden ${var.infra_id}: function invocations failed (Event Grid retries them, then dead-letters)."
+  severity            = 2
+  frequency           = "PT5M"
+  window_size         = var.alert_window
+  auto_mitigate       = true
+
+  criteria {
+    metric_namespace = "microsoft.insights/components"
+    metric_name      = "requests/failed"
+    aggregation      = "Count"
+    operator         = "GreaterThan"
+    threshold        = 0
+  }
+
+  dynamic "action" {
+    for_each = local.alert_action_group_ids
+    content {
+      action_group_id = action.value
+    }
+  }
+
+  tags = local.tags
+}
+
+# Dead-lettered events, one alert per system topic (a metric alert's scopes must share a region;
+# the ARM topic is `global`, the storage topic regional).
+resource "azurerm_monitor_metric_alert" "dead_letters" {
+  for_each = local.dead_letter_topics
+
+  name                = "${local.name}-dead-letters-${each.key}"
+  resource_group_name = local.resource_group_name
+  scopes              = [each.value]
+  description         = "tagwarden ${var.infra_id}: ${each.key} events were dead-lettered into ${local.dead_letter_container}; inspect, fix, re-deliver (or rely on the next sweep)."
+  severity            = 2
+  frequency           = "PT5M"
+  window_size         = var.alert_window
+  auto_mitigate       = true
+
+  criteria {
+    metric_namespace = "Microsoft.EventGrid/systemTopics"
+    metric_name      = "DeadLetteredCount"
+    aggregation      = "Total"
+    operator         = "GreaterThan"
+    threshold        = 0
+  }
+
+  dynamic "action" {
+    for_each = local.alert_action_group_ids
+    content {
+      action_group_id = action.value
+    }
+  }
+
+  tags = local.tags
+}

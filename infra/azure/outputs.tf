@@ -1,0 +1,126 @@
+output "function_app_id" {
+  description = "Resource id of the Function App (TAGWARDEN_METRICS_RESOURCE_ID: the custom metrics are published against it)."
+  value       = azurerm_function_app_flex_consumption.this.id
+}
+
+output "function_app_name" {
+  description = "Name of the Function App."
+  value       = azurerm_function_app_flex_consumption.this.name
+}
+
+output "function_app_hostname" {
+  description = "Default host name of the Function App."
+  value       = azurerm_function_app_flex_consumption.this.default_hostname
+}
+
+output "principal_id" {
+  description = "Principal (object) id of the identity the tagwarden code acts as (TAGWARDEN_SELF_PRINCIPAL_ID; holds Tag Contributor and Reader)."
+  value       = azurerm_user_assigned_identity.function.principal_id
+}
+
+output "client_id" {
+  description = "Client (application) id of that identity (TAGWARDEN_SELF_CLIENT_ID; the handler requests its tokens with it)."
+  value       = azurerm_user_assigned_identity.function.client_id
+}
+
+output "identity_id" {
+  description = "Resource id of the user-assigned identity the code acts as."
+  value       = azurerm_user_assigned_identity.function.id
+}
+
+output "platform_principal_id" {
+  description = "Principal id of the platform identity (host storage and deployment package only)."
+  value       = azurerm_user_assigned_identity.platform.principal_id
+}
+
+output "resource_group_name" {
+  description = "Resource group holding the module's resources."
+  value       = local.resource_group_name
+}
+
+output "policy_container_url" {
+  description = "URL of the policy container."
+  value       = local.policy_container_url
+}
+
+output "policy_url" {
+  description = "TAGWARDEN_POLICY: the policy blob URL, or the layer prefix URL ending in '/'."
+  value       = local.policy_url
+}
+
+output "status_report_url" {
+  description = "Where the function writes its status report (the only blob it may write)."
+  value       = local.status_url
+}
+
+output "policy_storage_account_id" {
+  description = "Resource id of the policy storage account (policy and dead-letter containers)."
+  value       = azurerm_storage_account.policy.id
+}
+
+output "dead_letter_container_url" {
+  description = "URL of the container receiving dead-lettered Event Grid events."
+  value       = "${azurerm_storage_account.policy.primary_blob_endpoint}${azurerm_storage_container.dead_letters.name}"
+}
+
+output "event_subscription_ids" {
+  description = "Event Grid event subscription ids: `arm` (ResourceWriteSuccess -> drift) and `policy` (policy BlobCreated -> sweep)."
+  value = {
+    arm    = azurerm_eventgrid_system_topic_event_subscription.arm.id
+    policy = azurerm_eventgrid_system_topic_event_subscription.policy.id
+  }
+}
+
+output "system_topic_ids" {
+  description = "Event Grid system topic ids: `arm` (subscription, global) and `policy` (policy storage account)."
+  value = {
+    arm    = azurerm_eventgrid_system_topic.arm.id
+    policy = azurerm_eventgrid_system_topic.policy.id
+  }
+}
+
+output "arm_event_filter" {
+  description = "The filter of the ARM event subscription, as deployed (event types and advanced filters by operator and key)."
+  value       = local.arm_filter
+}
+
+output "enforcement_scopes" {
+  description = "Scopes where the code identity holds Tag Contributor and Reader."
+  value       = sort(tolist(local.enforcement_scopes))
+}
+
+output "role_assignment_ids" {
+  description = "Role assignment ids by purpose."
+  value = {
+    tag_contributor      = { for k, r in azurerm_role_assignment.tag_contributor : k => r.id }
+    reader               = { for k, r in azurerm_role_assignment.reader : k => r.id }
+    policy_reader        = azurerm_role_assignment.policy_reader.id
+    status_report_writer = azurerm_role_assignment.status_report_writer.id
+    metrics_publisher    = azurerm_role_assignment.metrics_publisher.id
+    runtime_storage      = azurerm_role_assignment.runtime_storage.id
+  }
+}
+
+output "application_insights_id" {
+  description = "Resource id of the Application Insights component."
+  value       = azurerm_application_insights.this.id
+}
+
+output "workbook_id" {
+  description = "Resource id of the tagwarden workbook."
+  value       = azurerm_application_insights_workbook.this.id
+}
+
+output "metric_alert_ids" {
+  description = "Metric alert ids by purpose."
+  value = merge(
+    { for k, a in azurerm_monitor_metric_alert.custom : k => a.id },
+    { for k, a in azurerm_monitor_metric_alert.dead_letters : "dead-letters-${k}" => a.id },
+    { function-errors = azurerm_monitor_metric_alert.function_errors.id },
+  )
+}
+
+output "action_group_id" {
+  description = "Action group the alerts notify, or null when no email/webhook is configured."
+  value       = one(azurerm_monitor_action_group.this[*].id)
+}

@@ -1,0 +1,166 @@
+# Role assignments, each as narrow as Azure RBAC allows. Built-in roles by id (a custom role that
+# happens to share a built-in's name cannot be picked up by mistake):
+#
+#   who                         role                           scope
+#   code identity (UAI)         Tag Contributor                each enforcement scope
+#   code identity               Reader                         each enforcement scope
+#   code identity               Storage Blob Data Reader       policy container
+#   code identity               Storage Blob Data Contributor  policy container, ABAC: status blob only
+#   code identity               Monitoring Metrics Publisher   the Function App (custom metrics)
+#   code identity               Monitoring Metrics Publisher   Application Insights (Entra ingestion)
+#   platform identity (UAI)     Storage Blob Data Contributor  runtime account (host state + package)
+#   each system topic identity  Storage Blob Data Contributor  dead-letter container
+#   policy_writer_principal_ids Storage Blob Data Contributor  policy container
+#
+# No Owner, Contributor or User Access Administrator anywhere; no role at management-group scope.
+
+locals {
+  role_ids = {
+    tag_contributor               = "4a9ae827-6dc8-4573-8ac7-8239d42aa03f" # Tag Contributor
+    reader                        = "acdd72a7-3385-48ef-bd42-f606fba81ae7" # Reader
+    storage_blob_data_reader      = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1" # Storage Blob Data Reader
+    storage_blob_data_contributor = "ba92f5b4-2d11-453d-a403-e96b0029c9fe" # Storage Blob Data Contributor
+    monitoring_metrics_publisher  = "3913510d-42f4-4e42-8a64-420c390055eb" # Monitoring Metrics Publisher
+  }
+
+  # Role definition id as ARM expects it for an assignment in subscription `sub` ("/subscriptions/<guid>").
+  role_def = { for k, id in local.role_ids : k => "${local.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/${id}" }
+
+  policy_container_scope      = "${azurerm_storage_account.policy.id}/blobServices/default/containers/${azurerm_storage_container.policy.name}"
+  dead_letter_container_scope = "${azurerm_storage_account.policy.id}/blobServices/default/containers/${azurerm_storage_container.dead_letters.name}"
+
+  code_principal_id = azurerm_user_assigned_identity.function.principal_id
+
+  # ABAC (condition version 2.0): every data action of Storage Blob Data Contributor that changes a
+  # blob is allowed only on the status report blob. Azure RBAC cannot scope an assignment to a single
+  # blob; the narrowest scope is the container, and the condition narrows it to one blob path.
+  # Reads stay unconditioned (Storage Blob Data Reader grants them anyway).
+  status_report_condition = <<-EOT
+    (
+     (
+      !(ActionMatches{'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write'})
+      AND
+      !(ActionMatches{'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/add/action'})
+      AND
+      !(ActionMatches{'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/delete'})
+      AND
+      !(ActionMatches{'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/move/action'})
+     )
+     OR
+     (
+      @Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringEquals '${local.status_blob}'
+     )
+    )
+  EOT
+}
+
+# Tag Contributor: write access to Microsoft.Resources/tags (the PATCH .../tags/default Merge the
+# code makes) without any access to the resources themselves. Scoped to the enforcement scopes
+# only; the ownership tag is checked in code because Azure RBAC conditions cannot read resource
+# tags for ARM control-plane writes.
+resource "azurerm_role_assignment" "tag_contributor" {
+  for_each = local.enforcement_scopes
+
+  scope              = each.value
+  role_definition_id = "/subscriptions/${split("/", each.value)[2]}/providers/Microsoft.Authorization/roleDefinitions/${local.role_ids.tag_contributor}"
+  principal_id       = local.code_principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: write tags on owned resources (Microsoft.Resources/tags)."
+}
+
+# Reader: the sweep lists resources (Resource Graph / resources?$filter=tagName) and the event path
+# reads the current tags and the resource type. Tag Contributor alone includes no resource reads
+# outside Microsoft.Resources/tags. Same scopes as Tag Contributor, nothing wider.
+resource "azurerm_role_assignment" "reader" {
+  for_each = local.enforcement_scopes
+
+  scope              = each.value
+  role_definition_id = "/subscriptions/${split("/", each.value)[2]}/providers/Microsoft.Authorization/roleDefinitions/${local.role_ids.reader}"
+  principal_id       = local.code_principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: read resources and their tags to plan writes."
+}
+
+# Storage Blob Data Reader on the policy container only (not the account: the dead-letter container
+# is next door): GET/list of the policy blob(s) with ETag.
+resource "azurerm_role_assignment" "policy_reader" {
+  scope              = local.policy_container_scope
+  role_definition_id = local.role_def.storage_blob_data_reader
+  principal_id       = local.code_principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: read the policy."
+}
+
+# Storage Blob Data Contributor on the policy container, conditioned (ABAC) to the status report
+# blob: the function can write tagwarden-status.json and nothing else — never the policy itself.
+resource "azurerm_role_assignment" "status_report_writer" {
+  scope              = local.policy_container_scope
+  role_definition_id = local.role_def.storage_blob_data_contributor
+  principal_id       = local.code_principal_id
+  principal_type     = "ServicePrincipal"
+  condition_version  = "2.0"
+  condition          = local.status_report_condition
+  description        = "tagwarden ${var.infra_id}: write only ${local.status_blob} (ABAC condition on the blob path)."
+}
+
+# Monitoring Metrics Publisher on the Function App: the custom metrics REST API only accepts metrics
+# about a resource the caller may publish to; the function publishes against its own app's id
+# (TAGWARDEN_METRICS_RESOURCE_ID).
+resource "azurerm_role_assignment" "metrics_publisher" {
+  scope              = azurerm_function_app_flex_consumption.this.id
+  role_definition_id = local.role_def.monitoring_metrics_publisher
+  principal_id       = local.code_principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: publish TagWarden custom metrics on the Function App."
+}
+
+# Monitoring Metrics Publisher on Application Insights, only when local auth is off: Entra-ID
+# ingestion of the host's (and handler's) telemetry requires it ("publishes all telemetry").
+resource "azurerm_role_assignment" "app_insights_publisher" {
+  count = var.application_insights_local_auth_enabled ? 0 : 1
+
+  scope              = azurerm_application_insights.this.id
+  role_definition_id = local.role_def.monitoring_metrics_publisher
+  principal_id       = local.code_principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: send telemetry to Application Insights with Entra ID."
+}
+
+# Platform identity: host state (AzureWebJobsStorage__credential=managedidentity:
+# leases for the timer singleton, host keys) and the Flex deployment package. Blob data only, on the
+# runtime account, which holds nothing else. Microsoft documents Storage Blob Data Owner for host
+# storage; Contributor covers what Event Grid and timer triggers need (blob read/write/lease) without
+# ACL management.
+resource "azurerm_role_assignment" "runtime_storage" {
+  scope              = azurerm_storage_account.runtime.id
+  role_definition_id = local.role_def.storage_blob_data_contributor
+  principal_id       = azurerm_user_assigned_identity.platform.principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: Functions host state and deployment package."
+}
+
+# Event Grid dead-lettering with the system topics' identities (shared keys are disabled): write
+# into the dead-letter container only.
+resource "azurerm_role_assignment" "dead_letter_writer" {
+  for_each = {
+    arm    = azurerm_eventgrid_system_topic.arm.identity[0].principal_id
+    policy = azurerm_eventgrid_system_topic.policy.identity[0].principal_id
+  }
+
+  scope              = local.dead_letter_container_scope
+  role_definition_id = local.role_def.storage_blob_data_contributor
+  principal_id       = each.value
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: Event Grid dead-letters (${each.key} events)."
+}
+
+# Whoever publishes the policy (pipeline, operators, the Terraform caller when it uploads
+# policy_document/policy_layers). Container scope only.
+resource "azurerm_role_assignment" "policy_writers" {
+  for_each = toset(var.policy_writer_principal_ids)
+
+  scope              = local.policy_container_scope
+  role_definition_id = local.role_def.storage_blob_data_contributor
+  principal_id       = each.value
+  description        = "tagwarden ${var.infra_id}: publish policy documents."
+}

@@ -1,0 +1,354 @@
+################################################################################
+# Identity, naming, placement
+################################################################################
+
+variable "infra_id" {
+  description = "The cluster's infrastructure name (OpenShift `status.infrastructureName`, e.g. `mycluster-7xk2p`). Only resources tagged `kubernetes.io_cluster.<infra_id>=owned` are ever written."
+  type        = string
+
+  validation {
+    # OpenShift: cluster name truncated to 21 characters + '-' + 5 random characters.
+    condition     = can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", var.infra_id))
+    error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
+  }
+}
+
+variable "name" {
+  description = "Name prefix for every resource. Resources are named `<name>-<infra_id>[-suffix]` (storage accounts: the same without '-', shortened, plus a stable hash), so several clusters can share a subscription."
+  type        = string
+  default     = "tagwarden"
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,18}[a-z0-9]$", var.name))
+    error_message = "name must be 2-20 characters of lowercase letters, digits and '-', starting with a letter and ending with a letter or digit."
+  }
+}
+
+variable "location" {
+  description = "Azure region of the Function App, storage, monitoring and the storage system topic (e.g. `westeurope`). Must offer the Flex Consumption plan. The subscription system topic is always `global`."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9]{2,30}$", var.location))
+    error_message = "location must be an Azure region name in its short form, such as \"westeurope\" or \"eastus2\"."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every taggable resource this module creates."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = length(var.tags) <= 40 && alltrue([for k, v in var.tags : length(k) <= 512 && length(v) <= 256])
+    error_message = "tags must have at most 40 entries (Azure allows 50 per resource; the module leaves room), keys up to 512 and values up to 256 characters."
+  }
+}
+
+variable "resource_group_name" {
+  description = "Name of the resource group that holds every resource of this module. Created when `create_resource_group` is true (default `<name>-<infra_id>-rg`), otherwise it must exist."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.resource_group_name == null ? true : can(regex("^[-A-Za-z0-9_.()]{1,89}[-A-Za-z0-9_()]$", var.resource_group_name))
+    error_message = "resource_group_name must be 1-90 characters of letters, digits, '-', '_', '.', '(' and ')', not ending in '.'."
+  }
+}
+
+variable "create_resource_group" {
+  description = "Create the resource group (true) or deploy into the existing group named by `resource_group_name` (false)."
+  type        = bool
+  default     = true
+}
+
+################################################################################
+# Function
+################################################################################
+
+variable "function_zip" {
+  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (templates in `package/`). Deployed with the Flex Consumption app's `zip_deploy_file` (see README, \"Deploying the package\"). Put a version or hash in the file name: the provider only redeploys when the path changes. null: Terraform deploys nothing; publish with `az functionapp deployment source config-zip`."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.function_zip == null ? true : endswith(var.function_zip, ".zip")
+    error_message = "function_zip must be the path of a .zip file (or null)."
+  }
+}
+
+variable "instance_memory_in_mb" {
+  description = "Flex Consumption instance size in MB. 2048 is the default and the smallest size every region accepts."
+  type        = number
+  default     = 2048
+
+  validation {
+    condition     = contains([512, 2048, 4096], var.instance_memory_in_mb)
+    error_message = "instance_memory_in_mb must be 512, 2048 or 4096."
+  }
+}
+
+variable "maximum_instance_count" {
+  description = "Upper bound of Flex Consumption instances: backpressure on the ARM tag API (each subscription has a write budget per hour). Event Grid holds and retries what cannot be delivered."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.maximum_instance_count >= 1 && var.maximum_instance_count <= 1000 && floor(var.maximum_instance_count) == var.maximum_instance_count
+    error_message = "maximum_instance_count must be a whole number between 1 and 1000."
+  }
+}
+
+variable "log_level" {
+  description = "Value of RUST_LOG (a tracing-subscriber EnvFilter directive, e.g. `info` or `info,tagwarden=debug`)."
+  type        = string
+  default     = "info"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_:=,.\\-]+$", var.log_level))
+    error_message = "log_level must be an EnvFilter directive such as \"info\" or \"info,tagwarden=debug\"."
+  }
+}
+
+variable "policy_ttl_seconds" {
+  description = "POLICY_TTL: how often (seconds) a warm function re-checks the policy blob(s) for a new version (ETag)."
+  type        = number
+  default     = 60
+
+  validation {
+    condition     = var.policy_ttl_seconds >= 0 && var.policy_ttl_seconds <= 86400 && floor(var.policy_ttl_seconds) == var.policy_ttl_seconds
+    error_message = "policy_ttl_seconds must be a whole number between 0 and 86400."
+  }
+}
+
+variable "arm_endpoint" {
+  description = "TAGWARDEN_ARM_ENDPOINT: the Azure Resource Manager endpoint the function calls (sovereign clouds: e.g. `https://management.usgovcloudapi.net`)."
+  type        = string
+  default     = "https://management.azure.com"
+
+  validation {
+    condition     = can(regex("^https://[a-z0-9.-]+[a-z0-9]$", var.arm_endpoint))
+    error_message = "arm_endpoint must be an https:// URL without path or trailing '/', such as https://management.azure.com."
+  }
+}
+
+variable "sweep_schedule" {
+  description = "NCRONTAB expression (six fields, seconds first, UTC unless WEBSITE_TIME_ZONE is set) of the scheduled sweep. `sweep/function.json` reads it as `%TAGWARDEN_SWEEP_SCHEDULE%`. Default: hourly."
+  type        = string
+  default     = "0 0 * * * *"
+
+  validation {
+    condition     = length(split(" ", trimspace(var.sweep_schedule))) == 6 && can(regex("^[0-9*/,A-Za-z -]+$", var.sweep_schedule))
+    error_message = "sweep_schedule must be a six-field NCRONTAB expression such as \"0 0 * * * *\" (hourly)."
+  }
+}
+
+################################################################################
+# Policy
+################################################################################
+
+variable "policy_blob" {
+  description = "Single-document mode: blob name of the policy in the policy container (default `tagwarden/infrastructure.yaml` when `policy_prefix` is not set). The status report is written to `<dir of blob>/tagwarden-status.json`."
+  type        = string
+  default     = null
+
+  validation {
+    condition = var.policy_blob == null ? true : (
+      can(regex("^[A-Za-z0-9!_.*'()/-]+$", var.policy_blob)) && length(var.policy_blob) <= 1024 &&
+      !startswith(var.policy_blob, "/") && !endswith(var.policy_blob, "/") &&
+      !endswith(var.policy_blob, "tagwarden-status.json")
+    )
+    error_message = "policy_blob must be a blob name of safe characters that does not start or end with '/' and is not the status report name tagwarden-status.json."
+  }
+}
+
+variable "policy_prefix" {
+  description = "Layered mode: blob-name prefix ending in `/`; every blob under it is a policy layer, merged in name order. The status report is written to `<prefix>tagwarden-status.json` (the function skips it as a layer). Mutually exclusive with `policy_blob`."
+  type        = string
+  default     = null
+
+  validation {
+    condition = var.policy_prefix == null ? true : (
+      can(regex("^[A-Za-z0-9!_.*'()/-]+/$", var.policy_prefix)) && length(var.policy_prefix) <= 1000 && !startswith(var.policy_prefix, "/")
+    )
+    error_message = "policy_prefix must be a blob-name prefix of safe characters that ends with '/' and does not start with '/'."
+  }
+}
+
+variable "policy_document" {
+  description = "Optional initial policy content for single-document mode, uploaded to `policy_blob`. Nothing in a policy is secret. Uploading needs the provider's `storage_use_azuread = true` (shared keys are disabled) and a data-plane role for the caller (see README)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.policy_document == null ? true : length(var.policy_document) > 0
+    error_message = "policy_document must not be empty (use null for none)."
+  }
+}
+
+variable "policy_layers" {
+  description = "Optional policy layers for layered mode: blob name relative to `policy_prefix` => content, e.g. `{ \"00-defaults.yaml\" = file(...) }`."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.policy_layers) : can(regex("^[A-Za-z0-9!_.*'()-]{1,255}$", k)) && k != "tagwarden-status.json"])
+    error_message = "policy_layers keys must be plain blob names (no '/') and must not be tagwarden-status.json."
+  }
+}
+
+variable "storage_replication_type" {
+  description = "Replication of both storage accounts (LRS, ZRS, GRS, RAGRS, GZRS, RAGZRS). The policy is re-publishable from its source and blob versioning keeps old versions, so ZRS is the default."
+  type        = string
+  default     = "ZRS"
+
+  validation {
+    condition     = contains(["LRS", "ZRS", "GRS", "RAGRS", "GZRS", "RAGZRS"], var.storage_replication_type)
+    error_message = "storage_replication_type must be one of LRS, ZRS, GRS, RAGRS, GZRS, RAGZRS."
+  }
+}
+
+variable "blob_retention_days" {
+  description = "Days that deleted blobs, deleted containers and superseded blob versions are kept (soft delete / version retention) in the policy account."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.blob_retention_days >= 1 && var.blob_retention_days <= 365 && floor(var.blob_retention_days) == var.blob_retention_days
+    error_message = "blob_retention_days must be a whole number between 1 and 365."
+  }
+}
+
+variable "policy_writer_principal_ids" {
+  description = "Object ids of principals (a pipeline, an operator group) that may write policy blobs: Storage Blob Data Contributor on the policy container. The Terraform caller needs this too when `policy_document`/`policy_layers` are set. The function itself never gets it unconditioned."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.policy_writer_principal_ids : can(regex("^[0-9a-fA-F-]{36}$", p))])
+    error_message = "policy_writer_principal_ids must be object ids (GUIDs)."
+  }
+}
+
+################################################################################
+# What the function may write
+################################################################################
+
+variable "enforcement_scopes" {
+  description = "ARM scopes where the function gets Tag Contributor and Reader: subscription ids (`/subscriptions/<id>`) and/or resource group ids (`/subscriptions/<id>/resourceGroups/<name>`). Default (empty): the current subscription. For OpenShift the cluster's resource group(s) (`<infra_id>-rg`, plus the network and DNS groups when they are separate) are the narrow choice; resource-group scopes are also added as Event Grid subject filters."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition = alltrue([for s in var.enforcement_scopes : can(regex(
+      "^/subscriptions/[0-9a-fA-F-]{36}(/resourceGroups/[-A-Za-z0-9_.()]{1,90})?$", s
+    ))])
+    error_message = "enforcement_scopes must contain subscription ids (/subscriptions/<guid>) or resource group ids (/subscriptions/<guid>/resourceGroups/<name>)."
+  }
+}
+
+################################################################################
+# Events and delivery
+################################################################################
+
+variable "ignored_operation_prefixes" {
+  description = "Event Grid drops ResourceWriteSuccess events whose `data.operationName` starts with one of these (case-insensitive): operations on things that carry no tags or that the handler ignores. Never add `Microsoft.Resources/tags/` — an external tag edit is exactly the drift to revert."
+  type        = list(string)
+  default = [
+    "Microsoft.Resources/deployments/",
+    "Microsoft.Authorization/",
+    "Microsoft.Insights/diagnosticSettings/",
+    "Microsoft.PolicyInsights/",
+    "Microsoft.Security/",
+  ]
+
+  validation {
+    condition = length(var.ignored_operation_prefixes) <= 10 && alltrue([
+      for p in var.ignored_operation_prefixes : can(regex("^Microsoft\\.[A-Za-z]+/", p)) && !startswith(lower(p), "microsoft.resources/tags")
+    ])
+    error_message = "ignored_operation_prefixes: at most 10 prefixes of the form Microsoft.<Provider>/...; Microsoft.Resources/tags/ may not be ignored."
+  }
+}
+
+variable "exclude_self_in_event_filter" {
+  description = "Add advanced filters that drop events caused by the function's own identity (`data.authorization.evidence.principalId` and `data.claims.appid`). The handler checks the same ids and reconcile is idempotent, so this only saves invocations."
+  type        = bool
+  default     = true
+}
+
+variable "max_delivery_attempts" {
+  description = "Event Grid delivery attempts per event before it is dead-lettered (Event Grid's backoff: 10 s, 30 s, 1 min, 5 min, 10 min, 30 min, 1 h, ...)."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.max_delivery_attempts >= 1 && var.max_delivery_attempts <= 30 && floor(var.max_delivery_attempts) == var.max_delivery_attempts
+    error_message = "max_delivery_attempts must be a whole number between 1 and 30."
+  }
+}
+
+variable "event_time_to_live_minutes" {
+  description = "Minutes Event Grid keeps retrying an event before it is dead-lettered."
+  type        = number
+  default     = 1440
+
+  validation {
+    condition     = var.event_time_to_live_minutes >= 1 && var.event_time_to_live_minutes <= 1440 && floor(var.event_time_to_live_minutes) == var.event_time_to_live_minutes
+    error_message = "event_time_to_live_minutes must be a whole number between 1 and 1440."
+  }
+}
+
+################################################################################
+# Monitoring
+################################################################################
+
+variable "log_retention_days" {
+  description = "Retention of the Log Analytics workspace behind Application Insights."
+  type        = number
+  default     = 30
+
+  validation {
+    condition     = var.log_retention_days >= 30 && var.log_retention_days <= 730 && floor(var.log_retention_days) == var.log_retention_days
+    error_message = "log_retention_days must be a whole number between 30 and 730."
+  }
+}
+
+variable "alert_emails" {
+  description = "Email addresses that receive the metric alerts. With neither emails nor `alert_webhook_url` no action group is created and the alerts only show in the portal."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for e in var.alert_emails : can(regex("^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$", e))])
+    error_message = "alert_emails must be email addresses."
+  }
+}
+
+variable "alert_webhook_url" {
+  description = "Optional https webhook that receives the metric alerts (common alert schema)."
+  type        = string
+  default     = null
+  sensitive   = true
+
+  validation {
+    condition     = var.alert_webhook_url == null ? true : startswith(var.alert_webhook_url, "https://")
+    error_message = "alert_webhook_url must be an https:// URL."
+  }
+}
+
+variable "alert_window" {
+  description = "Aggregation window of the metric alerts (ISO 8601 duration)."
+  type        = string
+  default     = "PT15M"
+
+  validation {
+    condition     = contains(["PT5M", "PT15M", "PT30M", "PT1H"], var.alert_window)
+    error_message = "alert_window must be PT5M, PT15M, PT30M or PT1H."
+  }
+}
+
+variable "application_insights_local_auth_enabled" {
+  description = "Allow instrumentation-key ingestion into Application Insights. false (default): Entra ID only — the host authenticates with the code identity (APPLICATIONINSIGHTS_AUTHENTICATION_STRING), and a handler that sends telemetry itself must use a token for `https://monitor.azure.com/`."
+  type        = bool
+  default     = false
+}
