@@ -16,6 +16,8 @@ pub mod validate;
 
 #[cfg(feature = "aws")]
 pub mod aws;
+#[cfg(feature = "azure")]
+pub mod azure;
 
 /// A resource's tags, or a set of desired tags: key → value, ordered by key so that every output
 /// and every hash derived from it is deterministic.

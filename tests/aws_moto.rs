@@ -15,7 +15,7 @@ use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::{Backoff, Tagger};
 use tagwarden::aws::Clients;
 use tagwarden::events::{self, Event};
-use tagwarden::report::Status;
+use tagwarden::report::{Record, Status};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 
@@ -552,7 +552,8 @@ async fn cli_sweep_dry_run_then_write() {
     assert!(!env.tags(&instance).await.contains_key("team"), "a dry run writes nothing");
     let (code, json, err) = cli(&["sweep", "--policy", &policy, "--json"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(json["api_calls"]["EC2:CreateTags"], 2, "{json}");
+    // The instance and its volume share one delta: one batched call.
+    assert_eq!(json["api_calls"]["EC2:CreateTags"], 1, "{json}");
     let (code, _, err) = cli(&["sweep", "--policy", &policy, "--dry-run"]);
     assert_eq!(code, 0, "no drift left: {err}");
     // plan and validate read the same locations.
@@ -561,4 +562,62 @@ async fn cli_sweep_dry_run_then_write() {
     let (code, _, err) = cli(&["sweep", "--policy", "s3://no-such-bucket-anywhere/p.json"]);
     assert_eq!(code, 2);
     assert!(err.contains("no-such-bucket-anywhere"), "{err}");
+}
+
+#[tokio::test]
+async fn sweep_batches_identical_deltas_and_isolates_a_failing_resource() {
+    let env = Env::new().await;
+    // The policy allows 60 tags, EC2 allows 50: the service itself refuses one write mid-batch.
+    let policy = format!(
+        "version: 1\ncloud: aws\ninfraID: {INFRA}\ntags: {{team: platform, env: prod}}\nlimits: {{resourceTags: 60}}\n"
+    );
+    env.publish("p.yaml", &policy).await;
+    let mut rec = env.reconciler(&format!("s3://{}/p.yaml", env.bucket));
+    rec.sweep.ec2_batch = 4;
+    let mut instances = Vec::new();
+    for _ in 0..9 {
+        instances.push(env.instance(&[], Some("owned")).await);
+    }
+    // Name + owner + 48 = 50 tags: two more are refused by EC2.
+    let filler: Vec<(String, String)> = (0..48).map(|i| (format!("k{i:02}"), "v".to_string())).collect();
+    let filler: Vec<(&str, &str)> = filler.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let full = env.instance(&filler, Some("owned")).await;
+    env.clients.calls.reset();
+    let out = rec.sweep(true).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    // 10 instances and their 10 volumes share one delta: 5 batches of 4, and the failing batch is
+    // split (2 + 2 calls) until only the full instance is left out.
+    assert_eq!(out.records.len(), 20);
+    let limited: Vec<&Record> = out.records.iter().filter(|r| r.status == Status::LimitExceeded).collect();
+    assert_eq!(limited.len(), 1, "{:?}", out.records);
+    assert!(limited[0].resource.contains(&full.id));
+    assert_eq!(out.records.iter().filter(|r| r.status == Status::Applied).count(), 19);
+    assert_eq!(env.clients.calls.snapshot().get("EC2:CreateTags"), Some(&9), "{:?}", env.clients.calls.snapshot());
+    for r in &instances {
+        assert_eq!(env.tags(r).await["team"], "platform");
+    }
+    // Make room on the full instance; with the default batch size the same drift is one call.
+    let filler_keys = filler.iter().map(|(k, _)| aws_sdk_ec2::types::Tag::builder().key(*k).build());
+    env.clients
+        .ec2
+        .delete_tags()
+        .resources(&full.id)
+        .set_tags(Some(filler_keys.collect()))
+        .send()
+        .await
+        .expect("delete filler");
+    let more: Vec<ResourceRef> = {
+        let mut v = Vec::new();
+        for _ in 0..5 {
+            v.push(env.instance(&[], Some("owned")).await);
+        }
+        v
+    };
+    rec.sweep.ec2_batch = 1000;
+    env.clients.calls.reset();
+    let out = rec.sweep(false).await;
+    let applied = out.records.iter().filter(|r| r.status == Status::Applied).count();
+    assert_eq!(applied, 11, "5 instances, their 5 volumes, the formerly full one: {:?}", out.records);
+    assert_eq!(env.clients.calls.snapshot().get("EC2:CreateTags"), Some(&1));
+    assert_eq!(env.tags(&more[0]).await["env"], "prod");
 }

@@ -9,6 +9,7 @@ pub mod error;
 pub mod function;
 pub mod policy_store;
 pub mod reconcile;
+pub mod sweep;
 pub mod tags;
 
 use std::time::Duration;

@@ -5,15 +5,15 @@
 //! Loop safety takes two guards: events made by the function's own role are ignored (the
 //! deployed patterns drop most of them already), and planning is idempotent, so an own write
 //! read back finds no drift — the only guard for `Tag Change on Resource`, which names no caller.
+//! The sweep, which batches its writes, is in [`super::sweep`].
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::stream::{self, StreamExt};
-
-use super::policy_store::{LoadedPolicy, PolicyChange, PolicyStore, ResourceFailure, StatusReport};
+use super::policy_store::{LoadedPolicy, PolicyChange, PolicyStore, StatusReport};
+use super::sweep::{Progress, SweepOptions};
 use super::tags::Tagger;
-use super::{AwsError, ErrorClass};
+use super::ErrorClass;
 use crate::cloud::Cloud;
 use crate::events::{Event, EventKind};
 use crate::plan;
@@ -28,8 +28,10 @@ pub struct Reconciler {
     pub own: Vec<String>,
     /// Plan without writing.
     pub dry_run: bool,
-    /// Resources reconciled at once during a sweep.
-    pub concurrency: usize,
+    /// How the sweep batches and paces its writes.
+    pub sweep: SweepOptions,
+    /// Told how a sweep is going (the CLI draws a progress bar).
+    pub progress: Option<Progress>,
 }
 
 /// What one event or sweep did.
@@ -52,7 +54,7 @@ impl Outcome {
         self.error.is_some() || self.failed() > 0
     }
 
-    fn push(&mut self, record: Record) {
+    pub(super) fn push(&mut self, record: Record) {
         self.metrics.observe(&record);
         self.records.push(record);
     }
@@ -60,11 +62,11 @@ impl Outcome {
 
 impl Reconciler {
     pub fn new(tagger: Tagger, store: PolicyStore, own: Vec<String>) -> Self {
-        Reconciler { tagger, store, own, dry_run: false, concurrency: 8 }
+        Reconciler { tagger, store, own, dry_run: false, sweep: SweepOptions::default(), progress: None }
     }
 
     /// The policy in force; a rejected new version is counted and reported.
-    async fn policy(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
+    pub(super) async fn policy(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
         let (policy, change) = self.store.current(&self.tagger.clients, force).await;
         if let Some(PolicyChange::Rejected { errors }) = change {
             out.metrics.policy_rejected += 1;
@@ -149,164 +151,5 @@ impl Reconciler {
             record.error = Some(e.to_string());
         }
         record
-    }
-
-    /// Plan (and, unless dry-run, write) every owned resource; `force` re-reads the policy now.
-    pub async fn sweep(&self, force: bool) -> Outcome {
-        let mut out = Outcome::default();
-        let Some(policy) = self.policy(&mut out, force).await else { return out };
-        let targets = match self.discover(&policy.infra_id).await {
-            Ok(t) => t,
-            Err(e) => {
-                out.error = Some(format!("listing owned resources failed: {e}"));
-                return out;
-            }
-        };
-        let policy_ref = &policy;
-        let records: Vec<Record> = stream::iter(targets)
-            .map(|(r, known)| async move { self.reconcile(policy_ref, &r, known.as_ref()).await })
-            .buffer_unordered(self.concurrency.max(1))
-            .collect()
-            .await;
-        for r in records {
-            out.push(r);
-        }
-        if !self.dry_run {
-            let failures = out
-                .records
-                .iter()
-                .filter(|r| r.status == Status::Failed)
-                .map(|r| ResourceFailure {
-                    resource: r.resource.clone(),
-                    resource_type: r.resource_type.clone(),
-                    error: r.error.clone().unwrap_or_default(),
-                })
-                .collect();
-            let report =
-                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), Vec::new(), failures);
-            if let Err(e) = self.store.write_status(&self.tagger.clients, &report).await {
-                tracing::warn!(error = %e, "could not write the status report");
-            }
-        }
-        out
-    }
-
-    /// Owned resources: the Tagging API for EC2, S3 and ELBv2 (with their tags), plus IAM
-    /// listings, which that API does not cover.
-    async fn discover(&self, infra_id: &str) -> Result<Vec<(ResourceRef, Option<TagMap>)>, AwsError> {
-        let c = &self.tagger.clients;
-        let owner_key = Cloud::Aws.ownership_key(infra_id);
-        let mut found = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = c
-                .tagging
-                .get_resources()
-                .tag_filters(
-                    aws_sdk_resourcegroupstagging::types::TagFilter::builder()
-                        .key(&owner_key)
-                        .values(crate::cloud::OWNED)
-                        .build(),
-                )
-                .set_pagination_token(token.clone())
-                .send()
-                .await
-                .map_err(|e| AwsError::from_sdk("tag:GetResources", &owner_key, e))?;
-            for m in page.resource_tag_mapping_list() {
-                let Some(r) = m.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
-                let supported =
-                    r.kind.starts_with("ec2:") || r.kind == "s3:bucket" || r.kind.starts_with("elasticloadbalancing:");
-                if supported {
-                    let tags = m.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect();
-                    found.push((r, Some(tags)));
-                }
-            }
-            token = page.pagination_token().filter(|t| !t.is_empty()).map(str::to_owned);
-            if token.is_none() {
-                break;
-            }
-        }
-        for r in self.list_iam().await? {
-            // Listings carry no tags: read them, keep what this cluster owns.
-            let tags = self.tagger.read(&r).await?;
-            if tags.get(&owner_key).map(String::as_str) == Some(crate::cloud::OWNED) {
-                found.push((r, Some(tags)));
-            }
-        }
-        Ok(found)
-    }
-
-    async fn list_iam(&self) -> Result<Vec<ResourceRef>, AwsError> {
-        let iam = &self.tagger.clients.iam;
-        let mut out = Vec::new();
-        let mut marker = None;
-        loop {
-            let page = iam
-                .list_roles()
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| AwsError::from_sdk("iam:ListRoles", "*", e))?;
-            out.extend(page.roles().iter().filter_map(|r| ResourceRef::from_arn(r.arn()).ok()));
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
-        let mut marker = None;
-        loop {
-            let page = iam
-                .list_users()
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| AwsError::from_sdk("iam:ListUsers", "*", e))?;
-            out.extend(page.users().iter().filter_map(|u| ResourceRef::from_arn(u.arn()).ok()));
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
-        let mut marker = None;
-        loop {
-            let page = iam
-                .list_instance_profiles()
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| AwsError::from_sdk("iam:ListInstanceProfiles", "*", e))?;
-            out.extend(page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()));
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
-        let mut marker = None;
-        loop {
-            let page = iam
-                .list_policies()
-                .scope(aws_sdk_iam::types::PolicyScopeType::Local)
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| AwsError::from_sdk("iam:ListPolicies", "*", e))?;
-            out.extend(page.policies().iter().filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())));
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
-        let providers = iam
-            .list_open_id_connect_providers()
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("iam:ListOpenIDConnectProviders", "*", e))?;
-        out.extend(
-            providers
-                .open_id_connect_provider_list()
-                .iter()
-                .filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())),
-        );
-        Ok(out)
     }
 }

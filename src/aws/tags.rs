@@ -383,6 +383,110 @@ impl Tagger {
         }
     }
 
+    /// One `CreateTags` for many EC2 resources sharing the same delta (up to 1000 ids).
+    pub async fn ec2_create_tags(&self, ids: &[&str], set: &TagMap) -> Result<(), AwsError> {
+        let tags = set.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build());
+        self.clients
+            .ec2
+            .create_tags()
+            .set_resources(Some(ids.iter().map(|s| s.to_string()).collect()))
+            .set_tags(Some(tags.collect()))
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| AwsError::from_sdk("ec2:CreateTags", &batch_name(ids), e))
+    }
+
+    /// One ELBv2 `AddTags` for many load balancers / target groups sharing the same delta.
+    pub async fn elbv2_add_tags(&self, arns: &[&str], set: &TagMap) -> Result<(), AwsError> {
+        let tags =
+            set.iter().map(|(k, v)| aws_sdk_elasticloadbalancingv2::types::Tag::builder().key(k).value(v).build());
+        self.clients
+            .elbv2
+            .add_tags()
+            .set_resource_arns(Some(arns.iter().map(|s| s.to_string()).collect()))
+            .set_tags(Some(tags.collect()))
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| AwsError::from_sdk("elasticloadbalancing:AddTags", &batch_name(arns), e))
+    }
+
+    /// IAM entities of every kind tagwarden enforces (their listings carry no tags).
+    pub async fn list_iam(&self) -> Result<Vec<ResourceRef>, AwsError> {
+        let iam = &self.clients.iam;
+        let mut out = Vec::new();
+        let mut marker = None;
+        loop {
+            let page = iam
+                .list_roles()
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("iam:ListRoles", "*", e))?;
+            out.extend(page.roles().iter().filter_map(|r| ResourceRef::from_arn(r.arn()).ok()));
+            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let mut marker = None;
+        loop {
+            let page = iam
+                .list_users()
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("iam:ListUsers", "*", e))?;
+            out.extend(page.users().iter().filter_map(|u| ResourceRef::from_arn(u.arn()).ok()));
+            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let mut marker = None;
+        loop {
+            let page = iam
+                .list_instance_profiles()
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("iam:ListInstanceProfiles", "*", e))?;
+            out.extend(page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()));
+            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let mut marker = None;
+        loop {
+            let page = iam
+                .list_policies()
+                .scope(aws_sdk_iam::types::PolicyScopeType::Local)
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("iam:ListPolicies", "*", e))?;
+            out.extend(page.policies().iter().filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())));
+            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let providers = iam
+            .list_open_id_connect_providers()
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("iam:ListOpenIDConnectProviders", "*", e))?;
+        out.extend(
+            providers
+                .open_id_connect_provider_list()
+                .iter()
+                .filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())),
+        );
+        Ok(out)
+    }
+
     /// Volumes attached to an instance: `RunInstances` events do not name them.
     pub async fn attached_volumes(&self, instance_id: &str) -> Result<Vec<String>, AwsError> {
         let out = self
@@ -402,4 +506,13 @@ fn iam_tags(id: &str, set: &TagMap) -> Result<Vec<aws_sdk_iam::types::Tag>, AwsE
         .map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(k).value(v).build())
         .collect::<Result<_, _>>()
         .map_err(|e| AwsError::new("iam:Tag", id, "BuildError", &e.to_string(), ErrorClass::Fatal))
+}
+
+/// How a batch is named in errors: its first id and how many more.
+fn batch_name(ids: &[&str]) -> String {
+    match ids {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+    }
 }

@@ -25,9 +25,12 @@ pub struct Args {
     /// Plan only; exit 1 when any owned resource has drifted.
     #[arg(long)]
     dry_run: bool,
-    /// Resources reconciled at once.
-    #[arg(long, default_value_t = 8)]
+    /// Write calls in flight at once.
+    #[arg(long, default_value_t = 4)]
     concurrency: usize,
+    /// EC2 resources per CreateTags call (the API takes at most 1000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    ec2_batch: u16,
     /// Print the summary (and every outcome record) as JSON.
     #[arg(long)]
     json: bool,
@@ -81,6 +84,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A progress bar on stderr when it is a terminal (never in pipes, CI logs or `--json` captures).
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    let style = indicatif::ProgressStyle::with_template("{msg:>9} [{bar:30}] {pos}/{len} ({elapsed})").ok()?;
+    bar.set_style(style.progress_chars("=> "));
+    Some(bar)
+}
+
 async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary> {
     let mut loader = tagwarden::aws::config_loader();
     if let Some(r) = &args.region {
@@ -90,9 +105,24 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
     let mut reconciler =
         Reconciler::new(Tagger::new(clients.clone()), PolicyStore::new(location.clone(), Duration::ZERO), Vec::new());
     reconciler.dry_run = args.dry_run;
-    reconciler.concurrency = args.concurrency;
+    reconciler.sweep.concurrency = args.concurrency;
+    reconciler.sweep.ec2_batch = usize::from(args.ec2_batch);
+    let bar = progress_bar();
+    if let Some(bar) = &bar {
+        let bar = bar.clone();
+        reconciler.progress = Some(std::sync::Arc::new(move |phase: &str, done: u64, total: u64| {
+            bar.set_message(phase.to_string());
+            if total > 0 {
+                bar.set_length(total);
+            }
+            bar.set_position(done);
+        }));
+    }
     let started = Instant::now();
     let out = reconciler.sweep(true).await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     if let Some(e) = &out.error {
         anyhow::bail!("{e}");
     }

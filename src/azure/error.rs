@@ -1,0 +1,199 @@
+//! Azure errors: which call on which target failed, the HTTP status and ARM/Storage error code,
+//! and a class that says whether a retry can fix it (DESIGN.md §5: a resource not yet visible is
+//! retried, then the event is handed back to Event Grid, never dropped).
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// 429 even after honouring `Retry-After`.
+    Throttled,
+    /// Network, timeout, 5xx, a 202 that never finished: worth retrying later.
+    Transient,
+    /// 404: the resource does not exist (yet) — eventual consistency right after a create.
+    NotFound,
+    /// ARM refused the write for the resource's tag limit.
+    TagLimit,
+    /// 401/403: the identity lacks a role.
+    Denied,
+    /// Validation and everything else a retry cannot fix.
+    Fatal,
+}
+
+impl ErrorClass {
+    pub fn is_retryable(self) -> bool {
+        matches!(self, ErrorClass::Throttled | ErrorClass::Transient | ErrorClass::NotFound)
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct AzureError {
+    /// `arm:GetTags`, `blob:GetBlob`, `identity:Token`…
+    pub operation: &'static str,
+    /// The resource ID, blob URL (without its SAS) or endpoint the call was about.
+    pub target: String,
+    pub status: Option<u16>,
+    /// The service's error code (`ResourceNotFound`, `AuthorizationFailed`, `BlobNotFound`…).
+    pub code: String,
+    pub message: String,
+    pub class: ErrorClass,
+}
+
+impl fmt::Display for AzureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: ", self.operation, self.target)?;
+        if let Some(s) = self.status {
+            write!(f, "HTTP {s} ")?;
+        }
+        f.write_str(&self.code)?;
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        if let Some(hint) = self.hint() {
+            write!(f, " ({hint})")?;
+        }
+        Ok(())
+    }
+}
+
+impl AzureError {
+    pub fn new(
+        operation: &'static str,
+        target: &str,
+        status: Option<u16>,
+        code: &str,
+        message: &str,
+        class: ErrorClass,
+    ) -> Self {
+        AzureError {
+            operation,
+            target: target.to_string(),
+            status,
+            code: code.to_string(),
+            message: message.to_string(),
+            class,
+        }
+    }
+
+    /// An error response: ARM's `{"error": {"code", "message"}}`, Storage's XML `<Code>`/`<Message>`
+    /// or the `x-ms-error-code` header, classified by status and code.
+    pub fn from_response(
+        operation: &'static str,
+        target: &str,
+        status: u16,
+        header_code: Option<&str>,
+        body: &str,
+    ) -> Self {
+        let (code, message) = error_code_and_message(body);
+        let code = code.or(header_code.map(str::to_owned)).unwrap_or_else(|| format!("Http{status}"));
+        let class = classify(status, &code, &message);
+        AzureError::new(operation, target, Some(status), &code, &message, class)
+    }
+
+    /// A request that got no response (connection refused, timeout, TLS).
+    pub fn transport(operation: &'static str, target: &str, err: &reqwest::Error) -> Self {
+        let mut message = err.to_string();
+        let mut source = std::error::Error::source(err);
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        AzureError::new(operation, target, None, "Transport", &message, ErrorClass::Transient)
+    }
+
+    /// What to do about it, for the operator reading the log or the status report.
+    fn hint(&self) -> Option<&'static str> {
+        match (self.class, self.operation) {
+            (ErrorClass::Denied, op) if op.starts_with("arm:MergeTags") => {
+                Some("grant the function's identity Tag Contributor on the resource's scope")
+            }
+            (ErrorClass::Denied, op) if op.starts_with("arm:") => {
+                Some("grant the function's identity Reader on the resource's scope")
+            }
+            (ErrorClass::Denied, "blob:PutBlob") => {
+                Some("grant the function's identity Storage Blob Data Contributor on the policy container")
+            }
+            (ErrorClass::Denied, op) if op.starts_with("blob:") => Some(
+                "grant the function's identity Storage Blob Data Reader on the policy container, or check the SAS",
+            ),
+            (ErrorClass::Denied, op) if op.starts_with("monitor:") => {
+                Some("grant the function's identity Monitoring Metrics Publisher on TAGWARDEN_METRICS_RESOURCE_ID")
+            }
+            (ErrorClass::Denied, op) if op.starts_with("identity:") => {
+                Some("check IDENTITY_ENDPOINT/IDENTITY_HEADER and that TAGWARDEN_SELF_CLIENT_ID names an identity assigned to the app")
+            }
+            (ErrorClass::TagLimit, _) => Some("the resource would exceed its tag limit; nothing was written"),
+            _ => None,
+        }
+    }
+}
+
+/// Classify by HTTP status and the service's error code.
+pub fn classify(status: u16, code: &str, message: &str) -> ErrorClass {
+    let lc = code.to_ascii_lowercase();
+    let lm = message.to_ascii_lowercase();
+    let tag_limit = lc.contains("tagcount")
+        || lc.contains("toomanytags")
+        || lc.contains("taglimit")
+        || lc.contains("tagslimit")
+        || (lm.contains("tag") && (lm.contains("maximum of 50") || lm.contains("exceed")));
+    match status {
+        429 => ErrorClass::Throttled,
+        401 | 403 => ErrorClass::Denied,
+        404 => ErrorClass::NotFound,
+        408 | 500..=599 => ErrorClass::Transient,
+        // RetryableErrorDueToAnotherOperation / Conflict while the resource is `Updating`.
+        409 => ErrorClass::Transient,
+        400 if tag_limit => ErrorClass::TagLimit,
+        _ => ErrorClass::Fatal,
+    }
+}
+
+/// ARM JSON `{"error": {"code", "message"}}` or Storage XML `<Error><Code>…</Code><Message>…`.
+fn error_code_and_message(body: &str) -> (Option<String>, String) {
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+        let e = v.get("error").unwrap_or(&v);
+        let code = e.get("code").and_then(|c| c.as_str()).map(str::to_owned);
+        let message = e.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string();
+        return (code, message);
+    }
+    let code = super::blob_store::xml_text(body, "Code");
+    let message = super::blob_store::xml_text(body, "Message").unwrap_or_default();
+    let message = message.lines().next().unwrap_or_default().to_string();
+    (code, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_and_messages() {
+        assert_eq!(classify(429, "TooManyRequests", ""), ErrorClass::Throttled);
+        assert_eq!(classify(404, "ResourceNotFound", ""), ErrorClass::NotFound);
+        assert_eq!(classify(503, "ServiceUnavailable", ""), ErrorClass::Transient);
+        assert_eq!(classify(403, "AuthorizationFailed", ""), ErrorClass::Denied);
+        assert_eq!(classify(400, "InvalidTagCount", ""), ErrorClass::TagLimit);
+        assert_eq!(classify(400, "BadRequest", "the resource can have a maximum of 50 tags"), ErrorClass::TagLimit);
+        assert_eq!(classify(400, "InvalidTagNameCharacters", "name contains <"), ErrorClass::Fatal);
+        let e = AzureError::from_response(
+            "arm:MergeTags",
+            "/subscriptions/s/resourceGroups/rg",
+            403,
+            None,
+            r#"{"error":{"code":"AuthorizationFailed","message":"no"}}"#,
+        );
+        let text = e.to_string();
+        assert!(text.contains("HTTP 403 AuthorizationFailed: no"), "{text}");
+        assert!(text.contains("Tag Contributor"), "{text}");
+        let e = AzureError::from_response(
+            "blob:GetBlob",
+            "http://x/c/b",
+            404,
+            Some("BlobNotFound"),
+            "<?xml version=\"1.0\"?><Error><Code>BlobNotFound</Code><Message>The specified blob does not exist.\nRequestId:1</Message></Error>",
+        );
+        assert_eq!((e.code.as_str(), e.message.as_str()), ("BlobNotFound", "The specified blob does not exist."));
+    }
+}

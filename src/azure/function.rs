@@ -1,0 +1,307 @@
+//! What the custom handler does with a request. Kept here, not in the binary, so that tests drive
+//! the very same path in-process (and, through [`super::server`], over HTTP).
+//!
+//! Two ways in (reference/azure.md §2, §1.8):
+//! - **The Functions host** (`eventGridTrigger` / `timerTrigger`): `POST /<function>` with
+//!   `{"Data": {<binding>: <value>}, "Metadata": {…}}`, answered with
+//!   `{"Outputs": {}, "Logs": [...], "ReturnValue": …}`. `POST /drift` carries one Event Grid event
+//!   (sometimes as a JSON string: it is parsed twice); `POST /sweep` is the timer.
+//! - **Event Grid directly** (a webhook subscription, or a local test): the body is the event array
+//!   (Event Grid schema) or a CloudEvents batch. `aeg-event-type: SubscriptionValidation` is
+//!   answered `200 {"validationResponse": code}`; CloudEvents' `OPTIONS` abuse-protection handshake
+//!   is answered with `WebHook-Allowed-Origin`.
+//!
+//! A resource write event is reconciled; `Microsoft.Storage.BlobCreated` for the policy starts a
+//! sweep with the policy re-read (not for the function's own status report). Any failure answers
+//! non-2xx, so Event Grid retries and finally dead-letters the event. Metrics go to Azure Monitor
+//! once per invocation, best effort. `GET /` answers the host's readiness probe.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::arm::ArmClient;
+use super::blob_store::BlobPolicyStore;
+use super::config::Config;
+use super::identity::ManagedIdentity;
+use super::metrics::MetricsPublisher;
+use super::reconcile::{Outcome, Reconciler};
+use super::server::{Request, Response};
+use super::{AzureError, CallCounter};
+use crate::events;
+use crate::policy::STATUS_REPORT_NAME;
+
+pub const BLOB_CREATED: &str = "Microsoft.Storage.BlobCreated";
+
+/// Everything an invocation needs, built once at start-up and shared by every invocation.
+pub struct Handler {
+    pub reconciler: Reconciler,
+    pub metrics: Option<MetricsPublisher>,
+    /// Every request the clients sent, by operation.
+    pub calls: CallCounter,
+}
+
+/// What a payload asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    /// Reconcile these Event Grid / CloudEvents events (raw JSON of one event or an array).
+    Events(Vec<u8>),
+    /// A scheduled sweep.
+    Sweep,
+    /// The policy changed: re-read it now, then sweep.
+    PolicyChanged,
+    /// Only the function's own status report changed.
+    OwnStatusReport,
+}
+
+impl Handler {
+    /// Build the clients from the configuration (no network yet).
+    pub fn new(config: &Config) -> Result<Self, AzureError> {
+        let http = super::http_client()?;
+        let calls = CallCounter::default();
+        let identity = Arc::new(ManagedIdentity::new(
+            config.identity.endpoint.clone(),
+            config.identity.header.clone(),
+            config.identity.client_id.clone(),
+            http.clone(),
+            calls.clone(),
+        ));
+        let arm = ArmClient::new(http.clone(), config.arm_endpoint.clone(), identity.clone(), calls.clone());
+        let store = BlobPolicyStore::new(
+            config.policy.clone(),
+            config.policy_ttl,
+            http.clone(),
+            Some(identity.clone()),
+            calls.clone(),
+        );
+        let mut reconciler = Reconciler::new(arm, store, config.own.clone());
+        reconciler.sweep_scopes = config.sweep_scopes.clone();
+        let metrics = config
+            .metrics
+            .as_ref()
+            .map(|m| MetricsPublisher::new(http.clone(), &m.endpoint, &m.resource_id, identity.clone(), calls.clone()));
+        Ok(Handler { reconciler, metrics, calls })
+    }
+
+    /// Answer one HTTP request.
+    pub async fn handle(&self, req: Request) -> Response {
+        match req.method.as_str() {
+            // The host's readiness probe (any response counts) and a health check.
+            "GET" | "HEAD" => Response::text(200, "tagwarden-azure-function ready\n"),
+            "OPTIONS" => abuse_protection(&req),
+            "POST" => self.post(&req).await,
+            other => Response::text(405, &format!("method {other} is not served; POST events, OPTIONS, GET /"))
+                .with_header("allow", "GET, POST, OPTIONS"),
+        }
+    }
+
+    async fn post(&self, req: &Request) -> Response {
+        let body: Value = match serde_json::from_slice(&req.body) {
+            Ok(v) => v,
+            Err(e) => return Response::json(400, &json!({"error": format!("the body is not JSON: {e}")})),
+        };
+        let function = req.path.trim_matches('/').rsplit('/').next().unwrap_or_default().to_string();
+        if let Some(data) = body.get("Data").filter(|_| body.is_object()) {
+            return self.invocation(&function, data, &body).await;
+        }
+        // Event Grid delivering directly.
+        if req.header("aeg-event-type").is_some_and(|t| t.eq_ignore_ascii_case("SubscriptionValidation")) {
+            return validation(&req.body);
+        }
+        let out = match work_of(&body) {
+            Ok(work) => self.run(work).await,
+            Err(e) => return Response::json(400, &json!({"error": e})),
+        };
+        let failed = out.must_retry();
+        let summary = summary(&out);
+        self.finish(out).await;
+        Response::json(if failed { 500 } else { 200 }, &summary)
+    }
+
+    /// The Functions host's `{Data, Metadata}` invocation.
+    async fn invocation(&self, function: &str, data: &Value, envelope: &Value) -> Response {
+        let method = envelope.pointer("/Metadata/sys/MethodName").and_then(Value::as_str).unwrap_or_default();
+        let is_timer = function.eq_ignore_ascii_case("sweep")
+            || method.eq_ignore_ascii_case("sweep")
+            || data.get("timer").is_some();
+        let work = if is_timer {
+            Ok(Work::Sweep)
+        } else {
+            // One trigger binding: `eventGridEvent`, or whatever the binding is named.
+            let value = data.get("eventGridEvent").or_else(|| data.as_object().and_then(|m| m.values().next()));
+            match value {
+                None => Err("the invocation's Data holds no event".to_string()),
+                // The host JSON-encodes string values: parse the string again.
+                Some(Value::String(s)) => serde_json::from_str::<Value>(s)
+                    .map_err(|e| format!("Data holds a string that is not JSON: {e}"))
+                    .and_then(|v| work_of(&v)),
+                Some(v) => work_of(v),
+            }
+        };
+        let (out, mut logs) = match work {
+            Ok(work) => (self.run(work).await, Vec::new()),
+            Err(e) => {
+                // Not an event: a retry cannot help, but failing keeps it for the dead-letter container.
+                let out = Outcome { error: Some(e.clone()), ..Outcome::default() };
+                (out, vec![format!("not an event tagwarden reads: {e}")])
+            }
+        };
+        let failed = out.must_retry();
+        let summary = summary(&out);
+        logs.extend(out.records.iter().map(|r| r.to_json_line()));
+        if let Some(e) = &out.error {
+            logs.push(format!("error: {e}"));
+        }
+        self.finish(out).await;
+        let body = json!({"Outputs": {}, "Logs": logs, "ReturnValue": summary});
+        Response::json(if failed { 500 } else { 200 }, &body)
+    }
+
+    /// Do the work a payload asked for.
+    pub async fn run(&self, work: Work) -> Outcome {
+        match work {
+            Work::OwnStatusReport => {
+                let mut out = Outcome::default();
+                out.metrics.events_received = 1;
+                out.metrics.events_ignored = 1;
+                out
+            }
+            Work::Sweep => self.reconciler.sweep(false).await,
+            Work::PolicyChanged => {
+                let mut out = self.reconciler.sweep(true).await;
+                out.metrics.events_received += 1;
+                out
+            }
+            Work::Events(raw) => match events::parse(&raw) {
+                Ok(list) => {
+                    let mut all = Outcome::default();
+                    for event in &list {
+                        let out = self.reconciler.handle_event(event).await;
+                        all.absorb(out);
+                    }
+                    all
+                }
+                Err(e) => Outcome { error: Some(format!("not an event tagwarden reads: {e}")), ..Outcome::default() },
+            },
+        }
+    }
+
+    /// Log the records and send the metrics (best effort).
+    async fn finish(&self, out: Outcome) {
+        for r in &out.records {
+            tracing::info!(record = %r.to_json_line(), "reconciled");
+        }
+        if let Some(e) = &out.error {
+            tracing::error!(error = e, "invocation failed; Event Grid will retry");
+        }
+        let Some(publisher) = &self.metrics else { return };
+        if out.metrics.is_empty() {
+            return;
+        }
+        let infra_id = out.infra_id.as_deref().unwrap_or("unknown");
+        if let Err(e) = publisher.publish(&out.metrics, infra_id).await {
+            tracing::warn!(error = %e, "metrics not sent (best effort; the invocation is unaffected)");
+        }
+    }
+}
+
+/// What a delivered payload (one event or an array) asks for.
+pub fn work_of(payload: &Value) -> Result<Work, String> {
+    let items: Vec<&Value> = match payload {
+        Value::Array(a) if a.is_empty() => return Err("an empty array holds no event".to_string()),
+        Value::Array(a) => a.iter().collect(),
+        Value::Object(_) => vec![payload],
+        _ => return Err("expected an Event Grid or CloudEvents event, or an array of them".to_string()),
+    };
+    let event_type =
+        |v: &Value| v.get("eventType").or_else(|| v.get("type")).and_then(Value::as_str).map(str::to_owned);
+    let blob_events: Vec<&Value> =
+        items.iter().copied().filter(|v| event_type(v).as_deref() == Some(BLOB_CREATED)).collect();
+    if blob_events.is_empty() {
+        return serde_json::to_vec(payload).map(Work::Events).map_err(|e| e.to_string());
+    }
+    let own = blob_events.iter().all(|v| {
+        v.get("subject").and_then(Value::as_str).is_some_and(|s| s.rsplit('/').next() == Some(STATUS_REPORT_NAME))
+    });
+    Ok(if own { Work::OwnStatusReport } else { Work::PolicyChanged })
+}
+
+/// `200 {"validationResponse": code}` for Event Grid's synchronous handshake.
+fn validation(body: &[u8]) -> Response {
+    let code = events::parse(body).ok().and_then(|evs| evs.into_iter().find_map(|e| e.validation_code));
+    match code {
+        Some(code) => {
+            tracing::info!("answered Event Grid's subscription validation");
+            Response::json(200, &json!({"validationResponse": code}))
+        }
+        None => Response::json(
+            400,
+            &json!({"error": "aeg-event-type is SubscriptionValidation but the body holds no data.validationCode"}),
+        ),
+    }
+}
+
+/// CloudEvents 1.0 webhook abuse protection: allow the requesting origin.
+fn abuse_protection(req: &Request) -> Response {
+    let mut resp = Response::text(200, "").with_header("allow", "GET, POST, OPTIONS");
+    if let Some(origin) = req.header("webhook-request-origin") {
+        resp = resp.with_header("webhook-allowed-origin", origin).with_header("webhook-allowed-rate", "*");
+    }
+    resp
+}
+
+fn summary(out: &Outcome) -> Value {
+    let by_status = out.records.iter().fold(serde_json::Map::new(), |mut m, r| {
+        let n = m.get(r.status.as_str()).and_then(Value::as_u64).unwrap_or_default();
+        m.insert(r.status.as_str().to_string(), json!(n + 1));
+        m
+    });
+    json!({
+        "events": out.metrics.events_received,
+        "ignored": out.metrics.events_ignored,
+        "resources": out.records.len(),
+        "failed": out.failed(),
+        "by_status": by_status,
+        "error": out.error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blob_created_routes_to_a_sweep_except_our_report() {
+        let blob = |subject: &str| json!({"eventType": BLOB_CREATED, "subject": subject, "data": {}});
+        assert_eq!(
+            work_of(&blob("/blobServices/default/containers/policy/blobs/layers/10.yaml")),
+            Ok(Work::PolicyChanged)
+        );
+        assert_eq!(
+            work_of(&json!([blob("/blobServices/default/containers/policy/blobs/layers/tagwarden-status.json")])),
+            Ok(Work::OwnStatusReport)
+        );
+        assert!(matches!(
+            work_of(&json!({"eventType": "Microsoft.Resources.ResourceWriteSuccess"})),
+            Ok(Work::Events(_))
+        ));
+        assert!(work_of(&json!([])).is_err());
+        assert!(work_of(&json!("x")).is_err());
+    }
+
+    #[test]
+    fn handshakes() {
+        let body = br#"[{"id":"1","topic":"/subscriptions/s","subject":"","data":{"validationCode":"512d38b6","validationUrl":"https://x"},"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","eventTime":"2018-01-25T22:12:19Z","metadataVersion":"1","dataVersion":"1"}]"#;
+        let r = validation(body);
+        assert_eq!(r.status, 200);
+        assert_eq!(serde_json::from_slice::<Value>(&r.body).ok(), Some(json!({"validationResponse": "512d38b6"})));
+        assert_eq!(validation(b"[]").status, 400);
+        let req = Request {
+            method: "OPTIONS".into(),
+            headers: vec![("webhook-request-origin".into(), "eventgrid.azure.net".into())],
+            ..Request::default()
+        };
+        let r = abuse_protection(&req);
+        assert!(r.headers.contains(&("webhook-allowed-origin".to_string(), "eventgrid.azure.net".to_string())));
+    }
+}

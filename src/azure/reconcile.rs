@@ -1,0 +1,221 @@
+//! The Azure reconciler: an event names a resource; it is re-read through the Tags API, planned
+//! against the policy in force and written with at most one Merge (DESIGN.md §4, §5). The sweep
+//! does the same for every owned resource it can list.
+//!
+//! Loop safety takes two guards, both always on: an event caused by the function's own identity
+//! (`claims.appid`, `claims.oid` or `authorization.evidence.principalId` equal to
+//! `TAGWARDEN_SELF_CLIENT_ID` / `TAGWARDEN_SELF_PRINCIPAL_ID`) is dropped before any call, and
+//! planning is idempotent, so an own write read back finds no drift and writes nothing.
+//!
+//! Deliberately not here: the HTTP protocol of the Functions host (`super::function`) and the
+//! decision itself (`crate::plan`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::stream::{self, StreamExt};
+
+use super::arm::ArmClient;
+use super::blob_store::{BlobPolicyStore, LoadedPolicy, PolicyChange, ResourceFailure, StatusReport};
+use super::ErrorClass;
+use crate::cloud::Cloud;
+use crate::events::Event;
+use crate::plan;
+use crate::report::{Metrics, Record, Status};
+use crate::resource::ResourceRef;
+
+pub struct Reconciler {
+    pub arm: ArmClient,
+    pub store: BlobPolicyStore,
+    /// The function's own identities (principal id, client id): events they caused are ignored.
+    pub own: Vec<String>,
+    /// Subscription or resource-group IDs the sweep lists.
+    pub sweep_scopes: Vec<String>,
+    /// Plan without writing.
+    pub dry_run: bool,
+    /// Resources reconciled at once during a sweep.
+    pub concurrency: usize,
+}
+
+/// What one event or sweep did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub records: Vec<Record>,
+    pub metrics: Metrics,
+    pub infra_id: Option<String>,
+    /// Why nothing could be reconciled (no valid policy, listing failed).
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    pub fn failed(&self) -> usize {
+        self.records.iter().filter(|r| r.status == Status::Failed).count()
+    }
+
+    /// Whether the invocation must fail so Event Grid retries (and finally dead-letters) it.
+    pub fn must_retry(&self) -> bool {
+        self.error.is_some() || self.failed() > 0
+    }
+
+    fn push(&mut self, record: Record) {
+        self.metrics.observe(&record);
+        self.records.push(record);
+    }
+
+    /// Fold another outcome (the next event of a batch) into this one.
+    pub fn absorb(&mut self, other: Outcome) {
+        let m = &mut self.metrics;
+        m.events_received += other.metrics.events_received;
+        m.events_ignored += other.metrics.events_ignored;
+        m.policy_rejected += other.metrics.policy_rejected;
+        for (t, c) in other.metrics.by_type {
+            let e = m.by_type.entry(t).or_default();
+            e.resources_evaluated += c.resources_evaluated;
+            e.drift_detected += c.drift_detected;
+            e.tags_written += c.tags_written;
+            e.write_failures += c.write_failures;
+            e.tag_limit_exceeded += c.tag_limit_exceeded;
+            e.conflicts += c.conflicts;
+            e.latency_ms.extend(c.latency_ms);
+        }
+        self.records.extend(other.records);
+        self.infra_id = self.infra_id.take().or(other.infra_id);
+        self.error = match (self.error.take(), other.error) {
+            (Some(a), Some(b)) if a != b => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+impl Reconciler {
+    pub fn new(arm: ArmClient, store: BlobPolicyStore, own: Vec<String>) -> Self {
+        Reconciler { arm, store, own, sweep_scopes: Vec::new(), dry_run: false, concurrency: 8 }
+    }
+
+    /// The policy in force; a rejected new version is counted and reported.
+    async fn policy(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
+        let (policy, change) = self.store.current(force).await;
+        if let Some(PolicyChange::Rejected { errors }) = change {
+            out.metrics.policy_rejected += 1;
+            let version = policy.as_ref().ok().map(|p| p.policy.version.clone());
+            let report = StatusReport::new(&self.store.location, version, errors, Vec::new());
+            if let Err(e) = self.store.write_status(&report).await {
+                tracing::warn!(error = %e, "could not write the status report");
+            }
+        }
+        match policy {
+            Ok(p) => {
+                out.infra_id = Some(p.infra_id.clone());
+                Some(p)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "fail closed");
+                out.error = Some(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Reconcile the resource an event names. Ignored and own events make no call at all.
+    pub async fn handle_event(&self, event: &Event) -> Outcome {
+        let mut out = Outcome::default();
+        out.metrics.events_received = 1;
+        let own = event.is_from(&self.own);
+        if event.is_ignored() || own {
+            out.metrics.events_ignored = 1;
+            tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own, "event ignored");
+            return out;
+        }
+        let Some(policy) = self.policy(&mut out, false).await else { return out };
+        for r in &event.resources {
+            let mut record = self.reconcile(&policy, r).await;
+            record.event_id = event.id.clone();
+            out.push(record);
+        }
+        out
+    }
+
+    /// Re-read, plan and (unless dry-run) write one resource.
+    pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef) -> Record {
+        let start = Instant::now();
+        let version = &policy.policy.version;
+        let current = match self.arm.get_tags(&r.id).await {
+            Ok(tags) => tags,
+            Err(e) => return Record::failed(Cloud::Azure, r, version, e.to_string()),
+        };
+        let plan = plan::plan(&policy.policy, Cloud::Azure, &policy.infra_id, r, &current);
+        let mut written = false;
+        let mut error = None;
+        if plan.writes() && !self.dry_run {
+            // The PATCH response is the record of the write: no read-back (stale reads).
+            match self.arm.merge_tags(&r.id, &plan.set).await {
+                Ok(_) => written = true,
+                Err(e) => error = Some(e),
+            }
+        }
+        let elapsed = start.elapsed().as_millis() as u64;
+        let mut record = Record::from_plan(Cloud::Azure, &policy.policy, &plan, written, elapsed);
+        if let Some(e) = error {
+            // ARM's own limit check (a concurrent writer got there first, or a lower limit).
+            record.status = if e.class == ErrorClass::TagLimit { Status::LimitExceeded } else { Status::Failed };
+            record.error = Some(e.to_string());
+        }
+        record
+    }
+
+    /// Plan (and, unless dry-run, write) every owned resource in the sweep scopes; `force`
+    /// re-reads the policy now (a policy blob changed). Writes the status report.
+    pub async fn sweep(&self, force: bool) -> Outcome {
+        let mut out = Outcome::default();
+        let Some(policy) = self.policy(&mut out, force).await else { return out };
+        if self.sweep_scopes.is_empty() {
+            out.error = Some("no sweep scope: set TAGWARDEN_SWEEP_SCOPES (or TAGWARDEN_METRICS_RESOURCE_ID, whose subscription is the default)".to_string());
+            return out;
+        }
+        let key = Cloud::Azure.ownership_key(&policy.infra_id);
+        let mut targets = Vec::new();
+        for scope in &self.sweep_scopes {
+            match self.arm.list_owned(scope, &key).await {
+                Ok(found) => targets.extend(found),
+                Err(e) => {
+                    out.error = Some(format!("listing owned resources failed: {e}"));
+                    return out;
+                }
+            }
+        }
+        targets.sort();
+        targets.dedup_by(|a, b| a.id.eq_ignore_ascii_case(&b.id));
+        let policy_ref = &policy;
+        let records: Vec<Record> = stream::iter(targets)
+            .map(|r| async move { self.reconcile(policy_ref, &r).await })
+            .buffer_unordered(self.concurrency.max(1))
+            .collect()
+            .await;
+        for r in records {
+            out.push(r);
+        }
+        if !self.dry_run {
+            let failures = out
+                .records
+                .iter()
+                .filter(|r| matches!(r.status, Status::Failed | Status::LimitExceeded))
+                .map(|r| {
+                    let error = match (&r.error, r.status) {
+                        (Some(e), _) => e.clone(),
+                        (None, Status::LimitExceeded) => {
+                            "the write would exceed the resource's tag limit; nothing was written".to_string()
+                        }
+                        (None, _) => String::new(),
+                    };
+                    ResourceFailure::new(&r.resource, &r.resource_type, &error)
+                })
+                .collect();
+            let report =
+                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), Vec::new(), failures);
+            if let Err(e) = self.store.write_status(&report).await {
+                tracing::warn!(error = %e, "could not write the status report");
+            }
+        }
+        out
+    }
+}
