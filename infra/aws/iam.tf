@@ -12,14 +12,13 @@ locals {
       tag_write = ["ec2:CreateTags"]
     }
     s3 = {
-      tag_list     = ["s3:ListAllMyBuckets"]
       tag_read     = ["s3:GetBucketTagging"]
       tag_write    = ["s3:PutBucketTagging"]
       policy_read  = ["s3:GetObject", "s3:ListBucket"]
       status_write = ["s3:PutObject"]
     }
     elasticloadbalancing = {
-      tag_read  = ["elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeTags", "elasticloadbalancing:DescribeTargetGroups"]
+      tag_read  = ["elasticloadbalancing:DescribeTags"]
       tag_write = ["elasticloadbalancing:AddTags"]
     }
     iam = {
@@ -27,7 +26,7 @@ locals {
         "iam:ListInstanceProfiles", "iam:ListOpenIDConnectProviders", "iam:ListPolicies", "iam:ListRoles", "iam:ListUsers",
       ]
       tag_read = [
-        "iam:GetRole", "iam:ListInstanceProfileTags", "iam:ListOpenIDConnectProviderTags", "iam:ListPolicyTags",
+        "iam:ListInstanceProfileTags", "iam:ListOpenIDConnectProviderTags", "iam:ListPolicyTags",
         "iam:ListRoleTags", "iam:ListUserTags",
       ]
       tag_write = [
@@ -35,11 +34,11 @@ locals {
       ]
     }
     tag = {
-      tag_read  = ["tag:GetResources"]
-      tag_write = ["tag:TagResources"]
+      tag_read = ["tag:GetResources"]
     }
     ssm = {
-      policy_read = ["ssm:GetParameter"]
+      policy_read  = ["ssm:GetParameter"]
+      status_write = ["ssm:PutParameter"]
     }
   }
 
@@ -140,7 +139,6 @@ data "aws_iam_policy_document" "lambda" {
       local.code_actions.ec2.tag_read,
       local.code_actions.elasticloadbalancing.tag_read,
       local.code_actions.iam.tag_list,
-      local.code_actions.s3.tag_list,
       local.code_actions.tag.tag_read,
     )
     resources = ["*"]
@@ -239,27 +237,6 @@ data "aws_iam_policy_document" "lambda" {
     resources = local.s3_bucket_arns
   }
 
-  # Not conditioned on ownership and "*": the Tagging API's TagResources has no resource type and no
-  # aws:ResourceTag key. It is harmless on its own: AWS also authorizes the service's own tagging
-  # action (ec2:CreateTags, s3:PutBucketTagging, ...) for each ARN, which the conditioned
-  # statements above restrict. The reserved-key guard still applies.
-  statement {
-    sid       = "TaggingApiWrite"
-    actions   = local.code_actions.tag.tag_write
-    resources = ["*"]
-
-    condition {
-      test     = "ForAllValues:StringNotLike"
-      variable = "aws:TagKeys"
-      values   = local.reserved_key_patterns
-    }
-    condition {
-      test     = "ForAllValues:StringNotEqualsIgnoreCase"
-      variable = "aws:TagKeys"
-      values   = ["Name"]
-    }
-  }
-
   # --- Policy source and status report -------------------------------------------------------------
 
   dynamic "statement" {
@@ -302,6 +279,16 @@ data "aws_iam_policy_document" "lambda" {
       sid       = "ReadPolicyParameter"
       actions   = local.code_actions.ssm.policy_read
       resources = [local.parameter_arn]
+    }
+  }
+
+  # The status report: a sibling "<name>-status" parameter, the only one the function writes.
+  dynamic "statement" {
+    for_each = local.use_ssm ? [1] : []
+    content {
+      sid       = "WriteStatusParameter"
+      actions   = local.code_actions.ssm.status_write
+      resources = ["${local.parameter_arn}-status"]
     }
   }
 }

@@ -35,21 +35,20 @@ EVENT_NAMES = {
 }
 CODE_ACTIONS = {
     "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
-    "s3:GetBucketTagging", "s3:PutBucketTagging", "s3:ListAllMyBuckets",
+    "s3:GetBucketTagging", "s3:PutBucketTagging",
     "elasticloadbalancing:DescribeTags", "elasticloadbalancing:AddTags",
-    "elasticloadbalancing:DescribeLoadBalancers", "elasticloadbalancing:DescribeTargetGroups",
     "iam:ListRoleTags", "iam:TagRole", "iam:ListUserTags", "iam:TagUser", "iam:ListInstanceProfileTags",
     "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
     "iam:TagOpenIDConnectProvider", "iam:ListRoles", "iam:ListUsers", "iam:ListInstanceProfiles",
-    "iam:ListPolicies", "iam:ListOpenIDConnectProviders", "iam:GetRole",
-    "tag:GetResources", "tag:TagResources",
-    "ssm:GetParameter",
+    "iam:ListPolicies", "iam:ListOpenIDConnectProviders",
+    "tag:GetResources",
+    "ssm:GetParameter", "ssm:PutParameter",
     "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 }
 PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMessage", "sqs:DeleteMessage",
                     "sqs:GetQueueAttributes", "sqs:SendMessage"}
 # S3 policy source: everything but the SSM read.
-EXPECTED_ROLE_ACTIONS = (CODE_ACTIONS - {"ssm:GetParameter"}) | PLATFORM_ACTIONS
+EXPECTED_ROLE_ACTIONS = (CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | PLATFORM_ACTIONS
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
            "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
 

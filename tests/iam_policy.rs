@@ -1,0 +1,105 @@
+//! The Lambda's IAM role grants exactly the AWS API operations the code can call: the set is
+//! derived from the code (every SDK operation called in src/aws/), not from a hand list, and
+//! compared with the `code_actions` of infra/aws/iam.tf, from which every statement is built.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use regex::Regex;
+
+/// `client field` → IAM service prefix.
+const SERVICES: &[(&str, &str)] =
+    &[("ec2", "ec2"), ("s3", "s3"), ("elbv2", "elasticloadbalancing"), ("iam", "iam"), ("ssm", "ssm"), ("tagging", "tag")];
+
+/// SDK operations whose IAM action has another name.
+const RENAMED: &[(&str, &str)] = &[("s3:ListObjectsV2", "s3:ListBucket")];
+
+fn pascal(snake: &str) -> String {
+    let mut out = String::new();
+    for word in snake.split('_') {
+        let mut chars = word.chars();
+        if let Some(first) = chars.next() {
+            out.extend(first.to_uppercase());
+            out.push_str(chars.as_str());
+        }
+    }
+    // The SDK's snake_case splits "OpenID" into "open_id".
+    out.replace("OpenId", "OpenID")
+}
+
+fn rust_sources(dir: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("source dir").flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(std::fs::read_to_string(&path).expect("source"));
+        }
+    }
+}
+
+fn actions_called_by_code() -> BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sources = Vec::new();
+    rust_sources(&root.join("src/aws"), &mut sources);
+    // `clients.ec2.describe_tags()`, `c.s3.get_object()`, `iam.list_roles()`, across line breaks.
+    let call = Regex::new(r"\b(ec2|s3|elbv2|iam|ssm|tagging)\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)").expect("regex");
+    let mut found = BTreeSet::new();
+    for text in &sources {
+        for c in call.captures_iter(text) {
+            let prefix = SERVICES.iter().find(|(f, _)| *f == &c[1]).map(|(_, p)| *p).expect("known client");
+            let action = format!("{prefix}:{}", pascal(&c[2]));
+            let action = RENAMED.iter().find(|(from, _)| *from == action).map(|(_, to)| to.to_string()).unwrap_or(action);
+            found.insert(action);
+        }
+    }
+    found
+}
+
+fn actions_granted_by_terraform() -> BTreeSet<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/aws/iam.tf");
+    let text = std::fs::read_to_string(&path).expect("infra/aws/iam.tf");
+    let start = text.find("code_actions = {").expect("a code_actions local in iam.tf");
+    // The block ends at the brace that balances its opening one.
+    let mut depth = 0;
+    let mut end = start;
+    for (i, ch) in text[start..].char_indices() {
+        match ch {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = start + i;
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let action = Regex::new(r#""([a-z0-9-]+:[A-Za-z0-9]+)""#).expect("regex");
+    action.captures_iter(&text[start..end]).map(|c| c[1].to_string()).collect()
+}
+
+#[test]
+fn role_grants_exactly_what_the_code_calls() {
+    let code = actions_called_by_code();
+    let granted = actions_granted_by_terraform();
+    // A sanity floor, so a broken scan cannot pass by finding nothing.
+    for must in ["ec2:CreateTags", "s3:PutBucketTagging", "elasticloadbalancing:AddTags", "iam:TagRole", "tag:GetResources"] {
+        assert!(code.contains(must), "the scan of src/aws missed {must}: {code:?}");
+    }
+    let extra: Vec<_> = granted.difference(&code).collect();
+    let missing: Vec<_> = code.difference(&granted).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "infra/aws/iam.tf code_actions grants {extra:?} that the code never calls, and misses {missing:?} that it calls"
+    );
+    // Never a destructive tag call.
+    assert!(granted.iter().all(|a| !a.contains("Untag") && !a.contains("DeleteTags") && !a.contains("RemoveTags")));
+}
+
+#[test]
+fn snake_case_operations_map_to_iam_actions() {
+    assert_eq!(pascal("list_open_id_connect_provider_tags"), "ListOpenIDConnectProviderTags");
+    assert_eq!(pascal("get_bucket_tagging"), "GetBucketTagging");
+}
