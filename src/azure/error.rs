@@ -137,7 +137,7 @@ pub fn classify(status: u16, code: &str, message: &str) -> ErrorClass {
         || lc.contains("toomanytags")
         || lc.contains("taglimit")
         || lc.contains("tagslimit")
-        || (lm.contains("tag") && (lm.contains("maximum of 50") || lm.contains("exceed")));
+        || (lm.contains("tag") && (lm.contains("maximum of") || lm.contains("exceed")));
     match status {
         429 => ErrorClass::Throttled,
         401 | 403 => ErrorClass::Denied,

@@ -26,6 +26,8 @@ use std::time::Duration;
 
 pub use config::{Config, ConfigError};
 pub use error::{AzureError, ErrorClass};
+/// The HTTP client crate, for callers (tests, tools) that build requests of their own.
+pub use reqwest;
 
 /// Counts every HTTP request the Azure clients send, by `service:Operation` (`arm:MergeTags`,
 /// `blob:GetBlob`, `identity:Token`…). API calls are the real cost of an enforcer; tests and the

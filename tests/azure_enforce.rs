@@ -1,0 +1,674 @@
+//! The Azure seed's scenarios end to end: Event Grid / CloudEvents deliveries through the custom
+//! handler's code path (`tagwarden::azure::function::Handler`), with the real HTTP clients, against
+//! a faithful fake of ARM's Tags API, a fake managed-identity endpoint, a fake Azure Monitor, and a
+//! real Azurite holding the policy (reached with an account SAS). Calls are counted at the fakes.
+
+#![cfg(feature = "azure")]
+
+#[path = "support/azure/mod.rs"]
+mod support;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::azurite;
+use support::fake::{FakeAzure, Fault, IDENTITY_HEADER};
+use tagwarden::azure::arm::Retry;
+use tagwarden::azure::blob_store::PolicyChange;
+use tagwarden::azure::function::Handler;
+use tagwarden::azure::reqwest;
+use tagwarden::azure::server::{self, Request};
+use tagwarden::azure::Config;
+
+const SUB: &str = "11112222-3333-4444-5555-666677778888";
+const INFRA: &str = "mycluster-7xk2p";
+const OWNER: &str = "kubernetes.io_cluster.mycluster-7xk2p";
+/// The function's own identity (the user-assigned identity's client and principal ids).
+const OWN_CLIENT: &str = "7d3e2b1a-0000-4000-8000-00000000c11e";
+const OWN_PRINCIPAL: &str = "9f8e7d6c-5b4a-4000-8000-0000000000a1";
+const SOMEONE: &str = "0a0a0a0a-1111-4222-8333-444455556666";
+const APP_ID: &str = "/subscriptions/11112222-3333-4444-5555-666677778888/resourceGroups/tagwarden-rg/providers/Microsoft.Web/sites/tagwarden-fn";
+
+fn rid(kind: &str, name: &str) -> String {
+    format!("/subscriptions/{SUB}/resourceGroups/{INFRA}-rg/providers/{kind}/{name}")
+}
+
+/// An Azure Infrastructure object with status and spec tags.
+fn infrastructure(status: &[(&str, &str)], spec: &[(&str, &str)]) -> String {
+    let list = |t: &[(&str, &str)]| t.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>();
+    json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "Infrastructure",
+        "metadata": {"name": "cluster"},
+        "spec": {"platformSpec": {"type": "Azure", "azure": {"resourceTags": list(spec)}}},
+        "status": {"infrastructureName": INFRA, "platformStatus": {"type": "Azure", "azure": {"resourceGroupName": format!("{INFRA}-rg"), "resourceTags": list(status)}}},
+    })
+    .to_string()
+}
+
+/// A `ResourceWriteSuccess` event in the Event Grid schema, made by `caller` (appid and oid).
+fn eg_event(resource: &str, operation: &str, caller: &str) -> Value {
+    let uri = if operation == "Microsoft.Resources/tags/write" {
+        format!("{resource}/providers/Microsoft.Resources/tags/default")
+    } else {
+        resource.to_string()
+    };
+    json!({
+        "topic": format!("/subscriptions/{SUB}"),
+        "subject": uri,
+        "eventType": "Microsoft.Resources.ResourceWriteSuccess",
+        "eventTime": "2026-11-21T10:12:00.1234567Z",
+        "id": support::suffix(),
+        "data": {
+            "authorization": {"scope": uri, "action": operation, "evidence": {"role": "Tag Contributor", "principalId": caller.replace('-', ""), "principalType": "ServicePrincipal"}},
+            "claims": {"appid": caller, "http://schemas.microsoft.com/identity/claims/objectidentifier": caller},
+            "correlationId": support::suffix(),
+            "resourceProvider": operation.split('/').next(),
+            "resourceUri": uri,
+            "operationName": operation,
+            "status": "Succeeded",
+            "subscriptionId": SUB,
+            "tenantId": "aaaabbbb-0000-cccc-1111-dddd2222eeee"
+        },
+        "dataVersion": "2",
+        "metadataVersion": "1"
+    })
+}
+
+/// The same event as a CloudEvent 1.0.
+fn cloud_event(eg: &Value) -> Value {
+    json!({
+        "id": eg["id"], "source": eg["topic"], "specversion": "1.0", "type": eg["eventType"],
+        "subject": eg["subject"], "time": eg["eventTime"], "data": eg["data"],
+    })
+}
+
+struct Env {
+    fake: FakeAzure,
+    http: reqwest::Client,
+    container: String,
+    handler: Handler,
+}
+
+impl Env {
+    /// `policy`: the blob name, or a prefix ending in `/`; `docs`: blobs to publish first.
+    async fn new(policy: &str, docs: &[(&str, &str)]) -> Self {
+        Self::with(policy, docs, &[]).await
+    }
+
+    async fn with(policy: &str, docs: &[(&str, &str)], extra: &[(&str, &str)]) -> Self {
+        let fake = FakeAzure::start(Some(OWN_CLIENT));
+        let http = reqwest::Client::new();
+        let container = azurite::container(&http).await;
+        for (name, text) in docs {
+            azurite::put_blob(&http, &container, name, text).await;
+        }
+        let mut vars: HashMap<String, String> = [
+            ("TAGWARDEN_POLICY", format!("{container}/{policy}?{}", azurite::account_sas())),
+            ("TAGWARDEN_ARM_ENDPOINT", fake.arm.clone()),
+            ("POLICY_TTL", "0".to_string()),
+            ("IDENTITY_ENDPOINT", fake.identity.clone()),
+            ("IDENTITY_HEADER", IDENTITY_HEADER.to_string()),
+            ("TAGWARDEN_SELF_CLIENT_ID", OWN_CLIENT.to_string()),
+            ("TAGWARDEN_SELF_PRINCIPAL_ID", OWN_PRINCIPAL.to_string()),
+            ("TAGWARDEN_METRICS_RESOURCE_ID", APP_ID.to_string()),
+            ("TAGWARDEN_METRICS_ENDPOINT", fake.metrics.clone()),
+            ("TAGWARDEN_SWEEP_SCOPES", format!("/subscriptions/{SUB}")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        for (k, v) in extra {
+            vars.insert(k.to_string(), v.to_string());
+        }
+        let config = Config::from_lookup(|k| vars.get(k).cloned()).expect("valid configuration");
+        let mut handler = Handler::new(&config).expect("handler");
+        handler.reconciler.arm.retry = Retry {
+            attempts: 4,
+            first: Duration::from_millis(10),
+            max: Duration::from_millis(100),
+            max_retry_after: Duration::from_secs(5),
+            poll_timeout: Duration::from_secs(5),
+            not_found_attempts: 2,
+        };
+        Env { fake, http, container, handler }
+    }
+
+    async fn publish(&self, name: &str, text: &str) {
+        azurite::put_blob(&self.http, &self.container, name, text).await;
+    }
+
+    /// Event Grid delivering `body` directly (webhook); (status, body).
+    async fn deliver(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
+        let req = Request {
+            method: "POST".into(),
+            path: "/api/events".into(),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            body: body.to_string().into_bytes(),
+            ..Request::default()
+        };
+        let resp = self.handler.handle(req).await;
+        (resp.status, serde_json::from_slice(&resp.body).unwrap_or(Value::Null))
+    }
+
+    /// The Functions host invoking `function` with one binding value.
+    async fn invoke(&self, function: &str, binding: &str, value: Value) -> (u16, Value) {
+        let envelope = json!({
+            "Data": {binding: value},
+            "Metadata": {"sys": {"MethodName": function, "UtcNow": "2026-11-21T10:12:01Z", "RandGuid": support::suffix()}},
+        });
+        let req = Request {
+            method: "POST".into(),
+            path: format!("/{function}"),
+            headers: vec![("x-azure-functions-invocationid".into(), support::suffix())],
+            body: envelope.to_string().into_bytes(),
+            ..Request::default()
+        };
+        let resp = self.handler.handle(req).await;
+        (resp.status, serde_json::from_slice(&resp.body).expect("the handler answers JSON"))
+    }
+
+    /// One Event Grid event through the Functions host's `drift` trigger; asserts success.
+    async fn drift(&self, event: Value) -> Value {
+        let (status, body) = self.invoke("drift", "eventGridEvent", event).await;
+        assert_eq!(status, 200, "{body:#}");
+        body
+    }
+}
+
+fn statuses(body: &Value) -> Value {
+    body["ReturnValue"]["by_status"].clone()
+}
+
+#[tokio::test]
+async fn create_event_adds_missing_tags_with_one_merge() {
+    let env = Env::new(
+        "cluster/infrastructure.json",
+        &[("cluster/infrastructure.json", &infrastructure(&[("team", "platform"), ("env", "prod")], &[]))],
+    )
+    .await;
+    let vm = rid("Microsoft.Compute/virtualMachines", "master-0");
+    env.fake.put_resource(&vm, &[(OWNER, "owned"), ("mine", "kept")]);
+
+    let body = env.drift(eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"applied": 1}), "{body:#}");
+    // Exactly one read and one Merge; no read-back after the write, never PUT/Replace/Delete.
+    assert_eq!(env.fake.arm_calls(), ["GET tags", "PATCH tags"]);
+    assert_eq!(
+        env.fake.patch_bodies(),
+        [json!({"operation": "Merge", "properties": {"tags": {"env": "prod", "team": "platform"}}})]
+    );
+    let tags = env.fake.tags(&vm).expect("vm");
+    assert_eq!(tags.get("team").map(String::as_str), Some("platform"));
+    assert_eq!(tags.get("mine").map(String::as_str), Some("kept"));
+    assert_eq!(tags.get(OWNER).map(String::as_str), Some("owned"));
+    // The record is in the host's Logs.
+    let logs = body["Logs"].as_array().expect("Logs");
+    assert!(logs.iter().any(|l| l.as_str().is_some_and(|l| l.contains("\"status\":\"applied\""))), "{logs:?}");
+
+    // The same event again: reads only.
+    env.fake.clear_log();
+    let body = env.drift(eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"unchanged": 1}));
+    assert_eq!(env.fake.arm_calls(), ["GET tags"]);
+}
+
+#[tokio::test]
+async fn infrastructure_values_replace_differing_values_case_insensitively() {
+    let policy =
+        infrastructure(&[("key_infra", "value_status"), ("team", "platform")], &[("key_infra", "value_infra")]);
+    let env = Env::new("infrastructure.json", &[("infrastructure.json", &policy)]).await;
+    let disk = rid("Microsoft.Compute/disks", "master-0_OSDisk");
+    // Azure tag names are case-insensitive: `Team` is the managed key `team`, `KUBERNETES.io_…` owns.
+    env.fake.put_resource(
+        &disk,
+        &[("KUBERNETES.IO_CLUSTER.mycluster-7xk2p", "owned"), ("key_infra", "value_azure"), ("Team", "platform")],
+    );
+    let body = env.drift(eg_event(&disk, "Microsoft.Compute/disks/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"applied": 1}), "{body:#}");
+    // Only the differing value is written (the spec value supersedes status); `Team` already matches.
+    assert_eq!(
+        env.fake.patch_bodies(),
+        [json!({"operation": "Merge", "properties": {"tags": {"key_infra": "value_infra"}}})]
+    );
+    let tags = env.fake.tags(&disk).expect("disk");
+    assert_eq!(tags.len(), 3, "no duplicate key differing in case: {tags:?}");
+    assert_eq!(tags["key_infra"], "value_infra");
+    let logs = body["Logs"].to_string();
+    assert!(logs.contains("superseded"), "{logs}");
+}
+
+#[tokio::test]
+async fn unchanged_resource_is_read_only() {
+    let env = Env::new("p.yaml", &[("p.yaml", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let nic = rid("Microsoft.Network/networkInterfaces", "master-0-nic");
+    env.fake.put_resource(&nic, &[(OWNER, "owned"), ("team", "platform")]);
+    for _ in 0..3 {
+        let body = env.drift(eg_event(&nic, "Microsoft.Network/networkInterfaces/write", SOMEONE)).await;
+        assert_eq!(statuses(&body), json!({"unchanged": 1}));
+    }
+    assert_eq!(env.fake.arm_calls(), ["GET tags", "GET tags", "GET tags"]);
+    // The ARM token was requested once and cached; the policy needs none (SAS).
+    let tokens = env.fake.token_requests();
+    let arm_tokens = tokens.iter().filter(|l| l.query.contains("management.azure.com")).count();
+    assert_eq!(arm_tokens, 1, "{tokens:?}");
+    assert!(tokens.iter().all(|l| l.query.contains(&format!("client_id={OWN_CLIENT}"))), "{tokens:?}");
+    assert!(!tokens.iter().any(|l| l.query.contains("storage.azure.com")));
+}
+
+#[tokio::test]
+async fn external_edit_is_reverted_and_removed_key_stays() {
+    let name = "infrastructure.json";
+    let env = Env::new(name, &[(name, &infrastructure(&[("team", "platform"), ("cost-center", "42")], &[]))]).await;
+    let lb = rid("Microsoft.Network/loadBalancers", "mycluster-7xk2p");
+    env.fake.put_resource(&lb, &[(OWNER, "owned"), ("team", "platform"), ("cost-center", "42")]);
+    // A user edits a managed key through the Tags API: the tags/write event brings it back.
+    env.fake.edit_tags(&lb, &[("team", "someone-else")]);
+    let ce = cloud_event(&eg_event(&lb, "Microsoft.Resources/tags/write", SOMEONE));
+    let body = env.drift(ce).await;
+    assert_eq!(statuses(&body), json!({"applied": 1}));
+    assert_eq!(env.fake.tags(&lb).expect("lb")["team"], "platform");
+
+    // cost-center leaves the policy: it stops being managed and stays on the resource.
+    env.publish(name, &infrastructure(&[("team", "platform")], &[])).await;
+    env.fake.edit_tags(&lb, &[("cost-center", "changed-by-finance")]);
+    env.fake.clear_log();
+    let body = env.drift(eg_event(&lb, "Microsoft.Network/loadBalancers/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"unchanged": 1}));
+    assert_eq!(env.fake.count("PATCH tags"), 0);
+    assert_eq!(env.fake.tags(&lb).expect("lb")["cost-center"], "changed-by-finance");
+}
+
+#[tokio::test]
+async fn tag_limit_writes_nothing() {
+    let policy = infrastructure(&[("team", "platform"), ("env", "prod")], &[]);
+    let env = Env::new("p.json", &[("p.json", &policy)]).await;
+    let sa = rid("Microsoft.Storage/storageAccounts", "mycluster7xk2pimages");
+    let mut tags: Vec<(String, String)> = (0..49).map(|i| (format!("user{i:02}"), "x".to_string())).collect();
+    tags.push((OWNER.to_string(), "owned".to_string()));
+    let refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    env.fake.put_resource(&sa, &refs);
+    let body = env.drift(eg_event(&sa, "Microsoft.Storage/storageAccounts/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"limit-exceeded": 1}), "{body:#}");
+    assert_eq!(env.fake.arm_calls(), ["GET tags"], "all or nothing: no write at all");
+    assert_eq!(env.fake.tags(&sa).expect("sa").len(), 50);
+
+    // ARM's own check (here: a DNS zone, 15 tags, with a policy that claims a higher limit).
+    let policy = format!("version: 1\ncloud: azure\ninfraID: {INFRA}\ntags: {{team: platform, env: prod}}\nlimits: {{resourceTags: 50, resourceTagsByType: {{'Microsoft.Network/dnszones': 50}}}}\n");
+    env.publish("p.json", &policy).await;
+    let zone = rid("Microsoft.Network/dnszones", "mycluster.example.com");
+    let mut tags: Vec<(String, String)> = (0..14).map(|i| (format!("user{i:02}"), "x".to_string())).collect();
+    tags.push((OWNER.to_string(), "owned".to_string()));
+    let refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    env.fake.put_resource(&zone, &refs);
+    env.fake.clear_log();
+    let (status, body) =
+        env.invoke("drift", "eventGridEvent", eg_event(&zone, "Microsoft.Network/dnszones/write", SOMEONE)).await;
+    assert_eq!(status, 200, "a refused write for the limit is reported, not retried: {body:#}");
+    assert_eq!(statuses(&body), json!({"limit-exceeded": 1}), "{body:#}");
+    assert_eq!(env.fake.tags(&zone).expect("zone").len(), 15);
+}
+
+#[tokio::test]
+async fn resources_not_owned_are_never_written() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let shared = rid("Microsoft.Network/virtualNetworks", "shared-vnet");
+    let other = rid("Microsoft.Compute/virtualMachines", "other-cluster-vm");
+    let untagged = rid("Microsoft.Compute/virtualMachines", "pet-vm");
+    env.fake.put_resource(&shared, &[(OWNER, "shared")]);
+    env.fake.put_resource(&other, &[("kubernetes.io_cluster.othercluster-a1b2c", "owned")]);
+    env.fake.put_resource(&untagged, &[("team", "wrong")]);
+    let batch = json!([
+        eg_event(&shared, "Microsoft.Network/virtualNetworks/write", SOMEONE),
+        eg_event(&other, "Microsoft.Compute/virtualMachines/write", SOMEONE),
+        eg_event(&untagged, "Microsoft.Compute/virtualMachines/write", SOMEONE),
+    ]);
+    let (status, body) = env.deliver(&batch, &[("aeg-event-type", "Notification")]).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(body["by_status"], json!({"not-owned": 3}), "{body:#}");
+    assert_eq!(env.fake.count("PATCH tags") + env.fake.count("PUT tags"), 0);
+    assert_eq!(env.fake.tags(&untagged).expect("vm")["team"], "wrong");
+}
+
+#[tokio::test]
+async fn own_events_are_ignored_without_any_call() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let blob_calls = env.handler.calls.get("blob:GetBlob");
+    // The recorded fixture: a tags/write by the managed identity whose appid is ours.
+    let fixture = format!(
+        "{}/tests/fixtures/events/azure/ce-tags-write-by-managed-identity.json",
+        support::workspace_root().display()
+    );
+    let text = std::fs::read_to_string(fixture).expect("fixture");
+    let (status, body) = env.deliver(&serde_json::from_str(&text).expect("json"), &[]).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(
+        (body["events"].as_u64(), body["ignored"].as_u64(), body["resources"].as_u64()),
+        (Some(1), Some(1), Some(0))
+    );
+    // Our own principal id alone is enough too.
+    let vm = rid("Microsoft.Compute/virtualMachines", "master-1");
+    env.fake.put_resource(&vm, &[(OWNER, "owned")]);
+    let mut ev = eg_event(&vm, "Microsoft.Resources/tags/write", SOMEONE);
+    ev["data"]["authorization"]["evidence"]["principalId"] = json!(OWN_PRINCIPAL);
+    env.drift(ev).await;
+    assert!(env.fake.arm_calls().is_empty(), "{:?}", env.fake.arm_calls());
+    // Only the metrics (EventsIgnored) needed a token.
+    let tokens = env.fake.token_requests();
+    assert!(tokens.iter().all(|l| l.query.contains("monitoring.azure.com")), "{tokens:?}");
+    assert_eq!(env.handler.calls.get("blob:GetBlob"), blob_calls, "not even the policy is read");
+
+    // The second guard: our write comes back as a tags/write event the identity check misses
+    // (a caller id that is not ours): it is re-read and ends in zero writes.
+    let body = env.drift(eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"applied": 1}));
+    env.fake.clear_log();
+    let body = env.drift(eg_event(&vm, "Microsoft.Resources/tags/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"unchanged": 1}));
+    assert_eq!(env.fake.arm_calls(), ["GET tags"]);
+}
+
+#[tokio::test]
+async fn policy_from_a_blob_prefix_is_layered_and_skips_the_status_report() {
+    let overrides = format!(
+        "version: 1\ncloud: azure\ninfraID: {INFRA}\ntags: {{team: platform}}\noverrides:\n  - name: masters\n    selector: {{type: 'Microsoft.Compute/virtualMachines', tag: {{key: role, value: master}}}}\n    tags: {{team: control-plane}}\n"
+    );
+    let docs = [
+        ("layers/00-base.json", infrastructure(&[("team", "from-status"), ("env", "prod")], &[])),
+        ("layers/10-tagwarden.yaml", overrides),
+        // Not a policy: read as a layer it would make the whole version invalid.
+        ("layers/tagwarden-status.json", "{\"failures\": []}".to_string()),
+        ("other/99-ignored.yaml", "team: outside-the-prefix\n".to_string()),
+    ];
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let env = Env::new("layers/", &docs).await;
+    let master = rid("Microsoft.Compute/virtualMachines", "master-2");
+    let worker = rid("Microsoft.Compute/virtualMachines", "worker-1");
+    env.fake.put_resource(&master, &[(OWNER, "owned"), ("role", "master")]);
+    env.fake.put_resource(&worker, &[(OWNER, "owned"), ("role", "worker")]);
+    let batch = json!([
+        cloud_event(&eg_event(&master, "Microsoft.Compute/virtualMachines/write", SOMEONE)),
+        cloud_event(&eg_event(&worker, "Microsoft.Compute/virtualMachines/write", SOMEONE)),
+    ]);
+    let (status, body) = env.deliver(&batch, &[]).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(env.fake.tags(&master).expect("m")["team"], "control-plane");
+    assert_eq!(env.fake.tags(&worker).expect("w")["team"], "platform");
+    assert_eq!(env.fake.tags(&worker).expect("w")["env"], "prod");
+    assert_eq!(env.handler.calls.get("blob:ListBlobs"), 2, "one listing per event (POLICY_TTL=0)");
+    assert_eq!(env.handler.reconciler.store.downloads(), 2, "each layer downloaded once; the status report never");
+
+    // A new layer: only it is downloaded.
+    env.publish("layers/20-more.yaml", "env: staging\n").await;
+    env.deliver(&json!([eg_event(&worker, "Microsoft.Compute/virtualMachines/write", SOMEONE)]), &[]).await;
+    assert_eq!(env.handler.reconciler.store.downloads(), 3);
+    assert_eq!(env.fake.tags(&worker).expect("w")["env"], "staging");
+}
+
+#[tokio::test]
+async fn policy_blob_etag_last_known_good_and_status_report() {
+    let name = "cluster/infrastructure.yaml";
+    let env = Env::new(name, &[(name, &infrastructure(&[("team", "platform")], &[]))]).await;
+    let store = &env.handler.reconciler.store;
+    let (policy, change) = store.current(false).await;
+    assert!(matches!(change, Some(PolicyChange::Loaded { .. })), "{change:?}");
+    let v1 = policy.expect("policy").policy.version.clone();
+    assert_eq!(store.downloads(), 1);
+    // Unchanged: a conditional GET answered 304, nothing downloaded or parsed.
+    let (policy, change) = store.current(false).await;
+    assert_eq!((change, store.downloads(), env.handler.calls.get("blob:GetBlob")), (None, 1, 2));
+    assert_eq!(policy.expect("policy").policy.version, v1);
+
+    // An invalid new version (a reserved key and a duplicate differing in case) is rejected;
+    // the last known good version stays in force, and the status report says so.
+    env.publish(name, &infrastructure(&[("team", "platform"), ("azure-owner", "x"), ("Team", "y")], &[])).await;
+    let vm = rid("Microsoft.Compute/virtualMachines", "master-0");
+    env.fake.put_resource(&vm, &[(OWNER, "owned")]);
+    let body = env.drift(eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"applied": 1}), "the last known good policy is applied: {body:#}");
+    assert_eq!(env.fake.tags(&vm).expect("vm")["team"], "platform");
+    let report: Value = serde_json::from_str(
+        &azurite::get_blob(&env.http, &env.container, "cluster/tagwarden-status.json").await.expect("status report"),
+    )
+    .expect("json");
+    assert_eq!(report["policy"]["state"], "rejected-keeping-last-good", "{report:#}");
+    assert_eq!(report["policy"]["version"], json!(v1));
+    let errors = report["policy"]["errors"].to_string();
+    assert!(errors.contains("azure-owner") && errors.contains("Team"), "{errors}");
+    assert!(!report["policy"]["location"].as_str().unwrap_or_default().contains("sig="), "no SAS in the report");
+    // PolicyRejected reached Azure Monitor.
+    let posted = env.fake.posted_metrics();
+    assert!(posted.iter().any(|(_, b)| b.contains("\"PolicyRejected\"")), "{posted:?}");
+}
+
+#[tokio::test]
+async fn fails_closed_without_a_valid_policy() {
+    let env = Env::new("p.yaml", &[("p.yaml", "version: 1\ncloud: azure\ntags: {team: platform}\n")]).await;
+    let vm = rid("Microsoft.Compute/virtualMachines", "master-0");
+    env.fake.put_resource(&vm, &[(OWNER, "owned")]);
+    let (status, body) =
+        env.invoke("drift", "eventGridEvent", eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(status, 500, "Event Grid must retry: {body:#}");
+    let error = body["ReturnValue"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("no valid policy") && error.contains("infraID"), "{error}");
+    assert!(env.fake.arm_calls().is_empty(), "nothing read or written: {:?}", env.fake.arm_calls());
+    let report = azurite::get_blob(&env.http, &env.container, "tagwarden-status.json").await.expect("status report");
+    assert!(report.contains("\"unavailable\""), "{report}");
+
+    // No blob at all: the error names the location (without the SAS).
+    let env = Env::new("missing.yaml", &[]).await;
+    let (status, body) =
+        env.invoke("drift", "eventGridEvent", eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(status, 500);
+    let error = body["ReturnValue"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains("missing.yaml") && error.contains("BlobNotFound") && !error.contains("sig="), "{error}");
+}
+
+#[tokio::test]
+async fn handshakes_over_http() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let handler = std::sync::Arc::new(env.handler);
+    let h = handler.clone();
+    tokio::spawn(server::serve(listener, move |r| {
+        let h = h.clone();
+        async move { h.handle(r).await }
+    }));
+    let http = reqwest::Client::new();
+    // The readiness probe.
+    assert_eq!(http.get(format!("{url}/")).send().await.expect("GET /").status().as_u16(), 200);
+    // Event Grid's synchronous subscription validation (the documented sample).
+    let validation = json!([{
+        "id": "2d1781af-3a4c-4d7c-bd0c-e34b19da4e66", "topic": "/subscriptions/xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "subject": "",
+        "data": {"validationCode": "512d38b6-c7b8-40c8-89fe-f46f9e9622b6", "validationUrl": "https://rp-eastus2.eventgrid.azure.net:553/eventsubscriptions/estest/validate?id=512d38b6"},
+        "eventType": "Microsoft.EventGrid.SubscriptionValidationEvent", "eventTime": "2018-01-25T22:12:19.4556811Z", "metadataVersion": "1", "dataVersion": "1"
+    }]);
+    let resp = http
+        .post(format!("{url}/api/events"))
+        .header("aeg-event-type", "SubscriptionValidation")
+        .body(validation.to_string())
+        .send()
+        .await
+        .expect("validation");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&resp.text().await.expect("text")).expect("json"),
+        json!({"validationResponse": "512d38b6-c7b8-40c8-89fe-f46f9e9622b6"})
+    );
+    // CloudEvents abuse protection.
+    let resp = http
+        .request(reqwest::Method::OPTIONS, format!("{url}/api/events"))
+        .header("WebHook-Request-Origin", "eventgrid.azure.net")
+        .send()
+        .await
+        .expect("OPTIONS");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.headers().get("webhook-allowed-origin").and_then(|v| v.to_str().ok()), Some("eventgrid.azure.net"));
+    // Not JSON: 400, so Event Grid dead-letters instead of retrying forever.
+    let resp = http.post(format!("{url}/api/events")).body("nope").send().await.expect("bad body");
+    assert_eq!(resp.status().as_u16(), 400);
+    assert!(env.fake.arm_calls().is_empty());
+}
+
+#[tokio::test]
+async fn cloudevents_batch_is_reconciled_event_by_event() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let a = rid("Microsoft.Compute/virtualMachines", "worker-a");
+    let b = rid("Microsoft.Compute/disks", "worker-a_OSDisk");
+    env.fake.put_resource(&a, &[(OWNER, "owned")]);
+    env.fake.put_resource(&b, &[(OWNER, "owned"), ("team", "platform")]);
+    let mut deleted = cloud_event(&eg_event(
+        &rid("Microsoft.Compute/virtualMachines", "gone"),
+        "Microsoft.Compute/virtualMachines/delete",
+        SOMEONE,
+    ));
+    deleted["type"] = json!("Microsoft.Resources.ResourceDeleteSuccess");
+    let batch = json!([
+        cloud_event(&eg_event(&a, "Microsoft.Compute/virtualMachines/write", SOMEONE)),
+        cloud_event(&eg_event(&b, "Microsoft.Compute/disks/write", SOMEONE)),
+        deleted,
+    ]);
+    let (status, body) = env.deliver(&batch, &[]).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!((body["events"].as_u64(), body["ignored"].as_u64()), (Some(3), Some(1)));
+    assert_eq!(body["by_status"], json!({"applied": 1, "unchanged": 1}));
+    assert_eq!(env.fake.count("PATCH tags"), 1);
+    // One metrics POST for the whole delivery, NDJSON, with the shared metric names.
+    let posted = env.fake.posted_metrics();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!(posted[0].0, "application/x-ndjson");
+    let docs: Vec<Value> = posted[0].1.lines().map(|l| serde_json::from_str(l).expect("ndjson line")).collect();
+    let metric =
+        |name: &str| docs.iter().find(|d| d["data"]["baseData"]["metric"] == name).cloned().unwrap_or(Value::Null);
+    assert_eq!(metric("EventsReceived")["data"]["baseData"]["series"][0]["sum"], 3);
+    assert_eq!(metric("EventsReceived")["data"]["baseData"]["namespace"], "TagWarden");
+    assert_eq!(metric("TagsWritten")["data"]["baseData"]["dimNames"], json!(["Cloud", "ResourceType", "InfraID"]));
+}
+
+#[tokio::test]
+async fn throttling_is_retried_after_retry_after() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let vm = rid("Microsoft.Compute/virtualMachines", "master-0");
+    env.fake.put_resource(&vm, &[(OWNER, "owned")]);
+    env.fake.inject("PATCH", Fault::Throttle { retry_after: 1 });
+    let start = Instant::now();
+    let body = env.drift(eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert!(start.elapsed() >= Duration::from_secs(1), "Retry-After honoured: {:?}", start.elapsed());
+    assert_eq!(statuses(&body), json!({"applied": 1}));
+    assert_eq!(env.fake.arm_calls(), ["GET tags", "PATCH tags", "PATCH tags"]);
+    assert_eq!(env.fake.log().iter().filter(|l| l.status == 429).count(), 1);
+
+    // Throttled past the budget: the invocation fails so Event Grid retries later; the metrics
+    // endpoint failing does not change that answer (nor would it fail a success).
+    env.fake.inject("GET", Fault::Throttle { retry_after: 3600 });
+    env.fake.fail_metrics(500);
+    let (status, body) =
+        env.invoke("drift", "eventGridEvent", eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(status, 500, "{body:#}");
+    assert!(body["Logs"].to_string().contains("Retry-After"), "{body:#}");
+    env.fake.clear_log();
+    let body = env.drift(eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"unchanged": 1}), "a failed metrics POST never fails the invocation");
+}
+
+#[tokio::test]
+async fn accepted_write_is_polled_to_completion() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let disk = rid("Microsoft.Compute/disks", "master-0_OSDisk");
+    env.fake.put_resource(&disk, &[(OWNER, "owned")]);
+    env.fake.inject("PATCH", Fault::Accept { polls: 2 });
+    let body = env.drift(eg_event(&disk, "Microsoft.Compute/disks/write", SOMEONE)).await;
+    assert_eq!(statuses(&body), json!({"applied": 1}), "{body:#}");
+    assert_eq!(env.fake.arm_calls(), ["GET tags", "PATCH tags", "GET poll", "GET poll", "GET poll"]);
+    assert_eq!(env.fake.tags(&disk).expect("disk")["team"], "platform");
+}
+
+#[tokio::test]
+async fn host_envelope_with_a_string_event_and_failures() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let vm = rid("Microsoft.Compute/virtualMachines", "master-0");
+    env.fake.put_resource(&vm, &[(OWNER, "owned")]);
+    // The host may JSON-encode the binding value as a string: it is parsed twice.
+    let event = eg_event(&vm, "Microsoft.Compute/virtualMachines/write", SOMEONE).to_string();
+    let (status, body) = env.invoke("drift", "eventGridEvent", Value::String(event)).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(body["Outputs"], json!({}));
+    assert_eq!(statuses(&body), json!({"applied": 1}));
+
+    // A resource not visible yet (404 after retries) and a denied write both fail the invocation.
+    let ghost = rid("Microsoft.Compute/virtualMachines", "not-yet");
+    let (status, body) = env
+        .invoke("drift", "eventGridEvent", eg_event(&ghost, "Microsoft.Compute/virtualMachines/write", SOMEONE))
+        .await;
+    assert_eq!(status, 500);
+    assert!(body["Logs"].to_string().contains("ResourceNotFound"), "{body:#}");
+    assert_eq!(env.fake.log().iter().filter(|l| l.path.contains("not-yet")).count(), 2, "bounded retries of the 404");
+    let other = rid("Microsoft.Compute/virtualMachines", "master-9");
+    env.fake.put_resource(&other, &[(OWNER, "owned")]);
+    env.fake.inject("PATCH", Fault::Status { status: 403, code: "AuthorizationFailed" });
+    let (status, body) = env
+        .invoke("drift", "eventGridEvent", eg_event(&other, "Microsoft.Compute/virtualMachines/write", SOMEONE))
+        .await;
+    assert_eq!(status, 500);
+    assert!(body["Logs"].to_string().contains("Tag Contributor"), "{body:#}");
+    // Not an event at all.
+    let (status, _) = env.invoke("drift", "eventGridEvent", json!({"hello": "world"})).await;
+    assert_eq!(status, 500);
+}
+
+#[tokio::test]
+async fn sweep_and_policy_change_reach_every_owned_resource() {
+    let env = Env::new("layers/", &[("layers/00.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let rg = format!("/subscriptions/{SUB}/resourceGroups/{INFRA}-rg");
+    env.fake.put_resource(&rg, &[(OWNER, "owned")]);
+    let mut owned = Vec::new();
+    for i in 0..4 {
+        let id = rid("Microsoft.Compute/disks", &format!("disk-{i}"));
+        env.fake.put_resource(&id, &[(OWNER, "owned")]);
+        owned.push(id);
+    }
+    let shared = rid("Microsoft.Network/virtualNetworks", "vnet");
+    env.fake.put_resource(&shared, &[(OWNER, "shared")]);
+    let denied = rid("Microsoft.Compute/virtualMachines", "locked");
+    env.fake.put_resource(&denied, &[(OWNER, "owned")]);
+
+    // The timer.
+    let (status, body) =
+        env.invoke("sweep", "timer", json!({"Schedule": {"AdjustForDST": true}, "IsPastDue": false})).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body), json!({"applied": 6}), "4 disks, the VM and the resource group: {body:#}");
+    assert_eq!(env.fake.tags(&shared).expect("vnet").get("team"), None);
+    assert!(env.fake.count("GET list") >= 4, "paged listings: {:?}", env.fake.arm_calls());
+
+    // The policy changes (Event Grid BlobCreated on the policy container): an immediate sweep.
+    env.publish("layers/10.yaml", "team: platform-2\n").await;
+    env.fake.inject("PATCH", Fault::Status { status: 403, code: "AuthorizationFailed" });
+    let blob_created = json!({
+        "topic": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy",
+        "subject": "/blobServices/default/containers/policy/blobs/layers/10.yaml",
+        "eventType": "Microsoft.Storage.BlobCreated", "id": support::suffix(), "eventTime": "2026-11-21T10:00:00Z",
+        "data": {"api": "PutBlob", "url": "https://policy.blob.core.windows.net/policy/layers/10.yaml"}, "dataVersion": "", "metadataVersion": "1"
+    });
+    let (status, body) = env.invoke("drift", "eventGridEvent", blob_created.clone()).await;
+    assert_eq!(status, 500, "one resource failed: {body:#}");
+    assert_eq!(body["ReturnValue"]["by_status"]["applied"], 5);
+    // The status report lists the failure (the Azure seed's resourceTags list: name + error).
+    let report: Value = serde_json::from_str(
+        &azurite::get_blob(&env.http, &env.container, "layers/tagwarden-status.json").await.expect("report"),
+    )
+    .expect("json");
+    let failures = report["failures"].as_array().expect("failures");
+    assert_eq!(failures.len(), 1, "{report:#}");
+    assert!(failures[0]["error"].as_str().unwrap_or_default().contains("AuthorizationFailed"));
+    assert!(!failures[0]["name"].as_str().unwrap_or_default().is_empty());
+
+    // The function's own status report is not a policy change.
+    env.fake.clear_log();
+    let mut own = blob_created;
+    own["subject"] = json!("/blobServices/default/containers/policy/blobs/layers/tagwarden-status.json");
+    let (status, _) = env.invoke("drift", "eventGridEvent", own).await;
+    assert_eq!(status, 200);
+    assert!(env.fake.arm_calls().is_empty());
+}
