@@ -58,14 +58,17 @@ pub enum Fault {
     Status { status: u16, code: &'static str },
 }
 
+/// An accepted write: (polls left, resource key, tags after the write).
+type Operation = (u32, String, Vec<(String, String)>);
+
 #[derive(Default)]
 struct State {
     resources: HashMap<String, Resource>,
     log: Vec<Logged>,
     /// Faults for the next requests of a method (`PATCH`, `GET`, `*`).
     faults: VecDeque<(String, Fault)>,
-    /// Operation id → (polls left, resource key, tags after the write).
-    operations: HashMap<u64, (u32, String, Vec<(String, String)>)>,
+    /// Operation id → the accepted write.
+    operations: HashMap<u64, Operation>,
     next_id: u64,
     /// Token → audience.
     tokens: HashMap<String, String>,
