@@ -23,10 +23,10 @@ pub struct Azurite {
 }
 
 fn azurite_blob_binary() -> PathBuf {
-    if let Ok(p) = std::env::var("TAGWARDEN_AZURITE_BLOB") {
-        return PathBuf::from(p);
-    }
-    let p = super::workspace_root().join(".tools/node/node_modules/.bin/azurite-blob");
+    let p = match std::env::var("TAGWARDEN_AZURITE_BLOB") {
+        Ok(p) => PathBuf::from(p),
+        Err(_) => super::workspace_root().join(".tools/node/node_modules/.bin/azurite-blob"),
+    };
     assert!(
         p.exists(),
         "azurite-blob not found at {}: run scripts/install-tools azurite (npm azurite@3.35.0 into .tools/node; needs node and npm), or set TAGWARDEN_AZURITE_BLOB",
