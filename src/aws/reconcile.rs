@@ -99,24 +99,23 @@ impl Reconciler {
             return out;
         }
         let Some(policy) = self.policy(&mut out, false).await else { return out };
-        let mut targets: Vec<ResourceRef> = event.resources.clone();
+        let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
+            event.resources.iter().map(|r| (r.clone(), event.tags.clone())).collect();
         // A new instance's volumes are not in its RunInstances event.
         if event.kind == EventKind::Create && event.event_name == "RunInstances" {
+            let (region, account) =
+                (event.region.as_deref().unwrap_or_default(), event.account.as_deref().unwrap_or_default());
             for instance in event.resources.iter().filter(|r| r.kind == "ec2:instance") {
                 match self.tagger.attached_volumes(&instance.id).await {
-                    Ok(volumes) => targets.extend(volumes.iter().map(|v| {
-                        ResourceRef::ec2(
-                            v,
-                            event.region.as_deref().unwrap_or_default(),
-                            event.account.as_deref().unwrap_or_default(),
-                        )
-                    })),
+                    Ok(volumes) => targets.extend(
+                        volumes.into_iter().map(|(id, tags)| (ResourceRef::ec2(&id, region, account), Some(tags))),
+                    ),
                     Err(e) => out.push(Record::failed(Cloud::Aws, instance, &policy.policy.version, e.to_string())),
                 }
             }
         }
-        for r in &targets {
-            let mut record = self.reconcile(&policy, r, event.tags.as_ref()).await;
+        for (r, known) in &targets {
+            let mut record = self.reconcile(&policy, r, known.as_ref()).await;
             record.event_id = event.id.clone();
             out.push(record);
         }

@@ -487,8 +487,9 @@ impl Tagger {
         Ok(out)
     }
 
-    /// Volumes attached to an instance: `RunInstances` events do not name them.
-    pub async fn attached_volumes(&self, instance_id: &str) -> Result<Vec<String>, AwsError> {
+    /// Volumes attached to an instance, with their tags: `RunInstances` events do not name them,
+    /// and `DescribeVolumes` already carries the tags, so no second read is needed.
+    pub async fn attached_volumes(&self, instance_id: &str) -> Result<Vec<(String, TagMap)>, AwsError> {
         let out = self
             .clients
             .ec2
@@ -497,7 +498,17 @@ impl Tagger {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("ec2:DescribeVolumes", instance_id, e))?;
-        Ok(out.volumes().iter().filter_map(|v| v.volume_id().map(str::to_owned)).collect())
+        Ok(out
+            .volumes()
+            .iter()
+            .filter_map(|v| {
+                let tags = v
+                    .tags()
+                    .iter()
+                    .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()));
+                v.volume_id().map(|id| (id.to_string(), tags.collect()))
+            })
+            .collect())
     }
 }
 
