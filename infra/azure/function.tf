@@ -24,6 +24,8 @@ locals {
     TAGWARDEN_SELF_PRINCIPAL_ID   = azurerm_user_assigned_identity.function.principal_id
     TAGWARDEN_SELF_CLIENT_ID      = azurerm_user_assigned_identity.function.client_id
     TAGWARDEN_METRICS_RESOURCE_ID = local.function_app_id
+    TAGWARDEN_METRICS_REGION      = var.location
+    TAGWARDEN_SWEEP_SCOPES        = join(",", sort(tolist(local.enforcement_scopes)))
     RUST_LOG                      = var.log_level
   }
 
@@ -31,8 +33,6 @@ locals {
   platform_app_settings = {
     # sweep/function.json: "schedule": "%TAGWARDEN_SWEEP_SCHEDULE%"
     TAGWARDEN_SWEEP_SCHEDULE = var.sweep_schedule
-    TAGWARDEN_INFRA_ID       = var.infra_id
-    TAGWARDEN_STATUS_URL     = local.status_url
     # Identity-based host storage with the platform identity. The provider always writes an
     # `AzureWebJobsStorage` connection string (with an empty key under identity auth); blanking it
     # makes the host use the __accountName/__credential/__clientId form.

@@ -67,7 +67,7 @@ variable "create_resource_group" {
 ################################################################################
 
 variable "function_zip" {
-  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (templates in `package/`). Deployed with the Flex Consumption app's `zip_deploy_file` (see README, \"Deploying the package\"). Put a version or hash in the file name: the provider only redeploys when the path changes. null: Terraform deploys nothing; publish with `az functionapp deployment source config-zip`."
+  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (the files are in `functions/azure-function/`; `scripts/package-azure-function` builds the zip). Deployed with the Flex Consumption app's `zip_deploy_file` (see README, \"Deploying the package\"). Put a version or hash in the file name: the provider only redeploys when the path changes. null: Terraform deploys nothing; publish with `az functionapp deployment source config-zip`."
   type        = string
   default     = null
 
