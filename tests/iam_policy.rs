@@ -8,8 +8,14 @@ use std::path::Path;
 use regex::Regex;
 
 /// `client field` → IAM service prefix.
-const SERVICES: &[(&str, &str)] =
-    &[("ec2", "ec2"), ("s3", "s3"), ("elbv2", "elasticloadbalancing"), ("iam", "iam"), ("ssm", "ssm"), ("tagging", "tag")];
+const SERVICES: &[(&str, &str)] = &[
+    ("ec2", "ec2"),
+    ("s3", "s3"),
+    ("elbv2", "elasticloadbalancing"),
+    ("iam", "iam"),
+    ("ssm", "ssm"),
+    ("tagging", "tag"),
+];
 
 /// SDK operations whose IAM action has another name.
 const RENAMED: &[(&str, &str)] = &[("s3:ListObjectsV2", "s3:ListBucket")];
@@ -49,7 +55,8 @@ fn actions_called_by_code() -> BTreeSet<String> {
         for c in call.captures_iter(text) {
             let prefix = SERVICES.iter().find(|(f, _)| *f == &c[1]).map(|(_, p)| *p).expect("known client");
             let action = format!("{prefix}:{}", pascal(&c[2]));
-            let action = RENAMED.iter().find(|(from, _)| *from == action).map(|(_, to)| to.to_string()).unwrap_or(action);
+            let action =
+                RENAMED.iter().find(|(from, _)| *from == action).map(|(_, to)| to.to_string()).unwrap_or(action);
             found.insert(action);
         }
     }
@@ -85,7 +92,9 @@ fn role_grants_exactly_what_the_code_calls() {
     let code = actions_called_by_code();
     let granted = actions_granted_by_terraform();
     // A sanity floor, so a broken scan cannot pass by finding nothing.
-    for must in ["ec2:CreateTags", "s3:PutBucketTagging", "elasticloadbalancing:AddTags", "iam:TagRole", "tag:GetResources"] {
+    for must in
+        ["ec2:CreateTags", "s3:PutBucketTagging", "elasticloadbalancing:AddTags", "iam:TagRole", "tag:GetResources"]
+    {
         assert!(code.contains(must), "the scan of src/aws missed {must}: {code:?}");
     }
     let extra: Vec<_> = granted.difference(&code).collect();
