@@ -1,0 +1,176 @@
+//! Faults between the Lambda's code and the AWS APIs: throttling in each service's real shape,
+//! 500/503, dropped connections and delays past the client's timeout, injected by a proxy in front
+//! of moto (tests/support/fault_proxy.rs). SQS is simulated around the real handler: partial batch
+//! failures are redelivered up to `maxReceiveCount` 5, then dead-lettered with the original body.
+//! Invariants: every event ends applied or in the dead-letter queue (none lost), and no resource
+//! ends with a wrong value. Figures are printed (`--nocapture`).
+
+#![cfg(feature = "aws")]
+
+#[path = "support/fault_proxy.rs"]
+mod fault_proxy;
+#[path = "support/fleet.rs"]
+mod fleet;
+mod support;
+
+use std::time::{Duration, Instant};
+
+use fault_proxy::{Fault, FaultProxy, Rule, When};
+use fleet::{Fleet, FleetSpec, Rng, Sqs};
+use serde_json::{json, Value};
+use tagwarden::aws::function;
+use tagwarden::aws::tags::Tagger;
+use tagwarden::resource::ResourceRef;
+
+/// The client attempt timeout in these tests; injected delays are longer.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(800);
+
+fn chaos_rules() -> Vec<Rule> {
+    let p = When::Probability;
+    let on = |svc: &str, op: &str, fault: Fault, when: When| Rule::new(Some(svc), Some(op), fault, when);
+    vec![
+        // Enough in a row to exhaust the SDK's 5 attempts: the handler must hand events back.
+        on("ec2", "CreateTags", Fault::Throttle, When::Always).budget(12),
+        on("ec2", "DescribeTags", Fault::Throttle, p(0.25)),
+        on("ec2", "CreateTags", Fault::Throttle, p(0.25)),
+        on("s3", "GetBucketTagging", Fault::Throttle, p(0.2)),
+        on("s3", "PutBucketTagging", Fault::OperationAborted, p(0.3)),
+        on("s3", "PutBucketTagging", Fault::Throttle, p(0.1)),
+        on("s3", "GetObject", Fault::Status(503), p(0.1)),
+        on("iam", "ListRoleTags", Fault::Throttle, p(0.25)),
+        on("iam", "TagRole", Fault::Throttle, p(0.25)),
+        on("elasticloadbalancing", "DescribeTags", Fault::Throttle, p(0.25)),
+        on("elasticloadbalancing", "AddTags", Fault::Throttle, p(0.25)),
+        Rule::new(None, None, Fault::Status(500), p(0.04)),
+        Rule::new(None, None, Fault::Status(503), p(0.03)),
+        Rule::new(None, None, Fault::Reset, p(0.04)),
+        Rule::new(None, None, Fault::Delay(ATTEMPT_TIMEOUT + Duration::from_millis(400)), p(0.02)).budget(12),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn events_under_faults_end_applied_or_dead_lettered_and_sweep_rides_out_throttling() {
+    let proxy = FaultProxy::start(&support::moto().endpoint).await;
+    let (via, direct, account) = fleet::account_via(&proxy.endpoint, ATTEMPT_TIMEOUT).await;
+    let bucket = format!("policy-{account}");
+    direct.s3.create_bucket().bucket(&bucket).send().await.expect("policy bucket");
+    let desired = fleet::tags(&[("team", "platform"), ("cost-center", "42")]);
+    let policy = fleet::infrastructure(&[("team", "platform"), ("cost-center", "42")]);
+    direct.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("policy");
+    let spec = FleetSpec { instances: 40, foreign_instances: 6, buckets: 8, roles: 8, target_groups: 4 };
+    let fleet = Fleet::create(&direct, &account, &spec).await;
+    let rec = fleet::reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
+
+    // One event per resource, a third again as duplicates, shuffled; plus two that cannot
+    // succeed: an instance that never exists, and a body that is not an event.
+    let mut rng = Rng(proxy.seed | 1);
+    let mut bodies: Vec<(String, String)> = Vec::new();
+    for (i, r) in fleet.all().enumerate() {
+        bodies.push((format!("m{i}"), fleet::event_for(r, &account, &format!("e{i}"))));
+    }
+    let n = bodies.len();
+    for d in 0..n / 3 {
+        let (_, body) = bodies[rng.below(n)].clone();
+        bodies.push((format!("dup{d}"), body));
+    }
+    let ghost = ResourceRef::ec2("i-0000000000000dead", "us-east-1", &account);
+    bodies.push(("ghost".into(), fleet::event_for(&ghost, &account, "ghost")));
+    bodies.push(("garbage".into(), "not json at all {".into()));
+    rng.shuffle(&mut bodies);
+
+    let mut sqs = Sqs::new(5, 10);
+    for (id, body) in &bodies {
+        sqs.send(id, body.clone());
+    }
+    proxy.set_rules(chaos_rules());
+    let started = Instant::now();
+    via.calls.reset();
+    sqs.drain(&rec).await;
+    let elapsed = started.elapsed();
+    proxy.clear_rules();
+
+    // Nothing lost: every message is done or dead-lettered, with its original body.
+    let total = bodies.len();
+    let lost: Vec<&String> =
+        sqs.sent.keys().filter(|id| !sqs.done.contains_key(*id) && !sqs.dead.iter().any(|(d, _)| d == *id)).collect();
+    assert!(lost.is_empty(), "lost messages: {lost:?}");
+    assert_eq!(sqs.done.len() + sqs.dead.len(), total);
+    for (id, body) in &sqs.dead {
+        assert_eq!(body, &sqs.sent[id], "the dead-letter queue keeps the original body of {id}");
+    }
+    let dead: Vec<&str> = sqs.dead.iter().map(|(id, _)| id.as_str()).collect();
+    assert!(dead.contains(&"ghost") && dead.contains(&"garbage"), "{dead:?}");
+    assert!(sqs.redelivered() > 2, "the injected faults made the handler hand events back: {}", sqs.redelivered());
+
+    // No wrong value; every resource named by a message that succeeded carries the policy.
+    let applied_ids: Vec<String> = sqs
+        .done
+        .keys()
+        .filter_map(|id| serde_json::from_str::<Value>(&sqs.sent[id]).ok())
+        .filter_map(|v| tagwarden::events::parse_one(v.to_string().as_bytes()).ok())
+        .flat_map(|e| e.resources.into_iter().map(|r| r.id))
+        .collect();
+    let checker = Tagger::new(direct.clone());
+    let (wrong, applied) = fleet.check(&checker, &desired, &|r: &ResourceRef| applied_ids.contains(&r.id)).await;
+    assert!(wrong.is_empty(), "wrong final values: {wrong:#?}");
+
+    let injected = proxy.injected();
+    assert!(injected.get("throttle").copied().unwrap_or_default() > 12, "{injected:?}");
+    assert!(injected.keys().len() >= 4, "several kinds of fault were injected: {injected:?}");
+    println!(
+        "FAULTS(events): messages={total} done={} dead_lettered={} (ghost+garbage+{} under faults) lost=0 redelivered={} \
+         receives={} invocations={} wrong_values=0 owned_resources={} carrying_policy={applied} elapsed={:.1}s",
+        sqs.done.len(),
+        sqs.dead.len(),
+        sqs.dead.len() - 2,
+        sqs.redelivered(),
+        sqs.receives,
+        sqs.invocations,
+        fleet.owned.len(),
+        elapsed.as_secs_f64()
+    );
+    println!("FAULTS(events) injected by kind: {injected:?}");
+    println!("FAULTS(events) injected by operation: {:?}", proxy.injected_by_operation());
+    println!("FAULTS(events) SDK attempts: {:?}", via.calls.snapshot());
+
+    // The sweep under throttling: drift half the fleet behind tagwarden's back, then throttle
+    // the batched writes and the discovery; batches are re-sent and everything ends right.
+    for r in fleet.owned.iter().step_by(2) {
+        Tagger::new(direct.clone())
+            .write(r, &fleet::tags(&[("team", "drifted")]), &checker.read(r).await.unwrap())
+            .await
+            .unwrap();
+    }
+    let before = proxy.injected();
+    proxy.set_rules(vec![
+        // 7 in a row: the first batch call fails its 5 SDK attempts, the sweep's own backoff
+        // sends it again, and 2 more attempts are throttled.
+        Rule::new(Some("ec2"), Some("CreateTags"), Fault::Throttle, When::Always).budget(7),
+        Rule::new(Some("tagging"), Some("GetResources"), Fault::Throttle, When::EveryNth(2)).budget(3),
+        Rule::new(Some("s3"), Some("PutBucketTagging"), Fault::OperationAborted, When::EveryNth(2)).budget(4),
+        Rule::new(Some("iam"), Some("TagRole"), Fault::Throttle, When::EveryNth(2)).budget(6),
+        Rule::new(Some("elasticloadbalancing"), Some("AddTags"), Fault::Throttle, When::Always).budget(5),
+    ]);
+    via.calls.reset();
+    let inv = function::handle(&rec, &json!({"tagwarden": "sweep"})).await;
+    proxy.clear_rules();
+    assert!(inv.error.is_none(), "{:?} {:?}", inv.error, inv.lines);
+    let swept = inv.response["sweep"].as_u64().expect("sweep count");
+    assert_eq!(inv.response["failed"], 0, "{}", inv.response);
+    let (wrong, applied) = fleet.check(&checker, &desired, &|_| true).await;
+    assert!(wrong.is_empty(), "wrong values after the sweep: {wrong:#?}");
+    assert_eq!(applied, fleet.owned.len());
+    let after = proxy.injected();
+    let during: Vec<(String, u64)> =
+        after.iter().map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or_default())).collect();
+    let calls = via.calls.snapshot();
+    // 20 drifted instances share one delta: one batch, whose call was attempted 5 + 3 times.
+    assert_eq!(calls.get("EC2:CreateTags"), Some(&8), "{calls:?}");
+    println!(
+        "FAULTS(sweep): swept={swept} failed=0 wrong_values=0 injected={during:?} batch_attempts EC2:CreateTags={:?} ELBv2:AddTags={:?} S3:PutBucketTagging={:?} IAM:TagRole={:?}",
+        calls.get("EC2:CreateTags"),
+        calls.get("Elastic Load Balancing v2:AddTags"),
+        calls.get("S3:PutBucketTagging"),
+        calls.get("IAM:TagRole"),
+    );
+}
