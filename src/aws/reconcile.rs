@@ -99,8 +99,15 @@ impl Reconciler {
             return out;
         }
         let Some(policy) = self.policy(&mut out, false).await else { return out };
+        // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
+        // whoever can put an event on the bus can claim a foreign resource is owned. They only
+        // spare the read of a resource they say is not owned; a claim of ownership is re-read.
+        let hint = event
+            .tags
+            .clone()
+            .filter(|t| crate::cloud::ownership(Cloud::Aws, &policy.infra_id, t) != crate::cloud::Ownership::Owned);
         let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
-            event.resources.iter().map(|r| (r.clone(), event.tags.clone())).collect();
+            event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
         // A new instance's volumes are not in its RunInstances event.
         if event.kind == EventKind::Create && event.event_name == "RunInstances" {
             let (region, account) =
