@@ -32,6 +32,9 @@ pub struct Reconciler {
     pub sweep: SweepOptions,
     /// Told how a sweep is going (the CLI draws a progress bar).
     pub progress: Option<Progress>,
+    /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
+    /// re-reads and finds no drift, so a policy version costs one write per resource.
+    in_flight: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// What one event or sweep did.
@@ -62,7 +65,15 @@ impl Outcome {
 
 impl Reconciler {
     pub fn new(tagger: Tagger, store: PolicyStore, own: Vec<String>) -> Self {
-        Reconciler { tagger, store, own, dry_run: false, sweep: SweepOptions::default(), progress: None }
+        Reconciler {
+            tagger,
+            store,
+            own,
+            dry_run: false,
+            sweep: SweepOptions::default(),
+            progress: None,
+            in_flight: Default::default(),
+        }
     }
 
     /// The policy in force; a rejected new version is counted and reported.
@@ -132,6 +143,40 @@ impl Reconciler {
     /// Re-read (unless the tags are `known`), plan and write one resource.
     pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef, known: Option<&TagMap>) -> Record {
         let start = Instant::now();
+        let lock = self.lock_for(&r.id);
+        let (guard, waited) = match lock.try_lock() {
+            Ok(guard) => (guard, false),
+            Err(_) => (lock.lock().await, true),
+        };
+        // Waited behind another reconcile of this resource: tags the event carried are stale now.
+        let known = if waited { None } else { known };
+        let record = self.reconcile_locked(policy, r, known, start).await;
+        drop(guard);
+        self.release(&r.id, lock);
+        record
+    }
+
+    fn lock_for(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(id.to_string()).or_default().clone()
+    }
+
+    /// Forget a resource's lock once nobody else holds or waits for it, so the map stays small.
+    fn release(&self, id: &str, lock: Arc<tokio::sync::Mutex<()>>) {
+        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        // Two references: ours and the map's.
+        if Arc::strong_count(&lock) <= 2 {
+            map.remove(id);
+        }
+    }
+
+    async fn reconcile_locked(
+        &self,
+        policy: &LoadedPolicy,
+        r: &ResourceRef,
+        known: Option<&TagMap>,
+        start: Instant,
+    ) -> Record {
         let version = &policy.policy.version;
         let current = match known {
             Some(tags) => tags.clone(),
