@@ -348,7 +348,7 @@ impl BlobPolicyStore {
             req = req.header("if-none-match", e);
         }
         self.calls.record(OP_GET);
-        let resp = req.send().await.map_err(|e| AzureError::transport(OP_GET, &target, &e))?;
+        let resp = req.send().await.map_err(|e| transport(OP_GET, &target, e))?;
         let status = resp.status().as_u16();
         if status == 304 {
             return Ok(None);
@@ -369,7 +369,7 @@ impl BlobPolicyStore {
                 ErrorClass::Fatal,
             ));
         }
-        let bytes = resp.bytes().await.map_err(|e| AzureError::transport(OP_GET, &target, &e))?;
+        let bytes = resp.bytes().await.map_err(|e| transport(OP_GET, &target, e))?;
         self.downloads.fetch_add(1, Ordering::Relaxed);
         let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
             AzureError::new(
@@ -392,10 +392,10 @@ impl BlobPolicyStore {
         loop {
             let req = self.request(Method::GET, self.location.list_url(marker.as_deref())).await?;
             self.calls.record(OP_LIST);
-            let resp = req.send().await.map_err(|e| AzureError::transport(OP_LIST, &target, &e))?;
+            let resp = req.send().await.map_err(|e| transport(OP_LIST, &target, e))?;
             let status = resp.status().as_u16();
             let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let body = resp.text().await.map_err(|e| AzureError::transport(OP_LIST, &target, &e))?;
+            let body = resp.text().await.map_err(|e| transport(OP_LIST, &target, e))?;
             if status != 200 {
                 return Err(AzureError::from_response(OP_LIST, &target, status, code.as_deref(), &body));
             }
@@ -429,7 +429,7 @@ impl BlobPolicyStore {
             .header("content-type", "application/json")
             .body(body);
         self.calls.record(OP_PUT);
-        let resp = req.send().await.map_err(|e| AzureError::transport(OP_PUT, &target, &e))?;
+        let resp = req.send().await.map_err(|e| transport(OP_PUT, &target, e))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -438,6 +438,12 @@ impl BlobPolicyStore {
         }
         Ok(())
     }
+}
+
+/// A request that got no response. reqwest's message names the URL it sent, query and all, and
+/// the query is the SAS, a credential: drop the URL (`target` names the blob without its SAS).
+fn transport(operation: &'static str, target: &str, e: reqwest::Error) -> AzureError {
+    AzureError::transport(operation, target, &e.without_url())
 }
 
 /// Load, validate and check a candidate version.
@@ -608,6 +614,24 @@ mod tests {
             let e = bad.parse::<BlobLocation>().expect_err(bad);
             assert!(e.contains("CONTAINER"), "{e}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_store_names_the_blob_without_the_sas() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let location =
+            loc(&format!("http://127.0.0.1:{port}/devstoreaccount1/policy/p.yaml?sv=2020-08-04&sig=SECRET%2B"));
+        let store =
+            BlobPolicyStore::new(location, Duration::ZERO, reqwest::Client::new(), None, CallCounter::default());
+        let (policy, _) = store.current(false).await;
+        let e = policy.expect_err("nothing listens there").to_string();
+        assert!(e.contains("Transport") && e.contains("/policy/p.yaml"), "{e}");
+        assert!(!e.contains("SECRET") && !e.contains("sig="), "the SAS leaked: {e}");
+        let e = store.documents().await.expect_err("unreachable").to_string();
+        assert!(!e.contains("SECRET"), "{e}");
+        let report = StatusReport::new(&store.location, None, Vec::new(), Vec::new());
+        let e = store.write_status(&report).await.expect_err("unreachable").to_string();
+        assert!(e.contains("tagwarden-status.json") && !e.contains("SECRET"), "{e}");
     }
 
     #[test]
