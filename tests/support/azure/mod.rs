@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod azurite;
+pub mod env;
 pub mod fake;
 
 use std::net::TcpListener;

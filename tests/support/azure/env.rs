@@ -1,0 +1,390 @@
+//! One tagwarden Azure function under test, in-process: a [`Handler`] built from a real
+//! configuration, against a fresh [`FakeAzure`] (ARM, identity, metrics) and a fresh Azurite
+//! container holding the policy (reached with an account SAS). Shared by the policy-fault and
+//! security tests (and usable from `functions/azure-function/tests/`, which include this module):
+//! events in the Event Grid / CloudEvents shapes, the Functions host's `{Data, Metadata}`
+//! envelope, SAS variants (tampered, other permissions), and a capture of every log line.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tagwarden::azure::arm::Retry;
+use tagwarden::azure::function::Handler;
+use tagwarden::azure::reqwest;
+use tagwarden::azure::server::Request;
+use tagwarden::azure::Config;
+
+use super::azurite;
+use super::fake::{FakeAzure, IDENTITY_HEADER};
+
+pub const SUB: &str = "11112222-3333-4444-5555-666677778888";
+pub const OTHER_SUB: &str = "99990000-aaaa-4bbb-8ccc-ddddeeeeffff";
+pub const INFRA: &str = "mycluster-7xk2p";
+pub const OWNER: &str = "kubernetes.io_cluster.mycluster-7xk2p";
+/// The function's own identity (the user-assigned identity's client and principal ids).
+pub const OWN_CLIENT: &str = "7d3e2b1a-0000-4000-8000-00000000c11e";
+pub const OWN_PRINCIPAL: &str = "9f8e7d6c-5b4a-4000-8000-0000000000a1";
+pub const SOMEONE: &str = "0a0a0a0a-1111-4222-8333-444455556666";
+pub const APP_ID: &str = "/subscriptions/11112222-3333-4444-5555-666677778888/resourceGroups/tagwarden-rg/providers/Microsoft.Web/sites/tagwarden-fn";
+
+/// A resource in the cluster's resource group.
+pub fn rid(kind: &str, name: &str) -> String {
+    format!("/subscriptions/{SUB}/resourceGroups/{INFRA}-rg/providers/{kind}/{name}")
+}
+
+/// An Azure Infrastructure object (JSON) with status and spec tags.
+pub fn infrastructure(status: &[(&str, &str)], spec: &[(&str, &str)]) -> String {
+    let list = |t: &[(&str, &str)]| t.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>();
+    json!({
+        "apiVersion": "config.openshift.io/v1",
+        "kind": "Infrastructure",
+        "metadata": {"name": "cluster"},
+        "spec": {"platformSpec": {"type": "Azure", "azure": {"resourceTags": list(spec)}}},
+        "status": {"infrastructureName": INFRA, "platformStatus": {"type": "Azure", "azure": {"resourceGroupName": format!("{INFRA}-rg"), "resourceTags": list(status)}}},
+    })
+    .to_string()
+}
+
+/// A `ResourceWriteSuccess` event in the Event Grid schema, made by `caller` (appid and oid),
+/// from the subscription system topic of [`SUB`].
+pub fn eg_event(resource: &str, operation: &str, caller: &str) -> Value {
+    let uri = if operation == "Microsoft.Resources/tags/write" {
+        format!("{resource}/providers/Microsoft.Resources/tags/default")
+    } else {
+        resource.to_string()
+    };
+    json!({
+        "topic": format!("/subscriptions/{SUB}"),
+        "subject": uri,
+        "eventType": "Microsoft.Resources.ResourceWriteSuccess",
+        "eventTime": "2026-11-21T10:12:00.1234567Z",
+        "id": super::suffix(),
+        "data": {
+            "authorization": {"scope": uri, "action": operation, "evidence": {"role": "Tag Contributor", "principalId": caller.replace('-', ""), "principalType": "ServicePrincipal"}},
+            "claims": {"appid": caller, "http://schemas.microsoft.com/identity/claims/objectidentifier": caller},
+            "correlationId": super::suffix(),
+            "resourceProvider": operation.split('/').next(),
+            "resourceUri": uri,
+            "operationName": operation,
+            "status": "Succeeded",
+            "subscriptionId": SUB,
+            "tenantId": "aaaabbbb-0000-cccc-1111-dddd2222eeee"
+        },
+        "dataVersion": "2",
+        "metadataVersion": "1"
+    })
+}
+
+/// The same event as a CloudEvent 1.0.
+pub fn cloud_event(eg: &Value) -> Value {
+    json!({
+        "id": eg["id"], "source": eg["topic"], "specversion": "1.0", "type": eg["eventType"],
+        "subject": eg["subject"], "time": eg["eventTime"], "data": eg["data"],
+    })
+}
+
+/// The Functions host's invocation of `function` with one binding value, as HTTP body text.
+pub fn envelope(function: &str, binding: &str, value: Value) -> String {
+    json!({
+        "Data": {binding: value},
+        "Metadata": {"sys": {"MethodName": function, "UtcNow": "2026-11-21T10:12:01Z", "RandGuid": super::suffix()}},
+    })
+    .to_string()
+}
+
+/// The timer trigger's binding value.
+pub fn timer() -> Value {
+    json!({"Schedule": {"AdjustForDST": true}, "IsPastDue": false})
+}
+
+/// The reconcile records in a host response's `Logs`.
+pub fn records(body: &Value) -> Vec<Value> {
+    body["Logs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| serde_json::from_str::<Value>(l.as_str()?).ok())
+        .filter(|v| v["record"] == "reconcile")
+        .collect()
+}
+
+pub struct Env {
+    pub fake: FakeAzure,
+    pub http: reqwest::Client,
+    /// The container's URL (no SAS).
+    pub container: String,
+    /// The blob name or prefix `TAGWARDEN_POLICY` names.
+    pub policy: String,
+    pub handler: Handler,
+    vars: HashMap<String, String>,
+}
+
+impl Env {
+    /// `policy`: the blob name, or a prefix ending in `/`; `docs`: blobs to publish first.
+    pub async fn new(policy: &str, docs: &[(&str, &str)]) -> Self {
+        let fake = FakeAzure::start(Some(OWN_CLIENT));
+        let http = reqwest::Client::new();
+        let container = azurite::container(&http).await;
+        for (name, text) in docs {
+            azurite::put_blob(&http, &container, name, text).await;
+        }
+        let vars: HashMap<String, String> = [
+            ("TAGWARDEN_POLICY", format!("{container}/{policy}?{}", azurite::account_sas())),
+            ("TAGWARDEN_ARM_ENDPOINT", fake.arm.clone()),
+            ("POLICY_TTL", "0".to_string()),
+            ("IDENTITY_ENDPOINT", fake.identity.clone()),
+            ("IDENTITY_HEADER", IDENTITY_HEADER.to_string()),
+            ("TAGWARDEN_SELF_CLIENT_ID", OWN_CLIENT.to_string()),
+            ("TAGWARDEN_SELF_PRINCIPAL_ID", OWN_PRINCIPAL.to_string()),
+            ("TAGWARDEN_METRICS_RESOURCE_ID", APP_ID.to_string()),
+            ("TAGWARDEN_METRICS_ENDPOINT", fake.metrics.clone()),
+            ("TAGWARDEN_SWEEP_SCOPES", format!("/subscriptions/{SUB}")),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let handler = build_handler(&vars, None);
+        Env { fake, http, container, policy: policy.to_string(), handler, vars }
+    }
+
+    /// The policy's URL with `sas` as its query string (the account SAS by default).
+    pub fn policy_url(&self, sas: Option<&str>) -> String {
+        format!("{}/{}?{}", self.container, self.policy, sas.map_or_else(azurite::account_sas, str::to_owned))
+    }
+
+    /// The policy's URL on a loopback port nothing listens on, with the valid SAS.
+    pub fn unreachable_policy_url(&self) -> String {
+        let port = super::free_port();
+        let path = self.container.split_once("/devstoreaccount1/").map(|(_, c)| c).expect("an Azurite container URL");
+        format!("http://127.0.0.1:{port}/devstoreaccount1/{path}/{}?{}", self.policy, azurite::account_sas())
+    }
+
+    /// Every variable the handler was configured with (for spawning the built binary).
+    pub fn vars(&self) -> &HashMap<String, String> {
+        &self.vars
+    }
+
+    /// A fresh (cold) handler on the same fakes and container, reading the policy from
+    /// `policy_url` (the configured one when `None`).
+    pub fn cold(&self, policy_url: Option<&str>) -> Handler {
+        build_handler(&self.vars, policy_url)
+    }
+
+    /// Point the warm handler's policy store at another URL (a different SAS, an unreachable
+    /// host), keeping what it has cached; `None` puts the configured one back.
+    pub fn repoint(&mut self, policy_url: Option<&str>) {
+        let url = policy_url.map_or_else(|| self.vars["TAGWARDEN_POLICY"].clone(), str::to_owned);
+        self.handler.reconciler.store.location = url.parse().expect("a policy URL");
+    }
+
+    pub async fn publish(&self, name: &str, text: &str) {
+        azurite::put_blob(&self.http, &self.container, name, text).await;
+    }
+
+    /// Delete a blob (202), or assert why not.
+    pub async fn delete(&self, name: &str) {
+        let resp = self
+            .http
+            .delete(format!("{}/{name}?{}", self.container, azurite::account_sas()))
+            .header("x-ms-version", "2021-08-06")
+            .send()
+            .await
+            .expect("delete blob");
+        assert_eq!(resp.status().as_u16(), 202, "delete {name}: {}", resp.text().await.unwrap_or_default());
+    }
+
+    /// The status report beside the policy, parsed; `None` when none was written.
+    pub async fn report(&self) -> Option<Value> {
+        let name = match self.policy.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/tagwarden-status.json"),
+            None => "tagwarden-status.json".to_string(),
+        };
+        let text = azurite::get_blob(&self.http, &self.container, &name).await?;
+        Some(serde_json::from_str(&text).expect("the status report is JSON"))
+    }
+
+    /// Event Grid delivering `body` directly (webhook); (status, body).
+    pub async fn deliver(&self, body: &Value) -> (u16, Value) {
+        let req = Request {
+            method: "POST".into(),
+            path: "/api/events".into(),
+            body: body.to_string().into_bytes(),
+            ..Request::default()
+        };
+        let resp = self.handler.handle(req).await;
+        (resp.status, serde_json::from_slice(&resp.body).expect("the handler answers JSON"))
+    }
+
+    /// The Functions host invoking `function` on the warm handler.
+    pub async fn invoke(&self, function: &str, binding: &str, value: Value) -> (u16, Value) {
+        invoke(&self.handler, function, binding, value).await
+    }
+
+    /// One Event Grid event through the `drift` trigger; asserts success.
+    pub async fn drift(&self, event: Value) -> Value {
+        let (status, body) = self.invoke("drift", "eventGridEvent", event).await;
+        assert_eq!(status, 200, "{body:#}");
+        body
+    }
+
+    /// The bearer tokens the function presented to ARM and Azure Monitor (each was issued by the
+    /// fake identity endpoint), and how many tokens the identity endpoint issued.
+    pub fn tokens_in_flight(&self) -> (Vec<String>, usize) {
+        let log = self.fake.log();
+        let mut tokens: Vec<String> = log
+            .iter()
+            .filter(|l| l.api != "identity")
+            .flat_map(|l| l.headers.iter())
+            .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+            .filter_map(|(_, v)| v.strip_prefix("Bearer ").map(str::to_owned))
+            .collect();
+        tokens.sort();
+        tokens.dedup();
+        let issued = log.iter().filter(|l| l.api == "identity" && l.status == 200).count();
+        (tokens, issued)
+    }
+}
+
+fn build_handler(vars: &HashMap<String, String>, policy_url: Option<&str>) -> Handler {
+    let config = Config::from_lookup(|k| match (k, policy_url) {
+        ("TAGWARDEN_POLICY", Some(url)) => Some(url.to_string()),
+        _ => vars.get(k).cloned(),
+    })
+    .expect("valid configuration");
+    let mut handler = Handler::new(&config).expect("handler");
+    handler.reconciler.arm.retry = Retry {
+        attempts: 4,
+        first: Duration::from_millis(10),
+        max: Duration::from_millis(100),
+        max_retry_after: Duration::from_secs(5),
+        poll_timeout: Duration::from_secs(5),
+        not_found_attempts: 2,
+    };
+    handler
+}
+
+/// The Functions host invoking `function` with one binding value on `handler`.
+pub async fn invoke(handler: &Handler, function: &str, binding: &str, value: Value) -> (u16, Value) {
+    let req = Request {
+        method: "POST".into(),
+        path: format!("/{function}"),
+        headers: vec![("x-azure-functions-invocationid".into(), super::suffix())],
+        body: envelope(function, binding, value).into_bytes(),
+        ..Request::default()
+    };
+    let resp = handler.handle(req).await;
+    (resp.status, serde_json::from_slice(&resp.body).expect("the handler answers JSON"))
+}
+
+/// An account SAS like [`azurite::account_sas`], correctly signed, with other permissions
+/// (`sp`) and expiry (`se`).
+pub fn account_sas_with(sp: &str, se: &str) -> String {
+    let version = "2020-08-04";
+    let to_sign = format!("{}\n{sp}\nb\nsco\n\n{se}\n\n\n{version}\n", azurite::ACCOUNT);
+    let sig = base64(&hmac_sha256(&unbase64(azurite::KEY), to_sign.as_bytes()));
+    format!("sv={version}&ss=b&srt=sco&sp={sp}&se={}&sig={}", encode(se), encode(&sig))
+}
+
+/// The account SAS with its signature replaced (what an expired or rotated key looks like to
+/// the service: Azurite answers 403 `AuthorizationFailure`).
+pub fn tampered_sas() -> String {
+    let sas = azurite::account_sas();
+    let (head, _) = sas.split_once("sig=").expect("a signed SAS");
+    format!("{head}sig={}", encode(&base64(&[7u8; 32])))
+}
+
+/// The `sig` value of a SAS, as sent (percent-encoded) and decoded.
+pub fn sas_signatures(sas: &str) -> [String; 2] {
+    let sig = sas.split('&').find_map(|p| p.strip_prefix("sig=")).expect("sig").to_string();
+    let decoded = sig.replace("%2B", "+").replace("%2F", "/").replace("%3D", "=");
+    [sig, decoded]
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    block[..key.len().min(64)].copy_from_slice(&key[..key.len().min(64)]);
+    let pad = |b: u8| block.iter().map(|k| k ^ b).collect::<Vec<u8>>();
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(msg).finalize();
+    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64(data: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            out.push(if i <= chunk.len() { B64[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' });
+        }
+    }
+    out
+}
+
+fn unbase64(s: &str) -> Vec<u8> {
+    let (mut bits, mut n, mut out) = (0u32, 0, Vec::new());
+    for c in s.bytes().filter(|c| *c != b'=') {
+        bits = (bits << 6) | B64.iter().position(|b| *b == c).expect("base64") as u32;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+        }
+    }
+    out
+}
+
+/// A shared, growable log sink.
+#[derive(Clone, Default)]
+pub struct Buffer(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Buffer {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
+/// Everything logged in this test process from the first call on, at `debug` for every target
+/// (tagwarden, hyper, reqwest through `log`, rustls…), as the function's JSON lines.
+pub fn captured() -> &'static Buffer {
+    static LOGS: OnceLock<Buffer> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buf = Buffer::default();
+        let writer = buf.clone();
+        tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || writer.clone())
+            .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
+            .without_time()
+            .try_init()
+            .expect("the only subscriber (and log bridge) of this test process");
+        buf
+    })
+}
