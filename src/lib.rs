@@ -8,6 +8,8 @@
 
 pub mod cloud;
 pub mod events;
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod inflight;
 pub mod plan;
 pub mod policy;
 pub mod report;

@@ -16,6 +16,7 @@ use super::tags::Tagger;
 use super::ErrorClass;
 use crate::cloud::Cloud;
 use crate::events::{Event, EventKind};
+use crate::inflight::ResourceLocks;
 use crate::plan;
 use crate::report::{Metrics, Record, Status};
 use crate::resource::ResourceRef;
@@ -34,7 +35,7 @@ pub struct Reconciler {
     pub progress: Option<Progress>,
     /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
     /// re-reads and finds no drift, so a policy version costs one write per resource.
-    in_flight: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    in_flight: ResourceLocks,
 }
 
 /// What one event or sweep did.
@@ -143,31 +144,10 @@ impl Reconciler {
     /// Re-read (unless the tags are `known`), plan and write one resource.
     pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef, known: Option<&TagMap>) -> Record {
         let start = Instant::now();
-        let lock = self.lock_for(&r.id);
-        let (guard, waited) = match lock.try_lock() {
-            Ok(guard) => (guard, false),
-            Err(_) => (lock.lock().await, true),
-        };
+        let held = self.in_flight.acquire(&r.id).await;
         // Waited behind another reconcile of this resource: tags the event carried are stale now.
-        let known = if waited { None } else { known };
-        let record = self.reconcile_locked(policy, r, known, start).await;
-        drop(guard);
-        self.release(&r.id, lock);
-        record
-    }
-
-    fn lock_for(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        map.entry(id.to_string()).or_default().clone()
-    }
-
-    /// Forget a resource's lock once nobody else holds or waits for it, so the map stays small.
-    fn release(&self, id: &str, lock: Arc<tokio::sync::Mutex<()>>) {
-        let mut map = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        // Two references: ours and the map's.
-        if Arc::strong_count(&lock) <= 2 {
-            map.remove(id);
-        }
+        let known = if held.waited { None } else { known };
+        self.reconcile_locked(policy, r, known, start).await
     }
 
     async fn reconcile_locked(

@@ -20,6 +20,7 @@ use super::blob_store::{BlobPolicyStore, LoadedPolicy, PolicyChange, ResourceFai
 use super::ErrorClass;
 use crate::cloud::Cloud;
 use crate::events::Event;
+use crate::inflight::ResourceLocks;
 use crate::plan;
 use crate::report::{Metrics, Record, Status};
 use crate::resource::ResourceRef;
@@ -35,6 +36,9 @@ pub struct Reconciler {
     pub dry_run: bool,
     /// Resources reconciled at once during a sweep.
     pub concurrency: usize,
+    /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
+    /// re-reads and finds no drift, so a policy version costs one Merge per resource.
+    in_flight: ResourceLocks,
 }
 
 /// What one event or sweep did.
@@ -89,7 +93,15 @@ impl Outcome {
 
 impl Reconciler {
     pub fn new(arm: ArmClient, store: BlobPolicyStore, own: Vec<String>) -> Self {
-        Reconciler { arm, store, own, sweep_scopes: Vec::new(), dry_run: false, concurrency: 8 }
+        Reconciler {
+            arm,
+            store,
+            own,
+            sweep_scopes: Vec::new(),
+            dry_run: false,
+            concurrency: 8,
+            in_flight: ResourceLocks::default(),
+        }
     }
 
     /// The policy in force; a rejected new version is counted and reported.
@@ -138,6 +150,8 @@ impl Reconciler {
     /// Re-read, plan and (unless dry-run) write one resource.
     pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef) -> Record {
         let start = Instant::now();
+        // ARM IDs compare case-insensitively: one lock whichever casing an event used.
+        let _held = self.in_flight.acquire(&r.id.to_ascii_lowercase()).await;
         let version = &policy.policy.version;
         let current = match self.arm.get_tags(&r.id).await {
             Ok(tags) => tags,
