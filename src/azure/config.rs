@@ -14,6 +14,9 @@ use super::blob_store::BlobLocation;
 pub const DEFAULT_ARM_ENDPOINT: &str = "https://management.azure.com";
 pub const DEFAULT_PORT: u16 = 8080;
 pub const DEFAULT_POLICY_TTL: u64 = 60;
+/// Seconds one HTTP request (ARM, Blob, identity, metrics) may take, well inside the Functions
+/// host's own timeout so a stuck call is retried instead of the invocation being killed.
+pub const DEFAULT_HTTP_TIMEOUT: u64 = 30;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -55,6 +58,8 @@ pub struct Config {
     pub port: u16,
     pub policy: BlobLocation,
     pub policy_ttl: Duration,
+    /// `TAGWARDEN_HTTP_TIMEOUT`: how long one HTTP request may take before it is retried.
+    pub http_timeout: Duration,
     pub arm_endpoint: Url,
     pub identity: IdentityConfig,
     /// The function's own identities (principal id, client id): events they caused are ignored.
@@ -100,6 +105,15 @@ impl Config {
                 value: s.clone(),
                 problem: "is not a number of seconds".into(),
                 fix: "set it to e.g. 60, or unset it for the default".into(),
+            })?,
+        };
+        let http_timeout = match var("TAGWARDEN_HTTP_TIMEOUT") {
+            None => DEFAULT_HTTP_TIMEOUT,
+            Some(s) => s.parse::<u64>().ok().filter(|n| (1..=600).contains(n)).ok_or_else(|| ConfigError::Invalid {
+                var: "TAGWARDEN_HTTP_TIMEOUT",
+                value: s.clone(),
+                problem: "is not a number of seconds from 1 to 600".into(),
+                fix: format!("set it to e.g. {DEFAULT_HTTP_TIMEOUT}, or unset it for the default"),
             })?,
         };
         let arm = var("TAGWARDEN_ARM_ENDPOINT").unwrap_or_else(|| DEFAULT_ARM_ENDPOINT.to_string());
@@ -192,6 +206,7 @@ impl Config {
             port,
             policy,
             policy_ttl: Duration::from_secs(policy_ttl),
+            http_timeout: Duration::from_secs(http_timeout),
             arm_endpoint,
             identity: IdentityConfig { endpoint, header, client_id },
             own,

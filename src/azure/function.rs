@@ -57,7 +57,7 @@ pub enum Work {
 impl Handler {
     /// Build the clients from the configuration (no network yet).
     pub fn new(config: &Config) -> Result<Self, AzureError> {
-        let http = super::http_client()?;
+        let http = super::http_client(config.http_timeout)?;
         let calls = CallCounter::default();
         let identity = Arc::new(ManagedIdentity::new(
             config.identity.endpoint.clone(),

@@ -76,11 +76,11 @@ impl CallCounter {
 
 /// The one HTTP client every Azure call goes through: rustls with the ring provider and the
 /// webpki roots, short connect timeout, and a request timeout well inside the Functions host's own.
-pub fn http_client() -> Result<reqwest::Client, AzureError> {
+pub fn http_client(timeout: Duration) -> Result<reqwest::Client, AzureError> {
     reqwest::Client::builder()
         .use_rustls_tls()
         .connect_timeout(Duration::from_secs(3))
-        .timeout(Duration::from_secs(30))
+        .timeout(timeout)
         .pool_idle_timeout(Duration::from_secs(50))
         .user_agent(concat!("tagwarden/", env!("CARGO_PKG_VERSION")))
         .build()

@@ -11,6 +11,7 @@
 //!   string is passed through; without one, a managed-identity token for storage is used);
 //! - `TAGWARDEN_ARM_ENDPOINT`: default `https://management.azure.com`;
 //! - `POLICY_TTL`: seconds between policy re-checks on a warm instance (default 60);
+//! - `TAGWARDEN_HTTP_TIMEOUT`: seconds one HTTP request may take before it is retried (default 30);
 //! - `IDENTITY_ENDPOINT`, `IDENTITY_HEADER`: set by App Service for the managed identity;
 //! - `TAGWARDEN_SELF_CLIENT_ID`, `TAGWARDEN_SELF_PRINCIPAL_ID`: the function's own identity —
 //!   tokens are requested for the client id, and events caused by either id are ignored;
