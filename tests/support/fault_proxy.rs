@@ -1,16 +1,17 @@
-//! A fault-injecting HTTP/1 proxy for tests: it sits between the SDK clients (or the ARM client)
-//! and the emulator (moto, the fake ARM), recognises each request's operation and, by rule,
-//! answers in the service's own error shape instead of forwarding, drops the connection, or
-//! forwards late.
+//! A fault-injecting HTTP/1 proxy for tests: it sits between the SDK clients (or the Azure
+//! clients) and the emulator (moto, the fake ARM, Azurite), recognises each request's operation
+//! and, by rule, answers in the service's own error shape instead of forwarding, drops the
+//! connection, or forwards late.
 //!
 //! - Service: from the SigV4 credential scope in `Authorization` (`…/us-east-1/ec2/aws4_request`);
-//!   a `Bearer` token means ARM.
+//!   `x-ms-version` means Azure Blob; another `Bearer` token means ARM.
 //! - Operation: `X-Amz-Target` (JSON protocols), `Action=` in a query-protocol form body (EC2,
 //!   ELBv2, IAM, STS), S3's method + path + query, ARM's method + path kind.
 //! - Faults: throttling as each service really answers it (EC2 `RequestLimitExceeded` 503, S3
 //!   `SlowDown` 503, ELBv2/IAM/STS `Throttling` 400 query-XML, JSON `ThrottlingException` 400, ARM
-//!   429 with `Retry-After`), S3 `OperationAborted` 409, `AccessDenied` 403, 500/503, a connection
-//!   reset (the socket is dropped before any response) and a delay before forwarding.
+//!   429 with `Retry-After`, Blob `ServerBusy` 503), S3 `OperationAborted` 409, `AccessDenied`
+//!   403, 500/503, a connection reset (the socket is dropped before any response) and a delay
+//!   before forwarding.
 //! - Rules fire by probability (a seeded generator: `TAGWARDEN_FAULT_SEED` reproduces a run) or on
 //!   every Nth matching request, each within an optional budget. Every injection is counted.
 //!
@@ -261,8 +262,12 @@ async fn forward(
     Ok(Response::from_parts(parts, Full::new(body)))
 }
 
-/// `ec2`, `s3`, … from the SigV4 scope; `arm` for a bearer token; `unknown` otherwise.
+/// `ec2`, `s3`, … from the SigV4 scope; `blob` for Azure Storage (`x-ms-version`, SAS or
+/// token); `arm` for another bearer token; `unknown` otherwise.
 pub fn service_of(headers: &hyper::HeaderMap) -> String {
+    if headers.contains_key("x-ms-version") {
+        return "blob".into();
+    }
     let auth = headers.get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
     if auth.starts_with("Bearer ") {
         return "arm".into();
@@ -317,6 +322,9 @@ pub fn operation_of(
         }
         .to_string();
     }
+    if service == "blob" {
+        return if has("comp") { format!("{method} list") } else { format!("{method} blob") };
+    }
     if service == "arm" {
         let path = uri.path().to_ascii_lowercase();
         let kind = if path.ends_with("/providers/microsoft.resources/tags/default") {
@@ -346,6 +354,13 @@ pub fn error_response(service: &str, fault: &Fault, retry_after_secs: u64) -> Re
         ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
         ("s3", Fault::Throttle) => (503, "SlowDown", "Please reduce your request rate."),
         ("arm", Fault::Throttle) => (429, "TooManyRequests", "The request is being throttled."),
+        ("blob", Fault::Throttle | Fault::Status(503)) => {
+            (503, "ServerBusy", "The server is currently unable to receive requests. Please retry your request.")
+        }
+        ("blob", Fault::AccessDenied) => {
+            (403, "AuthorizationFailure", "This request is not authorized to perform this operation.")
+        }
+        ("blob", Fault::Status(s)) => (*s, "InternalError", "The server encountered an internal error."),
         ("ssm" | "tagging", Fault::Throttle) => (400, "ThrottlingException", "Rate exceeded"),
         (_, Fault::Throttle) => (400, "Throttling", "Rate exceeded"),
         (_, Fault::OperationAborted) => (
@@ -380,6 +395,14 @@ pub fn error_response(service: &str, fault: &Fault, retry_after_secs: u64) -> Re
             .header("content-type", "application/x-amz-json-1.1")
             .header("x-amzn-errortype", code)
             .body(Full::new(Bytes::from(format!("{{\"__type\":\"{code}\",\"message\":\"{message}\"}}"))))
+            .expect("response"),
+        "blob" => Response::builder()
+            .status(status)
+            .header("content-type", "application/xml")
+            .header("x-ms-error-code", code)
+            .body(Full::new(Bytes::from(format!(
+                "<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>{code}</Code><Message>{message}</Message></Error>"
+            ))))
             .expect("response"),
         "arm" => {
             let mut b = Response::builder().status(status).header("content-type", "application/json");

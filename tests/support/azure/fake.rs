@@ -75,6 +75,8 @@ struct State {
     expected_client_id: Option<String>,
     metrics_status: u16,
     posted_metrics: Vec<(String, String)>,
+    /// Requests (and metrics posts) not kept: in load tests they would grow with every request.
+    quiet: bool,
 }
 
 #[derive(Clone)]
@@ -113,7 +115,10 @@ impl FakeAzure {
                 };
                 let (s1, s2, s3) = (state.clone(), state.clone(), state);
                 let a = tokio::spawn(server::serve(listen(arm), move |r| {
-                    let (s, base) = (s1.clone(), arm_url.clone());
+                    // Links (nextLink, Location) name the host the client called, as ARM's do:
+                    // a fault proxy in front of the fake stays in the path.
+                    let base = r.header("host").map(|h| format!("http://{h}")).unwrap_or_else(|| arm_url.clone());
+                    let s = s1.clone();
                     async move { logged(&s, "arm", &r, |st| arm_api(st, &r, &base)) }
                 }));
                 let b = tokio::spawn(server::serve(listen(identity), move |r| {
@@ -165,6 +170,11 @@ impl FakeAzure {
 
     pub fn log(&self) -> Vec<Logged> {
         self.st().log.clone()
+    }
+
+    /// Stop (or resume) logging requests; callers count calls on the client side meanwhile.
+    pub fn quiet(&self, quiet: bool) {
+        self.st().quiet = quiet;
     }
 
     pub fn clear_log(&self) {
@@ -221,6 +231,9 @@ fn logged(
 ) -> Response {
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
     let resp = f(&mut st);
+    if st.quiet {
+        return resp;
+    }
     st.log.push(Logged {
         api,
         method: r.method.clone(),
@@ -309,7 +322,9 @@ fn metrics_api(st: &mut State, r: &Request) -> Response {
         return arm_error(401, "InvalidToken", "a token for https://monitoring.azure.com/ is required");
     }
     let ct = r.header("content-type").unwrap_or_default().to_string();
-    st.posted_metrics.push((ct, String::from_utf8_lossy(&r.body).into_owned()));
+    if !st.quiet {
+        st.posted_metrics.push((ct, String::from_utf8_lossy(&r.body).into_owned()));
+    }
     Response::json(st.metrics_status, &json!({}))
 }
 
