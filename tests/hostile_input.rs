@@ -147,3 +147,113 @@ fn code_and_template_values_stay_verbatim_and_are_refused_by_the_character_rules
     let tag = policy.status.iter().chain(&policy.spec).find(|t| t.key == "team").expect("team");
     assert_eq!(tag.value, "=1+1 @x:/y");
 }
+
+mod payload_routing {
+    //! The Lambda's payload routing (`trigger_of`, then each SQS body or the event itself through
+    //! the parser) and the Azure Function's (`work_of`, then the parser) on arbitrary JSON shaped
+    //! like what they route on: a proptest stands in for a fuzz target here, since a fuzz build
+    //! of the AWS SDK takes longer than the fuzzing itself.
+
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+    use tagwarden::aws::function::{trigger_of, Trigger};
+    use tagwarden::azure::function::{work_of, Work};
+    use tagwarden::events;
+
+    const WORDS: &[&str] = &[
+        "Records",
+        "eventSource",
+        "aws:sqs",
+        "aws:s3",
+        "s3",
+        "object",
+        "key",
+        "body",
+        "messageId",
+        "detail-type",
+        "detail",
+        "Scheduled Event",
+        "Object Created",
+        "Parameter Store Change",
+        "tagwarden",
+        "sweep",
+        "tagwarden-status.json",
+        "eventType",
+        "type",
+        "subject",
+        "data",
+        "Microsoft.Storage.BlobCreated",
+        "eventName",
+        "RunInstances",
+        "source",
+        "aws.ec2",
+        "AWS API Call via CloudTrail",
+        "responseElements",
+    ];
+
+    fn word() -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => proptest::sample::select(WORDS).prop_map(str::to_owned),
+            1 => "\\PC{0,12}",
+        ]
+    }
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            word().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec((word(), inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn routing_never_panics_and_errors_say_why(payload in json(), body in json()) {
+            // An SQS body is a string holding JSON (or not).
+            let mut batch = payload.clone();
+            if let Some(records) = batch.get_mut("Records").and_then(Value::as_array_mut) {
+                for r in records.iter_mut().filter_map(Value::as_object_mut) {
+                    r.insert("body".into(), Value::String(body.to_string()));
+                }
+            }
+            for p in [&payload, &batch] {
+                match trigger_of(p) {
+                    Trigger::SqsBatch => {
+                        for r in p.get("Records").and_then(Value::as_array).into_iter().flatten() {
+                            let text = r.get("body").and_then(Value::as_str).unwrap_or_default();
+                            if let Err(e) = events::parse_one(text.as_bytes()) {
+                                prop_assert!(!e.to_string().is_empty());
+                            }
+                        }
+                    }
+                    Trigger::Event => {
+                        let raw = serde_json::to_vec(p).expect("a Value serialises");
+                        if let Err(e) = events::parse_one(&raw) {
+                            prop_assert!(!e.to_string().is_empty());
+                        }
+                    }
+                    _ => {}
+                }
+                match work_of(p) {
+                    Ok(Work::Events(raw)) => {
+                        if let Err(e) = events::parse(&raw) {
+                            prop_assert!(!e.to_string().is_empty());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => prop_assert!(!e.is_empty()),
+                }
+            }
+        }
+    }
+}
