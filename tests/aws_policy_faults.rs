@@ -58,6 +58,13 @@ impl Env {
         function::handle(rec, &json!({"Records": [{"messageId": "m", "eventSource": "aws:sqs", "body": body}]})).await
     }
 
+    /// The status report beside the policy.
+    async fn report(&self) -> Value {
+        let out =
+            self.direct.s3.get_object().bucket(&self.bucket).key("tagwarden-status.json").send().await.expect("report");
+        serde_json::from_slice(&out.body.collect().await.expect("body").into_bytes()).expect("JSON")
+    }
+
     async fn team(&self, r: &ResourceRef) -> Option<String> {
         Tagger::new(self.direct.clone()).read(r).await.expect("read").get("team").cloned()
     }
@@ -114,6 +121,16 @@ async fn broken_policies_keep_the_last_known_good_version_or_fail_closed() {
         let recs = records(&inv);
         assert_eq!(recs[0]["policy_version"], v1.as_str(), "{what}: the last known good version");
         assert_eq!(env.team(resource).await.as_deref(), Some("platform"), "{what}");
+        // A sweep meanwhile runs on the last known good version, and its status report says
+        // what is wrong with the published policy, never `ok`.
+        let out = warm.sweep(false).await;
+        assert!(out.error.is_none(), "{what}: {:?}", out.error);
+        let report = env.report().await;
+        let rejected = matches!(what, "truncated" | "invalid version");
+        let want = if rejected { "rejected-keeping-last-good" } else { "unreadable-keeping-last-good" };
+        assert_eq!(report["policy"]["state"], want, "{what}: {report}");
+        assert_eq!(report["policy"]["version"], v1.as_str(), "{what}");
+        assert!(report["policy"]["errors"].to_string().contains(why), "{what}: {report}");
 
         let cold = env.reconciler();
         env.via.calls.reset();
@@ -137,9 +154,7 @@ async fn broken_policies_keep_the_last_known_good_version_or_fail_closed() {
     // A rejected version is reported beside the policy.
     env.publish(&fleet::infrastructure(&[("Name", "x")])).await;
     let _ = env.event(&warm, &r[0]).await;
-    let report =
-        env.direct.s3.get_object().bucket(&env.bucket).key("tagwarden-status.json").send().await.expect("report");
-    let report: Value = serde_json::from_slice(&report.body.collect().await.unwrap().into_bytes()).unwrap();
+    let report = env.report().await;
     assert_eq!(report["policy"]["state"], "rejected-keeping-last-good", "{report}");
 
     // A valid version again: in force at once.

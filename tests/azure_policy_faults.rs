@@ -115,6 +115,22 @@ async fn check(env: &mut Env, v1: &str, docs: &[(&'static str, String)], case: &
         no_sas(warning, "warning");
     }
 
+    // A sweep while the problem lasts: its status report must not say `ok` (checked where the
+    // store still takes writes; a forbidden or unreachable one cannot take the report either).
+    if matches!(case.fault, Fault::Delete(_) | Fault::Publish(..)) {
+        let (status, sweep) = env.invoke("sweep", "timer", timer()).await;
+        assert_eq!(status, 200, "{what}: the warm sweep runs on the last good version: {sweep:#}");
+        let report = env.report().await.expect("a status report");
+        let want = if case.rejected { "rejected-keeping-last-good" } else { "unreadable-keeping-last-good" };
+        assert_eq!(report["policy"]["state"], want, "{what}: {report:#}");
+        assert_eq!(report["policy"]["version"], v1, "{what}");
+        let errors = report["policy"]["errors"].to_string();
+        for w in &case.why {
+            assert!(errors.contains(w), "{what}: the sweep's report says {w:?}: {errors}");
+        }
+        no_sas(&report.to_string(), "status report of a sweep");
+    }
+
     // Cold: nothing is known, so nothing is written and the event goes back to Event Grid.
     let cold = env.cold(Some(&url));
     let disk = rid("Microsoft.Compute/disks", &format!("{slug}-cold"));

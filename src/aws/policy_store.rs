@@ -21,6 +21,7 @@ use tokio::sync::Mutex;
 use super::{AwsError, Clients, ErrorClass};
 use crate::cloud::Cloud;
 use crate::policy::{self, Policy, STATUS_REPORT_NAME};
+use crate::report::{STATE_OK, STATE_REJECTED, STATE_UNAVAILABLE, STATE_UNREADABLE};
 use crate::validate;
 
 /// Where the policy lives, from `TAGWARDEN_POLICY` or `--policy`.
@@ -119,6 +120,8 @@ struct State {
     /// Object key → (ETag, text), so a prefix re-downloads only what changed.
     documents: BTreeMap<String, (String, String)>,
     last_rejection: Option<Vec<String>>,
+    /// Why the last re-check failed while a good version stayed in force.
+    read_error: Option<String>,
 }
 
 pub struct PolicyStore {
@@ -146,9 +149,14 @@ impl PolicyStore {
                 Ok(Some((fingerprint, docs))) => {
                     change = Some(self.accept(&mut st, fingerprint, docs));
                     st.checked = Some(Instant::now());
+                    st.read_error = None;
                 }
-                Ok(None) => st.checked = Some(Instant::now()),
+                Ok(None) => {
+                    st.checked = Some(Instant::now());
+                    st.read_error = None;
+                }
                 Err(e) if st.good.is_some() => {
+                    st.read_error = Some(e.to_string());
                     // Keep the last known good version; try again on the next call.
                     tracing::warn!(location = %self.location, error = %e, "policy re-check failed; keeping the last known good version");
                 }
@@ -168,6 +176,19 @@ impl PolicyStore {
             },
         });
         (result, change)
+    }
+
+    /// How the published policy stands against the version in force, for the status report:
+    /// `ok`, a newer version rejected (its errors), or the last re-check failed (why). A sweep
+    /// reports it, so the report never says `ok` while the published policy is not in force.
+    pub async fn standing(&self) -> (&'static str, Vec<String>) {
+        let st = self.state.lock().await;
+        // What is true now first: a policy that cannot be read, then a rejected version.
+        match (&st.read_error, &st.last_rejection) {
+            (Some(e), _) => (STATE_UNREADABLE, vec![e.clone()]),
+            (None, Some(errors)) => (STATE_REJECTED, errors.clone()),
+            (None, None) => (STATE_OK, Vec::new()),
+        }
     }
 
     fn accept(&self, st: &mut State, fingerprint: String, docs: Vec<(String, String)>) -> PolicyChange {
@@ -418,9 +439,9 @@ impl StatusReport {
         failures: Vec<ResourceFailure>,
     ) -> Self {
         let state = match (&version, errors.is_empty()) {
-            (Some(_), true) => "ok",
-            (Some(_), false) => "rejected-keeping-last-good",
-            (None, _) => "unavailable",
+            (Some(_), true) => STATE_OK,
+            (Some(_), false) => STATE_REJECTED,
+            (None, _) => STATE_UNAVAILABLE,
         };
         StatusReport {
             generated_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),

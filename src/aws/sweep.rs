@@ -140,8 +140,11 @@ impl Reconciler {
                     error: r.error.clone().unwrap_or_default(),
                 })
                 .collect();
-            let report =
-                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), Vec::new(), failures);
+            // Not `ok` while a newer version is rejected or the policy cannot be re-read.
+            let (state, errors) = self.store.standing().await;
+            let mut report =
+                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), errors, failures);
+            report.policy.state = state;
             if let Err(e) = self.store.write_status(&self.tagger.clients, &report).await {
                 tracing::warn!(error = %e, "could not write the status report");
             }

@@ -224,8 +224,11 @@ impl Reconciler {
                     ResourceFailure::new(&r.resource, &r.resource_type, &error)
                 })
                 .collect();
-            let report =
-                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), Vec::new(), failures);
+            // Not `ok` while a newer version is rejected or the policy cannot be re-read.
+            let (state, errors) = self.store.standing().await;
+            let mut report =
+                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), errors, failures);
+            report.policy.state = state;
             if let Err(e) = self.store.write_status(&report).await {
                 tracing::warn!(error = %e, "could not write the status report");
             }
