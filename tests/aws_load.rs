@@ -10,32 +10,17 @@
 
 #[path = "support/fleet.rs"]
 mod fleet;
+#[path = "support/load.rs"]
+mod load;
 mod support;
 
 use std::time::{Duration, Instant};
 
 use fleet::{Fleet, FleetSpec, Rng, Sqs};
 use futures_util::stream::{self, StreamExt};
+use load::{env_usize, rss_kib};
 use tagwarden::aws::function;
 use tagwarden::aws::tags::Tagger;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// `VmRSS` and `VmHWM` (peak) of this process, in KiB.
-fn rss_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn many_events_with_duplicates_and_reordering_end_right_with_one_write_per_resource() {

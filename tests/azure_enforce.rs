@@ -8,174 +8,17 @@
 #[path = "support/azure/mod.rs"]
 mod support;
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::azurite;
-use support::fake::{FakeAzure, Fault, IDENTITY_HEADER};
-use tagwarden::azure::arm::Retry;
+use support::env::{
+    cloud_event, eg_event, infrastructure, rid, Env, INFRA, OWNER, OWN_CLIENT, OWN_PRINCIPAL, SOMEONE, SUB,
+};
+use support::fake::Fault;
 use tagwarden::azure::blob_store::PolicyChange;
-use tagwarden::azure::function::Handler;
 use tagwarden::azure::reqwest;
-use tagwarden::azure::server::{self, Request};
-use tagwarden::azure::Config;
-
-const SUB: &str = "11112222-3333-4444-5555-666677778888";
-const INFRA: &str = "mycluster-7xk2p";
-const OWNER: &str = "kubernetes.io_cluster.mycluster-7xk2p";
-/// The function's own identity (the user-assigned identity's client and principal ids).
-const OWN_CLIENT: &str = "7d3e2b1a-0000-4000-8000-00000000c11e";
-const OWN_PRINCIPAL: &str = "9f8e7d6c-5b4a-4000-8000-0000000000a1";
-const SOMEONE: &str = "0a0a0a0a-1111-4222-8333-444455556666";
-const APP_ID: &str = "/subscriptions/11112222-3333-4444-5555-666677778888/resourceGroups/tagwarden-rg/providers/Microsoft.Web/sites/tagwarden-fn";
-
-fn rid(kind: &str, name: &str) -> String {
-    format!("/subscriptions/{SUB}/resourceGroups/{INFRA}-rg/providers/{kind}/{name}")
-}
-
-/// An Azure Infrastructure object with status and spec tags.
-fn infrastructure(status: &[(&str, &str)], spec: &[(&str, &str)]) -> String {
-    let list = |t: &[(&str, &str)]| t.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>();
-    json!({
-        "apiVersion": "config.openshift.io/v1",
-        "kind": "Infrastructure",
-        "metadata": {"name": "cluster"},
-        "spec": {"platformSpec": {"type": "Azure", "azure": {"resourceTags": list(spec)}}},
-        "status": {"infrastructureName": INFRA, "platformStatus": {"type": "Azure", "azure": {"resourceGroupName": format!("{INFRA}-rg"), "resourceTags": list(status)}}},
-    })
-    .to_string()
-}
-
-/// A `ResourceWriteSuccess` event in the Event Grid schema, made by `caller` (appid and oid).
-fn eg_event(resource: &str, operation: &str, caller: &str) -> Value {
-    let uri = if operation == "Microsoft.Resources/tags/write" {
-        format!("{resource}/providers/Microsoft.Resources/tags/default")
-    } else {
-        resource.to_string()
-    };
-    json!({
-        "topic": format!("/subscriptions/{SUB}"),
-        "subject": uri,
-        "eventType": "Microsoft.Resources.ResourceWriteSuccess",
-        "eventTime": "2026-11-21T10:12:00.1234567Z",
-        "id": support::suffix(),
-        "data": {
-            "authorization": {"scope": uri, "action": operation, "evidence": {"role": "Tag Contributor", "principalId": caller.replace('-', ""), "principalType": "ServicePrincipal"}},
-            "claims": {"appid": caller, "http://schemas.microsoft.com/identity/claims/objectidentifier": caller},
-            "correlationId": support::suffix(),
-            "resourceProvider": operation.split('/').next(),
-            "resourceUri": uri,
-            "operationName": operation,
-            "status": "Succeeded",
-            "subscriptionId": SUB,
-            "tenantId": "aaaabbbb-0000-cccc-1111-dddd2222eeee"
-        },
-        "dataVersion": "2",
-        "metadataVersion": "1"
-    })
-}
-
-/// The same event as a CloudEvent 1.0.
-fn cloud_event(eg: &Value) -> Value {
-    json!({
-        "id": eg["id"], "source": eg["topic"], "specversion": "1.0", "type": eg["eventType"],
-        "subject": eg["subject"], "time": eg["eventTime"], "data": eg["data"],
-    })
-}
-
-struct Env {
-    fake: FakeAzure,
-    http: reqwest::Client,
-    container: String,
-    handler: Handler,
-}
-
-impl Env {
-    /// `policy`: the blob name, or a prefix ending in `/`; `docs`: blobs to publish first.
-    async fn new(policy: &str, docs: &[(&str, &str)]) -> Self {
-        Self::with(policy, docs, &[]).await
-    }
-
-    async fn with(policy: &str, docs: &[(&str, &str)], extra: &[(&str, &str)]) -> Self {
-        let fake = FakeAzure::start(Some(OWN_CLIENT));
-        let http = reqwest::Client::new();
-        let container = azurite::container(&http).await;
-        for (name, text) in docs {
-            azurite::put_blob(&http, &container, name, text).await;
-        }
-        let mut vars: HashMap<String, String> = [
-            ("TAGWARDEN_POLICY", format!("{container}/{policy}?{}", azurite::account_sas())),
-            ("TAGWARDEN_ARM_ENDPOINT", fake.arm.clone()),
-            ("POLICY_TTL", "0".to_string()),
-            ("IDENTITY_ENDPOINT", fake.identity.clone()),
-            ("IDENTITY_HEADER", IDENTITY_HEADER.to_string()),
-            ("TAGWARDEN_SELF_CLIENT_ID", OWN_CLIENT.to_string()),
-            ("TAGWARDEN_SELF_PRINCIPAL_ID", OWN_PRINCIPAL.to_string()),
-            ("TAGWARDEN_METRICS_RESOURCE_ID", APP_ID.to_string()),
-            ("TAGWARDEN_METRICS_ENDPOINT", fake.metrics.clone()),
-            ("TAGWARDEN_SWEEP_SCOPES", format!("/subscriptions/{SUB}")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        for (k, v) in extra {
-            vars.insert(k.to_string(), v.to_string());
-        }
-        let config = Config::from_lookup(|k| vars.get(k).cloned()).expect("valid configuration");
-        let mut handler = Handler::new(&config).expect("handler");
-        handler.reconciler.arm.retry = Retry {
-            attempts: 4,
-            first: Duration::from_millis(10),
-            max: Duration::from_millis(100),
-            max_retry_after: Duration::from_secs(5),
-            poll_timeout: Duration::from_secs(5),
-            not_found_attempts: 2,
-        };
-        Env { fake, http, container, handler }
-    }
-
-    async fn publish(&self, name: &str, text: &str) {
-        azurite::put_blob(&self.http, &self.container, name, text).await;
-    }
-
-    /// Event Grid delivering `body` directly (webhook); (status, body).
-    async fn deliver(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
-        let req = Request {
-            method: "POST".into(),
-            path: "/api/events".into(),
-            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-            body: body.to_string().into_bytes(),
-            ..Request::default()
-        };
-        let resp = self.handler.handle(req).await;
-        (resp.status, serde_json::from_slice(&resp.body).unwrap_or(Value::Null))
-    }
-
-    /// The Functions host invoking `function` with one binding value.
-    async fn invoke(&self, function: &str, binding: &str, value: Value) -> (u16, Value) {
-        let envelope = json!({
-            "Data": {binding: value},
-            "Metadata": {"sys": {"MethodName": function, "UtcNow": "2026-11-21T10:12:01Z", "RandGuid": support::suffix()}},
-        });
-        let req = Request {
-            method: "POST".into(),
-            path: format!("/{function}"),
-            headers: vec![("x-azure-functions-invocationid".into(), support::suffix())],
-            body: envelope.to_string().into_bytes(),
-            ..Request::default()
-        };
-        let resp = self.handler.handle(req).await;
-        (resp.status, serde_json::from_slice(&resp.body).expect("the handler answers JSON"))
-    }
-
-    /// One Event Grid event through the Functions host's `drift` trigger; asserts success.
-    async fn drift(&self, event: Value) -> Value {
-        let (status, body) = self.invoke("drift", "eventGridEvent", event).await;
-        assert_eq!(status, 200, "{body:#}");
-        body
-    }
-}
+use tagwarden::azure::server;
 
 fn statuses(body: &Value) -> Value {
     body["ReturnValue"]["by_status"].clone()
@@ -324,7 +167,7 @@ async fn resources_not_owned_are_never_written() {
         eg_event(&other, "Microsoft.Compute/virtualMachines/write", SOMEONE),
         eg_event(&untagged, "Microsoft.Compute/virtualMachines/write", SOMEONE),
     ]);
-    let (status, body) = env.deliver(&batch, &[("aeg-event-type", "Notification")]).await;
+    let (status, body) = env.deliver_with(&batch, &[("aeg-event-type", "Notification")]).await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(body["by_status"], json!({"not-owned": 3}), "{body:#}");
     assert_eq!(env.fake.count("PATCH tags") + env.fake.count("PUT tags"), 0);
@@ -341,7 +184,7 @@ async fn own_events_are_ignored_without_any_call() {
         support::workspace_root().display()
     );
     let text = std::fs::read_to_string(fixture).expect("fixture");
-    let (status, body) = env.deliver(&serde_json::from_str(&text).expect("json"), &[]).await;
+    let (status, body) = env.deliver_with(&serde_json::from_str(&text).expect("json"), &[]).await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(
         (body["events"].as_u64(), body["ignored"].as_u64(), body["resources"].as_u64()),
@@ -391,7 +234,7 @@ async fn policy_from_a_blob_prefix_is_layered_and_skips_the_status_report() {
         cloud_event(&eg_event(&master, "Microsoft.Compute/virtualMachines/write", SOMEONE)),
         cloud_event(&eg_event(&worker, "Microsoft.Compute/virtualMachines/write", SOMEONE)),
     ]);
-    let (status, body) = env.deliver(&batch, &[]).await;
+    let (status, body) = env.deliver_with(&batch, &[]).await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(env.fake.tags(&master).expect("m")["team"], "control-plane");
     assert_eq!(env.fake.tags(&worker).expect("w")["team"], "platform");
@@ -401,7 +244,7 @@ async fn policy_from_a_blob_prefix_is_layered_and_skips_the_status_report() {
 
     // A new layer: only it is downloaded.
     env.publish("layers/20-more.yaml", "env: staging\n").await;
-    env.deliver(&json!([eg_event(&worker, "Microsoft.Compute/virtualMachines/write", SOMEONE)]), &[]).await;
+    env.deliver_with(&json!([eg_event(&worker, "Microsoft.Compute/virtualMachines/write", SOMEONE)]), &[]).await;
     assert_eq!(env.handler.reconciler.store.downloads(), 3);
     assert_eq!(env.fake.tags(&worker).expect("w")["env"], "staging");
 }
@@ -530,7 +373,7 @@ async fn cloudevents_batch_is_reconciled_event_by_event() {
         cloud_event(&eg_event(&b, "Microsoft.Compute/disks/write", SOMEONE)),
         deleted,
     ]);
-    let (status, body) = env.deliver(&batch, &[]).await;
+    let (status, body) = env.deliver_with(&batch, &[]).await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!((body["events"].as_u64(), body["ignored"].as_u64()), (Some(3), Some(1)));
     assert_eq!(body["by_status"], json!({"applied": 1, "unchanged": 1}));

@@ -60,7 +60,7 @@ struct Env {
 
 impl Env {
     async fn new() -> Env {
-        let fake = FakeAzure::start(Some(grid::OWN_CLIENT));
+        let fake = FakeAzure::start(Some(support::env::OWN_CLIENT));
         let arm_proxy = FaultProxy::start(&fake.arm).await;
         let azurite_origin =
             azurite::azurite().endpoint.trim_end_matches(&format!("/{}", azurite::ACCOUNT)).to_string();
@@ -101,14 +101,14 @@ async fn events_under_faults_end_applied_or_dead_lettered() {
     // succeed: a resource that never exists, and a payload that is not an event.
     let mut rng = Rng(env.arm_proxy.seed | 1);
     let mut events: Vec<(String, Value)> =
-        fleet.all().enumerate().map(|(i, id)| (format!("e{i}"), grid::write_event(id, &format!("e{i}")))).collect();
+        fleet.all().enumerate().map(|(i, id)| (format!("e{i}"), grid::write_event(id))).collect();
     let n = events.len();
     for d in 0..n / 3 {
         let (_, event) = events[rng.below(n)].clone();
         events.push((format!("dup{d}"), event));
     }
-    let ghost = grid::rid("Microsoft.Compute/virtualMachines", "never-created");
-    events.push(("ghost".into(), grid::write_event(&ghost, "ghost")));
+    let ghost = support::env::rid("Microsoft.Compute/virtualMachines", "never-created");
+    events.push(("ghost".into(), grid::write_event(&ghost)));
     events.push(("garbage".into(), json!("not json at all {")));
     rng.shuffle(&mut events);
     let mut grid = EventGrid::new(5);

@@ -11,41 +11,26 @@
 
 #[path = "support/azure/grid.rs"]
 mod grid;
+#[path = "support/load.rs"]
+mod load;
 #[path = "support/azure/mod.rs"]
 mod support;
 
 use std::time::Instant;
 
 use grid::{EventGrid, Fleet, Rng};
+use load::{env_usize, rss_kib};
 use support::azurite;
 use support::fake::FakeAzure;
 use tagwarden::azure::reqwest;
 use tagwarden::TagMap;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// `VmRSS` and `VmHWM` (peak) of this process, in KiB.
-fn rss_kib() -> (u64, u64) {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn many_events_with_duplicates_and_reordering_end_right_with_one_merge_per_resource() {
     let events = env_usize("TAGWARDEN_LOAD_EVENTS", 1000);
     let resources = env_usize("TAGWARDEN_LOAD_RESOURCES", 100).max(10);
     let concurrency = env_usize("TAGWARDEN_LOAD_CONCURRENCY", 16);
-    let fake = FakeAzure::start(Some(grid::OWN_CLIENT));
+    let fake = FakeAzure::start(Some(support::env::OWN_CLIENT));
     let http = reqwest::Client::new();
     let container = azurite::container(&http).await;
     let tags = [("team", "platform"), ("cost-center", "42")];
@@ -75,7 +60,7 @@ async fn many_events_with_duplicates_and_reordering_end_right_with_one_merge_per
     for (chunk_no, chunk) in order.chunks(1000).enumerate() {
         for (n, i) in chunk.iter().enumerate() {
             let id = format!("e{}", chunk_no * 1000 + n);
-            grid.publish(&id, grid::write_event(all[*i], &id));
+            grid.publish(&id, grid::write_event(all[*i]));
         }
         grid.drain(&handler, concurrency).await;
         // What was delivered need not be kept: memory measures the handler, not this test.

@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use support::azurite;
 use support::env::{
-    account_sas_with, captured, eg_event, infrastructure, invoke, records, rid, sas_signatures, tampered_sas, timer,
-    Env, OWNER, SOMEONE,
+    captured, eg_event, infrastructure, invoke, records, rid, sas_signatures, tampered_sas, timer, Env, OWNER, SOMEONE,
 };
 use support::fake::Fault as ArmFault;
 use tagwarden::policy::load::MAX_DOCUMENT_BYTES;
@@ -250,7 +250,7 @@ async fn single_blob_faults_keep_the_last_good_version_warm_and_fail_closed_cold
         },
         Case {
             what: "unreadable (403, SAS without read permission)",
-            fault: Fault::Sas(account_sas_with("wl", "2099-01-01T00:00:00Z")),
+            fault: Fault::Sas(azurite::account_sas_with("wl", "2099-01-01T00:00:00Z")),
             rejected: false,
             why: vec!["HTTP 403", "AuthorizationPermissionMismatch"],
         },
@@ -321,7 +321,7 @@ async fn layered_prefix_faults_keep_the_last_good_version_warm_and_fail_closed_c
         },
         Case {
             what: "unlistable (403, SAS without list permission)",
-            fault: Fault::Sas(account_sas_with("r", "2099-01-01T00:00:00Z")),
+            fault: Fault::Sas(azurite::account_sas_with("r", "2099-01-01T00:00:00Z")),
             rejected: false,
             why: vec!["blob:ListBlobs", "HTTP 403", "AuthorizationPermissionMismatch"],
         },

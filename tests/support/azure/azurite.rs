@@ -76,24 +76,31 @@ pub fn azurite() -> &'static Azurite {
 /// An account SAS for the blob service (`ss=b`, `srt=sco`, read/write/delete/list/add/create),
 /// valid until 2099, signed with the well-known key.
 pub fn account_sas() -> String {
-    let (sp, ss, srt, se) = ("rwdlac", "b", "sco", "2099-01-01T00:00:00Z");
+    account_sas_with("rwdlac", "2099-01-01T00:00:00Z")
+}
+
+/// An account SAS with these permissions (`sp`) and expiry (`se`), correctly signed.
+pub fn account_sas_with(sp: &str, se: &str) -> String {
+    let (ss, srt) = ("b", "sco");
     // Account SAS string-to-sign for versions before 2020-12-06:
     // account, permissions, services, resource types, start, expiry, IP, protocol, version.
     let to_sign = format!("{ACCOUNT}\n{sp}\n{ss}\n{srt}\n\n{se}\n\n\n{SAS_VERSION}\n");
     let key = base64_decode(KEY);
     let sig = base64_encode(&hmac_sha256(&key, to_sign.as_bytes()));
-    let enc = |s: &str| {
-        s.bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect::<String>()
-    };
-    format!("sv={SAS_VERSION}&ss={ss}&srt={srt}&sp={sp}&se={}&sig={}", enc(se), enc(&sig))
+    format!("sv={SAS_VERSION}&ss={ss}&srt={srt}&sp={sp}&se={}&sig={}", percent_encode(se), percent_encode(&sig))
+}
+
+/// A query-string value, percent-encoded (unreserved characters kept).
+pub fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// A fresh container; returns its URL (no SAS).
@@ -152,7 +159,7 @@ fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-fn base64_encode(data: &[u8]) -> String {
+pub fn base64_encode(data: &[u8]) -> String {
     let mut out = String::new();
     for chunk in data.chunks(3) {
         let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use tagwarden::azure::arm::Retry;
 use tagwarden::azure::function::Handler;
 use tagwarden::azure::reqwest;
@@ -126,27 +125,20 @@ pub struct Env {
 impl Env {
     /// `policy`: the blob name, or a prefix ending in `/`; `docs`: blobs to publish first.
     pub async fn new(policy: &str, docs: &[(&str, &str)]) -> Self {
+        Self::with(policy, docs, &[]).await
+    }
+
+    /// The same, with `extra` variables set (or overridden).
+    pub async fn with(policy: &str, docs: &[(&str, &str)], extra: &[(&str, &str)]) -> Self {
         let fake = FakeAzure::start(Some(OWN_CLIENT));
         let http = reqwest::Client::new();
         let container = azurite::container(&http).await;
         for (name, text) in docs {
             azurite::put_blob(&http, &container, name, text).await;
         }
-        let vars: HashMap<String, String> = [
-            ("TAGWARDEN_POLICY", format!("{container}/{policy}?{}", azurite::account_sas())),
-            ("TAGWARDEN_ARM_ENDPOINT", fake.arm.clone()),
-            ("POLICY_TTL", "0".to_string()),
-            ("IDENTITY_ENDPOINT", fake.identity.clone()),
-            ("IDENTITY_HEADER", IDENTITY_HEADER.to_string()),
-            ("TAGWARDEN_SELF_CLIENT_ID", OWN_CLIENT.to_string()),
-            ("TAGWARDEN_SELF_PRINCIPAL_ID", OWN_PRINCIPAL.to_string()),
-            ("TAGWARDEN_METRICS_RESOURCE_ID", APP_ID.to_string()),
-            ("TAGWARDEN_METRICS_ENDPOINT", fake.metrics.clone()),
-            ("TAGWARDEN_SWEEP_SCOPES", format!("/subscriptions/{SUB}")),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        let url = format!("{container}/{policy}?{}", azurite::account_sas());
+        let mut vars = vars_for(&fake, &fake.arm, &url);
+        vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let handler = build_handler(&vars, None);
         Env { fake, http, container, policy: policy.to_string(), handler, vars }
     }
@@ -209,9 +201,15 @@ impl Env {
 
     /// Event Grid delivering `body` directly (webhook); (status, body).
     pub async fn deliver(&self, body: &Value) -> (u16, Value) {
+        self.deliver_with(body, &[]).await
+    }
+
+    /// The same with these request headers (`aeg-event-type`, …).
+    pub async fn deliver_with(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
         let req = Request {
             method: "POST".into(),
             path: "/api/events".into(),
+            headers: headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             body: body.to_string().into_bytes(),
             ..Request::default()
         };
@@ -249,7 +247,29 @@ impl Env {
     }
 }
 
-fn build_handler(vars: &HashMap<String, String>, policy_url: Option<&str>) -> Handler {
+/// The configuration of a function on `fake`, calling ARM at `arm_endpoint` (the fake, or a
+/// proxy in front of it) and reading the policy at `policy_url` (with its SAS).
+pub fn vars_for(fake: &FakeAzure, arm_endpoint: &str, policy_url: &str) -> HashMap<String, String> {
+    [
+        ("TAGWARDEN_POLICY", policy_url.to_string()),
+        ("TAGWARDEN_ARM_ENDPOINT", arm_endpoint.to_string()),
+        ("POLICY_TTL", "0".to_string()),
+        ("IDENTITY_ENDPOINT", fake.identity.clone()),
+        ("IDENTITY_HEADER", IDENTITY_HEADER.to_string()),
+        ("TAGWARDEN_SELF_CLIENT_ID", OWN_CLIENT.to_string()),
+        ("TAGWARDEN_SELF_PRINCIPAL_ID", OWN_PRINCIPAL.to_string()),
+        ("TAGWARDEN_METRICS_RESOURCE_ID", APP_ID.to_string()),
+        ("TAGWARDEN_METRICS_ENDPOINT", fake.metrics.clone()),
+        ("TAGWARDEN_SWEEP_SCOPES", format!("/subscriptions/{SUB}")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The handler the Function builds from `vars` (the policy at `policy_url` instead, if given),
+/// with retries short enough for a test's faults to play out in seconds.
+pub fn build_handler(vars: &HashMap<String, String>, policy_url: Option<&str>) -> Handler {
     let config = Config::from_lookup(|k| match (k, policy_url) {
         ("TAGWARDEN_POLICY", Some(url)) => Some(url.to_string()),
         _ => vars.get(k).cloned(),
@@ -280,21 +300,12 @@ pub async fn invoke(handler: &Handler, function: &str, binding: &str, value: Val
     (resp.status, serde_json::from_slice(&resp.body).expect("the handler answers JSON"))
 }
 
-/// An account SAS like [`azurite::account_sas`], correctly signed, with other permissions
-/// (`sp`) and expiry (`se`).
-pub fn account_sas_with(sp: &str, se: &str) -> String {
-    let version = "2020-08-04";
-    let to_sign = format!("{}\n{sp}\nb\nsco\n\n{se}\n\n\n{version}\n", azurite::ACCOUNT);
-    let sig = base64(&hmac_sha256(&unbase64(azurite::KEY), to_sign.as_bytes()));
-    format!("sv={version}&ss=b&srt=sco&sp={sp}&se={}&sig={}", encode(se), encode(&sig))
-}
-
 /// The account SAS with its signature replaced (what an expired or rotated key looks like to
 /// the service: Azurite answers 403 `AuthorizationFailure`).
 pub fn tampered_sas() -> String {
     let sas = azurite::account_sas();
     let (head, _) = sas.split_once("sig=").expect("a signed SAS");
-    format!("{head}sig={}", encode(&base64(&[7u8; 32])))
+    format!("{head}sig={}", azurite::percent_encode(&azurite::base64_encode(&[7u8; 32])))
 }
 
 /// The `sig` value of a SAS, as sent (percent-encoded) and decoded.
@@ -302,53 +313,6 @@ pub fn sas_signatures(sas: &str) -> [String; 2] {
     let sig = sas.split('&').find_map(|p| p.strip_prefix("sig=")).expect("sig").to_string();
     let decoded = sig.replace("%2B", "+").replace("%2F", "/").replace("%3D", "=");
     [sig, decoded]
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
-fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    block[..key.len().min(64)].copy_from_slice(&key[..key.len().min(64)]);
-    let pad = |b: u8| block.iter().map(|k| k ^ b).collect::<Vec<u8>>();
-    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(msg).finalize();
-    Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize().into()
-}
-
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn base64(data: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            out.push(if i <= chunk.len() { B64[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' });
-        }
-    }
-    out
-}
-
-fn unbase64(s: &str) -> Vec<u8> {
-    let (mut bits, mut n, mut out) = (0u32, 0, Vec::new());
-    for c in s.bytes().filter(|c| *c != b'=') {
-        bits = (bits << 6) | B64.iter().position(|b| *b == c).expect("base64") as u32;
-        n += 6;
-        if n >= 8 {
-            n -= 8;
-            out.push((bits >> n) as u8);
-        }
-    }
-    out
 }
 
 /// A shared, growable log sink.

@@ -11,25 +11,15 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
-use serde_json::{json, Value};
-use tagwarden::azure::arm::Retry;
+use serde_json::Value;
 use tagwarden::azure::function::Handler;
 use tagwarden::azure::server::Request;
-use tagwarden::azure::Config;
 use tagwarden::TagMap;
 
-use crate::support::fake::{FakeAzure, IDENTITY_HEADER};
-
-pub const SUB: &str = "11112222-3333-4444-5555-666677778888";
-pub const INFRA: &str = "mycluster-7xk2p";
-pub const OWNER: &str = "kubernetes.io_cluster.mycluster-7xk2p";
-pub const OWN_CLIENT: &str = "7d3e2b1a-0000-4000-8000-00000000c11e";
-pub const SOMEONE: &str = "0a0a0a0a-1111-4222-8333-444455556666";
-const APP_ID: &str =
-    "/subscriptions/11112222-3333-4444-5555-666677778888/resourceGroups/tagwarden-rg/providers/Microsoft.Web/sites/tagwarden-fn";
+use crate::support::env::{self, rid, OWNER};
+use crate::support::fake::FakeAzure;
 
 const KINDS: [&str; 5] = [
     "Microsoft.Compute/virtualMachines",
@@ -39,78 +29,22 @@ const KINDS: [&str; 5] = [
     "Microsoft.Storage/storageAccounts",
 ];
 
-pub fn rid(kind: &str, name: &str) -> String {
-    format!("/subscriptions/{SUB}/resourceGroups/{INFRA}-rg/providers/{kind}/{name}")
+/// A `ResourceWriteSuccess` event (Event Grid schema) for a write to `resource` by someone else.
+pub fn write_event(resource: &str) -> Value {
+    let kind = resource.split("/providers/").nth(1).and_then(|p| p.rsplit_once('/')).map(|(k, _)| k);
+    env::eg_event(resource, &format!("{}/write", kind.unwrap_or("Microsoft.Compute/virtualMachines")), env::SOMEONE)
 }
 
 /// The policy every test here enforces, as an Azure Infrastructure object.
 pub fn infrastructure(tags: &[(&str, &str)]) -> String {
-    let list: Vec<Value> = tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect();
-    json!({
-        "apiVersion": "config.openshift.io/v1",
-        "kind": "Infrastructure",
-        "metadata": {"name": "cluster"},
-        "status": {"infrastructureName": INFRA, "platformStatus": {"type": "Azure", "azure": {"resourceGroupName": format!("{INFRA}-rg"), "resourceTags": list}}},
-    })
-    .to_string()
-}
-
-/// A `ResourceWriteSuccess` event (Event Grid schema) for a write to `resource` by someone else.
-pub fn write_event(resource: &str, id: &str) -> Value {
-    let kind = resource.split("/providers/").nth(1).and_then(|p| p.rsplit_once('/')).map(|(k, _)| k);
-    let operation = format!("{}/write", kind.unwrap_or("Microsoft.Compute/virtualMachines"));
-    json!({
-        "topic": format!("/subscriptions/{SUB}"),
-        "subject": resource,
-        "eventType": "Microsoft.Resources.ResourceWriteSuccess",
-        "eventTime": "2026-11-21T10:12:00.1234567Z",
-        "id": id,
-        "data": {
-            "authorization": {"scope": resource, "action": operation, "evidence": {"role": "Contributor", "principalId": SOMEONE.replace('-', ""), "principalType": "ServicePrincipal"}},
-            "claims": {"appid": SOMEONE, "http://schemas.microsoft.com/identity/claims/objectidentifier": SOMEONE},
-            "correlationId": id,
-            "resourceProvider": operation.split('/').next(),
-            "resourceUri": resource,
-            "operationName": operation,
-            "status": "Succeeded",
-            "subscriptionId": SUB,
-            "tenantId": "aaaabbbb-0000-cccc-1111-dddd2222eeee"
-        },
-        "dataVersion": "2",
-        "metadataVersion": "1"
-    })
+    env::infrastructure(tags, &[])
 }
 
 /// The handler as the Function builds it, against the fakes; `policy_url` carries its SAS.
-/// Retries are short so a test's faults play out in seconds.
 pub fn handler(fake: &FakeAzure, arm_endpoint: &str, policy_url: &str, extra: &[(&str, &str)]) -> Handler {
-    let mut vars: HashMap<String, String> = [
-        ("TAGWARDEN_POLICY", policy_url.to_string()),
-        ("TAGWARDEN_ARM_ENDPOINT", arm_endpoint.to_string()),
-        ("IDENTITY_ENDPOINT", fake.identity.clone()),
-        ("IDENTITY_HEADER", IDENTITY_HEADER.to_string()),
-        ("TAGWARDEN_SELF_CLIENT_ID", OWN_CLIENT.to_string()),
-        ("TAGWARDEN_METRICS_RESOURCE_ID", APP_ID.to_string()),
-        ("TAGWARDEN_METRICS_ENDPOINT", fake.metrics.clone()),
-        ("TAGWARDEN_SWEEP_SCOPES", format!("/subscriptions/{SUB}")),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    for (k, v) in extra {
-        vars.insert(k.to_string(), v.to_string());
-    }
-    let config = Config::from_lookup(|k| vars.get(k).cloned()).expect("valid configuration");
-    let mut handler = Handler::new(&config).expect("handler");
-    handler.reconciler.arm.retry = Retry {
-        attempts: 4,
-        first: Duration::from_millis(10),
-        max: Duration::from_millis(100),
-        max_retry_after: Duration::from_secs(5),
-        poll_timeout: Duration::from_secs(5),
-        not_found_attempts: 2,
-    };
-    handler
+    let mut vars = env::vars_for(fake, arm_endpoint, policy_url);
+    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env::build_handler(&vars, None)
 }
 
 /// What the fleet looked like before the test, and which resources are owned.
@@ -284,15 +218,11 @@ impl EventGrid {
 
 /// The Functions host's invocation of the `drift` function with one Event Grid event.
 pub fn invocation(event: &Value) -> Request {
-    let envelope = json!({
-        "Data": {"eventGridEvent": event},
-        "Metadata": {"sys": {"MethodName": "drift", "UtcNow": "2026-11-21T10:12:01Z"}},
-    });
     Request {
         method: "POST".into(),
         path: "/drift".into(),
         headers: vec![("content-type".into(), "application/json".into())],
-        body: envelope.to_string().into_bytes(),
+        body: env::envelope("drift", "eventGridEvent", event.clone()).into_bytes(),
         ..Request::default()
     }
 }
