@@ -14,6 +14,7 @@ pub mod plan;
 pub mod policy;
 pub mod report;
 pub mod resource;
+pub mod status;
 pub mod validate;
 
 #[cfg(feature = "aws")]

@@ -12,16 +12,6 @@ use crate::policy::{Policy, Superseded};
 
 pub const NAMESPACE: &str = "TagWarden";
 
-/// `policy.state` in the status report written beside the policy (both clouds).
-pub const STATE_OK: &str = "ok";
-/// A newer published version was rejected; the last known good version stays in force.
-pub const STATE_REJECTED: &str = "rejected-keeping-last-good";
-/// The published policy could not be re-read (deleted, forbidden, unreachable, too large); the
-/// last known good version stays in force.
-pub const STATE_UNREADABLE: &str = "unreadable-keeping-last-good";
-/// No valid version has ever been read: nothing is written.
-pub const STATE_UNAVAILABLE: &str = "unavailable";
-
 /// How one resource's reconcile ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

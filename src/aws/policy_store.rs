@@ -12,16 +12,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
-use serde::Serialize;
 use tokio::sync::Mutex;
 
 use super::{AwsError, Clients, ErrorClass};
 use crate::cloud::Cloud;
 use crate::policy::{self, Policy, STATUS_REPORT_NAME};
-use crate::report::{STATE_OK, STATE_REJECTED, STATE_UNAVAILABLE, STATE_UNREADABLE};
+use crate::status::{StatusReport, STATE_OK, STATE_REJECTED, STATE_UNREADABLE};
 use crate::validate;
 
 /// Where the policy lives, from `TAGWARDEN_POLICY` or `--policy`.
@@ -406,63 +405,6 @@ async fn list_policy_objects(clients: &Clients, bucket: &str, prefix: &str) -> R
     Ok(out)
 }
 
-/// The status report: the seeds' failure list in `status.platformStatus.<cloud>.resourceTags`,
-/// written next to the policy for both clouds.
-#[derive(Debug, Clone, Serialize)]
-pub struct StatusReport {
-    pub generated_at: u64,
-    pub policy: PolicyStatus,
-    pub failures: Vec<ResourceFailure>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PolicyStatus {
-    pub location: String,
-    pub state: &'static str,
-    pub version: Option<String>,
-    pub errors: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ResourceFailure {
-    pub resource: String,
-    #[serde(rename = "type")]
-    pub resource_type: String,
-    pub error: String,
-}
-
-impl StatusReport {
-    pub fn new(
-        location: &PolicyLocation,
-        version: Option<String>,
-        errors: Vec<String>,
-        failures: Vec<ResourceFailure>,
-    ) -> Self {
-        let state = match (&version, errors.is_empty()) {
-            (Some(_), true) => STATE_OK,
-            (Some(_), false) => STATE_REJECTED,
-            (None, _) => STATE_UNAVAILABLE,
-        };
-        StatusReport {
-            generated_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),
-            policy: PolicyStatus { location: location.to_string(), state, version, errors },
-            failures,
-        }
-    }
-
-    /// JSON no longer than `max` bytes (an SSM Standard parameter), dropping failures to fit.
-    pub fn to_json_within(&self, max: usize) -> String {
-        let mut report = self.clone();
-        loop {
-            let json = serde_json::to_string(&report).unwrap_or_default();
-            if json.len() <= max || report.failures.is_empty() {
-                return json;
-            }
-            report.failures.truncate(report.failures.len() / 2);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,18 +430,5 @@ mod tests {
         assert_eq!(status("s3://b/policy.yaml"), Ok("s3://b/tagwarden-status.json".into()));
         assert_eq!(status("s3://b/layers/"), Ok("s3://b/layers/tagwarden-status.json".into()));
         assert_eq!(status("ssm:/p"), Ok("ssm:/p-status".into()));
-    }
-
-    #[test]
-    fn status_report_fits_ssm() {
-        let failures = (0..500)
-            .map(|i| ResourceFailure {
-                resource: format!("i-{i:017}"),
-                resource_type: "ec2:instance".into(),
-                error: "AccessDenied".into(),
-            })
-            .collect();
-        let r = StatusReport::new(&PolicyLocation::Ssm { name: "/p".into() }, Some("v".into()), vec![], failures);
-        assert!(r.to_json_within(4096).len() <= 4096);
     }
 }

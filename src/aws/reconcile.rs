@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::policy_store::{LoadedPolicy, PolicyChange, PolicyStore, StatusReport};
+use super::policy_store::{LoadedPolicy, PolicyChange, PolicyStore};
 use super::sweep::{Progress, SweepOptions};
 use super::tags::Tagger;
 use super::ErrorClass;
@@ -20,6 +20,7 @@ use crate::inflight::ResourceLocks;
 use crate::plan;
 use crate::report::{Metrics, Record, Status};
 use crate::resource::ResourceRef;
+use crate::status::StatusReport;
 use crate::TagMap;
 
 pub struct Reconciler {
@@ -83,7 +84,7 @@ impl Reconciler {
         if let Some(PolicyChange::Rejected { errors }) = change {
             out.metrics.policy_rejected += 1;
             let version = policy.as_ref().ok().map(|p| p.policy.version.clone());
-            let report = StatusReport::new(&self.store.location, version, errors, Vec::new());
+            let report = StatusReport::new(Cloud::Aws, &self.store.location, version, errors, Vec::new());
             if let Err(e) = self.store.write_status(&self.tagger.clients, &report).await {
                 tracing::warn!(error = %e, "could not write the status report");
             }

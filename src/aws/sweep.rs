@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 
-use super::policy_store::{ResourceFailure, StatusReport};
 use super::reconcile::{Outcome, Reconciler};
 use super::{AwsError, ErrorClass};
 use crate::cloud::{Cloud, OWNED};
 use crate::plan::{self, Plan};
 use crate::report::{Record, Status};
 use crate::resource::ResourceRef;
+use crate::status::StatusReport;
 use crate::TagMap;
 
 /// Told `(phase, done, total)` as a sweep goes: `discover`, `plan`, `write`.
@@ -130,21 +130,14 @@ impl Reconciler {
             out.push(record);
         }
         if !self.dry_run {
-            let failures = out
-                .records
-                .iter()
-                .filter(|r| r.status == Status::Failed)
-                .map(|r| ResourceFailure {
-                    resource: r.resource.clone(),
-                    resource_type: r.resource_type.clone(),
-                    error: r.error.clone().unwrap_or_default(),
-                })
-                .collect();
-            // Not `ok` while a newer version is rejected or the policy cannot be re-read.
-            let (state, errors) = self.store.standing().await;
-            let mut report =
-                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), errors, failures);
-            report.policy.state = state;
+            let standing = self.store.standing().await;
+            let report = StatusReport::of_sweep(
+                Cloud::Aws,
+                &self.store.location,
+                &policy.policy.version,
+                standing,
+                &out.records,
+            );
             if let Err(e) = self.store.write_status(&self.tagger.clients, &report).await {
                 tracing::warn!(error = %e, "could not write the status report");
             }

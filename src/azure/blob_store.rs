@@ -20,17 +20,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use reqwest::{Method, Url};
-use serde::Serialize;
 use tokio::sync::Mutex;
 
 use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
 use super::{AzureError, CallCounter, ErrorClass};
 use crate::cloud::Cloud;
 use crate::policy::{self, Policy, STATUS_REPORT_NAME};
-use crate::report::{STATE_OK, STATE_REJECTED, STATE_UNAVAILABLE, STATE_UNREADABLE};
+use crate::status::{StatusReport, STATE_OK, STATE_REJECTED, STATE_UNREADABLE};
 use crate::validate;
 
 /// The Blob REST API version sent as `x-ms-version`.
@@ -533,67 +532,6 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The status report: the Azure seed's `status.platformStatus.azure.resourceTags` failure list
-/// (`name`, `error` per resource), plus the policy's state, written next to the policy.
-#[derive(Debug, Clone, Serialize)]
-pub struct StatusReport {
-    pub generated_at: u64,
-    pub cloud: Cloud,
-    pub policy: PolicyStatus,
-    pub failures: Vec<ResourceFailure>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PolicyStatus {
-    pub location: String,
-    pub state: &'static str,
-    pub version: Option<String>,
-    pub errors: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ResourceFailure {
-    /// The resource's name (last segment of its ID), as the seed's field.
-    pub name: String,
-    /// The full ARM ID.
-    pub resource: String,
-    #[serde(rename = "type")]
-    pub resource_type: String,
-    pub error: String,
-}
-
-impl ResourceFailure {
-    pub fn new(resource: &str, resource_type: &str, error: &str) -> Self {
-        ResourceFailure {
-            name: resource.trim_end_matches('/').rsplit('/').next().unwrap_or(resource).to_string(),
-            resource: resource.to_string(),
-            resource_type: resource_type.to_string(),
-            error: error.to_string(),
-        }
-    }
-}
-
-impl StatusReport {
-    pub fn new(
-        location: &BlobLocation,
-        version: Option<String>,
-        errors: Vec<String>,
-        failures: Vec<ResourceFailure>,
-    ) -> Self {
-        let state = match (&version, errors.is_empty()) {
-            (Some(_), true) => STATE_OK,
-            (Some(_), false) => STATE_REJECTED,
-            (None, _) => STATE_UNAVAILABLE,
-        };
-        StatusReport {
-            generated_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),
-            cloud: Cloud::Azure,
-            policy: PolicyStatus { location: location.to_string(), state, version, errors },
-            failures,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -650,7 +588,7 @@ mod tests {
         assert!(!e.contains("SECRET") && !e.contains("sig="), "the SAS leaked: {e}");
         let e = store.documents().await.expect_err("unreachable").to_string();
         assert!(!e.contains("SECRET"), "{e}");
-        let report = StatusReport::new(&store.location, None, Vec::new(), Vec::new());
+        let report = StatusReport::new(Cloud::Azure, &store.location, None, Vec::new(), Vec::new());
         let e = store.write_status(&report).await.expect_err("unreachable").to_string();
         assert!(e.contains("tagwarden-status.json") && !e.contains("SECRET"), "{e}");
     }

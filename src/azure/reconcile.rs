@@ -16,7 +16,7 @@ use std::time::Instant;
 use futures_util::stream::{self, StreamExt};
 
 use super::arm::ArmClient;
-use super::blob_store::{BlobPolicyStore, LoadedPolicy, PolicyChange, ResourceFailure, StatusReport};
+use super::blob_store::{BlobPolicyStore, LoadedPolicy, PolicyChange};
 use super::ErrorClass;
 use crate::cloud::Cloud;
 use crate::events::Event;
@@ -24,6 +24,7 @@ use crate::inflight::ResourceLocks;
 use crate::plan;
 use crate::report::{Metrics, Record, Status};
 use crate::resource::ResourceRef;
+use crate::status::StatusReport;
 
 pub struct Reconciler {
     pub arm: ArmClient,
@@ -110,7 +111,7 @@ impl Reconciler {
         if let Some(PolicyChange::Rejected { errors }) = change {
             out.metrics.policy_rejected += 1;
             let version = policy.as_ref().ok().map(|p| p.policy.version.clone());
-            let report = StatusReport::new(&self.store.location, version, errors, Vec::new());
+            let report = StatusReport::new(Cloud::Azure, &self.store.location, version, errors, Vec::new());
             if let Err(e) = self.store.write_status(&report).await {
                 tracing::warn!(error = %e, "could not write the status report");
             }
@@ -209,26 +210,14 @@ impl Reconciler {
             out.push(r);
         }
         if !self.dry_run {
-            let failures = out
-                .records
-                .iter()
-                .filter(|r| matches!(r.status, Status::Failed | Status::LimitExceeded))
-                .map(|r| {
-                    let error = match (&r.error, r.status) {
-                        (Some(e), _) => e.clone(),
-                        (None, Status::LimitExceeded) => {
-                            "the write would exceed the resource's tag limit; nothing was written".to_string()
-                        }
-                        (None, _) => String::new(),
-                    };
-                    ResourceFailure::new(&r.resource, &r.resource_type, &error)
-                })
-                .collect();
-            // Not `ok` while a newer version is rejected or the policy cannot be re-read.
-            let (state, errors) = self.store.standing().await;
-            let mut report =
-                StatusReport::new(&self.store.location, Some(policy.policy.version.clone()), errors, failures);
-            report.policy.state = state;
+            let standing = self.store.standing().await;
+            let report = StatusReport::of_sweep(
+                Cloud::Azure,
+                &self.store.location,
+                &policy.policy.version,
+                standing,
+                &out.records,
+            );
             if let Err(e) = self.store.write_status(&report).await {
                 tracing::warn!(error = %e, "could not write the status report");
             }
