@@ -12,16 +12,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 use tokio::sync::Mutex;
 
 use super::{AwsError, Clients, ErrorClass};
 use crate::cloud::Cloud;
-use crate::policy::{self, Policy, STATUS_REPORT_NAME};
-use crate::status::{StatusReport, STATE_OK, STATE_REJECTED, STATE_UNREADABLE};
-use crate::validate;
+use crate::policy::cache::PolicyCache;
+use crate::policy::{self, STATUS_REPORT_NAME};
+use crate::status::StatusReport;
 
 /// Where the policy lives, from `TAGWARDEN_POLICY` or `--policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,54 +84,17 @@ impl PolicyLocation {
     }
 }
 
-/// A validated policy in force.
-#[derive(Debug)]
-pub struct LoadedPolicy {
-    pub policy: Policy,
-    pub infra_id: String,
-    /// ETag(s) or SSM version it was read from.
-    pub fingerprint: String,
-}
-
-/// Why no policy can be used.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("no valid policy from {location}: {reason}; nothing is written until one is published")]
-pub struct PolicyUnavailable {
-    pub location: String,
-    pub reason: String,
-}
-
-/// What a refresh found, for metrics and the status report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicyChange {
-    /// A new valid version is in force.
-    Loaded { version: String },
-    /// A new version was rejected; the last known good one (if any) stays.
-    Rejected { errors: Vec<String> },
-}
-
-#[derive(Default)]
-struct State {
-    good: Option<Arc<LoadedPolicy>>,
-    /// Fingerprint of the last version seen, good or rejected: not parsed again.
-    seen: Option<String>,
-    checked: Option<Instant>,
-    /// Object key → (ETag, text), so a prefix re-downloads only what changed.
-    documents: BTreeMap<String, (String, String)>,
-    last_rejection: Option<Vec<String>>,
-    /// Why the last re-check failed while a good version stayed in force.
-    read_error: Option<String>,
-}
+pub use crate::policy::cache::{LoadedPolicy, PolicyChange, PolicyUnavailable};
 
 pub struct PolicyStore {
     pub location: PolicyLocation,
     pub ttl: Duration,
-    state: Mutex<State>,
+    state: Mutex<PolicyCache>,
 }
 
 impl PolicyStore {
     pub fn new(location: PolicyLocation, ttl: Duration) -> Self {
-        PolicyStore { location, ttl, state: Mutex::new(State::default()) }
+        PolicyStore { location, ttl, state: Mutex::new(PolicyCache::default()) }
     }
 
     /// The policy in force, re-checked when the TTL has passed (or when `force`).
@@ -141,78 +104,28 @@ impl PolicyStore {
         force: bool,
     ) -> (Result<Arc<LoadedPolicy>, PolicyUnavailable>, Option<PolicyChange>) {
         let mut st = self.state.lock().await;
-        let fresh = st.checked.is_some_and(|t| t.elapsed() < self.ttl);
+        let location = self.location.to_string();
         let mut change = None;
-        if force || !fresh {
-            match self.fetch(clients, &mut st).await {
-                Ok(Some((fingerprint, docs))) => {
-                    change = Some(self.accept(&mut st, fingerprint, docs));
-                    st.checked = Some(Instant::now());
-                    st.read_error = None;
-                }
-                Ok(None) => {
-                    st.checked = Some(Instant::now());
-                    st.read_error = None;
-                }
-                Err(e) if st.good.is_some() => {
-                    st.read_error = Some(e.to_string());
-                    // Keep the last known good version; try again on the next call.
-                    tracing::warn!(location = %self.location, error = %e, "policy re-check failed; keeping the last known good version");
-                }
-                Err(e) => {
-                    return (
-                        Err(PolicyUnavailable { location: self.location.to_string(), reason: e.to_string() }),
-                        None,
-                    );
-                }
+        if st.due(self.ttl, force) {
+            let fetched = self.fetch(clients, &mut st).await;
+            match st.record(Cloud::Aws, &location, fetched) {
+                Ok(c) => change = c,
+                Err(unavailable) => return (Err(unavailable), None),
             }
         }
-        let result = st.good.clone().ok_or_else(|| PolicyUnavailable {
-            location: self.location.to_string(),
-            reason: match &st.last_rejection {
-                Some(errors) => format!("the published version is invalid: {}", errors.join("; ")),
-                None => "no policy has been read yet".to_string(),
-            },
-        });
-        (result, change)
+        (st.current(&location), change)
     }
 
-    /// How the published policy stands against the version in force, for the status report:
-    /// `ok`, a newer version rejected (its errors), or the last re-check failed (why). A sweep
-    /// reports it, so the report never says `ok` while the published policy is not in force.
+    /// How the published policy stands against the version in force (for the status report).
     pub async fn standing(&self) -> (&'static str, Vec<String>) {
-        let st = self.state.lock().await;
-        // What is true now first: a policy that cannot be read, then a rejected version.
-        match (&st.read_error, &st.last_rejection) {
-            (Some(e), _) => (STATE_UNREADABLE, vec![e.clone()]),
-            (None, Some(errors)) => (STATE_REJECTED, errors.clone()),
-            (None, None) => (STATE_OK, Vec::new()),
-        }
-    }
-
-    fn accept(&self, st: &mut State, fingerprint: String, docs: Vec<(String, String)>) -> PolicyChange {
-        st.seen = Some(fingerprint.clone());
-        match build(docs) {
-            Ok((policy, infra_id)) => {
-                let version = policy.version.clone();
-                st.good = Some(Arc::new(LoadedPolicy { policy, infra_id, fingerprint }));
-                st.last_rejection = None;
-                tracing::info!(location = %self.location, version, "policy loaded");
-                PolicyChange::Loaded { version }
-            }
-            Err(errors) => {
-                tracing::error!(location = %self.location, ?errors, "policy rejected; keeping the last known good version");
-                st.last_rejection = Some(errors.clone());
-                PolicyChange::Rejected { errors }
-            }
-        }
+        self.state.lock().await.standing()
     }
 
     /// The documents, or `None` when nothing changed since the last version seen.
     async fn fetch(
         &self,
         clients: &Clients,
-        st: &mut State,
+        st: &mut PolicyCache,
     ) -> Result<Option<(String, Vec<(String, String)>)>, AwsError> {
         match &self.location {
             PolicyLocation::S3Object { bucket, key } => {
@@ -229,7 +142,7 @@ impl PolicyStore {
             PolicyLocation::S3Prefix { bucket, prefix } => {
                 let listed = list_policy_objects(clients, bucket, prefix).await?;
                 let fingerprint: String = listed.iter().map(|(k, e)| format!("{k}@{e};")).collect();
-                if st.seen.as_deref() == Some(fingerprint.as_str()) {
+                if st.seen() == Some(fingerprint.as_str()) {
                     return Ok(None);
                 }
                 if listed.is_empty() {
@@ -268,7 +181,7 @@ impl PolicyStore {
                     .map_err(|e| AwsError::from_sdk("ssm:GetParameter", name, e))?;
                 let param = out.parameter();
                 let fingerprint = format!("{name}@{}", param.map(|p| p.version()).unwrap_or_default());
-                if st.seen.as_deref() == Some(fingerprint.as_str()) {
+                if st.seen() == Some(fingerprint.as_str()) {
                     return Ok(None);
                 }
                 let text = param.and_then(|p| p.value()).unwrap_or_default().to_string();
@@ -279,7 +192,7 @@ impl PolicyStore {
 
     /// Every document of the policy as published now, bypassing the cache (for the CLI).
     pub async fn documents(&self, clients: &Clients) -> Result<Vec<(String, String)>, AwsError> {
-        let mut scratch = State::default();
+        let mut scratch = PolicyCache::default();
         Ok(self.fetch(clients, &mut scratch).await?.map(|(_, docs)| docs).unwrap_or_default())
     }
 
@@ -316,22 +229,6 @@ impl PolicyStore {
         }
         Ok(())
     }
-}
-
-/// Load, validate and check a candidate version.
-fn build(docs: Vec<(String, String)>) -> Result<(Policy, String), Vec<String>> {
-    let policy = policy::load(docs).map_err(|e| vec![e.to_string()])?;
-    if let Some(cloud) = policy.cloud.filter(|c| *c != Cloud::Aws) {
-        return Err(vec![format!("the policy is for {cloud}, but this deployment enforces AWS")]);
-    }
-    let violations = validate::policy(&policy, Cloud::Aws);
-    if !violations.is_empty() {
-        return Err(violations.into_iter().map(|v| v.message).collect());
-    }
-    let Some(infra_id) = policy.infra_id.clone() else {
-        return Err(vec!["the policy does not name the cluster's infraID (status.infrastructureName, or infraID in a tagwarden.yaml), so there is no telling which resources it owns".to_string()]);
-    };
-    Ok((policy, infra_id))
 }
 
 async fn get_object(

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::{Method, Url};
 use tokio::sync::Mutex;
@@ -28,9 +28,9 @@ use tokio::sync::Mutex;
 use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
 use super::{AzureError, CallCounter, ErrorClass};
 use crate::cloud::Cloud;
-use crate::policy::{self, Policy, STATUS_REPORT_NAME};
-use crate::status::{StatusReport, STATE_OK, STATE_REJECTED, STATE_UNREADABLE};
-use crate::validate;
+use crate::policy::cache::PolicyCache;
+use crate::policy::{self, STATUS_REPORT_NAME};
+use crate::status::StatusReport;
 
 /// The Blob REST API version sent as `x-ms-version`.
 pub const STORAGE_VERSION: &str = "2021-08-06";
@@ -155,42 +155,7 @@ impl BlobLocation {
     }
 }
 
-/// A validated policy in force.
-#[derive(Debug)]
-pub struct LoadedPolicy {
-    pub policy: Policy,
-    pub infra_id: String,
-    /// The ETag(s) it was read from.
-    pub fingerprint: String,
-}
-
-/// Why no policy can be used.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("no valid policy from {location}: {reason}; nothing is written until one is published")]
-pub struct PolicyUnavailable {
-    pub location: String,
-    pub reason: String,
-}
-
-/// What a refresh found, for metrics and the status report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PolicyChange {
-    Loaded { version: String },
-    Rejected { errors: Vec<String> },
-}
-
-#[derive(Default)]
-struct State {
-    good: Option<Arc<LoadedPolicy>>,
-    seen: Option<String>,
-    checked: Option<Instant>,
-    /// Blob name → (ETag, text): a prefix re-downloads only what changed; a blob is fetched
-    /// with `If-None-Match`.
-    documents: BTreeMap<String, (String, String)>,
-    last_rejection: Option<Vec<String>>,
-    /// Why the last re-check failed while a good version stayed in force.
-    read_error: Option<String>,
-}
+pub use crate::policy::cache::{LoadedPolicy, PolicyChange, PolicyUnavailable};
 
 pub struct BlobPolicyStore {
     pub location: BlobLocation,
@@ -200,7 +165,7 @@ pub struct BlobPolicyStore {
     identity: Option<Arc<ManagedIdentity>>,
     pub calls: CallCounter,
     downloads: AtomicU64,
-    state: Mutex<State>,
+    state: Mutex<PolicyCache>,
 }
 
 impl BlobPolicyStore {
@@ -218,7 +183,7 @@ impl BlobPolicyStore {
             identity,
             calls,
             downloads: AtomicU64::new(0),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(PolicyCache::default()),
         }
     }
 
@@ -230,74 +195,25 @@ impl BlobPolicyStore {
     /// The policy in force, re-checked when the TTL has passed (or when `force`).
     pub async fn current(&self, force: bool) -> (Result<Arc<LoadedPolicy>, PolicyUnavailable>, Option<PolicyChange>) {
         let mut st = self.state.lock().await;
-        let fresh = st.checked.is_some_and(|t| t.elapsed() < self.ttl);
+        let location = self.location.to_string();
         let mut change = None;
-        if force || !fresh {
-            match self.fetch(&mut st).await {
-                Ok(Some((fingerprint, docs))) => {
-                    change = Some(self.accept(&mut st, fingerprint, docs));
-                    st.checked = Some(Instant::now());
-                    st.read_error = None;
-                }
-                Ok(None) => {
-                    st.checked = Some(Instant::now());
-                    st.read_error = None;
-                }
-                Err(e) if st.good.is_some() => {
-                    st.read_error = Some(e.to_string());
-                    tracing::warn!(location = %self.location, error = %e, "policy re-check failed; keeping the last known good version");
-                }
-                Err(e) => {
-                    return (
-                        Err(PolicyUnavailable { location: self.location.to_string(), reason: e.to_string() }),
-                        None,
-                    );
-                }
+        if st.due(self.ttl, force) {
+            let fetched = self.fetch(&mut st).await;
+            match st.record(Cloud::Azure, &location, fetched) {
+                Ok(c) => change = c,
+                Err(unavailable) => return (Err(unavailable), None),
             }
         }
-        let result = st.good.clone().ok_or_else(|| PolicyUnavailable {
-            location: self.location.to_string(),
-            reason: match &st.last_rejection {
-                Some(errors) => format!("the published version is invalid: {}", errors.join("; ")),
-                None => "no policy has been read yet".to_string(),
-            },
-        });
-        (result, change)
+        (st.current(&location), change)
     }
 
-    /// How the published policy stands against the version in force, for the status report:
-    /// `ok`, a newer version rejected (its errors), or the last re-check failed (why). A sweep
-    /// reports it, so the report never says `ok` while the published policy is not in force.
+    /// How the published policy stands against the version in force (for the status report).
     pub async fn standing(&self) -> (&'static str, Vec<String>) {
-        let st = self.state.lock().await;
-        // What is true now first: a policy that cannot be read, then a rejected version.
-        match (&st.read_error, &st.last_rejection) {
-            (Some(e), _) => (STATE_UNREADABLE, vec![e.clone()]),
-            (None, Some(errors)) => (STATE_REJECTED, errors.clone()),
-            (None, None) => (STATE_OK, Vec::new()),
-        }
-    }
-
-    fn accept(&self, st: &mut State, fingerprint: String, docs: Vec<(String, String)>) -> PolicyChange {
-        st.seen = Some(fingerprint.clone());
-        match build(docs) {
-            Ok((policy, infra_id)) => {
-                let version = policy.version.clone();
-                st.good = Some(Arc::new(LoadedPolicy { policy, infra_id, fingerprint }));
-                st.last_rejection = None;
-                tracing::info!(location = %self.location, version, "policy loaded");
-                PolicyChange::Loaded { version }
-            }
-            Err(errors) => {
-                tracing::error!(location = %self.location, ?errors, "policy rejected; keeping the last known good version");
-                st.last_rejection = Some(errors.clone());
-                PolicyChange::Rejected { errors }
-            }
-        }
+        self.state.lock().await.standing()
     }
 
     /// The documents, or `None` when nothing changed since the last version seen.
-    async fn fetch(&self, st: &mut State) -> Result<Option<(String, Vec<(String, String)>)>, AzureError> {
+    async fn fetch(&self, st: &mut PolicyCache) -> Result<Option<(String, Vec<(String, String)>)>, AzureError> {
         if !self.location.is_prefix {
             let name = self.location.name.clone();
             let etag = st.documents.get(&name).map(|(e, _)| e.clone());
@@ -313,7 +229,7 @@ impl BlobPolicyStore {
         }
         let listed = self.list().await?;
         let fingerprint: String = listed.iter().map(|(k, e)| format!("{k}@{e};")).collect();
-        if st.seen.as_deref() == Some(fingerprint.as_str()) {
+        if st.seen() == Some(fingerprint.as_str()) {
             return Ok(None);
         }
         if listed.is_empty() {
@@ -346,7 +262,7 @@ impl BlobPolicyStore {
 
     /// Every document of the policy as published now, bypassing the cache.
     pub async fn documents(&self) -> Result<Vec<(String, String)>, AzureError> {
-        let mut scratch = State::default();
+        let mut scratch = PolicyCache::default();
         Ok(self.fetch(&mut scratch).await?.map(|(_, d)| d).unwrap_or_default())
     }
 
@@ -464,22 +380,6 @@ impl BlobPolicyStore {
 /// the query is the SAS, a credential: drop the URL (`target` names the blob without its SAS).
 fn transport(operation: &'static str, target: &str, e: reqwest::Error) -> AzureError {
     AzureError::transport(operation, target, &e.without_url())
-}
-
-/// Load, validate and check a candidate version.
-fn build(docs: Vec<(String, String)>) -> Result<(Policy, String), Vec<String>> {
-    let policy = policy::load(docs).map_err(|e| vec![e.to_string()])?;
-    if let Some(cloud) = policy.cloud.filter(|c| *c != Cloud::Azure) {
-        return Err(vec![format!("the policy is for {cloud}, but this deployment enforces Azure")]);
-    }
-    let violations = validate::policy(&policy, Cloud::Azure);
-    if !violations.is_empty() {
-        return Err(violations.into_iter().map(|v| v.message).collect());
-    }
-    let Some(infra_id) = policy.infra_id.clone() else {
-        return Err(vec!["the policy does not name the cluster's infraID (status.infrastructureName, or infraID in a tagwarden.yaml), so there is no telling which resources it owns".to_string()]);
-    };
-    Ok((policy, infra_id))
 }
 
 /// ETags compare without their quotes (headers quote them, List Blobs may not).

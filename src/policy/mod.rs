@@ -6,6 +6,7 @@
 //! Loading documents is in [`load`]; checking the tags against the cloud's rules is in
 //! [`crate::validate`].
 
+pub mod cache;
 pub mod load;
 
 use std::borrow::Cow;

@@ -1,0 +1,202 @@
+//! What a warm function knows about its published policy between re-checks, for both clouds'
+//! stores: the last known good version (the one in force), what was last seen (so an unchanged
+//! version is neither downloaded nor parsed again), the documents by ETag, and why the published
+//! policy is not in force when it is not. The stores fetch; this decides, without I/O:
+//!
+//! - a new version is validated whole: valid, it is in force at once; invalid, it is rejected and
+//!   the last known good version stays;
+//! - a failed re-check keeps the last known good version; with none, nothing can be used (fail
+//!   closed: nothing is written until a valid policy is published).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cloud::Cloud;
+use crate::policy::{self, Policy};
+use crate::status::{STATE_OK, STATE_REJECTED, STATE_UNREADABLE};
+use crate::validate;
+
+/// A validated policy in force.
+#[derive(Debug)]
+pub struct LoadedPolicy {
+    pub policy: Policy,
+    pub infra_id: String,
+    /// The ETag(s) or parameter version it was read from.
+    pub fingerprint: String,
+}
+
+/// Why no policy can be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no valid policy from {location}: {reason}; nothing is written until one is published")]
+pub struct PolicyUnavailable {
+    pub location: String,
+    pub reason: String,
+}
+
+/// What a re-check found, for metrics and the status report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicyChange {
+    /// A new valid version is in force.
+    Loaded { version: String },
+    /// A new version was rejected; the last known good one (if any) stays.
+    Rejected { errors: Vec<String> },
+}
+
+/// A fetched version: its fingerprint and its documents `(name, text)`.
+pub type Fetched = (String, Vec<(String, String)>);
+
+#[derive(Default)]
+pub struct PolicyCache {
+    good: Option<Arc<LoadedPolicy>>,
+    /// Fingerprint of the last version seen, good or rejected: not parsed again.
+    seen: Option<String>,
+    checked: Option<Instant>,
+    /// Document name → (ETag, text): a prefix re-downloads only what changed.
+    pub documents: BTreeMap<String, (String, String)>,
+    last_rejection: Option<Vec<String>>,
+    /// Why the last re-check failed while a good version stayed in force.
+    read_error: Option<String>,
+}
+
+impl PolicyCache {
+    /// Whether the published policy must be re-checked now.
+    pub fn due(&self, ttl: Duration, force: bool) -> bool {
+        force || self.checked.is_none_or(|t| t.elapsed() >= ttl)
+    }
+
+    /// The fingerprint of the last version seen.
+    pub fn seen(&self) -> Option<&str> {
+        self.seen.as_deref()
+    }
+
+    /// Take a re-check's result: `Ok(None)` is "unchanged since the last version seen", `Err` says
+    /// why nothing could be read. Fails only when no version can be used at all.
+    pub fn record<E: std::fmt::Display>(
+        &mut self,
+        cloud: Cloud,
+        location: &str,
+        fetched: Result<Option<Fetched>, E>,
+    ) -> Result<Option<PolicyChange>, PolicyUnavailable> {
+        match fetched {
+            Ok(found) => {
+                self.checked = Some(Instant::now());
+                self.read_error = None;
+                Ok(found.map(|(fingerprint, docs)| self.accept(cloud, location, fingerprint, docs)))
+            }
+            Err(e) if self.good.is_some() => {
+                tracing::warn!(location, error = %e, "policy re-check failed; keeping the last known good version");
+                self.read_error = Some(e.to_string());
+                Ok(None)
+            }
+            Err(e) => Err(PolicyUnavailable { location: location.to_string(), reason: e.to_string() }),
+        }
+    }
+
+    /// The version in force.
+    pub fn current(&self, location: &str) -> Result<Arc<LoadedPolicy>, PolicyUnavailable> {
+        self.good.clone().ok_or_else(|| PolicyUnavailable {
+            location: location.to_string(),
+            reason: match &self.last_rejection {
+                Some(errors) => format!("the published version is invalid: {}", errors.join("; ")),
+                None => "no policy has been read yet".to_string(),
+            },
+        })
+    }
+
+    /// How the published policy stands against the version in force, for the status report:
+    /// `ok`, the last re-check failed (why), or a newer version was rejected (its errors). A sweep
+    /// reports it, so the report never says `ok` while the published policy is not in force.
+    pub fn standing(&self) -> (&'static str, Vec<String>) {
+        // What is true now first: a policy that cannot be read, then a rejected version.
+        match (&self.read_error, &self.last_rejection) {
+            (Some(e), _) => (STATE_UNREADABLE, vec![e.clone()]),
+            (None, Some(errors)) => (STATE_REJECTED, errors.clone()),
+            (None, None) => (STATE_OK, Vec::new()),
+        }
+    }
+
+    fn accept(
+        &mut self,
+        cloud: Cloud,
+        location: &str,
+        fingerprint: String,
+        docs: Vec<(String, String)>,
+    ) -> PolicyChange {
+        self.seen = Some(fingerprint.clone());
+        match build(cloud, docs) {
+            Ok((policy, infra_id)) => {
+                let version = policy.version.clone();
+                self.good = Some(Arc::new(LoadedPolicy { policy, infra_id, fingerprint }));
+                self.last_rejection = None;
+                tracing::info!(location, version, "policy loaded");
+                PolicyChange::Loaded { version }
+            }
+            Err(errors) => {
+                tracing::error!(location, ?errors, "policy rejected; keeping the last known good version");
+                self.last_rejection = Some(errors.clone());
+                PolicyChange::Rejected { errors }
+            }
+        }
+    }
+}
+
+/// Load, validate and check a candidate version for `cloud`.
+fn build(cloud: Cloud, docs: Vec<(String, String)>) -> Result<(Policy, String), Vec<String>> {
+    let policy = policy::load(docs).map_err(|e| vec![e.to_string()])?;
+    if let Some(other) = policy.cloud.filter(|c| *c != cloud) {
+        return Err(vec![format!("the policy is for {other}, but this deployment enforces {cloud}")]);
+    }
+    let violations = validate::policy(&policy, cloud);
+    if !violations.is_empty() {
+        return Err(violations.into_iter().map(|v| v.message).collect());
+    }
+    let Some(infra_id) = policy.infra_id.clone() else {
+        return Err(vec!["the policy does not name the cluster's infraID (status.infrastructureName, or infraID in a tagwarden.yaml), so there is no telling which resources it owns".to_string()]);
+    };
+    Ok((policy, infra_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(tags: &str) -> Fetched {
+        (format!("fp-{tags}"), vec![("p.yaml".into(), format!("version: 1\ninfraID: c-1\ntags: {{{tags}}}\n"))])
+    }
+
+    #[test]
+    fn last_known_good_rejection_read_errors_and_fail_closed() {
+        let mut cache = PolicyCache::default();
+        assert!(cache.due(Duration::from_secs(60), false));
+        // Cold and unreadable: nothing to use.
+        let e = cache.record(Cloud::Aws, "s3://b/p", Err::<Option<Fetched>, _>("AccessDenied")).expect_err("cold");
+        assert!(e.to_string().contains("AccessDenied") && e.to_string().contains("nothing is written"), "{e}");
+        assert!(cache.current("s3://b/p").is_err());
+
+        let change = cache.record(Cloud::Aws, "s3://b/p", Ok::<_, String>(Some(doc("team: a")))).expect("loaded");
+        assert!(matches!(change, Some(PolicyChange::Loaded { .. })));
+        assert!(!cache.due(Duration::from_secs(60), false) && cache.due(Duration::from_secs(60), true));
+        let v1 = cache.current("l").expect("in force").policy.version.clone();
+        assert_eq!(cache.standing().0, STATE_OK);
+
+        // A rejected version keeps v1 and says why.
+        let change = cache.record(Cloud::Aws, "l", Ok::<_, String>(Some(doc("aws:x: y")))).expect("kept");
+        assert!(matches!(change, Some(PolicyChange::Rejected { .. })));
+        assert_eq!(cache.current("l").expect("v1").policy.version, v1);
+        assert_eq!(cache.standing().0, STATE_REJECTED);
+        // Then unreadable: still v1, and that is what stands now.
+        assert_eq!(cache.record(Cloud::Aws, "l", Err::<Option<Fetched>, _>("NoSuchKey")), Ok(None));
+        assert_eq!(cache.standing(), (STATE_UNREADABLE, vec!["NoSuchKey".to_string()]));
+        // Unchanged and readable again: the rejection stands.
+        assert_eq!(cache.record(Cloud::Aws, "l", Ok::<Option<Fetched>, String>(None)), Ok(None));
+        assert_eq!(cache.standing().0, STATE_REJECTED);
+        // A policy for the other cloud is rejected.
+        let other = (
+            "fp-az".to_string(),
+            vec![("p.yaml".into(), "version: 1\ncloud: azure\ninfraID: c\ntags: {a: b}\n".into())],
+        );
+        let change = cache.record(Cloud::Aws, "l", Ok::<_, String>(Some(other))).expect("kept");
+        assert!(matches!(change, Some(PolicyChange::Rejected { errors }) if errors[0].contains("azure")));
+    }
+}
