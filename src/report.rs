@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::cloud::Cloud;
-use crate::plan::{Outcome, Plan};
+use crate::plan::{self, Plan};
 use crate::policy::{Policy, Superseded};
 
 pub const NAMESPACE: &str = "TagWarden";
@@ -71,12 +71,12 @@ impl Record {
     /// The record for a plan, once its write (if any) is done.
     pub fn from_plan(cloud: Cloud, policy: &Policy, plan: &Plan, written: bool, latency_ms: u64) -> Self {
         let status = match plan.outcome {
-            Outcome::Apply if written => Status::Applied,
-            Outcome::Apply => Status::WouldApply,
-            Outcome::Unchanged => Status::Unchanged,
-            Outcome::NotOwned => Status::NotOwned,
-            Outcome::LimitExceeded => Status::LimitExceeded,
-            Outcome::Disabled => Status::Disabled,
+            plan::Outcome::Apply if written => Status::Applied,
+            plan::Outcome::Apply => Status::WouldApply,
+            plan::Outcome::Unchanged => Status::Unchanged,
+            plan::Outcome::NotOwned => Status::NotOwned,
+            plan::Outcome::LimitExceeded => Status::LimitExceeded,
+            plan::Outcome::Disabled => Status::Disabled,
         };
         let changes = plan
             .changes
@@ -171,6 +171,23 @@ impl Metrics {
         }
     }
 
+    /// Add another invocation's (or event's) counts to these.
+    pub fn merge(&mut self, other: Metrics) {
+        self.events_received += other.events_received;
+        self.events_ignored += other.events_ignored;
+        self.policy_rejected += other.policy_rejected;
+        for (t, c) in other.by_type {
+            let e = self.by_type.entry(t).or_default();
+            e.resources_evaluated += c.resources_evaluated;
+            e.drift_detected += c.drift_detected;
+            e.tags_written += c.tags_written;
+            e.write_failures += c.write_failures;
+            e.tag_limit_exceeded += c.tag_limit_exceeded;
+            e.conflicts += c.conflicts;
+            e.latency_ms.extend(c.latency_ms);
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Metrics::default()
     }
@@ -242,6 +259,43 @@ fn emf_header<'a>(
         }),
     );
     doc
+}
+
+/// What one event or sweep did, on either cloud.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub records: Vec<Record>,
+    pub metrics: Metrics,
+    pub infra_id: Option<String>,
+    /// Why nothing could be reconciled (no valid policy, listing failed).
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    pub fn failed(&self) -> usize {
+        self.records.iter().filter(|r| r.status == Status::Failed).count()
+    }
+
+    /// Whether the caller must report failure so the event is retried (and finally dead-lettered).
+    pub fn must_retry(&self) -> bool {
+        self.error.is_some() || self.failed() > 0
+    }
+
+    pub fn push(&mut self, record: Record) {
+        self.metrics.observe(&record);
+        self.records.push(record);
+    }
+
+    /// Fold another outcome (the next event of a batch) into this one.
+    pub fn absorb(&mut self, other: Outcome) {
+        self.metrics.merge(other.metrics);
+        self.records.extend(other.records);
+        self.infra_id = self.infra_id.take().or(other.infra_id);
+        self.error = match (self.error.take(), other.error) {
+            (Some(a), Some(b)) if a != b => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+    }
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
     let mut infra_id = None;
     let mut absorb = |inv: &mut Invocation, out: Outcome| {
         inv.lines.extend(out.records.iter().map(|r| r.to_json_line()));
-        merge(&mut metrics, out.metrics);
+        metrics.merge(out.metrics);
         infra_id = infra_id.take().or(out.infra_id);
         out.error
     };
@@ -143,22 +143,6 @@ pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
         inv.lines.extend(metrics.emf_lines(Cloud::Aws, infra_id.as_deref().unwrap_or("unknown"), now));
     }
     inv
-}
-
-fn merge(into: &mut Metrics, from: Metrics) {
-    into.events_received += from.events_received;
-    into.events_ignored += from.events_ignored;
-    into.policy_rejected += from.policy_rejected;
-    for (t, c) in from.by_type {
-        let e = into.by_type.entry(t).or_default();
-        e.resources_evaluated += c.resources_evaluated;
-        e.drift_detected += c.drift_detected;
-        e.tags_written += c.tags_written;
-        e.write_failures += c.write_failures;
-        e.tag_limit_exceeded += c.tag_limit_exceeded;
-        e.conflicts += c.conflicts;
-        e.latency_ms.extend(c.latency_ms);
-    }
 }
 
 #[cfg(test)]

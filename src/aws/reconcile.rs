@@ -18,7 +18,8 @@ use crate::cloud::Cloud;
 use crate::events::{Event, EventKind};
 use crate::inflight::ResourceLocks;
 use crate::plan;
-use crate::report::{Metrics, Record, Status};
+pub use crate::report::Outcome;
+use crate::report::{Record, Status};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -37,32 +38,6 @@ pub struct Reconciler {
     /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
     /// re-reads and finds no drift, so a policy version costs one write per resource.
     in_flight: ResourceLocks,
-}
-
-/// What one event or sweep did.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    pub records: Vec<Record>,
-    pub metrics: Metrics,
-    pub infra_id: Option<String>,
-    /// Why nothing could be reconciled (no valid policy, listing failed).
-    pub error: Option<String>,
-}
-
-impl Outcome {
-    pub fn failed(&self) -> usize {
-        self.records.iter().filter(|r| r.status == Status::Failed).count()
-    }
-
-    /// Whether the caller must report failure so the event is retried (and finally dead-lettered).
-    pub fn must_retry(&self) -> bool {
-        self.error.is_some() || self.failed() > 0
-    }
-
-    pub(super) fn push(&mut self, record: Record) {
-        self.metrics.observe(&record);
-        self.records.push(record);
-    }
 }
 
 impl Reconciler {

@@ -22,7 +22,8 @@ use crate::cloud::Cloud;
 use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
-use crate::report::{Metrics, Record, Status};
+pub use crate::report::Outcome;
+use crate::report::{Record, Status};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 
@@ -40,56 +41,6 @@ pub struct Reconciler {
     /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
     /// re-reads and finds no drift, so a policy version costs one Merge per resource.
     in_flight: ResourceLocks,
-}
-
-/// What one event or sweep did.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    pub records: Vec<Record>,
-    pub metrics: Metrics,
-    pub infra_id: Option<String>,
-    /// Why nothing could be reconciled (no valid policy, listing failed).
-    pub error: Option<String>,
-}
-
-impl Outcome {
-    pub fn failed(&self) -> usize {
-        self.records.iter().filter(|r| r.status == Status::Failed).count()
-    }
-
-    /// Whether the invocation must fail so Event Grid retries (and finally dead-letters) it.
-    pub fn must_retry(&self) -> bool {
-        self.error.is_some() || self.failed() > 0
-    }
-
-    fn push(&mut self, record: Record) {
-        self.metrics.observe(&record);
-        self.records.push(record);
-    }
-
-    /// Fold another outcome (the next event of a batch) into this one.
-    pub fn absorb(&mut self, other: Outcome) {
-        let m = &mut self.metrics;
-        m.events_received += other.metrics.events_received;
-        m.events_ignored += other.metrics.events_ignored;
-        m.policy_rejected += other.metrics.policy_rejected;
-        for (t, c) in other.metrics.by_type {
-            let e = m.by_type.entry(t).or_default();
-            e.resources_evaluated += c.resources_evaluated;
-            e.drift_detected += c.drift_detected;
-            e.tags_written += c.tags_written;
-            e.write_failures += c.write_failures;
-            e.tag_limit_exceeded += c.tag_limit_exceeded;
-            e.conflicts += c.conflicts;
-            e.latency_ms.extend(c.latency_ms);
-        }
-        self.records.extend(other.records);
-        self.infra_id = self.infra_id.take().or(other.infra_id);
-        self.error = match (self.error.take(), other.error) {
-            (Some(a), Some(b)) if a != b => Some(format!("{a}; {b}")),
-            (a, b) => a.or(b),
-        };
-    }
 }
 
 impl Reconciler {
