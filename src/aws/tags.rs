@@ -35,6 +35,26 @@ impl Backoff {
     }
 }
 
+/// One page of an IAM `List*Tags` answer: its tags, and the marker of the next page if any.
+type IamPage = (Vec<aws_sdk_iam::types::Tag>, Option<String>);
+
+/// Every page of an IAM `List*Tags` call into `tags`; `page` sends the request for a marker.
+async fn read_iam_pages<F, Fut>(tags: &mut TagMap, mut page: F) -> Result<(), AwsError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<IamPage, AwsError>>,
+{
+    let mut marker = None;
+    loop {
+        let (page_tags, next) = page(marker).await?;
+        tags.extend(page_tags.iter().map(|t| (t.key().to_string(), t.value().to_string())));
+        marker = next;
+        if marker.is_none() {
+            return Ok(());
+        }
+    }
+}
+
 /// Which API family serves a resource type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Api {
@@ -150,94 +170,51 @@ impl Tagger {
                 }
             }
             Api::IamRole => {
-                let mut marker = None;
-                loop {
-                    let out = c
-                        .iam
-                        .list_role_tags()
-                        .role_name(id)
-                        .set_marker(marker)
-                        .send()
-                        .await
-                        .map_err(|e| AwsError::from_sdk("iam:ListRoleTags", id, e))?;
-                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
-                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
-                    if marker.is_none() {
-                        break;
-                    }
-                }
+                read_iam_pages(&mut tags, |marker| async move {
+                    let out = c.iam.list_role_tags().role_name(id).set_marker(marker).send().await;
+                    let out = out.map_err(|e| AwsError::from_sdk("iam:ListRoleTags", id, e))?;
+                    Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+                })
+                .await?
             }
             Api::IamUser => {
-                let mut marker = None;
-                loop {
-                    let out = c
-                        .iam
-                        .list_user_tags()
-                        .user_name(id)
-                        .set_marker(marker)
-                        .send()
-                        .await
-                        .map_err(|e| AwsError::from_sdk("iam:ListUserTags", id, e))?;
-                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
-                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
-                    if marker.is_none() {
-                        break;
-                    }
-                }
+                read_iam_pages(&mut tags, |marker| async move {
+                    let out = c.iam.list_user_tags().user_name(id).set_marker(marker).send().await;
+                    let out = out.map_err(|e| AwsError::from_sdk("iam:ListUserTags", id, e))?;
+                    Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+                })
+                .await?
             }
             Api::IamInstanceProfile => {
-                let mut marker = None;
-                loop {
-                    let out = c
-                        .iam
-                        .list_instance_profile_tags()
-                        .instance_profile_name(id)
-                        .set_marker(marker)
-                        .send()
-                        .await
-                        .map_err(|e| AwsError::from_sdk("iam:ListInstanceProfileTags", id, e))?;
-                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
-                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
-                    if marker.is_none() {
-                        break;
-                    }
-                }
+                read_iam_pages(&mut tags, |marker| async move {
+                    let out =
+                        c.iam.list_instance_profile_tags().instance_profile_name(id).set_marker(marker).send().await;
+                    let out = out.map_err(|e| AwsError::from_sdk("iam:ListInstanceProfileTags", id, e))?;
+                    Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+                })
+                .await?
             }
             Api::IamPolicy => {
-                let mut marker = None;
-                loop {
-                    let out = c
-                        .iam
-                        .list_policy_tags()
-                        .policy_arn(id)
-                        .set_marker(marker)
-                        .send()
-                        .await
-                        .map_err(|e| AwsError::from_sdk("iam:ListPolicyTags", id, e))?;
-                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
-                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
-                    if marker.is_none() {
-                        break;
-                    }
-                }
+                read_iam_pages(&mut tags, |marker| async move {
+                    let out = c.iam.list_policy_tags().policy_arn(id).set_marker(marker).send().await;
+                    let out = out.map_err(|e| AwsError::from_sdk("iam:ListPolicyTags", id, e))?;
+                    Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+                })
+                .await?
             }
             Api::IamOidcProvider => {
-                let mut marker = None;
-                loop {
+                read_iam_pages(&mut tags, |marker| async move {
                     let out = c
                         .iam
                         .list_open_id_connect_provider_tags()
                         .open_id_connect_provider_arn(id)
                         .set_marker(marker)
                         .send()
-                        .await
-                        .map_err(|e| AwsError::from_sdk("iam:ListOpenIDConnectProviderTags", id, e))?;
-                    tags.extend(out.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
-                    marker = out.marker().filter(|_| out.is_truncated()).map(str::to_owned);
-                    if marker.is_none() {
-                        break;
-                    }
-                }
+                        .await;
+                    let out = out.map_err(|e| AwsError::from_sdk("iam:ListOpenIDConnectProviderTags", id, e))?;
+                    Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+                })
+                .await?
             }
         }
         Ok(tags)
