@@ -35,10 +35,12 @@ impl Cloud {
         }
     }
 
-    /// True for any cluster's ownership tag, not only ours: tagwarden never writes one.
+    /// True for any cluster's ownership tag, not only ours: tagwarden never writes one. In any
+    /// case, also on AWS: IAM compares keys case-insensitively, so `Kubernetes.io/cluster/x` is
+    /// the ownership tag there.
     pub fn is_ownership_key(self, key: &str) -> bool {
         match self {
-            Cloud::Aws => key.starts_with("kubernetes.io/cluster/"),
+            Cloud::Aws => starts_with_ignore_case(key, "kubernetes.io/cluster/"),
             Cloud::Azure => starts_with_ignore_case(key, "kubernetes.io_cluster."),
         }
     }
@@ -64,6 +66,22 @@ impl Cloud {
         match self {
             Cloud::Aws => tags.get_key_value(key),
             Cloud::Azure => tags.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)),
+        }
+    }
+
+    /// Whether the service behind `resource_type` compares tag keys ignoring case: every Azure
+    /// resource, and IAM on AWS ("tag keys are case insensitive", IAM user guide, Tagging IAM
+    /// resources: `team` replaces `Team`, and a request with both is refused).
+    pub fn keys_ignore_case(self, resource_type: &str) -> bool {
+        self == Cloud::Azure || resource_type.starts_with("iam:")
+    }
+
+    /// Look a key up the way the service behind `resource_type` compares keys.
+    pub fn get_for<'m>(self, resource_type: &str, tags: &'m TagMap, key: &str) -> Option<(&'m String, &'m String)> {
+        if self.keys_ignore_case(resource_type) {
+            tags.iter().find(|(k, _)| k.eq_ignore_ascii_case(key))
+        } else {
+            tags.get_key_value(key)
         }
     }
 
@@ -134,8 +152,13 @@ pub enum Ownership {
 }
 
 pub fn ownership(cloud: Cloud, infra_id: &str, current: &TagMap) -> Ownership {
+    ownership_for(cloud, "", infra_id, current)
+}
+
+/// [`ownership`] of a resource of `resource_type`, whose service may compare keys ignoring case.
+pub fn ownership_for(cloud: Cloud, resource_type: &str, infra_id: &str, current: &TagMap) -> Ownership {
     let key = cloud.ownership_key(infra_id);
-    match cloud.get(current, &key).map(|(_, v)| v.as_str()) {
+    match cloud.get_for(resource_type, current, &key).map(|(_, v)| v.as_str()) {
         Some(OWNED) => Ownership::Owned,
         Some("shared") => Ownership::Shared,
         _ => Ownership::Unowned,
@@ -165,13 +188,23 @@ mod tests {
         // The AWS key is case-sensitive, the Azure one is not.
         let c = tags(&[("Kubernetes.io/cluster/mine-1", "owned")]);
         assert_eq!(ownership(Cloud::Aws, "mine-1", &c), Ownership::Unowned);
+        // ... except on IAM, which compares keys ignoring case.
+        assert_eq!(ownership_for(Cloud::Aws, "iam:role", "mine-1", &c), Ownership::Owned);
         let c = tags(&[("Kubernetes.IO_cluster.mine-1", "owned")]);
         assert_eq!(ownership(Cloud::Azure, "mine-1", &c), Ownership::Owned);
     }
 
     #[test]
     fn protected_keys() {
-        for k in ["Name", "name", "NAME", "kubernetes.io/cluster/x", "aws:cloudformation:stack", "AWS:x"] {
+        for k in [
+            "Name",
+            "name",
+            "NAME",
+            "kubernetes.io/cluster/x",
+            "Kubernetes.IO/Cluster/x",
+            "aws:cloudformation:stack",
+            "AWS:x",
+        ] {
             assert!(Cloud::Aws.is_protected_key(k), "{k}");
         }
         assert!(!Cloud::Aws.is_protected_key("team"));

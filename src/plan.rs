@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::cloud::{ownership, Cloud, Ownership};
+use crate::cloud::{ownership_for, Cloud, Ownership};
 use crate::policy::{Desired, DesiredTag, Policy, Superseded};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -74,7 +74,7 @@ impl Plan {
 
 /// Plan one resource against a policy for cluster `infra_id`.
 pub fn plan(policy: &Policy, cloud: Cloud, infra_id: &str, resource: &ResourceRef, current: &TagMap) -> Plan {
-    let owned = ownership(cloud, infra_id, current) == Ownership::Owned;
+    let owned = ownership_for(cloud, &resource.kind, infra_id, current) == Ownership::Owned;
     // Only owned resources need the desired set; the rest are reported without it.
     let desired =
         if owned && policy.enforce { policy.desired_for(cloud, resource, current) } else { Desired::default() };
@@ -92,7 +92,8 @@ pub fn plan_desired(
     desired: Desired<'_>,
     tag_limit: usize,
 ) -> Plan {
-    let own = ownership(cloud, infra_id, current);
+    let own = ownership_for(cloud, &resource.kind, infra_id, current);
+    let fold = cloud.keys_ignore_case(&resource.kind);
     let tags_before = current.keys().filter(|k| cloud.counts_against_limit(k)).count();
     let mut plan = Plan {
         resource: resource.to_string(),
@@ -117,11 +118,17 @@ pub fn plan_desired(
     }
     plan.superseded = desired.superseded;
     let mut new_keys = 0;
-    for DesiredTag { key, value, .. } in desired.tags {
+    let tags = desired.tags;
+    for (i, &DesiredTag { key, value, .. }) in tags.iter().enumerate() {
         if cloud.is_protected_key(key) {
             continue;
         }
-        let old = cloud.get(current, key).map(|(_, v)| v);
+        // Where the service folds case (IAM), `team` and `Team` are one key: the later one wins,
+        // as it would on the resource, and a write never carries both (IAM refuses that).
+        if fold && tags[i + 1..].iter().any(|t| t.key.eq_ignore_ascii_case(key)) {
+            continue;
+        }
+        let old = cloud.get_for(&resource.kind, current, key).map(|(_, v)| v);
         if old.is_some_and(|v| v == value) {
             continue;
         }

@@ -40,6 +40,16 @@ impl Status {
     }
 }
 
+/// Whether a failure can succeed when tried again (throttled, unavailable, not visible yet) or
+/// cannot (denied, invalid, unsupported): a permanent one is reported, never sent round the
+/// queue to the dead-letter queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failure {
+    Transient,
+    Permanent,
+}
+
 /// A changed key as logs may show it: values of sensitive keys are hashes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChangeRecord {
@@ -64,6 +74,9 @@ pub struct Record {
     pub event_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For a failed record: whether trying again can help.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
     pub latency_ms: u64,
 }
 
@@ -102,6 +115,7 @@ impl Record {
             policy_version: policy.version.clone(),
             event_id: None,
             error: None,
+            failure: None,
             latency_ms,
         }
     }
@@ -118,8 +132,17 @@ impl Record {
             policy_version: policy_version.to_string(),
             event_id: None,
             error: Some(error),
+            failure: Some(Failure::Transient),
             latency_ms: 0,
         }
+    }
+
+    /// The same record, failed as `failure` says.
+    pub fn failing(mut self, failure: Failure, error: String) -> Self {
+        self.status = Status::Failed;
+        self.failure = Some(failure);
+        self.error = Some(error);
+        self
     }
 
     pub fn to_json_line(&self) -> String {
@@ -152,7 +175,12 @@ impl Metrics {
     pub fn observe(&mut self, record: &Record) {
         let c = self.by_type.entry(record.resource_type.clone()).or_default();
         c.resources_evaluated += 1;
-        c.conflicts += record.superseded.len() as u64;
+        // A superseded value is a conflict only where it decides a write: counting it on every
+        // unchanged re-read would grow the metric with each sweep.
+        if matches!(record.status, Status::Applied | Status::WouldApply) {
+            let decisive = record.superseded.iter().filter(|s| record.changes.iter().any(|c| c.key == s.key));
+            c.conflicts += decisive.count() as u64;
+        }
         match record.status {
             Status::Applied => {
                 c.drift_detected += 1;
@@ -276,9 +304,11 @@ impl Outcome {
         self.records.iter().filter(|r| r.status == Status::Failed).count()
     }
 
-    /// Whether the caller must report failure so the event is retried (and finally dead-lettered).
+    /// Whether the caller must report failure so the event is retried (and finally dead-lettered):
+    /// only for what a retry can fix. Permanent failures are in the records and the metrics.
     pub fn must_retry(&self) -> bool {
-        self.error.is_some() || self.failed() > 0
+        self.error.is_some()
+            || self.records.iter().any(|r| r.status == Status::Failed && r.failure != Some(Failure::Permanent))
     }
 
     pub fn push(&mut self, record: Record) {
@@ -315,8 +345,35 @@ mod tests {
             policy_version: "v1".into(),
             event_id: None,
             error: None,
+            failure: None,
             latency_ms: 7,
         }
+    }
+
+    #[test]
+    fn conflicts_count_only_where_they_decide_a_write() {
+        let superseded = Superseded { key: "k0".into(), value: "old".into(), from: "status".into(), by: "spec".into() };
+        let mut m = Metrics::default();
+        let mut unchanged = record("ec2:instance", Status::Unchanged, 0);
+        unchanged.superseded.push(superseded.clone());
+        for _ in 0..3 {
+            m.observe(&unchanged);
+        }
+        assert_eq!(m.by_type["ec2:instance"].conflicts, 0, "a sweep of unchanged resources adds no conflicts");
+        let mut applied = record("ec2:instance", Status::Applied, 1);
+        applied.superseded.push(superseded);
+        m.observe(&applied);
+        assert_eq!(m.by_type["ec2:instance"].conflicts, 1);
+    }
+
+    #[test]
+    fn permanent_failures_are_not_retried() {
+        let mut out = Outcome::default();
+        out.push(record("ec2:instance", Status::Applied, 1));
+        out.push(record("ec2:instance", Status::Failed, 0).failing(Failure::Permanent, "AccessDenied".into()));
+        assert!(!out.must_retry());
+        out.push(record("ec2:instance", Status::Failed, 0).failing(Failure::Transient, "Throttling".into()));
+        assert!(out.must_retry());
     }
 
     #[test]

@@ -25,6 +25,9 @@ impl ErrorClass {
     }
 }
 
+/// Codes that mean the function's role lacks a permission (or the ownership condition refused).
+const DENIED: &[&str] = &["AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"];
+
 #[derive(Debug, Clone, thiserror::Error)]
 pub struct AwsError {
     pub operation: &'static str,
@@ -40,6 +43,9 @@ impl fmt::Display for AwsError {
         if !self.message.is_empty() {
             write!(f, ": {}", self.message)?;
         }
+        if let Some(hint) = self.hint() {
+            write!(f, " (fix: {hint})")?;
+        }
         Ok(())
     }
 }
@@ -52,6 +58,29 @@ impl AwsError {
             code: code.to_string(),
             message: message.to_string(),
             class,
+        }
+    }
+
+    /// Whether trying again can help, for the records and the retry decision.
+    pub fn failure(&self) -> crate::report::Failure {
+        if self.class.is_retryable() {
+            crate::report::Failure::Transient
+        } else {
+            crate::report::Failure::Permanent
+        }
+    }
+
+    /// What a user can do about a permanent error.
+    pub fn hint(&self) -> Option<String> {
+        if DENIED.contains(&self.code.as_str()) {
+            Some(format!(
+                "grant {} to the function's role (infra/aws iam.tf), and check that the resource carries this cluster's ownership tag, which the grant is conditioned on",
+                self.operation
+            ))
+        } else if self.code == "UnsupportedResourceType" {
+            Some("this resource type has no tag path in tagwarden yet; it is reported, not written".to_string())
+        } else {
+            None
         }
     }
 

@@ -8,7 +8,7 @@
 //! - A sweep: `{"tagwarden": "sweep"}` from the schedule, an S3 notification or EventBridge
 //!   `Object Created` / `Parameter Store Change` for the policy (re-read at once).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
@@ -76,6 +76,21 @@ pub fn trigger_of(payload: &Value) -> Trigger {
 }
 
 pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
+    handle_until(reconciler, payload, None).await
+}
+
+/// How long before the invocation's deadline no new work starts: enough for the work already
+/// started (one SDK operation is bounded at 30 s) to finish and its results to be returned.
+pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
+
+/// [`handle`] for an invocation that must answer by `deadline`: no new work starts after
+/// `deadline - DEADLINE_RESERVE`, and what is left is handed back rather than timed out — unstarted
+/// SQS messages as batch item failures, an event's unstarted resources as a failure of that event,
+/// a sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
+/// redone, they re-read as unchanged).
+pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Option<Instant>) -> Invocation {
+    let stop_at = deadline.map(|d| d.checked_sub(DEADLINE_RESERVE).unwrap_or_else(Instant::now));
+    let past = || stop_at.is_some_and(|t| Instant::now() >= t);
     let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
     let mut metrics = Metrics::default();
     let mut infra_id = None;
@@ -91,9 +106,15 @@ pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
             for record in payload.get("Records").and_then(Value::as_array).into_iter().flatten() {
                 let id = record.get("messageId").and_then(Value::as_str).unwrap_or_default().to_string();
                 let body = record.get("body").and_then(Value::as_str).unwrap_or_default();
+                if past() {
+                    // Never started: SQS delivers it again.
+                    tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
+                    failures.push(json!({"itemIdentifier": id}));
+                    continue;
+                }
                 let failed = match events::parse_one(body.as_bytes()) {
                     Ok(event) => {
-                        let out = reconciler.handle_event(&event).await;
+                        let out = reconciler.handle_event_until(&event, stop_at).await;
                         let retry = out.must_retry();
                         if let Some(e) = absorb(&mut inv, out) {
                             tracing::error!(message_id = id, error = e, "event not reconciled");
@@ -115,7 +136,7 @@ pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
         Trigger::Event => {
             match serde_json::to_vec(payload).map_err(events::EventError::from).and_then(|b| events::parse_one(&b)) {
                 Ok(event) => {
-                    let out = reconciler.handle_event(&event).await;
+                    let out = reconciler.handle_event_until(&event, stop_at).await;
                     let failed = out.failed();
                     let retry = out.must_retry();
                     let error = absorb(&mut inv, out);
@@ -128,7 +149,7 @@ pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
         }
         Trigger::OwnStatusReport => inv.response = json!({"ignored": "own status report"}),
         trigger @ (Trigger::Sweep | Trigger::PolicyChanged) => {
-            let out = reconciler.sweep(trigger == Trigger::PolicyChanged).await;
+            let out = reconciler.sweep_until(trigger == Trigger::PolicyChanged, stop_at).await;
             let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
             let retry = out.must_retry();
             let error = absorb(&mut inv, out);

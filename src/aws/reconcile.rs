@@ -19,7 +19,7 @@ use crate::events::{Event, EventKind};
 use crate::inflight::ResourceLocks;
 use crate::plan;
 pub use crate::report::Outcome;
-use crate::report::{Record, Status};
+use crate::report::{Failure, Record, Status};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -79,6 +79,12 @@ impl Reconciler {
 
     /// Reconcile every resource an event names.
     pub async fn handle_event(&self, event: &Event) -> Outcome {
+        self.handle_event_until(event, None).await
+    }
+
+    /// [`Self::handle_event`], starting no resource after `stop_at`: the ones left are reported
+    /// as deferred (retryable), so the event comes back and finds the finished ones unchanged.
+    pub async fn handle_event_until(&self, event: &Event, stop_at: Option<Instant>) -> Outcome {
         let mut out = Outcome::default();
         out.metrics.events_received = 1;
         if event.is_ignored() || event.is_from(&self.own) {
@@ -105,11 +111,20 @@ impl Reconciler {
                     Ok(volumes) => targets.extend(
                         volumes.into_iter().map(|(id, tags)| (ResourceRef::ec2(&id, region, account), Some(tags))),
                     ),
-                    Err(e) => out.push(Record::failed(Cloud::Aws, instance, &policy.policy.version, e.to_string())),
+                    Err(e) => out.push(
+                        Record::failed(Cloud::Aws, instance, &policy.policy.version, e.to_string())
+                            .failing(e.failure(), e.to_string()),
+                    ),
                 }
             }
         }
         for (r, known) in &targets {
+            if stop_at.is_some_and(|t| Instant::now() >= t) {
+                let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
+                let record = Record::failed(Cloud::Aws, r, &policy.policy.version, why.clone());
+                out.push(Record { event_id: event.id.clone(), ..record.failing(Failure::Transient, why) });
+                continue;
+            }
             let mut record = self.reconcile(&policy, r, known.as_ref()).await;
             record.event_id = event.id.clone();
             out.push(record);
@@ -134,13 +149,23 @@ impl Reconciler {
         start: Instant,
     ) -> Record {
         let version = &policy.policy.version;
+        let mut resource = std::borrow::Cow::Borrowed(r);
         let current = match known {
             Some(tags) => tags.clone(),
-            None => match self.tagger.read(r).await {
-                Ok(tags) => tags,
-                Err(e) => return Record::failed(Cloud::Aws, r, version, e.to_string()),
+            None => match self.tagger.read_full(r).await {
+                Ok((tags, arn)) => {
+                    // The real ARN (an IAM path) for overrides that match on it.
+                    if arn.is_some() && arn != r.arn {
+                        resource.to_mut().arn = arn;
+                    }
+                    tags
+                }
+                Err(e) => {
+                    return Record::failed(Cloud::Aws, r, version, e.to_string()).failing(e.failure(), e.to_string())
+                }
             },
         };
+        let r = resource.as_ref();
         let plan = plan::plan(&policy.policy, Cloud::Aws, &policy.infra_id, r, &current);
         let mut written = false;
         let mut error = None;
@@ -153,9 +178,13 @@ impl Reconciler {
         let elapsed = start.elapsed().as_millis() as u64;
         let mut record = Record::from_plan(Cloud::Aws, &policy.policy, &plan, written, elapsed);
         if let Some(e) = error {
-            // The service's own limit check (e.g. a concurrent tagger got there first).
-            record.status = if e.class == ErrorClass::TagLimit { Status::LimitExceeded } else { Status::Failed };
-            record.error = Some(e.to_string());
+            if e.class == ErrorClass::TagLimit {
+                // The service's own limit check (e.g. a concurrent tagger got there first).
+                record.status = Status::LimitExceeded;
+                record.error = Some(e.to_string());
+            } else {
+                record = record.failing(e.failure(), e.to_string());
+            }
         }
         record
     }

@@ -3,11 +3,16 @@
 //!
 //! Discovery is the Resource Groups Tagging API (`GetResources` filtered on the ownership tag,
 //! which returns every resource's tags too) plus IAM listings, which that API cannot see. Writes
-//! are grouped: EC2 `CreateTags` takes up to 1000 ids sharing one identical delta, ELBv2
-//! `AddTags` 20 ARNs; S3 (read-merge-write) and IAM take one call per resource. Writes run with
-//! bounded concurrency. Throttling left over after the SDK's own retries is waited out with
-//! exponential backoff and jitter; a batch that fails for another reason is split in halves so
-//! only the resources that really fail are sent again and reported.
+//! are grouped: EC2 `CreateTags` takes up to 1000 ids sharing one identical delta; ELBv2 `AddTags`
+//! (the service takes one ARN per call, whatever its list-typed parameter suggests) and IAM take
+//! one call per resource. S3's `PutBucketTagging` replaces the whole set, and the Tagging API
+//! answers from an index that lags the bucket's own tags, so a drifted bucket is re-read, its
+//! ownership and plan re-checked, right before its write: nothing added since the listing is lost,
+//! and a bucket no longer owned is not written. Writes run with bounded concurrency. Throttling
+//! left over after the SDK's own retries is waited out with exponential backoff and jitter; a
+//! batch that fails for another reason is split in halves so only the resources that really fail
+//! are sent again and reported. Past the caller's deadline no new write starts: what is left is
+//! reported as deferred, for the next run.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,9 +22,9 @@ use futures_util::stream::{self, StreamExt};
 
 use super::reconcile::{Outcome, Reconciler};
 use super::{AwsError, ErrorClass};
-use crate::cloud::{Cloud, OWNED};
+use crate::cloud::{ownership_for, Cloud, Ownership, OWNED};
 use crate::plan::{self, Plan};
-use crate::report::{Record, Status};
+use crate::report::{Failure, Record, Status};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -31,8 +36,6 @@ pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
 pub struct SweepOptions {
     /// EC2 ids per `CreateTags` call (the API takes up to 1000).
     pub ec2_batch: usize,
-    /// ARNs per ELBv2 `AddTags` call.
-    pub elbv2_batch: usize,
     /// Write calls in flight at once.
     pub concurrency: usize,
     /// Extra attempts for a batch still throttled after the SDK's own retries.
@@ -45,7 +48,6 @@ impl Default for SweepOptions {
     fn default() -> Self {
         SweepOptions {
             ec2_batch: 1000,
-            elbv2_batch: 20,
             concurrency: 4,
             throttle_retries: 4,
             throttle_backoff: Duration::from_millis(500),
@@ -63,9 +65,23 @@ struct Batch {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum BatchApi {
     Ec2,
-    Elbv2,
-    /// S3 and IAM: one resource per call.
+    /// ELBv2 and IAM: one resource per call.
     Single,
+    /// A replace-style write: re-read, re-planned and written as the event path does.
+    Reread,
+}
+
+/// What became of one batch.
+enum Sent {
+    Batch(Vec<(usize, Result<(), AwsError>)>),
+    Reread(Box<Record>),
+    /// Not started: the deadline was near.
+    Deferred,
+}
+
+/// Kinds whose write replaces the whole tag set: re-read and re-planned right before writing.
+fn replace_style(kind: &str) -> bool {
+    kind == "s3:bucket"
 }
 
 struct Planned {
@@ -78,15 +94,25 @@ struct Planned {
 impl Reconciler {
     /// Plan (and, unless dry-run, write) every owned resource; `force` re-reads the policy now.
     pub async fn sweep(&self, force: bool) -> Outcome {
+        self.sweep_until(force, None).await
+    }
+
+    /// [`Self::sweep`], starting no write after `stop_at`.
+    pub async fn sweep_until(&self, force: bool, stop_at: Option<Instant>) -> Outcome {
         let mut out = Outcome::default();
         let Some(policy) = self.policy(&mut out, force).await else { return out };
-        let targets = match self.discover(&policy.infra_id).await {
+        let (targets, unreadable) = match self.discover(&policy.infra_id).await {
             Ok(t) => t,
             Err(e) => {
                 out.error = Some(format!("listing owned resources failed: {e}"));
                 return out;
             }
         };
+        // An entity that could not be read is reported on its own; the rest is still swept.
+        for (r, e) in unreadable {
+            let record = Record::failed(Cloud::Aws, &r, &policy.policy.version, e.to_string());
+            out.push(record.failing(e.failure(), e.to_string()));
+        }
         let total = targets.len() as u64;
         self.report("plan", 0, total);
         let planned: Vec<Planned> = targets
@@ -101,31 +127,62 @@ impl Reconciler {
 
         let mut written = vec![false; planned.len()];
         let mut errors: Vec<Option<AwsError>> = vec![None; planned.len()];
+        let mut deferred = vec![false; planned.len()];
+        let mut reread: Vec<Option<Record>> = vec![None; planned.len()];
         if !self.dry_run {
             let batches = self.batches(&planned);
             let writes: u64 = batches.iter().map(|b| b.members.len() as u64).sum();
             let mut done = 0;
             self.report("write", 0, writes);
+            let past = |at: Option<Instant>| at.is_some_and(|t| Instant::now() >= t);
             let mut results = stream::iter(batches)
-                .map(|b| self.write_batch(&planned, b))
+                .map(|b| async {
+                    if past(stop_at) {
+                        return (b.members, Sent::Deferred);
+                    }
+                    match b.api {
+                        BatchApi::Reread => {
+                            let p = &planned[b.members[0]];
+                            let record = self.reconcile(&policy, &p.resource, None).await;
+                            (b.members, Sent::Reread(Box::new(record)))
+                        }
+                        _ => (Vec::new(), Sent::Batch(self.write_batch(&planned, b).await)),
+                    }
+                })
                 .buffer_unordered(self.sweep.concurrency.max(1));
-            while let Some(result) = results.next().await {
-                for (i, r) in result {
-                    done += 1;
-                    match r {
-                        Ok(()) => written[i] = true,
-                        Err(e) => errors[i] = Some(e),
+            while let Some((members, sent)) = results.next().await {
+                match sent {
+                    Sent::Deferred => members.iter().for_each(|i| deferred[*i] = true),
+                    Sent::Reread(record) => reread[members[0]] = Some(*record),
+                    Sent::Batch(result) => {
+                        for (i, r) in result {
+                            match r {
+                                Ok(()) => written[i] = true,
+                                Err(e) => errors[i] = Some(e),
+                            }
+                        }
                     }
                 }
-                self.report("write", done, writes);
+                done += members.len().max(1) as u64;
+                self.report("write", done.min(writes), writes);
             }
         }
         for (i, p) in planned.iter().enumerate() {
+            if let Some(record) = reread[i].take() {
+                out.push(record);
+                continue;
+            }
             let elapsed = p.started.elapsed().as_millis() as u64;
             let mut record = Record::from_plan(Cloud::Aws, &policy.policy, &p.plan, written[i], elapsed);
             if let Some(e) = errors[i].take() {
-                record.status = if e.class == ErrorClass::TagLimit { Status::LimitExceeded } else { Status::Failed };
-                record.error = Some(e.to_string());
+                record = if e.class == ErrorClass::TagLimit {
+                    Record { status: Status::LimitExceeded, error: Some(e.to_string()), ..record }
+                } else {
+                    record.failing(e.failure(), e.to_string())
+                };
+            } else if deferred[i] {
+                let why = "deferred: the invocation's deadline was near; the next sweep writes it".to_string();
+                record = record.failing(Failure::Transient, why);
             }
             out.push(record);
         }
@@ -161,10 +218,10 @@ impl Reconciler {
             }
             let api = match p.resource.kind.as_str() {
                 k if k.starts_with("ec2:") => BatchApi::Ec2,
-                k if k.starts_with("elasticloadbalancing:") => BatchApi::Elbv2,
+                k if replace_style(k) => BatchApi::Reread,
                 _ => BatchApi::Single,
             };
-            if api == BatchApi::Single {
+            if api != BatchApi::Ec2 {
                 singles.push(Batch { api, set: p.plan.set.clone(), members: vec![i] });
             } else {
                 groups.entry((api, &p.plan.set)).or_default().push(i);
@@ -172,11 +229,7 @@ impl Reconciler {
         }
         let mut batches = singles;
         for ((api, set), members) in groups {
-            let size = match api {
-                BatchApi::Ec2 => self.sweep.ec2_batch,
-                _ => self.sweep.elbv2_batch,
-            };
-            for chunk in members.chunks(size.max(1)) {
+            for chunk in members.chunks(self.sweep.ec2_batch.max(1)) {
                 batches.push(Batch { api, set: set.clone(), members: chunk.to_vec() });
             }
         }
@@ -210,11 +263,7 @@ impl Reconciler {
                     let ids: Vec<&str> = members.iter().map(|i| planned[*i].resource.id.as_str()).collect();
                     self.tagger.ec2_create_tags(&ids, set).await
                 }
-                BatchApi::Elbv2 => {
-                    let arns: Vec<&str> = members.iter().map(|i| planned[*i].resource.id.as_str()).collect();
-                    self.tagger.elbv2_add_tags(&arns, set).await
-                }
-                BatchApi::Single => {
+                BatchApi::Single | BatchApi::Reread => {
                     let p = &planned[members[0]];
                     self.tagger.write(&p.resource, set, &p.current).await
                 }
@@ -231,8 +280,9 @@ impl Reconciler {
     }
 
     /// Owned resources with their current tags: the Tagging API for EC2, S3 and ELBv2, plus IAM
-    /// listings, which that API does not cover.
-    async fn discover(&self, infra_id: &str) -> Result<Vec<(ResourceRef, TagMap)>, AwsError> {
+    /// listings, which that API does not cover; and the IAM entities that could not be read (one
+    /// deleted since the listing, or denied, fails alone).
+    async fn discover(&self, infra_id: &str) -> Result<Discovered, AwsError> {
         let c = &self.tagger.clients;
         let owner_key = Cloud::Aws.ownership_key(infra_id);
         let mut found = Vec::new();
@@ -267,20 +317,33 @@ impl Reconciler {
         let iam = self.tagger.list_iam().await?;
         // Listings carry no tags: read them, keep what this cluster owns.
         let reads = stream::iter(iam)
-            .map(|r| async move { self.tagger.read(&r).await.map(|tags| (r, tags)) })
+            .map(|r| async move {
+                // Listed a moment ago: not-found means deleted, not "not visible yet".
+                let read = self.tagger.read_now(&r).await.map(|(tags, _)| tags);
+                (r, read)
+            })
             .buffer_unordered(self.sweep.concurrency.max(1))
             .collect::<Vec<_>>()
             .await;
-        for read in reads {
-            let (r, tags) = read?;
-            if tags.get(&owner_key).map(String::as_str) == Some(OWNED) {
-                found.push((r, tags));
+        let mut unreadable = Vec::new();
+        for (r, read) in reads {
+            match read {
+                Ok(tags) if ownership_for(Cloud::Aws, &r.kind, infra_id, &tags) == Ownership::Owned => {
+                    found.push((r, tags))
+                }
+                Ok(_) => {}
+                // Deleted between the listing and the read: nothing left to enforce.
+                Err(e) if e.class == ErrorClass::NotFound => {}
+                Err(e) => unreadable.push((r, e)),
             }
         }
         self.report("discover", found.len() as u64, found.len() as u64);
-        Ok(found)
+        Ok((found, unreadable))
     }
 }
+
+/// Owned resources with their tags, and the ones that could not be read.
+type Discovered = (Vec<(ResourceRef, TagMap)>, Vec<(ResourceRef, AwsError)>);
 
 /// Up to a quarter of `wait`, from the clock's low bits: enough to spread retries apart.
 fn jitter(wait: Duration) -> Duration {

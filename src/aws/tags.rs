@@ -1,6 +1,7 @@
 //! Reading and writing one resource's tags through each service's own API (DESIGN.md §4):
 //! EC2 `DescribeTags`/`CreateTags`, S3 `GetBucketTagging` + read-merge-`PutBucketTagging`,
-//! ELBv2 `DescribeTags`/`AddTags`, IAM `List*Tags`/`Tag*`. Nothing here deletes a tag.
+//! ELBv2 `DescribeTags`/`AddTags` (one ARN per call: the service refuses more), IAM
+//! `GetRole`/`GetUser`/`List*Tags` and `Tag*`. Nothing here deletes a tag.
 //!
 //! A resource may not be visible yet right after its creation event: reads retry `NotFound`
 //! with bounded exponential backoff, then give up with a retryable error so the event goes back
@@ -105,9 +106,15 @@ impl Tagger {
 
     /// The resource's current tags, waiting out eventual consistency.
     pub async fn read(&self, r: &ResourceRef) -> Result<TagMap, AwsError> {
+        self.read_full(r).await.map(|(tags, _)| tags)
+    }
+
+    /// The current tags and, where the read says it (IAM roles and users), the resource's real
+    /// ARN: IAM `Tag*` events name a role or user without its path, and overrides match the ARN.
+    pub async fn read_full(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), AwsError> {
         let mut attempt = 0;
         loop {
-            match self.read_once(r).await {
+            match self.read_now(r).await {
                 Err(e) if e.class == ErrorClass::NotFound && attempt + 1 < self.not_found.attempts => {
                     tokio::time::sleep(self.not_found.delay(attempt)).await;
                     attempt += 1;
@@ -117,7 +124,8 @@ impl Tagger {
         }
     }
 
-    async fn read_once(&self, r: &ResourceRef) -> Result<TagMap, AwsError> {
+    /// One read, without waiting for a resource not visible yet.
+    pub async fn read_now(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), AwsError> {
         let c = &self.clients;
         let id = r.id.as_str();
         let mut tags = TagMap::new();
@@ -169,21 +177,20 @@ impl Tagger {
                     );
                 }
             }
+            // GetRole / GetUser carry every tag (at most 50) and the ARN with its path, in one call.
             Api::IamRole => {
-                read_iam_pages(&mut tags, |marker| async move {
-                    let out = c.iam.list_role_tags().role_name(id).set_marker(marker).send().await;
-                    let out = out.map_err(|e| AwsError::from_sdk("iam:ListRoleTags", id, e))?;
-                    Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
-                })
-                .await?
+                let out = c.iam.get_role().role_name(id).send().await;
+                let out = out.map_err(|e| AwsError::from_sdk("iam:GetRole", id, e))?;
+                let role = out.role();
+                tags.extend(role.and_then(|r| r.tags.as_deref()).unwrap_or_default().iter().map(iam_pair));
+                return Ok((tags, role.map(|r| r.arn().to_string())));
             }
             Api::IamUser => {
-                read_iam_pages(&mut tags, |marker| async move {
-                    let out = c.iam.list_user_tags().user_name(id).set_marker(marker).send().await;
-                    let out = out.map_err(|e| AwsError::from_sdk("iam:ListUserTags", id, e))?;
-                    Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
-                })
-                .await?
+                let out = c.iam.get_user().user_name(id).send().await;
+                let out = out.map_err(|e| AwsError::from_sdk("iam:GetUser", id, e))?;
+                let user = out.user();
+                tags.extend(user.and_then(|u| u.tags.as_deref()).unwrap_or_default().iter().map(iam_pair));
+                return Ok((tags, user.map(|u| u.arn().to_string())));
             }
             Api::IamInstanceProfile => {
                 read_iam_pages(&mut tags, |marker| async move {
@@ -217,7 +224,7 @@ impl Tagger {
                 .await?
             }
         }
-        Ok(tags)
+        Ok((tags, None))
     }
 
     /// For instances and volumes, whose describe calls say `NotFound` for ids not visible yet.
@@ -329,15 +336,16 @@ impl Tagger {
         Ok(())
     }
 
-    /// Read-merge-write: every unmanaged tag is sent back. On `OperationAborted` (a concurrent
-    /// change to the bucket) the set is re-read and merged again.
+    /// Read-merge-write: every tag on the bucket is sent back, `current` being a read made right
+    /// before (callers re-read; the sweep never passes its listing). That includes `aws:` system
+    /// tags (CloudFormation's, CDK's): S3 refuses a PUT without them ("System Tags cannot be
+    /// removed by requester") and refuses any `aws:` key it does not hold already. On
+    /// `OperationAborted` (a concurrent change to the bucket) the set is re-read and merged again.
     async fn put_bucket_tags(&self, bucket: &str, set: &TagMap, current: &TagMap) -> Result<(), AwsError> {
         let mut base = current.clone();
         let mut attempt = 0;
         loop {
-            // S3 keeps `aws:` system tags itself and refuses them in a request.
-            let merged = base.iter().chain(set).filter(|(k, _)| !k.to_ascii_lowercase().starts_with("aws:"));
-            let merged: TagMap = merged.map(|(k, v)| (k.clone(), v.clone())).collect();
+            let merged: TagMap = base.iter().chain(set).map(|(k, v)| (k.clone(), v.clone())).collect();
             let tags = merged
                 .iter()
                 .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(k).value(v).build())
@@ -353,7 +361,7 @@ impl Tagger {
                 Err(e) if e.code() == Some("OperationAborted") && attempt + 1 < self.not_found.attempts => {
                     tokio::time::sleep(self.not_found.delay(attempt)).await;
                     attempt += 1;
-                    base = self.read_once(&ResourceRef::s3_bucket(bucket, &self.clients.region)).await?;
+                    base = self.read_now(&ResourceRef::s3_bucket(bucket, &self.clients.region)).await?.0;
                 }
                 Err(e) => return Err(AwsError::from_sdk("s3:PutBucketTagging", bucket, e)),
             }
@@ -372,21 +380,6 @@ impl Tagger {
             .await
             .map(drop)
             .map_err(|e| AwsError::from_sdk("ec2:CreateTags", &batch_name(ids), e))
-    }
-
-    /// One ELBv2 `AddTags` for many load balancers / target groups sharing the same delta.
-    pub async fn elbv2_add_tags(&self, arns: &[&str], set: &TagMap) -> Result<(), AwsError> {
-        let tags =
-            set.iter().map(|(k, v)| aws_sdk_elasticloadbalancingv2::types::Tag::builder().key(k).value(v).build());
-        self.clients
-            .elbv2
-            .add_tags()
-            .set_resource_arns(Some(arns.iter().map(|s| s.to_string()).collect()))
-            .set_tags(Some(tags.collect()))
-            .send()
-            .await
-            .map(drop)
-            .map_err(|e| AwsError::from_sdk("elasticloadbalancing:AddTags", &batch_name(arns), e))
     }
 
     /// IAM entities of every kind tagwarden enforces (their listings carry no tags).
@@ -465,8 +458,39 @@ impl Tagger {
     }
 
     /// Volumes attached to an instance, with their tags: `RunInstances` events do not name them,
-    /// and `DescribeVolumes` already carries the tags, so no second read is needed.
+    /// and `DescribeVolumes` already carries the tags, so no second read is needed. An EBS-backed
+    /// instance whose volumes are not attached yet when its event arrives is asked again with the
+    /// read backoff; after that the error is retryable, so the event comes back rather than
+    /// leaving the volumes to the next sweep.
     pub async fn attached_volumes(&self, instance_id: &str) -> Result<Vec<(String, TagMap)>, AwsError> {
+        let mut ebs_backed = None;
+        let mut attempt = 0;
+        loop {
+            let found = self.describe_attached(instance_id).await?;
+            if !found.is_empty() {
+                return Ok(found);
+            }
+            if ebs_backed.is_none() {
+                ebs_backed = Some(self.ebs_backed(instance_id).await?);
+            }
+            if ebs_backed == Some(false) {
+                return Ok(found);
+            }
+            if attempt + 1 >= self.not_found.attempts {
+                return Err(AwsError::new(
+                    "ec2:DescribeVolumes",
+                    instance_id,
+                    "VolumesNotAttachedYet",
+                    "the EBS-backed instance has no attached volume yet",
+                    ErrorClass::NotFound,
+                ));
+            }
+            tokio::time::sleep(self.not_found.delay(attempt)).await;
+            attempt += 1;
+        }
+    }
+
+    async fn describe_attached(&self, instance_id: &str) -> Result<Vec<(String, TagMap)>, AwsError> {
         let out = self
             .clients
             .ec2
@@ -487,6 +511,24 @@ impl Tagger {
             })
             .collect())
     }
+
+    /// Whether the instance's root device is an EBS volume (so a volume must appear).
+    async fn ebs_backed(&self, instance_id: &str) -> Result<bool, AwsError> {
+        let out = self
+            .clients
+            .ec2
+            .describe_instances()
+            .instance_ids(instance_id)
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("ec2:DescribeInstances", instance_id, e))?;
+        let instance = out.reservations().iter().flat_map(|r| r.instances()).next();
+        Ok(instance.and_then(|i| i.root_device_type()) == Some(&aws_sdk_ec2::types::DeviceType::Ebs))
+    }
+}
+
+fn iam_pair(t: &aws_sdk_iam::types::Tag) -> (String, String) {
+    (t.key().to_string(), t.value().to_string())
 }
 
 fn iam_tags(id: &str, set: &TagMap) -> Result<Vec<aws_sdk_iam::types::Tag>, AwsError> {

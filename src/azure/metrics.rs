@@ -176,6 +176,7 @@ mod tests {
             policy_version: "v".into(),
             event_id: None,
             error: None,
+            failure: None,
             latency_ms,
         };
         m.observe(&rec(Status::Applied, 10));

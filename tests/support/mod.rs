@@ -1,8 +1,13 @@
-//! Test support: a real moto server on a free loopback port, one per test binary, and a fresh
-//! AWS account per test (STS AssumeRole into a random account id), so tests run in parallel
-//! without seeing each other's resources.
+//! Test support: a real moto server on a free loopback port, one per test binary, behind the
+//! strict layer (`strict.rs`: what AWS documents and moto does not enforce), and a fresh AWS
+//! account per test (STS AssumeRole into a random account id), so tests run in parallel without
+//! seeing each other's resources.
 
 #![allow(dead_code)]
+
+#[path = "fault_proxy.rs"]
+mod fault_proxy;
+pub mod strict;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -15,7 +20,11 @@ use aws_sdk_sts::config::Credentials;
 use tagwarden::aws::Clients;
 
 pub struct Moto {
+    /// The strict layer in front of moto: what every client of the tests talks to.
     pub endpoint: String,
+    /// moto itself, for what must bypass the strict layer (nothing in the tests does).
+    pub direct: String,
+    pub strict: strict::Strict,
     _guard: Child,
 }
 
@@ -67,7 +76,8 @@ pub fn moto() -> &'static Moto {
             assert!(Instant::now() < deadline, "moto_server did not listen on {endpoint} within 30 s");
             std::thread::sleep(Duration::from_millis(100));
         }
-        Moto { endpoint, _guard: child }
+        let strict = strict::start(&endpoint);
+        Moto { endpoint: strict.endpoint.clone(), direct: endpoint, strict, _guard: child }
     })
 }
 

@@ -45,6 +45,13 @@ fn config_from_env() -> anyhow::Result<Config> {
     Ok(Config { policy, ttl: Duration::from_secs(ttl), own })
 }
 
+/// The invocation's deadline (milliseconds since the epoch, from the Runtime API's
+/// `Lambda-Runtime-Deadline-Ms`) as an `Instant`.
+fn deadline_of(deadline_ms: u64) -> Option<std::time::Instant> {
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
+    Some(std::time::Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
+}
+
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     tracing_subscriber::fmt()
@@ -67,8 +74,9 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         let reconciler = reconciler.clone();
         async move {
             // Boxed: the SDK's nested futures are too deep to lay out inline.
+            let deadline = deadline_of(event.context.deadline);
             let handling: std::pin::Pin<Box<dyn std::future::Future<Output = function::Invocation> + Send + '_>> =
-                Box::pin(function::handle(&reconciler, &event.payload));
+                Box::pin(function::handle_until(&reconciler, &event.payload, deadline));
             let inv = handling.await;
             // Records and EMF metrics go to stdout, one JSON document per line.
             let mut out = std::io::stdout().lock();
