@@ -45,7 +45,9 @@ status:
 """
 EC2_BATCH = 1000  # RunInstances MaxCount per call (moto accepts it; AWS would cap by quota)
 # API lower bound per write call, by family: how many resources one call can tag.
-PER_CALL = {"ec2": 1000, "elbv2": 20, "s3": 1, "iam": 1}
+# ELBv2 AddTags takes one ARN per call on AWS ("Only one resource can be tagged at a time"), even
+# though its parameter is a list and moto accepts more.
+PER_CALL = {"ec2": 1000, "elbv2": 1, "s3": 1, "iam": 1}
 
 
 def clients(moto):

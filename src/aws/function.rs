@@ -80,7 +80,8 @@ pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
 }
 
 /// How long before the invocation's deadline no new work starts: enough for the work already
-/// started (one SDK operation is bounded at 30 s) to finish and its results to be returned.
+/// started (one SDK operation is bounded at 30 s) to finish and its results to be returned —
+/// at most this, and at most a fifth of the invocation's time, so a short timeout still works.
 pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
 
 /// [`handle`] for an invocation that must answer by `deadline`: no new work starts after
@@ -89,7 +90,10 @@ pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
 /// a sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
 /// redone, they re-read as unchanged).
 pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Option<Instant>) -> Invocation {
-    let stop_at = deadline.map(|d| d.checked_sub(DEADLINE_RESERVE).unwrap_or_else(Instant::now));
+    let stop_at = deadline.map(|d| {
+        let reserve = DEADLINE_RESERVE.min(d.saturating_duration_since(Instant::now()) / 5);
+        d.checked_sub(reserve).unwrap_or(d)
+    });
     let past = || stop_at.is_some_and(|t| Instant::now() >= t);
     let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
     let mut metrics = Metrics::default();
