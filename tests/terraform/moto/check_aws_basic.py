@@ -85,6 +85,50 @@ def policy_actions(doc):
 
 
 # ---------------------------------------------------------------------------------------------
+def statement_problems(doc, policy_bucket):
+    """Every problem with the function role's statements (not just the first), so one run shows
+    each missing fix: ownership conditions, the fail-closed aws:TagKeys guard (item 7), listener
+    ARNs (item 8), the cluster bucket pattern (item 6), the unconditioned ListBucket (item 13)."""
+    problems = []
+    key = f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}"
+    reserved = {"kubernetes.io/*", "*.kubernetes.io/*", "openshift.io/*", "*.openshift.io/*"}
+    for st in doc["Statement"]:
+        acts = set(as_list(st["Action"]))
+        cond = st.get("Condition", {})
+        if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or any(a.startswith("iam:Tag") for a in acts):
+            if cond.get("StringEquals", {}).get(key) != "owned":
+                problems.append(f"{st.get('Sid')} not conditioned on {key}=owned")
+            # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
+            # request without aws:TagKeys, so Null aws:TagKeys = false must accompany it.
+            if cond.get("Null", {}).get("aws:TagKeys") != "false":
+                problems.append(f"{st.get('Sid')}: ForAllValues guard without Null aws:TagKeys=false (fails open)")
+            if set(as_list(cond.get("ForAllValues:StringNotLike", {}).get("aws:TagKeys", []))) != reserved:
+                problems.append(f"{st.get('Sid')}: reserved-namespace guard {cond.get('ForAllValues:StringNotLike')}")
+            if as_list(cond.get("ForAllValues:StringNotEqualsIgnoreCase", {}).get("aws:TagKeys", [])) != ["Name"]:
+                problems.append(f"{st.get('Sid')}: Name guard {cond.get('ForAllValues:StringNotEqualsIgnoreCase')}")
+        if any(k.startswith("ForAllValues:") for k in cond) and cond.get("Null", {}).get("aws:TagKeys") != "false":
+            problems.append(f"{st.get('Sid')}: ForAllValues condition without Null aws:TagKeys=false")
+        if "elasticloadbalancing:AddTags" in acts:
+            # Issue 17 item 8: owned listeners and listener rules are writable like LBs and TGs.
+            prefix = f"arn:aws:elasticloadbalancing:{REGION}:123456789012:"
+            want = {prefix + t + "/*" for t in ("loadbalancer", "targetgroup", "listener", "listener-rule")}
+            if set(as_list(st["Resource"])) != want:
+                problems.append(f"AddTags resources {st['Resource']} != {sorted(want)}")
+        if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}/tagwarden/tagwarden-status.json"]:
+            problems.append(f"PutObject resource {st['Resource']}")
+        # Issue 17 item 6: the default bucket pattern is the cluster's, never "*".
+        if acts & {"s3:PutBucketTagging", "s3:GetBucketTagging"} and as_list(st["Resource"]) != [f"arn:aws:s3:::{INFRA_ID}-*"]:
+            problems.append(f"bucket tagging resource {st['Resource']}")
+        # Issue 17 item 13: ListBucket unconditioned on the policy bucket, so a missing policy
+        # object answers 404 NoSuchKey (a grant conditioned on s3:prefix leaves GetObject at 403).
+        if "s3:ListBucket" in acts:
+            if as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}"] or cond:
+                problems.append(f"ListBucket: resource {st['Resource']} condition {cond} (want the policy bucket, unconditioned)")
+    if not any("s3:ListBucket" in as_list(st["Action"]) for st in doc["Statement"]):
+        problems.append("no s3:ListBucket on the policy bucket")
+    return problems
+
+
 def resources_phase(tf):
     out = tf["tagwarden"]
     events, sqs, s3, iam, cw, lam = (client(s) for s in ("events", "sqs", "s3", "iam", "cloudwatch", "lambda"))
@@ -246,56 +290,22 @@ def resources_phase(tf):
         if pols != ["tagwarden"] or iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
             return f"role policies {pols}"
         doc = iam.get_role_policy(RoleName=name, PolicyName="tagwarden")["PolicyDocument"]
+        problems = []
         got = policy_actions(doc)
         if got != EXPECTED_ROLE_ACTIONS:
-            return f"extra {sorted(got - EXPECTED_ROLE_ACTIONS)} missing {sorted(EXPECTED_ROLE_ACTIONS - got)}"
+            problems.append(f"extra {sorted(got - EXPECTED_ROLE_ACTIONS)} missing {sorted(EXPECTED_ROLE_ACTIONS - got)}")
         flat = {a for svc in out["iam_actions"]["code"].values() for acts in svc.values() for a in acts}
         if flat != CODE_ACTIONS:
-            return f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}"
+            problems.append(f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}")
         tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag")
         bad = [a for a in got if a.split(":")[0] in tag_services
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
-            return f"forbidden actions {bad}"
+            problems.append(f"forbidden actions {bad}")
         if any(st["Effect"] != "Allow" or "NotAction" in st or "NotResource" in st for st in doc["Statement"]):
-            return "unexpected Deny/NotAction/NotResource"
-        key = f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}"
-        reserved = {"kubernetes.io/*", "*.kubernetes.io/*", "openshift.io/*", "*.openshift.io/*"}
-        for st in doc["Statement"]:
-            acts = set(as_list(st["Action"]))
-            cond = st.get("Condition", {})
-            if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or any(a.startswith("iam:Tag") for a in acts):
-                if cond.get("StringEquals", {}).get(key) != "owned":
-                    return f"{st.get('Sid')} not conditioned on {key}=owned"
-                # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
-                # request without aws:TagKeys, so Null aws:TagKeys = false must accompany it.
-                if cond.get("Null", {}).get("aws:TagKeys") != "false":
-                    return f"{st.get('Sid')}: ForAllValues guard without Null aws:TagKeys=false (fails open)"
-                if set(as_list(cond.get("ForAllValues:StringNotLike", {}).get("aws:TagKeys", []))) != reserved:
-                    return f"{st.get('Sid')}: reserved-namespace guard {cond.get('ForAllValues:StringNotLike')}"
-                if as_list(cond.get("ForAllValues:StringNotEqualsIgnoreCase", {}).get("aws:TagKeys", [])) != ["Name"]:
-                    return f"{st.get('Sid')}: Name guard {cond.get('ForAllValues:StringNotEqualsIgnoreCase')}"
-            if any(k.startswith("ForAllValues:") for k in cond) and cond.get("Null", {}).get("aws:TagKeys") != "false":
-                return f"{st.get('Sid')}: ForAllValues condition without Null aws:TagKeys=false"
-            if "elasticloadbalancing:AddTags" in acts:
-                # Issue 17 item 8: owned listeners and listener rules are writable like LBs and TGs.
-                prefix = f"arn:aws:elasticloadbalancing:{REGION}:123456789012:"
-                want = {prefix + t + "/*" for t in ("loadbalancer", "targetgroup", "listener", "listener-rule")}
-                if set(as_list(st["Resource"])) != want:
-                    return f"AddTags resources {st['Resource']} != {sorted(want)}"
-            if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{out['policy_bucket_name']}/tagwarden/tagwarden-status.json"]:
-                return f"PutObject resource {st['Resource']}"
-            # Issue 17 item 6: the default bucket pattern is the cluster's, never "*".
-            if acts & {"s3:PutBucketTagging", "s3:GetBucketTagging"} and as_list(st["Resource"]) != [f"arn:aws:s3:::{INFRA_ID}-*"]:
-                return f"bucket tagging resource {st['Resource']}"
-            # Issue 17 item 13: ListBucket unconditioned on the policy bucket, so a missing policy
-            # object answers 404 NoSuchKey (a grant conditioned on s3:prefix leaves GetObject at 403).
-            if "s3:ListBucket" in acts:
-                if as_list(st["Resource"]) != [f"arn:aws:s3:::{out['policy_bucket_name']}"] or cond:
-                    return f"ListBucket: resource {st['Resource']} condition {cond} (want the policy bucket, unconditioned)"
-        if not any("s3:ListBucket" in as_list(st["Action"]) for st in doc["Statement"]):
-            return "no s3:ListBucket on the policy bucket"
-        return None
+            problems.append("unexpected Deny/NotAction/NotResource")
+        problems += statement_problems(doc, out["policy_bucket_name"])
+        return "; ".join(problems) or None
 
     def lambda_contract():
         f = lam.get_function_configuration(FunctionName=out["function_name"])
