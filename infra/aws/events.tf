@@ -46,12 +46,30 @@ locals {
     }
   }
 
+  # Issue 17 item 9: only owned resources may invoke the function. A `Tag Change on Resource` event
+  # carries the resource's complete tag set after the change in `detail.tags` (EventBridge User
+  # Guide, "Amazon EventBridge events for tag changes"; reference/aws.md §1.6), so the ownership tag
+  # can be matched in the pattern: detail.tags."kubernetes.io/cluster/<infraID>" = "owned". Built
+  # from a list of infraIDs so that several clusters are one list change: one cluster is a plain
+  # field match, several are an `$or` of such matches (fields in a pattern are ANDed, `$or` ORs
+  # sub-patterns; EventBridge User Guide, "Content filtering in Amazon EventBridge event patterns").
+  # A change that removes the ownership tag no longer matches, and nothing needs enforcing then; a
+  # DeleteBucketTagging still reaches the function through the s3 CloudTrail rule.
+  owner_infra_ids = [var.infra_id]
+  owned_tag_clauses = [
+    for id in local.owner_infra_ids : { tags = { "kubernetes.io/cluster/${id}" = [local.ownership_tag_value] } }
+  ]
+
   event_patterns = merge(local.cloudtrail_patterns, {
     # Emitted by the tagging service itself; carries no caller, so only idempotence protects here.
     tag_change = {
       source        = ["aws.tag"]
       "detail-type" = ["Tag Change on Resource"]
-      detail        = { service = ["ec2", "s3", "elasticloadbalancing", "iam"] }
+      detail = merge(concat(
+        [{ service = ["ec2", "s3", "elasticloadbalancing", "iam"] }],
+        [for c in local.owned_tag_clauses : c if length(local.owned_tag_clauses) == 1],
+        [for _ in range(1) : { "$or" = local.owned_tag_clauses } if length(local.owned_tag_clauses) > 1],
+      )...)
     }
   })
 
@@ -77,6 +95,11 @@ locals {
     detail = {
       name      = [aws_ssm_parameter.policy[0].name]
       operation = ["Create", "Update"]
+      # Issue 17 item 10: a failed create/update is also a "Parameter Store Change" event, with the
+      # reason in detail.exception ("If an operation fails, the notification includes an error
+      # message", Systems Manager User Guide, "Native parameter support for Amazon Machine Image
+      # IDs", parameter-store-ec2-aliases). Nothing changed then: no sweep.
+      exception = [{ exists = false }]
     }
   }) : null
 

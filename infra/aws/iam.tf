@@ -25,9 +25,10 @@ locals {
       tag_list = [
         "iam:ListInstanceProfiles", "iam:ListOpenIDConnectProviders", "iam:ListPolicies", "iam:ListRoles", "iam:ListUsers",
       ]
+      # Roles and users: GetRole/GetUser return the ARN (with its path) and the tags in one call.
       tag_read = [
         "iam:ListInstanceProfileTags", "iam:ListOpenIDConnectProviderTags", "iam:ListPolicyTags",
-        "iam:ListRoleTags", "iam:ListUserTags",
+        "iam:GetRole", "iam:GetUser",
       ]
       tag_write = [
         "iam:TagInstanceProfile", "iam:TagOpenIDConnectProvider", "iam:TagPolicy", "iam:TagRole", "iam:TagUser",
@@ -56,6 +57,19 @@ locals {
   # PutBucketTagging sends the ownership tag back and cannot use it.
   reserved_key_patterns = ["kubernetes.io/*", "*.kubernetes.io/*", "openshift.io/*", "*.openshift.io/*"]
 
+  # Issue 17 item 7: the guard must fail closed. "The ForAllValues set operator also returns true if
+  # there are no context keys in the request. You can prevent missing context keys [...] from
+  # evaluating to true by including a Null condition operator in your policy with a value of false"
+  # (IAM User Guide, "Multivalued context key examples", reference_policies_condition_examples-
+  # multi-valued-context-keys). Every tag-write statement below therefore carries three conditions on
+  # aws:TagKeys: Null=false, ForAllValues:StringNotLike the reserved namespaces, and
+  # ForAllValues:StringNotEqualsIgnoreCase Name. Checked by tests/terraform/moto/check_aws_basic.py.
+  tag_keys_guard = [
+    { test = "Null", values = ["false"] },
+    { test = "ForAllValues:StringNotLike", values = local.reserved_key_patterns },
+    { test = "ForAllValues:StringNotEqualsIgnoreCase", values = ["Name"] },
+  ]
+
   arn_prefix = "arn:${local.partition}"
 
   ec2_resource_arns = [
@@ -63,14 +77,22 @@ locals {
     "${local.arn_prefix}:ec2:${local.region}::image/*", # AMI and snapshot ARNs have no account
     "${local.arn_prefix}:ec2:${local.region}::snapshot/*",
   ]
+  # Issue 17 item 8: listeners and listener rules are owned ELBv2 resources too (the installer tags
+  # them). AddTags authorizes them as their own resource types, listener/{app,net,gwy}/... and
+  # listener-rule/{app,net}/..., each with aws:ResourceTag/${TagKey} (Service Authorization
+  # Reference, "Actions, resources, and condition keys for Elastic Load Balancing V2"), so they are
+  # granted here under the same ownership condition. DescribeTags has no resource type ("*", in
+  # ReadWithoutResourceType below).
   elbv2_resource_arns = [
-    "${local.arn_prefix}:elasticloadbalancing:${local.region}:${local.account_id}:loadbalancer/*",
-    "${local.arn_prefix}:elasticloadbalancing:${local.region}:${local.account_id}:targetgroup/*",
+    for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
+    "${local.arn_prefix}:elasticloadbalancing:${local.region}:${local.account_id}:${t}/*"
   ]
   iam_resource_arns = [
     for t in ["role", "user", "instance-profile", "policy", "oidc-provider"] : "${local.arn_prefix}:iam::${local.account_id}:${t}/*"
   ]
-  s3_bucket_arns = [for p in var.s3_bucket_name_patterns : "${local.arn_prefix}:s3:::${p}"]
+  # Issue 17 item 6: default to the cluster's own bucket names, never every bucket in the account.
+  s3_bucket_name_patterns = coalesce(var.s3_bucket_name_patterns, ["${var.infra_id}-*"])
+  s3_bucket_arns          = [for p in local.s3_bucket_name_patterns : "${local.arn_prefix}:s3:::${p}"]
 }
 
 data "aws_iam_policy_document" "lambda_assume" {
@@ -169,15 +191,13 @@ data "aws_iam_policy_document" "lambda" {
       variable = "aws:ResourceTag/${local.ownership_tag_key}"
       values   = [local.ownership_tag_value]
     }
-    condition {
-      test     = "ForAllValues:StringNotLike"
-      variable = "aws:TagKeys"
-      values   = local.reserved_key_patterns
-    }
-    condition {
-      test     = "ForAllValues:StringNotEqualsIgnoreCase"
-      variable = "aws:TagKeys"
-      values   = ["Name"]
+    dynamic "condition" {
+      for_each = local.tag_keys_guard
+      content {
+        test     = condition.value.test
+        variable = "aws:TagKeys"
+        values   = condition.value.values
+      }
     }
   }
 
@@ -191,15 +211,13 @@ data "aws_iam_policy_document" "lambda" {
       variable = "aws:ResourceTag/${local.ownership_tag_key}"
       values   = [local.ownership_tag_value]
     }
-    condition {
-      test     = "ForAllValues:StringNotLike"
-      variable = "aws:TagKeys"
-      values   = local.reserved_key_patterns
-    }
-    condition {
-      test     = "ForAllValues:StringNotEqualsIgnoreCase"
-      variable = "aws:TagKeys"
-      values   = ["Name"]
+    dynamic "condition" {
+      for_each = local.tag_keys_guard
+      content {
+        test     = condition.value.test
+        variable = "aws:TagKeys"
+        values   = condition.value.values
+      }
     }
   }
 
@@ -215,15 +233,13 @@ data "aws_iam_policy_document" "lambda" {
       variable = "aws:ResourceTag/${local.ownership_tag_key}"
       values   = [local.ownership_tag_value]
     }
-    condition {
-      test     = "ForAllValues:StringNotLike"
-      variable = "aws:TagKeys"
-      values   = local.reserved_key_patterns
-    }
-    condition {
-      test     = "ForAllValues:StringNotEqualsIgnoreCase"
-      variable = "aws:TagKeys"
-      values   = ["Name"]
+    dynamic "condition" {
+      for_each = local.tag_keys_guard
+      content {
+        test     = condition.value.test
+        variable = "aws:TagKeys"
+        values   = condition.value.values
+      }
     }
   }
 
@@ -248,19 +264,23 @@ data "aws_iam_policy_document" "lambda" {
     }
   }
 
-  # ListBucket turns a missing key into NoSuchKey (not AccessDenied) and lists the layers.
+  # Issue 17 item 13: a missing policy object must read as "no policy". S3 GetObject: "If the object
+  # you request doesn't exist, the error that Amazon S3 returns depends on whether you also have the
+  # s3:ListBucket permission. If you have the s3:ListBucket permission on the bucket, Amazon S3
+  # returns an HTTP status code 404 Not Found error. If you don't have the s3:ListBucket permission,
+  # Amazon S3 returns an HTTP status code 403 Access Denied error." (Amazon S3 API Reference,
+  # GetObject, "Permissions"). That implicit ListBucket check is not documented to carry an
+  # s3:prefix context key (GetObject sends no prefix), so a grant conditioned on s3:prefix cannot be
+  # relied on to turn the 403 into a 404. The grant is therefore unconditioned, on the policy bucket only: the bucket
+  # is this module's and holds nothing but the policy, its layers and the status report. Layered
+  # mode lists the layers with the same grant (ListObjectsV2 with the prefix). The function treats
+  # 404 NoSuchKey and, should the grant ever be missing, 403 AccessDenied on the policy key alike.
   dynamic "statement" {
     for_each = local.use_s3 ? [1] : []
     content {
-      sid       = "ListPolicyObjects"
+      sid       = "ListPolicyBucket"
       actions   = ["s3:ListBucket"]
       resources = [local.bucket_arn]
-
-      condition {
-        test     = "StringLike"
-        variable = "s3:prefix"
-        values   = [local.s3_layered ? "${var.policy_prefix}*" : local.s3_key]
-      }
     }
   }
 

@@ -89,6 +89,20 @@ resource "aws_lambda_function" "this" {
   ]
 
   lifecycle {
+    # Issue 17 item 11. Reserved concurrency 0 throttles every invocation ("setting reserved
+    # concurrency to zero [...] stops all invocations", Lambda Developer Guide, "Configuring reserved
+    # concurrency"); below the queue mapping's maximum concurrency the mapping's own invocations are
+    # throttled and messages cycle back into the queue ("make sure the maximum concurrency is not
+    # greater than the function's reserved concurrency", Lambda Developer Guide, "Configuring
+    # maximum concurrency for Amazon SQS event sources").
+    precondition {
+      condition     = var.reserved_concurrent_executions != 0
+      error_message = "reserved_concurrent_executions = 0 throttles every invocation: the function would never run. Use -1 (unreserved) or a number >= max_concurrency."
+    }
+    precondition {
+      condition     = var.reserved_concurrent_executions == -1 || var.reserved_concurrent_executions >= var.max_concurrency
+      error_message = "reserved_concurrent_executions must be -1 (unreserved) or at least max_concurrency (the queue mapping's maximum concurrency); below that Lambda throttles the queue mapping's invocations. Leave room above it for the sweep and policy-change invocations."
+    }
     precondition {
       condition     = !(var.policy_key != null && var.policy_prefix != null)
       error_message = "Set policy_key (one document) or policy_prefix (layers), not both."
@@ -111,5 +125,15 @@ resource "aws_lambda_event_source_mapping" "events" {
 
   scaling_config {
     maximum_concurrency = var.max_concurrency
+  }
+
+  lifecycle {
+    # Issue 17 item 11: Lambda rejects this at apply. "For streams and Amazon SQS event sources, when
+    # you set BatchSize to a value greater than 10, you must set MaximumBatchingWindowInSeconds to at
+    # least 1." (Lambda API Reference, CreateEventSourceMapping, MaximumBatchingWindowInSeconds).
+    precondition {
+      condition     = var.batch_size <= 10 || var.maximum_batching_window_seconds >= 1
+      error_message = "batch_size > 10 needs maximum_batching_window_seconds >= 1 (Lambda rejects a larger batch without a batching window)."
+    }
   }
 }

@@ -78,7 +78,7 @@ variable "timeout" {
 }
 
 variable "reserved_concurrent_executions" {
-  description = "Reserved concurrency for the function; -1 leaves it unreserved. Event concurrency is already capped by `max_concurrency` on the queue mapping."
+  description = "Reserved concurrency for the function; -1 leaves it unreserved. Event concurrency is already capped by `max_concurrency` on the queue mapping. When set, it must be at least `max_concurrency` (better one more, for the sweep); 0 (never run) is refused at plan."
   type        = number
   default     = -1
 
@@ -236,13 +236,18 @@ variable "kms_key_arn" {
 ################################################################################
 
 variable "s3_bucket_name_patterns" {
-  description = "Bucket name patterns (IAM wildcards) whose tags the function may read and write. S3 cannot condition PutBucketTagging on the ownership tag, so this is the only IAM-side limit for buckets; for OpenShift use `[\"<infra_id>-*\"]` (the image-registry bucket)."
+  description = "Bucket name patterns (IAM wildcards) whose tags the function may read and write. S3 cannot condition PutBucketTagging on the ownership tag, so this is the only IAM-side limit for buckets. Default (null): `[\"<infra_id>-*\"]`, the cluster's own buckets (OpenShift's image-registry bucket is `<infra_id>-image-registry-...`). Every pattern needs a literal prefix of at least 3 characters: `*` (every bucket in the account) is refused."
   type        = list(string)
-  default     = ["*"]
+  default     = null
 
+  # Issue 17 item 6: PutBucketTagging has no ownership condition ("Actions, resources, and condition
+  # keys for Amazon S3": no aws:ResourceTag for it), so the bucket name is the only IAM-side limit;
+  # a bare wildcard would let the role replace the tags of every bucket in the account.
   validation {
-    condition     = length(var.s3_bucket_name_patterns) > 0 && alltrue([for p in var.s3_bucket_name_patterns : can(regex("^[a-z0-9.*?-]{1,63}$", p))])
-    error_message = "s3_bucket_name_patterns must be a non-empty list of bucket names or IAM wildcard patterns (lowercase letters, digits, '.', '-', '*', '?')."
+    condition = var.s3_bucket_name_patterns == null ? true : (
+      length(var.s3_bucket_name_patterns) > 0 && alltrue([for p in var.s3_bucket_name_patterns : can(regex("^[a-z0-9][a-z0-9.-]{2,}[a-z0-9.*?-]*$", p)) && length(p) <= 63])
+    )
+    error_message = "s3_bucket_name_patterns must be null (default: [\"<infra_id>-*\"]) or a non-empty list of bucket names or IAM wildcard patterns of lowercase letters, digits, '.', '-', '*', '?' that start with at least 3 literal characters (\"*\" alone would cover every bucket in the account)."
   }
 }
 
@@ -280,7 +285,7 @@ variable "batch_size" {
 
   validation {
     condition     = var.batch_size >= 1 && var.batch_size <= 10000 && floor(var.batch_size) == var.batch_size
-    error_message = "batch_size must be a whole number between 1 and 10000 (above 10 needs maximum_batching_window_seconds >= 1)."
+    error_message = "batch_size must be a whole number between 1 and 10000 (above 10 needs maximum_batching_window_seconds >= 1, checked at plan)."
   }
 }
 

@@ -1,5 +1,6 @@
-# The Function App: Linux, Flex Consumption plan (FC1), custom handler runtime. See README
-# "Hosting plan" for why Flex and not (Linux) Consumption, and "Deploying the package".
+# The Function App: Linux, Flex Consumption plan (FC1), custom handler runtime, and the package
+# publication. See README "Hosting plan" for why Flex and not (Linux) Consumption, and "Deploying
+# the package".
 
 resource "azurerm_service_plan" "this" {
   #checkov:skip=CKV_AZURE_212: Flex Consumption (FC1) has no fixed worker count; instances scale from zero per trigger.
@@ -33,6 +34,9 @@ locals {
   platform_app_settings = {
     # sweep/function.json: "schedule": "%TAGWARDEN_SWEEP_SCHEDULE%"
     TAGWARDEN_SWEEP_SCHEDULE = var.sweep_schedule
+    # sweep-queue/function.json: queueTrigger, "queueName": "%TAGWARDEN_SWEEP_QUEUE%", connection
+    # AzureWebJobsStorage (policy BlobCreated events, events.tf).
+    TAGWARDEN_SWEEP_QUEUE = azurerm_storage_queue.sweep.name
     # Identity-based host storage with the platform identity. The provider always writes an
     # `AzureWebJobsStorage` connection string (with an empty key under identity auth); blanking it
     # makes the host use the __accountName/__credential/__clientId form.
@@ -73,10 +77,11 @@ resource "azurerm_function_app_flex_consumption" "this" {
 
   https_only                    = true
   public_network_access_enabled = true # Event Grid delivers to the public webhook endpoint.
-  # zip_deploy_file pushes with the site's publishing credentials; without a package there is no
-  # reason to keep basic-auth publishing enabled.
-  webdeploy_publish_basic_authentication_enabled = var.function_zip != null
-  zip_deploy_file                                = var.function_zip
+  # Issue 17 item 3: no zip_deploy_file. The provider posts it to /api/zipdeploy, which Flex
+  # Consumption does not implement (hashicorp/terraform-provider-azurerm#29630, open); the package
+  # is published by terraform_data.package below with One Deploy and an Entra token, so basic-auth
+  # publishing credentials stay off.
+  webdeploy_publish_basic_authentication_enabled = false
 
   identity {
     type = "UserAssigned" # why not system-assigned: main.tf
@@ -99,6 +104,9 @@ resource "azurerm_function_app_flex_consumption" "this" {
   # Both identities can act as soon as the app is created and the first instance starts.
   depends_on = [
     azurerm_role_assignment.runtime_storage,
+    azurerm_role_assignment.sweep_queue_reader,
+    azurerm_role_assignment.sweep_queue_processor,
+    azurerm_role_assignment.sweep_poison_queue,
     azurerm_role_assignment.tag_contributor,
     azurerm_role_assignment.reader,
     azurerm_role_assignment.policy_reader,
@@ -117,6 +125,50 @@ resource "azurerm_function_app_flex_consumption" "this" {
     precondition {
       condition     = var.policy_document == null || !local.layered
       error_message = "policy_document is for single-document mode; use policy_layers with policy_prefix."
+    }
+  }
+}
+
+# Issue 17 item 3: publish the package with a step Flex Consumption supports, in the same apply.
+# `az functionapp deployment source config-zip` on a Flex app posts to the app's One Deploy endpoint
+# (/api/publish) with the caller's Entra token and waits for the deployment (azure-cli,
+# appservice/custom.py, enable_zip_deploy_flex). "One deploy is the only deployment technology
+# supported for apps on the Flex Consumption plan" and the Azure CLI is one way to use it (azure-docs,
+# azure-functions/functions-deployment-technologies.md). The ARM event subscriptions (events.tf)
+# depend on this resource, because Event Grid refuses an azure_function_endpoint whose function
+# does not exist; so after publishing, wait until the host has indexed `drift`. Republished when
+# the zip's content changes. Needs `az` on PATH, logged in (`az login`) with the rights Terraform
+# has; the subscription is passed explicitly.
+resource "terraform_data" "package" {
+  count = var.function_zip == null ? 0 : 1
+
+  triggers_replace = [
+    azurerm_function_app_flex_consumption.this.id,
+    filesha256(var.function_zip),
+  ]
+
+  provisioner "local-exec" {
+    interpreter = ["bash", "-c"]
+    command     = <<-EOT
+      set -euo pipefail
+      az functionapp deployment source config-zip --subscription "$SUBSCRIPTION" \
+        --resource-group "$RESOURCE_GROUP" --name "$APP" --src "$PACKAGE" --timeout 900
+      for _ in $(seq 1 60); do
+        if az functionapp function show --subscription "$SUBSCRIPTION" --resource-group "$RESOURCE_GROUP" \
+          --name "$APP" --function-name "$FUNCTION" --query name --output tsv >/dev/null 2>&1; then
+          exit 0
+        fi
+        sleep 10
+      done
+      echo "tagwarden: function $FUNCTION did not appear in $APP within 10 minutes of publishing $PACKAGE" >&2
+      exit 1
+    EOT
+    environment = {
+      SUBSCRIPTION   = data.azurerm_subscription.current.subscription_id
+      RESOURCE_GROUP = local.resource_group_name
+      APP            = azurerm_function_app_flex_consumption.this.name
+      PACKAGE        = abspath(var.function_zip)
+      FUNCTION       = local.function_drift_name
     }
   }
 }

@@ -52,10 +52,21 @@ locals {
   policy_url = "${local.policy_container_url}/${local.layered ? var.policy_prefix : local.policy_blob}"
   status_url = "${local.policy_container_url}/${local.status_blob}"
 
-  # Scopes for Tag Contributor + Reader; default: this subscription.
-  enforcement_scopes = length(var.enforcement_scopes) > 0 ? toset(var.enforcement_scopes) : toset([local.subscription_id])
-  # Resource-group scopes narrow the ARM event subscription by subject (subscription scopes do not).
-  rg_scopes = [for s in local.enforcement_scopes : s if strcontains(lower(s), "/resourcegroups/")]
+  # Scopes for Tag Contributor + Reader and for the ARM event topics. Issue 17 item 14 / DESIGN.md §9
+  # ("Tag Contributor scoped as narrowly as possible"): default to the cluster's resource group
+  # (OpenShift IPI: "<infra_id>-rg"), never silently to the whole subscription.
+  enforcement_scopes  = toset(coalesce(var.enforcement_scopes, ["${local.subscription_id}/resourceGroups/${var.infra_id}-rg"]))
+  rg_scopes           = [for s in local.enforcement_scopes : s if strcontains(lower(s), "/resourcegroups/")]
+  subscription_scopes = [for s in local.enforcement_scopes : s if !strcontains(lower(s), "/resourcegroups/")]
+  # A resource group inside a listed subscription would deliver every event twice (two topics).
+  nested_rg_scopes = [for s in local.rg_scopes : s if contains([for sub in local.subscription_scopes : lower(sub)], lower(join("/", slice(split("/", s), 0, 3))))]
+  # Event Grid creates a system topic only in the source's own subscription (azure-docs,
+  # event-grid/system-topics.md), and the existing-topic lookup reads this subscription.
+  foreign_scopes = [for s in local.enforcement_scopes : s if lower(split("/", s)[2]) != lower(data.azurerm_subscription.current.subscription_id)]
+
+  # The policy-change sweep queue (issue 17 item 2) and the deployment gate (item 3).
+  sweep_queue_name  = var.sweep_queue_name
+  package_published = var.function_zip != null || var.package_published
 }
 
 resource "azurerm_resource_group" "this" {

@@ -67,10 +67,10 @@ locals {
             chartType    = 2
             resourceType = "microsoft.eventgrid/systemtopics"
             metricScope  = 0
-            resourceIds = [
-              lower(azurerm_eventgrid_system_topic.arm.id),
-              lower(azurerm_eventgrid_system_topic.policy.id),
-            ]
+            resourceIds = concat(
+              [for t in values(local.arm_topics) : lower(t.id)],
+              [lower(azurerm_eventgrid_system_topic.policy.id)],
+            )
             timeContext = { durationMs = 86400000 }
             metrics = [
               { namespace = "microsoft.eventgrid/systemtopics", metric = "microsoft.eventgrid/systemtopics--DeadLetteredCount", aggregation = 1 },
@@ -121,10 +121,10 @@ locals {
     }
   }
 
-  dead_letter_topics = {
-    arm    = azurerm_eventgrid_system_topic.arm.id
-    policy = azurerm_eventgrid_system_topic.policy.id
-  }
+  dead_letter_topics = merge(
+    { for s, t in local.arm_topics : "arm-${local.arm_scope_key[s]}" => t.id },
+    { policy = azurerm_eventgrid_system_topic.policy.id },
+  )
 }
 
 resource "azurerm_log_analytics_workspace" "this" {

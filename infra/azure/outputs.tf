@@ -64,19 +64,29 @@ output "dead_letter_container_url" {
 }
 
 output "event_subscription_ids" {
-  description = "Event Grid event subscription ids: `arm` (ResourceWriteSuccess -> drift) and `policy` (policy BlobCreated -> sweep)."
+  description = "Event Grid event subscription ids: `arm` (by enforcement scope: ResourceWriteSuccess -> drift; empty until the package is published) and `policy` (policy BlobCreated -> sweep queue)."
   value = {
-    arm    = azurerm_eventgrid_system_topic_event_subscription.arm.id
+    arm    = { for s, e in azurerm_eventgrid_system_topic_event_subscription.arm : s => e.id }
     policy = azurerm_eventgrid_system_topic_event_subscription.policy.id
   }
 }
 
 output "system_topic_ids" {
-  description = "Event Grid system topic ids: `arm` (subscription, global) and `policy` (policy storage account)."
+  description = "Event Grid system topic ids: `arm` (by enforcement scope, global; created by the module or taken from `existing_system_topics`) and `policy` (policy storage account)."
   value = {
-    arm    = azurerm_eventgrid_system_topic.arm.id
+    arm    = { for s, t in local.arm_topics : s => t.id }
     policy = azurerm_eventgrid_system_topic.policy.id
   }
+}
+
+output "sweep_queue_name" {
+  description = "The storage queue (runtime account) that receives policy BlobCreated events: TAGWARDEN_SWEEP_QUEUE, read by the `sweep-queue` queueTrigger function."
+  value       = azurerm_storage_queue.sweep.name
+}
+
+output "package_published" {
+  description = "Whether the ARM event subscriptions are created: `function_zip` was published in this apply, or `package_published` was set."
+  value       = local.package_published
 }
 
 output "arm_event_filter" {
@@ -98,6 +108,8 @@ output "role_assignment_ids" {
     status_report_writer = azurerm_role_assignment.status_report_writer.id
     metrics_publisher    = azurerm_role_assignment.metrics_publisher.id
     runtime_storage      = azurerm_role_assignment.runtime_storage.id
+    sweep_queue_reader   = azurerm_role_assignment.sweep_queue_reader.id
+    sweep_queue_sender   = azurerm_role_assignment.sweep_queue_sender.id
   }
 }
 

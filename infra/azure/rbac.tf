@@ -9,6 +9,10 @@
 #   code identity               Monitoring Metrics Publisher   the Function App (custom metrics)
 #   code identity               Monitoring Metrics Publisher   Application Insights (Entra ingestion)
 #   platform identity (UAI)     Storage Blob Data Contributor  runtime account (host state + package)
+#   platform identity           Storage Queue Data Reader      sweep queue (queueTrigger via AzureWebJobsStorage)
+#   platform identity           Storage Queue Data Message Processor  sweep queue
+#   platform identity           Storage Queue Data Contributor <sweep queue>-poison only
+#   policy topic identity       Storage Queue Data Message Sender     sweep queue (Event Grid delivery)
 #   each system topic identity  Storage Blob Data Contributor  dead-letter container
 #   policy_writer_principal_ids Storage Blob Data Contributor  policy container
 #
@@ -16,11 +20,15 @@
 
 locals {
   role_ids = {
-    tag_contributor               = "4a9ae827-6dc8-4573-8ac7-8239d42aa03f" # Tag Contributor
-    reader                        = "acdd72a7-3385-48ef-bd42-f606fba81ae7" # Reader
-    storage_blob_data_reader      = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1" # Storage Blob Data Reader
-    storage_blob_data_contributor = "ba92f5b4-2d11-453d-a403-e96b0029c9fe" # Storage Blob Data Contributor
-    monitoring_metrics_publisher  = "3913510d-42f4-4e42-8a64-420c390055eb" # Monitoring Metrics Publisher
+    tag_contributor                = "4a9ae827-6dc8-4573-8ac7-8239d42aa03f" # Tag Contributor
+    reader                         = "acdd72a7-3385-48ef-bd42-f606fba81ae7" # Reader
+    storage_blob_data_reader       = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1" # Storage Blob Data Reader
+    storage_blob_data_contributor  = "ba92f5b4-2d11-453d-a403-e96b0029c9fe" # Storage Blob Data Contributor
+    monitoring_metrics_publisher   = "3913510d-42f4-4e42-8a64-420c390055eb" # Monitoring Metrics Publisher
+    storage_queue_data_reader      = "19e7f393-937e-4f77-808e-94535e297925" # Storage Queue Data Reader
+    storage_queue_data_processor   = "8a0f0c08-91a1-4084-bc3d-661d67233fed" # Storage Queue Data Message Processor
+    storage_queue_data_sender      = "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a" # Storage Queue Data Message Sender
+    storage_queue_data_contributor = "974c5e8b-45b9-4653-ba55-5f855dd0fb88" # Storage Queue Data Contributor
   }
 
   # Role definition id as ARM expects it for an assignment in subscription `sub` ("/subscriptions/<guid>").
@@ -28,6 +36,8 @@ locals {
 
   policy_container_scope      = "${azurerm_storage_account.policy.id}/blobServices/default/containers/${azurerm_storage_container.policy.name}"
   dead_letter_container_scope = "${azurerm_storage_account.policy.id}/blobServices/default/containers/${azurerm_storage_container.dead_letters.name}"
+  sweep_queue_scope           = "${azurerm_storage_account.runtime.id}/queueServices/default/queues/${azurerm_storage_queue.sweep.name}"
+  sweep_poison_queue_scope    = "${azurerm_storage_account.runtime.id}/queueServices/default/queues/${azurerm_storage_queue.sweep_poison.name}"
 
   code_principal_id = azurerm_user_assigned_identity.function.principal_id
 
@@ -139,13 +149,54 @@ resource "azurerm_role_assignment" "runtime_storage" {
   description        = "tagwarden ${var.infra_id}: Functions host state and deployment package."
 }
 
+# Issue 17 item 2: the `sweep-queue` function reads the sweep queue through the AzureWebJobsStorage
+# connection, i.e. the platform identity (AzureWebJobsStorage__clientId). A queue trigger with an
+# identity connection needs "Storage Queue Data Reader, Storage Queue Data Message Processor"
+# (azure-docs, azure-functions/functions-bindings-storage-queue-trigger.md, "Identity-based
+# connections"), scoped here to the one queue.
+resource "azurerm_role_assignment" "sweep_queue_reader" {
+  scope              = local.sweep_queue_scope
+  role_definition_id = local.role_def.storage_queue_data_reader
+  principal_id       = azurerm_user_assigned_identity.platform.principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: sweep-queue trigger reads the policy-change queue."
+}
+
+resource "azurerm_role_assignment" "sweep_queue_processor" {
+  scope              = local.sweep_queue_scope
+  role_definition_id = local.role_def.storage_queue_data_processor
+  principal_id       = azurerm_user_assigned_identity.platform.principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: sweep-queue trigger dequeues and deletes policy-change messages."
+}
+
+# The host moves a message that keeps failing to "<queue>-poison" (create-if-not-exists + add):
+# Storage Queue Data Contributor on that queue only.
+resource "azurerm_role_assignment" "sweep_poison_queue" {
+  scope              = local.sweep_poison_queue_scope
+  role_definition_id = local.role_def.storage_queue_data_contributor
+  principal_id       = azurerm_user_assigned_identity.platform.principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: sweep-queue trigger moves failing messages to the poison queue."
+}
+
+# Event Grid delivers the policy BlobCreated events with the policy topic's identity: "Azure Queue
+# storage | Storage Queue Data Message Sender" (azure-docs, event-grid/add-identity-roles.md).
+resource "azurerm_role_assignment" "sweep_queue_sender" {
+  scope              = local.sweep_queue_scope
+  role_definition_id = local.role_def.storage_queue_data_sender
+  principal_id       = azurerm_eventgrid_system_topic.policy.identity[0].principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${var.infra_id}: Event Grid delivers policy changes to the sweep queue."
+}
+
 # Event Grid dead-lettering with the system topics' identities (shared keys are disabled): write
-# into the dead-letter container only.
+# into the dead-letter container only. One per ARM topic (created or existing) plus the policy topic.
 resource "azurerm_role_assignment" "dead_letter_writer" {
-  for_each = {
-    arm    = azurerm_eventgrid_system_topic.arm.identity[0].principal_id
-    policy = azurerm_eventgrid_system_topic.policy.identity[0].principal_id
-  }
+  for_each = merge(
+    { for s, t in local.arm_topics : "arm-${local.arm_scope_key[s]}" => t.principal_id },
+    { policy = azurerm_eventgrid_system_topic.policy.identity[0].principal_id },
+  )
 
   scope              = local.dead_letter_container_scope
   role_definition_id = local.role_def.storage_blob_data_contributor
@@ -163,4 +214,21 @@ resource "azurerm_role_assignment" "policy_writers" {
   role_definition_id = local.role_def.storage_blob_data_contributor
   principal_id       = each.value
   description        = "tagwarden ${var.infra_id}: publish policy documents."
+}
+
+# Issue 17 item 4: "When you assign roles or remove role assignments, it can take up to 10 minutes
+# for changes to take effect" (azure-docs, storage/blobs/authorize-access-azure-active-directory.md,
+# "Role assignment propagation delays for blob data access"; the same for queues). The policy
+# upload right after assigning the caller's writer role was refused with 403, and Event Grid
+# dead-lettering and queue delivery use roles created in the same apply. Everything that uses those
+# roles waits here once; a later apply that adds a role waits again (triggers). "0s" when the roles
+# were assigned beforehand.
+resource "time_sleep" "role_propagation" {
+  create_duration = var.role_assignment_propagation_wait
+
+  triggers = {
+    policy_writers     = join(",", sort([for r in azurerm_role_assignment.policy_writers : r.id]))
+    dead_letter_writer = join(",", sort([for r in azurerm_role_assignment.dead_letter_writer : r.id]))
+    sweep_queue_sender = azurerm_role_assignment.sweep_queue_sender.id
+  }
 }

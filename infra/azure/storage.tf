@@ -1,8 +1,9 @@
 # Two storage accounts, both without shared keys (Entra ID only), TLS 1.2, no public blobs:
 #
 #   runtime  the Function App's own storage: host state (AzureWebJobsStorage: locks, keys, timer
-#            schedule) and the Flex Consumption deployment container. The platform identity needs
-#            broad blob rights here, so nothing else lives in it.
+#            schedule), the Flex Consumption deployment container and the policy-change sweep
+#            queue (read through AzureWebJobsStorage). The platform identity needs broad blob
+#            rights here, so nothing else lives in it.
 #   policy   `policy` container (policy blob(s) + the status report) and `dead-letters` (Event Grid
 #            dead-lettered events). The code identity gets narrow, per-container rights here.
 #
@@ -14,8 +15,8 @@
 
 resource "azurerm_storage_account" "runtime" {
   #checkov:skip=CKV_AZURE_59: public network access is needed by the Functions host and the Flex deployment service over public endpoints: deny-by-default needs VNet integration and private endpoints, which this module does not build; no anonymous access, no shared keys (Entra ID only).
-  #checkov:skip=CKV_AZURE_33: queue service logging: the host uses no queues (Event Grid and timer triggers only).
-  #checkov:skip=CKV2_AZURE_1: customer-managed keys are out of scope: the account holds host state and the function package, nothing confidential (Microsoft-managed encryption at rest).
+  #checkov:skip=CKV_AZURE_33: queue service logging: the one queue carries policy-change notifications (blob names, no data); Event Grid delivery metrics and the function's Application Insights requests record every message, and queue_properties would need shared-key data-plane access at apply.
+  #checkov:skip=CKV2_AZURE_1: customer-managed keys are out of scope: the account holds host state, the function package and policy-change notifications, nothing confidential (Microsoft-managed encryption at rest).
   #checkov:skip=CKV2_AZURE_33: private endpoints need a VNet the module does not own (see CKV_AZURE_59).
   #checkov:skip=CKV_AZURE_206: host state and the package are recreated by a deploy; replication is `storage_replication_type` (default ZRS).
   #checkov:skip=CKV2_AZURE_38: soft delete on host state (leases, keys) has no recovery value; the package is re-deployable.
@@ -41,6 +42,22 @@ resource "azurerm_storage_container" "deployment" {
   name                  = local.deployment_container
   storage_account_id    = azurerm_storage_account.runtime.id
   container_access_type = "private"
+}
+
+# Issue 17 item 2: policy BlobCreated events land here (events.tf) and the `sweep-queue` function
+# (queueTrigger, queueName %TAGWARDEN_SWEEP_QUEUE%, connection AzureWebJobsStorage) sweeps from it.
+# Created through ARM (storage_account_id), so no shared key or data-plane role is needed at apply.
+resource "azurerm_storage_queue" "sweep" {
+  name               = local.sweep_queue_name
+  storage_account_id = azurerm_storage_account.runtime.id
+}
+
+# After maxDequeueCount (host.json, default 5) failed runs the host moves a message to
+# "<queue>-poison" ("Poison messages", Azure Queue storage trigger for Azure Functions). Created
+# here so the platform identity needs no account-wide queue rights to create it.
+resource "azurerm_storage_queue" "sweep_poison" {
+  name               = "${local.sweep_queue_name}-poison"
+  storage_account_id = azurerm_storage_account.runtime.id
 }
 
 ################################################################################
@@ -144,7 +161,8 @@ resource "azurerm_storage_blob" "policy_document" {
   content_type           = "application/yaml"
   source_content         = var.policy_document
 
-  depends_on = [azurerm_role_assignment.policy_writers]
+  # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
+  depends_on = [time_sleep.role_propagation]
 }
 
 resource "azurerm_storage_blob" "policy_layers" {
@@ -157,5 +175,6 @@ resource "azurerm_storage_blob" "policy_layers" {
   content_type           = endswith(each.key, ".json") ? "application/json" : "application/yaml"
   source_content         = each.value
 
-  depends_on = [azurerm_role_assignment.policy_writers]
+  # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
+  depends_on = [time_sleep.role_propagation]
 }

@@ -25,7 +25,7 @@ variable "name" {
 }
 
 variable "location" {
-  description = "Azure region of the Function App, storage, monitoring and the storage system topic (e.g. `westeurope`). Must offer the Flex Consumption plan. The subscription system topic is always `global`."
+  description = "Azure region of the Function App, storage, monitoring and the storage system topic (e.g. `westeurope`). Must offer the Flex Consumption plan. The ARM (subscription or resource group) system topics are always `global`."
   type        = string
 
   validation {
@@ -67,7 +67,7 @@ variable "create_resource_group" {
 ################################################################################
 
 variable "function_zip" {
-  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (the files are in `functions/azure-function/`; `scripts/package-azure-function` builds the zip). Deployed with the Flex Consumption app's `zip_deploy_file` (see README, \"Deploying the package\"). Put a version or hash in the file name: the provider only redeploys when the path changes. null: Terraform deploys nothing; publish with `az functionapp deployment source config-zip`."
+  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger), `sweep-queue/function.json` (queueTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (the files are in `functions/azure-function/`; `scripts/package-azure-function` builds the zip). Published during apply with `az functionapp deployment source config-zip` (One Deploy, which Flex Consumption supports; needs the Azure CLI logged in on the machine running Terraform), republished when the file's hash changes; the ARM event subscriptions are created after the `drift` function exists. null: publish it yourself and set `package_published = true` (see README, \"Deploying the package\")."
   type        = string
   default     = null
 
@@ -235,15 +235,17 @@ variable "policy_writer_principal_ids" {
 ################################################################################
 
 variable "enforcement_scopes" {
-  description = "ARM scopes where the function gets Tag Contributor and Reader: subscription ids (`/subscriptions/<id>`) and/or resource group ids (`/subscriptions/<id>/resourceGroups/<name>`). Default (empty): the current subscription. For OpenShift the cluster's resource group(s) (`<infra_id>-rg`, plus the network and DNS groups when they are separate) are the narrow choice; resource-group scopes are also added as Event Grid subject filters."
+  description = "ARM scopes where the function gets Tag Contributor and Reader and from which ARM write events reach it: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`) or, deliberately, subscription ids (`/subscriptions/<id>`), all in the deployment's subscription. Default (null): the cluster's resource group `<infra_id>-rg` (OpenShift IPI) in the current subscription — the narrow scope DESIGN.md §9 asks for; add the network and DNS groups when they are separate. Each scope gets its own Event Grid system topic (or uses one from `existing_system_topics`)."
   type        = list(string)
-  default     = []
+  default     = null
 
+  # Issue 17 item 14: no silent whole-subscription default; an empty list would grant nothing and
+  # receive nothing, so it is refused too.
   validation {
-    condition = alltrue([for s in var.enforcement_scopes : can(regex(
+    condition = var.enforcement_scopes == null ? true : length(var.enforcement_scopes) > 0 && alltrue([for s in var.enforcement_scopes : can(regex(
       "^/subscriptions/[0-9a-fA-F-]{36}(/resourceGroups/[-A-Za-z0-9_.()]{1,90})?$", s
     ))])
-    error_message = "enforcement_scopes must contain subscription ids (/subscriptions/<guid>) or resource group ids (/subscriptions/<guid>/resourceGroups/<name>)."
+    error_message = "enforcement_scopes must be null (default: the cluster's resource group <infra_id>-rg) or a non-empty list of resource group ids (/subscriptions/<guid>/resourceGroups/<name>) or subscription ids (/subscriptions/<guid>)."
   }
 }
 
@@ -267,6 +269,52 @@ variable "ignored_operation_prefixes" {
       for p in var.ignored_operation_prefixes : can(regex("^Microsoft\\.[A-Za-z]+/", p)) && !startswith(lower(p), "microsoft.resources/tags")
     ])
     error_message = "ignored_operation_prefixes: at most 10 prefixes of the form Microsoft.<Provider>/...; Microsoft.Resources/tags/ may not be ignored."
+  }
+}
+
+variable "existing_system_topics" {
+  description = "Event Grid system topics that already exist for an enforcement scope, by scope id: `{ \"/subscriptions/<id>\" = { name = \"...\", resource_group_name = \"...\" } }`. Azure allows one system topic per source (subscription, resource group), so when the portal, Defender or another deployment already made one, the module creates only its event subscription on it. The topic must be in this subscription and have a system-assigned identity (dead-lettering; `az eventgrid system-topic update --identity systemassigned`)."
+  type = map(object({
+    name                = string
+    resource_group_name = string
+  }))
+  default = {}
+
+  validation {
+    condition = alltrue([for scope, t in var.existing_system_topics : can(regex(
+      "^/subscriptions/[0-9a-fA-F-]{36}(/resourceGroups/[-A-Za-z0-9_.()]{1,90})?$", scope
+    )) && can(regex("^[-a-zA-Z0-9]{3,128}$", t.name))])
+    error_message = "existing_system_topics keys must be subscription or resource group ids (as in enforcement_scopes) and names 3-128 letters, digits and '-'."
+  }
+}
+
+variable "sweep_queue_name" {
+  description = "Storage queue (in the Function App's runtime storage account) that receives the policy container's BlobCreated events; the `sweep-queue` function (queueTrigger, `%TAGWARDEN_SWEEP_QUEUE%`, connection AzureWebJobsStorage) sweeps from it, outside the Event Grid delivery. Poison messages go to `<name>-poison`."
+  type        = string
+  default     = "tagwarden-sweep"
+
+  # Queue names: 3-63 lowercase letters, digits and single hyphens, starting and ending with a letter
+  # or digit (Azure Storage, "Naming queues and metadata"); "-poison" must still fit.
+  validation {
+    condition     = can(regex("^[a-z0-9]([a-z0-9]|-[a-z0-9]){2,55}$", var.sweep_queue_name)) && length(var.sweep_queue_name) <= 56
+    error_message = "sweep_queue_name must be 3-56 lowercase letters, digits and single hyphens, starting and ending with a letter or digit (the host adds -poison, and queue names end at 63)."
+  }
+}
+
+variable "package_published" {
+  description = "Set to true when the function package was published outside Terraform (CI with `az functionapp deployment source config-zip`, One Deploy). The ARM event subscriptions deliver to the `drift` function and Azure refuses them until it exists, so without `function_zip` they are only created once this is true."
+  type        = bool
+  default     = false
+}
+
+variable "role_assignment_propagation_wait" {
+  description = "How long the first apply waits after creating role assignments before using them (policy upload with `policy_writer_principal_ids`, Event Grid dead-lettering and queue delivery). Azure Storage: \"it can take up to 10 minutes for changes to take effect\". Set \"0s\" when every role was assigned before this apply."
+  type        = string
+  default     = "10m"
+
+  validation {
+    condition     = can(regex("^[0-9]+(s|m)$", var.role_assignment_propagation_wait))
+    error_message = "role_assignment_propagation_wait must be a duration in seconds or minutes, such as \"600s\" or \"10m\"."
   }
 }
 

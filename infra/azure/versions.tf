@@ -4,8 +4,18 @@ terraform {
   required_providers {
     azurerm = {
       source = "hashicorp/azurerm"
-      # 4.31: azurerm_function_app_flex_consumption with runtime_name "custom" and https_only.
-      version = ">= 4.31, < 5.0"
+      # Issue 17 item 5, from the provider's source and CHANGELOG-v4.md:
+      #   4.21.0  azurerm_function_app_flex_consumption added; runtime_name accepts "custom" from
+      #           the start (validation lists webapps.RuntimeNameCustom, PR #28199)
+      #   4.31.0  https_only (PR #29024)
+      #   4.58.0  maximum_instance_count accepts 1-1000 (PR #31392); before it 40-1000, so the
+      #           module's default of 10 is refused at plan by 4.21-4.57
+      # < 5.0: 5.x removes the deprecated arguments 4.x still has; the module is not checked there.
+      version = ">= 4.58, < 5.0"
+    }
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9, < 1.0" # time_sleep with triggers (rbac.tf, issue 17 item 4)
     }
   }
 }

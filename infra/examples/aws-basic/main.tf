@@ -25,8 +25,8 @@ module "tagwarden" {
     user_tags = var.user_tags
   })
 
-  # OpenShift's only cluster bucket (the image registry's) is named "<infra_id>-image-registry-...".
-  s3_bucket_name_patterns = ["${var.infra_id}-*"]
+  # s3_bucket_name_patterns defaults to ["<infra_id>-*"]: OpenShift's only cluster bucket (the image
+  # registry's) is named "<infra_id>-image-registry-...".
 
   sweep_schedule   = "rate(1 hour)"
   create_sns_topic = true

@@ -37,3 +37,8 @@ output "iam_forwarding_rule_arn" {
   description = "The us-east-1 rule forwarding IAM events (null when the region is us-east-1)."
   value       = one(module.iam_event_forwarding[*].rule_arn)
 }
+
+output "iam_forwarding_dlq_arn" {
+  description = "The us-east-1 dead-letter queue of IAM events the function's bus did not accept (null when the region is us-east-1)."
+  value       = one(module.iam_event_forwarding[*].dlq_arn)
+}

@@ -18,6 +18,8 @@ module "tagwarden" {
   infra_id     = var.infra_id
   location     = var.location
   function_zip = var.function_zip
+  # Only for publishing outside Terraform (CI): see README.
+  package_published = var.package_published
 
   # OpenShift IPI puts the cluster's resources in "<infra_id>-rg" (plus the network resource group
   # when the VNet is pre-existing). Only these scopes get Tag Contributor and Reader.

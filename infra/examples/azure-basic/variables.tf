@@ -20,9 +20,15 @@ variable "infra_id" {
 }
 
 variable "function_zip" {
-  description = "Path to the packaged function (`host.json`, `drift/`, `sweep/`, `tagwarden-azure-function`); null to publish it yourself with `az functionapp deployment source config-zip`."
+  description = "Path to the packaged function (`host.json`, `drift/`, `sweep/`, `sweep-queue/`, `tagwarden-azure-function`), published during apply with the Azure CLI (One Deploy). null: publish it yourself, then apply again with `package_published = true`."
   type        = string
   default     = null
+}
+
+variable "package_published" {
+  description = "Set true after publishing the package outside Terraform, so that the ARM event subscriptions (which need the `drift` function) are created."
+  type        = bool
+  default     = false
 }
 
 variable "extra_resource_groups" {

@@ -4,7 +4,11 @@ terraform {
   required_providers {
     azurerm = {
       source  = "hashicorp/azurerm"
-      version = ">= 4.31, < 5.0"
+      version = ">= 4.58, < 5.0" # as infra/azure/versions.tf
+    }
+    time = {
+      source  = "hashicorp/time"
+      version = ">= 0.9, < 1.0"
     }
   }
 }

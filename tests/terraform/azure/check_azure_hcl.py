@@ -38,7 +38,14 @@ ROLE_IDS = {
     "Storage Blob Data Reader": "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",
     "Storage Blob Data Contributor": "ba92f5b4-2d11-453d-a403-e96b0029c9fe",
     "Monitoring Metrics Publisher": "3913510d-42f4-4e42-8a64-420c390055eb",
+    "Storage Queue Data Reader": "19e7f393-937e-4f77-808e-94535e297925",
+    "Storage Queue Data Message Processor": "8a0f0c08-91a1-4084-bc3d-661d67233fed",
+    "Storage Queue Data Message Sender": "c6a89b2d-59bc-44d0-9896-0f6e12d7b80a",
+    "Storage Queue Data Contributor": "974c5e8b-45b9-4653-ba55-5f855dd0fb88",
 }
+# azurerm_function_app_flex_consumption: runtime_name "custom" since 4.21.0; maximum_instance_count
+# below 40 only from 4.58.0 (CHANGELOG-v4.md, PR #31392). Issue 17 item 5.
+AZURERM_MIN = (4, 58)
 FORBIDDEN_ROLES = {
     "Owner": "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
     "Contributor": "b24988ac-6180-42a0-ab88-20f7382dd24c",
@@ -48,6 +55,7 @@ FORBIDDEN_ROLES = {
 UNTAGGABLE = {
     "azurerm_role_assignment", "azurerm_storage_container", "azurerm_storage_blob",
     "azurerm_storage_management_policy", "azurerm_eventgrid_system_topic_event_subscription",
+    "azurerm_storage_queue",
 }
 
 results: list[tuple[bool, str, str]] = []
@@ -167,6 +175,8 @@ def main() -> int:
         ("azurerm_storage_container", "deployment"), ("azurerm_service_plan", "this"),
         ("azurerm_function_app_flex_consumption", "this"), ("azurerm_eventgrid_system_topic", "arm"),
         ("azurerm_eventgrid_system_topic", "policy"), ("azurerm_eventgrid_system_topic_event_subscription", "arm"),
+        ("azurerm_storage_queue", "sweep"), ("azurerm_storage_queue", "sweep_poison"),
+        ("time_sleep", "role_propagation"), ("terraform_data", "package"),
         ("azurerm_eventgrid_system_topic_event_subscription", "policy"), ("azurerm_log_analytics_workspace", "this"),
         ("azurerm_application_insights", "this"), ("azurerm_application_insights_workbook", "this"),
         ("azurerm_monitor_action_group", "this"), ("azurerm_monitor_metric_alert", "custom"),
@@ -179,7 +189,8 @@ def main() -> int:
           and ("azurerm_resource_group", "existing") in mod["data"])
 
     # Tags everywhere they exist.
-    untagged = [f"{t}.{n}" for (t, n), b in R.items() if t not in UNTAGGABLE and b.get("tags") != "${local.tags}"]
+    untagged = [f"{t}.{n}" for (t, n), b in R.items()
+                if t.startswith("azurerm_") and t not in UNTAGGABLE and b.get("tags") != "${local.tags}"]
     check("every taggable resource has tags = local.tags", not untagged, f"untagged: {untagged}")
     check("local.tags is var.tags", L.get("tags") == "${var.tags}")
 
@@ -203,7 +214,25 @@ def main() -> int:
           ident.get("type") == "UserAssigned"
           and "azurerm_user_assigned_identity.function.id" in str(ident.get("identity_ids"))
           and "azurerm_user_assigned_identity.platform.id" in str(ident.get("identity_ids")))
-    check("function: package from var.function_zip via zip_deploy_file", fa.get("zip_deploy_file") == "${var.function_zip}")
+    # Issue 17 item 3: zip_deploy_file posts to /api/zipdeploy, which Flex does not implement
+    # (terraform-provider-azurerm #29630); the package goes through One Deploy (az CLI) instead,
+    # and the ARM subscriptions wait for it.
+    check("item 3: no zip_deploy_file on the Flex app (provider posts to /api/zipdeploy), basic-auth publishing off",
+          "zip_deploy_file" not in fa and fa.get("webdeploy_publish_basic_authentication_enabled") is False)
+    pkg = R.get(("terraform_data", "package"), {})
+    prov = first(first(pkg.get("provisioner")).get("local-exec")) if pkg.get("provisioner") else {}
+    cmd = str(prov.get("command", ""))
+    env = prov.get("environment", {}) or {}
+    check("item 3: terraform_data.package publishes var.function_zip with One Deploy (az ... config-zip) and waits for `drift`",
+          "var.function_zip == null ? 0 : 1" in str(pkg.get("count"))
+          and "filesha256(var.function_zip)" in str(pkg.get("triggers_replace"))
+          and "az functionapp deployment source config-zip" in cmd and "az functionapp function show" in cmd
+          and "--subscription" in cmd and env.get("FUNCTION") == "${local.function_drift_name}"
+          and "abspath(var.function_zip)" in str(env.get("PACKAGE")),
+          f"count={pkg.get('count')} env={env}")
+    check("item 3: package_published = function_zip given or var.package_published (default false)",
+          L.get("package_published") == "${var.function_zip != null || var.package_published}"
+          and var_default(V, "package_published") is False)
     check("function: https only, deployment storage via managed identity",
           fa.get("https_only") is True and fa.get("storage_authentication_type") == "UserAssignedIdentity"
           and fa.get("storage_user_assigned_identity_id") == "${azurerm_user_assigned_identity.platform.id}")
@@ -231,12 +260,39 @@ def main() -> int:
     check("policy_container named `policy`, status blob is tagwarden-status.json",
           L.get("policy_container") == "policy" and str(L.get("status_blob", "")).endswith("tagwarden-status.json"))
 
-    # Event Grid: ARM subscription.
+    # Event Grid: ARM topics, one per enforcement scope (issue 17 item 1: one system topic per source).
     topic = R.get(("azurerm_eventgrid_system_topic", "arm"), {})
-    check("ARM system topic: Microsoft.Resources.Subscriptions, location global, on the subscription",
-          topic.get("topic_type") == "Microsoft.Resources.Subscriptions" and topic.get("location") == "global"
-          and topic.get("source_resource_id") == "${local.subscription_id}")
+    ttype = str(L.get("arm_topic_type", ""))
+    check("item 1: one ARM system topic per enforcement scope (for_each), global, source = the scope, type by scope kind",
+          topic.get("for_each") == "${local.created_arm_topic_scopes}" and topic.get("location") == "global"
+          and topic.get("source_resource_id") == "${each.key}" and topic.get("topic_type") == "${local.arm_topic_type[each.key]}"
+          and "Microsoft.Resources.ResourceGroups" in ttype and "Microsoft.Resources.Subscriptions" in ttype
+          and "/resourcegroups/" in ttype)
+    subs_topics = [n for (t, n), b in R.items() if t == "azurerm_eventgrid_system_topic"
+                   and "subscription_id" in str(b.get("source_resource_id"))]
+    check("item 1: no system topic hard-wired to the whole subscription", not subs_topics, f"{subs_topics}")
+    check("item 1: scopes with an existing topic get none created (existing_system_topics)",
+          "!contains(keys(var.existing_system_topics), s)" in str(L.get("created_arm_topic_scopes"))
+          and var_default(V, "existing_system_topics") == {})
+    ex_topic = mod["data"].get(("azurerm_eventgrid_system_topic", "existing"), {})
+    posts = json.dumps(first(ex_topic.get("lifecycle")).get("postcondition"))
+    check("item 1: existing topics are read (data source), checked for source, type and a system-assigned identity",
+          ex_topic.get("for_each") == "${var.existing_system_topics}" and "self.source_resource_id" in posts
+          and "self.topic_type" in posts and "SystemAssigned" in posts)
+    arm_topics = str(L.get("arm_topics", ""))
+    check("item 1: local.arm_topics merges created and existing topics",
+          "azurerm_eventgrid_system_topic.arm" in arm_topics and "data.azurerm_eventgrid_system_topic.existing" in arm_topics)
+    pre = json.dumps(first(topic.get("lifecycle")).get("precondition"))
+    check("item 1: topics refused for scopes in another subscription or nested in a listed subscription",
+          "local.foreign_scopes" in pre and "local.nested_rg_scopes" in pre
+          and "data.azurerm_subscription.current.subscription_id" in str(L.get("foreign_scopes")))
     es = R.get(("azurerm_eventgrid_system_topic_event_subscription", "arm"), {})
+    check("item 1: one ARM event subscription per topic, on the topic's own resource group",
+          es.get("for_each") == "${local.arm_subscriptions}" and es.get("system_topic") == "${each.value.name}"
+          and es.get("resource_group_name") == "${each.value.resource_group_name}")
+    check("item 3: ARM event subscriptions only once the package is published, after terraform_data.package",
+          "local.arm_topics" in str(L.get("arm_subscriptions")) and "if local.package_published" in str(L.get("arm_subscriptions"))
+          and "${terraform_data.package}" in es.get("depends_on", []))
     types = resolve(es.get("included_event_types"), L)
     check("ARM event subscription includes only Microsoft.Resources.ResourceWriteSuccess",
           types == ["Microsoft.Resources.ResourceWriteSuccess"], f"got {types}")
@@ -252,8 +308,8 @@ def main() -> int:
           and "Microsoft.Resources/deployments/" in prefixes and "Microsoft.Authorization/" in prefixes
           and not any(p.lower().startswith("microsoft.resources/tags") for p in prefixes))
     af = json.dumps(es.get("advanced_filter"))
-    check("ARM filter: advanced_filter renders string_not_begins_with, string_begins_with (RG scopes), string_not_in (self)",
-          all(s in af for s in ('"string_not_begins_with"', '"string_begins_with"', '"string_not_in"')))
+    check("ARM filter: advanced_filter renders string_not_begins_with and string_not_in (self); scoping is the topic's source",
+          all(s in af for s in ('"string_not_begins_with"', '"string_not_in"')))
     check("ARM filter: self exclusion keys", "data.authorization.evidence.principalId" in str(L.get("arm_filter"))
           and "data.claims.appid" in str(L.get("arm_filter")))
     for key in ("arm", "policy"):
@@ -265,7 +321,7 @@ def main() -> int:
               and first(s.get("dead_letter_identity")).get("type") == "SystemAssigned"
               and "max_delivery_attempts" in rp and "event_time_to_live" in rp)
 
-    # Event Grid: policy blob subscription.
+    # Event Grid: policy blob subscription -> sweep queue (issue 17 item 2).
     ptopic = R.get(("azurerm_eventgrid_system_topic", "policy"), {})
     pes = R.get(("azurerm_eventgrid_system_topic_event_subscription", "policy"), {})
     check("policy system topic: Microsoft.Storage.StorageAccounts on the policy account",
@@ -276,8 +332,24 @@ def main() -> int:
           pes.get("included_event_types") == ["Microsoft.Storage.BlobCreated"]
           and "containers/${local.policy_container}/blobs/" in str(L.get("policy_subject_prefix"))
           and first(pes.get("subject_filter")).get("subject_begins_with") == "${local.policy_subject_prefix}"
-          and nends.get("key") == "subject" and nends.get("values") == ["/tagwarden-status.json"]
-          and first(pes.get("azure_function_endpoint")).get("function_id") == "${local.drift_function_id}")
+          and nends.get("key") == "subject" and nends.get("values") == ["/tagwarden-status.json"])
+    sq = first(pes.get("storage_queue_endpoint"))
+    check("item 2: policy BlobCreated goes to the sweep storage queue (runtime account), not into a function delivery",
+          "azure_function_endpoint" not in pes and "webhook_endpoint" not in pes
+          and sq.get("storage_account_id") == "${azurerm_storage_account.runtime.id}"
+          and sq.get("queue_name") == "${azurerm_storage_queue.sweep.name}"
+          and first(pes.get("delivery_identity")).get("type") == "SystemAssigned")
+    q = R.get(("azurerm_storage_queue", "sweep"), {})
+    pq = R.get(("azurerm_storage_queue", "sweep_poison"), {})
+    check("item 2: queue named by var.sweep_queue_name (default tagwarden-sweep) in the runtime account, poison queue beside it",
+          var_default(V, "sweep_queue_name") == "tagwarden-sweep" and L.get("sweep_queue_name") == "${var.sweep_queue_name}"
+          and q.get("name") == "${local.sweep_queue_name}" and q.get("storage_account_id") == "${azurerm_storage_account.runtime.id}"
+          and pq.get("name") == "${local.sweep_queue_name}-poison")
+    plat = L.get("platform_app_settings", {})
+    check("item 2: app setting TAGWARDEN_SWEEP_QUEUE = the queue's name (sweep-queue/function.json %TAGWARDEN_SWEEP_QUEUE%)",
+          isinstance(plat, dict) and plat.get("TAGWARDEN_SWEEP_QUEUE") == "${azurerm_storage_queue.sweep.name}"
+          and "local.platform_app_settings" in str(fa.get("app_settings"))
+          and plat.get("AzureWebJobsStorage__clientId") == "${azurerm_user_assigned_identity.platform.client_id}")
 
     # Role assignments.
     role_ids = L.get("role_ids", {})
@@ -285,7 +357,11 @@ def main() -> int:
           role_ids == {"tag_contributor": ROLE_IDS["Tag Contributor"], "reader": ROLE_IDS["Reader"],
                        "storage_blob_data_reader": ROLE_IDS["Storage Blob Data Reader"],
                        "storage_blob_data_contributor": ROLE_IDS["Storage Blob Data Contributor"],
-                       "monitoring_metrics_publisher": ROLE_IDS["Monitoring Metrics Publisher"]}, f"got {role_ids}")
+                       "monitoring_metrics_publisher": ROLE_IDS["Monitoring Metrics Publisher"],
+                       "storage_queue_data_reader": ROLE_IDS["Storage Queue Data Reader"],
+                       "storage_queue_data_processor": ROLE_IDS["Storage Queue Data Message Processor"],
+                       "storage_queue_data_sender": ROLE_IDS["Storage Queue Data Message Sender"],
+                       "storage_queue_data_contributor": ROLE_IDS["Storage Queue Data Contributor"]}, f"got {role_ids}")
     ra = {n: b for (t, n), b in R.items() if t == "azurerm_role_assignment"}
     expect = {
         # name: (role key, scope expression, principal expression)
@@ -296,16 +372,44 @@ def main() -> int:
         "metrics_publisher": ("monitoring_metrics_publisher", "${azurerm_function_app_flex_consumption.this.id}", "${local.code_principal_id}"),
         "dead_letter_writer": ("storage_blob_data_contributor", "${local.dead_letter_container_scope}", "${each.value}"),
         "runtime_storage": ("storage_blob_data_contributor", "${azurerm_storage_account.runtime.id}", "${azurerm_user_assigned_identity.platform.principal_id}"),
+        # Item 2: the queue trigger reads through AzureWebJobsStorage (platform identity); Event Grid
+        # delivers with the policy topic's identity.
+        "sweep_queue_reader": ("storage_queue_data_reader", "${local.sweep_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
+        "sweep_queue_processor": ("storage_queue_data_processor", "${local.sweep_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
+        "sweep_poison_queue": ("storage_queue_data_contributor", "${local.sweep_poison_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
+        "sweep_queue_sender": ("storage_queue_data_sender", "${local.sweep_queue_scope}", "${azurerm_eventgrid_system_topic.policy.identity[0].principal_id}"),
     }
     for name, (role, scope, principal) in expect.items():
         b = ra.get(name, {})
         rd = str(b.get("role_definition_id", ""))
         ok = (role in rd or role_ids.get(role, "?") in rd) and b.get("scope") == scope and (principal is None or b.get("principal_id") == principal)
         check(f"role assignment {name}: {role} at {scope}", ok, f"got role={rd} scope={b.get('scope')} principal={b.get('principal_id')}")
-    check("Tag Contributor and Reader for_each the enforcement scopes (default: the subscription)",
+    check("Tag Contributor and Reader for_each the enforcement scopes",
           ra.get("tag_contributor", {}).get("for_each") == "${local.enforcement_scopes}"
-          and ra.get("reader", {}).get("for_each") == "${local.enforcement_scopes}"
-          and "toset([local.subscription_id])" in str(L.get("enforcement_scopes")))
+          and ra.get("reader", {}).get("for_each") == "${local.enforcement_scopes}")
+    # Issue 17 item 14: the default scope is the cluster's resource group, not the subscription.
+    es_local = str(L.get("enforcement_scopes"))
+    es_valid = json.dumps(first(V.get("enforcement_scopes", {}).get("validation")))
+    check("item 14: enforcement_scopes default null -> the cluster's resource group <infra_id>-rg; empty list refused",
+          "default" in V.get("enforcement_scopes", {}) and V["enforcement_scopes"]["default"] is None
+          and "coalesce(var.enforcement_scopes" in es_local
+          and "${local.subscription_id}/resourceGroups/${var.infra_id}-rg" in es_local
+          and "toset([local.subscription_id])" not in es_local
+          and "length(var.enforcement_scopes) > 0" in es_valid, f"local={es_local}")
+    dl = ra.get("dead_letter_writer", {})
+    check("item 1: dead-letter writer role for every ARM topic (created or existing) and the policy topic",
+          "local.arm_topics" in str(dl.get("for_each")) and "azurerm_eventgrid_system_topic.policy" in str(dl.get("for_each")))
+    ts = R.get(("time_sleep", "role_propagation"), {})
+    trig = str(ts.get("triggers"))
+    blobs_wait = all("${time_sleep.role_propagation}" in R.get(("azurerm_storage_blob", n), {}).get("depends_on", [])
+                     for n in ("policy_document", "policy_layers"))
+    check("item 4: policy upload and Event Grid subscriptions wait for role propagation (time_sleep, default 10m)",
+          ts.get("create_duration") == "${var.role_assignment_propagation_wait}"
+          and var_default(V, "role_assignment_propagation_wait") == "10m"
+          and "azurerm_role_assignment.policy_writers" in trig and "azurerm_role_assignment.dead_letter_writer" in trig
+          and "azurerm_role_assignment.sweep_queue_sender" in trig and blobs_wait
+          and "${time_sleep.role_propagation}" in es.get("depends_on", [])
+          and "${time_sleep.role_propagation}" in pes.get("depends_on", []))
     check("policy container scope is the container, not the account",
           str(L.get("policy_container_scope", "")).endswith("/blobServices/default/containers/${azurerm_storage_container.policy.name}"))
     sr = ra.get("status_report_writer", {})
@@ -354,6 +458,25 @@ def main() -> int:
     missing = [o for o in want if o not in mod["output"]]
     check("outputs: function app id/name, principal id, policy container URL, event subscription ids, workbook id", not missing, f"missing: {missing}")
 
+    # Issue 17 item 5: provider lower bound that accepts runtime_name = "custom" and the module's defaults.
+    def lower_bound(files_dir):
+        for f in sorted(files_dir.glob("*.tf")):
+            doc = norm(hcl2.load(f.open()))
+            for t in doc.get("terraform", []):
+                for rp in t.get("required_providers", []):
+                    c = str(rp.get("azurerm", {}).get("version", ""))
+                    m_ = re.search(r">=\s*(\d+)\.(\d+)", c)
+                    if m_:
+                        return (int(m_.group(1)), int(m_.group(2))), rp
+        return None, {}
+    for label, d in (("infra/azure", MODULE), ("azure-basic", EXAMPLE)):
+        lb, rp = lower_bound(d)
+        check(f"item 5: {label} pins azurerm >= 4.58 (custom runtime since 4.21, maximum_instance_count < 40 since 4.58) and declares hashicorp/time",
+              lb is not None and lb >= AZURERM_MIN and "time" in rp, f"lower bound {lb}")
+    mic = var_default(V, "maximum_instance_count")
+    check("item 5: maximum_instance_count default needs the 4.58 lower bound (< 40) or is >= 40",
+          mic is not None and (mic >= 40 or (lower_bound(MODULE)[0] or (0, 0)) >= (4, 58)))
+
     # Example.
     m = ex["module"].get("tagwarden", {})
     required_vars = [n for n, b in V.items() if "default" not in b]
@@ -370,7 +493,11 @@ def main() -> int:
     undocumented = [f"var {v}" for v in V if f"`{v}`" not in readme] + [f"output {o}" for o in mod["output"] if f"`{o}`" not in readme]
     check("infra/azure/README.md documents every input and output", not undocumented, f"{undocumented}")
     check("README has the handler contract section with every contract key",
-          "## Handler contract" in readme and all(k in readme for k in CONTRACT_KEYS + ["APPLICATIONINSIGHTS_CONNECTION_STRING"]))
+          "## Handler contract" in readme and all(k in readme for k in CONTRACT_KEYS + ["APPLICATIONINSIGHTS_CONNECTION_STRING", "TAGWARDEN_SWEEP_QUEUE"]))
+    # Issue 17 item 3: the single command sequence that deploys a working function.
+    check("item 3: README gives the single deploy sequence (az login, terraform init, terraform apply with function_zip)",
+          "## Deploy: one command sequence" in readme and "az login" in readme and "terraform init" in readme
+          and "-var function_zip=" in readme and "zip_deploy_file" not in readme.split("## Deploy: one command sequence")[1].split("\n## ")[0])
 
     for ok, name, detail in results:
         print(f"{'PASS' if ok else 'FAIL'} {name}" + ("" if ok or not detail else f"\n     {detail}"))

@@ -37,7 +37,7 @@ CODE_ACTIONS = {
     "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
     "s3:GetBucketTagging", "s3:PutBucketTagging",
     "elasticloadbalancing:DescribeTags", "elasticloadbalancing:AddTags",
-    "iam:ListRoleTags", "iam:TagRole", "iam:ListUserTags", "iam:TagUser", "iam:ListInstanceProfileTags",
+    "iam:GetRole", "iam:TagRole", "iam:GetUser", "iam:TagUser", "iam:ListInstanceProfileTags",
     "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
     "iam:TagOpenIDConnectProvider", "iam:ListRoles", "iam:ListUsers", "iam:ListInstanceProfiles",
     "iam:ListPolicies", "iam:ListOpenIDConnectProviders",
@@ -85,6 +85,50 @@ def policy_actions(doc):
 
 
 # ---------------------------------------------------------------------------------------------
+def statement_problems(doc, policy_bucket):
+    """Every problem with the function role's statements (not just the first), so one run shows
+    each missing fix: ownership conditions, the fail-closed aws:TagKeys guard (item 7), listener
+    ARNs (item 8), the cluster bucket pattern (item 6), the unconditioned ListBucket (item 13)."""
+    problems = []
+    key = f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}"
+    reserved = {"kubernetes.io/*", "*.kubernetes.io/*", "openshift.io/*", "*.openshift.io/*"}
+    for st in doc["Statement"]:
+        acts = set(as_list(st["Action"]))
+        cond = st.get("Condition", {})
+        if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or any(a.startswith("iam:Tag") for a in acts):
+            if cond.get("StringEquals", {}).get(key) != "owned":
+                problems.append(f"{st.get('Sid')} not conditioned on {key}=owned")
+            # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
+            # request without aws:TagKeys, so Null aws:TagKeys = false must accompany it.
+            if cond.get("Null", {}).get("aws:TagKeys") != "false":
+                problems.append(f"{st.get('Sid')}: ForAllValues guard without Null aws:TagKeys=false (fails open)")
+            if set(as_list(cond.get("ForAllValues:StringNotLike", {}).get("aws:TagKeys", []))) != reserved:
+                problems.append(f"{st.get('Sid')}: reserved-namespace guard {cond.get('ForAllValues:StringNotLike')}")
+            if as_list(cond.get("ForAllValues:StringNotEqualsIgnoreCase", {}).get("aws:TagKeys", [])) != ["Name"]:
+                problems.append(f"{st.get('Sid')}: Name guard {cond.get('ForAllValues:StringNotEqualsIgnoreCase')}")
+        if any(k.startswith("ForAllValues:") for k in cond) and cond.get("Null", {}).get("aws:TagKeys") != "false":
+            problems.append(f"{st.get('Sid')}: ForAllValues condition without Null aws:TagKeys=false")
+        if "elasticloadbalancing:AddTags" in acts:
+            # Issue 17 item 8: owned listeners and listener rules are writable like LBs and TGs.
+            prefix = f"arn:aws:elasticloadbalancing:{REGION}:123456789012:"
+            want = {prefix + t + "/*" for t in ("loadbalancer", "targetgroup", "listener", "listener-rule")}
+            if set(as_list(st["Resource"])) != want:
+                problems.append(f"AddTags resources {st['Resource']} != {sorted(want)}")
+        if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}/tagwarden/tagwarden-status.json"]:
+            problems.append(f"PutObject resource {st['Resource']}")
+        # Issue 17 item 6: the default bucket pattern is the cluster's, never "*".
+        if acts & {"s3:PutBucketTagging", "s3:GetBucketTagging"} and as_list(st["Resource"]) != [f"arn:aws:s3:::{INFRA_ID}-*"]:
+            problems.append(f"bucket tagging resource {st['Resource']}")
+        # Issue 17 item 13: ListBucket unconditioned on the policy bucket, so a missing policy
+        # object answers 404 NoSuchKey (a grant conditioned on s3:prefix leaves GetObject at 403).
+        if "s3:ListBucket" in acts:
+            if as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}"] or cond:
+                problems.append(f"ListBucket: resource {st['Resource']} condition {cond} (want the policy bucket, unconditioned)")
+    if not any("s3:ListBucket" in as_list(st["Action"]) for st in doc["Statement"]):
+        problems.append("no s3:ListBucket on the policy bucket")
+    return problems
+
+
 def resources_phase(tf):
     out = tf["tagwarden"]
     events, sqs, s3, iam, cw, lam = (client(s) for s in ("events", "sqs", "s3", "iam", "cloudwatch", "lambda"))
@@ -112,8 +156,10 @@ def resources_phase(tf):
             }
             if p != want:
                 return f"{svc}: {json.dumps(p)} != {json.dumps(want)}"
+        # Issue 17 item 9: only owned resources' tag changes (detail.tags carries the full tag set).
         tc = {"source": ["aws.tag"], "detail-type": ["Tag Change on Resource"],
-              "detail": {"service": ["ec2", "s3", "elasticloadbalancing", "iam"]}}
+              "detail": {"service": ["ec2", "s3", "elasticloadbalancing", "iam"],
+                         "tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
         if patterns["tag_change"] != tc:
             return f"tag_change: {patterns['tag_change']}"
         return None
@@ -158,6 +204,24 @@ def resources_phase(tf):
         doc = iam.get_role_policy(RoleName=role_name, PolicyName="put-events")["PolicyDocument"]
         if policy_actions(doc) != {"events:PutEvents"}:
             return f"forwarding role actions {policy_actions(doc)}"
+        # Issue 17 item 12: undeliverable forwarded events are retried, then kept in a us-east-1 DLQ
+        # that admits only this rule.
+        dlq = t[0].get("DeadLetterConfig", {}).get("Arn", "")
+        if not dlq.startswith("arn:aws:sqs:us-east-1:") or dlq != tf["iam_forwarding_dlq_arn"]:
+            return f"forwarding target dead-letter config {t[0].get('DeadLetterConfig')} (output {tf.get('iam_forwarding_dlq_arn')})"
+        rp = t[0].get("RetryPolicy", {})
+        if rp.get("MaximumRetryAttempts") != 185 or rp.get("MaximumEventAgeInSeconds") != 86400:
+            return f"forwarding target retry policy {rp}"
+        sqs1 = client("sqs", "us-east-1")
+        url = sqs1.get_queue_url(QueueName=dlq.split(":")[-1])["QueueUrl"]
+        qa = sqs1.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        qp = json.loads(qa["Policy"])
+        allow = [st for st in qp["Statement"] if st["Effect"] == "Allow"]
+        if (len(allow) != 1 or allow[0].get("Principal") != {"Service": "events.amazonaws.com"}
+                or allow[0].get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") != tf["iam_forwarding_rule_arn"]):
+            return f"forwarding DLQ policy {qp}"
+        if qa.get("SqsManagedSseEnabled") != "true":
+            return f"forwarding DLQ SSE {qa.get('SqsManagedSseEnabled')}"
         return None
 
     def queue_redrive_and_encryption():
@@ -226,30 +290,22 @@ def resources_phase(tf):
         if pols != ["tagwarden"] or iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
             return f"role policies {pols}"
         doc = iam.get_role_policy(RoleName=name, PolicyName="tagwarden")["PolicyDocument"]
+        problems = []
         got = policy_actions(doc)
         if got != EXPECTED_ROLE_ACTIONS:
-            return f"extra {sorted(got - EXPECTED_ROLE_ACTIONS)} missing {sorted(EXPECTED_ROLE_ACTIONS - got)}"
+            problems.append(f"extra {sorted(got - EXPECTED_ROLE_ACTIONS)} missing {sorted(EXPECTED_ROLE_ACTIONS - got)}")
         flat = {a for svc in out["iam_actions"]["code"].values() for acts in svc.values() for a in acts}
         if flat != CODE_ACTIONS:
-            return f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}"
+            problems.append(f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}")
         tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag")
         bad = [a for a in got if a.split(":")[0] in tag_services
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
-            return f"forbidden actions {bad}"
+            problems.append(f"forbidden actions {bad}")
         if any(st["Effect"] != "Allow" or "NotAction" in st or "NotResource" in st for st in doc["Statement"]):
-            return "unexpected Deny/NotAction/NotResource"
-        key = f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}"
-        for st in doc["Statement"]:
-            acts = set(as_list(st["Action"]))
-            if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or any(a.startswith("iam:Tag") for a in acts):
-                if st.get("Condition", {}).get("StringEquals", {}).get(key) != "owned":
-                    return f"{st.get('Sid')} not conditioned on {key}=owned"
-            if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{out['policy_bucket_name']}/tagwarden/tagwarden-status.json"]:
-                return f"PutObject resource {st['Resource']}"
-            if "s3:PutBucketTagging" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{INFRA_ID}-*"]:
-                return f"PutBucketTagging resource {st['Resource']}"
-        return None
+            problems.append("unexpected Deny/NotAction/NotResource")
+        problems += statement_problems(doc, out["policy_bucket_name"])
+        return "; ".join(problems) or None
 
     def lambda_contract():
         f = lam.get_function_configuration(FunctionName=out["function_name"])
@@ -329,6 +385,12 @@ def cloudtrail(svc, name, caller, marker, error=None):
     return {"Source": f"aws.{svc}", "DetailType": "AWS API Call via CloudTrail", "Detail": json.dumps(detail)}
 
 
+def tag_change(service, tags, marker):
+    return {"Source": "aws.tag", "DetailType": "Tag Change on Resource",
+            "Detail": json.dumps({"service": service, "resource-type": "instance",
+                                  "changed-tag-keys": sorted(tags), "tags": tags, "requestID": marker})}
+
+
 def routing_phase(tf):
     out = tf["tagwarden"]
     lam, sqs = client("lambda"), client("sqs")
@@ -356,11 +418,11 @@ def routing_phase(tf):
         ("elbv2-add-tags", REGION, cloudtrail("elasticloadbalancing", "AddTags", assumed(other_role), "m9"), True),
         ("iam-in-function-region", REGION, cloudtrail("iam", "TagRole", plain_user, "m10"), True),
         ("iam-own-role", REGION, cloudtrail("iam", "TagRole", assumed(role), "m11"), False),
-        ("tag-change-ec2", REGION, {"Source": "aws.tag", "DetailType": "Tag Change on Resource",
-                                    "Detail": json.dumps({"service": "ec2", "resource-type": "instance",
-                                                          "changed-tag-keys": ["a"], "tags": {}, "requestID": "m12"})}, True),
-        ("tag-change-rds", REGION, {"Source": "aws.tag", "DetailType": "Tag Change on Resource",
-                                    "Detail": json.dumps({"service": "rds", "requestID": "m13"})}, False),
+        ("tag-change-ec2-owned", REGION, tag_change("ec2", {f"kubernetes.io/cluster/{INFRA_ID}": "owned", "a": "1"}, "m12"), True),
+        ("tag-change-ec2-untagged", REGION, tag_change("ec2", {"a": "1"}, "m15"), False),
+        ("tag-change-ec2-shared", REGION, tag_change("ec2", {f"kubernetes.io/cluster/{INFRA_ID}": "shared"}, "m16"), False),
+        ("tag-change-other-cluster", REGION, tag_change("ec2", {"kubernetes.io/cluster/other-abcde": "owned"}, "m17"), False),
+        ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13"), False),
     ]
     forwarded = ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True)
 

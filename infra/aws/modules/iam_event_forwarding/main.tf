@@ -6,6 +6,7 @@
 
 data "aws_region" "current" {}
 data "aws_caller_identity" "current" {}
+data "aws_partition" "current" {}
 
 data "aws_iam_policy_document" "assume" {
   statement {
@@ -51,6 +52,17 @@ resource "aws_cloudwatch_event_rule" "this" {
   tags          = var.tags
 
   lifecycle {
+    # Issue 17 item 12: only the `aws` partition. "The default event bus for the us-east-1 Region
+    # receives all events that the global services generate" is a statement about the commercial
+    # partition (AWS re:Post Knowledge Center, "eventbridge-rule-triggers-iam-single-region"): China
+    # and GovCloud have no us-east-1, their IAM events arrive in their own home Region, and which
+    # cross-Region bus targets they offer differs (EventBridge User Guide, "Sending and receiving
+    # events between AWS Regions"; AWS GovCloud (US) User Guide, "Amazon EventBridge"). Refuse
+    # rather than deploy a rule that never matches; README "Other partitions" says what to do.
+    precondition {
+      condition     = data.aws_partition.current.partition == "aws"
+      error_message = "iam_event_forwarding supports the aws partition only: in aws-cn and aws-us-gov IAM events are not delivered to us-east-1. Deploy the tagwarden module in the partition's IAM home region with enable_iam_events = true instead (see README)."
+    }
     precondition {
       condition     = data.aws_region.current.name == "us-east-1"
       error_message = "iam_event_forwarding must be deployed with a us-east-1 provider: IAM events are only delivered there."
@@ -62,9 +74,72 @@ resource "aws_cloudwatch_event_rule" "this" {
   }
 }
 
+# Issue 17 item 12: an event the target bus does not accept (throttling, a missing role permission)
+# is retried and then kept, not dropped. EventBridge retries a failed delivery with backoff for up to
+# 24 hours and 185 times by default, and sends what it gives up on to the target's dead-letter
+# queue, a standard SQS queue in the rule's account and Region (EventBridge User Guide, "Using
+# dead-letter queues to process undelivered events").
+resource "aws_sqs_queue" "dlq" {
+  name                      = "${var.name}-iam-forward-dlq"
+  message_retention_seconds = 1209600 # 14 days, the maximum
+  sqs_managed_sse_enabled   = true
+  tags                      = var.tags
+}
+
+data "aws_iam_policy_document" "dlq" {
+  statement {
+    sid       = "ForwardingRuleDeadLetters"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.dlq.arn]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = [aws_cloudwatch_event_rule.this.arn]
+    }
+  }
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.dlq.arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "dlq" {
+  queue_url = aws_sqs_queue.dlq.id
+  policy    = data.aws_iam_policy_document.dlq.json
+}
+
 resource "aws_cloudwatch_event_target" "this" {
   rule      = aws_cloudwatch_event_rule.this.name
   target_id = "tagwarden-region-bus"
   arn       = var.target_event_bus_arn
   role_arn  = aws_iam_role.this.arn
+
+  retry_policy {
+    maximum_event_age_in_seconds = var.maximum_event_age_in_seconds
+    maximum_retry_attempts       = var.maximum_retry_attempts
+  }
+
+  dead_letter_config {
+    arn = aws_sqs_queue.dlq.arn
+  }
 }

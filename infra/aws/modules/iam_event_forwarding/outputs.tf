@@ -7,3 +7,13 @@ output "role_arn" {
   description = "ARN of the role EventBridge uses to put events on the target bus."
   value       = aws_iam_role.this.arn
 }
+
+output "dlq_arn" {
+  description = "ARN of the us-east-1 dead-letter queue of events the target bus did not accept."
+  value       = aws_sqs_queue.dlq.arn
+}
+
+output "dlq_url" {
+  description = "URL of that dead-letter queue."
+  value       = aws_sqs_queue.dlq.id
+}

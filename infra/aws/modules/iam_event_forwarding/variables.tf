@@ -33,3 +33,25 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "maximum_event_age_in_seconds" {
+  description = "How long EventBridge keeps retrying an event the target bus did not accept before it goes to the dead-letter queue (60-86400)."
+  type        = number
+  default     = 86400
+
+  validation {
+    condition     = var.maximum_event_age_in_seconds >= 60 && var.maximum_event_age_in_seconds <= 86400 && floor(var.maximum_event_age_in_seconds) == var.maximum_event_age_in_seconds
+    error_message = "maximum_event_age_in_seconds must be a whole number between 60 and 86400."
+  }
+}
+
+variable "maximum_retry_attempts" {
+  description = "Delivery retries before an event goes to the dead-letter queue (0-185)."
+  type        = number
+  default     = 185
+
+  validation {
+    condition     = var.maximum_retry_attempts >= 0 && var.maximum_retry_attempts <= 185 && floor(var.maximum_retry_attempts) == var.maximum_retry_attempts
+    error_message = "maximum_retry_attempts must be a whole number between 0 and 185."
+  }
+}

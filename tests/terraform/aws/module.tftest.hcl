@@ -1,0 +1,159 @@
+# Plan-time checks of infra/aws with a mocked provider (no AWS, no moto): defaults, validations and
+# preconditions that must refuse at plan what AWS would refuse at apply or do wrong at run time
+# (issue 17). scripts/test-terraform copies this file into a scratch copy of infra/aws/tests/ and
+# runs `terraform test -var lambda_zip=<placeholder zip>` there. Rendered IAM JSON cannot be checked
+# here (aws_iam_policy_document is mocked): tests/terraform/moto/check_aws_basic.py does that
+# against the moto apply.
+
+mock_provider "aws" {
+  mock_data "aws_caller_identity" {
+    defaults = { account_id = "123456789012" }
+  }
+  mock_data "aws_partition" {
+    defaults = { partition = "aws" }
+  }
+  mock_data "aws_region" {
+    defaults = { name = "eu-west-1" }
+  }
+  # The role and bucket policies are validated as JSON by the provider even when mocked.
+  mock_data "aws_iam_policy_document" {
+    defaults = { json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}" }
+  }
+}
+
+variables {
+  infra_id = "mycluster-7xk2p"
+}
+
+run "defaults" {
+  command = plan
+
+  # Item 6: bucket tag writes default to the cluster's buckets, not "*".
+  assert {
+    condition     = local.s3_bucket_arns == ["arn:aws:s3:::mycluster-7xk2p-*"]
+    error_message = "s3_bucket_name_patterns must default to [\"<infra_id>-*\"], got ${jsonencode(local.s3_bucket_arns)}"
+  }
+
+  # Item 8: ELBv2 listeners and listener rules are in the AddTags grant.
+  assert {
+    condition = toset(local.elbv2_resource_arns) == toset([
+      for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
+      "arn:aws:elasticloadbalancing:eu-west-1:123456789012:${t}/*"
+    ])
+    error_message = "ELBv2 AddTags resources: ${jsonencode(local.elbv2_resource_arns)}"
+  }
+
+  # Item 7: the tag-key guard fails closed (Null aws:TagKeys = false next to the ForAllValues tests).
+  assert {
+    condition     = local.tag_keys_guard[0] == { test = "Null", values = ["false"] }
+    error_message = "the aws:TagKeys guard must start with Null = false"
+  }
+
+  # Item 9: only owned resources' tag changes, filter built from the list of infraIDs.
+  assert {
+    condition = jsondecode(local.rendered_event_patterns["tag_change"]).detail == {
+      service = ["ec2", "s3", "elasticloadbalancing", "iam"]
+      tags    = { "kubernetes.io/cluster/mycluster-7xk2p" = ["owned"] }
+    }
+    error_message = "tag_change pattern: ${local.rendered_event_patterns["tag_change"]}"
+  }
+  assert {
+    condition     = local.owner_infra_ids == ["mycluster-7xk2p"]
+    error_message = "the Tag Change filter must be built from local.owner_infra_ids"
+  }
+
+  # Item 13: ListBucket (404 for a missing policy object) is part of the code's S3 policy reads.
+  assert {
+    condition     = contains(local.code_actions.s3.policy_read, "s3:ListBucket")
+    error_message = "s3:ListBucket missing from code_actions.s3.policy_read"
+  }
+}
+
+# Item 6: a bare wildcard would let the role replace the tags of every bucket in the account.
+run "bucket_pattern_star_refused" {
+  command = plan
+  variables {
+    s3_bucket_name_patterns = ["*"]
+  }
+  expect_failures = [var.s3_bucket_name_patterns]
+}
+
+run "bucket_pattern_short_prefix_refused" {
+  command = plan
+  variables {
+    s3_bucket_name_patterns = ["a*"]
+  }
+  expect_failures = [var.s3_bucket_name_patterns]
+}
+
+run "bucket_pattern_explicit_ok" {
+  command = plan
+  variables {
+    s3_bucket_name_patterns = ["mycluster-7xk2p-image-registry-*", "shared-logs-bucket"]
+  }
+  assert {
+    condition     = length(local.s3_bucket_arns) == 2
+    error_message = "explicit patterns must be used as given"
+  }
+}
+
+# Item 11: Lambda rejects BatchSize > 10 without a batching window at apply.
+run "batch_over_10_without_window_refused" {
+  command = plan
+  variables {
+    batch_size                      = 11
+    maximum_batching_window_seconds = 0
+  }
+  expect_failures = [aws_lambda_event_source_mapping.events]
+}
+
+run "batch_over_10_with_window_ok" {
+  command = plan
+  variables {
+    batch_size                      = 100
+    maximum_batching_window_seconds = 1
+  }
+}
+
+# Item 11: reserved concurrency 0 never runs; below max_concurrency throttles the queue mapping.
+run "reserved_concurrency_zero_refused" {
+  command = plan
+  variables {
+    reserved_concurrent_executions = 0
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "reserved_concurrency_below_max_concurrency_refused" {
+  command = plan
+  variables {
+    reserved_concurrent_executions = 4
+    max_concurrency                = 5
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "reserved_concurrency_at_max_concurrency_ok" {
+  command = plan
+  variables {
+    reserved_concurrent_executions = 6
+    max_concurrency                = 5
+  }
+}
+
+# Item 10: a failed parameter update (detail.exception present) must not start a sweep.
+run "ssm_policy_change_ignores_failed_updates" {
+  command = plan
+  variables {
+    policy_source   = "ssm"
+    policy_document = "apiVersion: config.openshift.io/v1"
+  }
+  assert {
+    condition = jsondecode(aws_cloudwatch_event_rule.policy_change[0].event_pattern).detail == {
+      name      = ["/tagwarden/mycluster-7xk2p/policy"]
+      operation = ["Create", "Update"]
+      exception = [{ exists = false }]
+    }
+    error_message = "SSM policy-change pattern: ${aws_cloudwatch_event_rule.policy_change[0].event_pattern}"
+  }
+}
