@@ -80,10 +80,12 @@ proptest! {
         let (cloud, kind) = target;
         // A resource holds no two keys its service considers equal. A policy may (on AWS `team`
         // and `Team` are two EC2 keys); on IAM the planner writes the later one only.
-        dedupe(target, &mut current);
         if owned {
-            current.insert(cloud.ownership_key(INFRA), OWNED.to_string());
+            let key = cloud.ownership_key(INFRA);
+            current.retain(|k, _| !same(cloud, kind, k, &key));
+            current.insert(key, OWNED.to_string());
         }
+        dedupe(target, &mut current);
         let plan = plan_for(target, &current, &desired, limit);
         let after = apply(target, &current, &plan);
 

@@ -46,10 +46,15 @@ fn config_from_env() -> anyhow::Result<Config> {
 }
 
 /// The invocation's deadline (milliseconds since the epoch, from the Runtime API's
-/// `Lambda-Runtime-Deadline-Ms`) as an `Instant`.
+/// `Lambda-Runtime-Deadline-Ms`) as an `Instant`. One that has passed already at the start is not
+/// a deadline the function could meet but a clock or emulator artefact: it is logged and ignored.
 fn deadline_of(deadline_ms: u64) -> Option<std::time::Instant> {
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
-    Some(std::time::Instant::now() + Duration::from_millis(deadline_ms.saturating_sub(now_ms)))
+    if deadline_ms <= now_ms {
+        tracing::warn!(deadline_ms, now_ms, "the invocation's deadline has passed at its start; not enforced");
+        return None;
+    }
+    Some(std::time::Instant::now() + Duration::from_millis(deadline_ms - now_ms))
 }
 
 #[tokio::main]
