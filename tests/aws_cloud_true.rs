@@ -305,3 +305,59 @@ async fn nothing_starts_past_the_deadline() {
     let out = rec.sweep(false).await;
     assert!(out.records.iter().any(|r| r.status == Status::Applied));
 }
+
+/// Fix: a `RunInstances` event can arrive before the instance's EBS volumes are attached. The
+/// handler waits for them within the event's budget (then hands the event back) instead of
+/// leaving them untagged until the next sweep.
+#[tokio::test(flavor = "multi_thread")]
+async fn volumes_attached_after_the_event_are_waited_for() {
+    use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+    let env = Env::new(&infrastructure(DESIRED)).await;
+    let ec2 = &env.clients.ec2;
+    let image = ec2.describe_images().send().await.expect("images");
+    let image = image.images().first().and_then(|i| i.image_id()).expect("an AMI").to_string();
+    let owned = |t: ResourceType| {
+        TagSpecification::builder().resource_type(t).tags(Tag::builder().key(OWNER).value("owned").build()).build()
+    };
+    let run = ec2
+        .run_instances()
+        .image_id(image)
+        .min_count(1)
+        .max_count(1)
+        .tag_specifications(owned(ResourceType::Instance))
+        .tag_specifications(owned(ResourceType::Volume))
+        .send()
+        .await
+        .expect("instance");
+    let instance = run.instances()[0].instance_id().expect("id").to_string();
+    let attached = Filter::builder().name("attachment.instance-id").values(&instance).build();
+    let vols = ec2.describe_volumes().filters(attached).send().await.expect("volumes");
+    let volume = vols.volumes()[0].volume_id().expect("volume").to_string();
+    ec2.detach_volume().volume_id(&volume).instance_id(&instance).force(true).send().await.expect("detach");
+    // The volume shows up attached a moment after the event.
+    let later = env.clients.clone();
+    let (v, i) = (volume.clone(), instance.clone());
+    let attach = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        later.ec2.attach_volume().volume_id(&v).instance_id(&i).device("/dev/sda1").send().await.expect("attach");
+    });
+    let mut rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
+    rec.tagger.not_found = tagwarden::aws::tags::Backoff {
+        attempts: 8,
+        first: Duration::from_millis(100),
+        max: Duration::from_millis(400),
+    };
+    let path = format!("{}/tests/fixtures/events/aws/ec2-run-instances-sso.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).expect("fixture");
+    let text = text
+        .replace("i-0123456789abcdef0", &instance)
+        .replace("111122223333", &env.account)
+        .replace("eu-west-1", "us-east-1");
+    let event = events::parse_one(text.as_bytes()).expect("event");
+    let out = rec.handle_event(&event).await;
+    attach.await.expect("attached");
+    let record = out.records.iter().find(|r| r.resource_type == "ec2:volume").expect("the volume was reconciled");
+    assert_eq!(record.status, Status::Applied, "{:?}", out.records);
+    let after = env.read(&ResourceRef::ec2(&volume, "us-east-1", &env.account)).await;
+    assert!(has(&after, DESIRED), "{after:?}");
+}
