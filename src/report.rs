@@ -24,6 +24,8 @@ pub enum Status {
     /// Planned but not written (`--dry-run`).
     WouldApply,
     Failed,
+    /// Owned, but no API tagwarden has can tag this type: reported, not a failure.
+    Unsupported,
 }
 
 impl Status {
@@ -36,6 +38,7 @@ impl Status {
             Status::Disabled => "disabled",
             Status::WouldApply => "would-apply",
             Status::Failed => "failed",
+            Status::Unsupported => "unsupported",
         }
     }
 }
@@ -137,6 +140,13 @@ impl Record {
         }
     }
 
+    /// The same record, for a resource no API can tag.
+    pub fn unsupported(mut self, error: String) -> Self {
+        self.status = Status::Unsupported;
+        self.error = Some(error);
+        self
+    }
+
     /// The same record, failed as `failure` says.
     pub fn failing(mut self, failure: Failure, error: String) -> Self {
         self.status = Status::Failed;
@@ -159,6 +169,7 @@ pub struct TypeCounters {
     pub write_failures: u64,
     pub tag_limit_exceeded: u64,
     pub conflicts: u64,
+    pub unsupported: u64,
     pub latency_ms: Vec<u64>,
 }
 
@@ -192,6 +203,7 @@ impl Metrics {
                 c.tag_limit_exceeded += 1;
             }
             Status::Failed => c.write_failures += 1,
+            Status::Unsupported => c.unsupported += 1,
             Status::Unchanged | Status::NotOwned | Status::Disabled => {}
         }
         if record.status != Status::Failed {
@@ -212,6 +224,7 @@ impl Metrics {
             e.write_failures += c.write_failures;
             e.tag_limit_exceeded += c.tag_limit_exceeded;
             e.conflicts += c.conflicts;
+            e.unsupported += c.unsupported;
             e.latency_ms.extend(c.latency_ms);
         }
     }
@@ -250,6 +263,7 @@ impl Metrics {
                 ("WriteFailures", c.write_failures),
                 ("TagLimitExceeded", c.tag_limit_exceeded),
                 ("Conflicts", c.conflicts),
+                ("Unsupported", c.unsupported),
             ];
             let mut units: Vec<(&str, &str)> = counts.iter().map(|(n, _)| (*n, "Count")).collect();
             if !c.latency_ms.is_empty() {

@@ -107,6 +107,10 @@ impl ResourceRef {
             ("iam", Some(path_and_name)) if matches!(rtype, "role" | "user" | "instance-profile") => {
                 (rtype, path_and_name.rsplit('/').next().unwrap_or(path_and_name))
             }
+            // A Classic load balancer's ARN ends in its bare name; ELBv2 ones in `app/…`, `net/…`.
+            ("elasticloadbalancing", Some(rest)) if rtype == "loadbalancer" && !rest.contains('/') => {
+                ("classic-loadbalancer", arn)
+            }
             // ELBv2, IAM policies and OIDC providers are addressed by ARN.
             (_, Some(_)) => (rtype, arn),
             (_, None) => (rtype, arn),

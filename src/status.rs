@@ -27,6 +27,9 @@ pub struct StatusReport {
     pub cloud: Cloud,
     pub policy: PolicyStatus,
     pub failures: Vec<ResourceFailure>,
+    /// Owned resources of a type no API tagwarden has can tag: not failures, but never dropped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<ResourceFailure>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,6 +99,7 @@ impl StatusReport {
             cloud,
             policy: PolicyStatus { location: location.to_string(), state, version, errors },
             failures,
+            unsupported: Vec::new(),
         }
     }
 
@@ -112,6 +116,11 @@ impl StatusReport {
         let failures = records.iter().filter_map(ResourceFailure::of).collect();
         let mut report = Self::new(cloud, location, Some(version.to_string()), errors, failures);
         report.policy.state = state;
+        report.unsupported = records
+            .iter()
+            .filter(|r| r.status == Status::Unsupported)
+            .map(|r| ResourceFailure::new(&r.resource, &r.resource_type, r.error.as_deref().unwrap_or("unsupported")))
+            .collect();
         report
     }
 
@@ -120,10 +129,14 @@ impl StatusReport {
         let mut report = self.clone();
         loop {
             let json = serde_json::to_string(&report).unwrap_or_default();
-            if json.len() <= max || report.failures.is_empty() {
+            if json.len() <= max || (report.failures.is_empty() && report.unsupported.is_empty()) {
                 return json;
             }
-            report.failures.truncate(report.failures.len() / 2);
+            if report.unsupported.is_empty() {
+                report.failures.truncate(report.failures.len() / 2);
+            } else {
+                report.unsupported.truncate(report.unsupported.len() / 2);
+            }
         }
     }
 }

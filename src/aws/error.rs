@@ -15,6 +15,8 @@ pub enum ErrorClass {
     NotFound,
     /// The service refused the write for the resource's tag limit.
     TagLimit,
+    /// No API tagwarden has can tag this type: reported as `unsupported`, not as a failure.
+    Unsupported,
     /// Permissions, validation and everything else a retry cannot fix.
     Fatal,
 }
@@ -70,6 +72,17 @@ impl AwsError {
         }
     }
 
+    /// `record`, ended by this error: over the tag limit (the service's own check, e.g. a
+    /// concurrent tagger got there first), unsupported, or failed (permanently or not).
+    pub fn into_record(self, record: crate::report::Record) -> crate::report::Record {
+        use crate::report::{Record, Status};
+        match self.class {
+            ErrorClass::TagLimit => Record { status: Status::LimitExceeded, error: Some(self.to_string()), ..record },
+            ErrorClass::Unsupported => record.unsupported(self.to_string()),
+            _ => record.failing(self.failure(), self.to_string()),
+        }
+    }
+
     /// What a user can do about a permanent error.
     pub fn hint(&self) -> Option<String> {
         if DENIED.contains(&self.code.as_str()) {
@@ -77,8 +90,8 @@ impl AwsError {
                 "grant {} to the function's role (infra/aws iam.tf), and check that the resource carries this cluster's ownership tag, which the grant is conditioned on",
                 self.operation
             ))
-        } else if self.code == "UnsupportedResourceType" {
-            Some("this resource type has no tag path in tagwarden yet; it is reported, not written".to_string())
+        } else if self.class == ErrorClass::Unsupported {
+            Some("no tagging API takes this resource type; it is reported as unsupported, not written".to_string())
         } else {
             None
         }
@@ -108,6 +121,19 @@ impl AwsError {
 /// The error and its sources on one line.
 fn chain(err: &(dyn std::error::Error + 'static)) -> String {
     aws_smithy_types::error::display::DisplayErrorContext(err).to_string()
+}
+
+/// Classify one entry of `TagResources`' `FailedResourcesMap`: a 4xx that names the type (or
+/// the service) as not supported means nothing can tag it this way; a 5xx is worth retrying.
+pub fn classify_tagging_failure(code: &str, message: &str, status: Option<i32>) -> ErrorClass {
+    let m = message.to_ascii_lowercase();
+    if m.contains("not supported") || m.contains("not yet supported") || m.contains("unsupported") {
+        ErrorClass::Unsupported
+    } else if status.is_some_and(|s| s >= 500) {
+        ErrorClass::Transient
+    } else {
+        classify(code)
+    }
 }
 
 /// Classify an AWS error code.

@@ -7,6 +7,7 @@
 pub mod calls;
 pub mod error;
 pub mod function;
+pub mod kinds;
 pub mod policy_store;
 pub mod reconcile;
 pub mod sweep;
@@ -24,7 +25,10 @@ pub use calls::CallCounter;
 /// The SDK crates, for callers (tests, tools) that build requests of their own.
 pub mod sdk {
     pub use aws_sdk_ec2 as ec2;
+    pub use aws_sdk_elasticloadbalancing as elb;
     pub use aws_sdk_elasticloadbalancingv2 as elbv2;
+    pub use aws_sdk_resourcegroupstagging as tagging;
+    pub use aws_sdk_route53 as route53;
     pub use aws_sdk_iam as iam;
     pub use aws_sdk_s3 as s3;
     pub use aws_sdk_ssm as ssm;
@@ -37,6 +41,9 @@ pub struct Clients {
     pub ec2: aws_sdk_ec2::Client,
     pub s3: aws_sdk_s3::Client,
     pub elbv2: aws_sdk_elasticloadbalancingv2::Client,
+    /// Classic load balancers.
+    pub elb: aws_sdk_elasticloadbalancing::Client,
+    pub route53: aws_sdk_route53::Client,
     pub iam: aws_sdk_iam::Client,
     pub ssm: aws_sdk_ssm::Client,
     pub tagging: aws_sdk_resourcegroupstagging::Client,
@@ -87,6 +94,12 @@ impl Clients {
             s3: aws_sdk_s3::Client::from_conf(s3_conf),
             elbv2: aws_sdk_elasticloadbalancingv2::Client::from_conf(
                 aws_sdk_elasticloadbalancingv2::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            elb: aws_sdk_elasticloadbalancing::Client::from_conf(
+                aws_sdk_elasticloadbalancing::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            route53: aws_sdk_route53::Client::from_conf(
+                aws_sdk_route53::config::Builder::from(config).interceptor(calls.clone()).build(),
             ),
             iam: aws_sdk_iam::Client::from_conf(
                 aws_sdk_iam::config::Builder::from(config).interceptor(calls.clone()).build(),

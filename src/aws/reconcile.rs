@@ -13,13 +13,12 @@ use std::time::Instant;
 use super::policy_store::{LoadedPolicy, PolicyChange, PolicyStore};
 use super::sweep::{Progress, SweepOptions};
 use super::tags::Tagger;
-use super::ErrorClass;
 use crate::cloud::Cloud;
 use crate::events::{Event, EventKind};
 use crate::inflight::ResourceLocks;
 use crate::plan;
 pub use crate::report::Outcome;
-use crate::report::{Failure, Record, Status};
+use crate::report::{Failure, Record};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -111,10 +110,12 @@ impl Reconciler {
                     Ok(volumes) => targets.extend(
                         volumes.into_iter().map(|(id, tags)| (ResourceRef::ec2(&id, region, account), Some(tags))),
                     ),
-                    Err(e) => out.push(
-                        Record::failed(Cloud::Aws, instance, &policy.policy.version, e.to_string())
-                            .failing(e.failure(), e.to_string()),
-                    ),
+                    Err(e) => out.push(e.into_record(Record::failed(
+                        Cloud::Aws,
+                        instance,
+                        &policy.policy.version,
+                        String::new(),
+                    ))),
                 }
             }
         }
@@ -161,7 +162,7 @@ impl Reconciler {
                     tags
                 }
                 Err(e) => {
-                    return Record::failed(Cloud::Aws, r, version, e.to_string()).failing(e.failure(), e.to_string())
+                    return e.into_record(Record::failed(Cloud::Aws, r, version, String::new()))
                 }
             },
         };
@@ -178,13 +179,7 @@ impl Reconciler {
         let elapsed = start.elapsed().as_millis() as u64;
         let mut record = Record::from_plan(Cloud::Aws, &policy.policy, &plan, written, elapsed);
         if let Some(e) = error {
-            if e.class == ErrorClass::TagLimit {
-                // The service's own limit check (e.g. a concurrent tagger got there first).
-                record.status = Status::LimitExceeded;
-                record.error = Some(e.to_string());
-            } else {
-                record = record.failing(e.failure(), e.to_string());
-            }
+            record = e.into_record(record);
         }
         record
     }

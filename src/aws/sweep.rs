@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{self, StreamExt};
 
 use super::reconcile::{Outcome, Reconciler};
+use super::kinds::{self, Api};
 use super::{AwsError, ErrorClass};
 use crate::cloud::{ownership_for, Cloud, Ownership, OWNED};
 use crate::plan::{self, Plan};
-use crate::report::{Failure, Record, Status};
+use crate::report::{Failure, Record};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -65,6 +66,8 @@ struct Batch {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum BatchApi {
     Ec2,
+    /// `TagResources`: up to 20 ARNs sharing one delta, failures reported per ARN.
+    Tagging,
     /// ELBv2 and IAM: one resource per call.
     Single,
     /// A replace-style write: re-read, re-planned and written as the event path does.
@@ -110,8 +113,7 @@ impl Reconciler {
         };
         // An entity that could not be read is reported on its own; the rest is still swept.
         for (r, e) in unreadable {
-            let record = Record::failed(Cloud::Aws, &r, &policy.policy.version, e.to_string());
-            out.push(record.failing(e.failure(), e.to_string()));
+            out.push(e.into_record(Record::failed(Cloud::Aws, &r, &policy.policy.version, String::new())));
         }
         let total = targets.len() as u64;
         self.report("plan", 0, total);
@@ -175,11 +177,7 @@ impl Reconciler {
             let elapsed = p.started.elapsed().as_millis() as u64;
             let mut record = Record::from_plan(Cloud::Aws, &policy.policy, &p.plan, written[i], elapsed);
             if let Some(e) = errors[i].take() {
-                record = if e.class == ErrorClass::TagLimit {
-                    Record { status: Status::LimitExceeded, error: Some(e.to_string()), ..record }
-                } else {
-                    record.failing(e.failure(), e.to_string())
-                };
+                record = e.into_record(record);
             } else if deferred[i] {
                 let why = "deferred: the invocation's deadline was near; the next sweep writes it".to_string();
                 record = record.failing(Failure::Transient, why);
@@ -216,12 +214,13 @@ impl Reconciler {
             if !p.plan.writes() {
                 continue;
             }
-            let api = match p.resource.kind.as_str() {
-                k if k.starts_with("ec2:") => BatchApi::Ec2,
-                k if replace_style(k) => BatchApi::Reread,
+            let api = match kinds::api_of(&p.resource) {
+                Api::Ec2 => BatchApi::Ec2,
+                Api::Tagging => BatchApi::Tagging,
+                _ if replace_style(&p.resource.kind) => BatchApi::Reread,
                 _ => BatchApi::Single,
             };
-            if api != BatchApi::Ec2 {
+            if !matches!(api, BatchApi::Ec2 | BatchApi::Tagging) {
                 singles.push(Batch { api, set: p.plan.set.clone(), members: vec![i] });
             } else {
                 groups.entry((api, &p.plan.set)).or_default().push(i);
@@ -229,7 +228,8 @@ impl Reconciler {
         }
         let mut batches = singles;
         for ((api, set), members) in groups {
-            for chunk in members.chunks(self.sweep.ec2_batch.max(1)) {
+            let size = if api == BatchApi::Ec2 { self.sweep.ec2_batch } else { kinds::TAGGING.batch };
+            for chunk in members.chunks(size.max(1)) {
                 batches.push(Batch { api, set: set.clone(), members: chunk.to_vec() });
             }
         }
@@ -243,7 +243,10 @@ impl Reconciler {
         let mut queue = vec![batch.members];
         while let Some(members) = queue.pop() {
             match self.send(planned, batch.api, &batch.set, &members).await {
-                Ok(()) => done.extend(members.into_iter().map(|i| (i, Ok(())))),
+                Ok(failed) => done.extend(members.into_iter().map(|i| match failed.iter().find(|(f, _)| *f == i) {
+                    Some((_, e)) => (i, Err(e.clone())),
+                    None => (i, Ok(())),
+                })),
                 Err(e) if members.len() > 1 && e.class != ErrorClass::Throttled => {
                     let (a, b) = members.split_at(members.len() / 2);
                     queue.push(a.to_vec());
@@ -255,17 +258,35 @@ impl Reconciler {
         done
     }
 
-    async fn send(&self, planned: &[Planned], api: BatchApi, set: &TagMap, members: &[usize]) -> Result<(), AwsError> {
+    /// One call for `members`; on success, the members it failed for (`TagResources` answers
+    /// per ARN).
+    async fn send(
+        &self,
+        planned: &[Planned],
+        api: BatchApi,
+        set: &TagMap,
+        members: &[usize],
+    ) -> Result<Vec<(usize, AwsError)>, AwsError> {
         let mut attempt = 0;
         loop {
             let result = match api {
                 BatchApi::Ec2 => {
                     let ids: Vec<&str> = members.iter().map(|i| planned[*i].resource.id.as_str()).collect();
-                    self.tagger.ec2_create_tags(&ids, set).await
+                    self.tagger.ec2_create_tags(&ids, set).await.map(|()| Vec::new())
+                }
+                BatchApi::Tagging => {
+                    let arn = |i: &usize| planned[*i].resource.arn.as_deref().unwrap_or(&planned[*i].resource.id);
+                    let arns: Vec<&str> = members.iter().map(arn).collect();
+                    self.tagger.tag_resources(&arns, set).await.map(|failed| {
+                        failed
+                            .into_iter()
+                            .filter_map(|(a, e)| members.iter().find(|i| arn(i) == a).map(|i| (*i, e)))
+                            .collect()
+                    })
                 }
                 BatchApi::Single | BatchApi::Reread => {
                     let p = &planned[members[0]];
-                    self.tagger.write(&p.resource, set, &p.current).await
+                    self.tagger.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
                 }
             };
             match result {
@@ -279,9 +300,10 @@ impl Reconciler {
         }
     }
 
-    /// Owned resources with their current tags: the Tagging API for EC2, S3 and ELBv2, plus IAM
-    /// listings, which that API does not cover; and the IAM entities that could not be read (one
-    /// deleted since the listing, or denied, fails alone).
+    /// Owned resources with their current tags: every ARN the Tagging API lists with the
+    /// ownership tag (whatever its service: each has a path, see `kinds.rs`), plus Route 53 and
+    /// IAM listings, which that API does not (fully) cover; and the IAM entities that could not be
+    /// read (one deleted since the listing, or denied, fails alone).
     async fn discover(&self, infra_id: &str) -> Result<Discovered, AwsError> {
         let c = &self.tagger.clients;
         let owner_key = Cloud::Aws.ownership_key(infra_id);
@@ -301,17 +323,20 @@ impl Reconciler {
                 .map_err(|e| AwsError::from_sdk("tag:GetResources", &owner_key, e))?;
             for m in page.resource_tag_mapping_list() {
                 let Some(r) = m.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
-                let supported =
-                    r.kind.starts_with("ec2:") || r.kind == "s3:bucket" || r.kind.starts_with("elasticloadbalancing:");
-                if supported {
-                    let tags = m.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect();
-                    found.push((r, tags));
-                }
+                let tags = m.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect();
+                found.push((r, tags));
             }
             self.report("discover", found.len() as u64, 0);
             token = page.pagination_token().filter(|t| !t.is_empty()).map(str::to_owned);
             if token.is_none() {
                 break;
+            }
+        }
+        // Route 53 is global; where the Tagging API lists it too, the listing's copy is kept.
+        for (r, tags) in self.tagger.list_route53().await? {
+            let owned = ownership_for(Cloud::Aws, &r.kind, infra_id, &tags) == Ownership::Owned;
+            if owned && !found.iter().any(|(f, _)| f.arn == r.arn) {
+                found.push((r, tags));
             }
         }
         let iam = self.tagger.list_iam().await?;

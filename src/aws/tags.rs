@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 
+use super::kinds::{api_of, arn_name, Api};
 use super::{AwsError, Clients, ErrorClass};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -56,42 +57,6 @@ where
     }
 }
 
-/// Which API family serves a resource type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Api {
-    Ec2,
-    S3,
-    Elbv2,
-    IamRole,
-    IamUser,
-    IamInstanceProfile,
-    IamPolicy,
-    IamOidcProvider,
-}
-
-fn api_of(r: &ResourceRef) -> Result<Api, AwsError> {
-    let kind = r.kind.as_str();
-    Ok(match kind {
-        k if k.starts_with("ec2:") => Api::Ec2,
-        "s3:bucket" => Api::S3,
-        k if k.starts_with("elasticloadbalancing:") => Api::Elbv2,
-        "iam:role" => Api::IamRole,
-        "iam:user" => Api::IamUser,
-        "iam:instance-profile" => Api::IamInstanceProfile,
-        "iam:policy" => Api::IamPolicy,
-        "iam:oidc-provider" => Api::IamOidcProvider,
-        _ => {
-            return Err(AwsError::new(
-                "ReadTags",
-                &r.to_string(),
-                "UnsupportedResourceType",
-                &format!("tagwarden does not enforce tags on {kind}"),
-                ErrorClass::Fatal,
-            ))
-        }
-    })
-}
-
 /// Tag reads and writes for every resource type the event parser emits.
 #[derive(Debug, Clone)]
 pub struct Tagger {
@@ -129,7 +94,7 @@ impl Tagger {
         let c = &self.clients;
         let id = r.id.as_str();
         let mut tags = TagMap::new();
-        match api_of(r)? {
+        match api_of(r) {
             Api::Ec2 => {
                 let mut token = None;
                 loop {
@@ -175,6 +140,49 @@ impl Tagger {
                             (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())
                         }),
                     );
+                }
+            }
+            Api::ElbClassic => {
+                let name = arn_name(id);
+                let out = c
+                    .elb
+                    .describe_tags()
+                    .load_balancer_names(name)
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("elasticloadbalancing:DescribeTags", id, e))?;
+                for d in out.tag_descriptions() {
+                    tags.extend(d.tags().iter().map(|t| (t.key().to_string(), t.value().unwrap_or_default().to_string())));
+                }
+            }
+            Api::Route53 => {
+                let (rtype, zone) = route53_target(r);
+                let out = c
+                    .route53
+                    .list_tags_for_resource()
+                    .resource_type(rtype)
+                    .resource_id(zone)
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("route53:ListTagsForResource", id, e))?;
+                if let Some(set) = out.resource_tag_set() {
+                    tags.extend(set.tags().iter().map(|t| {
+                        (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())
+                    }));
+                }
+            }
+            // GetResources answers only for resources that carry (or once carried) tags: an
+            // absent ARN reads as untagged, hence not owned.
+            Api::Tagging => {
+                let out = c
+                    .tagging
+                    .get_resources()
+                    .resource_arn_list(r.arn.as_deref().unwrap_or(id))
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("tag:GetResources", id, e))?;
+                for m in out.resource_tag_mapping_list() {
+                    tags.extend(m.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())));
                 }
             }
             // GetRole / GetUser carry every tag (at most 50) and the ARN with its path, in one call.
@@ -257,7 +265,7 @@ impl Tagger {
     pub async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), AwsError> {
         let c = &self.clients;
         let id = r.id.as_str();
-        match api_of(r)? {
+        match api_of(r) {
             Api::Ec2 => {
                 let tags = set.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build());
                 c.ec2
@@ -280,6 +288,43 @@ impl Tagger {
                     .send()
                     .await
                     .map_err(|e| AwsError::from_sdk("elasticloadbalancing:AddTags", id, e))?;
+            }
+            Api::ElbClassic => {
+                let tags = set
+                    .iter()
+                    .map(|(k, v)| aws_sdk_elasticloadbalancing::types::Tag::builder().key(k).value(v).build())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| build_error("elasticloadbalancing:AddTags", id, e))?;
+                c.elb
+                    .add_tags()
+                    .load_balancer_names(arn_name(id))
+                    .set_tags(Some(tags))
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("elasticloadbalancing:AddTags", id, e))?;
+            }
+            Api::Route53 => {
+                let (rtype, zone) = route53_target(r);
+                let tags: Vec<_> =
+                    set.iter().map(|(k, v)| aws_sdk_route53::types::Tag::builder().key(k).value(v).build()).collect();
+                // ChangeTagsForResource takes at most 10 tags per call (Route 53 API reference).
+                for chunk in tags.chunks(ROUTE53_TAGS_PER_CALL) {
+                    c.route53
+                        .change_tags_for_resource()
+                        .resource_type(rtype.clone())
+                        .resource_id(zone)
+                        .set_add_tags(Some(chunk.to_vec()))
+                        .send()
+                        .await
+                        .map_err(|e| AwsError::from_sdk("route53:ChangeTagsForResource", id, e))?;
+                }
+            }
+            Api::Tagging => {
+                let arn = r.arn.as_deref().unwrap_or(id);
+                let failed = self.tag_resources(&[arn], set).await?;
+                if let Some((_, e)) = failed.into_iter().next() {
+                    return Err(e);
+                }
             }
             api => {
                 let tags = iam_tags(id, set)?;
@@ -380,6 +425,93 @@ impl Tagger {
             .await
             .map(drop)
             .map_err(|e| AwsError::from_sdk("ec2:CreateTags", &batch_name(ids), e))
+    }
+
+    /// One `TagResources` for up to 20 ARNs sharing one delta. The call succeeds as a whole even
+    /// when some resources fail: each ARN of its `FailedResourcesMap` is returned with its error.
+    pub async fn tag_resources(&self, arns: &[&str], set: &TagMap) -> Result<Vec<(String, AwsError)>, AwsError> {
+        let out = self
+            .clients
+            .tagging
+            .tag_resources()
+            .set_resource_arn_list(Some(arns.iter().map(|s| s.to_string()).collect()))
+            .set_tags(Some(set.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
+            .send()
+            .await
+            .map_err(|e| AwsError::from_sdk("tag:TagResources", &batch_name(arns), e))?;
+        let failed = out.failed_resources_map().into_iter().flatten();
+        Ok(failed
+            .map(|(arn, info)| {
+                let code = info.error_code().map(|c| c.as_str().to_string()).unwrap_or_else(|| "Unknown".into());
+                let message = info.error_message().unwrap_or_default();
+                let class = super::error::classify_tagging_failure(&code, message, Some(info.status_code()));
+                (arn.clone(), AwsError::new("tag:TagResources", arn, &code, message, class))
+            })
+            .collect())
+    }
+
+    /// Route 53 hosted zones and health checks with their tags. Route 53 is global, and the
+    /// emulator's Tagging API does not list it: its own listings (100 a page) and
+    /// `ListTagsForResources` (10 ids a call) see them from any region.
+    pub async fn list_route53(&self) -> Result<Vec<(ResourceRef, TagMap)>, AwsError> {
+        use aws_sdk_route53::types::TagResourceType;
+        let r53 = &self.clients.route53;
+        let partition = crate::resource::partition(&self.clients.region);
+        let mut zones = Vec::new();
+        let mut marker = None;
+        loop {
+            let page = r53
+                .list_hosted_zones()
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("route53:ListHostedZones", "*", e))?;
+            zones.extend(page.hosted_zones().iter().map(|z| z.id().trim_start_matches("/hostedzone/").to_string()));
+            marker = page.next_marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let mut checks = Vec::new();
+        let mut marker = None;
+        loop {
+            let page = r53
+                .list_health_checks()
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("route53:ListHealthChecks", "*", e))?;
+            checks.extend(page.health_checks().iter().map(|h| h.id().to_string()));
+            marker = page.next_marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let mut out = Vec::new();
+        for (ids, rtype, kind) in
+            [(zones, TagResourceType::Hostedzone, "hostedzone"), (checks, TagResourceType::Healthcheck, "healthcheck")]
+        {
+            for chunk in ids.chunks(ROUTE53_TAGS_PER_CALL) {
+                let page = r53
+                    .list_tags_for_resources()
+                    .resource_type(rtype.clone())
+                    .set_resource_ids(Some(chunk.to_vec()))
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("route53:ListTagsForResources", kind, e))?;
+                for set in page.resource_tag_sets() {
+                    let Some(id) = set.resource_id() else { continue };
+                    let arn = format!("arn:{partition}:route53:::{kind}/{id}");
+                    let tags = set.tags().iter().map(|t| {
+                        (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())
+                    });
+                    if let Ok(r) = ResourceRef::from_arn(&arn) {
+                        out.push((r, tags.collect()));
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// IAM entities of every kind tagwarden enforces (their listings carry no tags).
@@ -525,6 +657,24 @@ impl Tagger {
         let instance = out.reservations().iter().flat_map(|r| r.instances()).next();
         Ok(instance.and_then(|i| i.root_device_type()) == Some(&aws_sdk_ec2::types::DeviceType::Ebs))
     }
+}
+
+/// Route 53 `ChangeTagsForResource`: `AddTags` holds at most 10 tags.
+const ROUTE53_TAGS_PER_CALL: usize = 10;
+
+/// The Route 53 resource type and id an ARN (`arn:aws:route53:::hostedzone/Z…`) names.
+fn route53_target(r: &ResourceRef) -> (aws_sdk_route53::types::TagResourceType, &str) {
+    let arn = r.arn.as_deref().unwrap_or(&r.id);
+    let rtype = if r.kind == "route53:healthcheck" {
+        aws_sdk_route53::types::TagResourceType::Healthcheck
+    } else {
+        aws_sdk_route53::types::TagResourceType::Hostedzone
+    };
+    (rtype, arn_name(arn))
+}
+
+fn build_error(operation: &'static str, id: &str, e: impl std::fmt::Display) -> AwsError {
+    AwsError::new(operation, id, "BuildError", &e.to_string(), ErrorClass::Fatal)
 }
 
 fn iam_pair(t: &aws_sdk_iam::types::Tag) -> (String, String) {

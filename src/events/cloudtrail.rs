@@ -1,4 +1,5 @@
-//! `AWS API Call via CloudTrail` events for EC2, S3, ELBv2 and IAM.
+//! `AWS API Call via CloudTrail` events for EC2, S3, ELBv2, Classic ELB, IAM, Route 53 and EFS.
+//! Other services' resources are enforced through `Tag Change on Resource` events and the sweep.
 //!
 //! The resource IDs come from the places reference/aws.md §1.3 lists. Matching is on the
 //! CloudTrail `eventSource` and `eventName` together, because EFS, EMR and Classic ELB reuse
@@ -10,7 +11,7 @@ use serde_json::Value;
 
 use super::{Envelope, Event, EventError, EventKind, IgnoreReason};
 use crate::cloud::Cloud;
-use crate::resource::ResourceRef;
+use crate::resource::{partition, ResourceRef};
 
 /// Where an event keeps the IDs of the resources it touches.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +35,16 @@ enum Ids {
     /// An IAM entity addressed by ARN, and where the ARN is: `requestParameters.<field>`, or
     /// for creates a `/pointer` into `responseElements`.
     IamArn(&'static str),
+    /// A Classic load balancer: `requestParameters.loadBalancerName` or `loadBalancerNames[]`.
+    ElbClassicNames,
+    /// A Route 53 resource created: `responseElements.<object>.id` (`/hostedzone/Z…` or a bare
+    /// id), of ARN type `kind`.
+    Route53Created(&'static str, &'static str),
+    /// `requestParameters.resourceType` + `resourceId` (`ChangeTagsForResource`).
+    Route53Tagged,
+    /// An EFS file system or access point: its ARN at a `/pointer` into `responseElements`, or
+    /// its id in `requestParameters.resourceId` / `fileSystemId`.
+    Efs(Option<&'static str>),
 }
 
 use EventKind::{Create, TagChange};
@@ -64,8 +75,30 @@ const S3: &[(&str, EventKind, Ids)] = &[
 const ELB: &[(&str, EventKind, Ids)] = &[
     ("CreateLoadBalancer", Create, Ids::ElbResponse("loadBalancers", "loadBalancerArn")),
     ("CreateTargetGroup", Create, Ids::ElbResponse("targetGroups", "targetGroupArn")),
+    ("CreateListener", Create, Ids::ElbResponse("listeners", "listenerArn")),
+    ("CreateRule", Create, Ids::ElbResponse("rules", "ruleArn")),
     ("AddTags", TagChange, Ids::ElbRequestArns),
     ("RemoveTags", TagChange, Ids::ElbRequestArns),
+];
+/// Classic ELB shares the event source and names with ELBv2; `apiVersion` 2012-06-01 tells it.
+const ELB_CLASSIC: &[(&str, EventKind, Ids)] = &[
+    ("CreateLoadBalancer", Create, Ids::ElbClassicNames),
+    ("AddTags", TagChange, Ids::ElbClassicNames),
+    ("RemoveTags", TagChange, Ids::ElbClassicNames),
+];
+/// Route 53 is global: its events arrive in us-east-1, like IAM's.
+const ROUTE53: &[(&str, EventKind, Ids)] = &[
+    ("CreateHostedZone", Create, Ids::Route53Created("hostedZone", "hostedzone")),
+    ("CreateHealthCheck", Create, Ids::Route53Created("healthCheck", "healthcheck")),
+    ("ChangeTagsForResource", TagChange, Ids::Route53Tagged),
+];
+const EFS: &[(&str, EventKind, Ids)] = &[
+    ("CreateFileSystem", Create, Ids::Efs(Some("/fileSystemArn"))),
+    ("CreateAccessPoint", Create, Ids::Efs(Some("/accessPointArn"))),
+    ("TagResource", TagChange, Ids::Efs(None)),
+    ("UntagResource", TagChange, Ids::Efs(None)),
+    ("CreateTags", TagChange, Ids::Efs(None)),
+    ("DeleteTags", TagChange, Ids::Efs(None)),
 ];
 const IAM: &[(&str, EventKind, Ids)] = &[
     ("CreateRole", Create, Ids::IamNamed("role", "roleName", Some("role"))),
@@ -90,14 +123,21 @@ const IAM: &[(&str, EventKind, Ids)] = &[
 ];
 
 /// The event names tagwarden handles, per CloudTrail `eventSource`; the deployment's EventBridge
-/// patterns are generated from the same list.
-pub fn handled_events() -> [(&'static str, Vec<&'static str>); 4] {
-    let names = |t: &[(&'static str, EventKind, Ids)]| t.iter().map(|(n, _, _)| *n).collect();
-    [
-        ("ec2.amazonaws.com", names(EC2)),
-        ("s3.amazonaws.com", names(S3)),
-        ("elasticloadbalancing.amazonaws.com", names(ELB)),
-        ("iam.amazonaws.com", names(IAM)),
+/// patterns must list the same.
+pub fn handled_events() -> Vec<(&'static str, Vec<&'static str>)> {
+    let names = |t: &[&[(&'static str, EventKind, Ids)]]| {
+        let mut n: Vec<&str> = t.iter().flat_map(|t| t.iter().map(|(n, _, _)| *n)).collect();
+        n.sort_unstable();
+        n.dedup();
+        n
+    };
+    vec![
+        ("ec2.amazonaws.com", names(&[EC2])),
+        ("s3.amazonaws.com", names(&[S3])),
+        ("elasticloadbalancing.amazonaws.com", names(&[ELB, ELB_CLASSIC])),
+        ("iam.amazonaws.com", names(&[IAM])),
+        ("route53.amazonaws.com", names(&[ROUTE53])),
+        ("elasticfilesystem.amazonaws.com", names(&[EFS])),
     ]
 }
 
@@ -195,24 +235,30 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
     if d.error_code.is_some() {
         return Ok(event.ignored(IgnoreReason::FailedCall));
     }
+    let request = || lazy_value(d.request_parameters);
+    let response = || lazy_value(d.response_elements);
     let table = match event_source {
         "ec2.amazonaws.com" => EC2,
         "s3.amazonaws.com" => S3,
-        "elasticloadbalancing.amazonaws.com" => ELB,
+        "elasticloadbalancing.amazonaws.com" => {
+            let req = request()?;
+            let classic = d.api_version.as_deref() == Some("2012-06-01")
+                || req.get("loadBalancerNames").is_some()
+                || (req.get("loadBalancerName").is_some() && req.get("type").is_none() && d.api_version.is_none());
+            if classic {
+                ELB_CLASSIC
+            } else {
+                ELB
+            }
+        }
         "iam.amazonaws.com" => IAM,
+        "route53.amazonaws.com" => ROUTE53,
+        "elasticfilesystem.amazonaws.com" => EFS,
         _ => return Ok(event.ignored(IgnoreReason::OtherService)),
     };
     let Some(&(_, kind, ids)) = table.iter().find(|(n, _, _)| *n == event.event_name) else {
         return Ok(event.ignored(IgnoreReason::UnsupportedEvent));
     };
-    let request = || lazy_value(d.request_parameters);
-    let response = || lazy_value(d.response_elements);
-    if event_source == "elasticloadbalancing.amazonaws.com" {
-        let classic = d.api_version.as_deref() == Some("2012-06-01") || request()?.get("loadBalancerNames").is_some();
-        if classic {
-            return Ok(event.ignored(IgnoreReason::ClassicElb));
-        }
-    }
 
     let region = event.region.clone().unwrap_or_default();
     let account = event.account.clone().unwrap_or_default();
@@ -255,10 +301,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
                     resources.push(arn_ref(arn)?);
                 }
             }
-            if resources.is_empty() && kind == Create && resp.get(list).is_none() && d.api_version.is_none() {
-                // A CreateLoadBalancer with neither an ELBv2 response nor an apiVersion is Classic.
-                return Ok(event.ignored(IgnoreReason::ClassicElb));
-            }
+
         }
         Ids::ElbRequestArns => {
             for arn in
@@ -289,11 +332,55 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
                 resources.push(arn_ref(&arn)?);
             }
         }
+        Ids::ElbClassicNames => {
+            let req = request()?;
+            let names = req.get("loadBalancerNames").and_then(Value::as_array).into_iter().flatten();
+            let single = req.get("loadBalancerName").into_iter();
+            for name in names.chain(single).filter_map(Value::as_str) {
+                let p = partition(&region);
+                resources.push(arn_ref(&format!("arn:{p}:elasticloadbalancing:{region}:{account}:loadbalancer/{name}"))?);
+            }
+        }
+        Ids::Route53Created(object, rtype) => {
+            if let Some(id) = response()?.get(object).and_then(|o| o.get("id")).and_then(Value::as_str) {
+                resources.push(route53_ref(rtype, id, &region)?);
+            }
+        }
+        Ids::Route53Tagged => {
+            let req = request()?;
+            let rtype = req.get("resourceType").and_then(Value::as_str);
+            let id = req.get("resourceId").and_then(Value::as_str);
+            if let (Some(rtype @ ("hostedzone" | "healthcheck")), Some(id)) = (rtype, id) {
+                resources.push(route53_ref(rtype, id, &region)?);
+            }
+        }
+        Ids::Efs(created) => {
+            let arn = match created {
+                Some(pointer) => response()?.pointer(pointer).and_then(Value::as_str).map(str::to_owned),
+                None => {
+                    let req = request()?;
+                    let id = req.get("resourceId").or_else(|| req.get("fileSystemId")).and_then(Value::as_str);
+                    id.map(|id| {
+                        let rtype = if id.starts_with("fsap-") { "access-point" } else { "file-system" };
+                        format!("arn:{}:elasticfilesystem:{region}:{account}:{rtype}/{id}", partition(&region))
+                    })
+                }
+            };
+            if let Some(arn) = arn {
+                resources.push(arn_ref(&arn)?);
+            }
+        }
     }
     if resources.is_empty() {
         return Ok(event.ignored(IgnoreReason::NoResources));
     }
     Ok(Event { kind, resources, ..event })
+}
+
+/// `arn:…:route53:::hostedzone/Z…` from an id with or without its `/hostedzone/` prefix.
+fn route53_ref(rtype: &str, id: &str, region: &str) -> Result<ResourceRef, EventError> {
+    let id = id.rsplit('/').next().unwrap_or(id);
+    arn_ref(&format!("arn:{}:route53:::{rtype}/{id}", partition(region)))
 }
 
 fn arn_ref(arn: &str) -> Result<ResourceRef, EventError> {

@@ -39,10 +39,9 @@ pub enum EventKind {
 pub enum IgnoreReason {
     /// The API call failed (`errorCode`): nothing was created or changed.
     FailedCall,
-    /// A same-named call of another service (EFS `DeleteTags`, EMR `AddTags`…).
+    /// A call of a service without a CloudTrail table here (EMR `AddTags`…): its resources are
+    /// enforced through `Tag Change on Resource` events and the sweep.
     OtherService,
-    /// Classic ELB, which shares `CreateLoadBalancer`/`AddTags` with ELBv2.
-    ClassicElb,
     /// A service or event tagwarden does not handle.
     UnsupportedEvent,
     /// A handled call whose event names no resource.
@@ -60,7 +59,6 @@ impl IgnoreReason {
         match self {
             IgnoreReason::FailedCall => "the API call failed, so nothing changed",
             IgnoreReason::OtherService => "a same-named call of a service tagwarden does not enforce",
-            IgnoreReason::ClassicElb => "a Classic Load Balancer call (tagwarden enforces ELBv2)",
             IgnoreReason::UnsupportedEvent => "an event tagwarden does not handle",
             IgnoreReason::NoResources => "the event names no resource",
             IgnoreReason::SubscriptionValidation => "Event Grid's subscription-validation handshake",

@@ -1,6 +1,7 @@
 //! `Tag Change on Resource` events (source `aws.tag`). They carry the resource's complete tag set
 //! after the change, so a reconcile can plan without reading the tags again, but no caller:
-//! only idempotent planning keeps tagwarden's own writes from looping here.
+//! only idempotent planning keeps tagwarden's own writes from looping here. Every service's
+//! events are handled: each ARN has a tag path (`aws::kinds`), or is reported unsupported.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +11,6 @@ use serde_json::value::RawValue;
 use super::{Envelope, Event, EventError, EventKind, IgnoreReason};
 use crate::cloud::Cloud;
 use crate::resource::ResourceRef;
-
-const SERVICES: &[&str] = &["ec2", "s3", "elasticloadbalancing", "iam"];
 
 #[derive(Deserialize)]
 struct Detail {
@@ -46,9 +45,6 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
         validation_code: None,
         id: env.id.clone(),
     };
-    if !SERVICES.contains(&event.service.as_str()) {
-        return Ok(Event { resources: Vec::new(), ..event.ignored(IgnoreReason::OtherService) });
-    }
     if event.resources.is_empty() {
         return Ok(event.ignored(IgnoreReason::NoResources));
     }

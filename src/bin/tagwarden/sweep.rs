@@ -47,6 +47,8 @@ struct Summary {
     written: usize,
     limit_exceeded: usize,
     failed: usize,
+    /// Owned resources no API can tag, by type (not failures).
+    unsupported: BTreeMap<String, usize>,
     seconds: f64,
     api_calls: BTreeMap<String, u64>,
     records: Vec<Record>,
@@ -66,6 +68,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "drift         {} drifted, {} {verb}, {} over the tag limit, {} failed",
             summary.drifted, summary.written, summary.limit_exceeded, summary.failed
         );
+        let unsupported: usize = summary.unsupported.values().sum();
+        if unsupported > 0 {
+            let by_type: Vec<String> = summary.unsupported.iter().map(|(t, n)| format!("{n} {t}")).collect();
+            println!("unsupported   {unsupported}: {} (reported, not written)", by_type.join(", "));
+        }
         println!("took          {:.1} s", summary.seconds);
         println!("API calls     {}", summary.api_calls.values().sum::<u64>());
         for (op, n) in &summary.api_calls {
@@ -137,6 +144,10 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
         written: count(&[Status::Applied, Status::WouldApply]),
         limit_exceeded: count(&[Status::LimitExceeded]),
         failed: count(&[Status::Failed]),
+        unsupported: out.records.iter().filter(|r| r.status == Status::Unsupported).fold(BTreeMap::new(), |mut m, r| {
+            *m.entry(r.resource_type.clone()).or_default() += 1;
+            m
+        }),
         seconds: started.elapsed().as_secs_f64(),
         api_calls: clients.calls.snapshot(),
         records: out.records,
