@@ -5,11 +5,11 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fault_proxy.rs"]
-mod fault_proxy;
 #[path = "support/fleet.rs"]
 mod fleet;
 mod support;
+
+use support::fault_proxy;
 
 use std::sync::Arc;
 use std::time::Duration;

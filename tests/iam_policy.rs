@@ -12,6 +12,8 @@ const SERVICES: &[(&str, &str)] = &[
     ("ec2", "ec2"),
     ("s3", "s3"),
     ("elbv2", "elasticloadbalancing"),
+    ("elb", "elasticloadbalancing"),
+    ("route53", "route53"),
     ("iam", "iam"),
     ("ssm", "ssm"),
     ("tagging", "tag"),
@@ -49,7 +51,8 @@ fn actions_called_by_code() -> BTreeSet<String> {
     let mut sources = Vec::new();
     rust_sources(&root.join("src/aws"), &mut sources);
     // `clients.ec2.describe_tags()`, `c.s3.get_object()`, `iam.list_roles()`, across line breaks.
-    let call = Regex::new(r"\b(ec2|s3|elbv2|iam|ssm|tagging)\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)").expect("regex");
+    let call =
+        Regex::new(r"\b(ec2|s3|elbv2|elb|route53|iam|ssm|tagging)\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)").expect("regex");
     let mut found = BTreeSet::new();
     for text in &sources {
         for c in call.captures_iter(text) {
@@ -111,4 +114,34 @@ fn role_grants_exactly_what_the_code_calls() {
 fn snake_case_operations_map_to_iam_actions() {
     assert_eq!(pascal("list_open_id_connect_provider_tags"), "ListOpenIDConnectProviderTags");
     assert_eq!(pascal("get_bucket_tagging"), "GetBucketTagging");
+}
+
+/// The EventBridge rules ask for exactly the CloudTrail events the parser handles: a name the
+/// code handles but the rule omits is an event that never arrives.
+#[test]
+fn event_patterns_list_exactly_the_handled_events() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/aws/events.tf");
+    let text = std::fs::read_to_string(&path).expect("infra/aws/events.tf");
+    let start = text.find("cloudtrail_event_names = {").expect("a cloudtrail_event_names local");
+    let end = start + text[start..].find("\n  }\n").expect("the local's end");
+    let block = &text[start..end];
+    let entry = Regex::new(r"(?s)\b([a-z0-9]+)\s*=\s*\[(.*?)\]").expect("regex");
+    let name = Regex::new(r#""([A-Za-z0-9]+)""#).expect("regex");
+    let mut in_terraform: BTreeSet<(String, String)> = BTreeSet::new();
+    for e in entry.captures_iter(block) {
+        for n in name.captures_iter(&e[2]) {
+            in_terraform.insert((format!("{}.amazonaws.com", &e[1]), n[1].to_string()));
+        }
+    }
+    let in_code: BTreeSet<(String, String)> = tagwarden::events::cloudtrail::handled_events()
+        .into_iter()
+        .flat_map(|(source, names)| names.into_iter().map(move |n| (source.to_string(), n.to_string())))
+        .collect();
+    assert!(in_code.len() > 40, "the code's list is suspiciously short: {in_code:?}");
+    let missing: Vec<_> = in_code.difference(&in_terraform).collect();
+    let extra: Vec<_> = in_terraform.difference(&in_code).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "events.tf misses {missing:?} and has {extra:?} the code does not handle"
+    );
 }

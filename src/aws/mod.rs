@@ -27,9 +27,9 @@ pub mod sdk {
     pub use aws_sdk_ec2 as ec2;
     pub use aws_sdk_elasticloadbalancing as elb;
     pub use aws_sdk_elasticloadbalancingv2 as elbv2;
+    pub use aws_sdk_iam as iam;
     pub use aws_sdk_resourcegroupstagging as tagging;
     pub use aws_sdk_route53 as route53;
-    pub use aws_sdk_iam as iam;
     pub use aws_sdk_s3 as s3;
     pub use aws_sdk_ssm as ssm;
 }

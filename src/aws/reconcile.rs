@@ -161,9 +161,7 @@ impl Reconciler {
                     }
                     tags
                 }
-                Err(e) => {
-                    return e.into_record(Record::failed(Cloud::Aws, r, version, String::new()))
-                }
+                Err(e) => return e.into_record(Record::failed(Cloud::Aws, r, version, String::new())),
             },
         };
         let r = resource.as_ref();

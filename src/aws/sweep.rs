@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 
-use super::reconcile::{Outcome, Reconciler};
 use super::kinds::{self, Api};
+use super::reconcile::{Outcome, Reconciler};
 use super::{AwsError, ErrorClass};
 use crate::cloud::{ownership_for, Cloud, Ownership, OWNED};
 use crate::plan::{self, Plan};
@@ -332,8 +332,16 @@ impl Reconciler {
                 break;
             }
         }
-        // Route 53 is global; where the Tagging API lists it too, the listing's copy is kept.
-        for (r, tags) in self.tagger.list_route53().await? {
+        // ELBv2 listeners and rules of the owned load balancers, and Route 53 (global): where the
+        // Tagging API lists them too, its copy is kept.
+        let lbs: Vec<&str> = found
+            .iter()
+            .filter(|(r, _)| r.kind == "elasticloadbalancing:loadbalancer")
+            .map(|(r, _)| r.id.as_str())
+            .collect();
+        let children = self.tagger.list_elbv2_children(&lbs).await?;
+        let route53 = self.tagger.list_route53().await?;
+        for (r, tags) in children.into_iter().chain(route53) {
             let owned = ownership_for(Cloud::Aws, &r.kind, infra_id, &tags) == Ownership::Owned;
             if owned && !found.iter().any(|(f, _)| f.arn == r.arn) {
                 found.push((r, tags));

@@ -152,7 +152,9 @@ impl Tagger {
                     .await
                     .map_err(|e| AwsError::from_sdk("elasticloadbalancing:DescribeTags", id, e))?;
                 for d in out.tag_descriptions() {
-                    tags.extend(d.tags().iter().map(|t| (t.key().to_string(), t.value().unwrap_or_default().to_string())));
+                    tags.extend(
+                        d.tags().iter().map(|t| (t.key().to_string(), t.value().unwrap_or_default().to_string())),
+                    );
                 }
             }
             Api::Route53 => {
@@ -166,9 +168,11 @@ impl Tagger {
                     .await
                     .map_err(|e| AwsError::from_sdk("route53:ListTagsForResource", id, e))?;
                 if let Some(set) = out.resource_tag_set() {
-                    tags.extend(set.tags().iter().map(|t| {
-                        (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())
-                    }));
+                    tags.extend(
+                        set.tags().iter().map(|t| {
+                            (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())
+                        }),
+                    );
                 }
             }
             // GetResources answers only for resources that carry (or once carried) tags: an
@@ -455,12 +459,12 @@ impl Tagger {
     /// `ListTagsForResources` (10 ids a call) see them from any region.
     pub async fn list_route53(&self) -> Result<Vec<(ResourceRef, TagMap)>, AwsError> {
         use aws_sdk_route53::types::TagResourceType;
-        let r53 = &self.clients.route53;
+        let route53 = &self.clients.route53;
         let partition = crate::resource::partition(&self.clients.region);
         let mut zones = Vec::new();
         let mut marker = None;
         loop {
-            let page = r53
+            let page = route53
                 .list_hosted_zones()
                 .set_marker(marker)
                 .send()
@@ -475,7 +479,7 @@ impl Tagger {
         let mut checks = Vec::new();
         let mut marker = None;
         loop {
-            let page = r53
+            let page = route53
                 .list_health_checks()
                 .set_marker(marker)
                 .send()
@@ -492,7 +496,7 @@ impl Tagger {
             [(zones, TagResourceType::Hostedzone, "hostedzone"), (checks, TagResourceType::Healthcheck, "healthcheck")]
         {
             for chunk in ids.chunks(ROUTE53_TAGS_PER_CALL) {
-                let page = r53
+                let page = route53
                     .list_tags_for_resources()
                     .resource_type(rtype.clone())
                     .set_resource_ids(Some(chunk.to_vec()))
@@ -502,13 +506,67 @@ impl Tagger {
                 for set in page.resource_tag_sets() {
                     let Some(id) = set.resource_id() else { continue };
                     let arn = format!("arn:{partition}:route53:::{kind}/{id}");
-                    let tags = set.tags().iter().map(|t| {
-                        (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())
-                    });
+                    let tags = set
+                        .tags()
+                        .iter()
+                        .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()));
                     if let Ok(r) = ResourceRef::from_arn(&arn) {
                         out.push((r, tags.collect()));
                     }
                 }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The listeners and listener rules of ELBv2 load balancers, with their tags. The Tagging API
+    /// lists them on AWS but not in the emulator; one `DescribeListeners` per load balancer, one
+    /// `DescribeRules` per listener and one `DescribeTags` per 20 ARNs. Default rules are left out:
+    /// they cannot be tagged.
+    pub async fn list_elbv2_children(&self, load_balancers: &[&str]) -> Result<Vec<(ResourceRef, TagMap)>, AwsError> {
+        let elbv2 = &self.clients.elbv2;
+        let mut arns = Vec::new();
+        for lb in load_balancers {
+            let listeners = elbv2
+                .describe_listeners()
+                .load_balancer_arn(*lb)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("elasticloadbalancing:DescribeListeners", lb, e))?;
+            for l in listeners.listeners() {
+                let Some(listener) = l.listener_arn() else { continue };
+                arns.push(listener.to_string());
+                let rules = elbv2
+                    .describe_rules()
+                    .listener_arn(listener)
+                    .send()
+                    .await
+                    .map_err(|e| AwsError::from_sdk("elasticloadbalancing:DescribeRules", listener, e))?;
+                arns.extend(
+                    rules
+                        .rules()
+                        .iter()
+                        .filter(|r| r.is_default() != Some(true))
+                        .filter_map(|r| r.rule_arn())
+                        .map(str::to_owned),
+                );
+            }
+        }
+        let mut out = Vec::new();
+        for chunk in arns.chunks(ELBV2_DESCRIBE_TAGS_MAX) {
+            let described = elbv2
+                .describe_tags()
+                .set_resource_arns(Some(chunk.to_vec()))
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("elasticloadbalancing:DescribeTags", &chunk[0], e))?;
+            for d in described.tag_descriptions() {
+                let Some(r) = d.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
+                let tags = d
+                    .tags()
+                    .iter()
+                    .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()));
+                out.push((r, tags.collect()));
             }
         }
         Ok(out)
@@ -658,6 +716,9 @@ impl Tagger {
         Ok(instance.and_then(|i| i.root_device_type()) == Some(&aws_sdk_ec2::types::DeviceType::Ebs))
     }
 }
+
+/// ELBv2 `DescribeTags` names at most 20 resources.
+const ELBV2_DESCRIBE_TAGS_MAX: usize = 20;
 
 /// Route 53 `ChangeTagsForResource`: `AddTags` holds at most 10 tags.
 const ROUTE53_TAGS_PER_CALL: usize = 10;

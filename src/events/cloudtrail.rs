@@ -301,7 +301,6 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
                     resources.push(arn_ref(arn)?);
                 }
             }
-
         }
         Ids::ElbRequestArns => {
             for arn in
@@ -338,7 +337,8 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
             let single = req.get("loadBalancerName").into_iter();
             for name in names.chain(single).filter_map(Value::as_str) {
                 let p = partition(&region);
-                resources.push(arn_ref(&format!("arn:{p}:elasticloadbalancing:{region}:{account}:loadbalancer/{name}"))?);
+                resources
+                    .push(arn_ref(&format!("arn:{p}:elasticloadbalancing:{region}:{account}:loadbalancer/{name}"))?);
             }
         }
         Ids::Route53Created(object, rtype) => {

@@ -5,8 +5,7 @@
 
 #![allow(dead_code)]
 
-#[path = "fault_proxy.rs"]
-mod fault_proxy;
+pub mod fault_proxy;
 pub mod strict;
 
 use std::io::{BufRead, BufReader};

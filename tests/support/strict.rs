@@ -286,12 +286,12 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
                 ));
             }
         }
-        ("route53", op) if op.starts_with("POST /2013-04-01/tags/") => {
-            // Route 53 API reference, ChangeTagsForResource: AddTags "Maximum number of 10 items".
-            if xml_tags(&body).len() > ROUTE53_CHANGE_TAGS_MAX {
-                state.fire("route53-10-tags");
-                return Ok(s3_error(400, "InvalidInput", "AddTags may hold at most 10 tags"));
-            }
+        // Route 53 API reference, ChangeTagsForResource: AddTags "Maximum number of 10 items".
+        ("route53", op)
+            if op.starts_with("POST /2013-04-01/tags/") && xml_tags(&body).len() > ROUTE53_CHANGE_TAGS_MAX =>
+        {
+            state.fire("route53-10-tags");
+            return Ok(s3_error(400, "InvalidInput", "AddTags may hold at most 10 tags"));
         }
         ("tagging", "GetResources") => {
             // The Tagging API answers from an index that lags the services' own tags ("it can

@@ -144,10 +144,13 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
         written: count(&[Status::Applied, Status::WouldApply]),
         limit_exceeded: count(&[Status::LimitExceeded]),
         failed: count(&[Status::Failed]),
-        unsupported: out.records.iter().filter(|r| r.status == Status::Unsupported).fold(BTreeMap::new(), |mut m, r| {
-            *m.entry(r.resource_type.clone()).or_default() += 1;
-            m
-        }),
+        unsupported: out.records.iter().filter(|r| r.status == Status::Unsupported).fold(
+            BTreeMap::new(),
+            |mut m, r| {
+                *m.entry(r.resource_type.clone()).or_default() += 1;
+                m
+            },
+        ),
         seconds: started.elapsed().as_secs_f64(),
         api_calls: clients.calls.snapshot(),
         records: out.records,
