@@ -206,3 +206,33 @@ fn oversized_documents_are_refused() {
     let big = format!("team: {}\n", "a".repeat(policy::load::MAX_DOCUMENT_BYTES));
     assert!(matches!(policy::load_one("big.yaml", &big), Err(policy::PolicyError::TooLarge { .. })));
 }
+
+#[test]
+fn reserved_and_ownership_keys_are_rejected_in_any_case_on_aws() {
+    // IAM compares tag keys case-insensitively: on a role, `Kubernetes.io/cluster/<infraID>` is the
+    // ownership tag itself, so a policy must not be able to set it in any spelling.
+    for key in [
+        "Kubernetes.io/cluster/mycluster-7xk2p",
+        "KUBERNETES.IO/foo",
+        "OpenShift.io/x",
+        "x.Kubernetes.IO/y",
+        "kubernetes.io/cluster/mycluster-7xk2p",
+    ] {
+        let yaml = format!("version: 1\ncloud: aws\ntags:\n  {key:?}: owned\n");
+        let p = policy::load_one("t.yaml", &yaml).expect("loads");
+        let v = validate::policy(&p, Cloud::Aws);
+        assert_eq!(v.len(), 1, "{key}: {v:?}");
+        assert_eq!((v[0].key.as_str(), v[0].rule), (key, Rule::ReservedPrefix), "{key}");
+        assert_eq!(v[0].rule.to_string(), "reserved-prefix");
+        let m = &v[0].message;
+        assert!(m.contains(&format!("{key:?}")), "the message names the key: {m}");
+        assert!(m.contains(".io/ namespace") && m.contains("any case"), "the message names the rule: {m}");
+        assert!(m.contains("remove the tag or choose a key"), "the message names the fix: {m}");
+    }
+    // `Name` and `aws:` were case-insensitive already; they stay so.
+    for (key, rule) in [("NAME", Rule::ReservedKey), ("nAmE", Rule::ReservedKey), ("AWS:x", Rule::ReservedPrefix)] {
+        let p = policy::load_one("t.yaml", &format!("{key:?}: v\n")).expect("loads");
+        let rules: Vec<Rule> = validate::policy(&p, Cloud::Aws).iter().map(|v| v.rule).collect();
+        assert_eq!(rules, [rule], "{key}");
+    }
+}
