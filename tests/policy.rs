@@ -236,3 +236,70 @@ fn reserved_and_ownership_keys_are_rejected_in_any_case_on_aws() {
         assert_eq!(rules, [rule], "{key}");
     }
 }
+
+#[test]
+fn an_empty_tag_map_is_a_valid_policy_that_writes_nothing() {
+    // As the installer treats "no userTags": an empty set of desired tags is valid and a no-op.
+    let owned = tags(&[("kubernetes.io/cluster/mycluster-7xk2p", "owned"), ("team", "ops")]);
+    for (name, text) in [
+        fixture("empty.json"),
+        fixture("empty.yaml"),
+        ("inline.yaml".to_string(), "--- {}\n".to_string()),
+        ("inline.json".to_string(), " { } ".to_string()),
+    ] {
+        assert_eq!(policy::load::detect(&name, &text).expect(&name), DocumentKind::TagMap, "{name}");
+        let p = policy::load_one(&name, &text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(p.status.is_empty() && p.spec.is_empty() && p.overrides.is_empty(), "{name}");
+        assert!(p.enforce, "{name}: empty is not `propagation disabled`, just nothing to propagate");
+        for cloud in [Cloud::Aws, Cloud::Azure] {
+            assert!(validate::policy(&p, cloud).is_empty(), "{name} on {cloud}");
+        }
+        let plan = tagwarden::plan::plan(&p, Cloud::Aws, "mycluster-7xk2p", &instance(), &owned);
+        assert!(!plan.writes(), "{name}: {plan:?}");
+        assert_eq!(plan.outcome, tagwarden::plan::Outcome::Unchanged, "{name}");
+        assert!(plan.set.is_empty() && plan.changes.is_empty(), "{name}");
+    }
+    // Layered: an empty document contributes nothing and takes nothing away.
+    let p = policy::load(vec![fixture("empty.yaml"), fixture("tags.json")]).expect("loads");
+    assert_eq!(p.status.len(), load(&["tags.json"]).status.len());
+
+    // An empty *file* is refused, not read as "no tags" (more likely a truncated upload), and the
+    // error says how to ask for no tags.
+    let err = policy::load_one("blank.yaml", "# nothing\n").expect_err("blank").to_string();
+    assert!(err.contains("blank.yaml") && err.contains("{}"), "{err}");
+}
+
+/// Run the `tagwarden` binary from tests/fixtures; (exit code, stdout, stderr).
+fn cli(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
+        .output()
+        .expect("tagwarden runs");
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn an_empty_tag_map_validates_and_plans_no_write_in_the_cli() {
+    let (code, out, err) = cli(&["validate", "--cloud", "aws", "policies/empty.yaml"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.lines().any(|l| l == "valid"), "{out}");
+    let (code, out, err) = cli(&["validate", "--json", "--cloud", "azure", "policies/empty.json"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!((json["valid"].as_bool(), json["violations"].as_array().map(Vec::len)), (Some(true), Some(0)));
+
+    let current = std::env::temp_dir().join(format!("tagwarden-policy-empty-{}.json", std::process::id()));
+    std::fs::write(&current, r#"{"kubernetes.io/cluster/mycluster-7xk2p": "owned", "team": "ops"}"#).expect("write");
+    let current_arg = current.to_str().expect("utf-8 path");
+    let arn = "arn:aws:ec2:eu-west-1:111122223333:instance/i-0abc";
+    let args =
+        ["plan", "--policy", "policies/empty.yaml", "--infra-id", "mycluster-7xk2p", "--resource", arn, "--current"];
+    let (code, out, err) = cli(&[&args[..], &[current_arg, "--json"]].concat());
+    let _ = std::fs::remove_file(&current);
+    assert_eq!(code, 0, "{out}{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!((json["owned"].as_bool(), json["outcome"].as_str()), (Some(true), Some("unchanged")), "{out}");
+    assert_eq!(json["set"], serde_json::json!({}));
+}

@@ -3,7 +3,8 @@
 //! - an OpenShift `Infrastructure` object (JSON or YAML, alone or as the only item of a `List`);
 //! - an `install-config.yaml` (`platform.aws.userTags` / `platform.azure.userTags`);
 //! - a native `tagwarden.yaml` (`version: 1` with tags, overrides, limits …);
-//! - a bare map of tag keys to values.
+//! - a bare map of tag keys to values; `{}` is a valid policy with no desired tags (a no-op, as the
+//!   installer treats an absent or empty `userTags`).
 //!
 //! Several documents (the objects under a policy prefix) merge in lexicographic order of name,
 //! the later winning on the same key within a layer.
@@ -173,7 +174,10 @@ fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), Polic
     };
     let d = Doc { name };
     let Value::Object(obj) = value else {
-        return Err(d.field("(top level)", format!("expected a mapping, found {}", describe(&value))));
+        // An empty document is more likely a truncated upload than a decision to manage no tags:
+        // refused, with the way to say the latter.
+        let hint = if value.is_null() { "; for a policy with no tags write {}" } else { "" };
+        return Err(d.field("(top level)", format!("expected a mapping, found {}{hint}", describe(&value))));
     };
     let kind_field = obj.get("kind").and_then(Value::as_str);
     if kind_field == Some("Infrastructure") {
@@ -200,7 +204,8 @@ fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), Polic
     if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
         return Ok((DocumentKind::Native, d.native(Value::Object(obj))?));
     }
-    if !obj.is_empty() && obj.values().all(is_scalar) {
+    // Also `{}`: an empty set of desired tags is valid and plans no write.
+    if obj.values().all(is_scalar) {
         let status = obj.iter().map(|(k, v)| (k.clone(), scalar(v).unwrap_or_default())).collect();
         return Ok((DocumentKind::TagMap, Layer { status, ..Layer::default() }));
     }
