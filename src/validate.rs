@@ -2,8 +2,9 @@
 //!
 //! Every violation is reported, not only the first, each naming the key, the rule and the limit.
 //! Deliberate deviations from OpenShift's installer (see README, "Deviations"): `+-@` are three
-//! literal characters, not the accidental `+`..`@` range; lengths count characters, not bytes; and
-//! AWS's own `aws:` prefix is reserved.
+//! literal characters, not the accidental `+`..`@` range; lengths count characters, not bytes;
+//! AWS's own `aws:` prefix is reserved; and the `kubernetes.io/` and `openshift.io/` namespaces are
+//! reserved in any case (IAM compares tag keys case-insensitively).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -54,8 +55,10 @@ const AZURE_VALUE_MAX: usize = 256;
 // Letters and digits are ASCII only, as in the installer; separators are Unicode category Z.
 static AWS_BAD_CHAR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.:/=+\-@\p{Z}]").expect("static regex"));
+// Case-insensitive, unlike the installer's regexes: IAM compares tag keys case-insensitively, so on
+// a role `Kubernetes.io/cluster/<infraID>` *is* the ownership tag (a deliberate deviation, README).
 static AWS_RESERVED_NS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^([^/]*\.)?(kubernetes|openshift)\.io/").expect("static regex"));
+    LazyLock::new(|| Regex::new(r"(?i)^([^/]*\.)?(kubernetes|openshift)\.io/").expect("static regex"));
 static AZURE_KEY_BAD_CHAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.\-]").expect("static regex"));
 static AZURE_VALUE_BAD_CHAR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.=+\-@,/:;<>?]").expect("static regex"));
@@ -101,17 +104,28 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
             if key.eq_ignore_ascii_case("name") {
                 push(
                     Rule::ReservedKey,
-                    "the key \"Name\" (any case) is reserved for the resource's own name".to_string(),
+                    "the key \"Name\" (any case) is reserved for the resource's own name; remove the tag or \
+                     choose another key"
+                        .to_string(),
                 );
             }
             if starts_with_ignore_case(key, "aws:") {
-                push(Rule::ReservedPrefix, "keys starting with \"aws:\" (any case) are reserved by AWS".to_string());
-            }
-            if let Some(m) = AWS_RESERVED_NS.captures(key) {
-                let ns = m.get(2).map_or("", |g| g.as_str());
                 push(
                     Rule::ReservedPrefix,
-                    format!("keys in the {ns}.io/ namespace (including its subdomains) are reserved for the cluster"),
+                    "keys starting with \"aws:\" (any case) are reserved by AWS; remove the tag or choose a key \
+                     without that prefix"
+                        .to_string(),
+                );
+            }
+            if let Some(m) = AWS_RESERVED_NS.captures(key) {
+                let ns = m.get(2).map_or(String::new(), |g| g.as_str().to_ascii_lowercase());
+                push(
+                    Rule::ReservedPrefix,
+                    format!(
+                        "keys in the {ns}.io/ namespace (including its subdomains, in any case: IAM compares tag \
+                         keys case-insensitively) are reserved for the cluster and its ownership tag; remove the \
+                         tag or choose a key outside that namespace"
+                    ),
                 );
             }
         }
@@ -138,10 +152,13 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
                 );
             }
             if key.eq_ignore_ascii_case("name") {
-                push(Rule::ReservedKey, "the key \"name\" (any case) is reserved".to_string());
+                push(Rule::ReservedKey, "the key \"name\" (any case) is reserved; choose another key".to_string());
             }
             if let Some(p) = AZURE_RESERVED_PREFIXES.iter().find(|p| starts_with_ignore_case(key, p)) {
-                push(Rule::ReservedPrefix, format!("keys starting with {p:?} (any case) are reserved"));
+                push(
+                    Rule::ReservedPrefix,
+                    format!("keys starting with {p:?} (any case) are reserved; choose a key without that prefix"),
+                );
             }
         }
     }
@@ -270,6 +287,24 @@ mod tests {
         assert!(rules(Cloud::Aws, "k", &"a\u{a0}".repeat(86)).is_empty());
         // The dot is literal (the installer's unescaped dot also rejects "kubernetesXio/").
         assert!(rules(Cloud::Aws, "kubernetesXio/foo", "v").is_empty());
+        // Deviation: the namespaces are reserved in any case (the installer's check is case-sensitive),
+        // because IAM compares keys case-insensitively: on a role this key is the ownership tag.
+        for k in ["Kubernetes.io/cluster/mycluster-7xk2p", "KUBERNETES.IO/foo", "OpenShift.io/x", "x.Kubernetes.IO/y"] {
+            assert_eq!(rules(Cloud::Aws, k, "owned"), [Rule::ReservedPrefix], "{k}");
+        }
+        assert!(rules(Cloud::Aws, "Kubernetes.io", "v").is_empty(), "no slash, no namespace");
+        assert!(rules(Cloud::Aws, "some-domain/OpenShift.io/x", "v").is_empty(), "a path segment, not a domain");
+    }
+
+    #[test]
+    fn reserved_messages_name_the_key_the_namespace_and_the_fix() {
+        let v = check_tag(Cloud::Aws, "x.Kubernetes.IO/y", "v", "status");
+        assert_eq!(v.len(), 1);
+        let m = &v[0].message;
+        for part in ["\"x.Kubernetes.IO/y\"", "kubernetes.io/ namespace", "any case", "choose a key"] {
+            assert!(m.contains(part), "{part:?} missing in {m}");
+        }
+        assert_eq!(v[0].rule.to_string(), "reserved-prefix");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! - an OpenShift `Infrastructure` object (JSON or YAML, alone or as the only item of a `List`);
 //! - an `install-config.yaml` (`platform.aws.userTags` / `platform.azure.userTags`);
 //! - a native `tagwarden.yaml` (`version: 1` with tags, overrides, limits …);
-//! - a bare map of tag keys to values.
+//! - a bare map of tag keys to values; `{}` is a valid policy with no desired tags (a no-op, as the
+//!   installer treats an absent or empty `userTags`).
 //!
 //! Several documents (the objects under a policy prefix) merge in lexicographic order of name,
 //! the later winning on the same key within a layer.
@@ -13,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{Limits, Override, Pattern, Policy, Selector, Tag, TagSelector};
+use super::{installer_yaml, Limits, Override, Pattern, Policy, Selector, Tag, TagSelector};
 use crate::cloud::Cloud;
 
 /// Larger documents are refused: a real policy is a few kilobytes.
@@ -157,6 +158,16 @@ fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), Polic
         return Err(PolicyError::TooLarge { doc: name.to_string(), size: text.len(), max: MAX_DOCUMENT_BYTES });
     }
     let text = text.trim_start_matches('\u{feff}');
+    // An install-config is read as the installer reads it (YAML 1.1 scalars, Go's formatting of
+    // numbers; installer_yaml.rs), not through serde, which cannot tell `yes` from "yes".
+    let unreadable = match installer_yaml::read(text) {
+        installer_yaml::Read::InstallConfig(ic) => {
+            let ic = ic.map_err(|e| PolicyError::Field { doc: name.to_string(), path: e.path, message: e.message })?;
+            return Ok((DocumentKind::InstallConfig, Doc { name }.install_config(ic)?));
+        }
+        installer_yaml::Read::Unreadable(message) => Some(message),
+        installer_yaml::Read::Other => None,
+    };
     let trimmed = text.trim_start();
     let value: Value = if trimmed.starts_with('{') || trimmed.starts_with('[') {
         serde_json::from_str(text).map_err(|e| PolicyError::Syntax {
@@ -173,7 +184,10 @@ fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), Polic
     };
     let d = Doc { name };
     let Value::Object(obj) = value else {
-        return Err(d.field("(top level)", format!("expected a mapping, found {}", describe(&value))));
+        // An empty document is more likely a truncated upload than a decision to manage no tags:
+        // refused, with the way to say the latter.
+        let hint = if value.is_null() { "; for a policy with no tags write {}" } else { "" };
+        return Err(d.field("(top level)", format!("expected a mapping, found {}{hint}", describe(&value))));
     };
     let kind_field = obj.get("kind").and_then(Value::as_str);
     if kind_field == Some("Infrastructure") {
@@ -194,13 +208,22 @@ fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), Polic
         };
     }
     if obj.get("platform").is_some_and(Value::is_object) {
-        return Ok((DocumentKind::InstallConfig, d.install_config(&obj)?));
+        // serde sees an install-config that the installer's YAML reader above could not read.
+        return Err(PolicyError::Syntax {
+            doc: name.to_string(),
+            format: "YAML",
+            message: format!(
+                "reads as an install-config, but not as the installer reads YAML: {}",
+                unreadable.as_deref().unwrap_or("write platform, the platform and userTags as plain keys")
+            ),
+        });
     }
     const NATIVE_KEYS: &[&str] = &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "enforce"];
     if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
         return Ok((DocumentKind::Native, d.native(Value::Object(obj))?));
     }
-    if !obj.is_empty() && obj.values().all(is_scalar) {
+    // Also `{}`: an empty set of desired tags is valid and plans no write.
+    if obj.values().all(is_scalar) {
         let status = obj.iter().map(|(k, v)| (k.clone(), scalar(v).unwrap_or_default())).collect();
         return Ok((DocumentKind::TagMap, Layer { status, ..Layer::default() }));
     }
@@ -285,49 +308,23 @@ impl Doc<'_> {
             .collect()
     }
 
-    fn install_config(&self, obj: &Map<String, Value>) -> Result<Layer, PolicyError> {
-        let platform = obj.get("platform").and_then(Value::as_object).map(|p| (p.get("aws"), p.get("azure")));
-        let (cloud, p, path) = match platform {
-            Some((Some(aws), _)) => (Cloud::Aws, aws, "platform.aws"),
-            Some((None, Some(azure))) => (Cloud::Azure, azure, "platform.azure"),
-            _ => {
-                let names: Vec<&str> = obj
-                    .get("platform")
-                    .and_then(Value::as_object)
-                    .map(|p| p.keys().map(String::as_str).collect())
-                    .unwrap_or_default();
-                return Err(self.field(
-                    "platform",
-                    format!("platform {} is not supported: tagwarden enforces tags on AWS and Azure", names.join(", ")),
-                ));
-            }
+    fn install_config(&self, ic: installer_yaml::InstallConfig) -> Result<Layer, PolicyError> {
+        let Some(p) = ic.platform else {
+            return Err(self.field(
+                "platform",
+                format!(
+                    "platform {} is not supported: tagwarden enforces tags on AWS and Azure",
+                    ic.platforms.join(", ")
+                ),
+            ));
         };
-        let status = match p.get("userTags") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Object(m)) => self.tag_map(m, &format!("{path}.userTags"))?,
-            Some(other) => {
-                return Err(self.field(
-                    &format!("{path}.userTags"),
-                    format!("expected a map of tag keys to values, found {}", describe(other)),
-                ))
-            }
-        };
+        let cloud = if p.name == "aws" { Cloud::Aws } else { Cloud::Azure };
         // The deprecated experimental flag wins when both are set; an omitted flag propagates.
-        let flag = |name: &str| -> Result<Option<bool>, PolicyError> {
-            match p.get(name) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::Bool(b)) => Ok(Some(*b)),
-                Some(other) => {
-                    Err(self
-                        .field(&format!("{path}.{name}"), format!("expected true or false, found {}", describe(other))))
-                }
-            }
-        };
         let enforce = match cloud {
-            Cloud::Aws => flag("experimentalPropagateUserTags")?.or(flag("propagateUserTags")?).unwrap_or(true),
+            Cloud::Aws => p.experimental_propagate_user_tags.or(p.propagate_user_tags).unwrap_or(true),
             Cloud::Azure => true,
         };
-        Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status, ..Layer::default() })
+        Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status: p.user_tags, ..Layer::default() })
     }
 
     fn tag_map(&self, m: &Map<String, Value>, path: &str) -> Result<Vec<(String, String)>, PolicyError> {
@@ -454,7 +451,10 @@ fn is_scalar(v: &Value) -> bool {
     matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_))
 }
 
-/// Tag values are strings; YAML's unquoted numbers and booleans are taken as written.
+/// Tag values are strings; YAML's unquoted numbers and booleans are taken as serde reads them (YAML
+/// 1.2: `yes` stays "yes", `1e3` is "1000.0"). This is deliberate for tagwarden.yaml and bare tag
+/// maps, which only tagwarden reads; an Infrastructure object's values are strings from the API
+/// server. install-config userTags are read as the installer reads them instead (installer_yaml.rs).
 fn scalar(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),

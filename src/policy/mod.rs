@@ -7,6 +7,7 @@
 //! [`crate::validate`].
 
 pub mod cache;
+mod installer_yaml;
 pub mod load;
 
 use std::borrow::Cow;
