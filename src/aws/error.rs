@@ -86,10 +86,13 @@ impl AwsError {
     /// What a user can do about a permanent error.
     pub fn hint(&self) -> Option<String> {
         if DENIED.contains(&self.code.as_str()) {
-            Some(format!(
-                "grant {} to the function's role (infra/aws iam.tf), and check that the resource carries this cluster's ownership tag, which the grant is conditioned on",
-                self.operation
-            ))
+            let grant = format!("grant {} to the function's role (infra/aws iam.tf)", self.operation);
+            // Tag writes are granted only on resources carrying the ownership tag.
+            Some(if super::calls::is_write(self.operation) {
+                format!("{grant}, and check that the resource carries this cluster's ownership tag, which the grant is conditioned on")
+            } else {
+                grant
+            })
         } else if self.class == ErrorClass::Unsupported {
             Some("no tagging API takes this resource type; it is reported as unsupported, not written".to_string())
         } else {
