@@ -186,7 +186,7 @@ impl FaultProxy {
     }
 }
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, BoxError> {
     let (parts, body) = req.into_parts();
@@ -242,11 +242,22 @@ fn choose(inner: &Inner, service: &str, operation: &str) -> Option<Fault> {
     None
 }
 
-async fn forward(
+/// Send the request to `upstream` as it came.
+pub async fn forward(
     upstream: SocketAddr,
     parts: hyper::http::request::Parts,
     body: Bytes,
 ) -> Result<Response<Full<Bytes>>, BoxError> {
+    let (parts, body) = forward_bytes(upstream, parts, body).await?;
+    Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// [`forward`], with the answer's body collected for a caller that reads or rewrites it.
+pub async fn forward_bytes(
+    upstream: SocketAddr,
+    parts: hyper::http::request::Parts,
+    body: Bytes,
+) -> Result<(hyper::http::response::Parts, Bytes), BoxError> {
     let stream = TcpStream::connect(upstream).await?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(async move {
@@ -259,7 +270,7 @@ async fn forward(
     parts.headers.remove(hyper::header::TRANSFER_ENCODING);
     parts.headers.remove(hyper::header::CONTENT_LENGTH);
     parts.headers.remove(hyper::header::CONNECTION);
-    Ok(Response::from_parts(parts, Full::new(body)))
+    Ok((parts, body))
 }
 
 /// `ec2`, `s3`, … from the SigV4 scope; `blob` for Azure Storage (`x-ms-version`, SAS or

@@ -27,9 +27,9 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use super::fault_proxy::{forward, forward_bytes, BoxError};
 type Answer = Response<Full<Bytes>>;
 
 /// Tag writes per call and per resource, as documented.
@@ -534,30 +534,6 @@ async fn upstream_keys(
     form_body: &str,
 ) -> Result<Vec<String>, BoxError> {
     Ok(xml_keys(&upstream_call(upstream, original, form_body).await?))
-}
-
-async fn forward(upstream: SocketAddr, parts: hyper::http::request::Parts, body: Bytes) -> Result<Answer, BoxError> {
-    let (parts, body) = forward_bytes(upstream, parts, body).await?;
-    Ok(Response::from_parts(parts, Full::new(body)))
-}
-
-async fn forward_bytes(
-    upstream: SocketAddr,
-    parts: hyper::http::request::Parts,
-    body: Bytes,
-) -> Result<(hyper::http::response::Parts, Bytes), BoxError> {
-    let stream = TcpStream::connect(upstream).await?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let resp = sender.send_request(Request::from_parts(parts, Full::new(body))).await?;
-    let (mut parts, body) = resp.into_parts();
-    let body = body.collect().await?.to_bytes();
-    parts.headers.remove(hyper::header::TRANSFER_ENCODING);
-    parts.headers.remove(hyper::header::CONTENT_LENGTH);
-    parts.headers.remove(hyper::header::CONNECTION);
-    Ok((parts, body))
 }
 
 fn xml(status: u16, body: String) -> Answer {
