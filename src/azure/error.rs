@@ -131,13 +131,6 @@ impl AzureError {
 
 /// Classify by HTTP status and the service's error code.
 pub fn classify(status: u16, code: &str, message: &str) -> ErrorClass {
-    let lc = code.to_ascii_lowercase();
-    let lm = message.to_ascii_lowercase();
-    let tag_limit = lc.contains("tagcount")
-        || lc.contains("toomanytags")
-        || lc.contains("taglimit")
-        || lc.contains("tagslimit")
-        || (lm.contains("tag") && (lm.contains("maximum of") || lm.contains("exceed")));
     match status {
         429 => ErrorClass::Throttled,
         401 | 403 => ErrorClass::Denied,
@@ -145,9 +138,28 @@ pub fn classify(status: u16, code: &str, message: &str) -> ErrorClass {
         408 | 500..=599 => ErrorClass::Transient,
         // RetryableErrorDueToAnotherOperation / Conflict while the resource is `Updating`.
         409 => ErrorClass::Transient,
-        400 if tag_limit => ErrorClass::TagLimit,
+        400 if is_tag_count(code, message) => ErrorClass::TagLimit,
         _ => ErrorClass::Fatal,
     }
+}
+
+/// ARM's refusal for the number of tags, and only that: its texts are "Too many tags on the
+/// resource/resource group. Requested tag count - 'N'. Maximum number of tags allowed - 'L'."
+/// (code `InvalidTags`) and, in the REST reference, "can have a maximum of 50 tags". A name or
+/// value that is too long ("… exceeded the maximum length", `InvalidTagName`,
+/// `InvalidTagValueLength`) is a different, permanent refusal and not a limit on the resource.
+fn is_tag_count(code: &str, message: &str) -> bool {
+    let lc = code.to_ascii_lowercase();
+    if ["invalidtagname", "invalidtagvaluelength", "invalidtagnamecharacters"].contains(&lc.as_str()) {
+        return false;
+    }
+    let lm = message.to_ascii_lowercase();
+    ["tagcount", "toomanytags", "taglimit", "tagslimit"].iter().any(|c| lc.contains(c))
+        || ["too many tags", "maximum number of tags", "requested tag count"].iter().any(|m| lm.contains(m))
+        || lm.split("maximum of ").skip(1).any(|rest| {
+            let mut words = rest.split_whitespace();
+            words.next().is_some_and(|n| n.parse::<u32>().is_ok()) && words.next().is_some_and(|w| w.starts_with("tag"))
+        })
 }
 
 /// ARM JSON `{"error": {"code", "message"}}` or Storage XML `<Error><Code>…</Code><Message>…`.
@@ -177,6 +189,18 @@ mod tests {
         assert_eq!(classify(400, "InvalidTagCount", ""), ErrorClass::TagLimit);
         assert_eq!(classify(400, "BadRequest", "the resource can have a maximum of 50 tags"), ErrorClass::TagLimit);
         assert_eq!(classify(400, "InvalidTagNameCharacters", "name contains <"), ErrorClass::Fatal);
+        // ARM's own wording of the count refusal (reference/azure.md §3.2; the fake's arm_rules).
+        let too_many = "Too many tags on the resource/resource group. Requested tag count - '17'. Maximum number of tags allowed - '15'.";
+        assert_eq!(classify(400, "InvalidTags", too_many), ErrorClass::TagLimit);
+        assert_eq!(classify(400, "BadRequest", too_many), ErrorClass::TagLimit);
+        // A value or name that is too long is not the resource's tag limit: it is permanent.
+        let long_value = "Tag value too large. Following tag value 'x' exceeded the maximum length. Maximum allowed length for tag value - '256' characters.";
+        assert_eq!(classify(400, "InvalidTagValueLength", long_value), ErrorClass::Fatal);
+        assert_eq!(
+            classify(400, "InvalidTagName", "Maximum allowed length of 128 for tag key exceeded."),
+            ErrorClass::Fatal
+        );
+        assert_eq!(classify(400, "BadRequest", "the tag name exceeds the maximum length"), ErrorClass::Fatal);
         let e = AzureError::from_response(
             "arm:MergeTags",
             "/subscriptions/s/resourceGroups/rg",
