@@ -4,17 +4,22 @@
 //! - **ARM Tags API** (reference/azure.md §3): `GET`/`PATCH` (`Merge`, `Replace`, `Delete`)/`PUT`
 //!   on `{resourceId}/providers/Microsoft.Resources/tags/default?api-version=2021-04-01`, answering
 //!   `{"id": "<resourceId>/providers/Microsoft.Resources/tags/default", "name": "default", "type":
-//!   "Microsoft.Resources/tags", "properties": {"tags": {…}}}`; tag names compare
-//!   case-insensitively (an existing name keeps its casing); at most 50 tags after the operation
-//!   (15 for DNS zones), else 400 with ARM's error shape; 404 `ResourceNotFound` for unknown
-//!   resources; the tag-filtered `resources` / `resourcegroups` listings (no tags in the result,
-//!   paged by `nextLink`). Every request must carry a token the fake identity issued for ARM.
-//!   Faults: 429 + `Retry-After`, 202 + `Location` (polled until done; the write lands then).
+//!   "Microsoft.Resources/tags", "properties": {"tags": {…}}}`. Every write goes through
+//!   [`super::arm_rules`]: what ARM refuses (names, lengths, characters, per-type limits and
+//!   rules, untaggable types, PATCH-less types, duplicates differing in case, the tag count at the
+//!   end of the operation) is refused with ARM's status and `{"error": {"code", "message"}}`.
+//!   Tag names compare case-insensitively (an existing name keeps its casing); 404
+//!   `ResourceNotFound` for unknown resources; the tag-filtered `resources` / `resourcegroups`
+//!   listings (no tags in the result, paged by `nextLink`). Every request must carry a token the
+//!   fake identity issued for ARM. Faults: 429 + `Retry-After`, 202 + `Location` (ARM's
+//!   `…/tagsoperationresults?…&$originalLocation=…` shape, polled until done; the write lands then).
 //! - **Managed identity** (§4.1): `GET /msi/token?resource=&api-version=2019-08-01&client_id=`
 //!   with `X-IDENTITY-HEADER`.
 //! - **Azure Monitor custom metrics** (§5.1): `POST /<resourceId>/metrics`, kept for inspection.
 //!
-//! Every request is logged, so tests count calls by kind.
+//! Every request is logged, so tests count calls by kind. Test set-up ([`FakeAzure::put_resource`],
+//! [`FakeAzure::edit_tags`]) bypasses the rules: it describes what a resource carries, however it
+//! came to.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,6 +27,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use tagwarden::azure::server::{self, Request, Response};
+
+use super::arm_rules::{self, Refusal};
 use tagwarden::TagMap;
 
 pub const IDENTITY_HEADER: &str = "fake-identity-header-secret";
@@ -190,7 +197,7 @@ impl FakeAzure {
                 let p = l.path.to_ascii_lowercase();
                 let kind = if p.ends_with(TAGS_SUFFIX) {
                     "tags"
-                } else if p.contains("/tagsoperationresults/") {
+                } else if p.ends_with("/tagsoperationresults") {
                     "poll"
                 } else {
                     "list"
@@ -328,6 +335,9 @@ fn metrics_api(st: &mut State, r: &Request) -> Response {
     Response::json(st.metrics_status, &json!({}))
 }
 
+/// [S20]: "Tag names are case-insensitive for operations. A tag with a tag name, regardless of the
+/// casing, is updated or retrieved" — the existing name keeps its casing ("the resource provider
+/// might keep the casing you provide").
 fn merge_one(tags: &mut Vec<(String, String)>, k: &str, v: &str) {
     match tags.iter_mut().find(|(ek, _)| ek.eq_ignore_ascii_case(k)) {
         Some(e) => e.1 = v.to_string(),
@@ -338,18 +348,6 @@ fn merge_one(tags: &mut Vec<(String, String)>, k: &str, v: &str) {
 fn tags_body(id: &str, tags: &[(String, String)]) -> Value {
     let map: BTreeMap<&str, &str> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     json!({"id": format!("{id}/providers/Microsoft.Resources/tags/default"), "name": "default", "type": "Microsoft.Resources/tags", "properties": {"tags": map}})
-}
-
-fn limit_for(id: &str) -> usize {
-    let l = id.to_ascii_lowercase();
-    if l.contains("/microsoft.network/dnszones/")
-        || l.contains("/microsoft.cdn/")
-        || l.contains("/microsoft.automation/")
-    {
-        15
-    } else {
-        50
-    }
 }
 
 fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
@@ -382,9 +380,9 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
     }
     let path = r.path.clone();
     let lower = path.to_ascii_lowercase();
-    if let Some(op) = lower.split("/tagsoperationresults/").nth(1) {
-        let Ok(op) = op.parse::<u64>() else { return arm_error(404, "NotFound", "no such operation") };
-        let Some((left, key, tags)) = st.operations.get_mut(&op) else {
+    if lower.ends_with("/tagsoperationresults") {
+        let op = query_param(&r.query, "$originalLocation").and_then(|o| o.parse::<u64>().ok());
+        let Some((left, key, tags)) = op.and_then(|op| st.operations.get_mut(&op)) else {
             return arm_error(404, "NotFound", "no such operation");
         };
         if *left > 0 {
@@ -392,7 +390,9 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
             return Response::json(202, &json!({})).with_header("retry-after", "0");
         }
         let (key, tags) = (key.clone(), tags.clone());
-        st.operations.remove(&op);
+        if let Some(op) = op {
+            st.operations.remove(&op);
+        }
         if let Some(res) = st.resources.get_mut(&key) {
             res.tags = tags;
         }
@@ -419,6 +419,10 @@ fn not_found(id: &str) -> Response {
     arm_error(404, "ResourceNotFound", &format!("The Resource '{id}' was not found."))
 }
 
+fn refused(r: Refusal) -> Response {
+    arm_error(r.status, r.code, &r.message)
+}
+
 /// PATCH/PUT on tags/default. `accept`: answer 202 and apply when polled to completion.
 fn write(st: &mut State, r: &Request, accept: Option<u32>, base: &str) -> Option<Response> {
     let lower = r.path.to_ascii_lowercase();
@@ -429,26 +433,25 @@ fn write(st: &mut State, r: &Request, accept: Option<u32>, base: &str) -> Option
     let Some(res) = st.resources.get(&key).cloned() else {
         return Some(not_found(&r.path[..r.path.len() - TAGS_SUFFIX.len()]));
     };
+    let invalid = |why: &str| Some(arm_error(400, "InvalidRequestContent", why));
     let Ok(body) = serde_json::from_slice::<Value>(&r.body) else {
-        return Some(arm_error(
-            400,
-            "InvalidRequestContent",
-            "The request content was invalid and could not be deserialized.",
-        ));
+        return invalid("The request content was invalid and could not be deserialized.");
     };
     let Some(given) = body.pointer("/properties/tags").and_then(Value::as_object) else {
-        return Some(arm_error(400, "InvalidRequestContent", "properties.tags is required"));
+        return invalid("properties.tags is required");
     };
-    let given: Vec<(String, String)> =
-        given.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect();
-    for (k, v) in &given {
-        if k.is_empty() || k.len() > 512 || k.chars().any(|c| "<>%&\\?/".contains(c)) || v.len() > 256 {
-            return Some(arm_error(
-                400,
-                "InvalidTagNameCharacters",
-                &format!("The tag names '{k}' have reserved characters '<,>,%,&,\\,?,/' or control characters."),
-            ));
-        }
+    // [S19a]: tags are a string-to-string dictionary.
+    let mut tags = Vec::with_capacity(given.len());
+    for (k, v) in given {
+        let Some(v) = v.as_str() else {
+            return invalid(&format!("The value of tag '{k}' is not a string."));
+        };
+        tags.push((k.clone(), v.to_string()));
+    }
+    let given = tags;
+    let kind = arm_rules::kind_of(&res.id);
+    if let Some(refusal) = arm_rules::refuse_request(&kind, &r.method, &given) {
+        return Some(refused(refusal));
     }
     let mut after = res.tags.clone();
     if r.method == "PUT" {
@@ -460,29 +463,20 @@ fn write(st: &mut State, r: &Request, accept: Option<u32>, base: &str) -> Option
             Some("Delete") => after.retain(|(k, v)| {
                 !given.iter().any(|(gk, gv)| gk.eq_ignore_ascii_case(k) && (gv.is_empty() || gv == v))
             }),
-            other => {
-                return Some(arm_error(
-                    400,
-                    "InvalidRequestContent",
-                    &format!("operation {other:?} is not Merge, Replace or Delete"),
-                ))
-            }
+            other => return invalid(&format!("operation {other:?} is not Merge, Replace or Delete")),
         }
     }
-    let limit = limit_for(&res.id);
-    if after.len() > limit {
-        return Some(arm_error(
-            400,
-            "BadRequest",
-            &format!("The specified entity can have a maximum of {limit} tags at the end of the operation."),
-        ));
+    if let Some(refusal) = arm_rules::refuse_count(&kind, after.len()) {
+        return Some(refused(refusal));
     }
     if let Some(polls) = accept {
         st.next_id += 1;
         let op = st.next_id;
         st.operations.insert(op, (polls, key, after));
         let sub = res.id.split('/').nth(2).unwrap_or_default().to_string();
-        let location = format!("{base}/subscriptions/{sub}/tagsoperationresults/{op}?api-version=2021-04-01");
+        // ARM's shape (reference/azure.md §3.5): an opaque `$originalLocation` on the subscription.
+        let location =
+            format!("{base}/subscriptions/{sub}/tagsoperationresults?api-version=2021-04-01&%24originalLocation={op}");
         return Some(
             Response::json(202, &json!({})).with_header("location", &location).with_header("retry-after", "0"),
         );
