@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::azurite;
 use support::env::{
-    cloud_event, eg_event, infrastructure, rid, Env, INFRA, OWNER, OWN_CLIENT, OWN_PRINCIPAL, SOMEONE, SUB,
+    blob_created, cloud_event, eg_event, infrastructure, queue_message, rid, timer, Env, INFRA, OWNER, OWN_CLIENT,
+    OWN_PRINCIPAL, SOMEONE, SUB,
 };
 use support::fake::Fault;
 use tagwarden::azure::blob_store::PolicyChange;
@@ -485,17 +486,11 @@ async fn sweep_and_policy_change_reach_every_owned_resource() {
     assert_eq!(env.fake.tags(&shared).expect("vnet").get("team"), None);
     assert!(env.fake.count("GET list") >= 4, "paged listings: {:?}", env.fake.arm_calls());
 
-    // The policy changes (Event Grid BlobCreated on the policy container): an immediate sweep.
+    // The policy changes (Event Grid BlobCreated on the policy container): the queued sweep.
     env.publish("layers/10.yaml", "team: platform-2\n").await;
     env.fake.inject("PATCH", Fault::Status { status: 403, code: "AuthorizationFailed" });
-    let blob_created = json!({
-        "topic": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy",
-        "subject": "/blobServices/default/containers/policy/blobs/layers/10.yaml",
-        "eventType": "Microsoft.Storage.BlobCreated", "id": support::suffix(), "eventTime": "2026-11-21T10:00:00Z",
-        "data": {"api": "PutBlob", "url": "https://policy.blob.core.windows.net/policy/layers/10.yaml"}, "dataVersion": "", "metadataVersion": "1"
-    });
-    let (status, body) = env.invoke("drift", "eventGridEvent", blob_created.clone()).await;
-    assert_eq!(status, 500, "one resource failed: {body:#}");
+    let (status, body) = env.invoke("sweep-queue", "message", queue_message(&blob_created("layers/10.yaml"))).await;
+    assert_eq!(status, 500, "one resource failed; the queue retries the sweep: {body:#}");
     assert_eq!(body["ReturnValue"]["by_status"]["applied"], 5);
     // The status report lists the failure (the Azure seed's resourceTags list: name + error).
     let report: Value = serde_json::from_str(
@@ -506,12 +501,70 @@ async fn sweep_and_policy_change_reach_every_owned_resource() {
     assert_eq!(failures.len(), 1, "{report:#}");
     assert!(failures[0]["error"].as_str().unwrap_or_default().contains("AuthorizationFailed"));
     assert!(!failures[0]["name"].as_str().unwrap_or_default().is_empty());
+}
 
-    // The function's own status report is not a policy change.
-    env.fake.clear_log();
-    let mut own = blob_created;
-    own["subject"] = json!("/blobServices/default/containers/policy/blobs/layers/tagwarden-status.json");
-    let (status, _) = env.invoke("drift", "eventGridEvent", own).await;
+#[tokio::test]
+async fn policy_blob_created_is_answered_at_once_and_the_queue_sweeps() {
+    let env = Env::new("layers/", &[("layers/00.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let disks: Vec<String> = (0..3).map(|i| rid("Microsoft.Compute/disks", &format!("disk-{i}"))).collect();
+    for d in &disks {
+        env.fake.put_resource(d, &[(OWNER, "owned"), ("team", "platform")]);
+    }
+    let (status, _) = env.invoke("sweep", "timer", timer()).await;
     assert_eq!(status, 200);
-    assert!(env.fake.arm_calls().is_empty());
+    let downloads = env.handler.reconciler.store.downloads();
+
+    // A new version: Event Grid's BlobCreated reaches `drift` (and a webhook subscription). It is
+    // answered at once, having re-read the policy, without listing, reading or writing any resource.
+    env.publish("layers/10.yaml", "team: platform-2\n").await;
+    env.fake.clear_log();
+    env.handler.calls.reset();
+    let start = Instant::now();
+    let (status, body) = env.invoke("drift", "eventGridEvent", blob_created("layers/10.yaml")).await;
+    assert_eq!(status, 200, "{body:#}");
+    let (status, direct) = env.deliver_with(&json!([blob_created("layers/10.yaml")]), &[]).await;
+    assert_eq!(status, 200, "{direct:#}");
+    assert!(start.elapsed() < Duration::from_secs(5), "answered at once: {:?}", start.elapsed());
+    assert_eq!(env.fake.arm_calls(), Vec::<String>::new(), "no ARM call in the Event Grid delivery");
+    assert_eq!(env.handler.calls.arm(), 0, "{:?}", env.handler.calls.snapshot());
+    assert_eq!((body["ReturnValue"]["events"].as_u64(), body["ReturnValue"]["resources"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(env.handler.reconciler.store.downloads(), downloads + 1, "the new layer was read and validated");
+    assert!(disks.iter().all(|d| env.fake.tags(d).expect("disk")["team"] == "platform"), "nothing written yet");
+
+    // An invalid version is rejected there too (reported, last good kept), still without ARM.
+    env.publish("layers/20.yaml", "Team: x\nteam: y\n").await;
+    let (status, body) = env.invoke("drift", "eventGridEvent", blob_created("layers/20.yaml")).await;
+    assert_eq!(status, 200, "the last good version stays in force: {body:#}");
+    assert_eq!(env.report().await.map(|r| r["policy"]["state"].clone()), Some(json!("rejected-keeping-last-good")));
+    assert!(env.fake.posted_metrics().iter().any(|(_, b)| b.contains("\"PolicyRejected\"")));
+    assert_eq!(env.fake.arm_calls(), Vec::<String>::new());
+    env.delete("layers/20.yaml").await;
+
+    // The queue the same events are routed to runs the sweep, whichever way the host hands the
+    // message over: base64 (as Event Grid writes it), the JSON text, or the JSON value.
+    let event = blob_created("layers/10.yaml");
+    for message in [queue_message(&event), Value::String(event.to_string()), event.clone()] {
+        env.fake.clear_log();
+        let (status, body) = env.invoke("sweep-queue", "message", message).await;
+        assert_eq!(status, 200, "{body:#}");
+        assert!(env.fake.count("GET list") >= 1, "{:?}", env.fake.arm_calls());
+        assert_eq!(body["ReturnValue"]["resources"].as_u64(), Some(3), "{body:#}");
+    }
+    assert!(disks.iter().all(|d| env.fake.tags(d).expect("disk")["team"] == "platform-2"));
+    assert_eq!(env.report().await.map(|r| r["policy"]["state"].clone()), Some(json!("ok")));
+
+    // The function's own status report is not a policy change; a message that is not a policy
+    // event fails, so the queue retries it and then parks it in the poison queue.
+    env.fake.clear_log();
+    let own = blob_created("layers/tagwarden-status.json");
+    let (status, _) = env.invoke("drift", "eventGridEvent", own.clone()).await;
+    assert_eq!(status, 200);
+    let (status, _) = env.invoke("sweep-queue", "message", queue_message(&own)).await;
+    assert_eq!(status, 200);
+    let vm_write = eg_event(&disks[0], "Microsoft.Compute/disks/write", SOMEONE);
+    for bad in [json!("not base64, not JSON"), queue_message(&vm_write)] {
+        let (status, body) = env.invoke("sweep-queue", "message", bad).await;
+        assert_eq!(status, 500, "{body:#}");
+    }
+    assert_eq!(env.fake.arm_calls(), Vec::<String>::new());
 }

@@ -15,10 +15,11 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::azurite;
 use support::env::{
-    captured, eg_event, infrastructure, invoke, records, rid, sas_signatures, tampered_sas, timer, Env, OWNER, SOMEONE,
+    blob_created, captured, eg_event, infrastructure, invoke, queue_message, records, rid, sas_signatures,
+    tampered_sas, timer, Env, OWNER, SOMEONE,
 };
 use support::fake::Fault as ArmFault;
 use tagwarden::policy::load::MAX_DOCUMENT_BYTES;
@@ -172,25 +173,17 @@ async fn check(env: &mut Env, v1: &str, docs: &[(&'static str, String)], case: &
     for (name, text) in docs {
         env.publish(name, text).await;
     }
-    // The restored policy's own BlobCreated event: a sweep with it re-read, which also picks up
-    // the resource the cold function left alone, and rewrites the status report.
+    // The restored policy's own BlobCreated event: `drift` re-checks the policy and answers at
+    // once; the sweep from the queue picks up the resource the cold function left alone, and
+    // rewrites the status report.
     let (status, body) = env.invoke("drift", "eventGridEvent", blob_created(&env.policy)).await;
+    assert_eq!(status, 200, "{what}: {body:#}");
+    let (status, body) = env.invoke("sweep-queue", "message", queue_message(&blob_created(&env.policy))).await;
     assert_eq!(status, 200, "{what}: {body:#}");
     let recs = records(&body);
     assert!(recs.iter().all(|r| r["policy_version"] == v1), "{what}: restored: {body:#}");
     assert_eq!(env.fake.tags(&disk).expect("disk").get("team").map(String::as_str), Some("platform"));
     assert_eq!(env.report().await.map(|r| r["policy"]["state"].clone()), Some(json!("ok")), "{what}: report restored");
-}
-
-/// Event Grid's `BlobCreated` for a blob of the policy.
-fn blob_created(policy: &str) -> Value {
-    json!({
-        "topic": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy",
-        "subject": format!("/blobServices/default/containers/policy/blobs/{policy}"),
-        "eventType": "Microsoft.Storage.BlobCreated", "id": support::suffix(), "eventTime": "2026-11-21T10:00:00Z",
-        "data": {"api": "PutBlob", "url": format!("https://policy.blob.core.windows.net/policy/{policy}")},
-        "dataVersion": "", "metadataVersion": "1"
-    })
 }
 
 /// Warm up `env` with one applied event; the version in force.

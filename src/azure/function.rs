@@ -2,22 +2,28 @@
 //! the very same path in-process (and, through [`super::server`], over HTTP).
 //!
 //! Two ways in (reference/azure.md §2, §1.8):
-//! - **The Functions host** (`eventGridTrigger` / `timerTrigger`): `POST /<function>` with
-//!   `{"Data": {<binding>: <value>}, "Metadata": {…}}`, answered with
+//! - **The Functions host** (`eventGridTrigger` / `timerTrigger` / `queueTrigger`):
+//!   `POST /<function>` with `{"Data": {<binding>: <value>}, "Metadata": {…}}`, answered with
 //!   `{"Outputs": {}, "Logs": [...], "ReturnValue": …}`. `POST /drift` carries one Event Grid event
-//!   (sometimes as a JSON string: it is parsed twice); `POST /sweep` is the timer.
+//!   (sometimes as a JSON string: it is parsed twice); `POST /sweep` is the timer;
+//!   `POST /sweep-queue` carries one queue message holding a policy `BlobCreated` event.
 //! - **Event Grid directly** (a webhook subscription, or a local test): the body is the event array
 //!   (Event Grid schema) or a CloudEvents batch. `aeg-event-type: SubscriptionValidation` is
 //!   answered `200 {"validationResponse": code}`; CloudEvents' `OPTIONS` abuse-protection handshake
 //!   is answered with `WebHook-Allowed-Origin`.
 //!
-//! A resource write event is reconciled; `Microsoft.Storage.BlobCreated` for the policy starts a
-//! sweep with the policy re-read (not for the function's own status report). Any failure answers
-//! non-2xx, so Event Grid retries and finally dead-letters the event. Metrics go to Azure Monitor
-//! once per invocation, best effort. `GET /` answers the host's readiness probe.
+//! A resource write event is reconciled. `Microsoft.Storage.BlobCreated` for the policy (not for
+//! the function's own status report) only re-checks the policy and answers at once: Event Grid
+//! waits 30 s for an answer, and a sweep (disk writes answered 202 are polled for up to 120 s)
+//! can take far longer. The sweep runs from the storage queue the same events are routed to
+//! (`sweep-queue`), where the host's `functionTimeout` bounds it and a failure is retried, then
+//! parked in the poison queue. Any failure answers non-2xx, so Event Grid (or the queue) retries
+//! and finally dead-letters. Metrics go to Azure Monitor once per invocation, best effort.
+//! `GET /` answers the host's readiness probe.
 
 use std::sync::Arc;
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 use super::arm::ArmClient;
@@ -32,6 +38,8 @@ use crate::events;
 use crate::policy::STATUS_REPORT_NAME;
 
 pub const BLOB_CREATED: &str = "Microsoft.Storage.BlobCreated";
+/// The queue-triggered function (`sweep-queue/function.json`) that runs the policy sweep.
+pub const SWEEP_QUEUE_FUNCTION: &str = "sweep-queue";
 
 /// Everything an invocation needs, built once at start-up and shared by every invocation.
 pub struct Handler {
@@ -48,8 +56,10 @@ pub enum Work {
     Events(Vec<u8>),
     /// A scheduled sweep.
     Sweep,
-    /// The policy changed: re-read it now, then sweep.
+    /// The policy changed (Event Grid `BlobCreated`): re-check it now and answer; no sweep here.
     PolicyChanged,
+    /// The queued sweep after a policy change (`sweep-queue`): sweep with the policy re-read.
+    PolicySweep,
     /// Only the function's own status report changed.
     OwnStatusReport,
 }
@@ -124,8 +134,15 @@ impl Handler {
         let is_timer = function.eq_ignore_ascii_case("sweep")
             || method.eq_ignore_ascii_case("sweep")
             || data.get("timer").is_some();
+        let is_queue =
+            function.eq_ignore_ascii_case(SWEEP_QUEUE_FUNCTION) || method.eq_ignore_ascii_case(SWEEP_QUEUE_FUNCTION);
         let work = if is_timer {
             Ok(Work::Sweep)
+        } else if is_queue {
+            let dequeued = envelope.pointer("/Metadata/DequeueCount").and_then(Value::as_u64);
+            tracing::info!(dequeue_count = dequeued, "policy sweep from the queue");
+            let message = data.get("message").or_else(|| data.as_object().and_then(|m| m.values().next()));
+            message.ok_or_else(|| "the invocation's Data holds no queue message".to_string()).and_then(queue_work)
         } else {
             // One trigger binding: `eventGridEvent`, or whatever the binding is named.
             let value = data.get("eventGridEvent").or_else(|| data.as_object().and_then(|m| m.values().next()));
@@ -167,7 +184,8 @@ impl Handler {
                 out
             }
             Work::Sweep => self.reconciler.sweep(false).await,
-            Work::PolicyChanged => {
+            Work::PolicyChanged => self.reconciler.recheck_policy().await,
+            Work::PolicySweep => {
                 let mut out = self.reconciler.sweep(true).await;
                 out.metrics.events_received += 1;
                 out
@@ -226,6 +244,41 @@ pub fn work_of(payload: &Value) -> Result<Work, String> {
     Ok(if own { Work::OwnStatusReport } else { Work::PolicyChanged })
 }
 
+/// What a `sweep-queue` message asks for: the policy sweep for a policy `BlobCreated` event,
+/// nothing for the function's own status report, and an error for anything else (a retry cannot
+/// help; after `maxDequeueCount` attempts the host parks the message in `<queue>-poison`).
+pub fn queue_work(message: &Value) -> Result<Work, String> {
+    match work_of(&queue_payload(message, 0)?)? {
+        Work::PolicyChanged | Work::PolicySweep => Ok(Work::PolicySweep),
+        Work::OwnStatusReport => Ok(Work::OwnStatusReport),
+        Work::Events(_) | Work::Sweep => {
+            Err("the sweep queue carries policy BlobCreated events only; this message holds another event".to_string())
+        }
+    }
+}
+
+/// The event a queue message holds. The host hands the message over as a JSON value or as a
+/// string (it JSON-encodes strings, reference/azure.md §2.3); the string is the event's JSON or,
+/// when the queue extension does not decode it (`messageEncoding: none`) or Event Grid's own
+/// encoding is left on, base64 of it.
+fn queue_payload(message: &Value, depth: u8) -> Result<Value, String> {
+    const MAX_DEPTH: u8 = 3;
+    let text = match message {
+        Value::Object(_) | Value::Array(_) => return Ok(message.clone()),
+        Value::String(s) if depth < MAX_DEPTH => s.trim(),
+        Value::String(_) => return Err("the queue message is encoded too many times".to_string()),
+        other => return Err(format!("the queue message is not an event: {other}")),
+    };
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        return queue_payload(&v, depth + 1);
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("the queue message is neither JSON nor base64 ({e})"))?;
+    let inner = std::str::from_utf8(&bytes).map_err(|e| format!("the base64 queue message is not UTF-8: {e}"))?;
+    queue_payload(&Value::String(inner.to_string()), depth + 1)
+}
+
 /// `200 {"validationResponse": code}` for Event Grid's synchronous handshake.
 fn validation(body: &[u8]) -> Response {
     let code = events::parse(body).ok().and_then(|evs| evs.into_iter().find_map(|e| e.validation_code));
@@ -271,7 +324,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blob_created_routes_to_a_sweep_except_our_report() {
+    fn blob_created_routes_to_a_policy_recheck_except_our_report() {
         let blob = |subject: &str| json!({"eventType": BLOB_CREATED, "subject": subject, "data": {}});
         assert_eq!(
             work_of(&blob("/blobServices/default/containers/policy/blobs/layers/10.yaml")),
@@ -287,6 +340,34 @@ mod tests {
         ));
         assert!(work_of(&json!([])).is_err());
         assert!(work_of(&json!("x")).is_err());
+    }
+
+    #[test]
+    fn queue_messages_in_every_encoding() {
+        let blob = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/10.yaml"});
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let text = blob.to_string();
+        for message in [
+            blob.clone(),
+            Value::String(text.clone()),
+            Value::String(Value::String(text.clone()).to_string()),
+            Value::String(b64(&text)),
+            Value::String(b64(&Value::String(text.clone()).to_string())),
+        ] {
+            assert_eq!(queue_work(&message), Ok(Work::PolicySweep), "{message}");
+        }
+        let own = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/tagwarden-status.json"});
+        assert_eq!(queue_work(&Value::String(b64(&own.to_string()))), Ok(Work::OwnStatusReport));
+        let write = json!({"eventType": "Microsoft.Resources.ResourceWriteSuccess", "subject": "/subscriptions/s"});
+        assert!(queue_work(&write).unwrap_err().contains("policy BlobCreated events only"));
+        assert!(queue_work(&json!("not an event")).unwrap_err().contains("neither JSON nor base64"));
+        assert!(queue_work(&json!(42)).is_err());
+        // A string that decodes to itself forever is refused, not followed.
+        let mut nested = Value::String(text);
+        for _ in 0..4 {
+            nested = Value::String(nested.to_string());
+        }
+        assert!(queue_work(&nested).unwrap_err().contains("too many times"));
     }
 
     #[test]

@@ -80,6 +80,19 @@ impl Reconciler {
         }
     }
 
+    /// A policy blob changed: re-read the policy now (a conditional GET, then validate and cache;
+    /// a rejected version is counted and reported, and the last good one stays in force). Lists,
+    /// reads and writes no resource: that is the queued sweep's work, so the Event Grid delivery
+    /// that asked for this is answered within its 30 s.
+    pub async fn recheck_policy(&self) -> Outcome {
+        let mut out = Outcome::default();
+        out.metrics.events_received = 1;
+        if let Some(policy) = self.policy(&mut out, true).await {
+            tracing::info!(version = %policy.policy.version, "policy re-checked; the sweep runs from the queue");
+        }
+        out
+    }
+
     /// Reconcile the resource an event names. Ignored and own events make no call at all.
     pub async fn handle_event(&self, event: &Event) -> Outcome {
         let mut out = Outcome::default();

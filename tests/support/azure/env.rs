@@ -95,6 +95,24 @@ pub fn envelope(function: &str, binding: &str, value: Value) -> String {
     .to_string()
 }
 
+/// Event Grid's `Microsoft.Storage.BlobCreated` for blob `name` of the policy container.
+pub fn blob_created(name: &str) -> Value {
+    json!({
+        "topic": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy",
+        "subject": format!("/blobServices/default/containers/policy/blobs/{name}"),
+        "eventType": "Microsoft.Storage.BlobCreated", "id": super::suffix(), "eventTime": "2026-11-21T10:00:00Z",
+        "data": {"api": "PutBlob", "url": format!("https://policy.blob.core.windows.net/policy/{name}")},
+        "dataVersion": "", "metadataVersion": "1"
+    })
+}
+
+/// A storage-queue message holding `event`, as the `sweep-queue` trigger's binding value: the
+/// event's JSON, base64-encoded (host.json sets `messageEncoding: none`, so the host passes the
+/// text as it sits in the queue).
+pub fn queue_message(event: &Value) -> Value {
+    Value::String(super::azurite::base64_encode(event.to_string().as_bytes()))
+}
+
 /// The timer trigger's binding value.
 pub fn timer() -> Value {
     json!({"Schedule": {"AdjustForDST": true}, "IsPastDue": false})
