@@ -3,8 +3,12 @@
 //! `127.0.0.1:$FUNCTIONS_CUSTOMHANDLER_PORT`. Every request goes to
 //! `tagwarden::azure::function::Handler::handle`; this binary only wires things together.
 //!
-//! The app package is this binary plus `host.json`, `drift/function.json` (Event Grid trigger)
-//! and `sweep/function.json` (timer trigger, `%TAGWARDEN_SWEEP_SCHEDULE%`) from this crate.
+//! The app package is this binary plus `host.json`, `drift/function.json` (Event Grid trigger:
+//! resource writes, and policy `BlobCreated`, which only re-checks the policy),
+//! `sweep/function.json` (timer trigger, `%TAGWARDEN_SWEEP_SCHEDULE%`) and
+//! `sweep-queue/function.json` (queue trigger on `%TAGWARDEN_SWEEP_QUEUE%` in the
+//! `AzureWebJobsStorage` account: the policy `BlobCreated` events routed there run the sweep,
+//! one message at a time per instance; `host.json` reads messages as they are, base64 or JSON).
 //!
 //! Configuration (validated at start-up; a bad value exits 1 with the variable and the fix):
 //! - `TAGWARDEN_POLICY`: the policy blob URL, or a blob-prefix URL ending in `/` (a SAS query
@@ -19,6 +23,8 @@
 //!   `TAGWARDEN_METRICS_REGION` (or App Service's `REGION_NAME`) or `TAGWARDEN_METRICS_ENDPOINT`;
 //! - `TAGWARDEN_SWEEP_SCOPES`: comma-separated subscription / resource-group IDs to sweep
 //!   (default: the subscription of `TAGWARDEN_METRICS_RESOURCE_ID`);
+//! - `TAGWARDEN_SWEEP_QUEUE`: read by the host only (`sweep-queue/function.json`), the queue
+//!   the policy `BlobCreated` events are routed to;
 //! - `FUNCTIONS_CUSTOMHANDLER_PORT` (set by the host; default 8080), `RUST_LOG` (default `info`).
 
 use std::process::ExitCode;

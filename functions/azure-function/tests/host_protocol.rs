@@ -126,6 +126,33 @@ async fn binary_serves_the_functions_host_protocol() {
     let resp = post(envelope(&json!({"not": "an event"}))).await.expect("POST /drift");
     assert_eq!(resp.status().as_u16(), 500);
 
+    // A policy change: `drift` re-checks the policy and answers without any ARM call; the sweep
+    // runs from `sweep-queue`, whose message (the same BlobCreated event) the host passes as the
+    // base64 text it found in the queue (host.json: `messageEncoding: none`).
+    let blob_created = json!({
+        "topic": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy",
+        "subject": "/blobServices/default/containers/policy/blobs/infrastructure.json",
+        "eventType": "Microsoft.Storage.BlobCreated", "id": support::suffix(), "eventTime": "2026-11-21T10:00:00Z",
+        "data": {"api": "PutBlob"}, "dataVersion": "", "metadataVersion": "1"
+    });
+    fake.clear_log();
+    let resp = post(envelope(&blob_created)).await.expect("POST /drift");
+    assert_eq!(resp.status().as_u16(), 200);
+    assert!(fake.arm_calls().is_empty(), "{:?}", fake.arm_calls());
+    let message = azurite::base64_encode(blob_created.to_string().as_bytes());
+    let queued = json!({"Data": {"message": message}, "Metadata": {"DequeueCount": 1, "Id": support::suffix(), "sys": {"MethodName": "sweep-queue", "UtcNow": "2026-11-21T10:00:02Z", "RandGuid": support::suffix()}}});
+    let resp = http
+        .post(format!("{base}/sweep-queue"))
+        .header("content-type", "application/json; charset=utf-8")
+        .body(queued.to_string())
+        .send()
+        .await
+        .expect("POST /sweep-queue");
+    assert_eq!(resp.status().as_u16(), 200);
+    let body: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("JSON");
+    assert_eq!(body["ReturnValue"]["by_status"], json!({"unchanged": 1}), "{body:#}");
+    assert!(fake.arm_calls().contains(&"GET list".to_string()), "{:?}", fake.arm_calls());
+
     let rss = peak_rss_kib(child.0.id());
     eprintln!(
         "measurements (profile: {}): ready {} ms, first event handled {} ms after spawn, warm no-drift event {} ms, peak RSS {} KiB; ARM calls per event: drift {:?}, no drift {:?}",
