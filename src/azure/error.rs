@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::report::{Failure, Record, Status};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
     /// 429 even after honouring `Retry-After`.
@@ -16,6 +18,9 @@ pub enum ErrorClass {
     TagLimit,
     /// 401/403: the identity lacks a role.
     Denied,
+    /// 405: the resource refuses the Tags API's PATCH. Azure documents this for IP Groups and
+    /// Firewall Policies, whose tags only their own update sets (tag-resources.md, Limitations).
+    Unsupported,
     /// Validation and everything else a retry cannot fix.
     Fatal,
 }
@@ -23,6 +28,19 @@ pub enum ErrorClass {
 impl ErrorClass {
     pub fn is_retryable(self) -> bool {
         matches!(self, ErrorClass::Throttled | ErrorClass::Transient | ErrorClass::NotFound)
+    }
+
+    /// Whether a failure of this class is worth another delivery. A 403 is: an Azure role
+    /// assignment takes minutes to propagate, which Event Grid's retry schedule outlasts. What ARM
+    /// refuses as invalid (400) or unsupported (405) fails the same way every time, so it is
+    /// recorded and reported, and the delivery succeeds instead of being retried for a day.
+    pub fn failure(self) -> Failure {
+        match self {
+            ErrorClass::Throttled | ErrorClass::Transient | ErrorClass::NotFound | ErrorClass::Denied => {
+                Failure::Transient
+            }
+            ErrorClass::TagLimit | ErrorClass::Unsupported | ErrorClass::Fatal => Failure::Permanent,
+        }
     }
 }
 
@@ -102,6 +120,16 @@ impl AzureError {
         AzureError::new(operation, target, None, "Transport", &message, ErrorClass::Transient)
     }
 
+    /// `record`, ended by this error: over the limit (ARM's own check), unsupported, or failed
+    /// (permanently or not, see [`ErrorClass::failure`]).
+    pub fn into_record(self, record: Record) -> Record {
+        match self.class {
+            ErrorClass::TagLimit => Record { status: Status::LimitExceeded, error: Some(self.to_string()), ..record },
+            ErrorClass::Unsupported => record.unsupported(self.to_string()),
+            class => record.failing(class.failure(), self.to_string()),
+        }
+    }
+
     /// What to do about it, for the operator reading the log or the status report.
     fn hint(&self) -> Option<&'static str> {
         match (self.class, self.operation) {
@@ -124,6 +152,12 @@ impl AzureError {
                 Some("check IDENTITY_ENDPOINT/IDENTITY_HEADER and that TAGWARDEN_SELF_CLIENT_ID names an identity assigned to the app")
             }
             (ErrorClass::TagLimit, _) => Some("the resource would exceed its tag limit; nothing was written"),
+            (ErrorClass::Unsupported, _) => Some(
+                "this resource type refuses the Tags API's PATCH; set its tags with the resource's own update (e.g. az network ip-group update); not retried",
+            ),
+            (ErrorClass::Fatal, op) if op.starts_with("arm:MergeTags") => Some(
+                "ARM refuses these tags on this resource type (the message says which rule); change the policy for this type; not retried",
+            ),
             _ => None,
         }
     }
@@ -138,6 +172,7 @@ pub fn classify(status: u16, code: &str, message: &str) -> ErrorClass {
         408 | 500..=599 => ErrorClass::Transient,
         // RetryableErrorDueToAnotherOperation / Conflict while the resource is `Updating`.
         409 => ErrorClass::Transient,
+        405 => ErrorClass::Unsupported,
         400 if is_tag_count(code, message) => ErrorClass::TagLimit,
         _ => ErrorClass::Fatal,
     }

@@ -17,13 +17,12 @@ use futures_util::stream::{self, StreamExt};
 
 use super::arm::ArmClient;
 use super::blob_store::{BlobPolicyStore, LoadedPolicy, PolicyChange};
-use super::ErrorClass;
 use crate::cloud::Cloud;
 use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
 pub use crate::report::Outcome;
-use crate::report::{Record, Status};
+use crate::report::Record;
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 
@@ -120,7 +119,7 @@ impl Reconciler {
         let version = &policy.policy.version;
         let current = match self.arm.get_tags(&r.id).await {
             Ok(tags) => tags,
-            Err(e) => return Record::failed(Cloud::Azure, r, version, e.to_string()),
+            Err(e) => return e.into_record(Record::failed(Cloud::Azure, r, version, String::new())),
         };
         let plan = plan::plan(&policy.policy, Cloud::Azure, &policy.infra_id, r, &current);
         let mut written = false;
@@ -133,13 +132,13 @@ impl Reconciler {
             }
         }
         let elapsed = start.elapsed().as_millis() as u64;
-        let mut record = Record::from_plan(Cloud::Azure, &policy.policy, &plan, written, elapsed);
-        if let Some(e) = error {
-            // ARM's own limit check (a concurrent writer got there first, or a lower limit).
-            record.status = if e.class == ErrorClass::TagLimit { Status::LimitExceeded } else { Status::Failed };
-            record.error = Some(e.to_string());
+        let record = Record::from_plan(Cloud::Azure, &policy.policy, &plan, written, elapsed);
+        // ARM's own checks: the limit (a concurrent writer got there first, or a lower limit), a
+        // type that refuses the PATCH, a refused tag, or a failure worth another delivery.
+        match error {
+            Some(e) => e.into_record(record),
+            None => record,
         }
-        record
     }
 
     /// Plan (and, unless dry-run, write) every owned resource in the sweep scopes; `force`
