@@ -99,12 +99,14 @@ impl Cloud {
             Cloud::Aws => 50,
             Cloud::Azure => {
                 let t = resource_type.to_ascii_lowercase();
-                // Azure documents a 15-tag limit for DNS, CDN and Automation resources.
+                // Azure documents a 15-tag limit for Automation, CDN, public and private DNS (zones
+                // and A records) and Log Analytics saved searches (tag-resources.md, Limitations).
                 let small = [
                     "microsoft.network/dnszones",
                     "microsoft.network/privatednszones",
                     "microsoft.cdn/",
                     "microsoft.automation/",
+                    "microsoft.operationalinsights/workspaces/savedsearches",
                 ];
                 if small.iter().any(|p| t.starts_with(p)) {
                     15
@@ -216,6 +218,10 @@ mod tests {
     fn azure_small_limits() {
         assert_eq!(Cloud::Azure.default_resource_tag_limit("Microsoft.Network/dnszones"), 15);
         assert_eq!(Cloud::Azure.default_resource_tag_limit("Microsoft.Cdn/profiles"), 15);
+        assert_eq!(
+            Cloud::Azure.default_resource_tag_limit("Microsoft.OperationalInsights/workspaces/savedSearches"),
+            15
+        );
         assert_eq!(Cloud::Azure.default_resource_tag_limit("Microsoft.Compute/virtualMachines"), 50);
     }
 }

@@ -18,6 +18,42 @@ fn statuses(body: &Value) -> Value {
     body["ReturnValue"]["by_status"].clone()
 }
 
+/// `n` unmanaged tags plus the ownership tag.
+fn tags_with_owner(n: usize) -> Vec<(String, String)> {
+    let mut tags: Vec<(String, String)> = (0..n).map(|i| (format!("user{i:02}"), "x".to_string())).collect();
+    tags.push((OWNER.to_string(), "owned".to_string()));
+    tags
+}
+
+fn refs(tags: &[(String, String)]) -> Vec<(&str, &str)> {
+    tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+#[tokio::test]
+async fn every_fifteen_tag_type_is_planned_over_its_limit_without_a_write() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform"), ("env", "prod")], &[]))]).await;
+    // tag-resources.md, Limitations: "The following Azure resources only support 15 tags".
+    let kinds = [
+        ("Microsoft.Network/dnszones", "mycluster.example.com"),
+        ("Microsoft.Network/privateDnsZones", "mycluster.internal"),
+        ("Microsoft.Cdn/profiles", "images"),
+        ("Microsoft.Automation/automationAccounts", "ops"),
+        ("Microsoft.OperationalInsights/workspaces/logs/savedSearches", "drift"),
+    ];
+    for (kind, name) in kinds {
+        let id = rid(kind, name);
+        // 14 tags: room for one more, the policy adds two.
+        env.fake.put_resource(&id, &refs(&tags_with_owner(13)));
+        env.fake.clear_log();
+        let (status, body) =
+            env.invoke("drift", "eventGridEvent", eg_event(&id, &format!("{kind}/write"), SOMEONE)).await;
+        assert_eq!(status, 200, "{kind}: {body:#}");
+        assert_eq!(statuses(&body), json!({"limit-exceeded": 1}), "{kind}: {body:#}");
+        assert_eq!(env.fake.arm_calls(), ["GET tags"], "{kind}: planned over the limit, nothing sent");
+        assert_eq!(env.fake.tags(&id).expect("resource").len(), 14);
+    }
+}
+
 #[tokio::test]
 async fn a_differently_cased_key_updates_the_existing_tag_once() {
     let env = Env::new("p.json", &[("p.json", &infrastructure(&[("Team", "platform")], &[]))]).await;
