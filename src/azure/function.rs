@@ -370,6 +370,23 @@ mod tests {
         assert!(queue_work(&nested).unwrap_err().contains("too many times"));
     }
 
+    proptest::proptest! {
+        /// Hostile queue messages: any text, or base64 of any bytes, is a sweep, nothing or a
+        /// reason; never a panic.
+        #[test]
+        fn queue_messages_never_panic(
+            text in "\\PC{0,64}",
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+        ) {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            for message in [Value::String(text.clone()), Value::String(b64), json!({"eventType": text})] {
+                if let Err(e) = queue_work(&message) {
+                    proptest::prop_assert!(!e.is_empty());
+                }
+            }
+        }
+    }
+
     #[test]
     fn handshakes() {
         let body = br#"[{"id":"1","topic":"/subscriptions/s","subject":"","data":{"validationCode":"512d38b6","validationUrl":"https://x"},"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","eventTime":"2018-01-25T22:12:19Z","metadataVersion":"1","dataVersion":"1"}]"#;
