@@ -96,6 +96,8 @@ async fn refusals_a_retry_cannot_fix_are_reported_not_retried() {
     let error = rec["error"].as_str().unwrap_or_default();
     assert!(error.contains("MethodNotAllowed") && error.contains("own update"), "{error}");
     assert_eq!(env.fake.count("PATCH tags"), 1, "tried once, not again");
+    let posted = env.fake.posted_metrics();
+    assert!(posted.iter().any(|(_, b)| b.contains("\"Unsupported\"")), "Azure Monitor hears of it: {posted:?}");
 
     // A tag ARM rejects (here injected: a validated policy cannot produce one) fails permanently.
     env.fake.inject("PATCH", Fault::Status { status: 400, code: "InvalidTagNameCharacters" });

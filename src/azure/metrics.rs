@@ -43,13 +43,14 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
     if metrics.by_type.is_empty() {
         return out;
     }
-    let per_type: [(&str, Counter); 6] = [
+    let per_type: [(&str, Counter); 7] = [
         ("ResourcesEvaluated", |c| c.resources_evaluated),
         ("DriftDetected", |c| c.drift_detected),
         ("TagsWritten", |c| c.tags_written),
         ("WriteFailures", |c| c.write_failures),
         ("TagLimitExceeded", |c| c.tag_limit_exceeded),
         ("Conflicts", |c| c.conflicts),
+        ("Unsupported", |c| c.unsupported),
     ];
     let dims = ["Cloud", "ResourceType", "InfraID"];
     for (name, get) in per_type {
@@ -195,6 +196,7 @@ mod tests {
                 "WriteFailures",
                 "TagLimitExceeded",
                 "Conflicts",
+                "Unsupported",
                 "ReconcileLatency"
             ]
         );
@@ -209,7 +211,7 @@ mod tests {
                 }
             }
         }
-        let latency = &docs[8]["data"]["baseData"]["series"][0];
+        let latency = &docs[9]["data"]["baseData"]["series"][0];
         assert_eq!(
             (latency["min"].as_u64(), latency["max"].as_u64(), latency["sum"].as_u64(), latency["count"].as_u64()),
             (Some(4), Some(10), Some(14), Some(2))
