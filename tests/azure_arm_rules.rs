@@ -3,7 +3,8 @@
 //! case-insensitively, so a differently cased policy key updates the existing tag and never
 //! flip-flops; and a refusal a retry cannot fix (a type that refuses the Tags API's PATCH, a tag
 //! ARM rejects) is recorded and reported, while the Event Grid delivery, the queued sweep and the
-//! timer all succeed instead of being retried for a day.
+//! timer all succeed instead of being retried for a day. Reads that lag behind a write (ARM's
+//! documented stale reads) cost a repeated, harmless Merge, never a wrong value.
 
 #![cfg(feature = "azure")]
 
@@ -126,4 +127,24 @@ async fn refusals_a_retry_cannot_fix_are_reported_not_retried() {
     assert!(unsupported.contains("egress") && unsupported.contains("workers"), "{report:#}");
     assert!(!env.fake.tags(&policy).expect("policy").contains_key("team"));
     assert_eq!(env.fake.tags(&disk).expect("disk")["team"], "platform");
+}
+
+#[tokio::test]
+async fn stale_reads_after_a_write_cost_a_repeated_merge_never_a_wrong_value() {
+    let env = Env::new("p.json", &[("p.json", &infrastructure(&[("team", "platform")], &[]))]).await;
+    let disk = rid("Microsoft.Compute/disks", "master-0_OSDisk");
+    env.fake.put_resource(&disk, &[(OWNER, "owned"), ("mine", "kept")]);
+    // A managed disk: the write is accepted (202) and polled; the next read still sees the old tags.
+    env.fake.stale_reads_after_write(1);
+    env.fake.inject("PATCH", Fault::Accept { polls: 1 });
+    let event = || eg_event(&disk, "Microsoft.Compute/disks/write", SOMEONE);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(statuses(&env.drift(event()).await));
+    }
+    assert_eq!(seen, [json!({"applied": 1}), json!({"applied": 1}), json!({"unchanged": 1})]);
+    assert_eq!(env.fake.count("PATCH tags"), 2, "one repeated Merge for the one stale read");
+    assert!(env.fake.patch_bodies().iter().all(|b| b["operation"] == "Merge"), "never a Replace from a stale base");
+    let tags = env.fake.tags(&disk).expect("disk");
+    assert_eq!((tags["team"].as_str(), tags["mine"].as_str(), tags.len()), ("platform", "kept", 3));
 }

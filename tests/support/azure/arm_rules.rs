@@ -52,6 +52,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("one request may not name a tag twice in different casing", "[ERR] 'Invalid tag format'"),
     ("names compare case-insensitively: Merge updates the existing tag", "[S20] 'Tag names are case-insensitive'"),
     ("at most 50 tags after the operation; 15 for Automation, CDN, DNS, Private DNS, saved searches", "[S19a], [S20]"),
+    ("reads may lag behind a write (fake.rs, opt-in: stale_reads_after_write)", "reference/azure.md §3.5"),
 ];
 
 /// Types whose tag-support row says "No" (the ones tagwarden might meet; [S20b]), and classic

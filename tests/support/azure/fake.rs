@@ -84,6 +84,11 @@ struct State {
     posted_metrics: Vec<(String, String)>,
     /// Requests (and metrics posts) not kept: in load tests they would grow with every request.
     quiet: bool,
+    /// Reads that still see a resource's tags from before its last write (reference/azure.md
+    /// §3.5: "az tag update does not show the updated tags for managed disks … after a couple of
+    /// seconds"), and how many each write leaves behind.
+    stale: HashMap<String, (u32, Vec<(String, String)>)>,
+    stale_reads_after_write: u32,
 }
 
 #[derive(Clone)]
@@ -180,6 +185,11 @@ impl FakeAzure {
     }
 
     /// Stop (or resume) logging requests; callers count calls on the client side meanwhile.
+    /// After every write, the next `n` GETs of that resource's tags answer the tags from before it.
+    pub fn stale_reads_after_write(&self, n: u32) {
+        self.st().stale_reads_after_write = n;
+    }
+
     pub fn quiet(&self, quiet: bool) {
         self.st().quiet = quiet;
     }
@@ -393,16 +403,23 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
         if let Some(op) = op {
             st.operations.remove(&op);
         }
-        if let Some(res) = st.resources.get_mut(&key) {
-            res.tags = tags;
-        }
+        apply(st, &key, tags);
         return Response::json(200, &json!({}));
     }
     if lower.ends_with(TAGS_SUFFIX) {
         if r.method == "GET" {
             let key = lower[..lower.len() - TAGS_SUFFIX.len()].to_string();
             return match st.resources.get(&key) {
-                Some(res) => Response::json(200, &tags_body(&res.id, &res.tags)),
+                Some(res) => {
+                    let tags = match st.stale.get_mut(&key) {
+                        Some((left, before)) if *left > 0 => {
+                            *left -= 1;
+                            before.clone()
+                        }
+                        _ => res.tags.clone(),
+                    };
+                    Response::json(200, &tags_body(&res.id, &tags))
+                }
                 None => not_found(&path[..path.len() - TAGS_SUFFIX.len()]),
             };
         }
@@ -482,10 +499,20 @@ fn write(st: &mut State, r: &Request, accept: Option<u32>, base: &str) -> Option
         );
     }
     let resp = tags_body(&res.id, &after);
-    if let Some(stored) = st.resources.get_mut(&key) {
-        stored.tags = after;
-    }
+    apply(st, &key, after);
     Some(Response::json(200, &resp))
+}
+
+/// A write lands: the resource carries `tags`, and reads may lag behind it for a while.
+fn apply(st: &mut State, key: &str, tags: Vec<(String, String)>) {
+    let lag = st.stale_reads_after_write;
+    if let Some(res) = st.resources.get_mut(key) {
+        let before = std::mem::replace(&mut res.tags, tags);
+        // A write that changed nothing leaves the reads as they were.
+        if lag > 0 && before != res.tags {
+            st.stale.insert(key.to_string(), (lag, before));
+        }
+    }
 }
 
 /// `GET {scope}/resources?$filter=tagName eq 'K' and tagValue eq 'V'` and `…/resourcegroups`.
