@@ -15,14 +15,22 @@ locals {
       "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
       "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags",
     ]
-    s3                   = ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"]
-    elasticloadbalancing = ["CreateLoadBalancer", "CreateTargetGroup", "AddTags", "RemoveTags"]
+    s3 = ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"]
+    # ELBv2 and Classic ELB share the event source and these names (Classic: apiVersion 2012-06-01).
+    elasticloadbalancing = ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup", "RemoveTags"]
     iam = [
       "CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
       "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
       "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider",
     ]
+    # Global, like IAM: delivered only to the us-east-1 default bus (global_event_pattern).
+    route53           = ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"]
+    elasticfilesystem = ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"]
   }
+
+  # Services whose CloudTrail events reach only the us-east-1 default bus (EventBridge User Guide,
+  # "Events from AWS services": global services such as IAM and Route 53).
+  global_services = ["iam", "route53"]
 
   # Calls made by the function's own role are dropped here (loop safety, DESIGN.md §5). A bare
   # nested anything-but would also drop every caller without sessionContext.sessionIssuer.arn (IAM
@@ -65,8 +73,8 @@ locals {
     tag_change = {
       source        = ["aws.tag"]
       "detail-type" = ["Tag Change on Resource"]
+      # Every service: each owned ARN has a tag path in the function (src/aws/kinds.rs).
       detail = merge(concat(
-        [{ service = ["ec2", "s3", "elasticloadbalancing", "iam"] }],
         [for c in local.owned_tag_clauses : c if length(local.owned_tag_clauses) == 1],
         [for _ in range(1) : { "$or" = local.owned_tag_clauses } if length(local.owned_tag_clauses) > 1],
       )...)
@@ -76,7 +84,7 @@ locals {
   # Rules that feed the buffer queue.
   enabled_event_rules = {
     for k, v in local.event_patterns : k => v
-    if(k != "iam" || var.enable_iam_events) && (k != "tag_change" || var.enable_tag_change_events)
+    if(!contains(local.global_services, k) || var.enable_iam_events) && (k != "tag_change" || var.enable_tag_change_events)
   }
 
   rule_suffix = {
@@ -84,10 +92,25 @@ locals {
     s3                   = "s3"
     elasticloadbalancing = "elbv2"
     iam                  = "iam"
+    route53              = "route53"
+    elasticfilesystem    = "efs"
     tag_change           = "tag-change"
   }
 
   rendered_event_patterns = { for k, v in local.event_patterns : k => jsonencode(v) }
+
+  # What modules/iam_event_forwarding forwards from us-east-1: the global services' CloudTrail
+  # calls in one pattern (sources, event sources and names united; no name of one is a call of the
+  # other), matched again on arrival by each service's own rule.
+  global_event_pattern = jsonencode({
+    source        = [for s in local.global_services : "aws.${s}"]
+    "detail-type" = ["AWS API Call via CloudTrail"]
+    detail = merge({
+      eventSource = [for s in local.global_services : "${s}.amazonaws.com"]
+      eventName   = distinct(flatten([for s in local.global_services : local.cloudtrail_event_names[s]]))
+      errorCode   = [{ exists = false }]
+    }, local.not_self)
+  })
 
   ssm_change_pattern = local.use_ssm ? jsonencode({
     source        = ["aws.ssm"]

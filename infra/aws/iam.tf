@@ -17,9 +17,16 @@ locals {
       policy_read  = ["s3:GetObject", "s3:ListBucket"]
       status_write = ["s3:PutObject"]
     }
+    # ELBv2 and Classic load balancers share the action names. Listings find the listeners and
+    # rules of owned load balancers.
     elasticloadbalancing = {
-      tag_read  = ["elasticloadbalancing:DescribeTags"]
+      tag_read  = ["elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules", "elasticloadbalancing:DescribeTags"]
       tag_write = ["elasticloadbalancing:AddTags"]
+    }
+    route53 = {
+      tag_list  = ["route53:ListHealthChecks", "route53:ListHostedZones", "route53:ListTagsForResources"]
+      tag_read  = ["route53:ListTagsForResource"]
+      tag_write = ["route53:ChangeTagsForResource"]
     }
     iam = {
       tag_list = [
@@ -35,13 +42,21 @@ locals {
       ]
     }
     tag = {
-      tag_read = ["tag:GetResources"]
+      tag_read  = ["tag:GetResources"]
+      tag_write = ["tag:TagResources"]
     }
     ssm = {
       policy_read  = ["ssm:GetParameter"]
       status_write = ["ssm:PutParameter"]
     }
   }
+
+  # Not called by the code, but required with tag:TagResources, which authorizes each resource with
+  # its service's own tag action as well ("you must have permissions for the tag:TagResources action
+  # and the service-specific tagging action", Resource Groups Tagging API reference, TagResources).
+  # The generic path writes every service without a native row in src/aws/kinds.rs: EFS here, plus
+  # var.extra_tag_actions for the services a cluster uses beyond these.
+  generic_tag_actions = concat(["elasticfilesystem:TagResource"], var.extra_tag_actions)
 
   # Not called by the code: the Lambda service uses these for logging, the queue mapping and the
   # asynchronous-invocation dead-letter queue (and KMS when a key is configured).
@@ -77,6 +92,7 @@ locals {
     "${local.arn_prefix}:ec2:${local.region}::image/*", # AMI and snapshot ARNs have no account
     "${local.arn_prefix}:ec2:${local.region}::snapshot/*",
   ]
+  # `loadbalancer/*` covers Classic load balancers (`loadbalancer/<name>`) as well as ELBv2 ones.
   # Issue 17 item 8: listeners and listener rules are owned ELBv2 resources too (the installer tags
   # them). AddTags authorizes them as their own resource types, listener/{app,net,gwy}/... and
   # listener-rule/{app,net}/..., each with aws:ResourceTag/${TagKey} (Service Authorization
@@ -87,6 +103,7 @@ locals {
     for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
     "${local.arn_prefix}:elasticloadbalancing:${local.region}:${local.account_id}:${t}/*"
   ]
+  route53_resource_arns = ["${local.arn_prefix}:route53:::hostedzone/*", "${local.arn_prefix}:route53:::healthcheck/*"]
   iam_resource_arns = [
     for t in ["role", "user", "instance-profile", "policy", "oidc-provider"] : "${local.arn_prefix}:iam::${local.account_id}:${t}/*"
   ]
@@ -166,6 +183,20 @@ data "aws_iam_policy_document" "lambda" {
     resources = ["*"]
   }
 
+  # Route 53's listings have no resource type; its tag reads take hosted zones and health checks,
+  # whose ARNs carry no account.
+  statement {
+    sid       = "ListRoute53"
+    actions   = local.code_actions.route53.tag_list
+    resources = ["*"]
+  }
+
+  statement {
+    sid       = "ReadRoute53Tags"
+    actions   = local.code_actions.route53.tag_read
+    resources = local.route53_resource_arns
+  }
+
   # Unconditioned for the same reason (ownership is learned by reading), but limited to this account.
   statement {
     sid       = "ReadIamTags"
@@ -227,6 +258,44 @@ data "aws_iam_policy_document" "lambda" {
     sid       = "WriteOwnedIamTags"
     actions   = local.code_actions.iam.tag_write
     resources = local.iam_resource_arns
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:ResourceTag/${local.ownership_tag_key}"
+      values   = [local.ownership_tag_value]
+    }
+    dynamic "condition" {
+      for_each = local.tag_keys_guard
+      content {
+        test     = condition.value.test
+        variable = "aws:TagKeys"
+        values   = condition.value.values
+      }
+    }
+  }
+
+  # Route 53 evaluates no aws:ResourceTag nor aws:TagKeys for ChangeTagsForResource (Service
+  # Authorization Reference, "Actions, resources, and condition keys for Amazon Route 53": no
+  # condition keys on that action), so a Null=false guard on aws:TagKeys would deny every call. The
+  # limits are the resource types and the code's ownership check.
+  statement {
+    sid       = "WriteRoute53Tags"
+    actions   = local.code_actions.route53.tag_write
+    resources = local.route53_resource_arns
+  }
+
+  # The Tagging API itself has no resource types; each resource is authorized again by its service's
+  # own tag action below, conditioned on ownership.
+  statement {
+    sid       = "TagResourcesApi"
+    actions   = local.code_actions.tag.tag_write
+    resources = ["*"]
+  }
+
+  statement {
+    sid       = "WriteOwnedTagsThroughTaggingApi"
+    actions   = local.generic_tag_actions
+    resources = ["*"]
 
     condition {
       test     = "StringEquals"

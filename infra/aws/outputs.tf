@@ -74,8 +74,13 @@ output "dlq_url" {
 }
 
 output "event_patterns" {
-  description = "Rendered EventBridge patterns by rule key (ec2, s3, elasticloadbalancing, iam, tag_change), including rules that are disabled. Feed `event_patterns[\"iam\"]` to modules/iam_event_forwarding."
+  description = "Rendered EventBridge patterns by rule key (ec2, s3, elasticloadbalancing, iam, route53, elasticfilesystem, tag_change), including rules that are disabled."
   value       = local.rendered_event_patterns
+}
+
+output "global_event_pattern" {
+  description = "The pattern of the global services' (IAM, Route 53) CloudTrail events, which only the us-east-1 default bus receives: feed it to modules/iam_event_forwarding."
+  value       = local.global_event_pattern
 }
 
 output "event_rule_arns" {

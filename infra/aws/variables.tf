@@ -364,3 +364,14 @@ variable "alarm_period_seconds" {
     error_message = "alarm_period_seconds must be 60, 300, 900 or 3600."
   }
 }
+
+variable "extra_tag_actions" {
+  description = "Service tag actions (e.g. \"rds:AddTagsToResource\") granted with tag:TagResources, for owned resources of services without a native path in tagwarden (src/aws/kinds.rs). EFS (elasticfilesystem:TagResource) is always granted. Conditioned on the ownership tag like every tag write."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for a in var.extra_tag_actions : can(regex("^[a-z0-9-]+:[A-Za-z0-9]+$", a)) && !can(regex("(?i)(untag|delete|remove)", a))])
+    error_message = "extra_tag_actions takes actions of the form service:Action, and never an Untag*, Delete* or Remove* action."
+  }
+}

@@ -4,7 +4,7 @@ provider "aws" {
   region = var.region
 }
 
-# IAM events are only delivered in us-east-1 (see modules/iam_event_forwarding).
+# IAM and Route 53 events are only delivered in us-east-1 (see modules/iam_event_forwarding).
 provider "aws" {
   alias  = "us_east_1"
   region = "us-east-1"
@@ -43,7 +43,7 @@ module "iam_event_forwarding" {
   }
 
   name                 = "tagwarden-${var.infra_id}"
-  event_pattern        = module.tagwarden.event_patterns["iam"]
+  event_pattern        = module.tagwarden.global_event_pattern
   target_event_bus_arn = module.tagwarden.event_bus_arn
   tags                 = var.tags
 }

@@ -18,6 +18,11 @@ output "event_patterns" {
   value       = module.tagwarden.event_patterns
 }
 
+output "global_event_pattern" {
+  description = "The IAM and Route 53 pattern forwarded from us-east-1."
+  value       = module.tagwarden.global_event_pattern
+}
+
 output "dashboard_name" {
   description = "CloudWatch dashboard."
   value       = module.tagwarden.dashboard_name

@@ -52,14 +52,19 @@ run "defaults" {
   # Item 9: only owned resources' tag changes, filter built from the list of infraIDs.
   assert {
     condition = jsondecode(local.rendered_event_patterns["tag_change"]).detail == {
-      service = ["ec2", "s3", "elasticloadbalancing", "iam"]
-      tags    = { "kubernetes.io/cluster/mycluster-7xk2p" = ["owned"] }
+      tags = { "kubernetes.io/cluster/mycluster-7xk2p" = ["owned"] }
     }
     error_message = "tag_change pattern: ${local.rendered_event_patterns["tag_change"]}"
   }
   assert {
     condition     = local.owner_infra_ids == ["mycluster-7xk2p"]
     error_message = "the Tag Change filter must be built from local.owner_infra_ids"
+  }
+
+  # Issue 11: IAM and Route 53 (global) are forwarded from us-east-1 in one pattern.
+  assert {
+    condition     = local.global_services == ["iam", "route53"] && length(setsubtract(local.global_services, keys(local.cloudtrail_event_names))) == 0
+    error_message = "global services: ${jsonencode(local.global_services)}"
   }
 
   # Item 13: ListBucket (404 for a missing policy object) is part of the code's S3 policy reads.

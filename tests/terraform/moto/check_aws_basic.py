@@ -28,27 +28,36 @@ EVENT_NAMES = {
             "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
             "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags"],
     "s3": ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"],
-    "elasticloadbalancing": ["CreateLoadBalancer", "CreateTargetGroup", "AddTags", "RemoveTags"],
+    "elasticloadbalancing": ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup",
+                             "RemoveTags"],
     "iam": ["CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
             "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
             "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"],
+    "route53": ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"],
+    "elasticfilesystem": ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource",
+                          "UntagResource"],
 }
 CODE_ACTIONS = {
     "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
     "s3:GetBucketTagging", "s3:PutBucketTagging",
     "elasticloadbalancing:DescribeTags", "elasticloadbalancing:AddTags",
+    "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules",
+    "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
+    "route53:ListTagsForResource", "route53:ChangeTagsForResource",
     "iam:GetRole", "iam:TagRole", "iam:GetUser", "iam:TagUser", "iam:ListInstanceProfileTags",
     "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
     "iam:TagOpenIDConnectProvider", "iam:ListRoles", "iam:ListUsers", "iam:ListInstanceProfiles",
     "iam:ListPolicies", "iam:ListOpenIDConnectProviders",
-    "tag:GetResources",
+    "tag:GetResources", "tag:TagResources",
     "ssm:GetParameter", "ssm:PutParameter",
     "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 }
 PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMessage", "sqs:DeleteMessage",
                     "sqs:GetQueueAttributes", "sqs:SendMessage"}
+# tag:TagResources needs each service's own tag action too (the generic path: EFS by default).
+GENERIC_TAG_ACTIONS = {"elasticfilesystem:TagResource"}
 # S3 policy source: everything but the SSM read.
-EXPECTED_ROLE_ACTIONS = (CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | PLATFORM_ACTIONS
+EXPECTED_ROLE_ACTIONS = (CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | PLATFORM_ACTIONS | GENERIC_TAG_ACTIONS
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
            "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
 
@@ -95,7 +104,10 @@ def statement_problems(doc, policy_bucket):
     for st in doc["Statement"]:
         acts = set(as_list(st["Action"]))
         cond = st.get("Condition", {})
-        if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or any(a.startswith("iam:Tag") for a in acts):
+        # Route 53's ChangeTagsForResource evaluates no tag condition (see iam.tf); every other tag
+        # write, the generic path's service actions included, is conditioned and guarded.
+        generic = acts & GENERIC_TAG_ACTIONS
+        if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or generic or any(a.startswith("iam:Tag") for a in acts):
             if cond.get("StringEquals", {}).get(key) != "owned":
                 problems.append(f"{st.get('Sid')} not conditioned on {key}=owned")
             # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
@@ -136,7 +148,7 @@ def resources_phase(tf):
     role_arn = out["role_arn"]
 
     def rendered_patterns_follow_contract():
-        want_keys = {"ec2", "s3", "elasticloadbalancing", "iam", "tag_change"}
+        want_keys = {"ec2", "s3", "elasticloadbalancing", "iam", "route53", "elasticfilesystem", "tag_change"}
         if set(patterns) != want_keys:
             return f"pattern keys {sorted(patterns)} != {sorted(want_keys)}"
         for svc, names in EVENT_NAMES.items():
@@ -158,8 +170,7 @@ def resources_phase(tf):
                 return f"{svc}: {json.dumps(p)} != {json.dumps(want)}"
         # Issue 17 item 9: only owned resources' tag changes (detail.tags carries the full tag set).
         tc = {"source": ["aws.tag"], "detail-type": ["Tag Change on Resource"],
-              "detail": {"service": ["ec2", "s3", "elasticloadbalancing", "iam"],
-                         "tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
+              "detail": {"tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
         if patterns["tag_change"] != tc:
             return f"tag_change: {patterns['tag_change']}"
         return None
@@ -194,8 +205,11 @@ def resources_phase(tf):
         ev1 = client("events", "us-east-1")
         name = tf["iam_forwarding_rule_arn"].split("/")[-1]
         rule = ev1.describe_rule(Name=name)
-        if json.loads(rule["EventPattern"]) != patterns["iam"]:
-            return "forwarding pattern != event_patterns[iam]"
+        forwarded = json.loads(rule["EventPattern"])
+        if forwarded != json.loads(tf["global_event_pattern"]):
+            return "forwarding pattern != global_event_pattern"
+        if forwarded["source"] != ["aws.iam", "aws.route53"]:
+            return f"forwarding sources {forwarded['source']}: IAM and Route 53 are both global"
         t = ev1.list_targets_by_rule(Rule=name)["Targets"]
         bus = f"arn:aws:events:{REGION}:123456789012:event-bus/default"
         if len(t) != 1 or t[0]["Arn"] != bus or not t[0].get("RoleArn"):
@@ -297,7 +311,7 @@ def resources_phase(tf):
         flat = {a for svc in out["iam_actions"]["code"].values() for acts in svc.values() for a in acts}
         if flat != CODE_ACTIONS:
             problems.append(f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}")
-        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag")
+        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem")
         bad = [a for a in got if a.split(":")[0] in tag_services
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
@@ -422,7 +436,8 @@ def routing_phase(tf):
         ("tag-change-ec2-untagged", REGION, tag_change("ec2", {"a": "1"}, "m15"), False),
         ("tag-change-ec2-shared", REGION, tag_change("ec2", {f"kubernetes.io/cluster/{INFRA_ID}": "shared"}, "m16"), False),
         ("tag-change-other-cluster", REGION, tag_change("ec2", {"kubernetes.io/cluster/other-abcde": "owned"}, "m17"), False),
-        ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13"), False),
+        # Every service's owned resources are enforced (the Tagging API writes what has no native path).
+        ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13"), True),
     ]
     forwarded = ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True)
 
