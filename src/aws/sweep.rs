@@ -148,7 +148,7 @@ impl Reconciler {
                             let record = self.reconcile(&policy, &p.resource, None).await;
                             (b.members, Sent::Reread(Box::new(record)))
                         }
-                        _ => (Vec::new(), Sent::Batch(self.write_batch(&planned, b).await)),
+                        _ => (b.members.clone(), Sent::Batch(self.write_batch(&planned, b).await)),
                     }
                 })
                 .buffer_unordered(self.sweep.concurrency.max(1));
@@ -165,7 +165,7 @@ impl Reconciler {
                         }
                     }
                 }
-                done += members.len().max(1) as u64;
+                done += members.len() as u64;
                 self.report("write", done.min(writes), writes);
             }
         }
