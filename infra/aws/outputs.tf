@@ -94,10 +94,11 @@ output "event_bus_arn" {
 }
 
 output "iam_actions" {
-  description = "The actions granted to the function: `code` (per service and purpose; the calls the code makes, including both policy sources) and `platform` (used by the Lambda service on its behalf)."
+  description = "The actions granted to the function: `code` (per service and purpose; the calls the code makes, including both policy sources), `generic_tag` (the services' own tag actions that `tag:TagResources` needs, including `extra_tag_actions`) and `platform` (used by the Lambda service on its behalf)."
   value = {
-    code     = local.code_actions
-    platform = local.platform_actions
+    code        = local.code_actions
+    generic_tag = local.generic_tag_action_list
+    platform    = local.platform_actions
   }
 }
 

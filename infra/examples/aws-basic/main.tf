@@ -28,6 +28,10 @@ module "tagwarden" {
   # s3_bucket_name_patterns defaults to ["<infra_id>-*"]: OpenShift's only cluster bucket (the image
   # registry's) is named "<infra_id>-image-registry-...".
 
+  # Services beyond the built-in paths (EC2, S3, ELB, Route 53, IAM, EFS) that the cluster owns
+  # resources of, written through the Tagging API under the ownership condition.
+  extra_tag_actions = var.extra_tag_actions
+
   sweep_schedule   = "rate(1 hour)"
   create_sns_topic = true
 

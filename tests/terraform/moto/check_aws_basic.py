@@ -11,6 +11,7 @@ Environment: MOTO_ENDPOINT (https://127.0.0.1:<port>, self-signed).
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -41,14 +42,21 @@ CODE_ACTIONS = {
     "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
     "iam:TagOpenIDConnectProvider", "iam:ListRoles", "iam:ListUsers", "iam:ListInstanceProfiles",
     "iam:ListPolicies", "iam:ListOpenIDConnectProviders",
-    "tag:GetResources",
+    "tag:GetResources", "tag:TagResources",
+    "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
+    "route53:ListTagsForResource", "route53:ChangeTagsForResource",
     "ssm:GetParameter", "ssm:PutParameter",
     "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 }
+# The owning services' tag actions that tag:TagResources needs (iam.tf generic_tag_actions), plus
+# the example's extra_tag_actions (tests/terraform/moto/aws-basic.tfvars).
+GENERIC_TAG_ACTIONS = {"elasticfilesystem:TagResource"}
+EXTRA_TAG_ACTIONS = {"sns:TagResource"}
 PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMessage", "sqs:DeleteMessage",
                     "sqs:GetQueueAttributes", "sqs:SendMessage"}
 # S3 policy source: everything but the SSM read.
-EXPECTED_ROLE_ACTIONS = (CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | PLATFORM_ACTIONS
+EXPECTED_ROLE_ACTIONS = ((CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | GENERIC_TAG_ACTIONS
+                         | EXTRA_TAG_ACTIONS | PLATFORM_ACTIONS)
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
            "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
 
@@ -95,7 +103,8 @@ def statement_problems(doc, policy_bucket):
     for st in doc["Statement"]:
         acts = set(as_list(st["Action"]))
         cond = st.get("Condition", {})
-        if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or any(a.startswith("iam:Tag") for a in acts):
+        service_tag_writes = {"ec2:CreateTags", "elasticloadbalancing:AddTags"} | GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS
+        if acts & service_tag_writes or any(a.startswith("iam:Tag") for a in acts):
             if cond.get("StringEquals", {}).get(key) != "owned":
                 problems.append(f"{st.get('Sid')} not conditioned on {key}=owned")
             # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
@@ -114,6 +123,20 @@ def statement_problems(doc, policy_bucket):
             want = {prefix + t + "/*" for t in ("loadbalancer", "targetgroup", "listener", "listener-rule")}
             if set(as_list(st["Resource"])) != want:
                 problems.append(f"AddTags resources {st['Resource']} != {sorted(want)}")
+        # Issue 11: Route 53 evaluates no tag condition keys; its statements are scoped to hosted
+        # zones and health checks and must carry no condition (one would never match: deny all).
+        r53 = [f"arn:aws:route53:::{t}/*" for t in ("hostedzone", "healthcheck")]
+        if acts & {"route53:ListTagsForResource", "route53:ListTagsForResources", "route53:ChangeTagsForResource"}:
+            if sorted(as_list(st["Resource"])) != sorted(r53) or cond:
+                problems.append(f"{st.get('Sid')}: Route 53 tag actions on {st['Resource']} with {cond} (want {r53}, no condition)")
+        # The Tagging API's TagResources has no resource type: "*", alone, unconditioned; each ARN is
+        # authorized again as the owning service's action (conditioned above).
+        if "tag:TagResources" in acts and (acts != {"tag:TagResources"} or as_list(st["Resource"]) != ["*"] or cond):
+            problems.append(f"{st.get('Sid')}: tag:TagResources with {sorted(acts)} on {st['Resource']} {cond}")
+        if acts & GENERIC_TAG_ACTIONS:
+            want = {f"arn:aws:elasticfilesystem:{REGION}:123456789012:{t}/*" for t in ("file-system", "access-point")}
+            if set(as_list(st["Resource"])) != want:
+                problems.append(f"{st.get('Sid')}: EFS TagResource on {st['Resource']} != {sorted(want)}")
         if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}/tagwarden/tagwarden-status.json"]:
             problems.append(f"PutObject resource {st['Resource']}")
         # Issue 17 item 6: the default bucket pattern is the cluster's, never "*".
@@ -127,6 +150,101 @@ def statement_problems(doc, policy_bucket):
     if not any("s3:ListBucket" in as_list(st["Action"]) for st in doc["Statement"]):
         problems.append("no s3:ListBucket on the policy bucket")
     return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# A small evaluator of the role's Allow statements, so that "who may write what" is checked as IAM
+# would decide it, not only as text: a request is allowed when one statement matches its action,
+# its resource and every condition (the policy has no Deny). It knows exactly the operators iam.tf
+# uses and raises on any other, never matching silently. Condition keys a service does not put in
+# the request context (Route 53: no aws:ResourceTag, no aws:TagKeys) are simply absent, as in IAM.
+
+def _like(pattern, value):
+    """IAM wildcard match: * any run, ? one character, case-sensitive."""
+    rx = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, value, flags=re.S) is not None
+
+
+def _condition_holds(op, key, want, ctx):
+    want, have = as_list(want), ctx.get(key)
+    if op == "Null":
+        return (have is None) == (want == ["true"])
+    if op == "StringEquals":
+        return have is not None and any(v in want for v in as_list(have))
+    if op == "ForAllValues:StringNotLike":
+        return have is None or all(not any(_like(w, v) for w in want) for v in as_list(have))
+    if op == "ForAllValues:StringNotEqualsIgnoreCase":
+        return have is None or all(v.lower() not in {w.lower() for w in want} for v in as_list(have))
+    raise ValueError(f"the test evaluator does not know condition operator {op}")
+
+
+def allowed_by(doc, action, arn, ctx):
+    """The Sid of the first statement allowing the request, else None."""
+    for st in doc["Statement"]:
+        if st["Effect"] != "Allow":
+            continue
+        if not any(_like(a.lower(), action.lower()) for a in as_list(st["Action"])):
+            continue
+        if not any(_like(r, arn) for r in as_list(st["Resource"])):
+            continue
+        if all(_condition_holds(op, k, v, ctx) for op, kv in st.get("Condition", {}).items() for k, v in kv.items()):
+            return st.get("Sid") or "(no sid)"
+    return None
+
+
+def tag_write_cases():
+    """(case, action, resource ARN, request context, allowed?) for the function role in eu-west-1."""
+    acct, owned_key = "123456789012", f"kubernetes.io/cluster/{INFRA_ID}"
+
+    def req(tags=None, keys=("team",)):
+        ctx = {f"aws:ResourceTag/{k}": v for k, v in (tags or {}).items()}
+        if keys is not None:
+            ctx["aws:TagKeys"] = list(keys)
+        return ctx
+
+    owned, shared = {owned_key: "owned"}, {owned_key: "shared"}
+    i = f"arn:aws:ec2:{REGION}:{acct}:instance/i-0123456789abcdef0"
+    clb = f"arn:aws:elasticloadbalancing:{REGION}:{acct}:loadbalancer/{INFRA_ID}-ingress"
+    fs = f"arn:aws:elasticfilesystem:{REGION}:{acct}:file-system/fs-0123456789abcdef0"
+    ap = f"arn:aws:elasticfilesystem:{REGION}:{acct}:access-point/fsap-0123456789abcdef0"
+    zone, hc = "arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ", "arn:aws:route53:::healthcheck/0123abcd-0000-1111-2222-333344445555"
+    return [
+        ("EC2 instance, owned", "ec2:CreateTags", i, req(owned), True),
+        ("EC2 instance, not owned", "ec2:CreateTags", i, req({}), False),
+        ("EC2 instance, shared", "ec2:CreateTags", i, req(shared), False),
+        ("EC2 instance, owned, writing Name", "ec2:CreateTags", i, req(owned, ["team", "name"]), False),
+        ("EC2 instance, owned, writing an ownership tag", "ec2:CreateTags", i, req(owned, ["kubernetes.io/cluster/x"]), False),
+        ("EC2 instance, owned, request without aws:TagKeys", "ec2:CreateTags", i, req(owned, None), False),
+        ("EC2 DeleteTags, owned", "ec2:DeleteTags", i, req(owned), False),
+        ("Classic load balancer, owned", "elasticloadbalancing:AddTags", clb, req(owned), True),
+        ("Classic load balancer, not owned", "elasticloadbalancing:AddTags", clb, req({}), False),
+        ("Classic load balancer, owned, writing openshift.io/x", "elasticloadbalancing:AddTags", clb, req(owned, ["openshift.io/x"]), False),
+        ("Classic load balancer in us-east-1, owned", "elasticloadbalancing:AddTags", clb.replace(REGION, "us-east-1"), req(owned), False),
+        ("ELBv2 NLB, owned", "elasticloadbalancing:AddTags", f"arn:aws:elasticloadbalancing:{REGION}:{acct}:loadbalancer/net/{INFRA_ID}-ext/50dc6c495c0c9188", req(owned), True),
+        ("ELBv2 listener, owned", "elasticloadbalancing:AddTags", f"arn:aws:elasticloadbalancing:{REGION}:{acct}:listener/net/{INFRA_ID}-ext/50dc6c495c0c9188/f2f7dc8efc522ab2", req(owned), True),
+        ("tag:TagResources (no resource type)", "tag:TagResources", "*", req(), True),
+        ("EFS file system, owned", "elasticfilesystem:TagResource", fs, req(owned), True),
+        ("EFS access point, owned", "elasticfilesystem:TagResource", ap, req(owned), True),
+        ("EFS file system, not owned", "elasticfilesystem:TagResource", fs, req({}), False),
+        ("EFS file system, owned, writing Name", "elasticfilesystem:TagResource", fs, req(owned, ["Name"]), False),
+        ("EFS file system in another account, owned", "elasticfilesystem:TagResource", fs.replace(acct, "210987654321"), req(owned), False),
+        ("EFS UntagResource, owned", "elasticfilesystem:UntagResource", fs, req(owned), False),
+        ("SNS topic, owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
+        ("SNS topic, not owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
+        ("RDS, owned (not granted)", "rds:AddTagsToResource", f"arn:aws:rds:{REGION}:{acct}:db:d", req(owned), False),
+        # Route 53 puts no tag keys in the request context.
+        ("Route 53 hosted zone", "route53:ChangeTagsForResource", zone, {}, True),
+        ("Route 53 health check", "route53:ChangeTagsForResource", hc, {}, True),
+        ("Route 53 traffic policy", "route53:ChangeTagsForResource", "arn:aws:route53:::trafficpolicy/x", {}, False),
+        ("Route 53 hosted zone tags, one", "route53:ListTagsForResource", zone, {}, True),
+        ("Route 53 hosted zone tags, batch", "route53:ListTagsForResources", zone, {}, True),
+        ("Route 53 zones listed", "route53:ListHostedZones", "*", {}, True),
+        ("Route 53 health checks listed", "route53:ListHealthChecks", "*", {}, True),
+        ("IAM role, owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role", req(owned), True),
+        ("IAM role, not owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/OrganizationAccountAccessRole", req({}), False),
+        ("cluster bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{INFRA_ID}-image-registry-{REGION}-abc", {}, True),
+        ("other bucket", "s3:PutBucketTagging", "arn:aws:s3:::payroll", {}, False),
+    ]
 
 
 def resources_phase(tf):
@@ -297,7 +415,9 @@ def resources_phase(tf):
         flat = {a for svc in out["iam_actions"]["code"].values() for acts in svc.values() for a in acts}
         if flat != CODE_ACTIONS:
             problems.append(f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}")
-        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag")
+        if set(out["iam_actions"]["generic_tag"]) != GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS:
+            problems.append(f"output iam_actions.generic_tag {out['iam_actions']['generic_tag']}")
+        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem", "sns")
         bad = [a for a in got if a.split(":")[0] in tag_services
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
@@ -306,6 +426,15 @@ def resources_phase(tf):
             problems.append("unexpected Deny/NotAction/NotResource")
         problems += statement_problems(doc, out["policy_bucket_name"])
         return "; ".join(problems) or None
+
+    def role_allows_exactly_the_owned_tag_writes():
+        doc = iam.get_role_policy(RoleName=out["role_name"], PolicyName="tagwarden")["PolicyDocument"]
+        wrong = []
+        for case, action, arn, ctx, want in tag_write_cases():
+            sid = allowed_by(doc, action, arn, ctx)
+            if bool(sid) != want:
+                wrong.append(f"{case}: {'allowed by ' + sid if sid else 'denied'}, want {'allowed' if want else 'denied'}")
+        return "; ".join(wrong) or None
 
     def lambda_contract():
         f = lam.get_function_configuration(FunctionName=out["function_name"])
@@ -368,6 +497,8 @@ def resources_phase(tf):
         ("policy bucket: TLS-only policy, versioned, private, encrypted", bucket_denies_non_tls_and_is_private),
         ("policy object and S3 notification on the policy key", policy_object_and_notification),
         ("role policy is exactly the action list, writes conditioned", role_policy_is_exactly_the_action_list),
+        (f"role policy evaluated: {len(tag_write_cases())} tag-write cases (owned only; Classic ELB, EFS, Route 53)",
+         role_allows_exactly_the_owned_tag_writes),
         ("Lambda runtime/handler/arch/env/DLQ and log group", lambda_contract),
         ("dashboard searches every TagWarden metric", dashboard_searches_every_metric),
         ("alarms exist with SNS actions", alarms_exist_with_sns),
