@@ -74,8 +74,13 @@ output "dlq_url" {
 }
 
 output "event_patterns" {
-  description = "Rendered EventBridge patterns by rule key (ec2, s3, elasticloadbalancing, iam, tag_change), including rules that are disabled. Feed `event_patterns[\"iam\"]` to modules/iam_event_forwarding."
+  description = "Rendered EventBridge patterns by rule key (ec2, s3, elasticloadbalancing, iam, route53, elasticfilesystem, tag_change), including rules that are disabled."
   value       = local.rendered_event_patterns
+}
+
+output "global_event_patterns" {
+  description = "Rendered patterns of the enabled global-service rules (iam, route53), whose events arrive only in us-east-1: the `event_patterns` input of modules/global_event_forwarding."
+  value       = local.global_event_patterns
 }
 
 output "event_rule_arns" {
@@ -89,7 +94,7 @@ output "sweep_rule_arn" {
 }
 
 output "event_bus_arn" {
-  description = "ARN of this region's default event bus: the target for IAM events forwarded from us-east-1."
+  description = "ARN of this region's default event bus: the target for IAM and Route 53 events forwarded from us-east-1."
   value       = "arn:${local.partition}:events:${local.region}:${local.account_id}:event-bus/default"
 }
 

@@ -272,7 +272,13 @@ variable "extra_tag_actions" {
 ################################################################################
 
 variable "enable_iam_events" {
-  description = "Create the IAM CloudTrail rule on this region's default bus. IAM events are only emitted in us-east-1: outside us-east-1 the rule only receives events forwarded by the `modules/iam_event_forwarding` submodule deployed in us-east-1."
+  description = "Create the IAM CloudTrail rule on this region's default bus. IAM events are only emitted in us-east-1: outside us-east-1 the rule only receives events forwarded by the `modules/global_event_forwarding` submodule deployed in us-east-1."
+  type        = bool
+  default     = true
+}
+
+variable "enable_route53_events" {
+  description = "Create the Route 53 CloudTrail rule (hosted zones, health checks) on this region's default bus. Route 53 is global: its events are only emitted in us-east-1, so outside us-east-1 the rule only receives events forwarded by the `modules/global_event_forwarding` submodule deployed in us-east-1."
   type        = bool
   default     = true
 }

@@ -76,13 +76,41 @@ run "defaults" {
     error_message = "the aws:TagKeys guard must start with Null = false"
   }
 
-  # Item 9: only owned resources' tag changes, filter built from the list of infraIDs.
+  # Item 9: only owned resources' tag changes, filter built from the list of infraIDs. Issue 11:
+  # of every service (no detail.service list).
   assert {
     condition = jsondecode(local.rendered_event_patterns["tag_change"]).detail == {
-      service = ["ec2", "s3", "elasticloadbalancing", "iam"]
-      tags    = { "kubernetes.io/cluster/mycluster-7xk2p" = ["owned"] }
+      tags = { "kubernetes.io/cluster/mycluster-7xk2p" = ["owned"] }
     }
     error_message = "tag_change pattern: ${local.rendered_event_patterns["tag_change"]}"
+  }
+
+  # Issue 11: Route 53 and EFS rules with their own source and eventSource; ELBv2 listeners/rules.
+  assert {
+    condition = alltrue([
+      for svc in ["route53", "elasticfilesystem", "elasticloadbalancing"] :
+      local.cloudtrail_patterns[svc].source == ["aws.${svc}"] &&
+      local.cloudtrail_patterns[svc]["detail-type"] == ["AWS API Call via CloudTrail"] &&
+      local.cloudtrail_patterns[svc].detail.eventSource == ["${svc}.amazonaws.com"] &&
+      local.cloudtrail_patterns[svc].detail.eventName == local.cloudtrail_event_names[svc]
+    ])
+    error_message = "route53/elasticfilesystem/elasticloadbalancing patterns: source, detail-type, eventSource or eventName wrong"
+  }
+  assert {
+    condition     = local.cloudtrail_event_names.route53 == ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"]
+    error_message = "route53 event names: ${jsonencode(local.cloudtrail_event_names.route53)}"
+  }
+  assert {
+    condition     = toset(keys(aws_cloudwatch_event_rule.resource_events)) == toset(["ec2", "s3", "elasticloadbalancing", "iam", "route53", "elasticfilesystem", "tag_change"])
+    error_message = "resource-event rules: ${jsonencode(keys(aws_cloudwatch_event_rule.resource_events))}"
+  }
+  assert {
+    condition     = aws_cloudwatch_event_rule.resource_events["route53"].name == "tagwarden-mycluster-7xk2p-route53" && aws_cloudwatch_event_rule.resource_events["elasticfilesystem"].name == "tagwarden-mycluster-7xk2p-efs"
+    error_message = "rule names for route53 and elasticfilesystem"
+  }
+  assert {
+    condition     = keys(local.global_event_patterns) == ["iam", "route53"]
+    error_message = "global_event_patterns: ${jsonencode(keys(local.global_event_patterns))}"
   }
   assert {
     condition     = local.owner_infra_ids == ["mycluster-7xk2p"]
@@ -236,4 +264,17 @@ run "extra_tag_actions_non_tag_action_refused" {
     extra_tag_actions = ["sns:Publish"]
   }
   expect_failures = [var.extra_tag_actions]
+}
+
+# Issue 11: the global-service rules can be left out; the forwarding patterns follow.
+run "global_service_rules_disabled" {
+  command = plan
+  variables {
+    enable_iam_events     = false
+    enable_route53_events = false
+  }
+  assert {
+    condition     = length(local.global_event_patterns) == 0 && !contains(keys(aws_cloudwatch_event_rule.resource_events), "route53")
+    error_message = "disabled global rules must not be created nor forwarded"
+  }
 }

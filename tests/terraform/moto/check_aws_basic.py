@@ -29,10 +29,14 @@ EVENT_NAMES = {
             "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
             "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags"],
     "s3": ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"],
-    "elasticloadbalancing": ["CreateLoadBalancer", "CreateTargetGroup", "AddTags", "RemoveTags"],
+    # Issue 11: ELBv2 listeners and rules; Classic ELB shares the source and the names.
+    "elasticloadbalancing": ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup", "RemoveTags"],
     "iam": ["CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
             "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
             "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"],
+    # Issue 11: Route 53 (global, us-east-1) and EFS.
+    "route53": ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"],
+    "elasticfilesystem": ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"],
 }
 CODE_ACTIONS = {
     "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
@@ -254,7 +258,7 @@ def resources_phase(tf):
     role_arn = out["role_arn"]
 
     def rendered_patterns_follow_contract():
-        want_keys = {"ec2", "s3", "elasticloadbalancing", "iam", "tag_change"}
+        want_keys = set(EVENT_NAMES) | {"tag_change"}
         if set(patterns) != want_keys:
             return f"pattern keys {sorted(patterns)} != {sorted(want_keys)}"
         for svc, names in EVENT_NAMES.items():
@@ -275,9 +279,9 @@ def resources_phase(tf):
             if p != want:
                 return f"{svc}: {json.dumps(p)} != {json.dumps(want)}"
         # Issue 17 item 9: only owned resources' tag changes (detail.tags carries the full tag set).
+        # Issue 11: of every service (no detail.service filter).
         tc = {"source": ["aws.tag"], "detail-type": ["Tag Change on Resource"],
-              "detail": {"service": ["ec2", "s3", "elasticloadbalancing", "iam"],
-                         "tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
+              "detail": {"tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
         if patterns["tag_change"] != tc:
             return f"tag_change: {patterns['tag_change']}"
         return None
@@ -308,35 +312,47 @@ def resources_phase(tf):
             return "no lambda permission for events.amazonaws.com"
         return None
 
-    def iam_forwarding_rule_in_us_east_1():
+    def global_forwarding_rules_in_us_east_1():
+        # Issue 11: IAM and Route 53 events (global services, us-east-1 only) are both forwarded,
+        # one rule each, through one role and one dead-letter queue.
         ev1 = client("events", "us-east-1")
-        name = tf["iam_forwarding_rule_arn"].split("/")[-1]
-        rule = ev1.describe_rule(Name=name)
-        if json.loads(rule["EventPattern"]) != patterns["iam"]:
-            return "forwarding pattern != event_patterns[iam]"
-        t = ev1.list_targets_by_rule(Rule=name)["Targets"]
+        rules = tf["global_forwarding_rule_arns"]
+        if set(rules) != {"iam", "route53"} or out["global_event_patterns"] != {k: out["event_patterns"][k] for k in ("iam", "route53")}:
+            return f"forwarding rules {sorted(rules)}, global_event_patterns {sorted(out['global_event_patterns'])}"
         bus = f"arn:aws:events:{REGION}:123456789012:event-bus/default"
-        if len(t) != 1 or t[0]["Arn"] != bus or not t[0].get("RoleArn"):
-            return f"targets {t}"
-        role_name = t[0]["RoleArn"].split("/")[-1]
+        dlq = tf["global_forwarding_dlq_arn"]
+        roles = set()
+        for key, arn in rules.items():
+            name = arn.split("/")[-1]
+            if name != f"tagwarden-{INFRA_ID}-{key}-forward":
+                return f"rule name {name}"
+            rule = ev1.describe_rule(Name=name)
+            if json.loads(rule["EventPattern"]) != patterns[key]:
+                return f"forwarding pattern {key} != event_patterns[{key}]"
+            t = ev1.list_targets_by_rule(Rule=name)["Targets"]
+            if len(t) != 1 or t[0]["Arn"] != bus or not t[0].get("RoleArn"):
+                return f"{key} targets {t}"
+            roles.add(t[0]["RoleArn"])
+            # Issue 17 item 12: undeliverable forwarded events are retried, then kept in a us-east-1
+            # DLQ that admits only these rules.
+            if t[0].get("DeadLetterConfig", {}).get("Arn") != dlq or not dlq.startswith("arn:aws:sqs:us-east-1:"):
+                return f"{key} target dead-letter config {t[0].get('DeadLetterConfig')} (output {dlq})"
+            rp = t[0].get("RetryPolicy", {})
+            if rp.get("MaximumRetryAttempts") != 185 or rp.get("MaximumEventAgeInSeconds") != 86400:
+                return f"{key} target retry policy {rp}"
+        if len(roles) != 1:
+            return f"forwarding roles {roles}"
+        role_name = roles.pop().split("/")[-1]
         doc = iam.get_role_policy(RoleName=role_name, PolicyName="put-events")["PolicyDocument"]
-        if policy_actions(doc) != {"events:PutEvents"}:
-            return f"forwarding role actions {policy_actions(doc)}"
-        # Issue 17 item 12: undeliverable forwarded events are retried, then kept in a us-east-1 DLQ
-        # that admits only this rule.
-        dlq = t[0].get("DeadLetterConfig", {}).get("Arn", "")
-        if not dlq.startswith("arn:aws:sqs:us-east-1:") or dlq != tf["iam_forwarding_dlq_arn"]:
-            return f"forwarding target dead-letter config {t[0].get('DeadLetterConfig')} (output {tf.get('iam_forwarding_dlq_arn')})"
-        rp = t[0].get("RetryPolicy", {})
-        if rp.get("MaximumRetryAttempts") != 185 or rp.get("MaximumEventAgeInSeconds") != 86400:
-            return f"forwarding target retry policy {rp}"
+        if policy_actions(doc) != {"events:PutEvents"} or as_list(doc["Statement"][0]["Resource"]) != [bus]:
+            return f"forwarding role policy {doc}"
         sqs1 = client("sqs", "us-east-1")
         url = sqs1.get_queue_url(QueueName=dlq.split(":")[-1])["QueueUrl"]
         qa = sqs1.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         qp = json.loads(qa["Policy"])
         allow = [st for st in qp["Statement"] if st["Effect"] == "Allow"]
         if (len(allow) != 1 or allow[0].get("Principal") != {"Service": "events.amazonaws.com"}
-                or allow[0].get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") != tf["iam_forwarding_rule_arn"]):
+                or set(as_list(allow[0].get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn"))) != set(rules.values())):
             return f"forwarding DLQ policy {qp}"
         if qa.get("SqsManagedSseEnabled") != "true":
             return f"forwarding DLQ SSE {qa.get('SqsManagedSseEnabled')}"
@@ -491,7 +507,7 @@ def resources_phase(tf):
         ("rendered event patterns follow the contract", rendered_patterns_follow_contract),
         ("deployed rule patterns equal the rendered output", deployed_rules_equal_rendered),
         ("sweep schedule targets the function with {\"tagwarden\":\"sweep\"}", sweep_rule_targets_function),
-        ("IAM forwarding rule in us-east-1 -> eu-west-1 bus", iam_forwarding_rule_in_us_east_1),
+        ("IAM and Route 53 forwarding rules in us-east-1 -> eu-west-1 bus", global_forwarding_rules_in_us_east_1),
         ("event queue: redrive to DLQ (5), visibility >= 6x timeout, SSE", queue_redrive_and_encryption),
         ("queue mapping reports partial batch failures", event_source_mapping_partial_batches),
         ("policy bucket: TLS-only policy, versioned, private, encrypted", bucket_denies_non_tls_and_is_private),
@@ -516,10 +532,19 @@ def cloudtrail(svc, name, caller, marker, error=None):
     return {"Source": f"aws.{svc}", "DetailType": "AWS API Call via CloudTrail", "Detail": json.dumps(detail)}
 
 
-def tag_change(service, tags, marker):
+def tag_change(service, tags, marker, resource_type="instance"):
     return {"Source": "aws.tag", "DetailType": "Tag Change on Resource",
-            "Detail": json.dumps({"service": service, "resource-type": "instance",
+            "Detail": json.dumps({"service": service, "resource-type": resource_type,
                                   "changed-tag-keys": sorted(tags), "tags": tags, "requestID": marker})}
+
+
+def classic_elb(name, marker, caller):
+    """A Classic ELB call: same source and eventName as ELBv2, apiVersion 2012-06-01."""
+    e = cloudtrail("elasticloadbalancing", name, caller, marker)
+    d = json.loads(e["Detail"])
+    d.update(apiVersion="2012-06-01", requestParameters={"loadBalancerNames": [f"{INFRA_ID}-ingress"]})
+    e["Detail"] = json.dumps(d)
+    return e
 
 
 def routing_phase(tf):
@@ -553,9 +578,39 @@ def routing_phase(tf):
         ("tag-change-ec2-untagged", REGION, tag_change("ec2", {"a": "1"}, "m15"), False),
         ("tag-change-ec2-shared", REGION, tag_change("ec2", {f"kubernetes.io/cluster/{INFRA_ID}": "shared"}, "m16"), False),
         ("tag-change-other-cluster", REGION, tag_change("ec2", {"kubernetes.io/cluster/other-abcde": "owned"}, "m17"), False),
-        ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13"), False),
+        # Issue 11: every service's owned resources, no service list.
+        ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13", "db"), True),
+        ("tag-change-efs-owned", REGION, tag_change("elasticfilesystem", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m18", "file-system"), True),
+        ("tag-change-efs-other-cluster", REGION, tag_change("elasticfilesystem", {"kubernetes.io/cluster/other-abcde": "owned"}, "m19", "file-system"), False),
+        ("elb-create-listener", REGION, cloudtrail("elasticloadbalancing", "CreateListener", assumed(other_role), "m20"), True),
+        ("elb-create-rule", REGION, cloudtrail("elasticloadbalancing", "CreateRule", plain_user, "m21"), True),
+        ("elb-classic-add-tags", REGION, classic_elb("AddTags", "m22", plain_user), True),
+        ("elb-classic-own-role", REGION, classic_elb("AddTags", "m23", assumed(role)), False),
+        ("efs-create-file-system", REGION, cloudtrail("elasticfilesystem", "CreateFileSystem", plain_user, "m24"), True),
+        ("efs-create-access-point", REGION, cloudtrail("elasticfilesystem", "CreateAccessPoint", plain_user, "m25"), True),
+        ("efs-delete-tags", REGION, cloudtrail("elasticfilesystem", "DeleteTags", assumed(other_role), "m26"), True),
+        ("efs-untag-resource", REGION, cloudtrail("elasticfilesystem", "UntagResource", plain_user, "m27"), True),
+        ("efs-own-role", REGION, cloudtrail("elasticfilesystem", "TagResource", assumed(role), "m28"), False),
+        ("efs-unlisted-event", REGION, cloudtrail("elasticfilesystem", "CreateMountTarget", plain_user, "m29"), False),
+        ("efs-failed-call", REGION, cloudtrail("elasticfilesystem", "CreateFileSystem", plain_user, "m30", error="FileSystemAlreadyExists"), False),
+        # An EFS-named event from another source does not match (source + eventSource + eventName).
+        ("ec2-named-like-efs", REGION, cloudtrail("ec2", "TagResource", plain_user, "m31"), False),
+        ("route53-in-function-region", REGION, cloudtrail("route53", "CreateHostedZone", plain_user, "m32"), True),
+        ("route53-own-role", REGION, cloudtrail("route53", "ChangeTagsForResource", assumed(role), "m33"), False),
+        ("route53-unlisted-event", REGION, cloudtrail("route53", "ChangeResourceRecordSets", plain_user, "m34"), False),
     ]
-    forwarded = ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True)
+    forwarded = [
+        ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True),
+        # Issue 11: Route 53's events arrive in us-east-1 only, like IAM's.
+        ("route53-zone-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "CreateHostedZone", plain_user, "m40"), True),
+        ("route53-tags-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "ChangeTagsForResource", assumed(other_role), "m41"), True),
+        ("route53-health-check-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "CreateHealthCheck", console_user, "m42"), True),
+        ("route53-own-role-in-us-east-1", "us-east-1", cloudtrail("route53", "ChangeTagsForResource", assumed(role), "m43"), False),
+        ("route53-records-in-us-east-1", "us-east-1", cloudtrail("route53", "ChangeResourceRecordSets", plain_user, "m44"), False),
+        ("route53-failed-in-us-east-1", "us-east-1", cloudtrail("route53", "CreateHostedZone", plain_user, "m45", error="HostedZoneAlreadyExists"), False),
+        # Regional services are not forwarded (their events reach the function's region directly).
+        ("ec2-in-us-east-1", "us-east-1", cloudtrail("ec2", "CreateVpc", plain_user, "m46"), False),
+    ]
 
     def disable_mapping():
         for m in lam.list_event_source_mappings(EventSourceArn=out["events_queue_arn"])["EventSourceMappings"]:
@@ -592,7 +647,7 @@ def routing_phase(tf):
 
     check("disable queue mapping for routing (moto cannot run the function)", disable_mapping)
     check("event routing: own role, failed and unlisted calls dropped; others queued", run(cases))
-    check("event routing: IAM event forwarded from us-east-1 reaches the queue", run([forwarded]))
+    check("event routing: IAM and Route 53 events forwarded from us-east-1 reach the queue; others not", run(forwarded))
     check("DLQ empty after routing", lambda: (
         None if not drain(out["dlq_url"]) else "dead letters present"))
 
