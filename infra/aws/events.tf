@@ -8,28 +8,31 @@
 # `event_patterns` output.
 
 locals {
-  # Event names per service (DESIGN.md §5).
+  # Event names per service (DESIGN.md §5; issue 11), exactly the names the function handles per
+  # CloudTrail eventSource (src/events/cloudtrail.rs handled_events). The key is the service: the
+  # pattern below matches source aws.<key> and detail.eventSource <key>.amazonaws.com. Classic ELB
+  # shares the elasticloadbalancing source and names with ELBv2 (apiVersion tells them apart in
+  # the function). Route 53 is global, its events arrive in us-east-1 only, like IAM's (see
+  # modules/global_event_forwarding).
   cloudtrail_event_names = {
     ec2 = [
       "RunInstances", "CreateVolume", "CreateSecurityGroup", "CreateNetworkInterface", "CreateSnapshot",
       "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
       "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags",
     ]
-    s3 = ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"]
-    # ELBv2 and Classic ELB share the event source and these names (Classic: apiVersion 2012-06-01).
+    s3                   = ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"]
     elasticloadbalancing = ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup", "RemoveTags"]
     iam = [
       "CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
       "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
       "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider",
     ]
-    # Global, like IAM: delivered only to the us-east-1 default bus (global_event_pattern).
     route53           = ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"]
     elasticfilesystem = ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"]
   }
 
-  # Services whose CloudTrail events reach only the us-east-1 default bus (EventBridge User Guide,
-  # "Events from AWS services": global services such as IAM and Route 53).
+  # Services whose CloudTrail events are delivered only to the us-east-1 default bus (in the aws
+  # partition); outside us-east-1 their rules see only what modules/global_event_forwarding sends.
   global_services = ["iam", "route53"]
 
   # Calls made by the function's own role are dropped here (loop safety, DESIGN.md §5). A bare
@@ -54,6 +57,9 @@ locals {
     }
   }
 
+  # Issue 11: every service is handled (native path or the Tagging API), so the rule is not limited
+  # to a list of services (detail.service); the ownership filter alone selects what reaches the
+  # function.
   # Issue 17 item 9: only owned resources may invoke the function. A `Tag Change on Resource` event
   # carries the resource's complete tag set after the change in `detail.tags` (EventBridge User
   # Guide, "Amazon EventBridge events for tag changes"; reference/aws.md §1.6), so the ownership tag
@@ -73,7 +79,6 @@ locals {
     tag_change = {
       source        = ["aws.tag"]
       "detail-type" = ["Tag Change on Resource"]
-      # Every service: each owned ARN has a tag path in the function (src/aws/kinds.rs).
       detail = merge(concat(
         [for c in local.owned_tag_clauses : c if length(local.owned_tag_clauses) == 1],
         [for _ in range(1) : { "$or" = local.owned_tag_clauses } if length(local.owned_tag_clauses) > 1],
@@ -84,9 +89,11 @@ locals {
   # Rules that feed the buffer queue.
   enabled_event_rules = {
     for k, v in local.event_patterns : k => v
-    if(!contains(local.global_services, k) || var.enable_iam_events) && (k != "tag_change" || var.enable_tag_change_events)
+    if(k != "iam" || var.enable_iam_events) && (k != "route53" || var.enable_route53_events) && (k != "tag_change" || var.enable_tag_change_events)
   }
 
+  # Rule names: <name>-<infra_id>-<suffix>. The elasticloadbalancing rule keeps its name "elbv2"
+  # (an existing rule is updated in place, not replaced), though it carries Classic ELB events too.
   rule_suffix = {
     ec2                  = "ec2"
     s3                   = "s3"
@@ -97,20 +104,12 @@ locals {
     tag_change           = "tag-change"
   }
 
-  rendered_event_patterns = { for k, v in local.event_patterns : k => jsonencode(v) }
+  # The enabled rules of the global services, for modules/global_event_forwarding (us-east-1).
+  global_event_patterns = {
+    for k in local.global_services : k => local.rendered_event_patterns[k] if contains(keys(local.enabled_event_rules), k)
+  }
 
-  # What modules/iam_event_forwarding forwards from us-east-1: the global services' CloudTrail
-  # calls in one pattern (sources, event sources and names united; no name of one is a call of the
-  # other), matched again on arrival by each service's own rule.
-  global_event_pattern = jsonencode({
-    source        = [for s in local.global_services : "aws.${s}"]
-    "detail-type" = ["AWS API Call via CloudTrail"]
-    detail = merge({
-      eventSource = [for s in local.global_services : "${s}.amazonaws.com"]
-      eventName   = distinct(flatten([for s in local.global_services : local.cloudtrail_event_names[s]]))
-      errorCode   = [{ exists = false }]
-    }, local.not_self)
-  })
+  rendered_event_patterns = { for k, v in local.event_patterns : k => jsonencode(v) }
 
   ssm_change_pattern = local.use_ssm ? jsonencode({
     source        = ["aws.ssm"]

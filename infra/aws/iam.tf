@@ -1,7 +1,9 @@
-# The function's execution role: exactly the calls the code makes (local.code_actions) plus what
-# the Lambda service does on its behalf (local.platform_actions). Writes are conditioned on the
-# ownership tag wherever the service evaluates aws:ResourceTag for that action; never Delete*,
-# Untag* or RemoveTags.
+# The function's execution role: exactly the calls the code makes (local.code_actions), the
+# services' own tag actions that tag:TagResources needs (local.generic_tag_actions,
+# var.extra_tag_actions), plus what the Lambda service does on its behalf (local.platform_actions).
+# Writes are conditioned on the ownership tag wherever the service evaluates aws:ResourceTag for
+# that action; never Delete*, Untag* or RemoveTags (Route 53's ChangeTagsForResource, which adds
+# and removes in one action, is the one tag write IAM cannot split).
 
 locals {
   # Every AWS API action the tagwarden code calls, per service. This is the one list to compare
@@ -17,15 +19,17 @@ locals {
       policy_read  = ["s3:GetObject", "s3:ListBucket"]
       status_write = ["s3:PutObject"]
     }
-    # ELBv2 and Classic load balancers share the action names. Listings find the listeners and
-    # rules of owned load balancers.
+    # ELBv2 and the Classic ELB API (2012-06-01) share these action names, so one grant serves both.
+    # ELBv2 and Classic load balancers share the action names; the listings find the listeners and
+    # rules of owned load balancers (the emulator's GetResources does not list them).
     elasticloadbalancing = {
       tag_read  = ["elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules", "elasticloadbalancing:DescribeTags"]
       tag_write = ["elasticloadbalancing:AddTags"]
     }
+    # Route 53 is global: hosted zones and health checks are listed, then read 10 at a time.
     route53 = {
-      tag_list  = ["route53:ListHealthChecks", "route53:ListHostedZones", "route53:ListTagsForResources"]
-      tag_read  = ["route53:ListTagsForResource"]
+      tag_list  = ["route53:ListHealthChecks", "route53:ListHostedZones"]
+      tag_read  = ["route53:ListTagsForResource", "route53:ListTagsForResources"]
       tag_write = ["route53:ChangeTagsForResource"]
     }
     iam = {
@@ -41,6 +45,8 @@ locals {
         "iam:TagInstanceProfile", "iam:TagOpenIDConnectProvider", "iam:TagPolicy", "iam:TagRole", "iam:TagUser",
       ]
     }
+    # The generic path for every other service. TagResources also needs each resource's own
+    # service action: local.generic_tag_actions, below, not part of this list.
     tag = {
       tag_read  = ["tag:GetResources"]
       tag_write = ["tag:TagResources"]
@@ -51,13 +57,6 @@ locals {
     }
   }
 
-  # Not called by the code, but required with tag:TagResources, which authorizes each resource with
-  # its service's own tag action as well ("you must have permissions for the tag:TagResources action
-  # and the service-specific tagging action", Resource Groups Tagging API reference, TagResources).
-  # The generic path writes every service without a native row in src/aws/kinds.rs: EFS here, plus
-  # var.extra_tag_actions for the services a cluster uses beyond these.
-  generic_tag_actions = concat(["elasticfilesystem:TagResource"], var.extra_tag_actions)
-
   # Not called by the code: the Lambda service uses these for logging, the queue mapping and the
   # asynchronous-invocation dead-letter queue (and KMS when a key is configured).
   platform_actions = {
@@ -65,6 +64,27 @@ locals {
     sqs  = ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"]
     kms  = var.kms_key_arn == null ? [] : ["kms:Decrypt", "kms:GenerateDataKey"]
   }
+
+  # tag:TagResources is authorized twice. The Tagging API action itself has no resource type and no
+  # condition key (Service Authorization Reference, "Actions, resources, and condition keys for
+  # Amazon Resource Group Tagging API"), so it is granted on "*"; and for every ARN in the call the
+  # caller also needs the owning service's own tag permission ("you must have [...] permission to
+  # call the tagging action of the service that owns the resource", Resource Groups Tagging API
+  # Reference, TagResources; e.g. elasticfilesystem:TagResource). Those service actions are kept
+  # here, apart from code_actions (which lists exactly what the code calls), and are granted under
+  # the ownership condition and the aws:TagKeys guard, so TagResources can only tag owned resources.
+  # EFS evaluates aws:ResourceTag on file systems and access points and aws:TagKeys for TagResource
+  # (Service Authorization Reference, "Actions, resources, and condition keys for Amazon Elastic
+  # File System"). Other services: var.extra_tag_actions.
+  generic_tag_actions = {
+    elasticfilesystem = {
+      actions = ["elasticfilesystem:TagResource"]
+      resources = [
+        for t in ["file-system", "access-point"] : "${local.arn_prefix}:elasticfilesystem:${local.region}:${local.account_id}:${t}/*"
+      ]
+    }
+  }
+  generic_tag_action_list = distinct(concat(flatten([for s in local.generic_tag_actions : s.actions]), var.extra_tag_actions))
 
   # Ownership condition (DESIGN.md §9) and a guard that the function never writes reserved keys
   # (ownership tags, Name, kubernetes.io/ and openshift.io/ namespaces; DESIGN.md §3-4). aws:TagKeys
@@ -92,18 +112,25 @@ locals {
     "${local.arn_prefix}:ec2:${local.region}::image/*", # AMI and snapshot ARNs have no account
     "${local.arn_prefix}:ec2:${local.region}::snapshot/*",
   ]
-  # `loadbalancer/*` covers Classic load balancers (`loadbalancer/<name>`) as well as ELBv2 ones.
   # Issue 17 item 8: listeners and listener rules are owned ELBv2 resources too (the installer tags
   # them). AddTags authorizes them as their own resource types, listener/{app,net,gwy}/... and
   # listener-rule/{app,net}/..., each with aws:ResourceTag/${TagKey} (Service Authorization
   # Reference, "Actions, resources, and condition keys for Elastic Load Balancing V2"), so they are
   # granted here under the same ownership condition. DescribeTags has no resource type ("*", in
   # ReadWithoutResourceType below).
-  elbv2_resource_arns = [
+  # Issue 11: Classic load balancers (OpenShift's default ingress) are tagged with the Classic ELB
+  # API's AddTags, the same action name, on loadbalancer/<name>; Classic ELB evaluates
+  # aws:ResourceTag and aws:TagKeys for it too (Service Authorization Reference, "Actions,
+  # resources, and condition keys for Elastic Load Balancing"). loadbalancer/* covers both the
+  # ELBv2 loadbalancer/{app,net,gwy}/<name>/<id> and the Classic loadbalancer/<name> ARNs; a
+  # Classic name has no '/', so listing loadbalancer/* once is exact, not wider.
+  elb_resource_arns = [
     for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
     "${local.arn_prefix}:elasticloadbalancing:${local.region}:${local.account_id}:${t}/*"
   ]
-  route53_resource_arns = ["${local.arn_prefix}:route53:::hostedzone/*", "${local.arn_prefix}:route53:::healthcheck/*"]
+  # Route 53 ARNs carry neither region nor account (arn:aws:route53:::hostedzone/Z...); an identity
+  # policy only ever reaches this account's zones and health checks.
+  route53_resource_arns = [for t in ["hostedzone", "healthcheck"] : "${local.arn_prefix}:route53:::${t}/*"]
   iam_resource_arns = [
     for t in ["role", "user", "instance-profile", "policy", "oidc-provider"] : "${local.arn_prefix}:iam::${local.account_id}:${t}/*"
   ]
@@ -178,19 +205,15 @@ data "aws_iam_policy_document" "lambda" {
       local.code_actions.ec2.tag_read,
       local.code_actions.elasticloadbalancing.tag_read,
       local.code_actions.iam.tag_list,
+      local.code_actions.route53.tag_list,
       local.code_actions.tag.tag_read,
     )
     resources = ["*"]
   }
 
-  # Route 53's listings have no resource type; its tag reads take hosted zones and health checks,
-  # whose ARNs carry no account.
-  statement {
-    sid       = "ListRoute53"
-    actions   = local.code_actions.route53.tag_list
-    resources = ["*"]
-  }
-
+  # Route 53 authorizes ListTagsForResource and ListTagsForResources on the hostedzone and
+  # healthcheck resource types (Service Authorization Reference, "Actions, resources, and condition
+  # keys for Amazon Route 53"): scoped to those types, the only ones that carry tags there.
   statement {
     sid       = "ReadRoute53Tags"
     actions   = local.code_actions.route53.tag_read
@@ -233,9 +256,9 @@ data "aws_iam_policy_document" "lambda" {
   }
 
   statement {
-    sid       = "WriteOwnedElbv2Tags"
+    sid       = "WriteOwnedElbTags"
     actions   = local.code_actions.elasticloadbalancing.tag_write
-    resources = local.elbv2_resource_arns
+    resources = local.elb_resource_arns
 
     condition {
       test     = "StringEquals"
@@ -274,28 +297,34 @@ data "aws_iam_policy_document" "lambda" {
     }
   }
 
-  # Route 53 evaluates no aws:ResourceTag nor aws:TagKeys for ChangeTagsForResource (Service
-  # Authorization Reference, "Actions, resources, and condition keys for Amazon Route 53": no
-  # condition keys on that action), so a Null=false guard on aws:TagKeys would deny every call. The
-  # limits are the resource types and the code's ownership check.
+  # Not conditioned on ownership: Route 53 does not evaluate aws:ResourceTag. Its Service
+  # Authorization Reference entry lists no aws:ResourceTag, aws:RequestTag or aws:TagKeys key, for
+  # ChangeTagsForResource or any resource type ("you can tag Amazon Route 53 hosted zones [...] but
+  # you can't restrict access to those resources with tags", AWS re:Post Knowledge Center,
+  # "authorization-iam-tags"). An ownership condition would never match (deny everything), and so
+  # would the fail-closed aws:TagKeys guard, so neither is attached. The limit is the resource type
+  # (hosted zones and health checks, this account: ChangeTagsForResource requires one of them) and
+  # the code's ownership check before every write. ChangeTagsForResource can also remove tags;
+  # IAM cannot separate the two, and the code only ever sends AddTags.
   statement {
     sid       = "WriteRoute53Tags"
     actions   = local.code_actions.route53.tag_write
     resources = local.route53_resource_arns
   }
 
-  # The Tagging API itself has no resource types; each resource is authorized again by its service's
-  # own tag action below, conditioned on ownership.
+  # The generic path (Resource Groups Tagging API). TagResources has no resource type or condition
+  # key, so it is "*" here and writes nothing on its own: each ARN also needs the owning service's
+  # tag action, granted in the next statements under the ownership condition.
   statement {
-    sid       = "TagResourcesApi"
+    sid       = "TagResourcesViaTaggingApi"
     actions   = local.code_actions.tag.tag_write
     resources = ["*"]
   }
 
   statement {
-    sid       = "WriteOwnedTagsThroughTaggingApi"
-    actions   = local.generic_tag_actions
-    resources = ["*"]
+    sid       = "WriteOwnedTagsViaTaggingApi"
+    actions   = flatten([for s in local.generic_tag_actions : s.actions])
+    resources = flatten([for s in local.generic_tag_actions : s.resources])
 
     condition {
       test     = "StringEquals"
@@ -308,6 +337,33 @@ data "aws_iam_policy_document" "lambda" {
         test     = condition.value.test
         variable = "aws:TagKeys"
         values   = condition.value.values
+      }
+    }
+  }
+
+  # var.extra_tag_actions: other services' own tag actions for the generic path, on any resource of
+  # the account but only under the ownership condition and the aws:TagKeys guard. A service that
+  # does not evaluate aws:ResourceTag or aws:TagKeys for its tag action refuses the write
+  # (AccessDenied, reported by the function): this fails closed, never open.
+  dynamic "statement" {
+    for_each = length(var.extra_tag_actions) > 0 ? [1] : []
+    content {
+      sid       = "WriteOwnedTagsExtraServices"
+      actions   = var.extra_tag_actions
+      resources = ["*"]
+
+      condition {
+        test     = "StringEquals"
+        variable = "aws:ResourceTag/${local.ownership_tag_key}"
+        values   = [local.ownership_tag_value]
+      }
+      dynamic "condition" {
+        for_each = local.tag_keys_guard
+        content {
+          test     = condition.value.test
+          variable = "aws:TagKeys"
+          values   = condition.value.values
+        }
       }
     }
   }

@@ -52,7 +52,7 @@ resource "aws_cloudwatch_log_group" "lambda" {
 
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_50: the Rust binary is not instrumented for X-Ray; reconcile latency is reported as the ReconcileLatency EMF metric.
-  #checkov:skip=CKV_AWS_117: the function only calls public AWS APIs (EC2, S3, ELBv2, IAM, Tagging, SSM); a VPC would need a NAT or eight interface endpoints for no gain.
+  #checkov:skip=CKV_AWS_117: the function only calls public AWS APIs (EC2, S3, ELB, Route 53, IAM, Tagging, SSM); a VPC would need a NAT and interface endpoints for each of them, for no gain.
   function_name                  = local.name
   description                    = "tagwarden: keeps the tags of cluster ${var.infra_id}'s owned resources"
   role                           = aws_iam_role.lambda.arn

@@ -78,9 +78,9 @@ output "event_patterns" {
   value       = local.rendered_event_patterns
 }
 
-output "global_event_pattern" {
-  description = "The pattern of the global services' (IAM, Route 53) CloudTrail events, which only the us-east-1 default bus receives: feed it to modules/iam_event_forwarding."
-  value       = local.global_event_pattern
+output "global_event_patterns" {
+  description = "Rendered patterns of the enabled global-service rules (iam, route53), whose events arrive only in us-east-1: the `event_patterns` input of modules/global_event_forwarding."
+  value       = local.global_event_patterns
 }
 
 output "event_rule_arns" {
@@ -94,15 +94,16 @@ output "sweep_rule_arn" {
 }
 
 output "event_bus_arn" {
-  description = "ARN of this region's default event bus: the target for IAM events forwarded from us-east-1."
+  description = "ARN of this region's default event bus: the target for IAM and Route 53 events forwarded from us-east-1."
   value       = "arn:${local.partition}:events:${local.region}:${local.account_id}:event-bus/default"
 }
 
 output "iam_actions" {
-  description = "The actions granted to the function: `code` (per service and purpose; the calls the code makes, including both policy sources) and `platform` (used by the Lambda service on its behalf)."
+  description = "The actions granted to the function: `code` (per service and purpose; the calls the code makes, including both policy sources), `generic_tag` (the services' own tag actions that `tag:TagResources` needs, including `extra_tag_actions`) and `platform` (used by the Lambda service on its behalf)."
   value = {
-    code     = local.code_actions
-    platform = local.platform_actions
+    code        = local.code_actions
+    generic_tag = local.generic_tag_action_list
+    platform    = local.platform_actions
   }
 }
 

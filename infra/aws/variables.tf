@@ -251,12 +251,34 @@ variable "s3_bucket_name_patterns" {
   }
 }
 
+variable "extra_tag_actions" {
+  description = "Tag actions of further services for the generic write path (Resource Groups Tagging API `TagResources`, which needs the resource's own service action too), e.g. `[\"sns:TagResource\", \"rds:AddTagsToResource\"]`. Granted on `*` but only for resources carrying the cluster's ownership tag and never for reserved keys; a service that does not evaluate `aws:ResourceTag` for its tag action refuses the write (reported as a write failure). EFS (`elasticfilesystem:TagResource`) is always granted."
+  type        = list(string)
+  default     = []
+
+  # Tag-adding actions only: a wildcard or an untag/delete action would let the role do more than
+  # add tags on owned resources.
+  validation {
+    condition = alltrue([
+      for a in var.extra_tag_actions :
+      can(regex("^[a-z0-9-]+:[A-Za-z0-9]*Tag[A-Za-z0-9]*$", a)) && !can(regex("(?i)(untag|delete|remove)", a))
+    ])
+    error_message = "extra_tag_actions must be service tag actions such as \"sns:TagResource\": \"service:Action\" without wildcards, naming Tag, and not an Untag*, Delete* or Remove* action."
+  }
+}
+
 ################################################################################
 # Events and delivery
 ################################################################################
 
 variable "enable_iam_events" {
-  description = "Create the IAM CloudTrail rule on this region's default bus. IAM events are only emitted in us-east-1: outside us-east-1 the rule only receives events forwarded by the `modules/iam_event_forwarding` submodule deployed in us-east-1."
+  description = "Create the IAM CloudTrail rule on this region's default bus. IAM events are only emitted in us-east-1: outside us-east-1 the rule only receives events forwarded by the `modules/global_event_forwarding` submodule deployed in us-east-1."
+  type        = bool
+  default     = true
+}
+
+variable "enable_route53_events" {
+  description = "Create the Route 53 CloudTrail rule (hosted zones, health checks) on this region's default bus. Route 53 is global: its events are only emitted in us-east-1, so outside us-east-1 the rule only receives events forwarded by the `modules/global_event_forwarding` submodule deployed in us-east-1."
   type        = bool
   default     = true
 }
@@ -362,16 +384,5 @@ variable "alarm_period_seconds" {
   validation {
     condition     = contains([60, 300, 900, 3600], var.alarm_period_seconds)
     error_message = "alarm_period_seconds must be 60, 300, 900 or 3600."
-  }
-}
-
-variable "extra_tag_actions" {
-  description = "Service tag actions (e.g. \"rds:AddTagsToResource\") granted with tag:TagResources, for owned resources of services without a native path in tagwarden (src/aws/kinds.rs). EFS (elasticfilesystem:TagResource) is always granted. Conditioned on the ownership tag like every tag write."
-  type        = list(string)
-  default     = []
-
-  validation {
-    condition     = alltrue([for a in var.extra_tag_actions : can(regex("^[a-z0-9-]+:[A-Za-z0-9]+$", a)) && !can(regex("(?i)(untag|delete|remove)", a))])
-    error_message = "extra_tag_actions takes actions of the form service:Action, and never an Untag*, Delete* or Remove* action."
   }
 }

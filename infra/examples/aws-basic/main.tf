@@ -1,10 +1,11 @@
-# tagwarden for one cluster in one region, policy in S3, IAM events forwarded from us-east-1.
+# tagwarden for one cluster in one region, policy in S3, IAM and Route 53 events forwarded from
+# us-east-1.
 
 provider "aws" {
   region = var.region
 }
 
-# IAM and Route 53 events are only delivered in us-east-1 (see modules/iam_event_forwarding).
+# IAM and Route 53 events are only delivered in us-east-1 (see modules/global_event_forwarding).
 provider "aws" {
   alias  = "us_east_1"
   region = "us-east-1"
@@ -28,14 +29,18 @@ module "tagwarden" {
   # s3_bucket_name_patterns defaults to ["<infra_id>-*"]: OpenShift's only cluster bucket (the image
   # registry's) is named "<infra_id>-image-registry-...".
 
+  # Services beyond the built-in paths (EC2, S3, ELB, Route 53, IAM, EFS) that the cluster owns
+  # resources of, written through the Tagging API under the ownership condition.
+  extra_tag_actions = var.extra_tag_actions
+
   sweep_schedule   = "rate(1 hour)"
   create_sns_topic = true
 
   tags = var.tags
 }
 
-module "iam_event_forwarding" {
-  source = "../../aws/modules/iam_event_forwarding"
+module "global_event_forwarding" {
+  source = "../../aws/modules/global_event_forwarding"
   count  = var.region == "us-east-1" ? 0 : 1
 
   providers = {
@@ -43,7 +48,13 @@ module "iam_event_forwarding" {
   }
 
   name                 = "tagwarden-${var.infra_id}"
-  event_pattern        = module.tagwarden.global_event_pattern
+  event_patterns       = module.tagwarden.global_event_patterns
   target_event_bus_arn = module.tagwarden.event_bus_arn
   tags                 = var.tags
+}
+
+# This module was called iam_event_forwarding and forwarded IAM events only.
+moved {
+  from = module.iam_event_forwarding
+  to   = module.global_event_forwarding
 }

@@ -18,11 +18,6 @@ output "event_patterns" {
   value       = module.tagwarden.event_patterns
 }
 
-output "global_event_pattern" {
-  description = "The IAM and Route 53 pattern forwarded from us-east-1."
-  value       = module.tagwarden.global_event_pattern
-}
-
 output "dashboard_name" {
   description = "CloudWatch dashboard."
   value       = module.tagwarden.dashboard_name
@@ -38,12 +33,12 @@ output "tagwarden" {
   value       = module.tagwarden
 }
 
-output "iam_forwarding_rule_arn" {
-  description = "The us-east-1 rule forwarding IAM events (null when the region is us-east-1)."
-  value       = one(module.iam_event_forwarding[*].rule_arn)
+output "global_forwarding_rule_arns" {
+  description = "The us-east-1 rules forwarding IAM and Route 53 events, by key (null when the region is us-east-1)."
+  value       = one(module.global_event_forwarding[*].rule_arns)
 }
 
-output "iam_forwarding_dlq_arn" {
-  description = "The us-east-1 dead-letter queue of IAM events the function's bus did not accept (null when the region is us-east-1)."
-  value       = one(module.iam_event_forwarding[*].dlq_arn)
+output "global_forwarding_dlq_arn" {
+  description = "The us-east-1 dead-letter queue of IAM and Route 53 events the function's bus did not accept (null when the region is us-east-1)."
+  value       = one(module.global_event_forwarding[*].dlq_arn)
 }

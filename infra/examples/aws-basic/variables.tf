@@ -36,3 +36,9 @@ variable "tags" {
     app = "tagwarden"
   }
 }
+
+variable "extra_tag_actions" {
+  description = "Tag actions of further services the function may use on owned resources through the Tagging API (e.g. `[\"sns:TagResource\"]`); EFS is always included. See the module's `extra_tag_actions`."
+  type        = list(string)
+  default     = []
+}

@@ -34,13 +34,40 @@ run "defaults" {
     error_message = "s3_bucket_name_patterns must default to [\"<infra_id>-*\"], got ${jsonencode(local.s3_bucket_arns)}"
   }
 
-  # Item 8: ELBv2 listeners and listener rules are in the AddTags grant.
+  # Item 8: ELBv2 listeners and listener rules are in the AddTags grant. Issue 11: loadbalancer/*
+  # also covers Classic load balancers (loadbalancer/<name>).
   assert {
-    condition = toset(local.elbv2_resource_arns) == toset([
+    condition = toset(local.elb_resource_arns) == toset([
       for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
       "arn:aws:elasticloadbalancing:eu-west-1:123456789012:${t}/*"
     ])
-    error_message = "ELBv2 AddTags resources: ${jsonencode(local.elbv2_resource_arns)}"
+    error_message = "ELB AddTags resources: ${jsonencode(local.elb_resource_arns)}"
+  }
+
+  # Issue 11: Route 53 tag reads and writes on hosted zones and health checks (no tag conditions
+  # exist there); the generic path needs tag:TagResources plus EFS's own action.
+  assert {
+    condition     = local.route53_resource_arns == ["arn:aws:route53:::hostedzone/*", "arn:aws:route53:::healthcheck/*"]
+    error_message = "Route 53 resources: ${jsonencode(local.route53_resource_arns)}"
+  }
+  assert {
+    condition     = local.code_actions.tag.tag_write == ["tag:TagResources"] && local.code_actions.route53.tag_write == ["route53:ChangeTagsForResource"]
+    error_message = "code_actions must grant tag:TagResources and route53:ChangeTagsForResource"
+  }
+  assert {
+    condition     = local.generic_tag_action_list == tolist(["elasticfilesystem:TagResource"])
+    error_message = "generic tag actions by default: ${jsonencode(local.generic_tag_action_list)}"
+  }
+  assert {
+    condition = toset(local.generic_tag_actions.elasticfilesystem.resources) == toset([
+      "arn:aws:elasticfilesystem:eu-west-1:123456789012:file-system/*",
+      "arn:aws:elasticfilesystem:eu-west-1:123456789012:access-point/*",
+    ])
+    error_message = "EFS TagResource resources: ${jsonencode(local.generic_tag_actions.elasticfilesystem.resources)}"
+  }
+  assert {
+    condition     = !contains([for st in data.aws_iam_policy_document.lambda.statement : st.sid], "WriteOwnedTagsExtraServices")
+    error_message = "no extra-services statement without extra_tag_actions"
   }
 
   # Item 7: the tag-key guard fails closed (Null aws:TagKeys = false next to the ForAllValues tests).
@@ -49,22 +76,45 @@ run "defaults" {
     error_message = "the aws:TagKeys guard must start with Null = false"
   }
 
-  # Item 9: only owned resources' tag changes, filter built from the list of infraIDs.
+  # Item 9: only owned resources' tag changes, filter built from the list of infraIDs. Issue 11:
+  # of every service (no detail.service list).
   assert {
     condition = jsondecode(local.rendered_event_patterns["tag_change"]).detail == {
       tags = { "kubernetes.io/cluster/mycluster-7xk2p" = ["owned"] }
     }
     error_message = "tag_change pattern: ${local.rendered_event_patterns["tag_change"]}"
   }
+
+  # Issue 11: Route 53 and EFS rules with their own source and eventSource; ELBv2 listeners/rules.
+  assert {
+    condition = alltrue([
+      for svc in ["route53", "elasticfilesystem", "elasticloadbalancing"] :
+      local.cloudtrail_patterns[svc].source == ["aws.${svc}"] &&
+      local.cloudtrail_patterns[svc]["detail-type"] == ["AWS API Call via CloudTrail"] &&
+      local.cloudtrail_patterns[svc].detail.eventSource == ["${svc}.amazonaws.com"] &&
+      local.cloudtrail_patterns[svc].detail.eventName == local.cloudtrail_event_names[svc]
+    ])
+    error_message = "route53/elasticfilesystem/elasticloadbalancing patterns: source, detail-type, eventSource or eventName wrong"
+  }
+  assert {
+    condition     = local.cloudtrail_event_names.route53 == ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"]
+    error_message = "route53 event names: ${jsonencode(local.cloudtrail_event_names.route53)}"
+  }
+  assert {
+    condition     = toset(keys(aws_cloudwatch_event_rule.resource_events)) == toset(["ec2", "s3", "elasticloadbalancing", "iam", "route53", "elasticfilesystem", "tag_change"])
+    error_message = "resource-event rules: ${jsonencode(keys(aws_cloudwatch_event_rule.resource_events))}"
+  }
+  assert {
+    condition     = aws_cloudwatch_event_rule.resource_events["route53"].name == "tagwarden-mycluster-7xk2p-route53" && aws_cloudwatch_event_rule.resource_events["elasticfilesystem"].name == "tagwarden-mycluster-7xk2p-efs"
+    error_message = "rule names for route53 and elasticfilesystem"
+  }
+  assert {
+    condition     = keys(local.global_event_patterns) == ["iam", "route53"]
+    error_message = "global_event_patterns: ${jsonencode(keys(local.global_event_patterns))}"
+  }
   assert {
     condition     = local.owner_infra_ids == ["mycluster-7xk2p"]
     error_message = "the Tag Change filter must be built from local.owner_infra_ids"
-  }
-
-  # Issue 11: IAM and Route 53 (global) are forwarded from us-east-1 in one pattern.
-  assert {
-    condition     = local.global_services == ["iam", "route53"] && length(setsubtract(local.global_services, keys(local.cloudtrail_event_names))) == 0
-    error_message = "global services: ${jsonencode(local.global_services)}"
   }
 
   # Item 13: ListBucket (404 for a missing policy object) is part of the code's S3 policy reads.
@@ -160,5 +210,71 @@ run "ssm_policy_change_ignores_failed_updates" {
       exception = [{ exists = false }]
     }
     error_message = "SSM policy-change pattern: ${aws_cloudwatch_event_rule.policy_change[0].event_pattern}"
+  }
+}
+
+# Issue 11: further services for the generic path, conditioned like every other tag write.
+run "extra_tag_actions_added_under_the_ownership_condition" {
+  command = plan
+  variables {
+    extra_tag_actions = ["sns:TagResource", "rds:AddTagsToResource"]
+  }
+  assert {
+    condition     = local.generic_tag_action_list == tolist(["elasticfilesystem:TagResource", "sns:TagResource", "rds:AddTagsToResource"])
+    error_message = "generic tag actions: ${jsonencode(local.generic_tag_action_list)}"
+  }
+  assert {
+    condition = one([
+      for st in data.aws_iam_policy_document.lambda.statement : {
+        actions    = st.actions
+        conditions = toset([for c in st.condition : "${c.test} ${c.variable}"])
+      } if st.sid == "WriteOwnedTagsExtraServices"
+      ]) == {
+      actions = toset(["sns:TagResource", "rds:AddTagsToResource"])
+      conditions = toset([
+        "StringEquals aws:ResourceTag/kubernetes.io/cluster/mycluster-7xk2p",
+        "Null aws:TagKeys",
+        "ForAllValues:StringNotLike aws:TagKeys",
+        "ForAllValues:StringNotEqualsIgnoreCase aws:TagKeys",
+      ])
+    }
+    error_message = "WriteOwnedTagsExtraServices must grant the extra actions under the ownership condition and the aws:TagKeys guard"
+  }
+}
+
+run "extra_tag_actions_wildcard_refused" {
+  command = plan
+  variables {
+    extra_tag_actions = ["sns:*"]
+  }
+  expect_failures = [var.extra_tag_actions]
+}
+
+run "extra_tag_actions_untag_refused" {
+  command = plan
+  variables {
+    extra_tag_actions = ["sns:UntagResource"]
+  }
+  expect_failures = [var.extra_tag_actions]
+}
+
+run "extra_tag_actions_non_tag_action_refused" {
+  command = plan
+  variables {
+    extra_tag_actions = ["sns:Publish"]
+  }
+  expect_failures = [var.extra_tag_actions]
+}
+
+# Issue 11: the global-service rules can be left out; the forwarding patterns follow.
+run "global_service_rules_disabled" {
+  command = plan
+  variables {
+    enable_iam_events     = false
+    enable_route53_events = false
+  }
+  assert {
+    condition     = length(local.global_event_patterns) == 0 && !contains(keys(aws_cloudwatch_event_rule.resource_events), "route53")
+    error_message = "disabled global rules must not be created nor forwarded"
   }
 }

@@ -2,6 +2,8 @@
 region       = "eu-west-1"
 infra_id     = "mycluster-7xk2p"
 architecture = "arm64"
+# Exercises the extra_tag_actions statement (rendered, linted by parliament, evaluated).
+extra_tag_actions = ["sns:TagResource"]
 tags = {
   app  = "tagwarden"
   test = "moto"

@@ -11,6 +11,7 @@ Environment: MOTO_ENDPOINT (https://127.0.0.1:<port>, self-signed).
 """
 import json
 import os
+import re
 import sys
 import time
 
@@ -28,36 +29,39 @@ EVENT_NAMES = {
             "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
             "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags"],
     "s3": ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"],
-    "elasticloadbalancing": ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup",
-                             "RemoveTags"],
+    # Issue 11: ELBv2 listeners and rules; Classic ELB shares the source and the names.
+    "elasticloadbalancing": ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup", "RemoveTags"],
     "iam": ["CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
             "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
             "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"],
+    # Issue 11: Route 53 (global, us-east-1) and EFS.
     "route53": ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"],
-    "elasticfilesystem": ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource",
-                          "UntagResource"],
+    "elasticfilesystem": ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"],
 }
 CODE_ACTIONS = {
     "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
     "s3:GetBucketTagging", "s3:PutBucketTagging",
     "elasticloadbalancing:DescribeTags", "elasticloadbalancing:AddTags",
     "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules",
-    "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
-    "route53:ListTagsForResource", "route53:ChangeTagsForResource",
     "iam:GetRole", "iam:TagRole", "iam:GetUser", "iam:TagUser", "iam:ListInstanceProfileTags",
     "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
     "iam:TagOpenIDConnectProvider", "iam:ListRoles", "iam:ListUsers", "iam:ListInstanceProfiles",
     "iam:ListPolicies", "iam:ListOpenIDConnectProviders",
     "tag:GetResources", "tag:TagResources",
+    "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
+    "route53:ListTagsForResource", "route53:ChangeTagsForResource",
     "ssm:GetParameter", "ssm:PutParameter",
     "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 }
+# The owning services' tag actions that tag:TagResources needs (iam.tf generic_tag_actions), plus
+# the example's extra_tag_actions (tests/terraform/moto/aws-basic.tfvars).
+GENERIC_TAG_ACTIONS = {"elasticfilesystem:TagResource"}
+EXTRA_TAG_ACTIONS = {"sns:TagResource"}
 PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMessage", "sqs:DeleteMessage",
                     "sqs:GetQueueAttributes", "sqs:SendMessage"}
-# tag:TagResources needs each service's own tag action too (the generic path: EFS by default).
-GENERIC_TAG_ACTIONS = {"elasticfilesystem:TagResource"}
 # S3 policy source: everything but the SSM read.
-EXPECTED_ROLE_ACTIONS = (CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | PLATFORM_ACTIONS | GENERIC_TAG_ACTIONS
+EXPECTED_ROLE_ACTIONS = ((CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | GENERIC_TAG_ACTIONS
+                         | EXTRA_TAG_ACTIONS | PLATFORM_ACTIONS)
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
            "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
 
@@ -104,10 +108,8 @@ def statement_problems(doc, policy_bucket):
     for st in doc["Statement"]:
         acts = set(as_list(st["Action"]))
         cond = st.get("Condition", {})
-        # Route 53's ChangeTagsForResource evaluates no tag condition (see iam.tf); every other tag
-        # write, the generic path's service actions included, is conditioned and guarded.
-        generic = acts & GENERIC_TAG_ACTIONS
-        if acts & {"ec2:CreateTags", "elasticloadbalancing:AddTags"} or generic or any(a.startswith("iam:Tag") for a in acts):
+        service_tag_writes = {"ec2:CreateTags", "elasticloadbalancing:AddTags"} | GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS
+        if acts & service_tag_writes or any(a.startswith("iam:Tag") for a in acts):
             if cond.get("StringEquals", {}).get(key) != "owned":
                 problems.append(f"{st.get('Sid')} not conditioned on {key}=owned")
             # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
@@ -126,6 +128,20 @@ def statement_problems(doc, policy_bucket):
             want = {prefix + t + "/*" for t in ("loadbalancer", "targetgroup", "listener", "listener-rule")}
             if set(as_list(st["Resource"])) != want:
                 problems.append(f"AddTags resources {st['Resource']} != {sorted(want)}")
+        # Issue 11: Route 53 evaluates no tag condition keys; its statements are scoped to hosted
+        # zones and health checks and must carry no condition (one would never match: deny all).
+        r53 = [f"arn:aws:route53:::{t}/*" for t in ("hostedzone", "healthcheck")]
+        if acts & {"route53:ListTagsForResource", "route53:ListTagsForResources", "route53:ChangeTagsForResource"}:
+            if sorted(as_list(st["Resource"])) != sorted(r53) or cond:
+                problems.append(f"{st.get('Sid')}: Route 53 tag actions on {st['Resource']} with {cond} (want {r53}, no condition)")
+        # The Tagging API's TagResources has no resource type: "*", alone, unconditioned; each ARN is
+        # authorized again as the owning service's action (conditioned above).
+        if "tag:TagResources" in acts and (acts != {"tag:TagResources"} or as_list(st["Resource"]) != ["*"] or cond):
+            problems.append(f"{st.get('Sid')}: tag:TagResources with {sorted(acts)} on {st['Resource']} {cond}")
+        if acts & GENERIC_TAG_ACTIONS:
+            want = {f"arn:aws:elasticfilesystem:{REGION}:123456789012:{t}/*" for t in ("file-system", "access-point")}
+            if set(as_list(st["Resource"])) != want:
+                problems.append(f"{st.get('Sid')}: EFS TagResource on {st['Resource']} != {sorted(want)}")
         if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}/tagwarden/tagwarden-status.json"]:
             problems.append(f"PutObject resource {st['Resource']}")
         # Issue 17 item 6: the default bucket pattern is the cluster's, never "*".
@@ -141,6 +157,101 @@ def statement_problems(doc, policy_bucket):
     return problems
 
 
+# ---------------------------------------------------------------------------------------------
+# A small evaluator of the role's Allow statements, so that "who may write what" is checked as IAM
+# would decide it, not only as text: a request is allowed when one statement matches its action,
+# its resource and every condition (the policy has no Deny). It knows exactly the operators iam.tf
+# uses and raises on any other, never matching silently. Condition keys a service does not put in
+# the request context (Route 53: no aws:ResourceTag, no aws:TagKeys) are simply absent, as in IAM.
+
+def _like(pattern, value):
+    """IAM wildcard match: * any run, ? one character, case-sensitive."""
+    rx = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(rx, value, flags=re.S) is not None
+
+
+def _condition_holds(op, key, want, ctx):
+    want, have = as_list(want), ctx.get(key)
+    if op == "Null":
+        return (have is None) == (want == ["true"])
+    if op == "StringEquals":
+        return have is not None and any(v in want for v in as_list(have))
+    if op == "ForAllValues:StringNotLike":
+        return have is None or all(not any(_like(w, v) for w in want) for v in as_list(have))
+    if op == "ForAllValues:StringNotEqualsIgnoreCase":
+        return have is None or all(v.lower() not in {w.lower() for w in want} for v in as_list(have))
+    raise ValueError(f"the test evaluator does not know condition operator {op}")
+
+
+def allowed_by(doc, action, arn, ctx):
+    """The Sid of the first statement allowing the request, else None."""
+    for st in doc["Statement"]:
+        if st["Effect"] != "Allow":
+            continue
+        if not any(_like(a.lower(), action.lower()) for a in as_list(st["Action"])):
+            continue
+        if not any(_like(r, arn) for r in as_list(st["Resource"])):
+            continue
+        if all(_condition_holds(op, k, v, ctx) for op, kv in st.get("Condition", {}).items() for k, v in kv.items()):
+            return st.get("Sid") or "(no sid)"
+    return None
+
+
+def tag_write_cases():
+    """(case, action, resource ARN, request context, allowed?) for the function role in eu-west-1."""
+    acct, owned_key = "123456789012", f"kubernetes.io/cluster/{INFRA_ID}"
+
+    def req(tags=None, keys=("team",)):
+        ctx = {f"aws:ResourceTag/{k}": v for k, v in (tags or {}).items()}
+        if keys is not None:
+            ctx["aws:TagKeys"] = list(keys)
+        return ctx
+
+    owned, shared = {owned_key: "owned"}, {owned_key: "shared"}
+    i = f"arn:aws:ec2:{REGION}:{acct}:instance/i-0123456789abcdef0"
+    clb = f"arn:aws:elasticloadbalancing:{REGION}:{acct}:loadbalancer/{INFRA_ID}-ingress"
+    fs = f"arn:aws:elasticfilesystem:{REGION}:{acct}:file-system/fs-0123456789abcdef0"
+    ap = f"arn:aws:elasticfilesystem:{REGION}:{acct}:access-point/fsap-0123456789abcdef0"
+    zone, hc = "arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ", "arn:aws:route53:::healthcheck/0123abcd-0000-1111-2222-333344445555"
+    return [
+        ("EC2 instance, owned", "ec2:CreateTags", i, req(owned), True),
+        ("EC2 instance, not owned", "ec2:CreateTags", i, req({}), False),
+        ("EC2 instance, shared", "ec2:CreateTags", i, req(shared), False),
+        ("EC2 instance, owned, writing Name", "ec2:CreateTags", i, req(owned, ["team", "name"]), False),
+        ("EC2 instance, owned, writing an ownership tag", "ec2:CreateTags", i, req(owned, ["kubernetes.io/cluster/x"]), False),
+        ("EC2 instance, owned, request without aws:TagKeys", "ec2:CreateTags", i, req(owned, None), False),
+        ("EC2 DeleteTags, owned", "ec2:DeleteTags", i, req(owned), False),
+        ("Classic load balancer, owned", "elasticloadbalancing:AddTags", clb, req(owned), True),
+        ("Classic load balancer, not owned", "elasticloadbalancing:AddTags", clb, req({}), False),
+        ("Classic load balancer, owned, writing openshift.io/x", "elasticloadbalancing:AddTags", clb, req(owned, ["openshift.io/x"]), False),
+        ("Classic load balancer in us-east-1, owned", "elasticloadbalancing:AddTags", clb.replace(REGION, "us-east-1"), req(owned), False),
+        ("ELBv2 NLB, owned", "elasticloadbalancing:AddTags", f"arn:aws:elasticloadbalancing:{REGION}:{acct}:loadbalancer/net/{INFRA_ID}-ext/50dc6c495c0c9188", req(owned), True),
+        ("ELBv2 listener, owned", "elasticloadbalancing:AddTags", f"arn:aws:elasticloadbalancing:{REGION}:{acct}:listener/net/{INFRA_ID}-ext/50dc6c495c0c9188/f2f7dc8efc522ab2", req(owned), True),
+        ("tag:TagResources (no resource type)", "tag:TagResources", "*", req(), True),
+        ("EFS file system, owned", "elasticfilesystem:TagResource", fs, req(owned), True),
+        ("EFS access point, owned", "elasticfilesystem:TagResource", ap, req(owned), True),
+        ("EFS file system, not owned", "elasticfilesystem:TagResource", fs, req({}), False),
+        ("EFS file system, owned, writing Name", "elasticfilesystem:TagResource", fs, req(owned, ["Name"]), False),
+        ("EFS file system in another account, owned", "elasticfilesystem:TagResource", fs.replace(acct, "210987654321"), req(owned), False),
+        ("EFS UntagResource, owned", "elasticfilesystem:UntagResource", fs, req(owned), False),
+        ("SNS topic, owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
+        ("SNS topic, not owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
+        ("RDS, owned (not granted)", "rds:AddTagsToResource", f"arn:aws:rds:{REGION}:{acct}:db:d", req(owned), False),
+        # Route 53 puts no tag keys in the request context.
+        ("Route 53 hosted zone", "route53:ChangeTagsForResource", zone, {}, True),
+        ("Route 53 health check", "route53:ChangeTagsForResource", hc, {}, True),
+        ("Route 53 traffic policy", "route53:ChangeTagsForResource", "arn:aws:route53:::trafficpolicy/x", {}, False),
+        ("Route 53 hosted zone tags, one", "route53:ListTagsForResource", zone, {}, True),
+        ("Route 53 hosted zone tags, batch", "route53:ListTagsForResources", zone, {}, True),
+        ("Route 53 zones listed", "route53:ListHostedZones", "*", {}, True),
+        ("Route 53 health checks listed", "route53:ListHealthChecks", "*", {}, True),
+        ("IAM role, owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role", req(owned), True),
+        ("IAM role, not owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/OrganizationAccountAccessRole", req({}), False),
+        ("cluster bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{INFRA_ID}-image-registry-{REGION}-abc", {}, True),
+        ("other bucket", "s3:PutBucketTagging", "arn:aws:s3:::payroll", {}, False),
+    ]
+
+
 def resources_phase(tf):
     out = tf["tagwarden"]
     events, sqs, s3, iam, cw, lam = (client(s) for s in ("events", "sqs", "s3", "iam", "cloudwatch", "lambda"))
@@ -148,7 +259,7 @@ def resources_phase(tf):
     role_arn = out["role_arn"]
 
     def rendered_patterns_follow_contract():
-        want_keys = {"ec2", "s3", "elasticloadbalancing", "iam", "route53", "elasticfilesystem", "tag_change"}
+        want_keys = set(EVENT_NAMES) | {"tag_change"}
         if set(patterns) != want_keys:
             return f"pattern keys {sorted(patterns)} != {sorted(want_keys)}"
         for svc, names in EVENT_NAMES.items():
@@ -169,6 +280,7 @@ def resources_phase(tf):
             if p != want:
                 return f"{svc}: {json.dumps(p)} != {json.dumps(want)}"
         # Issue 17 item 9: only owned resources' tag changes (detail.tags carries the full tag set).
+        # Issue 11: of every service (no detail.service filter).
         tc = {"source": ["aws.tag"], "detail-type": ["Tag Change on Resource"],
               "detail": {"tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
         if patterns["tag_change"] != tc:
@@ -201,38 +313,47 @@ def resources_phase(tf):
             return "no lambda permission for events.amazonaws.com"
         return None
 
-    def iam_forwarding_rule_in_us_east_1():
+    def global_forwarding_rules_in_us_east_1():
+        # Issue 11: IAM and Route 53 events (global services, us-east-1 only) are both forwarded,
+        # one rule each, through one role and one dead-letter queue.
         ev1 = client("events", "us-east-1")
-        name = tf["iam_forwarding_rule_arn"].split("/")[-1]
-        rule = ev1.describe_rule(Name=name)
-        forwarded = json.loads(rule["EventPattern"])
-        if forwarded != json.loads(tf["global_event_pattern"]):
-            return "forwarding pattern != global_event_pattern"
-        if forwarded["source"] != ["aws.iam", "aws.route53"]:
-            return f"forwarding sources {forwarded['source']}: IAM and Route 53 are both global"
-        t = ev1.list_targets_by_rule(Rule=name)["Targets"]
+        rules = tf["global_forwarding_rule_arns"]
+        if set(rules) != {"iam", "route53"} or out["global_event_patterns"] != {k: out["event_patterns"][k] for k in ("iam", "route53")}:
+            return f"forwarding rules {sorted(rules)}, global_event_patterns {sorted(out['global_event_patterns'])}"
         bus = f"arn:aws:events:{REGION}:123456789012:event-bus/default"
-        if len(t) != 1 or t[0]["Arn"] != bus or not t[0].get("RoleArn"):
-            return f"targets {t}"
-        role_name = t[0]["RoleArn"].split("/")[-1]
+        dlq = tf["global_forwarding_dlq_arn"]
+        roles = set()
+        for key, arn in rules.items():
+            name = arn.split("/")[-1]
+            if name != f"tagwarden-{INFRA_ID}-{key}-forward":
+                return f"rule name {name}"
+            rule = ev1.describe_rule(Name=name)
+            if json.loads(rule["EventPattern"]) != patterns[key]:
+                return f"forwarding pattern {key} != event_patterns[{key}]"
+            t = ev1.list_targets_by_rule(Rule=name)["Targets"]
+            if len(t) != 1 or t[0]["Arn"] != bus or not t[0].get("RoleArn"):
+                return f"{key} targets {t}"
+            roles.add(t[0]["RoleArn"])
+            # Issue 17 item 12: undeliverable forwarded events are retried, then kept in a us-east-1
+            # DLQ that admits only these rules.
+            if t[0].get("DeadLetterConfig", {}).get("Arn") != dlq or not dlq.startswith("arn:aws:sqs:us-east-1:"):
+                return f"{key} target dead-letter config {t[0].get('DeadLetterConfig')} (output {dlq})"
+            rp = t[0].get("RetryPolicy", {})
+            if rp.get("MaximumRetryAttempts") != 185 or rp.get("MaximumEventAgeInSeconds") != 86400:
+                return f"{key} target retry policy {rp}"
+        if len(roles) != 1:
+            return f"forwarding roles {roles}"
+        role_name = roles.pop().split("/")[-1]
         doc = iam.get_role_policy(RoleName=role_name, PolicyName="put-events")["PolicyDocument"]
-        if policy_actions(doc) != {"events:PutEvents"}:
-            return f"forwarding role actions {policy_actions(doc)}"
-        # Issue 17 item 12: undeliverable forwarded events are retried, then kept in a us-east-1 DLQ
-        # that admits only this rule.
-        dlq = t[0].get("DeadLetterConfig", {}).get("Arn", "")
-        if not dlq.startswith("arn:aws:sqs:us-east-1:") or dlq != tf["iam_forwarding_dlq_arn"]:
-            return f"forwarding target dead-letter config {t[0].get('DeadLetterConfig')} (output {tf.get('iam_forwarding_dlq_arn')})"
-        rp = t[0].get("RetryPolicy", {})
-        if rp.get("MaximumRetryAttempts") != 185 or rp.get("MaximumEventAgeInSeconds") != 86400:
-            return f"forwarding target retry policy {rp}"
+        if policy_actions(doc) != {"events:PutEvents"} or as_list(doc["Statement"][0]["Resource"]) != [bus]:
+            return f"forwarding role policy {doc}"
         sqs1 = client("sqs", "us-east-1")
         url = sqs1.get_queue_url(QueueName=dlq.split(":")[-1])["QueueUrl"]
         qa = sqs1.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         qp = json.loads(qa["Policy"])
         allow = [st for st in qp["Statement"] if st["Effect"] == "Allow"]
         if (len(allow) != 1 or allow[0].get("Principal") != {"Service": "events.amazonaws.com"}
-                or allow[0].get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") != tf["iam_forwarding_rule_arn"]):
+                or set(as_list(allow[0].get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn"))) != set(rules.values())):
             return f"forwarding DLQ policy {qp}"
         if qa.get("SqsManagedSseEnabled") != "true":
             return f"forwarding DLQ SSE {qa.get('SqsManagedSseEnabled')}"
@@ -311,7 +432,9 @@ def resources_phase(tf):
         flat = {a for svc in out["iam_actions"]["code"].values() for acts in svc.values() for a in acts}
         if flat != CODE_ACTIONS:
             problems.append(f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}")
-        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem")
+        if set(out["iam_actions"]["generic_tag"]) != GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS:
+            problems.append(f"output iam_actions.generic_tag {out['iam_actions']['generic_tag']}")
+        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem", "sns")
         bad = [a for a in got if a.split(":")[0] in tag_services
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
@@ -320,6 +443,15 @@ def resources_phase(tf):
             problems.append("unexpected Deny/NotAction/NotResource")
         problems += statement_problems(doc, out["policy_bucket_name"])
         return "; ".join(problems) or None
+
+    def role_allows_exactly_the_owned_tag_writes():
+        doc = iam.get_role_policy(RoleName=out["role_name"], PolicyName="tagwarden")["PolicyDocument"]
+        wrong = []
+        for case, action, arn, ctx, want in tag_write_cases():
+            sid = allowed_by(doc, action, arn, ctx)
+            if bool(sid) != want:
+                wrong.append(f"{case}: {'allowed by ' + sid if sid else 'denied'}, want {'allowed' if want else 'denied'}")
+        return "; ".join(wrong) or None
 
     def lambda_contract():
         f = lam.get_function_configuration(FunctionName=out["function_name"])
@@ -376,12 +508,14 @@ def resources_phase(tf):
         ("rendered event patterns follow the contract", rendered_patterns_follow_contract),
         ("deployed rule patterns equal the rendered output", deployed_rules_equal_rendered),
         ("sweep schedule targets the function with {\"tagwarden\":\"sweep\"}", sweep_rule_targets_function),
-        ("IAM forwarding rule in us-east-1 -> eu-west-1 bus", iam_forwarding_rule_in_us_east_1),
+        ("IAM and Route 53 forwarding rules in us-east-1 -> eu-west-1 bus", global_forwarding_rules_in_us_east_1),
         ("event queue: redrive to DLQ (5), visibility >= 6x timeout, SSE", queue_redrive_and_encryption),
         ("queue mapping reports partial batch failures", event_source_mapping_partial_batches),
         ("policy bucket: TLS-only policy, versioned, private, encrypted", bucket_denies_non_tls_and_is_private),
         ("policy object and S3 notification on the policy key", policy_object_and_notification),
         ("role policy is exactly the action list, writes conditioned", role_policy_is_exactly_the_action_list),
+        (f"role policy evaluated: {len(tag_write_cases())} tag-write cases (owned only; Classic ELB, EFS, Route 53)",
+         role_allows_exactly_the_owned_tag_writes),
         ("Lambda runtime/handler/arch/env/DLQ and log group", lambda_contract),
         ("dashboard searches every TagWarden metric", dashboard_searches_every_metric),
         ("alarms exist with SNS actions", alarms_exist_with_sns),
@@ -399,10 +533,19 @@ def cloudtrail(svc, name, caller, marker, error=None):
     return {"Source": f"aws.{svc}", "DetailType": "AWS API Call via CloudTrail", "Detail": json.dumps(detail)}
 
 
-def tag_change(service, tags, marker):
+def tag_change(service, tags, marker, resource_type="instance"):
     return {"Source": "aws.tag", "DetailType": "Tag Change on Resource",
-            "Detail": json.dumps({"service": service, "resource-type": "instance",
+            "Detail": json.dumps({"service": service, "resource-type": resource_type,
                                   "changed-tag-keys": sorted(tags), "tags": tags, "requestID": marker})}
+
+
+def classic_elb(name, marker, caller):
+    """A Classic ELB call: same source and eventName as ELBv2, apiVersion 2012-06-01."""
+    e = cloudtrail("elasticloadbalancing", name, caller, marker)
+    d = json.loads(e["Detail"])
+    d.update(apiVersion="2012-06-01", requestParameters={"loadBalancerNames": [f"{INFRA_ID}-ingress"]})
+    e["Detail"] = json.dumps(d)
+    return e
 
 
 def routing_phase(tf):
@@ -436,10 +579,39 @@ def routing_phase(tf):
         ("tag-change-ec2-untagged", REGION, tag_change("ec2", {"a": "1"}, "m15"), False),
         ("tag-change-ec2-shared", REGION, tag_change("ec2", {f"kubernetes.io/cluster/{INFRA_ID}": "shared"}, "m16"), False),
         ("tag-change-other-cluster", REGION, tag_change("ec2", {"kubernetes.io/cluster/other-abcde": "owned"}, "m17"), False),
-        # Every service's owned resources are enforced (the Tagging API writes what has no native path).
-        ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13"), True),
+        # Issue 11: every service's owned resources, no service list.
+        ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13", "db"), True),
+        ("tag-change-efs-owned", REGION, tag_change("elasticfilesystem", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m18", "file-system"), True),
+        ("tag-change-efs-other-cluster", REGION, tag_change("elasticfilesystem", {"kubernetes.io/cluster/other-abcde": "owned"}, "m19", "file-system"), False),
+        ("elb-create-listener", REGION, cloudtrail("elasticloadbalancing", "CreateListener", assumed(other_role), "m20"), True),
+        ("elb-create-rule", REGION, cloudtrail("elasticloadbalancing", "CreateRule", plain_user, "m21"), True),
+        ("elb-classic-add-tags", REGION, classic_elb("AddTags", "m22", plain_user), True),
+        ("elb-classic-own-role", REGION, classic_elb("AddTags", "m23", assumed(role)), False),
+        ("efs-create-file-system", REGION, cloudtrail("elasticfilesystem", "CreateFileSystem", plain_user, "m24"), True),
+        ("efs-create-access-point", REGION, cloudtrail("elasticfilesystem", "CreateAccessPoint", plain_user, "m25"), True),
+        ("efs-delete-tags", REGION, cloudtrail("elasticfilesystem", "DeleteTags", assumed(other_role), "m26"), True),
+        ("efs-untag-resource", REGION, cloudtrail("elasticfilesystem", "UntagResource", plain_user, "m27"), True),
+        ("efs-own-role", REGION, cloudtrail("elasticfilesystem", "TagResource", assumed(role), "m28"), False),
+        ("efs-unlisted-event", REGION, cloudtrail("elasticfilesystem", "CreateMountTarget", plain_user, "m29"), False),
+        ("efs-failed-call", REGION, cloudtrail("elasticfilesystem", "CreateFileSystem", plain_user, "m30", error="FileSystemAlreadyExists"), False),
+        # An EFS-named event from another source does not match (source + eventSource + eventName).
+        ("ec2-named-like-efs", REGION, cloudtrail("ec2", "TagResource", plain_user, "m31"), False),
+        ("route53-in-function-region", REGION, cloudtrail("route53", "CreateHostedZone", plain_user, "m32"), True),
+        ("route53-own-role", REGION, cloudtrail("route53", "ChangeTagsForResource", assumed(role), "m33"), False),
+        ("route53-unlisted-event", REGION, cloudtrail("route53", "ChangeResourceRecordSets", plain_user, "m34"), False),
     ]
-    forwarded = ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True)
+    forwarded = [
+        ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True),
+        # Issue 11: Route 53's events arrive in us-east-1 only, like IAM's.
+        ("route53-zone-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "CreateHostedZone", plain_user, "m40"), True),
+        ("route53-tags-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "ChangeTagsForResource", assumed(other_role), "m41"), True),
+        ("route53-health-check-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "CreateHealthCheck", console_user, "m42"), True),
+        ("route53-own-role-in-us-east-1", "us-east-1", cloudtrail("route53", "ChangeTagsForResource", assumed(role), "m43"), False),
+        ("route53-records-in-us-east-1", "us-east-1", cloudtrail("route53", "ChangeResourceRecordSets", plain_user, "m44"), False),
+        ("route53-failed-in-us-east-1", "us-east-1", cloudtrail("route53", "CreateHostedZone", plain_user, "m45", error="HostedZoneAlreadyExists"), False),
+        # Regional services are not forwarded (their events reach the function's region directly).
+        ("ec2-in-us-east-1", "us-east-1", cloudtrail("ec2", "CreateVpc", plain_user, "m46"), False),
+    ]
 
     def disable_mapping():
         for m in lam.list_event_source_mappings(EventSourceArn=out["events_queue_arn"])["EventSourceMappings"]:
@@ -476,7 +648,7 @@ def routing_phase(tf):
 
     check("disable queue mapping for routing (moto cannot run the function)", disable_mapping)
     check("event routing: own role, failed and unlisted calls dropped; others queued", run(cases))
-    check("event routing: IAM event forwarded from us-east-1 reaches the queue", run([forwarded]))
+    check("event routing: IAM and Route 53 events forwarded from us-east-1 reach the queue; others not", run(forwarded))
     check("DLQ empty after routing", lambda: (
         None if not drain(out["dlq_url"]) else "dead letters present"))
 

@@ -4,8 +4,8 @@
 usage: lint_role_policies.py <terraform show -json state> <parliament executable>
 
 Reads the state that `terraform show -json` prints after the apply against moto, takes the rendered
-`policy` of every `aws_iam_role_policy` (the tagwarden function's role and the us-east-1 IAM
-forwarding role), and runs the pinned parliament (scripts/install-tools) on each: unknown actions,
+`policy` of every `aws_iam_role_policy` (the tagwarden function's role and the us-east-1
+IAM/Route 53 forwarding role), and runs the pinned parliament (scripts/install-tools) on each: unknown actions,
 actions that do not apply to the listed resource types, malformed conditions, unknown condition
 keys. Prints one "PASS <policy>" / "FAIL <policy>: <findings>" line each and a count; exits 1 on any
 finding, so an accepted finding must be fixed in iam.tf, not waved through here.

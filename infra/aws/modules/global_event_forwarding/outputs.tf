@@ -1,6 +1,6 @@
-output "rule_arn" {
-  description = "ARN of the forwarding rule in us-east-1."
-  value       = aws_cloudwatch_event_rule.this.arn
+output "rule_arns" {
+  description = "ARNs of the forwarding rules in us-east-1, by pattern key (iam, route53)."
+  value       = { for k, r in aws_cloudwatch_event_rule.this : k => r.arn }
 }
 
 output "role_arn" {

@@ -1,8 +1,8 @@
-# IAM is a global service: its CloudTrail events are only delivered to the default bus in
-# us-east-1. This module, deployed with a us-east-1 provider, forwards the events that match the
-# tagwarden IAM pattern to the default bus of the function's region, where the module's own IAM
-# rule sends them to the event queue. Same-account cross-region delivery only needs a role that may
-# events:PutEvents on the target bus.
+# IAM and Route 53 are global services: their CloudTrail events are only delivered to the default
+# bus in us-east-1. This module, deployed with a us-east-1 provider, forwards the events that match
+# the tagwarden patterns of those services (one rule per pattern) to the default bus of the
+# function's region, where the module's own iam and route53 rules send them to the event queue.
+# Same-account cross-region delivery only needs a role that may events:PutEvents on the target bus.
 
 data "aws_region" "current" {}
 data "aws_caller_identity" "current" {}
@@ -26,8 +26,8 @@ data "aws_iam_policy_document" "assume" {
 }
 
 resource "aws_iam_role" "this" {
-  name               = "${var.name}-iam-forward"
-  description        = "Forwards tagwarden IAM events from us-east-1 to ${var.target_event_bus_arn}"
+  name               = "${var.name}-forward"
+  description        = "Forwards tagwarden global-service events (IAM, Route 53) from us-east-1 to ${var.target_event_bus_arn}"
   assume_role_policy = data.aws_iam_policy_document.assume.json
   tags               = var.tags
 }
@@ -45,10 +45,14 @@ resource "aws_iam_role_policy" "this" {
   policy = data.aws_iam_policy_document.put_events.json
 }
 
+# One rule per pattern (iam, route53). The IAM rule keeps the name and address it had in the former
+# iam_event_forwarding module (moved block below), so an upgrade updates it in place.
 resource "aws_cloudwatch_event_rule" "this" {
-  name          = "${var.name}-iam-forward"
-  description   = "tagwarden: forward IAM CloudTrail events to ${var.target_event_bus_arn}"
-  event_pattern = var.event_pattern
+  for_each = var.event_patterns
+
+  name          = "${var.name}-${each.key}-forward"
+  description   = "tagwarden: forward ${each.key} CloudTrail events to ${var.target_event_bus_arn}"
+  event_pattern = each.value
   tags          = var.tags
 
   lifecycle {
@@ -61,17 +65,26 @@ resource "aws_cloudwatch_event_rule" "this" {
     # rather than deploy a rule that never matches; README "Other partitions" says what to do.
     precondition {
       condition     = data.aws_partition.current.partition == "aws"
-      error_message = "iam_event_forwarding supports the aws partition only: in aws-cn and aws-us-gov IAM events are not delivered to us-east-1. Deploy the tagwarden module in the partition's IAM home region with enable_iam_events = true instead (see README)."
+      error_message = "global_event_forwarding supports the aws partition only: in aws-cn and aws-us-gov global-service (IAM, Route 53) events are not delivered to us-east-1. Deploy the tagwarden module in the partition's home region with enable_iam_events and enable_route53_events = true instead (see README)."
     }
     precondition {
       condition     = data.aws_region.current.name == "us-east-1"
-      error_message = "iam_event_forwarding must be deployed with a us-east-1 provider: IAM events are only delivered there."
+      error_message = "global_event_forwarding must be deployed with a us-east-1 provider: IAM and Route 53 events are only delivered there."
     }
     precondition {
       condition     = !endswith(split(":event-bus/", var.target_event_bus_arn)[0], ":us-east-1:${data.aws_caller_identity.current.account_id}")
-      error_message = "The target bus is in us-east-1 already; IAM events arrive there without forwarding."
+      error_message = "The target bus is in us-east-1 already; IAM and Route 53 events arrive there without forwarding."
+    }
+    precondition {
+      condition     = length("${var.name}-${each.key}-forward") <= 64
+      error_message = "The rule name ${var.name}-${each.key}-forward is longer than EventBridge's 64 characters: shorten name."
     }
   }
+}
+
+moved {
+  from = aws_cloudwatch_event_rule.this
+  to   = aws_cloudwatch_event_rule.this["iam"]
 }
 
 # Issue 17 item 12: an event the target bus does not accept (throttling, a missing role permission)
@@ -80,7 +93,7 @@ resource "aws_cloudwatch_event_rule" "this" {
 # queue, a standard SQS queue in the rule's account and Region (EventBridge User Guide, "Using
 # dead-letter queues to process undelivered events").
 resource "aws_sqs_queue" "dlq" {
-  name                      = "${var.name}-iam-forward-dlq"
+  name                      = "${var.name}-forward-dlq"
   message_retention_seconds = 1209600 # 14 days, the maximum
   sqs_managed_sse_enabled   = true
   tags                      = var.tags
@@ -100,7 +113,7 @@ data "aws_iam_policy_document" "dlq" {
     condition {
       test     = "ArnEquals"
       variable = "aws:SourceArn"
-      values   = [aws_cloudwatch_event_rule.this.arn]
+      values   = [for r in aws_cloudwatch_event_rule.this : r.arn]
     }
   }
 
@@ -129,7 +142,9 @@ resource "aws_sqs_queue_policy" "dlq" {
 }
 
 resource "aws_cloudwatch_event_target" "this" {
-  rule      = aws_cloudwatch_event_rule.this.name
+  for_each = aws_cloudwatch_event_rule.this
+
+  rule      = each.value.name
   target_id = "tagwarden-region-bus"
   arn       = var.target_event_bus_arn
   role_arn  = aws_iam_role.this.arn
@@ -142,4 +157,9 @@ resource "aws_cloudwatch_event_target" "this" {
   dead_letter_config {
     arn = aws_sqs_queue.dlq.arn
   }
+}
+
+moved {
+  from = aws_cloudwatch_event_target.this
+  to   = aws_cloudwatch_event_target.this["iam"]
 }

@@ -1,5 +1,5 @@
 variable "name" {
-  description = "Name of the forwarding rule and its role (`<name>-iam-forward`). Use the tagwarden module's `<name>-<infra_id>`."
+  description = "Name prefix: rules `<name>-<key>-forward` (e.g. `<name>-iam-forward`, `<name>-route53-forward`), role `<name>-forward`, dead-letter queue `<name>-forward-dlq`. Use the tagwarden module's `<name>-<infra_id>`."
   type        = string
 
   validation {
@@ -8,13 +8,16 @@ variable "name" {
   }
 }
 
-variable "event_pattern" {
-  description = "EventBridge pattern selecting the IAM events to forward: the tagwarden module's `event_patterns[\"iam\"]`."
-  type        = string
+variable "event_patterns" {
+  description = "EventBridge patterns selecting the events to forward, by key (one rule each): the tagwarden module's `global_event_patterns` (`iam`, `route53`)."
+  type        = map(string)
 
   validation {
-    condition     = can(jsondecode(var.event_pattern).source) && length(var.event_pattern) <= 4096
-    error_message = "event_pattern must be a JSON EventBridge pattern with a source field, at most 4096 characters."
+    condition = length(var.event_patterns) > 0 && alltrue([
+      for k, p in var.event_patterns :
+      can(regex("^[a-z0-9]{1,20}$", k)) && can(jsondecode(p).source) && length(p) <= 4096
+    ])
+    error_message = "event_patterns must map short keys (lowercase letters and digits, e.g. iam, route53) to JSON EventBridge patterns with a source field, at most 4096 characters each, and must not be empty."
   }
 }
 
