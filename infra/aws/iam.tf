@@ -105,6 +105,20 @@ locals {
     { test = "ForAllValues:StringNotEqualsIgnoreCase", values = ["Name"] },
   ]
 
+  # The tag-write statements under the ownership condition, by Sid (rendered in iam.tf's policy).
+  owned_tag_writes = merge(
+    {
+      WriteOwnedEc2Tags = { actions = local.code_actions.ec2.tag_write, resources = local.ec2_resource_arns }
+      WriteOwnedElbTags = { actions = local.code_actions.elasticloadbalancing.tag_write, resources = local.elb_resource_arns }
+      WriteOwnedIamTags = { actions = local.code_actions.iam.tag_write, resources = local.iam_resource_arns }
+      WriteOwnedTagsViaTaggingApi = {
+        actions   = flatten([for s in local.generic_tag_actions : s.actions])
+        resources = flatten([for s in local.generic_tag_actions : s.resources])
+      }
+    },
+    length(var.extra_tag_actions) > 0 ? { WriteOwnedTagsExtraServices = { actions = var.extra_tag_actions, resources = ["*"] } } : {},
+  )
+
   arn_prefix = "arn:${local.partition}"
 
   ec2_resource_arns = [
@@ -235,64 +249,32 @@ data "aws_iam_policy_document" "lambda" {
 
   # --- Tag writes, conditioned on the ownership tag --------------------------------------------------
 
-  statement {
-    sid       = "WriteOwnedEc2Tags"
-    actions   = local.code_actions.ec2.tag_write
-    resources = local.ec2_resource_arns
+  # One statement per family, each under the ownership condition and the fail-closed tag-key guard:
+  # EC2; ELBv2 and Classic ELB; IAM (it evaluates aws:ResourceTag for roles, users, instance
+  # profiles, customer managed policies and OIDC providers: IAM User Guide, "Controlling access to
+  # IAM resources"); the generic path's service actions; and var.extra_tag_actions, other services'
+  # own tag actions on any resource of the account. A service that does not evaluate aws:ResourceTag
+  # or aws:TagKeys for its tag action refuses the write (AccessDenied, reported by the function):
+  # this fails closed, never open.
+  dynamic "statement" {
+    for_each = local.owned_tag_writes
+    content {
+      sid       = statement.key
+      actions   = statement.value.actions
+      resources = statement.value.resources
 
-    condition {
-      test     = "StringEquals"
-      variable = "aws:ResourceTag/${local.ownership_tag_key}"
-      values   = [local.ownership_tag_value]
-    }
-    dynamic "condition" {
-      for_each = local.tag_keys_guard
-      content {
-        test     = condition.value.test
-        variable = "aws:TagKeys"
-        values   = condition.value.values
+      condition {
+        test     = "StringEquals"
+        variable = "aws:ResourceTag/${local.ownership_tag_key}"
+        values   = [local.ownership_tag_value]
       }
-    }
-  }
-
-  statement {
-    sid       = "WriteOwnedElbTags"
-    actions   = local.code_actions.elasticloadbalancing.tag_write
-    resources = local.elb_resource_arns
-
-    condition {
-      test     = "StringEquals"
-      variable = "aws:ResourceTag/${local.ownership_tag_key}"
-      values   = [local.ownership_tag_value]
-    }
-    dynamic "condition" {
-      for_each = local.tag_keys_guard
-      content {
-        test     = condition.value.test
-        variable = "aws:TagKeys"
-        values   = condition.value.values
-      }
-    }
-  }
-
-  # IAM evaluates aws:ResourceTag for roles, users, instance profiles, customer managed policies
-  # and OIDC providers (IAM User Guide, "Controlling access to IAM resources").
-  statement {
-    sid       = "WriteOwnedIamTags"
-    actions   = local.code_actions.iam.tag_write
-    resources = local.iam_resource_arns
-
-    condition {
-      test     = "StringEquals"
-      variable = "aws:ResourceTag/${local.ownership_tag_key}"
-      values   = [local.ownership_tag_value]
-    }
-    dynamic "condition" {
-      for_each = local.tag_keys_guard
-      content {
-        test     = condition.value.test
-        variable = "aws:TagKeys"
-        values   = condition.value.values
+      dynamic "condition" {
+        for_each = local.tag_keys_guard
+        content {
+          test     = condition.value.test
+          variable = "aws:TagKeys"
+          values   = condition.value.values
+        }
       }
     }
   }
@@ -319,53 +301,6 @@ data "aws_iam_policy_document" "lambda" {
     sid       = "TagResourcesViaTaggingApi"
     actions   = local.code_actions.tag.tag_write
     resources = ["*"]
-  }
-
-  statement {
-    sid       = "WriteOwnedTagsViaTaggingApi"
-    actions   = flatten([for s in local.generic_tag_actions : s.actions])
-    resources = flatten([for s in local.generic_tag_actions : s.resources])
-
-    condition {
-      test     = "StringEquals"
-      variable = "aws:ResourceTag/${local.ownership_tag_key}"
-      values   = [local.ownership_tag_value]
-    }
-    dynamic "condition" {
-      for_each = local.tag_keys_guard
-      content {
-        test     = condition.value.test
-        variable = "aws:TagKeys"
-        values   = condition.value.values
-      }
-    }
-  }
-
-  # var.extra_tag_actions: other services' own tag actions for the generic path, on any resource of
-  # the account but only under the ownership condition and the aws:TagKeys guard. A service that
-  # does not evaluate aws:ResourceTag or aws:TagKeys for its tag action refuses the write
-  # (AccessDenied, reported by the function): this fails closed, never open.
-  dynamic "statement" {
-    for_each = length(var.extra_tag_actions) > 0 ? [1] : []
-    content {
-      sid       = "WriteOwnedTagsExtraServices"
-      actions   = var.extra_tag_actions
-      resources = ["*"]
-
-      condition {
-        test     = "StringEquals"
-        variable = "aws:ResourceTag/${local.ownership_tag_key}"
-        values   = [local.ownership_tag_value]
-      }
-      dynamic "condition" {
-        for_each = local.tag_keys_guard
-        content {
-          test     = condition.value.test
-          variable = "aws:TagKeys"
-          values   = condition.value.values
-        }
-      }
-    }
   }
 
   # Not conditioned on ownership: S3 does not evaluate aws:ResourceTag for PutBucketTagging on
