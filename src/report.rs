@@ -12,6 +12,12 @@ use crate::policy::{Policy, Superseded};
 
 pub const NAMESPACE: &str = "TagWarden";
 
+/// Now, in ms since the epoch: the end of a compliance lag (the callers read the clock, so the
+/// rest of this module stays pure).
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
 /// How one resource's reconcile ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -81,6 +87,11 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
     pub latency_ms: u64,
+    /// How long the resource was out of line: from the event's own time (or, in a sweep, from
+    /// when the drift was first seen) to the write that corrected it, or to the decision that no
+    /// write was needed. Only for those two outcomes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compliance_lag_ms: Option<u64>,
 }
 
 impl Record {
@@ -120,6 +131,7 @@ impl Record {
             error: None,
             failure: None,
             latency_ms,
+            compliance_lag_ms: None,
         }
     }
 
@@ -137,7 +149,18 @@ impl Record {
             error: Some(error),
             failure: Some(Failure::Transient),
             latency_ms: 0,
+            compliance_lag_ms: None,
         }
+    }
+
+    /// The same record, with its compliance lag from `since_ms` to `now_ms` (ms since the epoch)
+    /// when the resource is in line now (written, or found so). A clock behind the event's reads
+    /// as zero.
+    pub fn in_line_since(mut self, since_ms: Option<u64>, now_ms: u64) -> Self {
+        if let (Some(since), Status::Applied | Status::Unchanged) = (since_ms, self.status) {
+            self.compliance_lag_ms = Some(now_ms.saturating_sub(since));
+        }
+        self
     }
 
     /// The same record, for a resource no API can tag.
@@ -179,11 +202,14 @@ pub struct Metrics {
     pub events_received: u64,
     pub events_ignored: u64,
     pub policy_rejected: u64,
+    /// Every record's compliance lag (ms): event-level, so an alarm can take its p99 per cluster.
+    pub compliance_lag_ms: Vec<u64>,
     pub by_type: BTreeMap<String, TypeCounters>,
 }
 
 impl Metrics {
     pub fn observe(&mut self, record: &Record) {
+        self.compliance_lag_ms.extend(record.compliance_lag_ms);
         let c = self.by_type.entry(record.resource_type.clone()).or_default();
         c.resources_evaluated += 1;
         // A superseded value is a conflict only where it decides a write: counting it on every
@@ -216,6 +242,7 @@ impl Metrics {
         self.events_received += other.events_received;
         self.events_ignored += other.events_ignored;
         self.policy_rejected += other.policy_rejected;
+        self.compliance_lag_ms.extend(other.compliance_lag_ms);
         for (t, c) in other.by_type {
             let e = self.by_type.entry(t).or_default();
             e.resources_evaluated += c.resources_evaluated;
@@ -245,13 +272,19 @@ impl Metrics {
         .into_iter()
         .filter(|(_, v)| *v > 0)
         .collect();
-        if !event_metrics.is_empty() {
-            let mut doc =
-                emf_header(timestamp_ms, &["Cloud", "InfraID"], event_metrics.iter().map(|(n, _)| (*n, "Count")));
+        let lag = !self.compliance_lag_ms.is_empty();
+        if !event_metrics.is_empty() || lag {
+            let units = event_metrics.iter().map(|(n, _)| (*n, "Count"));
+            let units = units.chain(lag.then_some(("ComplianceLag", "Milliseconds")));
+            let mut doc = emf_header(timestamp_ms, &["Cloud", "InfraID"], units);
             doc.insert("Cloud".into(), cloud.as_str().into());
             doc.insert("InfraID".into(), infra_id.into());
             for (name, v) in event_metrics {
                 doc.insert(name.into(), v.into());
+            }
+            if lag {
+                // An array: EMF keeps every value, so CloudWatch's percentiles are exact.
+                doc.insert("ComplianceLag".into(), self.compliance_lag_ms.clone().into());
             }
             lines.push(serde_json::Value::Object(doc).to_string());
         }
@@ -361,7 +394,34 @@ mod tests {
             error: None,
             failure: None,
             latency_ms: 7,
+            compliance_lag_ms: None,
         }
+    }
+
+    #[test]
+    fn compliance_lag_only_for_resources_in_line() {
+        let since = Some(1_700_000_000_000);
+        let now = 1_700_000_004_250;
+        let lag = |status| record("ec2:instance", status, 0).in_line_since(since, now).compliance_lag_ms;
+        assert_eq!(lag(Status::Applied), Some(4_250));
+        assert_eq!(lag(Status::Unchanged), Some(4_250));
+        for still_wrong in [Status::Failed, Status::WouldApply, Status::LimitExceeded, Status::NotOwned] {
+            assert_eq!(lag(still_wrong), None, "{still_wrong:?}");
+        }
+        assert_eq!(record("r", Status::Applied, 1).in_line_since(None, now).compliance_lag_ms, None);
+        // An event stamped after the clock's now (skew) is no negative lag.
+        assert_eq!(record("r", Status::Applied, 1).in_line_since(Some(now + 5), now).compliance_lag_ms, Some(0));
+
+        let mut m = Metrics::default();
+        m.observe(&record("ec2:instance", Status::Applied, 1).in_line_since(since, now));
+        m.observe(&record("s3:bucket", Status::Unchanged, 0).in_line_since(Some(now - 10), now));
+        m.observe(&record("s3:bucket", Status::Failed, 0).in_line_since(since, now));
+        let lines = m.emf_lines(Cloud::Aws, "c1", now);
+        let ev: Value = serde_json::from_str(&lines[0]).expect("json");
+        assert_eq!(ev["InfraID"], "c1");
+        assert_eq!(ev["ComplianceLag"], serde_json::json!([4_250, 10]));
+        let metrics = &ev["_aws"]["CloudWatchMetrics"][0]["Metrics"];
+        assert_eq!(metrics, &serde_json::json!([{"Name": "ComplianceLag", "Unit": "Milliseconds"}]));
     }
 
     #[test]

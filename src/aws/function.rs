@@ -1,7 +1,8 @@
 //! What the Lambda does with a payload. Kept here, not in the binary, so that tests drive the very
 //! same path in-process.
 //!
-//! - An SQS batch of EventBridge events: each message is handled alone; the ones that fail are
+//! - An SQS batch of EventBridge events: the messages are handled side by side (bounded by the
+//!   reconciler's concurrency), each alone; the ones that fail are
 //!   returned as `batchItemFailures`, so SQS retries only those and finally dead-letters them with
 //!   their original body.
 //! - One EventBridge event (direct invoke): a failure is an error, so EventBridge retries.
@@ -10,6 +11,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
 use super::reconcile::{Outcome, Reconciler};
@@ -106,30 +108,43 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
     };
     match trigger_of(payload) {
         Trigger::SqsBatch => {
+            let messages = payload.get("Records").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            // Side by side, in order: the reconciler bounds how many resources are in flight, and
+            // its per-resource lock keeps one write per resource across the batch.
+            // Indices, not references: see `Reconciler::handle_event_until`.
+            let handled = stream::iter(0..messages.len())
+                .map(|i| async move {
+                    let record = &messages[i];
+                    let id = record.get("messageId").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let body = record.get("body").and_then(Value::as_str).unwrap_or_default();
+                    if past() {
+                        // Never started: SQS delivers it again.
+                        tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
+                        return (id, None);
+                    }
+                    match events::parse_one(body.as_bytes()) {
+                        Ok(event) => (id, Some(reconciler.handle_event_until(&event, stop_at).await)),
+                        Err(e) => {
+                            // Not an event: retrying will not help, but the dead-letter queue keeps it.
+                            tracing::error!(message_id = id, error = %e, "message is not an event");
+                            (id, None)
+                        }
+                    }
+                })
+                .buffered(reconciler.concurrency())
+                .collect::<Vec<_>>()
+                .await;
             let mut failures = Vec::new();
-            for record in payload.get("Records").and_then(Value::as_array).into_iter().flatten() {
-                let id = record.get("messageId").and_then(Value::as_str).unwrap_or_default().to_string();
-                let body = record.get("body").and_then(Value::as_str).unwrap_or_default();
-                if past() {
-                    // Never started: SQS delivers it again.
-                    tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
-                    failures.push(json!({"itemIdentifier": id}));
-                    continue;
-                }
-                let failed = match events::parse_one(body.as_bytes()) {
-                    Ok(event) => {
-                        let out = reconciler.handle_event_until(&event, stop_at).await;
+            for (id, out) in handled {
+                let failed = match out {
+                    Some(out) => {
                         let retry = out.must_retry();
                         if let Some(e) = absorb(&mut inv, out) {
                             tracing::error!(message_id = id, error = e, "event not reconciled");
                         }
                         retry
                     }
-                    Err(e) => {
-                        // Not an event: retrying will not help, but the dead-letter queue keeps it.
-                        tracing::error!(message_id = id, error = %e, "message is not an event");
-                        true
-                    }
+                    None => true,
                 };
                 if failed {
                     failures.push(json!({"itemIdentifier": id}));

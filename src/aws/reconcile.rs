@@ -10,6 +10,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use futures_util::stream::{self, StreamExt};
+use tokio::sync::Semaphore;
+
 use super::policy_store::{LoadedPolicy, PolicyChange, PolicyStore};
 use super::sweep::{Progress, SweepOptions};
 use super::tags::Tagger;
@@ -18,7 +21,7 @@ use crate::events::{Event, EventKind};
 use crate::inflight::ResourceLocks;
 use crate::plan;
 pub use crate::report::Outcome;
-use crate::report::{Failure, Record};
+use crate::report::{epoch_ms, Failure, Record};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -37,7 +40,14 @@ pub struct Reconciler {
     /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
     /// re-reads and finds no drift, so a policy version costs one write per resource.
     in_flight: ResourceLocks,
+    /// How many resources are reconciled at once, across every event of an invocation.
+    permits: Semaphore,
+    concurrency: usize,
 }
+
+/// Resources reconciled at once by default: ten events of an SQS batch side by side, each a read
+/// and a write, without a burst that would meet the services' request-rate limits.
+pub const DEFAULT_CONCURRENCY: usize = 10;
 
 impl Reconciler {
     pub fn new(tagger: Tagger, store: PolicyStore, own: Vec<String>) -> Self {
@@ -49,7 +59,20 @@ impl Reconciler {
             sweep: SweepOptions::default(),
             progress: None,
             in_flight: Default::default(),
+            permits: Semaphore::new(DEFAULT_CONCURRENCY),
+            concurrency: DEFAULT_CONCURRENCY,
         }
+    }
+
+    /// At most `n` (at least 1) resources reconciled at once.
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self.permits = Semaphore::new(self.concurrency);
+        self
+    }
+
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     /// The policy in force; a rejected new version is counted and reported.
@@ -119,16 +142,25 @@ impl Reconciler {
                 }
             }
         }
-        for (r, known) in &targets {
-            if stop_at.is_some_and(|t| Instant::now() >= t) {
-                let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
-                let record = Record::failed(Cloud::Aws, r, &policy.policy.version, why.clone());
-                out.push(Record { event_id: event.id.clone(), ..record.failing(Failure::Transient, why) });
-                continue;
-            }
-            let mut record = self.reconcile(&policy, r, known.as_ref()).await;
-            record.event_id = event.id.clone();
-            out.push(record);
+        let version = &policy.policy.version;
+        // Indices, not references, into the stream: a closure over `&T` trips rustc's
+        // higher-ranked `Send` inference once the future is boxed as `Send` (rust-lang/rust#102211).
+        let records = stream::iter(0..targets.len())
+            .map(|i| {
+                let (policy, (r, known)) = (&policy, &targets[i]);
+                async move {
+                    if stop_at.is_some_and(|t| Instant::now() >= t) {
+                        let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
+                        return Record::failed(Cloud::Aws, r, version, why.clone()).failing(Failure::Transient, why);
+                    }
+                    self.reconcile(policy, r, known.as_ref()).await.in_line_since(event.occurred_at_ms, epoch_ms())
+                }
+            })
+            .buffered(self.concurrency)
+            .collect::<Vec<_>>()
+            .await;
+        for record in records {
+            out.push(Record { event_id: event.id.clone(), ..record });
         }
         out
     }
@@ -137,6 +169,9 @@ impl Reconciler {
     pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef, known: Option<&TagMap>) -> Record {
         let start = Instant::now();
         let held = self.in_flight.acquire(&r.id).await;
+        // The resource's lock first, then a permit: whoever holds a permit never waits for a lock,
+        // so the two cannot deadlock. The semaphore is never closed.
+        let _permit = self.permits.acquire().await;
         // Waited behind another reconcile of this resource: tags the event carried are stale now.
         let known = if held.waited { None } else { known };
         self.reconcile_locked(policy, r, known, start).await

@@ -25,7 +25,7 @@ use super::reconcile::{Outcome, Reconciler};
 use super::{AwsError, ErrorClass};
 use crate::cloud::{ownership_for, Cloud, Ownership, OWNED};
 use crate::plan::{self, Plan};
-use crate::report::{Failure, Record};
+use crate::report::{epoch_ms, Failure, Record, Status};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -92,6 +92,7 @@ struct Planned {
     current: TagMap,
     plan: Plan,
     started: Instant,
+    seen_ms: u64,
 }
 
 impl Reconciler {
@@ -117,12 +118,15 @@ impl Reconciler {
         }
         let total = targets.len() as u64;
         self.report("plan", 0, total);
+        // When the sweep first saw the drift: where a correction's compliance lag starts (when the
+        // drift itself began, no listing can say).
+        let seen_ms = epoch_ms();
         let planned: Vec<Planned> = targets
             .into_iter()
             .map(|(resource, current)| {
                 let started = Instant::now();
                 let plan = plan::plan(&policy.policy, Cloud::Aws, &policy.infra_id, &resource, &current);
-                Planned { resource, current, plan, started }
+                Planned { resource, current, plan, started, seen_ms }
             })
             .collect();
         self.report("plan", total, total);
@@ -171,7 +175,8 @@ impl Reconciler {
         }
         for (i, p) in planned.iter().enumerate() {
             if let Some(record) = reread[i].take() {
-                out.push(record);
+                let corrected = record.status == Status::Applied;
+                out.push(if corrected { record.in_line_since(Some(p.seen_ms), epoch_ms()) } else { record });
                 continue;
             }
             let elapsed = p.started.elapsed().as_millis() as u64;
@@ -181,6 +186,8 @@ impl Reconciler {
             } else if deferred[i] {
                 let why = "deferred: the invocation's deadline was near; the next sweep writes it".to_string();
                 record = record.failing(Failure::Transient, why);
+            } else if written[i] {
+                record = record.in_line_since(Some(p.seen_ms), epoch_ms());
             }
             out.push(record);
         }

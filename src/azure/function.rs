@@ -24,6 +24,7 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
+use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
 use super::arm::ArmClient;
@@ -192,11 +193,15 @@ impl Handler {
             }
             Work::Events(raw) => match events::parse(&raw) {
                 Ok(list) => {
+                    // Side by side, in order; the per-resource lock keeps one write per resource.
+                    // Indices, not references (rust-lang/rust#102211: `&T` closures and `Send`).
+                    let outs = stream::iter(0..list.len())
+                        .map(|i| self.reconciler.handle_event(&list[i]))
+                        .buffered(self.reconciler.concurrency.max(1))
+                        .collect::<Vec<_>>()
+                        .await;
                     let mut all = Outcome::default();
-                    for event in &list {
-                        let out = self.reconciler.handle_event(event).await;
-                        all.absorb(out);
-                    }
+                    outs.into_iter().for_each(|out| all.absorb(out));
                     all
                 }
                 Err(e) => Outcome { error: Some(format!("not an event tagwarden reads: {e}")), ..Outcome::default() },

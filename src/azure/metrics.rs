@@ -40,6 +40,12 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
             out.push(doc(name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));
         }
     }
+    // Azure Monitor custom metrics keep min/max/sum/count, no percentiles: the alert reads Maximum.
+    let lag = &metrics.compliance_lag_ms;
+    if let (Some(min), Some(max)) = (lag.iter().min(), lag.iter().max()) {
+        let series = json!({"dimValues": [cloud, infra_id], "min": min, "max": max, "sum": lag.iter().sum::<u64>(), "count": lag.len()});
+        out.push(doc("ComplianceLag", &["Cloud", "InfraID"], vec![series]));
+    }
     if metrics.by_type.is_empty() {
         return out;
     }
@@ -179,6 +185,7 @@ mod tests {
             error: None,
             failure: None,
             latency_ms,
+            compliance_lag_ms: Some(latency_ms * 100),
         };
         m.observe(&rec(Status::Applied, 10));
         m.observe(&rec(Status::Unchanged, 4));
@@ -190,6 +197,7 @@ mod tests {
             [
                 "EventsReceived",
                 "EventsIgnored",
+                "ComplianceLag",
                 "ResourcesEvaluated",
                 "DriftDetected",
                 "TagsWritten",
@@ -211,12 +219,14 @@ mod tests {
                 }
             }
         }
-        let latency = &docs[9]["data"]["baseData"]["series"][0];
-        assert_eq!(
-            (latency["min"].as_u64(), latency["max"].as_u64(), latency["sum"].as_u64(), latency["count"].as_u64()),
-            (Some(4), Some(10), Some(14), Some(2))
-        );
-        assert_eq!(docs[4]["data"]["baseData"]["series"][0]["sum"], 1, "TagsWritten");
+        let stats = |d: &Value| {
+            let s = &d["data"]["baseData"]["series"][0];
+            (s["min"].as_u64(), s["max"].as_u64(), s["sum"].as_u64(), s["count"].as_u64())
+        };
+        assert_eq!(stats(&docs[10]), (Some(4), Some(10), Some(14), Some(2)), "ReconcileLatency");
+        assert_eq!(stats(&docs[2]), (Some(400), Some(1000), Some(1400), Some(2)), "ComplianceLag");
+        assert_eq!(docs[2]["data"]["baseData"]["dimNames"], serde_json::json!(["Cloud", "InfraID"]));
+        assert_eq!(docs[5]["data"]["baseData"]["series"][0]["sum"], 1, "TagsWritten");
         assert!(documents(&Metrics::default(), "c1", UNIX_EPOCH).is_empty());
     }
 }

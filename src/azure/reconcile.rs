@@ -22,7 +22,7 @@ use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
 pub use crate::report::Outcome;
-use crate::report::Record;
+use crate::report::{epoch_ms, Record};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 
@@ -35,7 +35,7 @@ pub struct Reconciler {
     pub sweep_scopes: Vec<String>,
     /// Plan without writing.
     pub dry_run: bool,
-    /// Resources reconciled at once during a sweep.
+    /// Resources reconciled at once: in a sweep, and the events of one delivered batch.
     pub concurrency: usize,
     /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
     /// re-reads and finds no drift, so a policy version costs one Merge per resource.
@@ -104,9 +104,8 @@ impl Reconciler {
         }
         let Some(policy) = self.policy(&mut out, false).await else { return out };
         for r in &event.resources {
-            let mut record = self.reconcile(&policy, r).await;
-            record.event_id = event.id.clone();
-            out.push(record);
+            let record = self.reconcile(&policy, r).await.in_line_since(event.occurred_at_ms, epoch_ms());
+            out.push(Record { event_id: event.id.clone(), ..record });
         }
         out
     }

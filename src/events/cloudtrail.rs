@@ -156,6 +156,7 @@ struct Detail<'a> {
     #[serde(borrow)]
     response_elements: Option<&'a RawValue>,
     event_id: Option<String>,
+    event_time: Option<String>,
 }
 
 /// Every field optional: IAM-user sessions carry `sessionIssuer: {}`, services carry no ARN.
@@ -231,6 +232,8 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
         tags: None,
         validation_code: None,
         id: d.event_id.or_else(|| env.id.clone()),
+        // The API call's own time; EventBridge's envelope time is when it was delivered.
+        occurred_at_ms: d.event_time.as_deref().and_then(super::parse_rfc3339_ms).or_else(|| env.occurred_at_ms()),
     };
     if d.error_code.is_some() {
         return Ok(event.ignored(IgnoreReason::FailedCall));

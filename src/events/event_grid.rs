@@ -89,6 +89,7 @@ pub(super) fn parse(
         tags: None,
         validation_code: None,
         id,
+        occurred_at_ms: None,
     };
 
     if event_type == VALIDATION {

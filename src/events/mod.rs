@@ -12,6 +12,9 @@
 pub mod cloudtrail;
 pub mod event_grid;
 pub mod tag_change;
+mod time;
+
+pub use time::parse_rfc3339_ms;
 
 use std::fmt;
 
@@ -101,6 +104,10 @@ pub struct Event {
     /// The event's own id, for logs and de-duplication.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// When the change happened (ms since the epoch), by the event's own clock: where the
+    /// compliance lag starts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub occurred_at_ms: Option<u64>,
 }
 
 impl Event {
@@ -145,9 +152,12 @@ struct Envelope<'a> {
     // EventBridge and CloudEvents
     source: Option<String>,
     id: Option<String>,
+    time: Option<String>,
     // Event Grid
     #[serde(rename = "eventType")]
     event_type: Option<String>,
+    #[serde(rename = "eventTime")]
+    event_time: Option<String>,
     topic: Option<String>,
     // Event Grid and CloudEvents
     subject: Option<String>,
@@ -157,6 +167,13 @@ struct Envelope<'a> {
     #[serde(rename = "type")]
     ce_type: Option<String>,
     specversion: Option<String>,
+}
+
+impl Envelope<'_> {
+    /// EventBridge and CloudEvents `time`, Event Grid `eventTime`.
+    fn occurred_at_ms(&self) -> Option<u64> {
+        self.time.as_deref().or(self.event_time.as_deref()).and_then(parse_rfc3339_ms)
+    }
 }
 
 /// Parse one delivery: an EventBridge event, or an Event Grid / CloudEvents event or array.
@@ -199,10 +216,14 @@ fn parse_envelope(env: Envelope<'_>) -> Result<Event, EventError> {
     }
     if env.specversion.is_some() {
         let kind = env.ce_type.as_deref().ok_or_else(|| EventError::Shape("CloudEvent without a type".to_string()))?;
-        return event_grid::parse(kind, env.subject.as_deref(), env.source.as_deref(), env.data, env.id);
+        let at = env.occurred_at_ms();
+        return event_grid::parse(kind, env.subject.as_deref(), env.source.as_deref(), env.data, env.id)
+            .map(|e| Event { occurred_at_ms: at, ..e });
     }
     if let Some(kind) = env.event_type.as_deref() {
-        return event_grid::parse(kind, env.subject.as_deref(), env.topic.as_deref(), env.data, env.id);
+        let at = env.occurred_at_ms();
+        return event_grid::parse(kind, env.subject.as_deref(), env.topic.as_deref(), env.data, env.id)
+            .map(|e| Event { occurred_at_ms: at, ..e });
     }
     Err(EventError::Shape(
         "no detail-type (EventBridge), eventType (Event Grid) or specversion (CloudEvents) field".to_string(),
@@ -226,5 +247,6 @@ fn aws_unsupported(env: &Envelope<'_>, detail_type: &str) -> Event {
         tags: None,
         validation_code: None,
         id: env.id.clone(),
+        occurred_at_ms: env.occurred_at_ms(),
     }
 }

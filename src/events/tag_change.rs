@@ -44,6 +44,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
         tags: d.tags,
         validation_code: None,
         id: env.id.clone(),
+        occurred_at_ms: env.occurred_at_ms(),
     };
     if event.resources.is_empty() {
         return Ok(event.ignored(IgnoreReason::NoResources));

@@ -5,6 +5,7 @@
 //! - `TAGWARDEN_POLICY`: `s3://bucket/key`, `s3://bucket/prefix/` or `ssm:/parameter/name`;
 //! - `POLICY_TTL`: seconds between policy re-checks on a warm function (default 60);
 //! - `TAGWARDEN_SELF_ROLE_ARN`: the function's role, whose own calls are not reconciled;
+//! - `TAGWARDEN_CONCURRENCY`: resources reconciled at once across an SQS batch (default 10, 1–64);
 //! - the standard AWS SDK environment (region, credentials, `AWS_ENDPOINT_URL`).
 
 use std::io::Write;
@@ -16,7 +17,7 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
-use tagwarden::aws::reconcile::Reconciler;
+use tagwarden::aws::reconcile::{Reconciler, DEFAULT_CONCURRENCY};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 
@@ -24,6 +25,7 @@ struct Config {
     policy: PolicyLocation,
     ttl: Duration,
     own: Vec<String>,
+    concurrency: usize,
 }
 
 fn config_from_env() -> anyhow::Result<Config> {
@@ -42,7 +44,14 @@ fn config_from_env() -> anyhow::Result<Config> {
     if own.is_empty() {
         tracing::warn!("TAGWARDEN_SELF_ROLE_ARN is not set: own writes are recognised by idempotent planning only");
     }
-    Ok(Config { policy, ttl: Duration::from_secs(ttl), own })
+    let concurrency = match std::env::var("TAGWARDEN_CONCURRENCY") {
+        Err(_) => DEFAULT_CONCURRENCY,
+        Ok(s) => match s.parse::<usize>() {
+            Ok(n @ 1..=64) => n,
+            _ => bail!("TAGWARDEN_CONCURRENCY={s:?} is not a number from 1 to 64 (resources reconciled at once)"),
+        },
+    };
+    Ok(Config { policy, ttl: Duration::from_secs(ttl), own, concurrency })
 }
 
 /// The invocation's deadline (milliseconds since the epoch, from the Runtime API's
@@ -73,8 +82,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         }
     };
     let clients = Clients::from_env().await;
-    let reconciler =
-        Arc::new(Reconciler::new(Tagger::new(clients), PolicyStore::new(config.policy, config.ttl), config.own));
+    let reconciler = Arc::new(
+        Reconciler::new(Tagger::new(clients), PolicyStore::new(config.policy, config.ttl), config.own)
+            .with_concurrency(config.concurrency),
+    );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let reconciler = reconciler.clone();
         async move {
