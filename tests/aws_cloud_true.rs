@@ -225,8 +225,17 @@ async fn elbv2_writes_one_arn_per_call() {
     assert_eq!(support::moto().strict.fired().get("elbv2-add-tags-one-arn").copied().unwrap_or(0), refused);
 }
 
+async fn managed_policy(c: &Clients, name: &str, pairs: &[(&str, &str)]) -> ResourceRef {
+    let doc = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:DescribeTags","Resource":"*"}]}"#;
+    let t = pairs.iter().map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
+    let out = c.iam.create_policy().policy_name(name).policy_document(doc).set_tags(Some(t.collect())).send().await;
+    let arn = out.expect("policy").policy().and_then(|p| p.arn()).expect("arn").to_string();
+    ResourceRef::from_arn(&arn).expect("arn")
+}
+
 /// Fix: one IAM entity that cannot be read (denied here) fails alone; the sweep goes on, and the
-/// record says it is permanent and how to fix it.
+/// record says it is permanent and how to fix it. (Customer managed policies are read one by one:
+/// no bulk listing carries their tags.)
 #[tokio::test(flavor = "multi_thread")]
 async fn one_unreadable_iam_entity_fails_alone() {
     let proxy = FaultProxy::start(&support::moto().endpoint).await;
@@ -236,22 +245,47 @@ async fn one_unreadable_iam_entity_fails_alone() {
     env.clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
     let policy = infrastructure(DESIRED);
     env.clients.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("p");
-    let a = role(&env.clients, "role-a", "/", &[(OWNER, "owned")]).await;
-    let b = role(&env.clients, "role-b", "/", &[(OWNER, "owned")]).await;
+    let a = managed_policy(&env.clients, "policy-a", &[(OWNER, "owned")]).await;
+    let b = managed_policy(&env.clients, "policy-b", &[(OWNER, "owned")]).await;
     let rec = reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
-    proxy.set_rules(vec![Rule::new(Some("iam"), Some("GetRole"), Fault::AccessDenied, When::Always).budget(1)]);
+    proxy.set_rules(vec![Rule::new(Some("iam"), Some("ListPolicyTags"), Fault::AccessDenied, When::Always).budget(1)]);
     let out = rec.sweep(false).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let failed: Vec<_> = out.records.iter().filter(|r| r.status == Status::Failed).collect();
     assert_eq!(failed.len(), 1, "{:?}", out.records);
     assert_eq!(failed[0].failure, Some(Failure::Permanent));
-    assert!(failed[0].error.as_deref().unwrap_or_default().contains("grant iam:GetRole"), "{:?}", failed[0].error);
+    assert!(
+        failed[0].error.as_deref().unwrap_or_default().contains("grant iam:ListPolicyTags"),
+        "{:?}",
+        failed[0].error
+    );
     assert!(!out.must_retry(), "a denied read is reported, not retried");
     let applied = [&a, &b]
         .iter()
         .filter(|r| out.records.iter().any(|x| x.resource == r.to_string() && x.status == Status::Applied))
         .count();
     assert_eq!(applied, 1);
+}
+
+/// Reads at their lower bound: roles and users come with their tags from one
+/// `GetAccountAuthorizationDetails` page (up to 1000 entities), not one tag read each.
+#[tokio::test(flavor = "multi_thread")]
+async fn iam_roles_and_users_are_listed_with_their_tags_in_bulk() {
+    let env = Env::new(&infrastructure(DESIRED)).await;
+    for i in 0..12 {
+        role(&env.clients, &format!("worker-{i}"), "/openshift/", &[(OWNER, "owned")]).await;
+    }
+    role(&env.clients, "foreign", "/", &[("kubernetes.io/cluster/other-x9k2p", "owned")]).await;
+    let rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
+    env.clients.calls.reset();
+    let out = rec.sweep(false).await;
+    let applied = out.records.iter().filter(|r| r.status == Status::Applied && r.resource_type == "iam:role");
+    assert_eq!(applied.count(), 12, "{:?}", out.records);
+    let calls = env.clients.calls.snapshot();
+    assert_eq!(calls.get("IAM:GetAccountAuthorizationDetails"), Some(&1), "{calls:?}");
+    let per_entity: u64 =
+        calls.iter().filter(|(op, _)| ["IAM:GetRole", "IAM:ListRoleTags"].contains(&op.as_str())).map(|(_, n)| n).sum();
+    assert_eq!(per_entity, 0, "no tag read per role: {calls:?}");
 }
 
 /// Fix: a permanent error (denied) is reported, not sent round SQS to the dead-letter queue.

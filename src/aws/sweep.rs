@@ -323,7 +323,13 @@ impl Reconciler {
                 .tag_filters(
                     aws_sdk_resourcegroupstagging::types::TagFilter::builder().key(&owner_key).values(OWNED).build(),
                 )
+                // Pages hold at most 100 resources and, by a default moto applies (100 tags) and
+                // AWS documents no default for, fewer when each carries many tags: every tag
+                // tagwarden adds made the next sweep's listing longer. The documented maximum of
+                // 500 tags keeps a page at 100 resources of up to 5 tags (AWS API Reference,
+                // GetResources: TagsPerPage 100–500, a resource never split across pages).
                 .resources_per_page(100)
+                .tags_per_page(500)
                 .set_pagination_token(token.clone())
                 .send()
                 .await
@@ -355,11 +361,14 @@ impl Reconciler {
             }
         }
         let iam = self.tagger.list_iam().await?;
-        // Listings carry no tags: read them, keep what this cluster owns.
+        // Entities listed without their tags are read; keep what this cluster owns.
         let reads = stream::iter(iam)
-            .map(|r| async move {
-                // Listed a moment ago: not-found means deleted, not "not visible yet".
-                let read = self.tagger.read_now(&r).await.map(|(tags, _)| tags);
+            .map(|(r, listed)| async move {
+                let read = match listed {
+                    Some(tags) => Ok(tags),
+                    // Listed a moment ago: not-found means deleted, not "not visible yet".
+                    None => self.tagger.read_now(&r).await.map(|(tags, _)| tags),
+                };
                 (r, read)
             })
             .buffer_unordered(self.sweep.concurrency.max(1))

@@ -572,47 +572,60 @@ impl Tagger {
         Ok(out)
     }
 
-    /// IAM entities of every kind tagwarden enforces (their listings carry no tags).
-    pub async fn list_iam(&self) -> Result<Vec<ResourceRef>, AwsError> {
+    /// IAM entities of every kind tagwarden enforces, with their tags where one listing carries
+    /// them. `GetAccountAuthorizationDetails` returns roles and users with their tags (and the
+    /// instance profiles attached to the roles, with theirs), up to 1000 entities a page: one
+    /// call where `ListRoles`/`ListUsers` plus a `ListRoleTags`/`ListUserTags` per entity took
+    /// one per entity — those listings return no tags. Instance profiles attached to no role,
+    /// customer managed policies and OIDC providers are listed bare and read one by one.
+    pub async fn list_iam(&self) -> Result<Vec<(ResourceRef, Option<TagMap>)>, AwsError> {
+        use aws_sdk_iam::types::EntityType;
         let iam = &self.clients.iam;
-        let mut out = Vec::new();
+        let tag_map = |tags: &[aws_sdk_iam::types::Tag]| -> TagMap {
+            tags.iter().map(|t| (t.key().to_string(), t.value().to_string())).collect()
+        };
+        let mut out: Vec<(ResourceRef, Option<TagMap>)> = Vec::new();
         let mut marker = None;
         loop {
             let page = iam
-                .list_roles()
+                .get_account_authorization_details()
+                .filter(EntityType::Role)
+                .filter(EntityType::User)
+                .max_items(1000)
                 .set_marker(marker)
                 .send()
                 .await
-                .map_err(|e| AwsError::from_sdk("iam:ListRoles", "*", e))?;
-            out.extend(page.roles().iter().filter_map(|r| ResourceRef::from_arn(r.arn()).ok()));
+                .map_err(|e| AwsError::from_sdk("iam:GetAccountAuthorizationDetails", "*", e))?;
+            for role in page.role_detail_list() {
+                let Some(r) = role.arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
+                out.push((r, Some(tag_map(role.tags()))));
+                for profile in role.instance_profile_list() {
+                    let Ok(p) = ResourceRef::from_arn(profile.arn()) else { continue };
+                    if !out.iter().any(|(o, _)| o.arn == p.arn) {
+                        out.push((p, Some(tag_map(profile.tags()))));
+                    }
+                }
+            }
+            for user in page.user_detail_list() {
+                let Some(r) = user.arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
+                out.push((r, Some(tag_map(user.tags()))));
+            }
             marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
             if marker.is_none() {
                 break;
             }
         }
-        let mut marker = None;
-        loop {
-            let page = iam
-                .list_users()
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| AwsError::from_sdk("iam:ListUsers", "*", e))?;
-            out.extend(page.users().iter().filter_map(|u| ResourceRef::from_arn(u.arn()).ok()));
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
+        let mut bare = Vec::new();
         let mut marker = None;
         loop {
             let page = iam
                 .list_instance_profiles()
+                .max_items(1000)
                 .set_marker(marker)
                 .send()
                 .await
                 .map_err(|e| AwsError::from_sdk("iam:ListInstanceProfiles", "*", e))?;
-            out.extend(page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()));
+            bare.extend(page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()));
             marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
             if marker.is_none() {
                 break;
@@ -623,11 +636,12 @@ impl Tagger {
             let page = iam
                 .list_policies()
                 .scope(aws_sdk_iam::types::PolicyScopeType::Local)
+                .max_items(1000)
                 .set_marker(marker)
                 .send()
                 .await
                 .map_err(|e| AwsError::from_sdk("iam:ListPolicies", "*", e))?;
-            out.extend(page.policies().iter().filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())));
+            bare.extend(page.policies().iter().filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())));
             marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
             if marker.is_none() {
                 break;
@@ -638,12 +652,15 @@ impl Tagger {
             .send()
             .await
             .map_err(|e| AwsError::from_sdk("iam:ListOpenIDConnectProviders", "*", e))?;
-        out.extend(
+        bare.extend(
             providers
                 .open_id_connect_provider_list()
                 .iter()
                 .filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())),
         );
+        // Attached instance profiles came with their tags already.
+        bare.retain(|b| !out.iter().any(|(o, _)| o.arn == b.arn));
+        out.extend(bare.into_iter().map(|r| (r, None)));
         Ok(out)
     }
 
