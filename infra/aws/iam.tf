@@ -33,8 +33,11 @@ locals {
       tag_write = ["route53:ChangeTagsForResource"]
     }
     iam = {
+      # GetAccountAuthorizationDetails lists roles and users with their tags, 1000 a page (the
+      # sweep's one IAM read per entity otherwise); it also returns their policy documents.
       tag_list = [
-        "iam:ListInstanceProfiles", "iam:ListOpenIDConnectProviders", "iam:ListPolicies", "iam:ListRoles", "iam:ListUsers",
+        "iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles", "iam:ListOpenIDConnectProviders",
+        "iam:ListPolicies",
       ]
       # Roles and users: GetRole/GetUser return the ARN (with its path) and the tags in one call.
       tag_read = [
