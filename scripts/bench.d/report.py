@@ -10,6 +10,8 @@
 """
 
 import json
+import math
+import os
 import sys
 
 FAMILY = {"ec2:CreateTags": "ec2", "elasticloadbalancing:AddTags": "elbv2", "s3:PutBucketTagging": "s3",
@@ -29,6 +31,40 @@ def families(calls):
 
 def fmt_families(d):
     return ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"
+
+
+# IAM calls that list entities or read their tags during discovery (writes are Tag*).
+IAM_DISCOVERY = ("GetAccountAuthorizationDetails", "ListRoles", "ListUsers", "ListInstanceProfiles", "ListPolicies",
+                 "ListOpenIDConnectProviders", "GetRole", "GetUser", "ListRoleTags", "ListUserTags",
+                 "ListInstanceProfileTags", "ListPolicyTags", "ListOpenIDConnectProviderTags")
+
+
+def read_bound(owned):
+    """Discovery reads the APIs allow at best: Tagging API pages of 100 owned resources (ResourcesPerPage's
+    maximum), then the IAM listings: roles and users with their tags, 1000 a page
+    (GetAccountAuthorizationDetails), and one page each of instance profiles, customer managed policies and
+    OIDC providers (none of which this fleet owns, so none needs a tag read)."""
+    listed = sum(n for fam, n in owned.items() if fam != "iam")
+    pages = max(1, math.ceil(listed / 100))
+    iam = max(1, math.ceil(owned.get("iam", 0) / 1000)) + 3
+    return {"GetResources": pages, "IAM": iam, "total": pages + iam}
+
+
+def discovery_reads(calls):
+    by_op = calls["by_op"]
+    pages = sum(n for op, n in by_op.items() if op.endswith(":GetResources"))
+    iam = sum(n for op, n in by_op.items() if op.startswith("iam:") and op.split(":", 1)[1] in IAM_DISCOVERY)
+    return {"GetResources": pages, "IAM": iam, "total": pages + iam}
+
+
+def baseline():
+    """The figures published before this run (scripts/bench.d/baseline.json), by scenario name."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baseline.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError:
+        return {}
 
 
 def check(label, ok, detail):
@@ -74,6 +110,15 @@ def print_scenario(s, commit):
     if "tagwarden" not in s["tools"]:
         return False
     t = s["tools"]["tagwarden"]
+    bound = read_bound(s.get("owned", {}))
+    before = baseline().get("scenarios", {}).get(s["name"], {})
+    for run, label in (("run1", "1st sweep"), ("run2", "2nd sweep")):
+        got = discovery_reads(t[run]["calls"])
+        prev = before.get(run, {})
+        was = (f"; previously {prev['GetResources']} + {prev['IAM']} = {prev['GetResources'] + prev['IAM']}"
+               f" ({baseline().get('commit', '?')})") if prev else ""
+        print(f"  tagwarden discovery reads, {label}: GetResources {got['GetResources']} + IAM {got['IAM']} = "
+              f"{got['total']} vs the bound {bound['GetResources']} + {bound['IAM']} = {bound['total']}{was}")
     print(f"  checks (tagwarden {commit[:12]}):")
     got = t["run1"]["calls"]["tag_writes"]
     ok = check("tag writes == API lower bound", got == lb["total"],
