@@ -94,3 +94,35 @@ fn hostile_inputs_are_errors_not_panics() {
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     assert!(parse(deep.as_bytes()).is_err());
 }
+
+/// Every recorded event carries its own time (CloudTrail `detail.eventTime`, else EventBridge or
+/// CloudEvents `time`, Event Grid `eventTime`), and it becomes `occurred_at_ms`: where the
+/// compliance lag starts.
+#[test]
+fn every_fixture_keeps_its_own_time() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events");
+    let mut checked = 0;
+    for cloud in ["aws", "azure"] {
+        for input in cases(&root.join(cloud)) {
+            let text = std::fs::read_to_string(&input).expect("fixture");
+            let raw: Value = serde_json::from_str(&text).expect("fixture is JSON");
+            let Ok(events) = tagwarden::events::parse(text.as_bytes()) else { continue };
+            let items: Vec<&Value> = match &raw {
+                Value::Array(a) => a.iter().collect(),
+                one => vec![one],
+            };
+            for (event, item) in events.iter().zip(items) {
+                let stamp = item
+                    .pointer("/detail/eventTime")
+                    .or_else(|| item.get("time"))
+                    .or_else(|| item.get("eventTime"))
+                    .and_then(Value::as_str);
+                let want = stamp.and_then(tagwarden::events::parse_rfc3339_ms);
+                assert!(stamp.is_none() || want.is_some(), "{}: unreadable time {stamp:?}", input.display());
+                assert_eq!(event.occurred_at_ms, want, "{}", input.display());
+                checked += usize::from(want.is_some());
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} fixtures carried a time");
+}
