@@ -22,7 +22,7 @@ use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
 pub use crate::report::Outcome;
-use crate::report::{epoch_ms, Record};
+use crate::report::{epoch_ms, Record, Status};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 
@@ -164,7 +164,16 @@ impl Reconciler {
         targets.dedup_by(|a, b| a.id.eq_ignore_ascii_case(&b.id));
         let policy_ref = &policy;
         let records: Vec<Record> = stream::iter(targets)
-            .map(|r| async move { self.reconcile(policy_ref, &r).await })
+            .map(|r| async move {
+                let record = self.reconcile(policy_ref, &r).await;
+                // The listing carries no tags: the drift was first seen by this reconcile's read.
+                let seen = epoch_ms().saturating_sub(record.latency_ms);
+                if record.status == Status::Applied {
+                    record.in_line_since(Some(seen), epoch_ms())
+                } else {
+                    record
+                }
+            })
             .buffer_unordered(self.concurrency.max(1))
             .collect()
             .await;
