@@ -1,10 +1,9 @@
 """Cold start and peak RSS of the tagwarden Lambda binary, driven through the real Runtime API.
 
 Starts moto and `cargo lambda watch --only-lambda-apis` on free loopback ports, seeds a policy and
-owned instances, then for each of several cold starts: spawns the bootstrap; the init phase ends
-when it asks the Runtime API for its first invocation (`GET …/runtime/invocation/next`, seen by a
-small forwarding proxy between the bootstrap and cargo-lambda, as Lambda's own Init phase ends);
-invokes it once (spawn to the first response = cold start to the first handled event, which
+owned instances, then for each of several cold starts: spawns the bootstrap against a probe Runtime
+API that notes when it first asks for an invocation (`GET …/runtime/invocation/next`: where
+Lambda's own Init phase ends) and kills it; spawns it again against cargo-lambda and invokes it once (spawn to the first response = cold start to the first handled event, which
 includes the policy fetch and the event's calls: moto's own time is measured apart), invokes it
 again without drift and with drift, and reads VmHWM (peak RSS) from /proc. Prints a small table,
 and with --json one JSON object on the last line.
@@ -55,12 +54,13 @@ def invoke(port, body):
         return e.code, e.read().decode()
 
 
-class RuntimeProxy:
-    """Forwards the Runtime API to cargo-lambda and notes when `next` is first asked for."""
+class InitProbe:
+    """A Runtime API that only notes when the bootstrap first asks for an invocation (the end of
+    Lambda's Init phase) and never hands one out: the process is killed after."""
 
-    def __init__(self, upstream_port):
+    def __init__(self):
         self.first_next = None
-        proxy = self
+        probe = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -68,34 +68,31 @@ class RuntimeProxy:
             def log_message(self, *args):
                 pass
 
-            def forward(self):
-                if self.path.endswith("/runtime/invocation/next") and proxy.first_next is None:
-                    proxy.first_next = time.monotonic()
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                conn = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=120)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                conn.request(self.command, self.path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                self.send_response(resp.status)
-                for k, v in resp.getheaders():
-                    if k.lower() not in ("transfer-encoding", "connection", "content-length"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-                conn.close()
-
-            do_GET = do_POST = forward
+            def do_GET(self):
+                if self.path.endswith("/runtime/invocation/next") and probe.first_next is None:
+                    probe.first_next = time.monotonic()
+                time.sleep(5)  # a long poll that the kill ends
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def reset(self):
+    def measure(self, bootstrap, env):
+        """ms from spawn to the first `next`."""
         self.first_next = None
+        started = time.monotonic()
+        fn = subprocess.Popen([bootstrap], env={**env, "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{self.port}"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while self.first_next is None and fn.poll() is None and time.monotonic() - started < 30:
+                time.sleep(0.0002)
+            if self.first_next is None:
+                raise SystemExit(f"the bootstrap never asked for an invocation (exit {fn.poll()})")
+            return (self.first_next - started) * 1000
+        finally:
+            fn.kill()
+            fn.wait()
 
 
 class DelayProxy:
@@ -134,12 +131,11 @@ class DelayProxy:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
-def batch_latency(bootstrap, env, runtime, rt_port, ec2, image, owned, event, concurrency):
+def batch_latency(bootstrap, env, rt_port, ec2, image, owned, event, concurrency):
     """One SQS batch of 10 RunInstances events (10 drifted instances) through a fresh bootstrap
     whose calls each take 30 ms more; returns the batch's wall time in ms."""
     ids = [i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=11, MaxCount=11,
                                                      TagSpecifications=owned)["Instances"]]
-    runtime.reset()
     fn = subprocess.Popen([bootstrap], env={**env, "TAGWARDEN_CONCURRENCY": str(concurrency)},
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -156,12 +152,14 @@ def batch_latency(bootstrap, env, runtime, rt_port, ec2, image, owned, event, co
         fn.wait()
 
 
-def timed_moto_calls(s3, ec2, iid):
-    """The calls the first event makes, straight to moto: the emulator's own share of it."""
+def timed_moto_calls(s3, ec2, iid, tags):
+    """The calls the first event makes (policy, tags, attached volumes, the write), straight to
+    moto from a fresh client: the emulator's own share of the first event."""
     t = time.monotonic()
     s3.get_object(Bucket="policy", Key="p.json")["Body"].read()
     ec2.describe_tags(Filters=[{"Name": "resource-id", "Values": [iid]}])
     ec2.describe_volumes(Filters=[{"Name": "attachment.instance-id", "Values": [iid]}])
+    ec2.create_tags(Resources=[iid], Tags=tags)
     return (time.monotonic() - t) * 1000
 
 
@@ -186,6 +184,7 @@ def main(bootstrap, zip_path):
         policy = {"kind": "Infrastructure", "status": {"infrastructureName": "m-1", "platformStatus": {"type": "AWS", "aws": {
             "resourceTags": [{"key": f"tag-{i:02}", "value": f"v{i}"} for i in range(25)]}}}}
         s3.put_object(Bucket="policy", Key="p.json", Body=json.dumps(policy).encode())
+        desired = [{"Key": t["key"], "Value": t["value"]} for t in policy["status"]["platformStatus"]["aws"]["resourceTags"]]
         image = ec2.describe_images()["Images"][0]["ImageId"]
         owned = [{"ResourceType": "instance", "Tags": [{"Key": "kubernetes.io/cluster/m-1", "Value": "owned"}]}]
         runs = int(os.environ.get("RUNS", "11"))
@@ -199,25 +198,21 @@ def main(bootstrap, zip_path):
                                  cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(watch)
         wait_port(rt_port)
-        runtime = RuntimeProxy(rt_port)
-        env = {"PATH": os.environ.get("PATH", ""), "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{runtime.port}/.rt",
+        probe = InitProbe()
+        env = {"PATH": os.environ.get("PATH", ""), "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{rt_port}/.rt",
                "AWS_LAMBDA_FUNCTION_NAME": "_", "AWS_LAMBDA_FUNCTION_VERSION": "1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
                "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
                "AWS_SECRET_ACCESS_KEY": "testing", "TAGWARDEN_POLICY": "s3://policy/p.json", "RUST_LOG": "warn"}
         cold, init, warm_drift, warm_clean, rss, emulator = [], [], [], [], [], []
         for n in range(runs):
-            runtime.reset()
+            init.append(probe.measure(bootstrap, env))
             started = time.monotonic()
             fn = subprocess.Popen([bootstrap], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            while runtime.first_next is None and fn.poll() is None and time.monotonic() - started < 30:
-                time.sleep(0.0005)
-            if runtime.first_next is None:
-                raise SystemExit(f"the bootstrap never asked for an invocation (exit {fn.poll()})")
-            init.append((runtime.first_next - started) * 1000)
             status, body = invoke(rt_port, event(ids[2 * n]))
             cold.append((time.monotonic() - started) * 1000)
             assert status == 200, body
-            emulator.append(timed_moto_calls(s3, ec2, ids[2 * n]))
+            fresh = boto3.client("s3", **aws), boto3.client("ec2", **aws)
+            emulator.append(timed_moto_calls(*fresh, ids[2 * n], desired))
             t = time.monotonic(); invoke(rt_port, event(ids[2 * n])); warm_clean.append((time.monotonic() - t) * 1000)
             t = time.monotonic(); invoke(rt_port, event(ids[2 * n + 1])); warm_drift.append((time.monotonic() - t) * 1000)
             rss.append(peak_rss_kib(fn.pid) / 1024)
@@ -225,7 +220,7 @@ def main(bootstrap, zip_path):
             fn.wait()
         delayed = DelayProxy(moto_port, 0.030)
         slow_env = {**env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{delayed.port}"}
-        batch = {c: statistics.median(batch_latency(bootstrap, slow_env, runtime, rt_port, ec2, image, owned, event, c)
+        batch = {c: statistics.median(batch_latency(bootstrap, slow_env, rt_port, ec2, image, owned, event, c)
                                       for _ in range(3)) for c in (1, 10)}
         size = os.path.getsize(bootstrap) / 2**20
         print(f"binary     {bootstrap}: {size:.1f} MiB" + (f", zip {os.path.getsize(zip_path) / 2**20:.1f} MiB" if zip_path else ""))
@@ -233,8 +228,8 @@ def main(bootstrap, zip_path):
               f"(min {min(init):.1f}, max {max(init):.1f})")
         print(f"cold start to the first handled event (drift: 1 write), median of {runs}: {statistics.median(cold):.0f} ms "
               f"(min {min(cold):.0f}, max {max(cold):.0f}); includes the policy fetch")
-        print(f"moto's own time for that event's reads (policy GetObject, DescribeTags, DescribeVolumes, straight "
-              f"to moto), median: {statistics.median(emulator):.0f} ms")
+        print(f"moto's own time for that event's calls (policy GetObject, DescribeTags, DescribeVolumes, CreateTags, "
+              f"boto3 straight to moto), median: {statistics.median(emulator):.0f} ms")
         print(f"warm event, no drift: {statistics.median(warm_clean):.1f} ms; warm event, drift: {statistics.median(warm_drift):.1f} ms (moto on loopback)")
         print(f"peak RSS after 3 events: {statistics.median(rss):.1f} MiB (max {max(rss):.1f})")
         print(f"SQS batch of 10 drifted instances, 30 ms added per AWS call, median of 3: one at a time "
