@@ -134,7 +134,8 @@ fn lists(api: &FakeApi, resource: &str) -> usize {
 async fn reads_the_infrastructure_object_through_a_kubeconfig() {
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
-    for (fixture_name, cloud) in [("infrastructure-aws.yaml", Cloud::Aws), ("infrastructure-azure.json", Cloud::Azure)] {
+    for (fixture_name, cloud) in [("infrastructure-aws.yaml", Cloud::Aws), ("infrastructure-azure.json", Cloud::Azure)]
+    {
         let rv = api.put_infrastructure(infrastructure(fixture_name));
         let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read");
         assert_eq!(doc.name, "infrastructures.config.openshift.io/cluster");
@@ -332,7 +333,9 @@ async fn a_configmap_publishes_its_tagwarden_yaml_as_is() {
 
     api.put_configmap(NS, cm(json!({"other.yaml": "x: 1"})));
     match w.next().await {
-        Ok(Change::Absent { reason }) => assert!(reason.contains("has no key \"tagwarden.yaml\" (keys: other.yaml)"), "{reason}"),
+        Ok(Change::Absent { reason }) => {
+            assert!(reason.contains("has no key \"tagwarden.yaml\" (keys: other.yaml)"), "{reason}")
+        }
         other => panic!("expected the missing key to be reported, got {other:?}"),
     }
     let err = cluster::read_once(&client, &source).await.expect_err("no key");
@@ -342,7 +345,13 @@ async fn a_configmap_publishes_its_tagwarden_yaml_as_is() {
 
 fn report(state_version: Option<&str>, errors: &[&str], failures: usize) -> StatusReport {
     let failures = (0..failures)
-        .map(|i| ResourceFailure::new(&format!("arn:aws:ec2:eu-west-1:111122223333:instance/i-{i:017}"), "ec2:instance", "UnauthorizedOperation"))
+        .map(|i| {
+            ResourceFailure::new(
+                &format!("arn:aws:ec2:eu-west-1:111122223333:instance/i-{i:017}"),
+                "ec2:instance",
+                "UnauthorizedOperation",
+            )
+        })
         .collect();
     StatusReport::new(
         Cloud::Aws,
@@ -375,7 +384,10 @@ async fn the_status_mirror_creates_then_updates_its_configmap_and_emits_an_event
         (Some("Normal"), Some("PolicyInForce"), Some("ConfigMap"), Some(DEFAULT_NAME))
     );
     assert_eq!(e["regarding"]["uid"], cm["metadata"]["uid"]);
-    assert_eq!((e["reportingController"].as_str(), e["reportingInstance"].as_str()), (Some("tagwarden"), Some("tagwarden-7c9f-abcde")));
+    assert_eq!(
+        (e["reportingController"].as_str(), e["reportingInstance"].as_str()),
+        (Some("tagwarden"), Some("tagwarden-7c9f-abcde"))
+    );
 
     // The same report again: no write at all.
     assert_eq!(mirror.mirror(&first).await.expect("mirror").configmap, Write::Unchanged);
@@ -389,10 +401,17 @@ async fn the_status_mirror_creates_then_updates_its_configmap_and_emits_an_event
     assert_eq!(out.event.as_deref(), Some("TagWriteFailures"));
     let out = mirror.mirror(&report(Some("v1"), &[], 5)).await.expect("mirror");
     assert_eq!(out.event, None);
-    let out = mirror.mirror(&report(Some("v1"), &["tag \"Name\" (status): the key \"Name\" is reserved"], 0)).await.expect("mirror");
+    let out = mirror
+        .mirror(&report(Some("v1"), &["tag \"Name\" (status): the key \"Name\" is reserved"], 0))
+        .await
+        .expect("mirror");
     assert_eq!((out.configmap, out.event.as_deref()), (Write::Updated, Some("PolicyRejected")));
 
-    let reasons: Vec<String> = api.list("events", NS).iter().map(|e| format!("{} {}", e["type"].as_str().unwrap_or(""), e["reason"].as_str().unwrap_or(""))).collect();
+    let reasons: Vec<String> = api
+        .list("events", NS)
+        .iter()
+        .map(|e| format!("{} {}", e["type"].as_str().unwrap_or(""), e["reason"].as_str().unwrap_or("")))
+        .collect();
     assert_eq!(reasons.len(), 3, "{reasons:?}");
     for r in ["Normal PolicyInForce", "Warning TagWriteFailures", "Warning PolicyRejected"] {
         assert!(reasons.contains(&r.to_string()), "{r} not in {reasons:?}");
@@ -464,9 +483,11 @@ fn granted(manifest: &str) -> Vec<(String, Value)> {
         .collect();
     let mut rules = Vec::new();
     for binding in docs.iter().filter(|d| matches!(d["kind"].as_str(), Some("RoleBinding" | "ClusterRoleBinding"))) {
-        let to_us = binding["subjects"].as_array().into_iter().flatten().any(|s| {
-            s["kind"] == "ServiceAccount" && s["name"] == "tagwarden" && s["namespace"] == NS
-        });
+        let to_us = binding["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["kind"] == "ServiceAccount" && s["name"] == "tagwarden" && s["namespace"] == NS);
         assert!(to_us, "{manifest}: a binding not to the tagwarden ServiceAccount: {binding}");
         let role = docs
             .iter()
@@ -507,9 +528,9 @@ fn assert_least_privilege(manifest: &str, requests: &[Seen]) {
     }
     for (ns, rule) in &rules {
         for verb in rule["verbs"].as_array().into_iter().flatten() {
-            let used = checks.iter().any(|c| {
-                Some(c.verb) == verb.as_str() && (ns.is_empty() || *ns == c.namespace) && allows(rule, c)
-            });
+            let used = checks
+                .iter()
+                .any(|c| Some(c.verb) == verb.as_str() && (ns.is_empty() || *ns == c.namespace) && allows(rule, c));
             assert!(used, "{manifest} grants {verb} in {rule} but the code never needs it");
         }
     }

@@ -144,7 +144,10 @@ mod tests {
         let policy = load_one("infrastructure/cluster", &doc).expect("the loader accepts the document");
         assert_eq!(policy.infra_id.as_deref(), Some("c-7xk2p"));
         let tags = |l: &[crate::policy::Tag]| l.iter().map(|t| format!("{}={}", t.key, t.value)).collect::<Vec<_>>();
-        assert_eq!((tags(&policy.status), tags(&policy.spec)), (vec!["team=platform".into()], vec!["cost-center=4242".into()]));
+        assert_eq!(
+            (tags(&policy.status), tags(&policy.spec)),
+            (vec!["team=platform".into()], vec!["cost-center=4242".into()])
+        );
 
         let mut moved = infra.clone();
         moved.metadata.resource_version = Some("999".into());

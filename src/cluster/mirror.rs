@@ -104,7 +104,10 @@ impl StatusMirror {
                     cm.data = Some(data.clone());
                     // The resourceVersion read above makes this a conditional write: 409 if
                     // someone else wrote in between.
-                    self.api.replace(&self.name, &PostParams::default(), &cm).await.map(|cm| (cm, previous, Write::Updated))
+                    self.api
+                        .replace(&self.name, &PostParams::default(), &cm)
+                        .await
+                        .map(|cm| (cm, previous, Write::Updated))
                 }
             };
             match result {
@@ -178,17 +181,22 @@ impl Summary {
         let location = &r.policy.location;
         let errors = r.policy.errors.join("; ");
         let (reason, note) = match self.state.as_str() {
-            STATE_OK if !self.failing => {
-                ("PolicyInForce", format!("policy version {version} from {location} is in force on every owned resource"))
-            }
+            STATE_OK if !self.failing => (
+                "PolicyInForce",
+                format!("policy version {version} from {location} is in force on every owned resource"),
+            ),
             STATE_OK => ("TagWriteFailures", format!("policy version {version} from {location} is in force")),
-            STATE_REJECTED => {
-                ("PolicyRejected", format!("a newer policy at {location} was rejected ({errors}); version {version} stays in force"))
+            STATE_REJECTED => (
+                "PolicyRejected",
+                format!("a newer policy at {location} was rejected ({errors}); version {version} stays in force"),
+            ),
+            STATE_UNREADABLE => (
+                "PolicyUnreadable",
+                format!("the policy at {location} cannot be read ({errors}); version {version} stays in force"),
+            ),
+            STATE_UNAVAILABLE => {
+                ("PolicyUnavailable", format!("no valid policy at {location} ({errors}); nothing is written"))
             }
-            STATE_UNREADABLE => {
-                ("PolicyUnreadable", format!("the policy at {location} cannot be read ({errors}); version {version} stays in force"))
-            }
-            STATE_UNAVAILABLE => ("PolicyUnavailable", format!("no valid policy at {location} ({errors}); nothing is written")),
             other => ("PolicyStatus", format!("policy state {other} at {location}, version {version}")),
         };
         let mut note = note;
@@ -232,7 +240,9 @@ mod tests {
     #[test]
     fn a_state_change_is_state_version_or_failing() {
         let report = |version: &str, failures: usize| {
-            let f = (0..failures).map(|i| ResourceFailure::new(&format!("i-{i}"), "ec2:instance", "AccessDenied")).collect();
+            let f = (0..failures)
+                .map(|i| ResourceFailure::new(&format!("i-{i}"), "ec2:instance", "AccessDenied"))
+                .collect();
             StatusReport::new(Cloud::Aws, &"s3://b/p", Some(version.to_string()), vec![], f)
         };
         let same = |a: &StatusReport, b: &StatusReport| Summary::of_data(&data_of(a)) == Some(Summary::of_report(b));
@@ -241,7 +251,11 @@ mod tests {
         assert!(!same(&report("v1", 0), &report("v2", 0)));
         let event = Summary::of_report(&report("v1", 1)).event(&report("v1", 1));
         assert_eq!((event.reason.as_str(), event.type_), ("TagWriteFailures", EventType::Warning));
-        assert!(event.note.as_deref().is_some_and(|n| n.contains("i-0 (ec2:instance): AccessDenied")), "{event:?}");
+        assert!(
+            event.note.as_deref().is_some_and(|n| n.contains("i-0 (ec2:instance): AccessDenied")),
+            "{:?}",
+            event.note
+        );
     }
 
     #[test]

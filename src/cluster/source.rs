@@ -61,7 +61,8 @@ pub struct SourceDocument {
     pub resource_version: String,
 }
 
-pub(crate) const NOT_OPENSHIFT: &str = ": is this an OpenShift cluster? Elsewhere publish a tagwarden.yaml from a ConfigMap (--configmap NS/NAME)";
+pub(crate) const NOT_OPENSHIFT: &str =
+    ": is this an OpenShift cluster? Elsewhere publish a tagwarden.yaml from a ConfigMap (--configmap NS/NAME)";
 
 /// Read the source once.
 pub async fn read_once(client: &Client, source: &Source) -> Result<SourceDocument, ClusterError> {
@@ -71,9 +72,7 @@ pub async fn read_once(client: &Client, source: &Source) -> Result<SourceDocumen
             let api: Api<Infrastructure> = Api::all(client.clone());
             match api.get(infrastructure::NAME).await {
                 Ok(infra) => document_of_infrastructure(&infra),
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    Err(ClusterError::NotFound { what, hint: NOT_OPENSHIFT })
-                }
+                Err(kube::Error::Api(s)) if s.code == 404 => Err(ClusterError::NotFound { what, hint: NOT_OPENSHIFT }),
                 Err(e) => Err(api_error(&what, "get", e)),
             }
         }

@@ -45,7 +45,6 @@ pub struct Seen {
     pub method: String,
     pub path: String,
     pub query: BTreeMap<String, String>,
-    pub body: Value,
 }
 
 impl Seen {
@@ -398,13 +397,14 @@ async fn serve(mut stream: TcpStream, inner: Arc<Mutex<Inner>>, notices: broadca
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     {
         let mut i = inner.lock().expect("state");
-        i.requests.push(Seen { method: req.method.clone(), path: req.path.clone(), query: req.query.clone(), body: body.clone() });
+        i.requests.push(Seen { method: req.method.clone(), path: req.path.clone(), query: req.query.clone() });
     }
     if req.headers.get("authorization").map(String::as_str) != Some(&format!("Bearer {TOKEN}")) {
         return respond(&mut stream, 401, &status(401, "Unauthorized", "Unauthorized")).await;
     }
     let no_type = inner.lock().expect("state").no_infrastructure_type;
-    let Some((collection, name)) = route(&req.path).filter(|(c, _)| !(no_type && c.resource == "infrastructures")) else {
+    let Some((collection, name)) = route(&req.path).filter(|(c, _)| !(no_type && c.resource == "infrastructures"))
+    else {
         return respond(&mut stream, 404, &status(404, "NotFound", "the server could not find the requested resource"))
             .await;
     };
@@ -465,7 +465,15 @@ async fn serve(mut stream: TcpStream, inner: Arc<Mutex<Inner>>, notices: broadca
 fn not_found(c: &Collection, name: &str) -> Value {
     let k = kind_of(c.resource);
     let group = k.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-    let mut s = status(404, "NotFound", &format!("{}{} \"{name}\" not found", c.resource, if group.is_empty() { String::new() } else { format!(".{group}") }));
+    let mut s = status(
+        404,
+        "NotFound",
+        &format!(
+            "{}{} \"{name}\" not found",
+            c.resource,
+            if group.is_empty() { String::new() } else { format!(".{group}") }
+        ),
+    );
     s["details"] = json!({"name": name, "group": group, "kind": c.resource});
     s
 }
@@ -560,7 +568,9 @@ fn validate(c: &Collection, body: &Value) -> Result<(), (u16, Value)> {
             let data = body["data"].as_object().cloned().unwrap_or_default();
             let mut size = 0;
             for (k, v) in &data {
-                let ok = !k.is_empty() && k.len() <= 253 && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
+                let ok = !k.is_empty()
+                    && k.len() <= 253
+                    && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
                 if !ok {
                     return invalid(format!("data[{k}]: Invalid value: a valid config key must consist of alphanumeric characters, '-', '_' or '.'"));
                 }
@@ -641,11 +651,16 @@ async fn watch_stream(
         let backlog: Vec<WatchEvent> = i.history.iter().filter(|e| e.rv > from && matches(e)).cloned().collect();
         (backlog, gone, i.gone_as_http, notices.subscribe())
     };
-    let expired = status(410, "Expired", &format!("too old resource version: {from} ({})", inner.lock().expect("state").compacted));
+    let expired = status(
+        410,
+        "Expired",
+        &format!("too old resource version: {from} ({})", inner.lock().expect("state").compacted),
+    );
     if gone && gone_as_http {
         return respond(&mut stream, 410, &expired).await;
     }
-    let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
     if stream.write_all(head.as_bytes()).await.is_err() {
         return;
     }
