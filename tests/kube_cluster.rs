@@ -50,11 +50,18 @@ fn with_spec_tags(mut infra: Value, tags: &[(&str, &str)]) -> Value {
     infra
 }
 
-async fn client_for(api: &FakeApi) -> cluster::Client {
+/// A file in this test process's temp dir, named after the fake server's port.
+fn temp_file(api: &FakeApi, name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tagwarden-kube-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let path: PathBuf = dir.join(format!("kubeconfig-{}", api.url.rsplit(':').next().unwrap_or("0")));
-    std::fs::write(&path, api.kubeconfig(NS)).expect("write kubeconfig");
+    let path = dir.join(format!("{name}-{}", api.url.rsplit(':').next().unwrap_or("0")));
+    std::fs::write(&path, text).expect("write temp file");
+    path
+}
+
+async fn client_for(api: &FakeApi) -> cluster::Client {
+    let ca = api.ca_pem.as_ref().map(|pem| temp_file(api, "ca.pem", pem));
+    let path = temp_file(api, "kubeconfig", &api.kubeconfig(NS, ca.as_deref()));
     cluster::client(Some(&path)).await.expect("client from kubeconfig")
 }
 
@@ -159,12 +166,31 @@ async fn reads_the_infrastructure_object_through_a_kubeconfig() {
     assert!(gets.iter().all(|r| r.path == "/apis/config.openshift.io/v1/infrastructures/cluster"), "{gets:?}");
 
     // A kubeconfig whose credentials the server refuses: the error says what to fix.
-    let bad = api.kubeconfig(NS).replace(kube_api::TOKEN, "expired");
-    let path = std::env::temp_dir().join(format!("tagwarden-kube-bad-{}", std::process::id()));
-    std::fs::write(&path, bad).expect("write");
+    let path = temp_file(&api, "kubeconfig-expired", &api.kubeconfig(NS, None).replace(kube_api::TOKEN, "expired"));
     let denied = cluster::client(Some(&path)).await.expect("client");
     let err = cluster::read_once(&denied, &Source::Infrastructure).await.expect_err("refused");
     assert!(matches!(err, ClusterError::Forbidden { .. }) && err.to_string().contains("rbac"), "{err}");
+}
+
+#[tokio::test]
+async fn reads_and_watches_over_tls_trusting_only_the_cluster_ca() {
+    let api = FakeApi::start_tls().await;
+    let client = client_for(&api).await;
+    let infra = infrastructure("infrastructure-aws.yaml");
+    api.put_infrastructure(infra.clone());
+    let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read over TLS");
+    assert_eq!(tags_of(&doc).1, ["key_infra1=value_spec", "cost-center=4242"]);
+    let mut w = Watch::start(client, Source::Infrastructure);
+    w.document().await;
+    until("the watch is open", || api.open_watch_count() > 0).await;
+    api.put_infrastructure(with_spec_tags(infra, &[("tls", "yes")]));
+    assert_eq!(tags_of(&w.document().await).1, ["tls=yes"]);
+
+    // Without the cluster's CA the server is not trusted, and nothing is read.
+    let untrusted = temp_file(&api, "kubeconfig-no-ca", &api.kubeconfig(NS, None));
+    let client = cluster::client(Some(&untrusted)).await.expect("client");
+    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("untrusted");
+    assert!(matches!(err, ClusterError::Api { .. }) && err.to_string().contains("certificate"), "{err}");
 }
 
 #[tokio::test]
@@ -431,6 +457,20 @@ async fn the_status_mirror_fills_the_configmap_the_manifests_create() {
     assert!(!api.requests().iter().any(|r| r.method == "POST" && r.path.ends_with("/configmaps")), "no create needed");
     let e = &api.list("events", NS)[0];
     assert_eq!(e["reportingInstance"], "tagwarden", "the controller's name when no instance is given");
+}
+
+#[tokio::test]
+async fn the_status_mirror_reads_again_after_a_concurrent_write() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    api.put_configmap(NS, json!({"metadata": {"name": DEFAULT_NAME}}));
+    api.conflict_next_replace();
+    let mirror = StatusMirror::new(client, NS, DEFAULT_NAME, None);
+    let out = mirror.mirror(&report(Some("v1"), &[], 0)).await.expect("mirror");
+    assert_eq!((out.configmap, out.event.as_deref()), (Write::Updated, Some("PolicyInForce")));
+    let puts = api.requests().iter().filter(|r| r.method == "PUT").count();
+    assert_eq!(puts, 2, "the stale write is refused (409) and made again on a fresh read");
+    assert_eq!(api.get("configmaps", NS, DEFAULT_NAME).expect("there")["data"]["version"], "v1");
 }
 
 // ---- RBAC: the manifests grant exactly what the code asks for ----

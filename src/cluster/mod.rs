@@ -34,8 +34,10 @@ pub enum ClusterError {
     NotFound { what: String, hint: &'static str },
     #[error("{what}: access denied ({status}); grant the service account {verbs} on it (deploy/kubernetes/rbac.yaml)")]
     Forbidden { what: String, verbs: &'static str, status: String },
-    #[error("{what}: {source}")]
-    Api { what: String, source: kube::Error },
+    /// `detail` is the whole chain of causes: kube's own message for a failed connection is only
+    /// "client error (Connect)", and the cause (refused, certificate not trusted …) is below it.
+    #[error("{what}: {detail}")]
+    Api { what: String, detail: String },
     #[error("configmap {configmap} has no key {key:?} (keys: {keys}); put the policy under data.{key}")]
     MissingKey { configmap: String, key: String, keys: String },
     #[error("{what}: could not encode the document: {message}")]
@@ -64,6 +66,20 @@ fn api_error(what: &str, verbs: &'static str, e: kube::Error) -> ClusterError {
         kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
             ClusterError::Forbidden { what: what.to_string(), verbs, status: s.message.clone() }
         }
-        _ => ClusterError::Api { what: what.to_string(), source: e },
+        _ => ClusterError::Api { what: what.to_string(), detail: chain(&e) },
     }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
 }

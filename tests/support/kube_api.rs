@@ -33,8 +33,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 
 pub const TOKEN: &str = "fake-sa-token";
@@ -86,6 +86,8 @@ struct Inner {
     held: bool,
     cut_next: bool,
     gone_as_http: bool,
+    /// Someone else writes the object between the next replace's read and its write.
+    conflict_next_replace: bool,
     /// Serve no `infrastructures.config.openshift.io` at all, as a cluster that is not OpenShift.
     no_infrastructure_type: bool,
     requests: Vec<Seen>,
@@ -93,6 +95,8 @@ struct Inner {
 
 pub struct FakeApi {
     pub url: String,
+    /// The CA that signed the server's certificate (PEM), when it serves TLS.
+    pub ca_pem: Option<String>,
     inner: Arc<Mutex<Inner>>,
     notices: broadcast::Sender<Notice>,
     accept: tokio::task::JoinHandle<()>,
@@ -143,28 +147,69 @@ fn status(code: u16, reason: &str, message: &str) -> Value {
 }
 
 impl FakeApi {
+    /// Plain HTTP on loopback.
     pub async fn start() -> FakeApi {
+        Self::start_with(None).await
+    }
+
+    /// HTTPS on loopback with a certificate for 127.0.0.1 from a CA made for this server, as an
+    /// API server presents the cluster CA's certificate.
+    pub async fn start_tls() -> FakeApi {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "fake-kube-apiserver-ca");
+        let ca = ca_params.self_signed(&ca_key).expect("CA certificate");
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("server params");
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            tokio_rustls::rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der().clone()], key.serialize_der().try_into().expect("key DER"))
+        .expect("server TLS config");
+        let mut api = Self::start_with(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await;
+        api.ca_pem = Some(ca.pem());
+        api
+    }
+
+    async fn start_with(tls: Option<tokio_rustls::TlsAcceptor>) -> FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().expect("addr"));
         let inner = Arc::new(Mutex::new(Inner::default()));
         let (notices, _) = broadcast::channel(256);
         let (i, n) = (inner.clone(), notices.clone());
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, i.clone(), n.clone()));
+                let (i, n) = (i.clone(), n.clone());
+                match tls.clone() {
+                    None => drop(tokio::spawn(serve(stream, i, n))),
+                    Some(acceptor) => drop(tokio::spawn(async move {
+                        if let Ok(stream) = acceptor.accept(stream).await {
+                            serve(stream, i, n).await;
+                        }
+                    })),
+                }
             }
         });
-        FakeApi { url, inner, notices, accept }
+        FakeApi { url, ca_pem: None, inner, notices, accept }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().expect("fake API state")
     }
 
-    /// A kubeconfig for this server with the bearer token it expects.
-    pub fn kubeconfig(&self, namespace: &str) -> String {
+    /// A kubeconfig for this server with the bearer token it expects, and with `ca_file` as the
+    /// cluster's CA when it serves TLS.
+    pub fn kubeconfig(&self, namespace: &str, ca_file: Option<&std::path::Path>) -> String {
+        let ca = ca_file.map(|p| format!("\n    certificate-authority: {}", p.display())).unwrap_or_default();
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\nusers:\n- name: sa\n  user:\n    token: {TOKEN}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sa\n    namespace: {namespace}\ncurrent-context: fake\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}{ca}\nusers:\n- name: sa\n  user:\n    token: {TOKEN}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sa\n    namespace: {namespace}\ncurrent-context: fake\n",
             self.url
         )
     }
@@ -231,6 +276,12 @@ impl FakeApi {
         inner.compacted = inner.rv;
         let floor = inner.compacted;
         inner.history.retain(|e| e.rv > floor);
+    }
+
+    /// Another writer updates the object just before the next replace arrives, so that replace's
+    /// resourceVersion is stale (409 Conflict).
+    pub fn conflict_next_replace(&self) {
+        self.lock().conflict_next_replace = true;
     }
 
     /// Behave as a cluster without OpenShift's config API.
@@ -303,7 +354,7 @@ struct Request {
     body: Vec<u8>,
 }
 
-async fn read_request(stream: &mut TcpStream) -> Option<Request> {
+async fn read_request(stream: &mut (impl AsyncRead + Unpin)) -> Option<Request> {
     let mut buf = Vec::new();
     let head_end = loop {
         let mut chunk = [0u8; 4096];
@@ -371,7 +422,7 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-async fn respond(stream: &mut TcpStream, code: u16, body: &Value) {
+async fn respond(stream: &mut (impl AsyncWrite + Unpin), code: u16, body: &Value) {
     let text = body.to_string();
     let reason = match code {
         200 => "OK",
@@ -392,7 +443,11 @@ async fn respond(stream: &mut TcpStream, code: u16, body: &Value) {
     let _ = stream.shutdown().await;
 }
 
-async fn serve(mut stream: TcpStream, inner: Arc<Mutex<Inner>>, notices: broadcast::Sender<Notice>) {
+async fn serve(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    inner: Arc<Mutex<Inner>>,
+    notices: broadcast::Sender<Notice>,
+) {
     let Some(req) = read_request(&mut stream).await else { return };
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
     {
@@ -538,9 +593,14 @@ fn replace(
     name: &str,
     body: Value,
 ) -> Result<Value, (u16, Value)> {
-    let Some(current) = inner.objects.get(&(c.clone(), name.to_string())).cloned() else {
+    let Some(mut current) = inner.objects.get(&(c.clone(), name.to_string())).cloned() else {
         return Err((404, not_found(&c, name)));
     };
+    if std::mem::take(&mut inner.conflict_next_replace) {
+        let event = inner.store(c.clone(), current.clone(), Some(&current));
+        current = event.object.clone();
+        inner.deliver(notices, event);
+    }
     validate(&c, &body)?;
     let want = body["metadata"]["resourceVersion"].as_str();
     if want.is_some_and(|w| Some(w) != current["metadata"]["resourceVersion"].as_str()) {
@@ -617,7 +677,7 @@ fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-async fn write_chunk(stream: &mut TcpStream, data: &[u8]) -> bool {
+async fn write_chunk(stream: &mut (impl AsyncWrite + Unpin), data: &[u8]) -> bool {
     let mut chunk = format!("{:x}\r\n", data.len()).into_bytes();
     chunk.extend_from_slice(data);
     chunk.extend_from_slice(b"\r\n");
@@ -631,7 +691,7 @@ fn event_line(e: &WatchEvent) -> Vec<u8> {
 }
 
 async fn watch_stream(
-    mut stream: TcpStream,
+    mut stream: impl AsyncWrite + Unpin,
     inner: &Arc<Mutex<Inner>>,
     notices: &broadcast::Sender<Notice>,
     c: Collection,
@@ -703,7 +763,7 @@ async fn watch_stream(
 
 /// Send one event in its own chunk, unless the next event is to be cut: then the chunk's size
 /// line promises the whole event, half of it is sent, and the connection is closed.
-async fn send_event(stream: &mut TcpStream, inner: &Arc<Mutex<Inner>>, e: &WatchEvent) -> bool {
+async fn send_event(stream: &mut (impl AsyncWrite + Unpin), inner: &Arc<Mutex<Inner>>, e: &WatchEvent) -> bool {
     let line = event_line(e);
     let cut = std::mem::take(&mut inner.lock().expect("state").cut_next);
     if cut {
