@@ -112,7 +112,8 @@ impl StatusMirror {
             };
             match result {
                 Ok(done) => break done,
-                Err(kube::Error::Api(s)) if (s.code == 409) && attempt < ATTEMPTS => {
+                // 409: Conflict on the replace, or AlreadyExists on the create.
+                Err(kube::Error::Api(s)) if s.code == 409 && attempt < ATTEMPTS => {
                     tracing::debug!(configmap = %what, "written concurrently; reading again");
                 }
                 Err(e) => return Err(api_error(&what, "get, create and update", e)),
@@ -124,6 +125,8 @@ impl StatusMirror {
         }
         let event = now.event(report);
         let reason = event.reason.clone();
+        // A Recorder per Event: a long-lived one caches Events by reason and would patch a later
+        // one with the same reason into the earlier Event's series, keeping the earlier note.
         Recorder::new(self.client.clone(), self.reporter.clone())
             .publish(&event, &written.object_ref(&()))
             .await
