@@ -4,9 +4,12 @@
 //! The core of the crate is pure: [`policy`] (where desired tags come from and how layers merge),
 //! [`validate`] (the exact tag rules of each cloud), [`plan`] (current + desired tags → the one write
 //! to make) and [`events`] (cloud events → the resources they name). None of it does I/O, so it is
-//! fast to test and to benchmark. Cloud clients live behind the `aws` and `azure` features.
+//! fast to test and to benchmark. Cloud clients live behind the `aws` and `azure` features, the Kubernetes side
+//! ([`cluster`]) behind `kube`.
 
 pub mod cloud;
+#[cfg(feature = "kube")]
+pub mod cluster;
 pub mod events;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod inflight;

@@ -1,0 +1,270 @@
+//! The status report, mirrored into the cluster: a ConfigMap that `oc get` shows, and a
+//! Kubernetes Event each time the state changes (the policy state, the version in force, or
+//! whether any resource failed), so `oc get events` and `oc describe configmap` tell the story.
+//!
+//! Access needed: get/update on that one ConfigMap (create too if it does not exist yet; the
+//! manifests create it, so the Role can name it), and create on `events.k8s.io` events.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PostParams;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Api, Client, Resource};
+
+use super::{api_error, ClusterError};
+use crate::status::{StatusReport, STATE_OK, STATE_REJECTED, STATE_UNAVAILABLE, STATE_UNREADABLE};
+
+/// The ConfigMap the manifests create for the report.
+pub const DEFAULT_NAME: &str = "tagwarden-status";
+/// The whole report is kept within this, well under a ConfigMap's 1 MiB, dropping failures to fit.
+const MAX_REPORT_BYTES: usize = 256 * 1024;
+/// events.k8s.io/v1 `note` "must be at most 1kB in size" (Kubernetes API reference, Event v1).
+const MAX_NOTE_BYTES: usize = 1024;
+/// Conflicting writers are retried this many times before giving up.
+const ATTEMPTS: usize = 3;
+
+/// Data keys: one per fact `oc get configmap -o jsonpath` may want, and the report itself.
+const KEY_STATE: &str = "state";
+const KEY_VERSION: &str = "version";
+const KEY_FAILURES: &str = "failures";
+const KEY_LOCATION: &str = "location";
+const KEY_GENERATED_AT: &str = "generatedAt";
+const KEY_REPORT: &str = "report.json";
+
+/// What a mirror did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MirrorOutcome {
+    pub configmap: Write,
+    /// The reason of the Event emitted, when the state changed.
+    pub event: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+/// Mirrors reports into one ConfigMap.
+pub struct StatusMirror {
+    api: Api<ConfigMap>,
+    client: Client,
+    namespace: String,
+    name: String,
+    reporter: Reporter,
+}
+
+impl StatusMirror {
+    /// `instance` names this publisher in the Events (e.g. the pod's name).
+    pub fn new(client: Client, namespace: &str, name: &str, instance: Option<String>) -> Self {
+        StatusMirror {
+            api: Api::namespaced(client.clone(), namespace),
+            client,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            reporter: Reporter { controller: "tagwarden".to_string(), instance },
+        }
+    }
+
+    fn what(&self) -> String {
+        format!("configmap {}/{}", self.namespace, self.name)
+    }
+
+    /// Write `report` into the ConfigMap unless it already holds it, and emit an Event when the
+    /// state it shows changes.
+    pub async fn mirror(&self, report: &StatusReport) -> Result<MirrorOutcome, ClusterError> {
+        let data = data_of(report);
+        let what = self.what();
+        let mut attempt = 0;
+        let (written, previous, write) = loop {
+            attempt += 1;
+            let current = self.api.get_opt(&self.name).await.map_err(|e| api_error(&what, "get", e))?;
+            let result = match current {
+                None => {
+                    let cm = ConfigMap {
+                        metadata: ObjectMeta {
+                            name: Some(self.name.clone()),
+                            namespace: Some(self.namespace.clone()),
+                            labels: Some(labels()),
+                            ..ObjectMeta::default()
+                        },
+                        data: Some(data.clone()),
+                        ..ConfigMap::default()
+                    };
+                    self.api.create(&PostParams::default(), &cm).await.map(|cm| (cm, None, Write::Created))
+                }
+                Some(cm) if cm.data.as_ref() == Some(&data) => {
+                    return Ok(MirrorOutcome { configmap: Write::Unchanged, event: None });
+                }
+                Some(mut cm) => {
+                    let previous = cm.data.take().map(|d| Summary::of_data(&d));
+                    cm.data = Some(data.clone());
+                    // The resourceVersion read above makes this a conditional write: 409 if
+                    // someone else wrote in between.
+                    self.api
+                        .replace(&self.name, &PostParams::default(), &cm)
+                        .await
+                        .map(|cm| (cm, previous, Write::Updated))
+                }
+            };
+            match result {
+                Ok(done) => break done,
+                // 409: Conflict on the replace, or AlreadyExists on the create.
+                Err(kube::Error::Api(s)) if s.code == 409 && attempt < ATTEMPTS => {
+                    tracing::debug!(configmap = %what, "written concurrently; reading again");
+                }
+                Err(e) => return Err(api_error(&what, "get, create and update", e)),
+            }
+        };
+        let now = Summary::of_report(report);
+        if previous.flatten().as_ref() == Some(&now) {
+            return Ok(MirrorOutcome { configmap: write, event: None });
+        }
+        let event = now.event(report);
+        let reason = event.reason.clone();
+        // A Recorder per Event: a long-lived one caches Events by reason and would patch a later
+        // one with the same reason into the earlier Event's series, keeping the earlier note.
+        Recorder::new(self.client.clone(), self.reporter.clone())
+            .publish(&event, &written.object_ref(&()))
+            .await
+            .map_err(|e| api_error(&format!("events in namespace {}", self.namespace), "create", e))?;
+        Ok(MirrorOutcome { configmap: write, event: Some(reason) })
+    }
+}
+
+fn labels() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("app.kubernetes.io/name".to_string(), "tagwarden".to_string()),
+        ("app.kubernetes.io/component".to_string(), "status".to_string()),
+    ])
+}
+
+fn data_of(report: &StatusReport) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (KEY_STATE.to_string(), report.policy.state.to_string()),
+        (KEY_VERSION.to_string(), report.policy.version.clone().unwrap_or_default()),
+        (KEY_FAILURES.to_string(), report.failures.len().to_string()),
+        (KEY_LOCATION.to_string(), report.policy.location.clone()),
+        (KEY_GENERATED_AT.to_string(), report.generated_at.to_string()),
+        (KEY_REPORT.to_string(), report.to_json_within(MAX_REPORT_BYTES)),
+    ])
+}
+
+/// The state an Event is emitted for when it changes.
+#[derive(Debug, PartialEq, Eq)]
+struct Summary {
+    state: String,
+    version: String,
+    failing: bool,
+}
+
+impl Summary {
+    fn of_report(r: &StatusReport) -> Summary {
+        Summary {
+            state: r.policy.state.to_string(),
+            version: r.policy.version.clone().unwrap_or_default(),
+            failing: !r.failures.is_empty(),
+        }
+    }
+
+    /// `None` for a ConfigMap no report was written into yet (the manifests create it empty).
+    fn of_data(d: &BTreeMap<String, String>) -> Option<Summary> {
+        Some(Summary {
+            state: d.get(KEY_STATE)?.clone(),
+            version: d.get(KEY_VERSION).cloned().unwrap_or_default(),
+            failing: d.get(KEY_FAILURES).is_some_and(|n| n != "0"),
+        })
+    }
+
+    fn event(&self, r: &StatusReport) -> Event {
+        let version = r.policy.version.as_deref().unwrap_or("none");
+        let location = &r.policy.location;
+        let errors = r.policy.errors.join("; ");
+        let (reason, note) = match self.state.as_str() {
+            STATE_OK if !self.failing => (
+                "PolicyInForce",
+                format!("policy version {version} from {location} is in force on every owned resource"),
+            ),
+            STATE_OK => ("TagWriteFailures", format!("policy version {version} from {location} is in force")),
+            STATE_REJECTED => (
+                "PolicyRejected",
+                format!("a newer policy at {location} was rejected ({errors}); version {version} stays in force"),
+            ),
+            STATE_UNREADABLE => (
+                "PolicyUnreadable",
+                format!("the policy at {location} cannot be read ({errors}); version {version} stays in force"),
+            ),
+            STATE_UNAVAILABLE => {
+                ("PolicyUnavailable", format!("no valid policy at {location} ({errors}); nothing is written"))
+            }
+            other => ("PolicyStatus", format!("policy state {other} at {location}, version {version}")),
+        };
+        let mut note = note;
+        if let Some(first) = r.failures.first() {
+            note.push_str(&format!(
+                "; {} resources could not be brought in line, first {} ({}): {}",
+                r.failures.len(),
+                first.name,
+                first.resource_type,
+                first.error
+            ));
+        }
+        Event {
+            type_: if reason == "PolicyInForce" { EventType::Normal } else { EventType::Warning },
+            reason: reason.to_string(),
+            note: Some(truncate(note, MAX_NOTE_BYTES)),
+            action: "Enforce".to_string(),
+            secondary: None,
+        }
+    }
+}
+
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max - '…'.len_utf8();
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::Cloud;
+    use crate::status::ResourceFailure;
+
+    #[test]
+    fn a_state_change_is_state_version_or_failing() {
+        let report = |version: &str, failures: usize| {
+            let f = (0..failures)
+                .map(|i| ResourceFailure::new(&format!("i-{i}"), "ec2:instance", "AccessDenied"))
+                .collect();
+            StatusReport::new(Cloud::Aws, &"s3://b/p", Some(version.to_string()), vec![], f)
+        };
+        let same = |a: &StatusReport, b: &StatusReport| Summary::of_data(&data_of(a)) == Some(Summary::of_report(b));
+        assert!(same(&report("v1", 2), &report("v1", 3)), "more failures of the same kind is no new state");
+        assert!(!same(&report("v1", 0), &report("v1", 1)));
+        assert!(!same(&report("v1", 0), &report("v2", 0)));
+        let event = Summary::of_report(&report("v1", 1)).event(&report("v1", 1));
+        assert_eq!((event.reason.as_str(), event.type_), ("TagWriteFailures", EventType::Warning));
+        assert!(
+            event.note.as_deref().is_some_and(|n| n.contains("i-0 (ec2:instance): AccessDenied")),
+            "{:?}",
+            event.note
+        );
+    }
+
+    #[test]
+    fn notes_fit_the_event_limit_on_a_char_boundary() {
+        let long = "é".repeat(2000);
+        let t = truncate(long, MAX_NOTE_BYTES);
+        assert!(t.len() <= MAX_NOTE_BYTES && t.ends_with('…'), "{}", t.len());
+    }
+}

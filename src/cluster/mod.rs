@@ -1,0 +1,85 @@
+//! The cluster side: read the tags the cluster publishes straight from the Kubernetes API, watch
+//! them, and show tagwarden's status back in the cluster.
+//!
+//! - [`source`]: the OpenShift `Infrastructure` object (`config.openshift.io/v1`, `cluster`) or a
+//!   ConfigMap holding a `tagwarden.yaml` → the policy document bytes `tagwarden validate` and the
+//!   function read ([`crate::policy::load`]), so the same validation applies to both paths.
+//! - [`watch`]: list + watch on that one object, resuming after disconnects and re-listing after
+//!   `410 Gone`; it yields only complete objects, and a new document only when its bytes change.
+//! - [`mirror`]: the status report into a ConfigMap, with a Kubernetes Event when the state changes.
+//!
+//! Everything here speaks to the API server through `kube` (in-cluster config or a kubeconfig).
+
+pub mod infrastructure;
+pub mod mirror;
+pub mod source;
+pub mod watch;
+
+use std::path::Path;
+
+pub use kube::Client;
+pub use mirror::{MirrorOutcome, StatusMirror};
+pub use source::{read_once, Source, SourceDocument};
+pub use watch::{watch, Change};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("kubeconfig {path}: {source}; pass a readable kubeconfig with --kubeconfig, or run in a pod with a service account")]
+    Kubeconfig { path: String, source: kube::config::KubeconfigError },
+    #[error("no Kubernetes configuration found ({0}); set --kubeconfig or KUBECONFIG, or run in a pod with a service account")]
+    NoConfig(#[source] kube::config::InferConfigError),
+    #[error("Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    #[error("{what} not found{hint}")]
+    NotFound { what: String, hint: &'static str },
+    #[error("{what}: access denied ({status}); grant the service account {verbs} on it (deploy/kubernetes/rbac.yaml)")]
+    Forbidden { what: String, verbs: &'static str, status: String },
+    /// `detail` is the whole chain of causes: kube's own message for a failed connection is only
+    /// "client error (Connect)", and the cause (refused, certificate not trusted …) is below it.
+    #[error("{what}: {detail}")]
+    Api { what: String, detail: String },
+    #[error("configmap {configmap} has no key {key:?} (keys: {keys}); put the policy under data.{key}")]
+    MissingKey { configmap: String, key: String, keys: String },
+    #[error("{what}: could not encode the document: {message}")]
+    Encode { what: String, message: String },
+}
+
+/// A client from the kubeconfig at `kubeconfig`, or else the usual inference: `KUBECONFIG` or
+/// `~/.kube/config`, then the pod's service account (in-cluster config).
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, ClusterError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kubeconfig_error = |source| ClusterError::Kubeconfig { path: path.display().to_string(), source };
+            let file = kube::config::Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
+            kube::Config::from_custom_kubeconfig(file, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(kubeconfig_error)?
+        }
+        None => kube::Config::infer().await.map_err(ClusterError::NoConfig)?,
+    };
+    Client::try_from(config).map_err(ClusterError::Client)
+}
+
+/// An API error, named after `what` was asked, with the fix for the two a user can act on.
+fn api_error(what: &str, verbs: &'static str, e: kube::Error) -> ClusterError {
+    match &e {
+        kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
+            ClusterError::Forbidden { what: what.to_string(), verbs, status: s.message.clone() }
+        }
+        _ => ClusterError::Api { what: what.to_string(), detail: chain(&e) },
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
+}

@@ -1,0 +1,611 @@
+//! The cluster side (`src/cluster`) against a fake Kubernetes API server that speaks the list/watch
+//! protocol (`tests/support/kube_api.rs`; no real API server can run here), through kube's real
+//! client configured from a kubeconfig: reading the Infrastructure object and a ConfigMap, the
+//! watch through a modification, a connection cut mid-event, 410 Gone (as an ERROR event and as
+//! an HTTP answer), a deletion; the status mirror; and the RBAC in deploy/kubernetes checked
+//! against every request the code made.
+
+#![cfg(feature = "kube")]
+
+#[path = "support/kube_api.rs"]
+mod kube_api;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use kube_api::{FakeApi, Seen};
+use serde_json::{json, Value};
+use tagwarden::cloud::Cloud;
+use tagwarden::cluster::mirror::{Write, DEFAULT_NAME};
+use tagwarden::cluster::{self, Change, ClusterError, Source, SourceDocument, StatusMirror};
+use tagwarden::policy::load::load_one;
+use tagwarden::status::{ResourceFailure, StatusReport, STATE_OK};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// How long a test waits for something the code must do "within seconds" before failing (a hang
+/// guard, not a performance assertion: the latencies are printed).
+const PATIENCE: Duration = Duration::from_secs(20);
+/// How long a test listens to show that nothing (more) is published.
+const QUIET: Duration = Duration::from_millis(1500);
+const NS: &str = "tagwarden";
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policies").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A fixture Infrastructure as the API server holds it, with fields tagwarden does not read.
+fn infrastructure(name: &str) -> Value {
+    let mut v: Value = serde_yaml_ng::from_str(&fixture(name)).expect("fixture parses");
+    v["metadata"]["managedFields"] = json!([{"manager": "cluster-bootstrap", "operation": "Update"}]);
+    v["metadata"]["generation"] = json!(3);
+    v
+}
+
+fn with_spec_tags(mut infra: Value, tags: &[(&str, &str)]) -> Value {
+    let list: Vec<Value> = tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect();
+    infra["spec"]["platformSpec"]["aws"]["resourceTags"] = json!(list);
+    infra
+}
+
+/// A file in this test process's temp dir, named after the fake server's port.
+fn temp_file(api: &FakeApi, name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tagwarden-kube-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(format!("{name}-{}", api.url.rsplit(':').next().unwrap_or("0")));
+    std::fs::write(&path, text).expect("write temp file");
+    path
+}
+
+async fn client_for(api: &FakeApi) -> cluster::Client {
+    let ca = api.ca_pem.as_ref().map(|pem| temp_file(api, "ca.pem", pem));
+    let path = temp_file(api, "kubeconfig", &api.kubeconfig(NS, ca.as_deref()));
+    cluster::client(Some(&path)).await.expect("client from kubeconfig")
+}
+
+/// `key=value` of each layer, as the policy loader reads the document.
+fn tags_of(doc: &SourceDocument) -> (Vec<String>, Vec<String>) {
+    let p = load_one(&doc.name, &doc.text).unwrap_or_else(|e| panic!("{e}\n{}", doc.text));
+    let f = |l: &[tagwarden::policy::Tag]| l.iter().map(|t| format!("{}={}", t.key, t.value)).collect();
+    (f(&p.status), f(&p.spec))
+}
+
+struct Watch {
+    rx: mpsc::UnboundedReceiver<Result<Change, ClusterError>>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Watch {
+    /// The watch runs on its own task, as the publisher's does, so the client reads the stream
+    /// while the test changes the cluster.
+    fn start(client: cluster::Client, source: Source) -> Watch {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(async move {
+            let mut changes = std::pin::pin!(cluster::watch(client, source));
+            while let Some(c) = changes.next().await {
+                if tx.send(c).is_err() {
+                    return;
+                }
+            }
+        });
+        Watch { rx, task }
+    }
+
+    async fn next(&mut self) -> Result<Change, ClusterError> {
+        match tokio::time::timeout(PATIENCE, self.rx.recv()).await {
+            Ok(Some(c)) => c,
+            Ok(None) => panic!("the watch ended"),
+            Err(_) => panic!("no change within {PATIENCE:?}"),
+        }
+    }
+
+    async fn document(&mut self) -> SourceDocument {
+        match self.next().await {
+            Ok(Change::Document(d)) => d,
+            other => panic!("expected a document, got {other:?}"),
+        }
+    }
+
+    async fn assert_quiet(&mut self) {
+        if let Ok(Some(c)) = tokio::time::timeout(QUIET, self.rx.recv()).await {
+            panic!("nothing more was expected, got {c:?}");
+        }
+    }
+}
+
+async fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < PATIENCE, "{what}: not within {PATIENCE:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn watches(api: &FakeApi) -> Vec<Seen> {
+    api.requests().into_iter().filter(|r| r.is_watch()).collect()
+}
+
+fn lists(api: &FakeApi, resource: &str) -> usize {
+    api.requests().iter().filter(|r| r.method == "GET" && !r.is_watch() && r.path.ends_with(resource)).count()
+}
+
+#[tokio::test]
+async fn reads_the_infrastructure_object_through_a_kubeconfig() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    for (fixture_name, cloud) in [("infrastructure-aws.yaml", Cloud::Aws), ("infrastructure-azure.json", Cloud::Azure)]
+    {
+        let rv = api.put_infrastructure(infrastructure(fixture_name));
+        let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read");
+        assert_eq!(doc.name, "infrastructures.config.openshift.io/cluster");
+        assert_eq!(doc.resource_version, rv.to_string());
+        // The same policy as the file `oc get infrastructure cluster -o yaml` gives.
+        let from_cluster = load_one(&doc.name, &doc.text).expect("valid");
+        let from_file = load_one(fixture_name, &fixture(fixture_name)).expect("valid");
+        assert_eq!(from_cluster.cloud, Some(cloud));
+        assert_eq!(
+            (from_cluster.infra_id.clone(), tags_of(&doc)),
+            (from_file.infra_id.clone(), {
+                let f = |l: &[tagwarden::policy::Tag]| l.iter().map(|t| format!("{}={}", t.key, t.value)).collect();
+                (f(&from_file.status), f(&from_file.spec))
+            })
+        );
+        for absent in ["managedFields", "resourceVersion", "apiServerURL", "uid"] {
+            assert!(!doc.text.contains(absent), "{absent} in the published document:\n{}", doc.text);
+        }
+    }
+    let gets: Vec<Seen> = api.requests().into_iter().filter(|r| r.method == "GET").collect();
+    assert!(gets.iter().all(|r| r.path == "/apis/config.openshift.io/v1/infrastructures/cluster"), "{gets:?}");
+
+    // A kubeconfig whose credentials the server refuses: the error says what to fix.
+    let path = temp_file(&api, "kubeconfig-expired", &api.kubeconfig(NS, None).replace(kube_api::TOKEN, "expired"));
+    let denied = cluster::client(Some(&path)).await.expect("client");
+    let err = cluster::read_once(&denied, &Source::Infrastructure).await.expect_err("refused");
+    assert!(matches!(err, ClusterError::Forbidden { .. }) && err.to_string().contains("rbac"), "{err}");
+}
+
+#[tokio::test]
+async fn reads_and_watches_over_tls_trusting_only_the_cluster_ca() {
+    let api = FakeApi::start_tls().await;
+    let client = client_for(&api).await;
+    let infra = infrastructure("infrastructure-aws.yaml");
+    api.put_infrastructure(infra.clone());
+    let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read over TLS");
+    assert_eq!(tags_of(&doc).1, ["key_infra1=value_spec", "cost-center=4242"]);
+    let mut w = Watch::start(client, Source::Infrastructure);
+    w.document().await;
+    until("the watch is open", || api.open_watch_count() > 0).await;
+    api.put_infrastructure(with_spec_tags(infra, &[("tls", "yes")]));
+    assert_eq!(tags_of(&w.document().await).1, ["tls=yes"]);
+
+    // Without the cluster's CA the server is not trusted, and nothing is read.
+    let untrusted = temp_file(&api, "kubeconfig-no-ca", &api.kubeconfig(NS, None));
+    let client = cluster::client(Some(&untrusted)).await.expect("client");
+    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("untrusted");
+    assert!(matches!(err, ClusterError::Api { .. }) && err.to_string().contains("certificate"), "{err}");
+}
+
+#[tokio::test]
+async fn a_cluster_without_the_object_or_its_type_is_told_to_use_a_configmap() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("no object");
+    assert!(matches!(err, ClusterError::NotFound { .. }) && err.to_string().contains("--configmap NS/NAME"), "{err}");
+
+    api.without_infrastructure_type();
+    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("no type");
+    assert!(err.to_string().contains("--configmap NS/NAME"), "{err}");
+    // The watch cannot fix that by retrying: it ends with the error.
+    let mut w = Watch::start(client, Source::Infrastructure);
+    let err = w.next().await.expect_err("the watch ends");
+    assert!(err.to_string().contains("the resource type of infrastructures.config.openshift.io/cluster"), "{err}");
+    assert!(tokio::time::timeout(PATIENCE, w.rx.recv()).await.expect("ends").is_none());
+}
+
+#[tokio::test]
+async fn the_watch_publishes_a_modified_object_within_seconds() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    let infra = infrastructure("infrastructure-aws.yaml");
+    api.put_infrastructure(infra.clone());
+    let mut w = Watch::start(client, Source::Infrastructure);
+    let first = w.document().await;
+    assert_eq!(tags_of(&first).1, ["key_infra1=value_spec", "cost-center=4242"]);
+    until("the watch is open", || api.open_watch_count() > 0).await;
+    let seen = watches(&api);
+    let q = &seen[0].query;
+    assert_eq!(
+        (q.get("fieldSelector").map(String::as_str), q.get("allowWatchBookmarks").map(String::as_str)),
+        (Some("metadata.name=cluster"), Some("true"))
+    );
+    assert_eq!(q.get("resourceVersion"), Some(&first.resource_version), "watches from the list's version");
+
+    // A change to a field tagwarden does not read is no new document …
+    let mut status_only = infra.clone();
+    status_only["status"]["apiServerURL"] = json!("https://api.moved.example.com:6443");
+    api.put_infrastructure(status_only.clone());
+    // … a day-2 edit of the spec tags is.
+    let start = Instant::now();
+    let rv = api.put_infrastructure(with_spec_tags(status_only, &[("cost-center", "5555"), ("owner", "ops")]));
+    let doc = w.document().await;
+    println!("MODIFIED → new document in {:?}", start.elapsed());
+    assert_eq!(doc.resource_version, rv.to_string());
+    assert_eq!(tags_of(&doc).1, ["cost-center=5555", "owner=ops"]);
+    w.assert_quiet().await;
+}
+
+#[tokio::test]
+async fn a_watch_cut_mid_event_publishes_nothing_half_read_and_resumes_from_the_last_version() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    let infra = infrastructure("infrastructure-aws.yaml");
+    api.put_infrastructure(infra.clone());
+    let mut w = Watch::start(client, Source::Infrastructure);
+    w.document().await;
+    until("the watch is open", || api.open_watch_count() > 0).await;
+
+    // Other objects move the revision on; a bookmark tells the client so.
+    api.unrelated_write();
+    let bookmark = api.bookmark();
+    // The next event is sent half, inside a chunk that promised all of it, then the socket closes.
+    api.cut_next_event();
+    let rv = api.put_infrastructure(with_spec_tags(infra, &[("cost-center", "7777")]));
+    let doc = w.document().await;
+    assert_eq!(doc.resource_version, rv.to_string());
+    assert_eq!(tags_of(&doc).1, ["cost-center=7777"], "the whole object, read again after the cut");
+    w.assert_quiet().await;
+
+    let seen = watches(&api);
+    assert!(seen.len() >= 2, "the watch was resumed: {seen:?}");
+    assert_eq!(
+        seen[1].query.get("resourceVersion"),
+        Some(&bookmark.to_string()),
+        "resumed from the bookmark's resourceVersion, not from scratch"
+    );
+    assert_eq!(lists(&api, "infrastructures"), 1, "a resumable cut is no reason to list again");
+}
+
+async fn expired_version_lists_again(gone_as_http: bool) {
+    let api = FakeApi::start().await;
+    api.gone_as_http(gone_as_http);
+    let client = client_for(&api).await;
+    let infra = infrastructure("infrastructure-aws.yaml");
+    api.put_infrastructure(infra.clone());
+    let mut w = Watch::start(client, Source::Infrastructure);
+    w.document().await;
+    until("the watch is open", || api.open_watch_count() > 0).await;
+
+    // Two edits the client never sees, then the history is compacted past its version and the
+    // connection dropped: watching from there is 410 Gone.
+    api.hold_events(true);
+    api.put_infrastructure(with_spec_tags(infra.clone(), &[("stage", "b")]));
+    let rv = api.put_infrastructure(with_spec_tags(infra, &[("stage", "c")]));
+    api.compact();
+    api.hold_events(false);
+    api.close_watches();
+
+    let doc = w.document().await;
+    assert_eq!((doc.resource_version.clone(), tags_of(&doc).1), (rv.to_string(), vec!["stage=c".to_string()]));
+    w.assert_quiet().await;
+    assert_eq!(lists(&api, "infrastructures"), 2, "listed again after 410 Gone");
+    let last_watch = watches(&api).pop().expect("watching again");
+    assert_eq!(last_watch.query.get("resourceVersion"), Some(&rv.to_string()), "from the new list's version");
+}
+
+#[tokio::test]
+async fn an_expired_resource_version_sent_as_an_error_event_lists_again() {
+    expired_version_lists_again(false).await;
+}
+
+#[tokio::test]
+async fn an_expired_resource_version_answered_http_410_lists_again() {
+    expired_version_lists_again(true).await;
+}
+
+#[tokio::test]
+async fn a_deleted_object_publishes_nothing_and_the_watch_goes_on() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    let infra = infrastructure("infrastructure-aws.yaml");
+    api.put_infrastructure(infra.clone());
+    let mut w = Watch::start(client, Source::Infrastructure);
+    w.document().await;
+    until("the watch is open", || api.open_watch_count() > 0).await;
+
+    api.delete_infrastructure();
+    match w.next().await {
+        Ok(Change::Absent { reason }) => {
+            assert!(reason.contains("does not exist") && reason.contains("stays in force"), "{reason}")
+        }
+        other => panic!("expected the deletion to be reported, got {other:?}"),
+    }
+    w.assert_quiet().await;
+
+    let rv = api.put_infrastructure(with_spec_tags(infra, &[("recreated", "yes")]));
+    let doc = w.document().await;
+    assert_eq!((doc.resource_version.clone(), tags_of(&doc).1), (rv.to_string(), vec!["recreated=yes".to_string()]));
+}
+
+#[tokio::test]
+async fn a_configmap_publishes_its_tagwarden_yaml_as_is() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    let source = Source::configmap("tagwarden/tagwarden-policy").expect("NS/NAME");
+    let err = cluster::read_once(&client, &source).await.expect_err("not there yet");
+    assert!(err.to_string().contains("configmap tagwarden/tagwarden-policy not found"), "{err}");
+
+    let text = fixture("tagwarden.yaml");
+    let cm = |data: Value| json!({"metadata": {"name": "tagwarden-policy"}, "data": data});
+    api.put_configmap(NS, cm(json!({"tagwarden.yaml": text, "README": "policy for tagwarden"})));
+    let doc = cluster::read_once(&client, &source).await.expect("read");
+    assert_eq!(doc.text, text, "the bytes the ConfigMap holds");
+    assert_eq!(doc.name, "configmap tagwarden/tagwarden-policy tagwarden.yaml");
+    assert!(load_one(&doc.name, &doc.text).is_ok());
+
+    let mut w = Watch::start(client.clone(), source.clone());
+    assert_eq!(w.document().await.text, text);
+    until("the watch is open", || api.open_watch_count() > 0).await;
+    let edited = text.replace("team: platform", "team: payments");
+    api.put_configmap(NS, cm(json!({"tagwarden.yaml": edited})));
+    assert_eq!(w.document().await.text, edited);
+
+    api.put_configmap(NS, cm(json!({"other.yaml": "x: 1"})));
+    match w.next().await {
+        Ok(Change::Absent { reason }) => {
+            assert!(reason.contains("has no key \"tagwarden.yaml\" (keys: other.yaml)"), "{reason}")
+        }
+        other => panic!("expected the missing key to be reported, got {other:?}"),
+    }
+    let err = cluster::read_once(&client, &source).await.expect_err("no key");
+    assert!(matches!(err, ClusterError::MissingKey { .. }), "{err}");
+    w.assert_quiet().await;
+}
+
+fn report(state_version: Option<&str>, errors: &[&str], failures: usize) -> StatusReport {
+    let failures = (0..failures)
+        .map(|i| {
+            ResourceFailure::new(
+                &format!("arn:aws:ec2:eu-west-1:111122223333:instance/i-{i:017}"),
+                "ec2:instance",
+                "UnauthorizedOperation",
+            )
+        })
+        .collect();
+    StatusReport::new(
+        Cloud::Aws,
+        &"s3://policy/cluster/infrastructure.yaml",
+        state_version.map(str::to_owned),
+        errors.iter().map(|e| e.to_string()).collect(),
+        failures,
+    )
+}
+
+#[tokio::test]
+async fn the_status_mirror_creates_then_updates_its_configmap_and_emits_an_event_per_state_change() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    let mirror = StatusMirror::new(client, NS, DEFAULT_NAME, Some("tagwarden-7c9f-abcde".into()));
+
+    let first = report(Some("v1"), &[], 0);
+    let out = mirror.mirror(&first).await.expect("mirror");
+    assert_eq!((out.configmap, out.event.as_deref()), (Write::Created, Some("PolicyInForce")));
+    let cm = api.get("configmaps", NS, DEFAULT_NAME).expect("created");
+    assert_eq!((cm["data"]["state"].as_str(), cm["data"]["version"].as_str()), (Some(STATE_OK), Some("v1")));
+    let inner: Value = serde_json::from_str(cm["data"]["report.json"].as_str().expect("report")).expect("json");
+    assert_eq!(inner["policy"]["location"], "s3://policy/cluster/infrastructure.yaml");
+
+    let events = api.list("events", NS);
+    assert_eq!(events.len(), 1);
+    let e = &events[0];
+    assert_eq!(
+        (e["type"].as_str(), e["reason"].as_str(), e["regarding"]["kind"].as_str(), e["regarding"]["name"].as_str()),
+        (Some("Normal"), Some("PolicyInForce"), Some("ConfigMap"), Some(DEFAULT_NAME))
+    );
+    assert_eq!(e["regarding"]["uid"], cm["metadata"]["uid"]);
+    assert_eq!(
+        (e["reportingController"].as_str(), e["reportingInstance"].as_str()),
+        (Some("tagwarden"), Some("tagwarden-7c9f-abcde"))
+    );
+
+    // The same report again: no write at all.
+    assert_eq!(mirror.mirror(&first).await.expect("mirror").configmap, Write::Unchanged);
+    // A newer sweep in the same state: the ConfigMap follows, no Event.
+    let mut later = first.clone();
+    later.generated_at += 3600;
+    let out = mirror.mirror(&later).await.expect("mirror");
+    assert_eq!((out.configmap, out.event), (Write::Updated, None));
+    // More failures of a failing state are no new state either; the first one is.
+    let out = mirror.mirror(&report(Some("v1"), &[], 2)).await.expect("mirror");
+    assert_eq!(out.event.as_deref(), Some("TagWriteFailures"));
+    let out = mirror.mirror(&report(Some("v1"), &[], 5)).await.expect("mirror");
+    assert_eq!(out.event, None);
+    let out = mirror
+        .mirror(&report(Some("v1"), &["tag \"Name\" (status): the key \"Name\" is reserved"], 0))
+        .await
+        .expect("mirror");
+    assert_eq!((out.configmap, out.event.as_deref()), (Write::Updated, Some("PolicyRejected")));
+
+    let reasons: Vec<String> = api
+        .list("events", NS)
+        .iter()
+        .map(|e| format!("{} {}", e["type"].as_str().unwrap_or(""), e["reason"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    for r in ["Normal PolicyInForce", "Warning TagWriteFailures", "Warning PolicyRejected"] {
+        assert!(reasons.contains(&r.to_string()), "{r} not in {reasons:?}");
+    }
+    let cm = api.get("configmaps", NS, DEFAULT_NAME).expect("there");
+    assert_eq!(cm["data"]["state"], "rejected-keeping-last-good");
+}
+
+#[tokio::test]
+async fn the_status_mirror_fills_the_configmap_the_manifests_create() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    api.put_configmap(NS, json!({"metadata": {"name": DEFAULT_NAME}}));
+    let mirror = StatusMirror::new(client, NS, DEFAULT_NAME, None);
+    let out = mirror.mirror(&report(None, &["the policy object does not exist"], 0)).await.expect("mirror");
+    assert_eq!((out.configmap, out.event.as_deref()), (Write::Updated, Some("PolicyUnavailable")));
+    assert!(!api.requests().iter().any(|r| r.method == "POST" && r.path.ends_with("/configmaps")), "no create needed");
+    let e = &api.list("events", NS)[0];
+    assert_eq!(e["reportingInstance"], "tagwarden", "the controller's name when no instance is given");
+}
+
+#[tokio::test]
+async fn the_status_mirror_reads_again_after_a_concurrent_write() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    api.put_configmap(NS, json!({"metadata": {"name": DEFAULT_NAME}}));
+    api.conflict_next_replace();
+    let mirror = StatusMirror::new(client, NS, DEFAULT_NAME, None);
+    let out = mirror.mirror(&report(Some("v1"), &[], 0)).await.expect("mirror");
+    assert_eq!((out.configmap, out.event.as_deref()), (Write::Updated, Some("PolicyInForce")));
+    let puts = api.requests().iter().filter(|r| r.method == "PUT").count();
+    assert_eq!(puts, 2, "the stale write is refused (409) and made again on a fresh read");
+    assert_eq!(api.get("configmaps", NS, DEFAULT_NAME).expect("there")["data"]["version"], "v1");
+}
+
+// ---- RBAC: the manifests grant exactly what the code asks for ----
+
+/// One authorisation check, as the API server's RBAC authoriser sees a request
+/// (https://kubernetes.io/docs/reference/access-authn-authz/authorization/#determine-the-request-verb).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Check {
+    verb: &'static str,
+    group: String,
+    resource: String,
+    namespace: String,
+    /// The object's name; for list/watch, the `metadata.name` field selector (RBAC docs: list and
+    /// watch restricted by resourceNames must select that name).
+    name: String,
+}
+
+fn check_of(r: &Seen) -> Check {
+    let parts: Vec<&str> = r.path.trim_start_matches('/').split('/').collect();
+    let (group, rest) = match parts.as_slice() {
+        ["api", "v1", rest @ ..] => (String::new(), rest.to_vec()),
+        ["apis", g, _v, rest @ ..] => (g.to_string(), rest.to_vec()),
+        _ => panic!("unexpected path {}", r.path),
+    };
+    let (namespace, rest) = match rest.as_slice() {
+        ["namespaces", ns, rest @ ..] => (ns.to_string(), rest.to_vec()),
+        _ => (String::new(), rest),
+    };
+    let (resource, name) = (rest[0].to_string(), rest.get(1).map(|s| s.to_string()));
+    let verb = match (r.method.as_str(), &name) {
+        ("GET", Some(_)) => "get",
+        ("GET", None) if r.is_watch() => "watch",
+        ("GET", None) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        (m, _) => panic!("unexpected method {m}"),
+    };
+    let selected = r.query.get("fieldSelector").and_then(|s| s.strip_prefix("metadata.name=")).map(str::to_owned);
+    Check { verb, group, resource, namespace, name: name.or(selected).unwrap_or_default() }
+}
+
+/// The rules bound to the tagwarden ServiceAccount in a manifest: (namespace or "" for a
+/// ClusterRole, rule).
+fn granted(manifest: &str) -> Vec<(String, Value)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes").join(manifest);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .collect();
+    let mut rules = Vec::new();
+    for binding in docs.iter().filter(|d| matches!(d["kind"].as_str(), Some("RoleBinding" | "ClusterRoleBinding"))) {
+        let to_us = binding["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["kind"] == "ServiceAccount" && s["name"] == "tagwarden" && s["namespace"] == NS);
+        assert!(to_us, "{manifest}: a binding not to the tagwarden ServiceAccount: {binding}");
+        let role = docs
+            .iter()
+            .find(|d| d["kind"] == binding["roleRef"]["kind"] && d["metadata"]["name"] == binding["roleRef"]["name"])
+            .unwrap_or_else(|| panic!("{manifest}: roleRef {} not in the manifest", binding["roleRef"]));
+        let scope = if binding["kind"] == "RoleBinding" {
+            binding["metadata"]["namespace"].as_str().unwrap_or_default().to_string()
+        } else {
+            String::new()
+        };
+        for rule in role["rules"].as_array().into_iter().flatten() {
+            rules.push((scope.clone(), rule.clone()));
+        }
+    }
+    rules
+}
+
+fn allows(rule: &Value, c: &Check) -> bool {
+    let has = |field: &str, want: &str| rule[field].as_array().is_some_and(|a| a.iter().any(|v| v == want));
+    let names = rule["resourceNames"].as_array();
+    has("verbs", c.verb)
+        && has("apiGroups", &c.group)
+        && has("resources", &c.resource)
+        && match names {
+            // RBAC cannot name the object of a create.
+            Some(n) => c.verb != "create" && n.iter().any(|v| v == c.name.as_str()),
+            None => true,
+        }
+}
+
+/// Every request is allowed by some rule, and every (rule, verb) is used by some request.
+fn assert_least_privilege(manifest: &str, requests: &[Seen]) {
+    let rules = granted(manifest);
+    let checks: std::collections::BTreeSet<Check> = requests.iter().map(check_of).collect();
+    for c in &checks {
+        let ok = rules.iter().any(|(ns, rule)| (ns.is_empty() || *ns == c.namespace) && allows(rule, c));
+        assert!(ok, "{manifest} does not allow {c:?}");
+    }
+    for (ns, rule) in &rules {
+        for verb in rule["verbs"].as_array().into_iter().flatten() {
+            let used = checks
+                .iter()
+                .any(|c| Some(c.verb) == verb.as_str() && (ns.is_empty() || *ns == c.namespace) && allows(rule, c));
+            assert!(used, "{manifest} grants {verb} in {rule} but the code never needs it");
+        }
+    }
+}
+
+/// Run everything the Deployment does — read, watch (through a resume and a re-list), mirror —
+/// and return the requests.
+async fn exercise(source: Source) -> Vec<Seen> {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    let infra = infrastructure("infrastructure-aws.yaml");
+    match &source {
+        Source::Infrastructure => {
+            api.put_infrastructure(infra.clone());
+        }
+        Source::ConfigMap { .. } => {
+            api.put_configmap(NS, json!({"metadata": {"name": "tagwarden-policy"}, "data": {"tagwarden.yaml": fixture("tagwarden.yaml")}}));
+        }
+    }
+    api.put_configmap(NS, json!({"metadata": {"name": DEFAULT_NAME}}));
+    cluster::read_once(&client, &source).await.expect("read");
+    let mut w = Watch::start(client.clone(), source);
+    w.document().await;
+    until("the watch is open", || api.open_watch_count() > 0).await;
+    api.close_watches();
+    until("the watch is open again", || watches(&api).len() >= 2 && api.open_watch_count() > 0).await;
+    let mirror = StatusMirror::new(client, NS, DEFAULT_NAME, None);
+    mirror.mirror(&report(Some("v1"), &[], 0)).await.expect("mirror");
+    api.requests().into_iter().filter(|r| !r.path.contains("/namespaces/elsewhere/")).collect()
+}
+
+#[tokio::test]
+async fn the_manifests_rbac_allows_exactly_what_the_code_does() {
+    let openshift = exercise(Source::Infrastructure).await;
+    assert_least_privilege("openshift.yaml", &openshift);
+    let configmap = exercise(Source::configmap("tagwarden/tagwarden-policy").expect("NS/NAME")).await;
+    assert_least_privilege("configmap-source.yaml", &configmap);
+}

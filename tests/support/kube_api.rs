@@ -1,0 +1,778 @@
+//! A fake Kubernetes API server for the cluster side's tests (no real API server can run here: no
+//! container runtime, and neither kube-apiserver nor etcd+apiserver is packaged on the registries
+//! this project reaches). It speaks the API server's HTTP protocol for the resources tagwarden uses
+//! — `infrastructures.config.openshift.io` (cluster-scoped), ConfigMaps, and `events.k8s.io/v1`
+//! Events — with the shapes the Kubernetes documentation gives:
+//!
+//! - API concepts (<https://kubernetes.io/docs/reference/using-api/api-concepts/>): a list is
+//!   `{"kind": "<Kind>List", "apiVersion", "metadata": {"resourceVersion"}, "items": [...]}`; a
+//!   watch is the collection's GET with `?watch=true&resourceVersion=N[&allowWatchBookmarks=true]`,
+//!   answered 200 with newline-delimited `{"type": "ADDED|MODIFIED|DELETED|BOOKMARK|ERROR",
+//!   "object": …}` over a chunked response, starting after N; a BOOKMARK carries only
+//!   `metadata.resourceVersion`; a resourceVersion older than the history the server keeps is an
+//!   ERROR event whose object is a `Status` with `code: 410` (reason `Expired`), after which the
+//!   client must list again.
+//! - `fieldSelector=metadata.name=<name>` selects one object in a list or watch.
+//! - Errors are `Status` objects (`{"kind": "Status", "status": "Failure", "reason", "code"}`):
+//!   401 without the bearer token, 404 `NotFound`, 409 `AlreadyExists` on a create and `Conflict`
+//!   on a replace whose `metadata.resourceVersion` is stale (optimistic concurrency, API
+//!   conventions), 422 `Invalid` for a ConfigMap data key outside `[-._a-zA-Z0-9]+` or an
+//!   events.k8s.io Event missing what its validation requires (eventTime, reportingController,
+//!   reportingInstance, action, reason; type Normal|Warning; note ≤ 1 kB).
+//! - The Infrastructure object as openshift/api `config/v1/types_infrastructure.go` defines it,
+//!   served as a custom resource (list items keep their apiVersion and kind; built-in types' list
+//!   items do not).
+//!
+//! One global resourceVersion counter, like etcd's revision. Faults a test can cause: hold events
+//! back from open watches, compact the history (410 for older versions, as an ERROR event or, with
+//! [`FakeApi::gone_as_http`], an HTTP 410 answer), close every watch, and cut the next event off
+//! mid-chunk. Each connection serves one request (`Connection: close`), so a watch can be cut by
+//! closing its socket. Every request is recorded for the tests' assertions.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::broadcast;
+
+pub const TOKEN: &str = "fake-sa-token";
+
+/// A request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub query: BTreeMap<String, String>,
+}
+
+impl Seen {
+    pub fn is_watch(&self) -> bool {
+        matches!(self.query.get("watch").map(String::as_str), Some("true" | "1"))
+    }
+}
+
+/// Which collection a path names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Collection {
+    resource: &'static str,
+    namespace: String,
+}
+
+#[derive(Clone)]
+struct WatchEvent {
+    rv: u64,
+    collection: Collection,
+    name: String,
+    kind: &'static str,
+    object: Value,
+}
+
+#[derive(Clone)]
+enum Notice {
+    Event(WatchEvent),
+    Bookmark(u64),
+    CloseWatches,
+}
+
+#[derive(Default)]
+struct Inner {
+    rv: u64,
+    objects: BTreeMap<(Collection, String), Value>,
+    history: Vec<WatchEvent>,
+    /// Watches from a resourceVersion below this get 410.
+    compacted: u64,
+    held: bool,
+    cut_next: bool,
+    gone_as_http: bool,
+    /// Someone else writes the object between the next replace's read and its write.
+    conflict_next_replace: bool,
+    /// Serve no `infrastructures.config.openshift.io` at all, as a cluster that is not OpenShift.
+    no_infrastructure_type: bool,
+    requests: Vec<Seen>,
+}
+
+pub struct FakeApi {
+    pub url: String,
+    /// The CA that signed the server's certificate (PEM), when it serves TLS.
+    pub ca_pem: Option<String>,
+    inner: Arc<Mutex<Inner>>,
+    notices: broadcast::Sender<Notice>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+struct Kind {
+    api_version: &'static str,
+    kind: &'static str,
+    /// Custom resources keep apiVersion/kind on list items; built-in types do not.
+    custom: bool,
+}
+
+fn kind_of(resource: &str) -> Kind {
+    match resource {
+        "infrastructures" => Kind { api_version: "config.openshift.io/v1", kind: "Infrastructure", custom: true },
+        "configmaps" => Kind { api_version: "v1", kind: "ConfigMap", custom: false },
+        _ => Kind { api_version: "events.k8s.io/v1", kind: "Event", custom: false },
+    }
+}
+
+/// `/apis/config.openshift.io/v1/infrastructures[/NAME]`, `/api/v1/namespaces/NS/configmaps[/NAME]`,
+/// `/apis/events.k8s.io/v1/namespaces/NS/events[/NAME]`.
+fn route(path: &str) -> Option<(Collection, Option<String>)> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (resource, namespace, rest) = match parts.as_slice() {
+        ["apis", "config.openshift.io", "v1", "infrastructures", rest @ ..] => ("infrastructures", "", rest),
+        ["api", "v1", "namespaces", ns, "configmaps", rest @ ..] => ("configmaps", *ns, rest),
+        ["apis", "events.k8s.io", "v1", "namespaces", ns, "events", rest @ ..] => ("events", *ns, rest),
+        _ => return None,
+    };
+    let name = match rest {
+        [] => None,
+        [name] => Some(name.to_string()),
+        _ => return None,
+    };
+    Some((Collection { resource, namespace: namespace.to_string() }, name))
+}
+
+fn status(code: u16, reason: &str, message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": message, "reason": reason, "code": code})
+}
+
+impl FakeApi {
+    /// Plain HTTP on loopback.
+    pub async fn start() -> FakeApi {
+        Self::start_with(None).await
+    }
+
+    /// HTTPS on loopback with a certificate for 127.0.0.1 from a CA made for this server, as an
+    /// API server presents the cluster CA's certificate.
+    pub async fn start_tls() -> FakeApi {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params.distinguished_name.push(rcgen::DnType::CommonName, "fake-kube-apiserver-ca");
+        let ca = ca_params.self_signed(&ca_key).expect("CA certificate");
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("server params");
+        let issuer = rcgen::Issuer::new(ca_params, ca_key);
+        let cert = params.signed_by(&key, &issuer).expect("server certificate");
+        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            tokio_rustls::rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.der().clone()], key.serialize_der().try_into().expect("key DER"))
+        .expect("server TLS config");
+        let mut api = Self::start_with(Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)))).await;
+        api.ca_pem = Some(ca.pem());
+        api
+    }
+
+    async fn start_with(tls: Option<tokio_rustls::TlsAcceptor>) -> FakeApi {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().expect("addr"));
+        let inner = Arc::new(Mutex::new(Inner::default()));
+        let (notices, _) = broadcast::channel(256);
+        let (i, n) = (inner.clone(), notices.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (i, n) = (i.clone(), n.clone());
+                match tls.clone() {
+                    None => drop(tokio::spawn(serve(stream, i, n))),
+                    Some(acceptor) => drop(tokio::spawn(async move {
+                        if let Ok(stream) = acceptor.accept(stream).await {
+                            serve(stream, i, n).await;
+                        }
+                    })),
+                }
+            }
+        });
+        FakeApi { url, ca_pem: None, inner, notices, accept }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().expect("fake API state")
+    }
+
+    /// A kubeconfig for this server with the bearer token it expects, and with `ca_file` as the
+    /// cluster's CA when it serves TLS.
+    pub fn kubeconfig(&self, namespace: &str, ca_file: Option<&std::path::Path>) -> String {
+        let ca = ca_file.map(|p| format!("\n    certificate-authority: {}", p.display())).unwrap_or_default();
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}{ca}\nusers:\n- name: sa\n  user:\n    token: {TOKEN}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: sa\n    namespace: {namespace}\ncurrent-context: fake\n",
+            self.url
+        )
+    }
+
+    /// Create or replace the Infrastructure object named `cluster` (ADDED or MODIFIED).
+    pub fn put_infrastructure(&self, object: Value) -> u64 {
+        self.put(Collection { resource: "infrastructures", namespace: String::new() }, object)
+    }
+
+    pub fn put_configmap(&self, namespace: &str, object: Value) -> u64 {
+        self.put(Collection { resource: "configmaps", namespace: namespace.to_string() }, object)
+    }
+
+    fn put(&self, collection: Collection, object: Value) -> u64 {
+        let mut inner = self.lock();
+        let event = inner.store(collection, object, None);
+        let rv = event.rv;
+        inner.deliver(&self.notices, event);
+        rv
+    }
+
+    pub fn delete_infrastructure(&self) -> u64 {
+        let mut inner = self.lock();
+        let key = (Collection { resource: "infrastructures", namespace: String::new() }, "cluster".to_string());
+        let mut object = inner.objects.remove(&key).expect("an Infrastructure object to delete");
+        inner.rv += 1;
+        let rv = inner.rv;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let event = WatchEvent { rv, collection: key.0, name: key.1, kind: "DELETED", object };
+        inner.deliver(&self.notices, event);
+        rv
+    }
+
+    /// A change to some other object: the revision moves on, nothing this test watches changes.
+    pub fn unrelated_write(&self) -> u64 {
+        self.put_configmap("elsewhere", json!({"metadata": {"name": "noise"}, "data": {"n": "1"}}))
+    }
+
+    pub fn get(&self, resource: &'static str, namespace: &str, name: &str) -> Option<Value> {
+        let key = (Collection { resource, namespace: namespace.to_string() }, name.to_string());
+        self.lock().objects.get(&key).cloned()
+    }
+
+    pub fn list(&self, resource: &'static str, namespace: &str) -> Vec<Value> {
+        let c = Collection { resource, namespace: namespace.to_string() };
+        self.lock().objects.iter().filter(|((col, _), _)| *col == c).map(|(_, v)| v.clone()).collect()
+    }
+
+    /// Send a BOOKMARK at the current resourceVersion to watches that allow them.
+    pub fn bookmark(&self) -> u64 {
+        let rv = self.lock().rv;
+        let _ = self.notices.send(Notice::Bookmark(rv));
+        rv
+    }
+
+    /// While held, changes are stored but not sent to open watches.
+    pub fn hold_events(&self, held: bool) {
+        self.lock().held = held;
+    }
+
+    /// Forget the history up to now: a watch from an older resourceVersion gets 410 Gone.
+    pub fn compact(&self) {
+        let mut inner = self.lock();
+        inner.compacted = inner.rv;
+        let floor = inner.compacted;
+        inner.history.retain(|e| e.rv > floor);
+    }
+
+    /// Another writer updates the object just before the next replace arrives, so that replace's
+    /// resourceVersion is stale (409 Conflict).
+    pub fn conflict_next_replace(&self) {
+        self.lock().conflict_next_replace = true;
+    }
+
+    /// Behave as a cluster without OpenShift's config API.
+    pub fn without_infrastructure_type(&self) {
+        self.lock().no_infrastructure_type = true;
+    }
+
+    /// Answer a too-old watch with HTTP 410 instead of an ERROR event.
+    pub fn gone_as_http(&self, yes: bool) {
+        self.lock().gone_as_http = yes;
+    }
+
+    /// End every open watch (as an API server restart or a load balancer's idle timeout does).
+    pub fn close_watches(&self) {
+        let _ = self.notices.send(Notice::CloseWatches);
+    }
+
+    /// The next event sent on a watch is cut off halfway through its chunk, and the connection
+    /// closed.
+    pub fn cut_next_event(&self) {
+        self.lock().cut_next = true;
+    }
+
+    pub fn requests(&self) -> Vec<Seen> {
+        self.lock().requests.clone()
+    }
+
+    pub fn open_watch_count(&self) -> usize {
+        self.notices.receiver_count()
+    }
+}
+
+impl Inner {
+    /// Store `object` in `collection` (its name from metadata.name), stamping the metadata the API
+    /// server owns; `created_from`: the object a replace replaces (its uid is kept).
+    fn store(&mut self, collection: Collection, mut object: Value, created_from: Option<&Value>) -> WatchEvent {
+        let name = object["metadata"]["name"].as_str().expect("metadata.name").to_string();
+        let key = (collection.clone(), name.clone());
+        let existing = self.objects.get(&key).cloned();
+        self.rv += 1;
+        let k = kind_of(collection.resource);
+        object["apiVersion"] = json!(k.api_version);
+        object["kind"] = json!(k.kind);
+        let meta = &mut object["metadata"];
+        meta["resourceVersion"] = json!(self.rv.to_string());
+        let uid = existing.as_ref().or(created_from).and_then(|o| o["metadata"]["uid"].as_str().map(str::to_owned));
+        meta["uid"] = json!(uid.unwrap_or_else(|| format!("uid-{}", self.rv)));
+        meta["creationTimestamp"] = json!("2026-11-01T00:00:00Z");
+        if !collection.namespace.is_empty() {
+            meta["namespace"] = json!(collection.namespace);
+        }
+        self.objects.insert(key, object.clone());
+        let kind = if existing.is_some() { "MODIFIED" } else { "ADDED" };
+        WatchEvent { rv: self.rv, collection, name, kind, object }
+    }
+
+    fn deliver(&mut self, notices: &broadcast::Sender<Notice>, event: WatchEvent) {
+        self.history.push(event.clone());
+        if !self.held {
+            let _ = notices.send(Notice::Event(event));
+        }
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    query: BTreeMap<String, String>,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+}
+
+async fn read_request(stream: &mut (impl AsyncRead + Unpin)) -> Option<Request> {
+    let mut buf = Vec::new();
+    let head_end = loop {
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut first = lines.next()?.split(' ');
+    let (method, target) = (first.next()?.to_string(), first.next()?.to_string());
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers.get("content-length").and_then(|l| l.parse().ok()).unwrap_or(0);
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < length {
+        let mut chunk = vec![0u8; length - body.len()];
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let query = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect();
+    Some(Request { method, path: path.to_string(), query, headers, body })
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn respond(stream: &mut (impl AsyncWrite + Unpin), code: u16, body: &Value) {
+    let text = body.to_string();
+    let reason = match code {
+        200 => "OK",
+        201 => "Created",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        409 => "Conflict",
+        410 => "Gone",
+        422 => "Unprocessable Entity",
+        _ => "Bad Request",
+    };
+    let head = format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        text.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(text.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+async fn serve(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    inner: Arc<Mutex<Inner>>,
+    notices: broadcast::Sender<Notice>,
+) {
+    let Some(req) = read_request(&mut stream).await else { return };
+    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    {
+        let mut i = inner.lock().expect("state");
+        i.requests.push(Seen { method: req.method.clone(), path: req.path.clone(), query: req.query.clone() });
+    }
+    if req.headers.get("authorization").map(String::as_str) != Some(&format!("Bearer {TOKEN}")) {
+        return respond(&mut stream, 401, &status(401, "Unauthorized", "Unauthorized")).await;
+    }
+    let no_type = inner.lock().expect("state").no_infrastructure_type;
+    let Some((collection, name)) = route(&req.path).filter(|(c, _)| !(no_type && c.resource == "infrastructures"))
+    else {
+        return respond(&mut stream, 404, &status(404, "NotFound", "the server could not find the requested resource"))
+            .await;
+    };
+    let watch = matches!(req.query.get("watch").map(String::as_str), Some("true" | "1"));
+    match (req.method.as_str(), name) {
+        ("GET", None) if watch => watch_stream(stream, &inner, &notices, collection, &req.query).await,
+        ("GET", None) => {
+            let list = list(&inner.lock().expect("state"), &collection, &req.query);
+            match list {
+                Ok(list) => respond(&mut stream, 200, &list).await,
+                Err(s) => respond(&mut stream, 400, &s).await,
+            }
+        }
+        ("GET", Some(name)) => {
+            let found = inner.lock().expect("state").objects.get(&(collection.clone(), name.clone())).cloned();
+            match found {
+                Some(o) => respond(&mut stream, 200, &o).await,
+                None => respond(&mut stream, 404, &not_found(&collection, &name)).await,
+            }
+        }
+        ("POST", None) => {
+            let result = create(&mut inner.lock().expect("state"), &notices, collection, body);
+            match result {
+                Ok(o) => respond(&mut stream, 201, &o).await,
+                Err((code, s)) => respond(&mut stream, code, &s).await,
+            }
+        }
+        ("PUT", Some(name)) => {
+            let result = replace(&mut inner.lock().expect("state"), &notices, collection, &name, body);
+            match result {
+                Ok(o) => respond(&mut stream, 200, &o).await,
+                Err((code, s)) => respond(&mut stream, code, &s).await,
+            }
+        }
+        ("PATCH", Some(name)) if collection.resource == "events" => {
+            let result = {
+                let mut i = inner.lock().expect("state");
+                match i.objects.get(&(collection.clone(), name.clone())).cloned() {
+                    None => Err((404, not_found(&collection, &name))),
+                    Some(mut o) => {
+                        merge_patch(&mut o, &body);
+                        let event = i.store(collection, o, None);
+                        let out = event.object.clone();
+                        i.deliver(&notices, event);
+                        Ok(out)
+                    }
+                }
+            };
+            match result {
+                Ok(o) => respond(&mut stream, 200, &o).await,
+                Err((code, s)) => respond(&mut stream, code, &s).await,
+            }
+        }
+        _ => respond(&mut stream, 405, &status(405, "MethodNotAllowed", "the server does not allow this method")).await,
+    }
+}
+
+fn not_found(c: &Collection, name: &str) -> Value {
+    let k = kind_of(c.resource);
+    let group = k.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    let mut s = status(
+        404,
+        "NotFound",
+        &format!(
+            "{}{} \"{name}\" not found",
+            c.resource,
+            if group.is_empty() { String::new() } else { format!(".{group}") }
+        ),
+    );
+    s["details"] = json!({"name": name, "group": group, "kind": c.resource});
+    s
+}
+
+/// `fieldSelector=metadata.name=NAME`, the one selector tagwarden uses; anything else is refused
+/// rather than ignored.
+fn name_selector(query: &BTreeMap<String, String>) -> Result<Option<String>, Value> {
+    match query.get("fieldSelector").map(String::as_str) {
+        None | Some("") => Ok(None),
+        Some(sel) => match sel.strip_prefix("metadata.name=") {
+            Some(name) if !name.contains(',') => Ok(Some(name.to_string())),
+            _ => Err(status(400, "BadRequest", &format!("field selector {sel:?} is not supported by this fake"))),
+        },
+    }
+}
+
+fn list(inner: &Inner, c: &Collection, query: &BTreeMap<String, String>) -> Result<Value, Value> {
+    let only = name_selector(query)?;
+    let k = kind_of(c.resource);
+    let items: Vec<Value> = inner
+        .objects
+        .iter()
+        .filter(|((col, name), _)| col == c && only.as_ref().is_none_or(|o| o == name))
+        .map(|(_, o)| {
+            let mut o = o.clone();
+            if !k.custom {
+                if let Some(m) = o.as_object_mut() {
+                    m.remove("apiVersion");
+                    m.remove("kind");
+                }
+            }
+            o
+        })
+        .collect();
+    Ok(json!({"kind": format!("{}List", k.kind), "apiVersion": k.api_version,
+              "metadata": {"resourceVersion": inner.rv.to_string()}, "items": items}))
+}
+
+fn create(
+    inner: &mut Inner,
+    notices: &broadcast::Sender<Notice>,
+    c: Collection,
+    body: Value,
+) -> Result<Value, (u16, Value)> {
+    let Some(name) = body["metadata"]["name"].as_str().map(str::to_owned) else {
+        return Err((422, status(422, "Invalid", "metadata.name: Required value")));
+    };
+    validate(&c, &body)?;
+    if inner.objects.contains_key(&(c.clone(), name.clone())) {
+        return Err((409, status(409, "AlreadyExists", &format!("{} \"{name}\" already exists", c.resource))));
+    }
+    let event = inner.store(c, body, None);
+    let out = event.object.clone();
+    inner.deliver(notices, event);
+    Ok(out)
+}
+
+fn replace(
+    inner: &mut Inner,
+    notices: &broadcast::Sender<Notice>,
+    c: Collection,
+    name: &str,
+    body: Value,
+) -> Result<Value, (u16, Value)> {
+    let Some(mut current) = inner.objects.get(&(c.clone(), name.to_string())).cloned() else {
+        return Err((404, not_found(&c, name)));
+    };
+    if std::mem::take(&mut inner.conflict_next_replace) {
+        let event = inner.store(c.clone(), current.clone(), Some(&current));
+        current = event.object.clone();
+        inner.deliver(notices, event);
+    }
+    validate(&c, &body)?;
+    let want = body["metadata"]["resourceVersion"].as_str();
+    if want.is_some_and(|w| Some(w) != current["metadata"]["resourceVersion"].as_str()) {
+        return Err((
+            409,
+            status(
+                409,
+                "Conflict",
+                &format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", c.resource),
+            ),
+        ));
+    }
+    let event = inner.store(c, body, Some(&current));
+    let out = event.object.clone();
+    inner.deliver(notices, event);
+    Ok(out)
+}
+
+/// The API server's validation of what tagwarden writes (k8s.io/kubernetes pkg/apis/core/validation:
+/// ConfigMap keys and size; events.k8s.io/v1 Event on create).
+fn validate(c: &Collection, body: &Value) -> Result<(), (u16, Value)> {
+    let invalid = |m: String| Err((422, status(422, "Invalid", &m)));
+    match c.resource {
+        "configmaps" => {
+            let data = body["data"].as_object().cloned().unwrap_or_default();
+            let mut size = 0;
+            for (k, v) in &data {
+                let ok = !k.is_empty()
+                    && k.len() <= 253
+                    && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
+                if !ok {
+                    return invalid(format!("data[{k}]: Invalid value: a valid config key must consist of alphanumeric characters, '-', '_' or '.'"));
+                }
+                size += k.len() + v.as_str().map_or(0, str::len);
+            }
+            if size > 1024 * 1024 {
+                return invalid(format!("data: Too long: must have at most 1048576 bytes, found {size}"));
+            }
+        }
+        "events" => {
+            for field in ["eventTime", "reportingController", "reportingInstance", "action", "reason"] {
+                if body[field].as_str().is_none_or(str::is_empty) {
+                    return invalid(format!("{field}: Required value"));
+                }
+            }
+            if !matches!(body["type"].as_str(), Some("Normal" | "Warning")) {
+                return invalid(format!("type: Unsupported value: {}", body["type"]));
+            }
+            if body["note"].as_str().is_some_and(|n| n.len() > 1024) {
+                return invalid("note: Too long: may not be more than 1024 bytes".to_string());
+            }
+            if body["regarding"]["namespace"].as_str().is_some_and(|ns| ns != c.namespace) {
+                return invalid("regarding.namespace: does not match event.namespace".to_string());
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// JSON merge patch (RFC 7386).
+fn merge_patch(target: &mut Value, patch: &Value) {
+    match (target.as_object_mut(), patch.as_object()) {
+        (Some(t), Some(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else {
+                    merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+                }
+            }
+        }
+        _ => *target = patch.clone(),
+    }
+}
+
+async fn write_chunk(stream: &mut (impl AsyncWrite + Unpin), data: &[u8]) -> bool {
+    let mut chunk = format!("{:x}\r\n", data.len()).into_bytes();
+    chunk.extend_from_slice(data);
+    chunk.extend_from_slice(b"\r\n");
+    stream.write_all(&chunk).await.is_ok()
+}
+
+fn event_line(e: &WatchEvent) -> Vec<u8> {
+    let mut line = json!({"type": e.kind, "object": e.object}).to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
+async fn watch_stream(
+    mut stream: impl AsyncWrite + Unpin,
+    inner: &Arc<Mutex<Inner>>,
+    notices: &broadcast::Sender<Notice>,
+    c: Collection,
+    query: &BTreeMap<String, String>,
+) {
+    let only = match name_selector(query) {
+        Ok(o) => o,
+        Err(s) => return respond(&mut stream, 400, &s).await,
+    };
+    let bookmarks = query.get("allowWatchBookmarks").map(String::as_str) == Some("true");
+    let from: u64 = query.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let matches = |e: &WatchEvent| e.collection == c && only.as_ref().is_none_or(|o| *o == e.name);
+    // Subscribe under the lock that reads the backlog, so no event falls in between.
+    let (backlog, gone, gone_as_http, mut rx) = {
+        let i = inner.lock().expect("state");
+        let gone = from != 0 && from < i.compacted;
+        let backlog: Vec<WatchEvent> = i.history.iter().filter(|e| e.rv > from && matches(e)).cloned().collect();
+        (backlog, gone, i.gone_as_http, notices.subscribe())
+    };
+    let expired = status(
+        410,
+        "Expired",
+        &format!("too old resource version: {from} ({})", inner.lock().expect("state").compacted),
+    );
+    if gone && gone_as_http {
+        return respond(&mut stream, 410, &expired).await;
+    }
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    if stream.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    if gone {
+        let line = format!("{}\n", json!({"type": "ERROR", "object": expired}));
+        write_chunk(&mut stream, line.as_bytes()).await;
+        let _ = stream.write_all(b"0\r\n\r\n").await;
+        return;
+    }
+    for e in &backlog {
+        if !send_event(&mut stream, inner, e).await {
+            return;
+        }
+    }
+    loop {
+        match rx.recv().await {
+            Ok(Notice::Event(e)) if matches(&e) => {
+                if !send_event(&mut stream, inner, &e).await {
+                    return;
+                }
+            }
+            Ok(Notice::Event(_)) => {}
+            Ok(Notice::Bookmark(rv)) if bookmarks => {
+                let k = kind_of(c.resource);
+                let line = json!({"type": "BOOKMARK", "object": {"kind": k.kind, "apiVersion": k.api_version,
+                                   "metadata": {"resourceVersion": rv.to_string()}}});
+                if !write_chunk(&mut stream, format!("{line}\n").as_bytes()).await {
+                    return;
+                }
+            }
+            Ok(Notice::Bookmark(_)) => {}
+            Ok(Notice::CloseWatches) | Err(_) => {
+                let _ = stream.write_all(b"0\r\n\r\n").await;
+                let _ = stream.shutdown().await;
+                return;
+            }
+        }
+    }
+}
+
+/// Send one event in its own chunk, unless the next event is to be cut: then the chunk's size
+/// line promises the whole event, half of it is sent, and the connection is closed.
+async fn send_event(stream: &mut (impl AsyncWrite + Unpin), inner: &Arc<Mutex<Inner>>, e: &WatchEvent) -> bool {
+    let line = event_line(e);
+    let cut = std::mem::take(&mut inner.lock().expect("state").cut_next);
+    if cut {
+        let mut partial = format!("{:x}\r\n", line.len()).into_bytes();
+        partial.extend_from_slice(&line[..line.len() / 2]);
+        let _ = stream.write_all(&partial).await;
+        let _ = stream.flush().await;
+        let _ = stream.shutdown().await;
+        return false;
+    }
+    write_chunk(stream, &line).await
+}
