@@ -43,6 +43,26 @@ locals {
       [for m in local.tagwarden_metrics : local.search_widget[m]],
       [
         {
+          # Event-level metric (dimensions Cloud, InfraID): EMF keeps every value, so the
+          # percentiles are exact.
+          type   = "metric"
+          width  = 8
+          height = 6
+          properties = {
+            title  = "ComplianceLag (ms): event time to correction, p50 / p99"
+            region = local.region
+            view   = "timeSeries"
+            period = 300
+            metrics = [
+              [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", var.infra_id, { stat = "p50", label = "p50" }],
+              [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", var.infra_id, { stat = "p99", label = "p99" }],
+            ]
+            annotations = { horizontal = [{ label = "alarm (p99)", value = var.compliance_lag_p99_threshold_ms }] }
+          }
+        },
+      ],
+      [
+        {
           type   = "metric"
           width  = 8
           height = 6
@@ -144,6 +164,24 @@ resource "aws_cloudwatch_metric_alarm" "insights" {
   }
 
   tags = local.tags
+}
+
+# How long resources stay out of line, as an auditor asks: the p99 of the event-to-correction lag.
+resource "aws_cloudwatch_metric_alarm" "compliance_lag" {
+  alarm_name          = "${local.name}-compliance-lag-p99"
+  alarm_description   = "tagwarden ${var.infra_id}: p99 of ComplianceLag (event time to the corrected write) is above ${var.compliance_lag_p99_threshold_ms} ms; check the queue's age, throttling and the function's errors."
+  namespace           = local.metric_namespace
+  metric_name         = "ComplianceLag"
+  dimensions          = { Cloud = "aws", InfraID = var.infra_id }
+  extended_statistic  = "p99"
+  period              = var.alarm_period_seconds
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = var.compliance_lag_p99_threshold_ms
+  evaluation_periods  = 1
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = local.tags
 }
 
 resource "aws_cloudwatch_metric_alarm" "lambda_errors" {

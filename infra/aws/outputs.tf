@@ -122,8 +122,9 @@ output "alarm_arns" {
   value = merge(
     { for k, a in aws_cloudwatch_metric_alarm.insights : k => a.arn },
     {
-      lambda_errors = aws_cloudwatch_metric_alarm.lambda_errors.arn
-      dlq_not_empty = aws_cloudwatch_metric_alarm.dlq_not_empty.arn
+      lambda_errors  = aws_cloudwatch_metric_alarm.lambda_errors.arn
+      compliance_lag = aws_cloudwatch_metric_alarm.compliance_lag.arn
+      dlq_not_empty  = aws_cloudwatch_metric_alarm.dlq_not_empty.arn
     },
   )
 }

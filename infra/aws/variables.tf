@@ -386,3 +386,14 @@ variable "alarm_period_seconds" {
     error_message = "alarm_period_seconds must be 60, 300, 900 or 3600."
   }
 }
+
+variable "compliance_lag_p99_threshold_ms" {
+  description = "Alarm when the p99 of ComplianceLag (milliseconds from a change's event time to tagwarden's correcting write, or to its finding that none was needed) over an alarm period exceeds this. The default, 5 minutes, is far above the seconds an event normally takes and catches a stalled queue or sustained throttling."
+  type        = number
+  default     = 300000
+
+  validation {
+    condition     = var.compliance_lag_p99_threshold_ms >= 1000 && var.compliance_lag_p99_threshold_ms <= 86400000
+    error_message = "compliance_lag_p99_threshold_ms must be between 1000 (1 s) and 86400000 (1 day)."
+  }
+}

@@ -58,6 +58,31 @@ locals {
       local.workbook_metric_items,
       [
         {
+          # Event-level metric (dimensions Cloud, InfraID). Custom metrics keep min/max/sum/count
+          # per minute, not percentiles: the tile shows the maximum and the average.
+          type = 10
+          name = "metric-compliancelag"
+          content = {
+            chartId      = "workbook-tagwarden-compliancelag"
+            version      = "MetricsItem/2.0"
+            size         = 0
+            chartType    = 2
+            resourceType = "microsoft.web/sites"
+            metricScope  = 0
+            resourceIds  = [lower(azurerm_function_app_flex_consumption.this.id)]
+            timeContext  = { durationMs = 86400000 }
+            metrics = [
+              { namespace = lower(local.metric_namespace), metric = "${lower(local.metric_namespace)}--ComplianceLag", aggregation = 3 },
+              { namespace = lower(local.metric_namespace), metric = "${lower(local.metric_namespace)}--ComplianceLag", aggregation = 4 },
+            ]
+            filters = [{ key = "InfraID", operator = 0, values = [var.infra_id] }]
+            title   = "ComplianceLag (ms): event time to correction, max / average"
+          }
+          customWidth = "33"
+        },
+      ],
+      [
+        {
           type = 10
           name = "dead-letters"
           content = {
@@ -223,6 +248,44 @@ resource "azurerm_monitor_metric_alert" "custom" {
 }
 
 # Function errors: failed invocations as Application Insights records them (requests/failed).
+# Azure Monitor custom metrics are pre-aggregated to min/max/sum/count per minute and have no
+# percentiles (learn.microsoft.com, "Custom metrics in Azure Monitor"), so the AWS module's p99 alarm
+# becomes an alert on the Maximum: stricter, it fires on one slow correction.
+resource "azurerm_monitor_metric_alert" "compliance_lag" {
+  name                = "${local.name}-compliance-lag"
+  resource_group_name = local.resource_group_name
+  scopes              = [azurerm_function_app_flex_consumption.this.id]
+  description         = "tagwarden ${var.infra_id}: a resource stayed out of line longer than ${var.compliance_lag_threshold_ms} ms (ComplianceLag maximum): check Event Grid delivery, throttling and the function's errors."
+  severity            = 2
+  frequency           = "PT5M"
+  window_size         = var.alert_window
+  auto_mitigate       = true
+
+  criteria {
+    metric_namespace       = local.metric_namespace
+    metric_name            = "ComplianceLag"
+    aggregation            = "Maximum"
+    operator               = "GreaterThan"
+    threshold              = var.compliance_lag_threshold_ms
+    skip_metric_validation = true
+
+    dimension {
+      name     = "InfraID"
+      operator = "Include"
+      values   = [var.infra_id]
+    }
+  }
+
+  dynamic "action" {
+    for_each = local.alert_action_group_ids
+    content {
+      action_group_id = action.value
+    }
+  }
+
+  tags = local.tags
+}
+
 resource "azurerm_monitor_metric_alert" "function_errors" {
   name                = "${local.name}-function-errors"
   resource_group_name = local.resource_group_name

@@ -129,6 +129,7 @@ output "metric_alert_ids" {
     { for k, a in azurerm_monitor_metric_alert.custom : k => a.id },
     { for k, a in azurerm_monitor_metric_alert.dead_letters : "dead-letters-${k}" => a.id },
     { function-errors = azurerm_monitor_metric_alert.function_errors.id },
+    { compliance-lag = azurerm_monitor_metric_alert.compliance_lag.id },
   )
 }
 

@@ -400,3 +400,14 @@ variable "application_insights_local_auth_enabled" {
   type        = bool
   default     = false
 }
+
+variable "compliance_lag_threshold_ms" {
+  description = "Alert when the maximum ComplianceLag (milliseconds from a change's event time to tagwarden's correcting write, or to its finding that none was needed) in the alert window exceeds this. Azure custom metrics have no percentiles, so this is a maximum, not the AWS module's p99."
+  type        = number
+  default     = 300000
+
+  validation {
+    condition     = var.compliance_lag_threshold_ms >= 1000 && var.compliance_lag_threshold_ms <= 86400000
+    error_message = "compliance_lag_threshold_ms must be between 1000 (1 s) and 86400000 (1 day)."
+  }
+}
