@@ -45,7 +45,7 @@ CODE_ACTIONS = {
     "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules",
     "iam:GetRole", "iam:TagRole", "iam:GetUser", "iam:TagUser", "iam:ListInstanceProfileTags",
     "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
-    "iam:TagOpenIDConnectProvider", "iam:ListRoles", "iam:ListUsers", "iam:ListInstanceProfiles",
+    "iam:TagOpenIDConnectProvider", "iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles",
     "iam:ListPolicies", "iam:ListOpenIDConnectProviders",
     "tag:GetResources", "tag:TagResources",
     "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
@@ -482,13 +482,18 @@ def resources_phase(tf):
         return None
 
     def alarms_exist_with_sns():
-        names = {f"tagwarden-{INFRA_ID}-{s}" for s in ("write-failures", "policy-rejected", "lambda-errors", "dlq-not-empty")}
+        names = {f"tagwarden-{INFRA_ID}-{s}"
+                 for s in ("write-failures", "policy-rejected", "lambda-errors", "dlq-not-empty", "compliance-lag-p99")}
         got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix=f"tagwarden-{INFRA_ID}")["MetricAlarms"]}
         if set(got) != names:
             return f"alarms {sorted(got)}"
         topic = tf["alarm_topic_arn"]
+        lag = got[f"tagwarden-{INFRA_ID}-compliance-lag-p99"]
+        if lag.get("ExtendedStatistic") != "p99" or lag["Threshold"] != 300000 or lag.get("MetricName") != "ComplianceLag":
+            return f"compliance-lag alarm: {lag.get('ExtendedStatistic')} {lag['Threshold']} {lag.get('MetricName')}"
         for n, a in got.items():
-            if a["AlarmActions"] != [topic] or a["Threshold"] != 0 or a["ComparisonOperator"] != "GreaterThanThreshold":
+            want = 300000 if a is lag else 0
+            if a["AlarmActions"] != [topic] or a["Threshold"] != want or a["ComparisonOperator"] != "GreaterThanThreshold":
                 return f"{n}: actions {a['AlarmActions']} threshold {a['Threshold']} {a['ComparisonOperator']}"
         q = got[f"tagwarden-{INFRA_ID}-write-failures"].get("Metrics", [])
         if not q or "SUM(WriteFailures)" not in q[0].get("Expression", ""):
