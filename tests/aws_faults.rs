@@ -19,6 +19,7 @@ use fault_proxy::{Fault, FaultProxy, Rule, When};
 use fleet::{Fleet, FleetSpec, Rng, Sqs};
 use serde_json::{json, Value};
 use tagwarden::aws::function;
+use tagwarden::aws::reconcile::DEFAULT_CONCURRENCY;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::resource::ResourceRef;
 
@@ -29,8 +30,10 @@ fn chaos_rules() -> Vec<Rule> {
     let p = When::Probability;
     let on = |svc: &str, op: &str, fault: Fault, when: When| Rule::new(Some(svc), Some(op), fault, when);
     vec![
-        // Enough in a row to exhaust the SDK's 5 attempts: the handler must hand events back.
-        on("ec2", "CreateTags", Fault::Throttle, When::Always).budget(12),
+        // Enough in a row that some event exhausts the SDK's 5 attempts, however the calls of
+        // the (at most DEFAULT_CONCURRENCY) events in flight interleave: if none did, they made
+        // at most 4 each, fewer than this budget. The handler must hand events back.
+        on("ec2", "CreateTags", Fault::Throttle, When::Always).budget(4 * DEFAULT_CONCURRENCY as u64 + 1),
         on("ec2", "DescribeTags", Fault::Throttle, p(0.25)),
         on("ec2", "CreateTags", Fault::Throttle, p(0.25)),
         on("s3", "GetBucketTagging", Fault::Throttle, p(0.2)),
