@@ -15,6 +15,7 @@ pub mod events;
 pub mod inflight;
 pub mod plan;
 pub mod policy;
+pub mod publish;
 pub mod report;
 pub mod resource;
 pub mod status;

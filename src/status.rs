@@ -3,10 +3,11 @@
 //! resources whose last sweep could not be brought in line — the seeds' failure list in
 //! `status.platformStatus.<cloud>.resourceTags`. Pure: each cloud's store writes it.
 
+use std::borrow::Cow;
 use std::fmt::Display;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
 use crate::report::{Record, Status};
@@ -21,27 +22,27 @@ pub const STATE_UNREADABLE: &str = "unreadable-keeping-last-good";
 /// No valid version has ever been read: nothing is written.
 pub const STATE_UNAVAILABLE: &str = "unavailable";
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusReport {
     pub generated_at: u64,
     pub cloud: Cloud,
     pub policy: PolicyStatus,
     pub failures: Vec<ResourceFailure>,
     /// Owned resources of a type no API tagwarden has can tag: not failures, but never dropped.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported: Vec<ResourceFailure>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PolicyStatus {
     /// Where the policy is read from, without any credential (a SAS is never shown).
     pub location: String,
-    pub state: &'static str,
+    pub state: Cow<'static, str>,
     pub version: Option<String>,
     pub errors: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ResourceFailure {
     /// The resource's name (the last segment of its ARN or ARM ID), as the seeds' field.
     pub name: String,
@@ -97,7 +98,7 @@ impl StatusReport {
         StatusReport {
             generated_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),
             cloud,
-            policy: PolicyStatus { location: location.to_string(), state, version, errors },
+            policy: PolicyStatus { location: location.to_string(), state: state.into(), version, errors },
             failures,
             unsupported: Vec::new(),
         }
@@ -115,7 +116,7 @@ impl StatusReport {
     ) -> Self {
         let failures = records.iter().filter_map(ResourceFailure::of).collect();
         let mut report = Self::new(cloud, location, Some(version.to_string()), errors, failures);
-        report.policy.state = state;
+        report.policy.state = state.into();
         report.unsupported = records
             .iter()
             .filter(|r| r.status == Status::Unsupported)
@@ -161,13 +162,14 @@ mod tests {
             )
             .policy
             .state
+            .into_owned()
         };
         assert_eq!(
             (r(Some("v"), &[]), r(Some("v"), &["bad"]), r(None, &[])),
-            (STATE_OK, STATE_REJECTED, STATE_UNAVAILABLE)
+            (STATE_OK.to_string(), STATE_REJECTED.to_string(), STATE_UNAVAILABLE.to_string())
         );
         let sweep = StatusReport::of_sweep(Cloud::Azure, &"x", "v", (STATE_UNREADABLE, vec!["gone".into()]), &[]);
-        assert_eq!((sweep.policy.state, sweep.policy.errors.len()), (STATE_UNREADABLE, 1));
+        assert_eq!((&*sweep.policy.state, sweep.policy.errors.len()), (STATE_UNREADABLE, 1));
     }
 
     #[test]

@@ -196,6 +196,30 @@ impl PolicyStore {
         Ok(self.fetch(clients, &mut scratch).await?.map(|(_, docs)| docs).unwrap_or_default())
     }
 
+    /// The status report beside the policy, if one was written.
+    pub async fn read_status(&self, clients: &Clients) -> Result<Option<StatusReport>, AwsError> {
+        let target = self.location.status_location();
+        let text = match &target {
+            PolicyLocation::S3Object { bucket, key } => match get_object(clients, bucket, key, None).await {
+                Ok(found) => found.map(|(_, text)| text),
+                Err(e) if e.code == "NoSuchKey" => None,
+                Err(e) => return Err(e),
+            },
+            PolicyLocation::Ssm { name } => match clients.ssm.get_parameter().name(name).send().await {
+                Ok(out) => out.parameter().and_then(|p| p.value()).map(str::to_owned),
+                Err(e) if e.code() == Some("ParameterNotFound") => None,
+                Err(e) => return Err(AwsError::from_sdk("ssm:GetParameter", name, e)),
+            },
+            PolicyLocation::S3Prefix { .. } => None,
+        };
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| {
+                AwsError::new("status", &target.to_string(), "NotAStatusReport", &e.to_string(), ErrorClass::Fatal)
+            })
+        })
+        .transpose()
+    }
+
     /// Write the status report beside the policy.
     pub async fn write_status(&self, clients: &Clients, report: &StatusReport) -> Result<(), AwsError> {
         let target = self.location.status_location();

@@ -266,7 +266,7 @@ impl BlobPolicyStore {
         Ok(self.fetch(&mut scratch).await?.map(|(_, d)| d).unwrap_or_default())
     }
 
-    async fn request(&self, method: Method, url: Url) -> Result<reqwest::RequestBuilder, AzureError> {
+    pub(crate) async fn request(&self, method: Method, url: Url) -> Result<reqwest::RequestBuilder, AzureError> {
         let mut req = self.http.request(method, url).header("x-ms-version", STORAGE_VERSION);
         if !self.location.has_sas() {
             if let Some(id) = &self.identity {
@@ -351,6 +351,23 @@ impl BlobPolicyStore {
         }
         out.sort();
         Ok(out)
+    }
+
+    /// The status report beside the policy, if one was written.
+    pub async fn read_status(&self) -> Result<Option<StatusReport>, AzureError> {
+        let name = self.location.status_name();
+        let text = match self.get_blob(&name, None).await {
+            Ok(found) => found.map(|(_, text)| text),
+            Err(e) if e.status == Some(404) => None,
+            Err(e) => return Err(e),
+        };
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| {
+                let target = self.location.display_name(&name);
+                AzureError::new("status", &target, None, "NotAStatusReport", &e.to_string(), ErrorClass::Fatal)
+            })
+        })
+        .transpose()
     }
 
     /// Write the status report beside the policy (a block blob).

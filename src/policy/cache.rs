@@ -124,7 +124,7 @@ impl PolicyCache {
         docs: Vec<(String, String)>,
     ) -> PolicyChange {
         self.seen = Some(fingerprint.clone());
-        match build(cloud, docs) {
+        match check(cloud, docs) {
             Ok((policy, infra_id)) => {
                 let version = policy.version.clone();
                 self.good = Some(Arc::new(LoadedPolicy { policy, infra_id, fingerprint }));
@@ -141,8 +141,10 @@ impl PolicyCache {
     }
 }
 
-/// Load, validate and check a candidate version for `cloud`.
-fn build(cloud: Cloud, docs: Vec<(String, String)>) -> Result<(Policy, String), Vec<String>> {
+/// Load, validate and check a candidate version for `cloud`, with the function's rules: what the
+/// function would accept, and its infraID, or every reason it would reject it. `publish` refuses
+/// what this refuses.
+pub fn check(cloud: Cloud, docs: Vec<(String, String)>) -> Result<(Policy, String), Vec<String>> {
     let policy = policy::load(docs).map_err(|e| vec![e.to_string()])?;
     if let Some(other) = policy.cloud.filter(|c| *c != cloud) {
         return Err(vec![format!("the policy is for {other}, but this deployment enforces {cloud}")]);

@@ -258,6 +258,14 @@ impl Policy {
         desired
     }
 
+    /// The tags every owned resource gets (status, then spec), before any override.
+    pub fn base_tags(&self, cloud: Cloud) -> TagMap {
+        let mut desired = Desired { tags: Vec::new(), superseded: Vec::new() };
+        self.merge_layer(cloud, &mut desired, &self.status, Layer::Status);
+        self.merge_layer(cloud, &mut desired, &self.spec, Layer::Spec);
+        desired.to_map()
+    }
+
     /// Lay `tags` over `desired`, recording every value a later one replaces.
     fn merge_layer<'p>(&'p self, cloud: Cloud, desired: &mut Desired<'p>, tags: &'p [Tag], layer: Layer) {
         for t in tags {

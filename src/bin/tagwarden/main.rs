@@ -8,8 +8,14 @@ mod demo;
 mod explain;
 mod input;
 mod plan;
+#[cfg(any(feature = "aws", feature = "azure"))]
+mod publish;
+#[cfg(any(feature = "aws", feature = "azure"))]
+mod status;
 #[cfg(feature = "aws")]
 mod sweep;
+#[cfg(any(feature = "aws", feature = "azure"))]
+mod target;
 mod validate;
 
 use std::process::ExitCode;
@@ -31,6 +37,12 @@ enum Command {
     Explain(explain::Args),
     /// Show the write tagwarden would make on one resource.
     Plan(plan::Args),
+    /// Validate the cluster's policy and put it where the function reads it (conditional writes).
+    #[cfg(any(feature = "aws", feature = "azure"))]
+    Publish(publish::Args),
+    /// Show the status report the function writes beside the policy.
+    #[cfg(any(feature = "aws", feature = "azure"))]
+    Status(status::Args),
     /// Plan (and unless --dry-run, write) every owned resource: the scheduled sweep, by hand.
     #[cfg(feature = "aws")]
     Sweep(sweep::Args),
@@ -63,6 +75,10 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Plan(args) => plan::run(args),
+        #[cfg(any(feature = "aws", feature = "azure"))]
+        Command::Publish(args) => publish::run(args),
+        #[cfg(any(feature = "aws", feature = "azure"))]
+        Command::Status(args) => status::run(args),
         #[cfg(feature = "aws")]
         Command::Sweep(args) => sweep::run(args),
         #[cfg(feature = "aws")]

@@ -1,0 +1,88 @@
+//! `tagwarden status`: the status report the function writes beside the policy, for a human.
+
+use anyhow::Context;
+use tagwarden::status::{StatusReport, STATE_OK};
+
+use crate::input::print_json;
+use crate::target::Target;
+use crate::Failure;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where the policy is (the function's TAGWARDEN_POLICY): s3://…, ssm:… or a blob URL with a SAS.
+    #[arg(long, value_name = "SRC")]
+    policy: String,
+    /// AWS region (default: the SDK's, from AWS_REGION or the profile).
+    #[arg(long)]
+    region: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit 0 when the policy is in force and nothing failed, 1 otherwise, 2 when there is no report.
+pub fn run(args: Args) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    let report = runtime
+        .block_on(Box::pin(async { Target::connect(&args.policy, args.region.as_deref()).await?.status().await }))?;
+    let Some(report) = report else {
+        return Err(anyhow::anyhow!(
+            "no status report beside {}: the function writes one after each sweep; run one (tagwarden sweep, or invoke the function with {{\"tagwarden\": \"sweep\"}})",
+            args.policy
+        )
+        .into());
+    };
+    if args.json {
+        print_json(&report)?;
+    } else {
+        print!("{}", human(&report));
+    }
+    if report.policy.state == STATE_OK && report.failures.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Invalid)
+    }
+}
+
+fn human(r: &StatusReport) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let p = &r.policy;
+    let _ = writeln!(out, "policy     {} ({})", p.location, r.cloud);
+    let _ = writeln!(out, "state      {}", p.state);
+    let _ = writeln!(out, "in force   version {}", p.version.as_deref().unwrap_or("none"));
+    for e in &p.errors {
+        let _ = writeln!(out, "  {e}");
+    }
+    let _ = writeln!(out, "last sweep {}", ago(r.generated_at));
+    let _ = writeln!(out, "failures   {}", r.failures.len());
+    for f in &r.failures {
+        let (error, fix) = match f.error.rsplit_once(" (fix: ") {
+            Some((e, fix)) => (e, Some(fix.trim_end_matches(')'))),
+            None => (f.error.as_str(), None),
+        };
+        let _ = writeln!(out, "  {} ({}): {error}", f.resource, f.resource_type);
+        if let Some(fix) = fix {
+            let _ = writeln!(out, "    fix: {fix}");
+        }
+    }
+    if !r.unsupported.is_empty() {
+        let _ = writeln!(out, "unsupported {} (no API tags these; reported, not written)", r.unsupported.len());
+        for f in &r.unsupported {
+            let _ = writeln!(out, "  {} ({})", f.resource, f.resource_type);
+        }
+    }
+    out
+}
+
+fn ago(epoch: u64) -> String {
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+    let secs = now.saturating_sub(epoch);
+    let human = match secs {
+        0..=119 => format!("{secs} s ago"),
+        120..=7199 => format!("{} min ago", secs / 60),
+        _ => format!("{} h ago", secs / 3600),
+    };
+    format!("{human} (epoch {epoch})")
+}

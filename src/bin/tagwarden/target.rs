@@ -1,0 +1,78 @@
+//! A policy location the CLI publishes to or reads the status of: S3 or SSM (feature `aws`), or a
+//! blob URL (feature `azure`).
+
+use anyhow::Context;
+use tagwarden::publish::{self, Outcome, PublishError};
+use tagwarden::status::StatusReport;
+
+pub enum Target {
+    #[cfg(feature = "aws")]
+    Aws(tagwarden::aws::Clients, tagwarden::aws::policy_store::PolicyLocation),
+    #[cfg(feature = "azure")]
+    Blob(tagwarden::azure::blob_store::BlobPolicyStore),
+}
+
+impl Target {
+    /// Connect to `location`: `s3://…` and `ssm:…` with the AWS SDK's usual configuration
+    /// (`AWS_REGION`, `AWS_ENDPOINT_URL`, profiles, IRSA / Pod Identity), a blob URL with its SAS.
+    pub async fn connect(location: &str, region: Option<&str>) -> anyhow::Result<Target> {
+        let _ = region;
+        if location.starts_with("s3://") || location.starts_with("ssm:") {
+            #[cfg(feature = "aws")]
+            {
+                let parsed = location.parse().map_err(anyhow::Error::msg)?;
+                let mut loader = tagwarden::aws::config_loader();
+                if let Some(r) = region {
+                    loader = loader.region(aws_config::Region::new(r.to_string()));
+                }
+                return Ok(Target::Aws(tagwarden::aws::Clients::new(&loader.load().await), parsed));
+            }
+            #[cfg(not(feature = "aws"))]
+            anyhow::bail!("{location}: this build has no AWS support; build tagwarden with --features aws");
+        }
+        if location.starts_with("https://") || location.starts_with("http://") {
+            #[cfg(feature = "azure")]
+            {
+                use tagwarden::azure::blob_store::{BlobLocation, BlobPolicyStore};
+                let parsed: BlobLocation = location.parse().map_err(anyhow::Error::msg)?;
+                if !parsed.has_sas() {
+                    anyhow::bail!(
+                        "{parsed}: the CLI signs blob requests with a SAS only; append one to the URL (az storage blob generate-sas --as-user …)"
+                    );
+                }
+                let http = tagwarden::azure::http_client(std::time::Duration::from_secs(30)).context("HTTP client")?;
+                let store = BlobPolicyStore::new(parsed, std::time::Duration::ZERO, http, None, Default::default());
+                return Ok(Target::Blob(store));
+            }
+            #[cfg(not(feature = "azure"))]
+            anyhow::bail!("{location}: this build has no Azure support; build tagwarden with --features azure");
+        }
+        anyhow::bail!(
+            "{location:?} is not a policy location: expected s3://BUCKET/KEY, s3://BUCKET/PREFIX/, ssm:/PARAMETER or https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB?SAS"
+        )
+    }
+
+    pub async fn publish(&self, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
+        match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(clients, location) => {
+                publish::publish(&publish::aws::AwsStore::new(clients, location.clone()), text, dry_run).await
+            }
+            #[cfg(feature = "azure")]
+            Target::Blob(store) => publish::publish(&publish::azure::BlobStore::new(store), text, dry_run).await,
+        }
+    }
+
+    /// The status report the function wrote beside the policy.
+    pub async fn status(&self) -> anyhow::Result<Option<StatusReport>> {
+        match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(clients, location) => {
+                let store = tagwarden::aws::policy_store::PolicyStore::new(location.clone(), std::time::Duration::ZERO);
+                Ok(store.read_status(clients).await?)
+            }
+            #[cfg(feature = "azure")]
+            Target::Blob(store) => Ok(store.read_status().await?),
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! `tagwarden publish`: put the cluster's policy where the function reads it, checked first.
+//!
+//! A document is validated whole with the function's own rules ([`check`]) before anything is
+//! read or written: what the function would reject is refused here. A valid document is written
+//! only when its bytes differ from what is published, and only as a conditional write on the
+//! version that was read (S3 `If-Match` / `If-None-Match: *`, blob ETags; SSM, which has no
+//! conditional put, by its version counter), so two publishers never overwrite each other unseen.
+//!
+//! This module decides; [`aws`] and [`azure`] read and write.
+
+#[cfg(feature = "aws")]
+pub mod aws;
+#[cfg(feature = "azure")]
+pub mod azure;
+
+use serde::Serialize;
+
+use crate::cloud::Cloud;
+use crate::policy::cache::check;
+use crate::TagMap;
+
+/// The name a layered prefix gets for the cluster's document (DESIGN.md §2's example layering:
+/// `00-defaults.yaml`, `10-cluster.json`, `20-overrides.yaml`).
+pub const CLUSTER_LAYER: &str = "10-cluster.yaml";
+
+#[cfg(any(feature = "aws", feature = "azure"))]
+fn content_type(name: &str) -> &'static str {
+    if name.ends_with(".json") {
+        "application/json"
+    } else {
+        "application/yaml"
+    }
+}
+
+/// What is published now at the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    pub text: String,
+    /// The S3 or blob ETag, or the SSM parameter version: the write is conditional on it.
+    pub token: String,
+}
+
+/// The tag changes a publish makes against what is published now.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TagChanges {
+    pub added: TagMap,
+    /// key → [old, new]
+    pub changed: std::collections::BTreeMap<String, [String; 2]>,
+    pub removed: TagMap,
+}
+
+impl TagChanges {
+    pub fn between(old: &TagMap, new: &TagMap) -> Self {
+        let mut c = TagChanges::default();
+        for (k, v) in new {
+            match old.get(k) {
+                None => {
+                    c.added.insert(k.clone(), v.clone());
+                }
+                Some(o) if o != v => {
+                    c.changed.insert(k.clone(), [o.clone(), v.clone()]);
+                }
+                Some(_) => {}
+            }
+        }
+        for (k, v) in old {
+            if !new.contains_key(k) {
+                c.removed.insert(k.clone(), v.clone());
+            }
+        }
+        c
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// What `publish` decided before writing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The function would reject the document: every reason. Nothing is written.
+    Refuse(Vec<String>),
+    /// The published bytes are these bytes already.
+    Unchanged,
+    /// Write it; these are the tag changes (against nothing, when nothing valid is published).
+    Write { changes: TagChanges, infra_id: String },
+}
+
+/// Decide a publish of `text` (named `name`) for `cloud`. `others` are the other documents of a
+/// layered prefix as published (empty for a single object): the merged whole must be valid.
+/// Removing a key from the policy never removes the tag from resources (tagwarden never deletes);
+/// `removed` says which keys stop being enforced.
+pub fn decide(cloud: Cloud, name: &str, text: &str, others: &[(String, String)], current: Option<&str>) -> Decision {
+    let with = |doc: Option<&str>| {
+        let mut docs: Vec<(String, String)> = others.to_vec();
+        if let Some(d) = doc {
+            docs.push((name.to_string(), d.to_string()));
+        }
+        docs
+    };
+    let (new, infra_id) = match check(cloud, with(Some(text))) {
+        Ok(ok) => ok,
+        Err(errors) => return Decision::Refuse(errors),
+    };
+    if current == Some(text) {
+        return Decision::Unchanged;
+    }
+    // What is published now may itself be invalid (or absent): then every tag is an addition.
+    let old = check(cloud, with(current)).map(|(p, _)| p.base_tags(cloud)).unwrap_or_default();
+    Decision::Write { changes: TagChanges::between(&old, &new.base_tags(cloud)), infra_id }
+}
+
+/// How a publish ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// Where it went (no credential).
+    pub location: String,
+    /// `written`, `would-write` (dry run), `unchanged` or `refused`.
+    pub result: &'static str,
+    /// The version now published: the new ETag or parameter version, or the one left in place.
+    pub version: Option<String>,
+    pub infra_id: Option<String>,
+    pub changes: TagChanges,
+    /// Why the document was refused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub violations: Vec<String>,
+}
+
+impl Outcome {
+    pub fn refused(location: String, violations: Vec<String>) -> Self {
+        Outcome {
+            location,
+            result: "refused",
+            version: None,
+            infra_id: None,
+            changes: TagChanges::default(),
+            violations,
+        }
+    }
+}
+
+/// Where a policy is published: one object, parameter or blob (a prefix's cluster layer).
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    fn cloud(&self) -> Cloud;
+    /// The object, parameter or blob written (no credential).
+    fn location(&self) -> String;
+    /// The document's name among the policy's documents.
+    fn document_name(&self) -> String;
+    /// The other documents of a layered prefix, as published.
+    async fn others(&self) -> Result<Vec<(String, String)>, PublishError>;
+    async fn read(&self) -> Result<Option<Published>, PublishError>;
+    /// Write `text` if what is published is still `expected`; the new version.
+    async fn write(&self, text: &str, expected: Option<&Published>) -> Result<String, PublishError>;
+}
+
+/// Publish `text`: refuse what the function would reject, skip what is already published, and
+/// otherwise write it conditionally on the version read.
+pub async fn publish(store: &impl Store, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
+    let others = store.others().await?;
+    let current = store.read().await?;
+    let decision =
+        decide(store.cloud(), &store.document_name(), text, &others, current.as_ref().map(|p| p.text.as_str()));
+    let (changes, infra_id) = match decision {
+        Decision::Refuse(violations) => return Ok(Outcome::refused(store.location(), violations)),
+        Decision::Unchanged => {
+            let infra_id =
+                check(store.cloud(), others.into_iter().chain([(store.document_name(), text.to_string())]).collect())
+                    .ok()
+                    .map(|(_, id)| id);
+            return Ok(Outcome {
+                location: store.location(),
+                result: "unchanged",
+                version: current.map(|p| p.token),
+                infra_id,
+                changes: TagChanges::default(),
+                violations: Vec::new(),
+            });
+        }
+        Decision::Write { changes, infra_id } => (changes, infra_id),
+    };
+    let (result, version) = if dry_run {
+        ("would-write", current.as_ref().map(|p| p.token.clone()))
+    } else {
+        ("written", Some(store.write(text, current.as_ref()).await?))
+    };
+    Ok(Outcome {
+        location: store.location(),
+        result,
+        version,
+        infra_id: Some(infra_id),
+        changes,
+        violations: Vec::new(),
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// Someone else published between this publisher's read and its write.
+    #[error("{location} changed while publishing (read version {read}, now {found}): another publisher wrote it; nothing of theirs was overwritten unseen. Run publish again to review their change and publish on top of it")]
+    Conflict { location: String, read: String, found: String },
+    /// SSM only, which has no conditional put: another write landed between the version check
+    /// and this put. Both are in the parameter's history.
+    #[error("{location}: another publisher wrote it while this one did (read version {read}, this write is version {written}); the versions between are in the parameter's history (aws ssm get-parameter-history --name …). Review them and publish again")]
+    Raced { location: String, read: String, written: String },
+    #[error("{0}")]
+    Cloud(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(tags: &str) -> String {
+        format!("version: 1\ninfraID: c-1\ntags: {{{tags}}}\n")
+    }
+
+    #[test]
+    fn refuses_what_the_function_would_reject_and_reports_changes() {
+        let bad = decide(Cloud::Aws, "p.yaml", &doc("aws:x: y, Name: n"), &[], None);
+        let Decision::Refuse(errors) = bad else { panic!("{bad:?}") };
+        assert!(!errors.is_empty());
+        let no_infra = decide(Cloud::Aws, "p.yaml", "version: 1\ntags: {a: b}\n", &[], None);
+        assert!(matches!(no_infra, Decision::Refuse(e) if e[0].contains("infraID")));
+        let azure = decide(Cloud::Aws, "p.yaml", "version: 1\ncloud: azure\ninfraID: c\ntags: {a: b}\n", &[], None);
+        assert!(matches!(azure, Decision::Refuse(e) if e[0].contains("azure")));
+
+        let (old, new) = (doc("team: a, env: dev, gone: x"), doc("team: b, env: dev, cost: '1'"));
+        assert_eq!(decide(Cloud::Aws, "p.yaml", &old, &[], Some(&old)), Decision::Unchanged);
+        let Decision::Write { changes, infra_id } = decide(Cloud::Aws, "p.yaml", &new, &[], Some(&old)) else {
+            panic!("a write")
+        };
+        assert_eq!(infra_id, "c-1");
+        assert_eq!(changes.added.keys().collect::<Vec<_>>(), ["cost"]);
+        assert_eq!(changes.changed["team"], ["a".to_string(), "b".to_string()]);
+        assert_eq!(changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
+        // Against an invalid published version, everything is added.
+        let Decision::Write { changes, .. } = decide(Cloud::Aws, "p.yaml", &new, &[], Some("{not yaml")) else {
+            panic!("a write")
+        };
+        assert_eq!(changes.added.len(), 3);
+    }
+
+    #[test]
+    fn a_layer_is_checked_with_the_other_layers() {
+        let others = vec![("00-defaults.yaml".to_string(), "version: 1\ninfraID: c-1\ntags: {owner: x}\n".to_string())];
+        let clash = decide(Cloud::Aws, CLUSTER_LAYER, "version: 1\ninfraID: c-2\ntags: {a: b}\n", &others, None);
+        assert!(matches!(clash, Decision::Refuse(e) if e[0].contains("disagree")), "the layers name two clusters");
+        let Decision::Write { changes, .. } = decide(Cloud::Aws, CLUSTER_LAYER, &doc("a: b"), &others, None) else {
+            panic!("a write")
+        };
+        assert_eq!(changes.added.keys().collect::<Vec<_>>(), ["a"], "the other layer's tags are published already");
+    }
+}

@@ -1,0 +1,210 @@
+//! `tagwarden publish` and `tagwarden status` against moto (behind the strict layer): S3 objects,
+//! an S3 prefix's cluster layer and SSM parameters; conditional-write conflicts, an invalid
+//! document refused with nothing written, an unchanged document not rewritten, and the function
+//! reading what was published.
+
+#![cfg(feature = "aws")]
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::Clients;
+use tagwarden::cloud::Cloud;
+use tagwarden::publish::aws::AwsStore;
+use tagwarden::publish::{publish, PublishError, Store};
+use tagwarden::status::{ResourceFailure, StatusReport};
+
+fn doc(infra: &str, tags: &str) -> String {
+    format!("version: 1\ninfraID: {infra}\ntags: {{{tags}}}\n")
+}
+
+fn puts(clients: &Clients, op: &str) -> u64 {
+    clients.calls.snapshot().get(op).copied().unwrap_or_default()
+}
+
+async fn bucket(clients: &Clients, account: &str) -> String {
+    let b = format!("policy-{account}");
+    clients.s3.create_bucket().bucket(&b).send().await.expect("bucket");
+    b
+}
+
+#[tokio::test]
+async fn s3_object_create_unchanged_update_and_refusal() {
+    let (clients, account) = support::account().await;
+    let b = bucket(&clients, &account).await;
+    let loc: PolicyLocation = format!("s3://{b}/cluster/policy.yaml").parse().expect("location");
+    let store = AwsStore::new(&clients, loc.clone());
+
+    let v1 = doc("c-1", "team: a, env: dev, gone: x");
+    let created = publish(&store, &v1, false).await.expect("created");
+    assert_eq!((created.result, created.infra_id.as_deref()), ("written", Some("c-1")));
+    assert_eq!(created.changes.added.len(), 3);
+    assert_eq!(puts(&clients, "S3:PutObject"), 1);
+
+    // The function reads exactly what was published, with its own rules.
+    let function = PolicyStore::new(loc.clone(), Duration::ZERO);
+    let (loaded, _) = function.current(&clients, true).await;
+    assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
+
+    let again = publish(&store, &v1, false).await.expect("unchanged");
+    assert_eq!((again.result, again.version.clone()), ("unchanged", created.version.clone()));
+    assert_eq!(puts(&clients, "S3:PutObject"), 1, "an unchanged document is not rewritten");
+
+    let v2 = doc("c-1", "team: b, env: dev, cost: '1'");
+    let dry = publish(&store, &v2, true).await.expect("dry run");
+    assert_eq!(dry.result, "would-write");
+    assert_eq!(puts(&clients, "S3:PutObject"), 1, "--dry-run writes nothing");
+    let updated = publish(&store, &v2, false).await.expect("updated");
+    assert_eq!(updated.result, "written");
+    assert_ne!(updated.version, created.version);
+    assert_eq!(updated.changes.changed["team"], ["a".to_string(), "b".to_string()]);
+    assert_eq!(updated.changes.added.keys().collect::<Vec<_>>(), ["cost"]);
+    assert_eq!(updated.changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
+
+    // Invalid: every violation listed, nothing written, the published version untouched.
+    let invalid = publish(&store, &doc("c-1", "aws:team: a, Name: n"), false).await.expect("refused");
+    assert_eq!(invalid.result, "refused");
+    assert!(!invalid.violations.is_empty(), "{invalid:?}");
+    assert_eq!(puts(&clients, "S3:PutObject"), 2);
+    assert_eq!(store.read().await.expect("read").expect("still there").text, v2);
+}
+
+#[tokio::test]
+async fn s3_conditional_writes_never_overwrite_another_publisher() {
+    let (clients, account) = support::account().await;
+    let b = bucket(&clients, &account).await;
+    let loc: PolicyLocation = format!("s3://{b}/p.yaml").parse().expect("location");
+    let store = AwsStore::new(&clients, loc);
+
+    // Two publishers read "nothing there"; the second create loses.
+    assert!(store.read().await.expect("read").is_none());
+    store.write(&doc("c-1", "a: '1'"), None).await.expect("first create");
+    let lost = store.write(&doc("c-1", "a: '2'"), None).await.expect_err("second create");
+    assert!(matches!(lost, PublishError::Conflict { .. }), "{lost}");
+
+    // Both read version 1; one replaces it; the other's write, conditional on version 1, loses.
+    let read = store.read().await.expect("read").expect("v1");
+    store.write(&doc("c-1", "a: '3'"), Some(&read)).await.expect("first replace");
+    let lost = store.write(&doc("c-1", "a: '4'"), Some(&read)).await.expect_err("stale replace");
+    assert!(lost.to_string().contains("publish again"), "{lost}");
+    assert_eq!(store.read().await.expect("read").expect("v2").text, doc("c-1", "a: '3'"), "nothing overwritten unseen");
+}
+
+#[tokio::test]
+async fn s3_prefix_layer_is_checked_with_the_other_layers() {
+    let (clients, account) = support::account().await;
+    let b = bucket(&clients, &account).await;
+    let defaults = doc("c-1", "owner: platform");
+    clients
+        .s3
+        .put_object()
+        .bucket(&b)
+        .key("layers/00-defaults.yaml")
+        .body(defaults.into_bytes().into())
+        .send()
+        .await
+        .expect("layer");
+    let loc: PolicyLocation = format!("s3://{b}/layers/").parse().expect("location");
+    let store = AwsStore::new(&clients, loc.clone());
+
+    let clash = publish(&store, &doc("c-2", "a: b"), false).await.expect("refused");
+    assert_eq!(clash.result, "refused", "the layers would name two clusters: {clash:?}");
+    let ok = publish(&store, &doc("c-1", "team: a"), false).await.expect("written");
+    assert_eq!((ok.result, ok.location.as_str()), ("written", format!("s3://{b}/layers/10-cluster.yaml").as_str()));
+    assert_eq!(ok.changes.added.keys().collect::<Vec<_>>(), ["team"], "the defaults were in force already");
+    let (loaded, _) = PolicyStore::new(loc, Duration::ZERO).current(&clients, true).await;
+    let tags = loaded.expect("the function accepts the layers").policy.base_tags(Cloud::Aws);
+    assert_eq!(tags.keys().collect::<Vec<_>>(), ["owner", "team"]);
+}
+
+#[tokio::test]
+async fn ssm_versions_guard_the_parameter() {
+    let (clients, _) = support::account().await;
+    let loc: PolicyLocation = "ssm:/tagwarden/policy".parse().expect("location");
+    let store = AwsStore::new(&clients, loc.clone());
+
+    let v1 = doc("c-1", "team: a");
+    assert_eq!(publish(&store, &v1, false).await.expect("created").version.as_deref(), Some("1"));
+    assert_eq!(publish(&store, &v1, false).await.expect("same").result, "unchanged");
+    assert_eq!(puts(&clients, "SSM:PutParameter"), 1);
+    let v2 = doc("c-1", "team: b");
+    assert_eq!(publish(&store, &v2, false).await.expect("updated").version.as_deref(), Some("2"));
+
+    // A stale reader is refused before its put; a creator racing another creator too.
+    let stale = store.read().await.expect("read").expect("v2");
+    store.write(&doc("c-1", "team: c"), Some(&stale)).await.expect("v3");
+    let lost = store.write(&doc("c-1", "team: d"), Some(&stale)).await.expect_err("stale");
+    assert!(matches!(&lost, PublishError::Conflict { read, found, .. } if read == "2" && found == "3"), "{lost}");
+    let lost = store.write(&v1, None).await.expect_err("exists");
+    assert!(matches!(lost, PublishError::Conflict { .. }), "{lost}");
+    assert_eq!(store.read().await.expect("read").expect("v3").text, doc("c-1", "team: c"));
+
+    let (loaded, _) = PolicyStore::new(loc, Duration::ZERO).current(&clients, true).await;
+    assert_eq!(loaded.expect("the function reads the parameter").fingerprint, "/tagwarden/policy@3");
+}
+
+fn cli(env: &[(&'static str, String)], args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+    use std::io::Write;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
+    cmd.args(args).envs(env.iter().map(|(k, v)| (*k, v.as_str())));
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("the CLI runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.unwrap_or_default().as_bytes()).expect("stdin written");
+    drop(input);
+    let out = child.wait_with_output().expect("the CLI ends");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn the_cli_publishes_refuses_and_shows_the_status() {
+    let (clients, account, env) = support::account_with_env().await;
+    let b = bucket(&clients, &account).await;
+    let to = format!("s3://{b}/policy.yaml");
+
+    let (code, out, err) = cli(&env, &["publish", "--from", "-", "--to", &to], Some(&doc("c-1", "team: a")));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("published") && out.contains("+ team=a"), "{out}");
+    let (code, out, _) = cli(&env, &["publish", "--from", "-", "--to", &to, "--json"], Some(&doc("c-1", "team: a")));
+    let json: Value = serde_json::from_str(&out).expect("--json");
+    assert_eq!((code, json["result"].as_str()), (0, Some("unchanged")));
+
+    let (code, out, _) =
+        cli(&env, &["publish", "--from", "-", "--to", &to, "--json"], Some(&doc("c-1", "aws:team: a, Name: n")));
+    let json: Value = serde_json::from_str(&out).expect("--json");
+    assert_eq!((code, json["result"].as_str()), (1, Some("refused")), "{out}");
+    assert!(json["violations"].as_array().is_some_and(|v| !v.is_empty()), "{out}");
+
+    let (code, _, err) = cli(&env, &["publish", "--to", &to], None);
+    assert_eq!(code, 2, "a source is required: {err}");
+    assert!(err.contains("--from"), "{err}");
+
+    // No report yet: exit 2, saying how to get one.
+    let (code, _, err) = cli(&env, &["status", "--policy", &to], None);
+    assert!(code == 2 && err.contains("sweep"), "{code} {err}");
+    let loc: PolicyLocation = to.parse().expect("location");
+    let failure = ResourceFailure::new(
+        &format!("arn:aws:ec2:us-east-1:{account}:instance/i-0abc"),
+        "ec2:instance",
+        "ec2:CreateTags i-0abc: UnauthorizedOperation (fix: grant ec2:CreateTags to the function's role)",
+    );
+    let report = StatusReport::new(Cloud::Aws, &loc, Some("v1".into()), vec![], vec![failure]);
+    PolicyStore::new(loc, Duration::ZERO).write_status(&clients, &report).await.expect("status written");
+    let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
+    assert_eq!(code, 1, "a failure makes status exit 1: {out}");
+    assert!(
+        out.contains("state      ok") && out.contains("i-0abc") && out.contains("fix: grant ec2:CreateTags"),
+        "{out}"
+    );
+    let (_, out, _) = cli(&env, &["status", "--policy", &to, "--json"], None);
+    let json: Value = serde_json::from_str(&out).expect("--json");
+    assert_eq!(json["failures"][0]["name"], "i-0abc");
+}
