@@ -12,6 +12,8 @@ use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, elbv2, iam, s3};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::publish::aws::AwsStore;
+use tagwarden::publish::{publish, TagChanges};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 
@@ -154,20 +156,20 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         before.push(tagger.read(r).await?);
     }
 
-    println!("== 2. the cluster publishes its Infrastructure object: s3://{POLICY_BUCKET}/cluster/infrastructure.yaml");
-    d.clients
-        .s3
-        .put_object()
-        .bucket(POLICY_BUCKET)
-        .key("cluster/infrastructure.yaml")
-        .body(s3::primitives::ByteStream::from(INFRASTRUCTURE.as_bytes().to_vec()))
-        .send()
-        .await?;
+    println!("== 2. the cluster publishes its Infrastructure object: tagwarden publish --to s3://{POLICY_BUCKET}/cluster/infrastructure.yaml");
     let location: PolicyLocation =
         format!("s3://{POLICY_BUCKET}/cluster/infrastructure.yaml").parse().map_err(anyhow::Error::msg)?;
+    let target = AwsStore::new(&clients, location.clone());
+    let published = publish(&target, INFRASTRUCTURE, false).await?;
+    println!(
+        "   {} (version {}): {}",
+        published.result,
+        published.version.as_deref().unwrap_or("-"),
+        changes(&published.changes)
+    );
     let reconciler = Reconciler::new(
         Tagger::new(clients.clone()),
-        PolicyStore::new(location, Duration::from_secs(60)),
+        PolicyStore::new(location.clone(), Duration::from_secs(60)),
         vec![OWN_ROLE.to_string()],
     );
 
@@ -253,7 +255,59 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     if clients.calls.writes() != 0 {
         bail!("the second pass wrote tags: reconcile is not idempotent");
     }
+
+    println!(
+        "\n== 7. day 2: the cluster's admin edits spec tags (env=staging, add owner-team=sre); publish, sweep, status"
+    );
+    let edited = INFRASTRUCTURE.replace(
+        "{key: env, value: production}",
+        "{key: env, value: staging}\n        - {key: owner-team, value: sre}",
+    );
+    let invalid = edited.replace("owner-team", "aws:owner-team");
+    let refused = publish(&target, &invalid, false).await?;
+    println!("   a typo'd edit (aws:owner-team) is {}: {}", refused.result, refused.violations.join("; "));
+    let republished = publish(&target, &edited, false).await?;
+    println!(
+        "   {} (version {}): {}",
+        republished.result,
+        republished.version.as_deref().unwrap_or("-"),
+        changes(&republished.changes)
+    );
+    clients.calls.reset();
+    // What S3 sends EventBridge for the publisher's PutObject: the policy changed, sweep now.
+    let object_created = json!({"detail-type": "Object Created", "source": "aws.s3",
+        "detail": {"bucket": {"name": POLICY_BUCKET}, "object": {"key": "cluster/infrastructure.yaml"}}});
+    let swept = function::handle(&reconciler, &object_created).await;
+    println!(
+        "   S3 Object Created → sweep: {} ({} API calls, {} tag writes)",
+        swept.response,
+        clients.calls.total(),
+        clients.calls.writes()
+    );
+    let after = tagger.read(&resources[1].1).await?;
+    println!("   drifted worker now: {}", show(&after, &["env", "owner-team", "team"]));
+    let status = PolicyStore::new(location, Duration::ZERO).read_status(&clients).await?.context("no status report")?;
+    println!(
+        "   tagwarden status: state {}, version {} in force, {} failure(s)",
+        status.policy.state,
+        status.policy.version.as_deref().unwrap_or("-"),
+        status.failures.len()
+    );
+    if after.get("env").map(String::as_str) != Some("staging") {
+        bail!("the edited tags did not reach the drifted worker");
+    }
     Ok(())
+}
+
+fn changes(c: &TagChanges) -> String {
+    let mut parts: Vec<String> = c.added.iter().map(|(k, v)| format!("+{k}={v}")).collect();
+    parts.extend(c.changed.iter().map(|(k, [o, n])| format!("~{k}: {o} -> {n}")));
+    parts.extend(c.removed.keys().map(|k| format!("-{k}")));
+    if parts.is_empty() {
+        "no tag changes".to_string()
+    } else {
+        parts.join(" ")
+    }
 }
 
 fn sqs_batch(bodies: &[String]) -> Value {

@@ -1,0 +1,132 @@
+//! `tagwarden publish --from-cluster --watch`, the deployed publisher, as a process: it reads the
+//! Infrastructure object from the fake API server (`tests/support/kube_api.rs`; no real one runs
+//! here), publishes it to S3 in moto, republishes each day-2 edit of the spec tags, refuses an
+//! invalid edit (what is published stays), and mirrors the function's status report into the
+//! `tagwarden-status` ConfigMap, with the refusal on top.
+
+#![cfg(all(feature = "aws", feature = "kube"))]
+
+#[path = "support/kube_api.rs"]
+#[allow(dead_code)]
+mod kube_api;
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kube_api::FakeApi;
+use serde_json::{json, Value};
+use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::cloud::Cloud;
+use tagwarden::status::StatusReport;
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn infrastructure(tags: &[(&str, &str)]) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policies/infrastructure-aws.yaml");
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let mut v: Value = serde_yaml_ng::from_str(&text).expect("fixture parses");
+    let list: Vec<Value> = tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect();
+    v["spec"]["platformSpec"]["aws"]["resourceTags"] = json!(list);
+    v
+}
+
+/// Kills the publisher when the test ends, however it ends.
+struct Publisher(std::process::Child);
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure(&[("team", "a")]));
+    // The manifests create the status ConfigMap, so the Role grants no create on ConfigMaps.
+    api.put_configmap("tagwarden", json!({"metadata": {"name": "tagwarden-status"}}));
+    let (clients, account, env) = support::account_with_env().await;
+    let bucket = format!("policy-{account}");
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let to = format!("s3://{bucket}/cluster/policy.yaml");
+    let kubeconfig = std::env::temp_dir().join(format!("tagwarden-publish-kubeconfig-{account}"));
+    std::fs::write(&kubeconfig, api.kubeconfig("tagwarden", None)).expect("kubeconfig");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+        .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", &to])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("POD_NAMESPACE", "tagwarden")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the publisher starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let _guard = Publisher(child);
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let next = |what: &str| {
+        lines.recv_timeout(PATIENCE).unwrap_or_else(|e| panic!("{what}: no publish line within {PATIENCE:?} ({e})"))
+    };
+
+    let first = next("the first publish");
+    assert_eq!(first["result"], "written", "{first}");
+    assert_eq!(first["changes"]["added"]["team"], "a", "{first}");
+    let loc: PolicyLocation = to.parse().expect("location");
+    let function = PolicyStore::new(loc.clone(), Duration::ZERO);
+    let (loaded, _) = function.current(&clients, true).await;
+    let infra_id = loaded.expect("the function accepts what was published").infra_id.clone();
+
+    // A day-2 edit of the spec tags is republished within seconds.
+    let edited = Instant::now();
+    api.put_infrastructure(infrastructure(&[("team", "b"), ("cost-center", "42")]));
+    let second = next("the edit");
+    println!("PUBLISH(watch): edit → published in {} ms", edited.elapsed().as_millis());
+    assert_eq!(
+        (second["result"].as_str(), second["changes"]["changed"]["team"][1].as_str()),
+        (Some("written"), Some("b"))
+    );
+    let (loaded, _) = function.current(&clients, true).await;
+    let base = loaded.expect("in force").policy.base_tags(Cloud::Aws);
+    assert_eq!(base.get("cost-center").map(String::as_str), Some("42"));
+
+    // The function's report shows up in the cluster.
+    let report = StatusReport::new(Cloud::Aws, &loc, Some("v2".into()), vec![], vec![]);
+    function.write_status(&clients, &report).await.expect("status written");
+    let start = Instant::now();
+    let state =
+        |api: &FakeApi| api.get("configmaps", "tagwarden", "tagwarden-status").map(|c| c["data"]["state"].clone());
+    while state(&api) != Some(json!("ok")) {
+        assert!(start.elapsed() < PATIENCE, "the status ConfigMap never said ok: {:?}", state(&api));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // An invalid edit is refused: nothing written, and the cluster is told.
+    api.put_infrastructure(infrastructure(&[("aws:team", "c")]));
+    let refused = next("the invalid edit");
+    assert_eq!(refused["result"], "refused", "{refused}");
+    let (loaded, _) = function.current(&clients, true).await;
+    assert_eq!(loaded.expect("still in force").policy.base_tags(Cloud::Aws).get("team").map(String::as_str), Some("b"));
+    let start = Instant::now();
+    while state(&api) != Some(json!("rejected-keeping-last-good")) {
+        assert!(start.elapsed() < PATIENCE, "the refusal never reached the ConfigMap: {:?}", state(&api));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let cm = api.get("configmaps", "tagwarden", "tagwarden-status").expect("configmap");
+    assert!(cm["data"]["report.json"].as_str().is_some_and(|r| r.contains("aws:")), "{cm}");
+    assert!(!infra_id.is_empty());
+    let creates: Vec<String> = api.requests().into_iter().filter(|r| r.method == "POST").map(|r| r.path).collect();
+    assert!(creates.iter().all(|p| p.contains("/events")), "only Events are created: {creates:?}");
+}
