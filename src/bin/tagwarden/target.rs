@@ -1,7 +1,6 @@
 //! A policy location the CLI publishes to or reads the status of: S3 or SSM (feature `aws`), or a
 //! blob URL (feature `azure`).
 
-use anyhow::Context;
 use tagwarden::publish::{self, Outcome, PublishError};
 use tagwarden::status::StatusReport;
 
@@ -40,7 +39,10 @@ impl Target {
                         "{parsed}: the CLI signs blob requests with a SAS only; append one to the URL (az storage blob generate-sas --as-user …)"
                     );
                 }
-                let http = tagwarden::azure::http_client(std::time::Duration::from_secs(30)).context("HTTP client")?;
+                let http = anyhow::Context::context(
+                    tagwarden::azure::http_client(std::time::Duration::from_secs(30)),
+                    "HTTP client",
+                )?;
                 let store = BlobPolicyStore::new(parsed, std::time::Duration::ZERO, http, None, Default::default());
                 return Ok(Target::Blob(store));
             }
