@@ -9,7 +9,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, s3};
 use tagwarden::aws::tags::Tagger;
@@ -69,8 +69,11 @@ async fn main() {
         })
         .collect();
     let location: PolicyLocation = format!("s3://{bucket}/p.json").parse().expect("location");
-    let reconciler =
-        Reconciler::new(Tagger::new(clients.clone()), PolicyStore::new(location, Duration::from_secs(60)), Vec::new());
+    let reconciler = Reconciler::new(
+        Tagger::new(clients.clone()),
+        policy_store(&clients, location, Duration::from_secs(60)),
+        Vec::new(),
+    );
 
     println!("{EVENTS} RunInstances events (instance, no attached volume), 25-tag policy, moto on loopback");
     println!(

@@ -44,7 +44,7 @@ async fn run_batch(concurrency: usize) -> Run {
     let rec = fleet::reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::from_secs(300))
         .with_concurrency(concurrency);
     // The policy is read once before the batch, as on a warm function.
-    rec.store.current(&rec.tagger.clients, true).await.0.expect("the policy is valid");
+    rec.store.current(true).await.0.expect("the policy is valid");
 
     // Eight resources, the first one twice, and a message that is not an event: ten messages.
     let resources: Vec<&ResourceRef> = fleet.all().take(8).collect();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tagwarden::aws::function::{self, Trigger};
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::{Backoff, Tagger};
 use tagwarden::aws::Clients;
@@ -69,7 +69,7 @@ impl Env {
 
     /// A reconciler reading `s3://<bucket>/<key>`, re-checking the policy on every call.
     fn reconciler(&self, location: &str) -> Reconciler {
-        let store = PolicyStore::new(location.parse::<PolicyLocation>().expect("location"), Duration::ZERO);
+        let store = policy_store(&self.clients, location.parse::<PolicyLocation>().expect("location"), Duration::ZERO);
         let mut tagger = Tagger::new(self.clients.clone());
         tagger.not_found = Backoff { attempts: 3, first: Duration::from_millis(20), max: Duration::from_millis(50) };
         Reconciler::new(tagger, store, vec![self.own_role()])
@@ -191,7 +191,7 @@ async fn resource_level_overrides_win_and_conflicts_are_reported() {
     let worker = env.instance(&[("role", "worker")], Some("owned")).await;
     let other = env.instance(&[("role", "master")], Some("owned")).await;
     for r in [&worker, &other] {
-        let out = rec.reconcile(&rec.store.current(&rec.tagger.clients, false).await.0.expect("policy"), r, None).await;
+        let out = rec.reconcile(&rec.store.current(false).await.0.expect("policy"), r, None).await;
         assert_eq!(out.status, Status::Applied, "{out:?}");
         assert!(!out.superseded.is_empty());
     }
@@ -228,7 +228,7 @@ async fn tag_limit_writes_nothing() {
     let filler: Vec<(&str, &str)> = filler.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let instance = env.instance(&filler, Some("owned")).await;
     let before = env.tags(&instance).await;
-    let policy = rec.store.current(&rec.tagger.clients, false).await.0.expect("policy");
+    let policy = rec.store.current(false).await.0.expect("policy");
     env.clients.calls.reset();
     let out = rec.reconcile(&policy, &instance, None).await;
     assert_eq!(out.status, Status::LimitExceeded);
@@ -380,27 +380,27 @@ async fn own_writes_end_in_zero_writes() {
 async fn policy_cache_last_known_good_and_fail_closed() {
     let env = Env::new().await;
     let location: PolicyLocation = format!("s3://{}/p.json", env.bucket).parse().expect("location");
-    let store = PolicyStore::new(location.clone(), Duration::from_secs(3600));
+    let store = policy_store(&env.clients, location.clone(), Duration::from_secs(3600));
     // No policy at all: fail closed.
-    let (p, _) = store.current(&env.clients, false).await;
+    let (p, _) = store.current(false).await;
     assert!(p.expect_err("no policy").to_string().contains("nothing is written"));
 
     env.publish("p.json", &infrastructure(&[("team", "platform")], &[])).await;
-    let (p, change) = store.current(&env.clients, true).await;
+    let (p, change) = store.current(true).await;
     let v1 = p.expect("loaded").policy.version.clone();
     assert!(matches!(change, Some(tagwarden::aws::policy_store::PolicyChange::Loaded { .. })));
     // Within the TTL: no call at all.
     env.clients.calls.reset();
-    let _ = store.current(&env.clients, false).await;
+    let _ = store.current(false).await;
     assert_eq!(env.clients.calls.total(), 0);
     // Forced re-check of an unchanged object: one conditional GET, nothing new.
-    let (_, change) = store.current(&env.clients, true).await;
+    let (_, change) = store.current(true).await;
     assert_eq!(change, None);
     assert_eq!(env.clients.calls.snapshot().get("S3:GetObject"), Some(&1));
 
     // An invalid version is rejected; the last good one stays in force.
     env.publish("p.json", &infrastructure(&[("aws:reserved", "x"), ("Name", "y")], &[])).await;
-    let (p, change) = store.current(&env.clients, true).await;
+    let (p, change) = store.current(true).await;
     assert_eq!(p.expect("last known good").policy.version, v1);
     match change {
         Some(tagwarden::aws::policy_store::PolicyChange::Rejected { errors }) => {
@@ -410,7 +410,7 @@ async fn policy_cache_last_known_good_and_fail_closed() {
     }
     // A truncated document, too.
     env.publish("p.json", "{\"kind\": \"Infrastructure\", \"status\": {").await;
-    let (p, _) = store.current(&env.clients, true).await;
+    let (p, _) = store.current(true).await;
     assert_eq!(p.expect("last known good").policy.version, v1);
 }
 

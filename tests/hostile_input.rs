@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tagwarden::aws::function as lambda;
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
@@ -38,8 +38,9 @@ async fn lambda_reconciler() -> Reconciler {
         .credentials_provider(tagwarden::aws::sdk::ec2::config::Credentials::new("AKID", "SECRET", None, None, "t"))
         .load()
         .await;
-    let store = PolicyStore::new("s3://b/p.yaml".parse::<PolicyLocation>().unwrap(), Duration::ZERO);
-    Reconciler::new(Tagger::new(Clients::new(&config)), store, Vec::new())
+    let clients = Clients::new(&config);
+    let store = policy_store(&clients, "s3://b/p.yaml".parse::<PolicyLocation>().unwrap(), Duration::ZERO);
+    Reconciler::new(Tagger::new(clients), store, Vec::new())
 }
 
 fn azure_handler() -> Handler {

@@ -11,9 +11,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::Clients;
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::store::Source;
 use tagwarden::publish::aws::AwsStore;
 use tagwarden::publish::{publish, PublishError, Store};
 use tagwarden::status::{ResourceFailure, StatusReport};
@@ -46,8 +47,8 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     assert_eq!(puts(&clients, "S3:PutObject"), 1);
 
     // The function reads exactly what was published, with its own rules.
-    let function = PolicyStore::new(loc.clone(), Duration::ZERO);
-    let (loaded, _) = function.current(&clients, true).await;
+    let function = policy_store(&clients, loc.clone(), Duration::ZERO);
+    let (loaded, _) = function.current(true).await;
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
     let again = publish(&store, &v1, false).await.expect("unchanged");
@@ -116,7 +117,7 @@ async fn s3_prefix_layer_is_checked_with_the_other_layers() {
     let ok = publish(&store, &doc("c-1", "team: a"), false).await.expect("written");
     assert_eq!((ok.result, ok.location.as_str()), ("written", format!("s3://{b}/layers/10-cluster.yaml").as_str()));
     assert_eq!(ok.changes.added.keys().collect::<Vec<_>>(), ["team"], "the defaults were in force already");
-    let (loaded, _) = PolicyStore::new(loc, Duration::ZERO).current(&clients, true).await;
+    let (loaded, _) = policy_store(&clients, loc, Duration::ZERO).current(true).await;
     let tags = loaded.expect("the function accepts the layers").policy.base_tags(Cloud::Aws);
     assert_eq!(tags.keys().collect::<Vec<_>>(), ["owner", "team"]);
 }
@@ -143,7 +144,7 @@ async fn ssm_versions_guard_the_parameter() {
     assert!(matches!(lost, PublishError::Conflict { .. }), "{lost}");
     assert_eq!(store.read().await.expect("read").expect("v3").text, doc("c-1", "team: c"));
 
-    let (loaded, _) = PolicyStore::new(loc, Duration::ZERO).current(&clients, true).await;
+    let (loaded, _) = policy_store(&clients, loc, Duration::ZERO).current(true).await;
     assert_eq!(loaded.expect("the function reads the parameter").fingerprint, "/tagwarden/policy@3");
 }
 
@@ -197,7 +198,7 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
         "ec2:CreateTags i-0abc: UnauthorizedOperation (fix: grant ec2:CreateTags to the function's role)",
     );
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v1".into()), vec![], vec![failure]);
-    PolicyStore::new(loc, Duration::ZERO).write_status(&clients, &report).await.expect("status written");
+    policy_store(&clients, loc, Duration::ZERO).source.put_status(&report).await.expect("status written");
     let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
     assert_eq!(code, 1, "a failure makes status exit 1: {out}");
     assert!(

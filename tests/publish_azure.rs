@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::azurite::{self, account_sas};
-use tagwarden::azure::blob_store::{BlobPolicyStore, OP_PUT};
+use tagwarden::azure::blob_store::{blob_policy_store, BlobPolicyStore, OP_PUT};
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::store::Source;
 use tagwarden::publish::azure::BlobStore;
 use tagwarden::publish::{publish, PublishError, Store};
 use tagwarden::status::StatusReport;
@@ -25,7 +26,7 @@ fn doc(infra: &str, tags: &str) -> String {
 
 fn policy_store(url: &str) -> BlobPolicyStore {
     let http = tagwarden::azure::http_client(Duration::from_secs(10)).expect("http");
-    BlobPolicyStore::new(url.parse().expect("blob URL"), Duration::ZERO, http, None, Default::default())
+    blob_policy_store(url.parse().expect("blob URL"), Duration::ZERO, http, None, Default::default())
 }
 
 #[tokio::test]
@@ -44,11 +45,11 @@ async fn blob_create_unchanged_update_refusal_and_conflicts() {
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
     assert_eq!(publish(&target, &v1, false).await.expect("same").result, "unchanged");
-    assert_eq!(store.calls.get(OP_PUT), 1, "an unchanged document is not rewritten");
+    assert_eq!(store.source.calls.get(OP_PUT), 1, "an unchanged document is not rewritten");
     let invalid = publish(&target, &doc("c-1", "'a<b': x, 'k%': y"), false).await.expect("refused");
     assert_eq!(invalid.result, "refused", "{invalid:?}");
     assert!(invalid.violations.len() >= 2, "every violation is listed: {:?}", invalid.violations);
-    assert_eq!(store.calls.get(OP_PUT), 1, "nothing written for an invalid document");
+    assert_eq!(store.source.calls.get(OP_PUT), 1, "nothing written for an invalid document");
 
     let v2 = doc("c-1", "team: b, cost: '1'");
     let updated = publish(&target, &v2, false).await.expect("updated");
@@ -98,8 +99,8 @@ async fn prefix_layer_and_the_cli() {
     let store = policy_store(&to);
     let (loaded, _) = store.current(true).await;
     assert_eq!(loaded.expect("layers accepted").policy.base_tags(Cloud::Azure).len(), 2);
-    let report = StatusReport::new(Cloud::Azure, &store.location, Some("v1".into()), vec![], vec![]);
-    store.write_status(&report).await.expect("status");
+    let report = StatusReport::new(Cloud::Azure, &store.location(), Some("v1".into()), vec![], vec![]);
+    store.source.put_status(&report).await.expect("status");
     let (code, out) = run(&["status", "--policy", &to], "");
     assert_eq!(code, 0, "in force, nothing failed: {out}");
     assert!(out.contains("state      ok") && out.contains("failures   0") && !out.contains("sig="), "{out}");

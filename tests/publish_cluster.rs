@@ -19,8 +19,9 @@ use std::time::{Duration, Instant};
 
 use kube_api::FakeApi;
 use serde_json::{json, Value};
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::store::Source;
 use tagwarden::status::StatusReport;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -85,8 +86,8 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     assert_eq!(first["result"], "written", "{first}");
     assert_eq!(first["changes"]["added"]["team"], "a", "{first}");
     let loc: PolicyLocation = to.parse().expect("location");
-    let function = PolicyStore::new(loc.clone(), Duration::ZERO);
-    let (loaded, _) = function.current(&clients, true).await;
+    let function = policy_store(&clients, loc.clone(), Duration::ZERO);
+    let (loaded, _) = function.current(true).await;
     let infra_id = loaded.expect("the function accepts what was published").infra_id.clone();
 
     // A day-2 edit of the spec tags is republished within seconds.
@@ -98,13 +99,13 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
         (second["result"].as_str(), second["changes"]["changed"]["team"][1].as_str()),
         (Some("written"), Some("b"))
     );
-    let (loaded, _) = function.current(&clients, true).await;
+    let (loaded, _) = function.current(true).await;
     let base = loaded.expect("in force").policy.base_tags(Cloud::Aws);
     assert_eq!(base.get("cost-center").map(String::as_str), Some("42"));
 
     // The function's report shows up in the cluster.
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v2".into()), vec![], vec![]);
-    function.write_status(&clients, &report).await.expect("status written");
+    function.source.put_status(&report).await.expect("status written");
     let start = Instant::now();
     let state =
         |api: &FakeApi| api.get("configmaps", "tagwarden", "tagwarden-status").map(|c| c["data"]["state"].clone());
@@ -117,7 +118,7 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     api.put_infrastructure(infrastructure(&[("aws:team", "c")]));
     let refused = next("the invalid edit");
     assert_eq!(refused["result"], "refused", "{refused}");
-    let (loaded, _) = function.current(&clients, true).await;
+    let (loaded, _) = function.current(true).await;
     assert_eq!(loaded.expect("still in force").policy.base_tags(Cloud::Aws).get("team").map(String::as_str), Some("b"));
     let start = Instant::now();
     while state(&api) != Some(json!("rejected-keeping-last-good")) {

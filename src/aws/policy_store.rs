@@ -1,25 +1,22 @@
 //! The cluster-published policy on AWS (DESIGN.md §2, §6): an S3 object, every object under an S3
-//! prefix (layered in name order), or an SSM parameter.
+//! prefix (layered in name order), or an SSM parameter — the calls behind the one policy store
+//! (`policy::store`), which holds the re-check rules for both clouds.
 //!
-//! A warm function re-checks at most every `POLICY_TTL`. S3 objects are fetched conditionally on
-//! their ETag and a prefix's objects are downloaded only when their ETag changed, so an unchanged
-//! document is never downloaded twice. (An SSM parameter's value comes with its version in one
-//! small call; an unchanged version is not parsed again.) A new version is validated as a whole:
-//! an invalid one is rejected and the last known good version stays in force; with no valid
-//! version at all, nothing is written.
+//! S3 objects are fetched conditionally on their ETag (`If-None-Match`, 304). An SSM parameter's
+//! value comes with its version in one small call; an unchanged version is not parsed again.
+//!
+//! Deliberately not here: S3 object versions, SecureString parameters (the policy is not a
+//! secret, and decryption would need a KMS grant), and parameter hierarchies.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
-use tokio::sync::Mutex;
 
 use super::{AwsError, Clients, ErrorClass};
 use crate::cloud::Cloud;
-use crate::policy::cache::PolicyCache;
+use crate::policy::store::{self, Layout, Listed, Object, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 use crate::status::StatusReport;
 
@@ -86,93 +83,55 @@ impl PolicyLocation {
 
 pub use crate::policy::cache::{LoadedPolicy, PolicyChange, PolicyUnavailable};
 
-pub struct PolicyStore {
+/// The policy store on AWS.
+pub type PolicyStore = store::PolicyStore<AwsSource>;
+
+/// S3 and SSM as a policy [`Source`].
+pub struct AwsSource {
+    clients: Clients,
     pub location: PolicyLocation,
-    pub ttl: Duration,
-    state: Mutex<PolicyCache>,
 }
 
-impl PolicyStore {
-    pub fn new(location: PolicyLocation, ttl: Duration) -> Self {
-        PolicyStore { location, ttl, state: Mutex::new(PolicyCache::default()) }
+impl AwsSource {
+    pub fn new(clients: Clients, location: PolicyLocation) -> Self {
+        AwsSource { clients, location }
+    }
+}
+
+/// A store for `location`, re-checked at most every `ttl`.
+pub fn policy_store(clients: &Clients, location: PolicyLocation, ttl: Duration) -> PolicyStore {
+    PolicyStore::new(AwsSource::new(clients.clone(), location), ttl)
+}
+
+impl Source for AwsSource {
+    type Error = AwsError;
+
+    fn cloud(&self) -> Cloud {
+        Cloud::Aws
     }
 
-    /// The policy in force, re-checked when the TTL has passed (or when `force`).
-    pub async fn current(
-        &self,
-        clients: &Clients,
-        force: bool,
-    ) -> (Result<Arc<LoadedPolicy>, PolicyUnavailable>, Option<PolicyChange>) {
-        let mut st = self.state.lock().await;
-        let location = self.location.to_string();
-        let mut change = None;
-        if st.due(self.ttl, force) {
-            let fetched = self.fetch(clients, &mut st).await;
-            match st.record(Cloud::Aws, &location, fetched) {
-                Ok(c) => change = c,
-                Err(unavailable) => return (Err(unavailable), None),
-            }
-        }
-        (st.current(&location), change)
+    fn location(&self) -> String {
+        self.location.to_string()
     }
 
-    /// How the published policy stands against the version in force (for the status report).
-    pub async fn standing(&self) -> (&'static str, Vec<String>) {
-        self.state.lock().await.standing()
-    }
-
-    /// The documents, or `None` when nothing changed since the last version seen.
-    async fn fetch(
-        &self,
-        clients: &Clients,
-        st: &mut PolicyCache,
-    ) -> Result<Option<(String, Vec<(String, String)>)>, AwsError> {
+    fn layout(&self) -> Layout {
         match &self.location {
-            PolicyLocation::S3Object { bucket, key } => {
-                let etag = st.documents.get(key).map(|(e, _)| e.clone());
-                match get_object(clients, bucket, key, etag.as_deref()).await? {
-                    None => Ok(None),
-                    Some((etag, text)) => {
-                        st.documents.clear();
-                        st.documents.insert(key.clone(), (etag.clone(), text.clone()));
-                        Ok(Some((format!("{key}@{etag}"), vec![(key.clone(), text)])))
-                    }
-                }
+            PolicyLocation::S3Object { key, .. } => Layout::One(key.clone()),
+            PolicyLocation::S3Prefix { prefix, .. } => Layout::Prefix(prefix.clone()),
+            PolicyLocation::Ssm { name } => Layout::One(name.clone()),
+        }
+    }
+
+    async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, AwsError> {
+        match &self.location {
+            PolicyLocation::S3Object { bucket, .. } | PolicyLocation::S3Prefix { bucket, .. } => {
+                get_object(&self.clients, bucket, name, etag).await
             }
-            PolicyLocation::S3Prefix { bucket, prefix } => {
-                let listed = list_policy_objects(clients, bucket, prefix).await?;
-                let fingerprint: String = listed.iter().map(|(k, e)| format!("{k}@{e};")).collect();
-                if st.seen() == Some(fingerprint.as_str()) {
-                    return Ok(None);
-                }
-                if listed.is_empty() {
-                    return Err(AwsError::new(
-                        "s3:ListObjectsV2",
-                        &self.location.to_string(),
-                        "NoPolicyDocuments",
-                        "no .yaml, .yml or .json object under the prefix",
-                        ErrorClass::Fatal,
-                    ));
-                }
-                let mut docs = Vec::with_capacity(listed.len());
-                let mut kept = BTreeMap::new();
-                for (key, etag) in listed {
-                    let text = match st.documents.get(&key) {
-                        Some((e, text)) if *e == etag => text.clone(),
-                        _ => match get_object(clients, bucket, &key, None).await? {
-                            Some((_, text)) => text,
-                            None => continue,
-                        },
-                    };
-                    let name = key.strip_prefix(prefix.as_str()).unwrap_or(&key).to_string();
-                    kept.insert(key, (etag, text.clone()));
-                    docs.push((name, text));
-                }
-                st.documents = kept;
-                Ok(Some((fingerprint, docs)))
-            }
-            PolicyLocation::Ssm { name } => {
-                let out = clients
+            // A parameter's value comes with its version in one small call: "not modified" is
+            // the version seen last.
+            PolicyLocation::Ssm { .. } => {
+                let out = self
+                    .clients
                     .ssm
                     .get_parameter()
                     .name(name)
@@ -180,53 +139,76 @@ impl PolicyStore {
                     .await
                     .map_err(|e| AwsError::from_sdk("ssm:GetParameter", name, e))?;
                 let param = out.parameter();
-                let fingerprint = format!("{name}@{}", param.map(|p| p.version()).unwrap_or_default());
-                if st.seen() == Some(fingerprint.as_str()) {
+                let version = param.map(|p| p.version()).unwrap_or_default().to_string();
+                if etag == Some(version.as_str()) {
                     return Ok(None);
                 }
                 let text = param.and_then(|p| p.value()).unwrap_or_default().to_string();
-                Ok(Some((fingerprint, vec![(name.clone(), text)])))
+                Ok(Some(Object { etag: version, text }))
             }
         }
     }
 
-    /// Every document of the policy as published now, bypassing the cache (for the CLI).
-    pub async fn documents(&self, clients: &Clients) -> Result<Vec<(String, String)>, AwsError> {
-        let mut scratch = PolicyCache::default();
-        Ok(self.fetch(clients, &mut scratch).await?.map(|(_, docs)| docs).unwrap_or_default())
+    async fn list(&self, prefix: &str) -> Result<Vec<Listed>, AwsError> {
+        let PolicyLocation::S3Prefix { bucket, .. } = &self.location else { return Ok(Vec::new()) };
+        let mut out = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .clients
+                .s3
+                .list_objects_v2()
+                .bucket(bucket)
+                .prefix(prefix)
+                .set_continuation_token(token)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
+            for o in page.contents() {
+                let name = o.key().unwrap_or_default().to_string();
+                out.push(Listed { name, etag: o.e_tag().unwrap_or_default().to_string() });
+            }
+            token = page.next_continuation_token().map(str::to_owned);
+            if token.is_none() {
+                break;
+            }
+        }
+        Ok(out)
     }
 
-    /// The status report beside the policy, if one was written.
-    pub async fn read_status(&self, clients: &Clients) -> Result<Option<StatusReport>, AwsError> {
+    fn no_documents(&self) -> AwsError {
+        AwsError::new(
+            "s3:ListObjectsV2",
+            &self.location.to_string(),
+            "NoPolicyDocuments",
+            "no .yaml, .yml or .json object under the prefix",
+            ErrorClass::Fatal,
+        )
+    }
+
+    async fn get_status(&self) -> Result<Option<String>, AwsError> {
         let target = self.location.status_location();
-        let text = match &target {
-            PolicyLocation::S3Object { bucket, key } => match get_object(clients, bucket, key, None).await {
-                Ok(found) => found.map(|(_, text)| text),
-                Err(e) if e.code == "NoSuchKey" => None,
-                Err(e) => return Err(e),
+        match &target {
+            PolicyLocation::S3Object { bucket, key } => match get_object(&self.clients, bucket, key, None).await {
+                Ok(found) => Ok(found.map(|o| o.text)),
+                Err(e) if e.code == "NoSuchKey" => Ok(None),
+                Err(e) => Err(e),
             },
-            PolicyLocation::Ssm { name } => match clients.ssm.get_parameter().name(name).send().await {
-                Ok(out) => out.parameter().and_then(|p| p.value()).map(str::to_owned),
-                Err(e) if e.code() == Some("ParameterNotFound") => None,
-                Err(e) => return Err(AwsError::from_sdk("ssm:GetParameter", name, e)),
+            PolicyLocation::Ssm { name } => match self.clients.ssm.get_parameter().name(name).send().await {
+                Ok(out) => Ok(out.parameter().and_then(|p| p.value()).map(str::to_owned)),
+                Err(e) if e.code() == Some("ParameterNotFound") => Ok(None),
+                Err(e) => Err(AwsError::from_sdk("ssm:GetParameter", name, e)),
             },
-            PolicyLocation::S3Prefix { .. } => None,
-        };
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| {
-                AwsError::new("status", &target.to_string(), "NotAStatusReport", &e.to_string(), ErrorClass::Fatal)
-            })
-        })
-        .transpose()
+            PolicyLocation::S3Prefix { .. } => Ok(None),
+        }
     }
 
-    /// Write the status report beside the policy.
-    pub async fn write_status(&self, clients: &Clients, report: &StatusReport) -> Result<(), AwsError> {
+    async fn put_status(&self, report: &StatusReport) -> Result<(), AwsError> {
         let target = self.location.status_location();
         match &target {
             PolicyLocation::S3Object { bucket, key } => {
                 let body = serde_json::to_vec_pretty(report).unwrap_or_default();
-                clients
+                self.clients
                     .s3
                     .put_object()
                     .bucket(bucket)
@@ -237,8 +219,9 @@ impl PolicyStore {
                     .await
                     .map_err(|e| AwsError::from_sdk("s3:PutObject", &target.to_string(), e))?;
             }
+            // A Standard parameter holds 4 KB: failures are dropped from the report to fit.
             PolicyLocation::Ssm { name } => {
-                clients
+                self.clients
                     .ssm
                     .put_parameter()
                     .name(name)
@@ -260,7 +243,7 @@ async fn get_object(
     bucket: &str,
     key: &str,
     etag: Option<&str>,
-) -> Result<Option<(String, String)>, AwsError> {
+) -> Result<Option<Object>, AwsError> {
     let name = format!("s3://{bucket}/{key}");
     let out =
         match clients.s3.get_object().bucket(bucket).key(key).set_if_none_match(etag.map(str::to_owned)).send().await {
@@ -292,38 +275,7 @@ async fn get_object(
     let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
         AwsError::new("s3:GetObject", &name, "NotUtf8", "a policy document must be UTF-8 text", ErrorClass::Fatal)
     })?;
-    Ok(Some((etag, text)))
-}
-
-/// Policy documents under a prefix (not sub-prefixes' markers, not the status report), by key.
-async fn list_policy_objects(clients: &Clients, bucket: &str, prefix: &str) -> Result<Vec<(String, String)>, AwsError> {
-    let mut out = Vec::new();
-    let mut token = None;
-    loop {
-        let page = clients
-            .s3
-            .list_objects_v2()
-            .bucket(bucket)
-            .prefix(prefix)
-            .set_continuation_token(token)
-            .send()
-            .await
-            .map_err(|e| AwsError::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
-        for o in page.contents() {
-            let key = o.key().unwrap_or_default();
-            let name = key.rsplit('/').next().unwrap_or(key);
-            let policy_ext = [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e));
-            if policy_ext && name != STATUS_REPORT_NAME && !name.starts_with('.') {
-                out.push((key.to_string(), o.e_tag().unwrap_or_default().to_string()));
-            }
-        }
-        token = page.next_continuation_token().map(str::to_owned);
-        if token.is_none() {
-            break;
-        }
-    }
-    out.sort();
-    Ok(out)
+    Ok(Some(Object { etag, text }))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::time::Instant;
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
 
-use super::policy_store::{LoadedPolicy, PolicyChange, PolicyStore};
+use super::policy_store::{LoadedPolicy, PolicyStore};
 use super::sweep::{Progress, SweepOptions};
 use super::tags::Tagger;
 use crate::cloud::Cloud;
@@ -23,7 +23,6 @@ use crate::plan;
 pub use crate::report::Outcome;
 use crate::report::{epoch_ms, Failure, Record};
 use crate::resource::ResourceRef;
-use crate::status::StatusReport;
 use crate::TagMap;
 
 pub struct Reconciler {
@@ -77,26 +76,7 @@ impl Reconciler {
 
     /// The policy in force; a rejected new version is counted and reported.
     pub(super) async fn policy(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
-        let (policy, change) = self.store.current(&self.tagger.clients, force).await;
-        if let Some(PolicyChange::Rejected { errors }) = change {
-            out.metrics.policy_rejected += 1;
-            let version = policy.as_ref().ok().map(|p| p.policy.version.clone());
-            let report = StatusReport::new(Cloud::Aws, &self.store.location, version, errors, Vec::new());
-            if let Err(e) = self.store.write_status(&self.tagger.clients, &report).await {
-                tracing::warn!(error = %e, "could not write the status report");
-            }
-        }
-        match policy {
-            Ok(p) => {
-                out.infra_id = Some(p.infra_id.clone());
-                Some(p)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "fail closed");
-                out.error = Some(e.to_string());
-                None
-            }
-        }
+        self.store.policy_for(out, force).await
     }
 
     /// Reconcile every resource an event names.

@@ -27,7 +27,6 @@ use crate::cloud::{ownership_for, Cloud, Ownership, OWNED};
 use crate::plan::{self, Plan};
 use crate::report::{epoch_ms, Failure, Record, Status};
 use crate::resource::ResourceRef;
-use crate::status::StatusReport;
 use crate::TagMap;
 
 /// Told `(phase, done, total)` as a sweep goes: `discover`, `plan`, `write`.
@@ -192,17 +191,7 @@ impl Reconciler {
             out.push(record);
         }
         if !self.dry_run {
-            let standing = self.store.standing().await;
-            let report = StatusReport::of_sweep(
-                Cloud::Aws,
-                &self.store.location,
-                &policy.policy.version,
-                standing,
-                &out.records,
-            );
-            if let Err(e) = self.store.write_status(&self.tagger.clients, &report).await {
-                tracing::warn!(error = %e, "could not write the status report");
-            }
+            self.store.report_sweep(&policy.policy.version, &out.records).await;
         }
         out
     }

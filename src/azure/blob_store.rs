@@ -7,28 +7,23 @@
 //! `localhost` host is read path-style). A SAS query string on the URL is passed through as-is;
 //! without one, requests carry a managed-identity token for `https://storage.azure.com/`.
 //!
-//! Mirrors the AWS store: a warm function re-checks at most every `POLICY_TTL`; a single blob is
-//! fetched with `If-None-Match` (a 304 downloads nothing); a prefix is listed (List Blobs XML) and
-//! only blobs whose ETag changed are downloaded. A new version is validated as a whole; an invalid
-//! one is rejected and the last known good version stays; with none, the function fails closed.
-//! The status report `tagwarden-status.json` is written beside the policy and never read as a layer.
+//! These are the calls behind the one policy store (`policy::store`, which holds the re-check rules
+//! for both clouds): a blob fetched with `If-None-Match` (a 304 downloads nothing), a prefix listed
+//! (List Blobs XML), and the status report `tagwarden-status.json` beside the policy.
 //!
 //! Deliberately not here: shared-key signing (tests use an account SAS), blob versions/snapshots,
 //! and any XML beyond the few List Blobs elements read here.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{Method, Url};
-use tokio::sync::Mutex;
 
 use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
 use super::{AzureError, CallCounter, ErrorClass};
 use crate::cloud::Cloud;
-use crate::policy::cache::PolicyCache;
+use crate::policy::store::{self, Layout, Listed, Object, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 use crate::status::StatusReport;
 
@@ -157,113 +152,26 @@ impl BlobLocation {
 
 pub use crate::policy::cache::{LoadedPolicy, PolicyChange, PolicyUnavailable};
 
-pub struct BlobPolicyStore {
+/// The policy store on Azure.
+pub type BlobPolicyStore = store::PolicyStore<BlobSource>;
+
+/// Blob Storage as a policy [`Source`].
+pub struct BlobSource {
     pub location: BlobLocation,
-    pub ttl: Duration,
     http: reqwest::Client,
     /// For the bearer token when the URL carries no SAS.
     identity: Option<Arc<ManagedIdentity>>,
     pub calls: CallCounter,
-    downloads: AtomicU64,
-    state: Mutex<PolicyCache>,
 }
 
-impl BlobPolicyStore {
+impl BlobSource {
     pub fn new(
         location: BlobLocation,
-        ttl: Duration,
         http: reqwest::Client,
         identity: Option<Arc<ManagedIdentity>>,
         calls: CallCounter,
     ) -> Self {
-        BlobPolicyStore {
-            location,
-            ttl,
-            http,
-            identity,
-            calls,
-            downloads: AtomicU64::new(0),
-            state: Mutex::new(PolicyCache::default()),
-        }
-    }
-
-    /// Policy documents downloaded so far (a 304 or an unchanged listed ETag downloads nothing).
-    pub fn downloads(&self) -> u64 {
-        self.downloads.load(Ordering::Relaxed)
-    }
-
-    /// The policy in force, re-checked when the TTL has passed (or when `force`).
-    pub async fn current(&self, force: bool) -> (Result<Arc<LoadedPolicy>, PolicyUnavailable>, Option<PolicyChange>) {
-        let mut st = self.state.lock().await;
-        let location = self.location.to_string();
-        let mut change = None;
-        if st.due(self.ttl, force) {
-            let fetched = self.fetch(&mut st).await;
-            match st.record(Cloud::Azure, &location, fetched) {
-                Ok(c) => change = c,
-                Err(unavailable) => return (Err(unavailable), None),
-            }
-        }
-        (st.current(&location), change)
-    }
-
-    /// How the published policy stands against the version in force (for the status report).
-    pub async fn standing(&self) -> (&'static str, Vec<String>) {
-        self.state.lock().await.standing()
-    }
-
-    /// The documents, or `None` when nothing changed since the last version seen.
-    async fn fetch(&self, st: &mut PolicyCache) -> Result<Option<(String, Vec<(String, String)>)>, AzureError> {
-        if !self.location.is_prefix {
-            let name = self.location.name.clone();
-            let etag = st.documents.get(&name).map(|(e, _)| e.clone());
-            return match self.get_blob(&name, etag.as_deref()).await? {
-                None => Ok(None),
-                Some((etag, text)) => {
-                    st.documents.clear();
-                    st.documents.insert(name.clone(), (etag.clone(), text.clone()));
-                    let base = name.rsplit('/').next().unwrap_or(&name).to_string();
-                    Ok(Some((format!("{name}@{etag}"), vec![(base, text)])))
-                }
-            };
-        }
-        let listed = self.list().await?;
-        let fingerprint: String = listed.iter().map(|(k, e)| format!("{k}@{e};")).collect();
-        if st.seen() == Some(fingerprint.as_str()) {
-            return Ok(None);
-        }
-        if listed.is_empty() {
-            return Err(AzureError::new(
-                OP_LIST,
-                &self.location.to_string(),
-                None,
-                "NoPolicyDocuments",
-                "no .yaml, .yml or .json blob under the prefix: publish the policy there",
-                ErrorClass::Fatal,
-            ));
-        }
-        let mut docs = Vec::with_capacity(listed.len());
-        let mut kept = BTreeMap::new();
-        for (name, etag) in listed {
-            let text = match st.documents.get(&name) {
-                Some((e, text)) if *e == etag => text.clone(),
-                _ => match self.get_blob(&name, None).await? {
-                    Some((_, text)) => text,
-                    None => continue,
-                },
-            };
-            let short = name.strip_prefix(self.location.name.as_str()).unwrap_or(&name).to_string();
-            kept.insert(name, (etag, text.clone()));
-            docs.push((short, text));
-        }
-        st.documents = kept;
-        Ok(Some((fingerprint, docs)))
-    }
-
-    /// Every document of the policy as published now, bypassing the cache.
-    pub async fn documents(&self) -> Result<Vec<(String, String)>, AzureError> {
-        let mut scratch = PolicyCache::default();
-        Ok(self.fetch(&mut scratch).await?.map(|(_, d)| d).unwrap_or_default())
+        BlobSource { location, http, identity, calls }
     }
 
     pub(crate) async fn request(&self, method: Method, url: Url) -> Result<reqwest::RequestBuilder, AzureError> {
@@ -275,9 +183,40 @@ impl BlobPolicyStore {
         }
         Ok(req)
     }
+}
+
+/// A store for `location`, re-checked at most every `ttl`.
+pub fn blob_policy_store(
+    location: BlobLocation,
+    ttl: Duration,
+    http: reqwest::Client,
+    identity: Option<Arc<ManagedIdentity>>,
+    calls: CallCounter,
+) -> BlobPolicyStore {
+    BlobPolicyStore::new(BlobSource::new(location, http, identity, calls), ttl)
+}
+
+impl Source for BlobSource {
+    type Error = AzureError;
+
+    fn cloud(&self) -> Cloud {
+        Cloud::Azure
+    }
+
+    fn location(&self) -> String {
+        self.location.to_string()
+    }
+
+    fn layout(&self) -> Layout {
+        if self.location.is_prefix {
+            Layout::Prefix(self.location.name.clone())
+        } else {
+            Layout::One(self.location.name.clone())
+        }
+    }
 
     /// `(ETag, text)`, or `None` on 304 Not Modified.
-    async fn get_blob(&self, name: &str, etag: Option<&str>) -> Result<Option<(String, String)>, AzureError> {
+    async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, AzureError> {
         let target = self.location.display_name(name);
         let mut req = self.request(Method::GET, self.location.blob_url(name)).await?;
         if let Some(e) = etag {
@@ -306,7 +245,6 @@ impl BlobPolicyStore {
             ));
         }
         let bytes = resp.bytes().await.map_err(|e| transport(OP_GET, &target, e))?;
-        self.downloads.fetch_add(1, Ordering::Relaxed);
         let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
             AzureError::new(
                 OP_GET,
@@ -317,11 +255,11 @@ impl BlobPolicyStore {
                 ErrorClass::Fatal,
             )
         })?;
-        Ok(Some((etag, text)))
+        Ok(Some(Object { etag, text }))
     }
 
-    /// Policy blobs under the prefix (not the status report, not dot-files), by name, with ETags.
-    async fn list(&self) -> Result<Vec<(String, String)>, AzureError> {
+    /// Every blob under the prefix, by name, with ETags (List Blobs XML, followed by NextMarker).
+    async fn list(&self, _prefix: &str) -> Result<Vec<Listed>, AzureError> {
         let target = self.location.to_string();
         let mut out = Vec::new();
         let mut marker: Option<String> = None;
@@ -337,41 +275,38 @@ impl BlobPolicyStore {
             }
             for blob in xml_elements(&body, "Blob") {
                 let Some(name) = xml_text(blob, "Name") else { continue };
-                let etag = xml_text(blob, "Etag").unwrap_or_default();
-                let base = name.rsplit('/').next().unwrap_or(&name);
-                let policy_ext = [".yaml", ".yml", ".json"].iter().any(|e| base.ends_with(e));
-                if policy_ext && base != STATUS_REPORT_NAME && !base.starts_with('.') {
-                    out.push((name.clone(), normalize_etag(&etag)));
-                }
+                let etag = normalize_etag(&xml_text(blob, "Etag").unwrap_or_default());
+                out.push(Listed { name, etag });
             }
             marker = xml_text(&body, "NextMarker").filter(|m| !m.is_empty());
             if marker.is_none() {
                 break;
             }
         }
-        out.sort();
         Ok(out)
     }
 
-    /// The status report beside the policy, if one was written.
-    pub async fn read_status(&self) -> Result<Option<StatusReport>, AzureError> {
-        let name = self.location.status_name();
-        let text = match self.get_blob(&name, None).await {
-            Ok(found) => found.map(|(_, text)| text),
-            Err(e) if e.status == Some(404) => None,
-            Err(e) => return Err(e),
-        };
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| {
-                let target = self.location.display_name(&name);
-                AzureError::new("status", &target, None, "NotAStatusReport", &e.to_string(), ErrorClass::Fatal)
-            })
-        })
-        .transpose()
+    fn no_documents(&self) -> AzureError {
+        AzureError::new(
+            OP_LIST,
+            &self.location.to_string(),
+            None,
+            "NoPolicyDocuments",
+            "no .yaml, .yml or .json blob under the prefix: publish the policy there",
+            ErrorClass::Fatal,
+        )
     }
 
-    /// Write the status report beside the policy (a block blob).
-    pub async fn write_status(&self, report: &StatusReport) -> Result<(), AzureError> {
+    async fn get_status(&self) -> Result<Option<String>, AzureError> {
+        match self.get(&self.location.status_name(), None).await {
+            Ok(found) => Ok(found.map(|o| o.text)),
+            Err(e) if e.status == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The status report beside the policy (a block blob).
+    async fn put_status(&self, report: &StatusReport) -> Result<(), AzureError> {
         let name = self.location.status_name();
         let target = self.location.display_name(&name);
         let body = serde_json::to_vec_pretty(report).unwrap_or_default();
@@ -497,16 +432,15 @@ mod tests {
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let location =
             loc(&format!("http://127.0.0.1:{port}/devstoreaccount1/policy/p.yaml?sv=2020-08-04&sig=SECRET%2B"));
-        let store =
-            BlobPolicyStore::new(location, Duration::ZERO, reqwest::Client::new(), None, CallCounter::default());
+        let store = blob_policy_store(location, Duration::ZERO, reqwest::Client::new(), None, CallCounter::default());
         let (policy, _) = store.current(false).await;
         let e = policy.expect_err("nothing listens there").to_string();
         assert!(e.contains("Transport") && e.contains("/policy/p.yaml"), "{e}");
         assert!(!e.contains("SECRET") && !e.contains("sig="), "the SAS leaked: {e}");
         let e = store.documents().await.expect_err("unreachable").to_string();
         assert!(!e.contains("SECRET"), "{e}");
-        let report = StatusReport::new(Cloud::Azure, &store.location, None, Vec::new(), Vec::new());
-        let e = store.write_status(&report).await.expect_err("unreachable").to_string();
+        let report = StatusReport::new(Cloud::Azure, &store.location(), None, Vec::new(), Vec::new());
+        let e = store.source.put_status(&report).await.expect_err("unreachable").to_string();
         assert!(e.contains("tagwarden-status.json") && !e.contains("SECRET"), "{e}");
     }
 

@@ -28,7 +28,7 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
 use super::arm::ArmClient;
-use super::blob_store::BlobPolicyStore;
+use super::blob_store::blob_policy_store;
 use super::config::Config;
 use super::identity::ManagedIdentity;
 use super::metrics::MetricsPublisher;
@@ -78,7 +78,7 @@ impl Handler {
             calls.clone(),
         ));
         let arm = ArmClient::new(http.clone(), config.arm_endpoint.clone(), identity.clone(), calls.clone());
-        let store = BlobPolicyStore::new(
+        let store = blob_policy_store(
             config.policy.clone(),
             config.policy_ttl,
             http.clone(),

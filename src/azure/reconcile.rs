@@ -16,7 +16,7 @@ use std::time::Instant;
 use futures_util::stream::{self, StreamExt};
 
 use super::arm::ArmClient;
-use super::blob_store::{BlobPolicyStore, LoadedPolicy, PolicyChange};
+use super::blob_store::{BlobPolicyStore, LoadedPolicy};
 use crate::cloud::Cloud;
 use crate::events::Event;
 use crate::inflight::ResourceLocks;
@@ -24,7 +24,6 @@ use crate::plan;
 pub use crate::report::Outcome;
 use crate::report::{epoch_ms, Record, Status};
 use crate::resource::ResourceRef;
-use crate::status::StatusReport;
 
 pub struct Reconciler {
     pub arm: ArmClient,
@@ -57,26 +56,7 @@ impl Reconciler {
 
     /// The policy in force; a rejected new version is counted and reported.
     async fn policy(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
-        let (policy, change) = self.store.current(force).await;
-        if let Some(PolicyChange::Rejected { errors }) = change {
-            out.metrics.policy_rejected += 1;
-            let version = policy.as_ref().ok().map(|p| p.policy.version.clone());
-            let report = StatusReport::new(Cloud::Azure, &self.store.location, version, errors, Vec::new());
-            if let Err(e) = self.store.write_status(&report).await {
-                tracing::warn!(error = %e, "could not write the status report");
-            }
-        }
-        match policy {
-            Ok(p) => {
-                out.infra_id = Some(p.infra_id.clone());
-                Some(p)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "fail closed");
-                out.error = Some(e.to_string());
-                None
-            }
-        }
+        self.store.policy_for(out, force).await
     }
 
     /// A policy blob changed: re-read the policy now (a conditional GET, then validate and cache;
@@ -181,17 +161,7 @@ impl Reconciler {
             out.push(r);
         }
         if !self.dry_run {
-            let standing = self.store.standing().await;
-            let report = StatusReport::of_sweep(
-                Cloud::Azure,
-                &self.store.location,
-                &policy.policy.version,
-                standing,
-                &out.records,
-            );
-            if let Err(e) = self.store.write_status(&report).await {
-                tracing::warn!(error = %e, "could not write the status report");
-            }
+            self.store.report_sweep(&policy.policy.version, &out.records).await;
         }
         out
     }

@@ -43,8 +43,14 @@ pub enum PolicyChange {
     Rejected { errors: Vec<String> },
 }
 
-/// A fetched version: its fingerprint and its documents `(name, text)`.
-pub type Fetched = (String, Vec<(String, String)>);
+/// A fetched version.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The ETag(s) or version it was read at: a version seen before is not parsed again.
+    pub fingerprint: String,
+    /// `(name, text)`, in any order: they are layered in name order.
+    pub documents: Vec<(String, String)>,
+}
 
 #[derive(Default)]
 pub struct PolicyCache {
@@ -53,7 +59,7 @@ pub struct PolicyCache {
     seen: Option<String>,
     checked: Option<Instant>,
     /// Document name → (ETag, text): a prefix re-downloads only what changed.
-    pub documents: BTreeMap<String, (String, String)>,
+    pub(super) documents: BTreeMap<String, (String, String)>,
     last_rejection: Option<Vec<String>>,
     /// Why the last re-check failed while a good version stayed in force.
     read_error: Option<String>,
@@ -82,7 +88,7 @@ impl PolicyCache {
             Ok(found) => {
                 self.checked = Some(Instant::now());
                 self.read_error = None;
-                Ok(found.map(|(fingerprint, docs)| self.accept(cloud, location, fingerprint, docs)))
+                Ok(found.map(|f| self.accept(cloud, location, f.fingerprint, f.documents)))
             }
             Err(e) if self.good.is_some() => {
                 tracing::warn!(location, error = %e, "policy re-check failed; keeping the last known good version");
@@ -164,7 +170,10 @@ mod tests {
     use super::*;
 
     fn doc(tags: &str) -> Fetched {
-        (format!("fp-{tags}"), vec![("p.yaml".into(), format!("version: 1\ninfraID: c-1\ntags: {{{tags}}}\n"))])
+        Fetched {
+            fingerprint: format!("fp-{tags}"),
+            documents: vec![("p.yaml".into(), format!("version: 1\ninfraID: c-1\ntags: {{{tags}}}\n"))],
+        }
     }
 
     #[test]
@@ -194,10 +203,10 @@ mod tests {
         assert_eq!(cache.record(Cloud::Aws, "l", Ok::<Option<Fetched>, String>(None)), Ok(None));
         assert_eq!(cache.standing().0, STATE_REJECTED);
         // A policy for the other cloud is rejected.
-        let other = (
-            "fp-az".to_string(),
-            vec![("p.yaml".into(), "version: 1\ncloud: azure\ninfraID: c\ntags: {a: b}\n".into())],
-        );
+        let other = Fetched {
+            fingerprint: "fp-az".to_string(),
+            documents: vec![("p.yaml".into(), "version: 1\ncloud: azure\ninfraID: c\ntags: {a: b}\n".into())],
+        };
         let change = cache.record(Cloud::Aws, "l", Ok::<_, String>(Some(other))).expect("kept");
         assert!(matches!(change, Some(PolicyChange::Rejected { errors }) if errors[0].contains("azure")));
     }

@@ -9,6 +9,8 @@
 pub mod cache;
 mod installer_yaml;
 pub mod load;
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod store;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;

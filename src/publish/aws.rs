@@ -4,7 +4,7 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 use aws_sdk_ssm::types::{ParameterTier, ParameterType};
 
 use super::{PublishError, Published, Store, CLUSTER_LAYER};
-use crate::aws::policy_store::{PolicyLocation, PolicyStore};
+use crate::aws::policy_store::{policy_store, PolicyLocation};
 use crate::aws::{AwsError, Clients};
 use crate::cloud::Cloud;
 
@@ -63,8 +63,8 @@ impl Store for AwsStore<'_> {
         if !matches!(self.location, PolicyLocation::S3Prefix { .. }) {
             return Ok(Vec::new());
         }
-        let store = PolicyStore::new(self.location.clone(), std::time::Duration::ZERO);
-        match store.documents(self.clients).await {
+        let store = policy_store(self.clients, self.location.clone(), std::time::Duration::ZERO);
+        match store.documents().await {
             Ok(docs) => Ok(docs.into_iter().filter(|(name, _)| name != CLUSTER_LAYER).collect()),
             Err(e) if e.code == "NoPolicyDocuments" => Ok(Vec::new()),
             Err(e) => Err(cloud_error(e)),

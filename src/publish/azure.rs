@@ -19,7 +19,7 @@ impl<'a> BlobStore<'a> {
     }
 
     fn blob(&self) -> String {
-        let l = &self.store.location;
+        let l = &self.store.source.location;
         if l.is_prefix {
             format!("{}{CLUSTER_LAYER}", l.name)
         } else {
@@ -28,7 +28,7 @@ impl<'a> BlobStore<'a> {
     }
 
     async fn send(&self, op: &'static str, req: reqwest::RequestBuilder) -> Result<reqwest::Response, PublishError> {
-        self.store.calls.record(op);
+        self.store.source.calls.record(op);
         req.send()
             .await
             .map_err(|e| PublishError::Cloud(AzureError::transport(op, &self.location(), &e.without_url()).to_string()))
@@ -48,11 +48,11 @@ impl Store for BlobStore<'_> {
     }
 
     fn location(&self) -> String {
-        self.store.location.display_name(&self.blob())
+        self.store.source.location.display_name(&self.blob())
     }
 
     fn document_name(&self) -> String {
-        let l = &self.store.location;
+        let l = &self.store.source.location;
         let blob = self.blob();
         if l.is_prefix {
             blob.strip_prefix(l.name.as_str()).unwrap_or(&blob).to_string()
@@ -62,7 +62,7 @@ impl Store for BlobStore<'_> {
     }
 
     async fn others(&self) -> Result<Vec<(String, String)>, PublishError> {
-        if !self.store.location.is_prefix {
+        if !self.store.source.location.is_prefix {
             return Ok(Vec::new());
         }
         match self.store.documents().await {
@@ -73,8 +73,8 @@ impl Store for BlobStore<'_> {
     }
 
     async fn read(&self) -> Result<Option<Published>, PublishError> {
-        let url = self.store.location.blob_url(&self.blob());
-        let req = self.store.request(Method::GET, url).await.map_err(|e| PublishError::Cloud(e.to_string()))?;
+        let url = self.store.source.location.blob_url(&self.blob());
+        let req = self.store.source.request(Method::GET, url).await.map_err(|e| PublishError::Cloud(e.to_string()))?;
         let resp = self.send(OP_GET, req).await?;
         match resp.status().as_u16() {
             404 => Ok(None),
@@ -92,8 +92,8 @@ impl Store for BlobStore<'_> {
 
     async fn write(&self, text: &str, expected: Option<&Published>) -> Result<String, PublishError> {
         let blob = self.blob();
-        let url = self.store.location.blob_url(&blob);
-        let req = self.store.request(Method::PUT, url).await.map_err(|e| PublishError::Cloud(e.to_string()))?;
+        let url = self.store.source.location.blob_url(&blob);
+        let req = self.store.source.request(Method::PUT, url).await.map_err(|e| PublishError::Cloud(e.to_string()))?;
         // Put Blob's conditional headers: `If-Match` replaces only that ETag, `If-None-Match: *`
         // creates only. A lost race is 412 ConditionNotMet, or 409 BlobAlreadyExists.
         let req = match expected {

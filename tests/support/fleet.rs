@@ -12,7 +12,7 @@ use std::time::Duration;
 use aws_sdk_sts::config::Credentials;
 use serde_json::{json, Value};
 use tagwarden::aws::function;
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::{Backoff, Tagger};
 use tagwarden::aws::Clients;
@@ -298,7 +298,7 @@ pub fn event_for(r: &ResourceRef, account: &str, id: &str) -> String {
 
 /// A reconciler over `clients` reading `s3://bucket/key`, re-checking the policy on every event.
 pub fn reconciler(clients: &Clients, account: &str, location: &str, ttl: Duration) -> Reconciler {
-    let store = PolicyStore::new(location.parse::<PolicyLocation>().expect("location"), ttl);
+    let store = policy_store(clients, location.parse::<PolicyLocation>().expect("location"), ttl);
     let mut tagger = Tagger::new(clients.clone());
     tagger.not_found = Backoff { attempts: 3, first: Duration::from_millis(10), max: Duration::from_millis(40) };
     let mut rec = Reconciler::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")]);

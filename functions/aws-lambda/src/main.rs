@@ -16,7 +16,7 @@ use anyhow::{bail, Context};
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
 use tagwarden::aws::function;
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::{Reconciler, DEFAULT_CONCURRENCY};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
@@ -83,7 +83,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     };
     let clients = Clients::from_env().await;
     let reconciler = Arc::new(
-        Reconciler::new(Tagger::new(clients), PolicyStore::new(config.policy, config.ttl), config.own)
+        Reconciler::new(Tagger::new(clients.clone()), policy_store(&clients, config.policy, config.ttl), config.own)
             .with_concurrency(config.concurrency),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {

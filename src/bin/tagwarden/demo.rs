@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use tagwarden::aws::function;
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, elbv2, iam, s3};
 use tagwarden::aws::tags::Tagger;
@@ -169,7 +169,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     );
     let reconciler = Reconciler::new(
         Tagger::new(clients.clone()),
-        PolicyStore::new(location.clone(), Duration::from_secs(60)),
+        policy_store(&clients, location.clone(), Duration::from_secs(60)),
         vec![OWN_ROLE.to_string()],
     );
 
@@ -286,7 +286,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     );
     let after = tagger.read(&resources[1].1).await?;
     println!("   drifted worker now: {}", show(&after, &["env", "owner-team", "team"]));
-    let status = PolicyStore::new(location, Duration::ZERO).read_status(&clients).await?.context("no status report")?;
+    let status = policy_store(&clients, location, Duration::ZERO).read_status().await?.context("no status report")?;
     println!(
         "   tagwarden status: state {}, version {} in force, {} failure(s)",
         status.policy.state,

@@ -51,13 +51,13 @@ pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, po
 
 #[cfg(feature = "aws")]
 fn read_remote(location: &str) -> anyhow::Result<Vec<(String, String)>> {
-    use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+    use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
     let location: PolicyLocation = location.parse().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     runtime.block_on(async {
         let clients = tagwarden::aws::Clients::from_env().await;
-        let store = PolicyStore::new(location.clone(), std::time::Duration::ZERO);
-        let docs = store.documents(&clients).await.with_context(|| format!("cannot read the policy at {location}"))?;
+        let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO);
+        let docs = store.documents().await.with_context(|| format!("cannot read the policy at {location}"))?;
         if docs.is_empty() {
             bail!("{location} holds no policy document");
         }

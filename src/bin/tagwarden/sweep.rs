@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde::Serialize;
-use tagwarden::aws::policy_store::{PolicyLocation, PolicyStore};
+use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
@@ -109,8 +109,11 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
         loader = loader.region(aws_config::Region::new(r.clone()));
     }
     let clients = Clients::new(&loader.load().await);
-    let mut reconciler =
-        Reconciler::new(Tagger::new(clients.clone()), PolicyStore::new(location.clone(), Duration::ZERO), Vec::new());
+    let mut reconciler = Reconciler::new(
+        Tagger::new(clients.clone()),
+        policy_store(&clients, location.clone(), Duration::ZERO),
+        Vec::new(),
+    );
     reconciler.dry_run = args.dry_run;
     reconciler.sweep.concurrency = args.concurrency;
     reconciler.sweep.ec2_batch = usize::from(args.ec2_batch);

@@ -32,7 +32,7 @@ impl Target {
         if location.starts_with("https://") || location.starts_with("http://") {
             #[cfg(feature = "azure")]
             {
-                use tagwarden::azure::blob_store::{BlobLocation, BlobPolicyStore};
+                use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
                 let parsed: BlobLocation = location.parse().map_err(anyhow::Error::msg)?;
                 if !parsed.has_sas() {
                     anyhow::bail!(
@@ -43,7 +43,7 @@ impl Target {
                     tagwarden::azure::http_client(std::time::Duration::from_secs(30)),
                     "HTTP client",
                 )?;
-                let store = BlobPolicyStore::new(parsed, std::time::Duration::ZERO, http, None, Default::default());
+                let store = blob_policy_store(parsed, std::time::Duration::ZERO, http, None, Default::default());
                 return Ok(Target::Blob(store));
             }
             #[cfg(not(feature = "azure"))]
@@ -70,8 +70,9 @@ impl Target {
         match self {
             #[cfg(feature = "aws")]
             Target::Aws(clients, location) => {
-                let store = tagwarden::aws::policy_store::PolicyStore::new(location.clone(), std::time::Duration::ZERO);
-                Ok(store.read_status(clients).await?)
+                let store =
+                    tagwarden::aws::policy_store::policy_store(clients, location.clone(), std::time::Duration::ZERO);
+                Ok(store.read_status().await?)
             }
             #[cfg(feature = "azure")]
             Target::Blob(store) => Ok(store.read_status().await?),

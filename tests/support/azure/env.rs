@@ -188,7 +188,7 @@ impl Env {
     /// host), keeping what it has cached; `None` puts the configured one back.
     pub fn repoint(&mut self, policy_url: Option<&str>) {
         let url = policy_url.map_or_else(|| self.vars["TAGWARDEN_POLICY"].clone(), str::to_owned);
-        self.handler.reconciler.store.location = url.parse().expect("a policy URL");
+        self.handler.reconciler.store.source.location = url.parse().expect("a policy URL");
     }
 
     pub async fn publish(&self, name: &str, text: &str) {
