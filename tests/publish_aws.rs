@@ -14,9 +14,9 @@ use serde_json::Value;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::Clients;
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::store::PutError;
 use tagwarden::policy::store::Source;
-use tagwarden::publish::aws::AwsStore;
-use tagwarden::publish::{publish, PublishError, Store};
+use tagwarden::publish::publish;
 use tagwarden::status::{ResourceFailure, StatusReport};
 
 fn doc(infra: &str, tags: &str) -> String {
@@ -38,7 +38,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     let (clients, account) = support::account().await;
     let b = bucket(&clients, &account).await;
     let loc: PolicyLocation = format!("s3://{b}/cluster/policy.yaml").parse().expect("location");
-    let store = AwsStore::new(&clients, loc.clone());
+    let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let v1 = doc("c-1", "team: a, env: dev, gone: x");
     let created = publish(&store, &v1, false).await.expect("created");
@@ -71,7 +71,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     assert_eq!(invalid.result, "refused");
     assert!(!invalid.violations.is_empty(), "{invalid:?}");
     assert_eq!(puts(&clients, "S3:PutObject"), 2);
-    assert_eq!(store.read().await.expect("read").expect("still there").text, v2);
+    assert_eq!(store.read("cluster/policy.yaml").await.expect("read").expect("still there").text, v2);
 }
 
 #[tokio::test]
@@ -79,20 +79,24 @@ async fn s3_conditional_writes_never_overwrite_another_publisher() {
     let (clients, account) = support::account().await;
     let b = bucket(&clients, &account).await;
     let loc: PolicyLocation = format!("s3://{b}/p.yaml").parse().expect("location");
-    let store = AwsStore::new(&clients, loc);
+    let store = policy_store(&clients, loc, Duration::ZERO);
 
     // Two publishers read "nothing there"; the second create loses.
-    assert!(store.read().await.expect("read").is_none());
-    store.write(&doc("c-1", "a: '1'"), None).await.expect("first create");
-    let lost = store.write(&doc("c-1", "a: '2'"), None).await.expect_err("second create");
-    assert!(matches!(lost, PublishError::Conflict { .. }), "{lost}");
+    assert!(store.read("p.yaml").await.expect("read").is_none());
+    store.source.put("p.yaml", &doc("c-1", "a: '1'"), None).await.expect("first create");
+    let lost = store.source.put("p.yaml", &doc("c-1", "a: '2'"), None).await.expect_err("second create");
+    assert!(matches!(lost, PutError::Conflict { .. }), "{lost}");
 
     // Both read version 1; one replaces it; the other's write, conditional on version 1, loses.
-    let read = store.read().await.expect("read").expect("v1");
-    store.write(&doc("c-1", "a: '3'"), Some(&read)).await.expect("first replace");
-    let lost = store.write(&doc("c-1", "a: '4'"), Some(&read)).await.expect_err("stale replace");
-    assert!(lost.to_string().contains("publish again"), "{lost}");
-    assert_eq!(store.read().await.expect("read").expect("v2").text, doc("c-1", "a: '3'"), "nothing overwritten unseen");
+    let read = store.read("p.yaml").await.expect("read").expect("v1");
+    store.source.put("p.yaml", &doc("c-1", "a: '3'"), Some(&read.etag)).await.expect("first replace");
+    let lost = store.source.put("p.yaml", &doc("c-1", "a: '4'"), Some(&read.etag)).await.expect_err("stale replace");
+    assert!(matches!(lost, PutError::Conflict { .. }), "{lost}");
+    assert_eq!(
+        store.read("p.yaml").await.expect("read").expect("v2").text,
+        doc("c-1", "a: '3'"),
+        "nothing overwritten unseen"
+    );
 }
 
 #[tokio::test]
@@ -110,7 +114,7 @@ async fn s3_prefix_layer_is_checked_with_the_other_layers() {
         .await
         .expect("layer");
     let loc: PolicyLocation = format!("s3://{b}/layers/").parse().expect("location");
-    let store = AwsStore::new(&clients, loc.clone());
+    let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let clash = publish(&store, &doc("c-2", "a: b"), false).await.expect("refused");
     assert_eq!(clash.result, "refused", "the layers would name two clusters: {clash:?}");
@@ -126,7 +130,7 @@ async fn s3_prefix_layer_is_checked_with_the_other_layers() {
 async fn ssm_versions_guard_the_parameter() {
     let (clients, _) = support::account().await;
     let loc: PolicyLocation = "ssm:/tagwarden/policy".parse().expect("location");
-    let store = AwsStore::new(&clients, loc.clone());
+    let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let v1 = doc("c-1", "team: a");
     assert_eq!(publish(&store, &v1, false).await.expect("created").version.as_deref(), Some("1"));
@@ -136,13 +140,14 @@ async fn ssm_versions_guard_the_parameter() {
     assert_eq!(publish(&store, &v2, false).await.expect("updated").version.as_deref(), Some("2"));
 
     // A stale reader is refused before its put; a creator racing another creator too.
-    let stale = store.read().await.expect("read").expect("v2");
-    store.write(&doc("c-1", "team: c"), Some(&stale)).await.expect("v3");
-    let lost = store.write(&doc("c-1", "team: d"), Some(&stale)).await.expect_err("stale");
-    assert!(matches!(&lost, PublishError::Conflict { read, found, .. } if read == "2" && found == "3"), "{lost}");
-    let lost = store.write(&v1, None).await.expect_err("exists");
-    assert!(matches!(lost, PublishError::Conflict { .. }), "{lost}");
-    assert_eq!(store.read().await.expect("read").expect("v3").text, doc("c-1", "team: c"));
+    let stale = store.read("/tagwarden/policy").await.expect("read").expect("v2");
+    store.source.put("/tagwarden/policy", &doc("c-1", "team: c"), Some(&stale.etag)).await.expect("v3");
+    let lost =
+        store.source.put("/tagwarden/policy", &doc("c-1", "team: d"), Some(&stale.etag)).await.expect_err("stale");
+    assert!(matches!(&lost, PutError::Conflict { found } if found == "3"), "{lost}");
+    let lost = store.source.put("/tagwarden/policy", &v1, None).await.expect_err("exists");
+    assert!(matches!(lost, PutError::Conflict { .. }), "{lost}");
+    assert_eq!(store.read("/tagwarden/policy").await.expect("read").expect("v3").text, doc("c-1", "team: c"));
 
     let (loaded, _) = policy_store(&clients, loc, Duration::ZERO).current(true).await;
     assert_eq!(loaded.expect("the function reads the parameter").fingerprint, "/tagwarden/policy@3");

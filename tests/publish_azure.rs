@@ -15,9 +15,9 @@ use serde_json::Value;
 use support::azurite::{self, account_sas};
 use tagwarden::azure::blob_store::{blob_policy_store, BlobPolicyStore, OP_PUT};
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::store::PutError;
 use tagwarden::policy::store::Source;
-use tagwarden::publish::azure::BlobStore;
-use tagwarden::publish::{publish, PublishError, Store};
+use tagwarden::publish::publish;
 use tagwarden::status::StatusReport;
 
 fn doc(infra: &str, tags: &str) -> String {
@@ -35,36 +35,36 @@ async fn blob_create_unchanged_update_refusal_and_conflicts() {
     let container = azurite::container(&http).await;
     let url = format!("{container}/cluster/policy.yaml?{}", account_sas());
     let store = policy_store(&url);
-    let target = BlobStore::new(&store);
 
     let v1 = doc("c-1", "team: a, gone: x");
-    let created = publish(&target, &v1, false).await.expect("created");
+    let created = publish(&store, &v1, false).await.expect("created");
     assert_eq!((created.result, created.infra_id.as_deref()), ("written", Some("c-1")));
     assert!(!created.location.contains("sig="), "no SAS in what is shown: {}", created.location);
     let (loaded, _) = store.current(true).await;
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
-    assert_eq!(publish(&target, &v1, false).await.expect("same").result, "unchanged");
+    assert_eq!(publish(&store, &v1, false).await.expect("same").result, "unchanged");
     assert_eq!(store.source.calls.get(OP_PUT), 1, "an unchanged document is not rewritten");
-    let invalid = publish(&target, &doc("c-1", "'a<b': x, 'k%': y"), false).await.expect("refused");
+    let invalid = publish(&store, &doc("c-1", "'a<b': x, 'k%': y"), false).await.expect("refused");
     assert_eq!(invalid.result, "refused", "{invalid:?}");
     assert!(invalid.violations.len() >= 2, "every violation is listed: {:?}", invalid.violations);
     assert_eq!(store.source.calls.get(OP_PUT), 1, "nothing written for an invalid document");
 
     let v2 = doc("c-1", "team: b, cost: '1'");
-    let updated = publish(&target, &v2, false).await.expect("updated");
+    let updated = publish(&store, &v2, false).await.expect("updated");
     assert_eq!(updated.result, "written");
     assert_eq!(updated.changes.changed["team"], ["a".to_string(), "b".to_string()]);
     assert_eq!(updated.changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
 
     // A stale ETag loses; so does a create when the blob appeared meanwhile.
-    let read = target.read().await.expect("read").expect("v2");
-    target.write(&doc("c-1", "team: c"), Some(&read)).await.expect("replace");
-    let lost = target.write(&doc("c-1", "team: d"), Some(&read)).await.expect_err("stale");
-    assert!(matches!(lost, PublishError::Conflict { .. }), "{lost}");
-    let lost = target.write(&v1, None).await.expect_err("exists");
-    assert!(matches!(lost, PublishError::Conflict { .. }), "{lost}");
-    assert_eq!(target.read().await.expect("read").expect("v3").text, doc("c-1", "team: c"));
+    let read = store.read("cluster/policy.yaml").await.expect("read").expect("v2");
+    store.source.put("cluster/policy.yaml", &doc("c-1", "team: c"), Some(&read.etag)).await.expect("replace");
+    let lost =
+        store.source.put("cluster/policy.yaml", &doc("c-1", "team: d"), Some(&read.etag)).await.expect_err("stale");
+    assert!(matches!(lost, PutError::Conflict { .. }), "{lost}");
+    let lost = store.source.put("cluster/policy.yaml", &v1, None).await.expect_err("exists");
+    assert!(matches!(lost, PutError::Conflict { .. }), "{lost}");
+    assert_eq!(store.read("cluster/policy.yaml").await.expect("read").expect("v3").text, doc("c-1", "team: c"));
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 
 use super::{AwsError, Clients, ErrorClass};
 use crate::cloud::Cloud;
-use crate::policy::store::{self, Layout, Listed, Object, Source};
+use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 use crate::status::StatusReport;
 
@@ -184,6 +184,81 @@ impl Source for AwsSource {
             "no .yaml, .yml or .json object under the prefix",
             ErrorClass::Fatal,
         )
+    }
+
+    fn is_absent(&self, e: &AwsError) -> bool {
+        matches!(e.code.as_str(), "NoSuchKey" | "ParameterNotFound")
+    }
+
+    fn location_of(&self, name: &str) -> String {
+        match &self.location {
+            PolicyLocation::S3Object { bucket, .. } | PolicyLocation::S3Prefix { bucket, .. } => {
+                format!("s3://{bucket}/{name}")
+            }
+            PolicyLocation::Ssm { .. } => format!("ssm:{name}"),
+        }
+    }
+
+    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<AwsError>> {
+        let location = self.location_of(name);
+        match &self.location {
+            PolicyLocation::S3Object { bucket, .. } | PolicyLocation::S3Prefix { bucket, .. } => {
+                let put = self.clients.s3.put_object().bucket(bucket).key(name).content_type(store::content_type(name));
+                // S3 conditional writes: `If-None-Match: *` creates only; `If-Match` replaces only
+                // that ETag. A lost race is 412 PreconditionFailed, or 409 ConditionalRequestConflict
+                // while another conditional write is in flight.
+                let put = match expected {
+                    Some(etag) => put.if_match(etag),
+                    None => put.if_none_match("*"),
+                };
+                match put.body(text.as_bytes().to_vec().into()).send().await {
+                    Ok(out) => Ok(out.e_tag().unwrap_or_default().to_string()),
+                    Err(e) if matches!(e.code(), Some("PreconditionFailed" | "ConditionalRequestConflict")) => {
+                        Err(PutError::Conflict { found: "a newer object".into() })
+                    }
+                    Err(e) => Err(PutError::Source(AwsError::from_sdk("s3:PutObject", &location, e))),
+                }
+            }
+            // PutParameter has no condition. Creating uses Overwrite=false (refused if the
+            // parameter appeared); replacing re-reads the version right before the put, then
+            // checks that the put made exactly the next version.
+            PolicyLocation::Ssm { .. } => {
+                if let Some(version) = expected {
+                    match self.get(name, None).await {
+                        Ok(Some(now)) if now.etag == version => {}
+                        Ok(Some(now)) => return Err(PutError::Conflict { found: now.etag }),
+                        Ok(None) => {}
+                        Err(e) if self.is_absent(&e) => return Err(PutError::Conflict { found: "deleted".into() }),
+                        Err(e) => return Err(PutError::Source(e)),
+                    }
+                }
+                let mut put = self
+                    .clients
+                    .ssm
+                    .put_parameter()
+                    .name(name)
+                    .r#type(aws_sdk_ssm::types::ParameterType::String)
+                    .overwrite(expected.is_some())
+                    .value(text);
+                // A Standard parameter holds 4 KB; Intelligent-Tiering picks Advanced (and its
+                // charge) only for larger values.
+                if text.len() > 4096 {
+                    put = put.tier(aws_sdk_ssm::types::ParameterTier::IntelligentTiering);
+                }
+                let written = match put.send().await {
+                    Ok(out) => out.version(),
+                    Err(e) if e.code() == Some("ParameterAlreadyExists") => {
+                        return Err(PutError::Conflict { found: "created by another writer".into() })
+                    }
+                    Err(e) => return Err(PutError::Source(AwsError::from_sdk("ssm:PutParameter", name, e))),
+                };
+                let next = expected.and_then(|v| v.parse::<i64>().ok()).map_or(1, |v| v + 1);
+                if written != next {
+                    return Err(PutError::Raced { written: written.to_string() });
+                }
+                Ok(written.to_string())
+            }
+        }
     }
 
     async fn get_status(&self) -> Result<Option<String>, AwsError> {

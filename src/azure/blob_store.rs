@@ -23,7 +23,7 @@ use reqwest::{Method, Url};
 use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
 use super::{AzureError, CallCounter, ErrorClass};
 use crate::cloud::Cloud;
-use crate::policy::store::{self, Layout, Listed, Object, Source};
+use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 use crate::status::StatusReport;
 
@@ -295,6 +295,42 @@ impl Source for BlobSource {
             "no .yaml, .yml or .json blob under the prefix: publish the policy there",
             ErrorClass::Fatal,
         )
+    }
+
+    fn is_absent(&self, e: &AzureError) -> bool {
+        e.status == Some(404)
+    }
+
+    fn location_of(&self, name: &str) -> String {
+        self.location.display_name(name)
+    }
+
+    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<AzureError>> {
+        let target = self.location.display_name(name);
+        let req = self.request(Method::PUT, self.location.blob_url(name)).await.map_err(PutError::Source)?;
+        // Put Blob's conditional headers: `If-Match` replaces only that ETag, `If-None-Match: *`
+        // creates only. A lost race is 412 ConditionNotMet, or 409 BlobAlreadyExists.
+        let req = match expected {
+            Some(etag) => req.header("if-match", etag),
+            None => req.header("if-none-match", "*"),
+        };
+        let req = req
+            .header("x-ms-blob-type", "BlockBlob")
+            .header("content-type", store::content_type(name))
+            .body(text.to_string());
+        self.calls.record(OP_PUT);
+        let resp = req.send().await.map_err(|e| PutError::Source(transport(OP_PUT, &target, e)))?;
+        let status = resp.status().as_u16();
+        let header = |n: &str| resp.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        match status {
+            200..=299 => Ok(header("etag").unwrap_or_default()),
+            409 | 412 => Err(PutError::Conflict { found: "a newer blob".into() }),
+            _ => {
+                let code = header("x-ms-error-code");
+                let body = resp.text().await.unwrap_or_default();
+                Err(PutError::Source(AzureError::from_response(OP_PUT, &target, status, code.as_deref(), &body)))
+            }
+        }
     }
 
     async fn get_status(&self) -> Result<Option<String>, AzureError> {

@@ -65,15 +65,45 @@ pub trait Source: Send + Sync {
     async fn list(&self, prefix: &str) -> Result<Vec<Listed>, Self::Error>;
     /// The error for a prefix that holds no policy document.
     fn no_documents(&self) -> Self::Error;
+    /// Whether `e` says the object does not exist.
+    fn is_absent(&self, e: &Self::Error) -> bool;
+    /// Where object `name` is, as messages show it.
+    fn location_of(&self, name: &str) -> String;
+    /// Write `text` at `name` only if its ETag (or version) is still `expected`, or with `None`
+    /// only if it does not exist: the new ETag or version.
+    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<Self::Error>>;
     /// The status report's text beside the policy, if one was written.
     async fn get_status(&self) -> Result<Option<String>, Self::Error>;
     async fn put_status(&self, report: &StatusReport) -> Result<(), Self::Error>;
+}
+
+/// The content type a policy document is written with.
+pub fn content_type(name: &str) -> &'static str {
+    if name.ends_with(".json") {
+        "application/json"
+    } else {
+        "application/yaml"
+    }
 }
 
 /// Whether an object under a prefix is a policy layer.
 pub fn is_policy_document(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);
     [".yaml", ".yml", ".json"].iter().any(|e| base.ends_with(e)) && base != STATUS_REPORT_NAME && !base.starts_with('.')
+}
+
+/// Why a conditional write did not happen as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum PutError<E: std::error::Error + 'static> {
+    /// The object is not at the version read (or exists when it was read absent): not written.
+    #[error("it changed since it was read (now {found})")]
+    Conflict { found: String },
+    /// SSM only, which has no conditional put: another write landed between the version check
+    /// and this put, which is version `written`. Both are in the parameter's history.
+    #[error("another write landed between the version check and this write, now version {written}")]
+    Raced { written: String },
+    #[error(transparent)]
+    Source(E),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +142,7 @@ impl<S: Source> PolicyStore<S> {
         let location = self.location();
         let mut change = None;
         if st.due(self.ttl, force) {
-            let fetched = self.fetch(&mut st).await;
+            let fetched = self.fetch(&mut st, false).await;
             match st.record(self.source.cloud(), &location, fetched) {
                 Ok(c) => change = c,
                 Err(unavailable) => return (Err(unavailable), None),
@@ -169,14 +199,23 @@ impl<S: Source> PolicyStore<S> {
         .transpose()
     }
 
-    /// Every document of the policy as published now, bypassing the cache: `(name, text)`.
+    /// Every document of the policy as published now, bypassing the cache: `(name, text)`. An
+    /// empty prefix has none.
     pub async fn documents(&self) -> Result<Vec<(String, String)>, S::Error> {
         let mut scratch = PolicyCache::default();
-        Ok(self.fetch(&mut scratch).await?.map(|f| f.documents).unwrap_or_default())
+        Ok(self.fetch(&mut scratch, true).await?.map(|f| f.documents).unwrap_or_default())
+    }
+
+    /// Object `name` as published now, or `None` when it does not exist.
+    pub async fn read(&self, name: &str) -> Result<Option<Object>, S::Error> {
+        match self.source.get(name, None).await {
+            Err(e) if self.source.is_absent(&e) => Ok(None),
+            other => other,
+        }
     }
 
     /// The documents, or `None` when nothing changed since the last version seen.
-    async fn fetch(&self, st: &mut PolicyCache) -> Result<Option<Fetched>, S::Error> {
+    async fn fetch(&self, st: &mut PolicyCache, empty_ok: bool) -> Result<Option<Fetched>, S::Error> {
         match self.source.layout() {
             Layout::One(name) => {
                 let etag = st.documents.get(&name).map(|(e, _)| e.clone());
@@ -198,7 +237,7 @@ impl<S: Source> PolicyStore<S> {
                 if st.seen() == Some(fingerprint.as_str()) {
                     return Ok(None);
                 }
-                if listed.is_empty() {
+                if listed.is_empty() && !empty_ok {
                     return Err(self.source.no_documents());
                 }
                 let mut documents = Vec::with_capacity(listed.len());

@@ -6,39 +6,19 @@
 //! version that was read (S3 `If-Match` / `If-None-Match: *`, blob ETags; SSM, which has no
 //! conditional put, by its version counter), so two publishers never overwrite each other unseen.
 //!
-//! This module decides; [`aws`] and [`azure`] read and write.
-
-#[cfg(feature = "aws")]
-pub mod aws;
-#[cfg(feature = "azure")]
-pub mod azure;
+//! This module decides; the policy store's [`Source`] of each cloud reads and writes.
 
 use serde::Serialize;
 
 use crate::cloud::Cloud;
 use crate::policy::cache::check;
+#[cfg(any(feature = "aws", feature = "azure"))]
+use crate::policy::store::{Layout, PolicyStore, PutError, Source};
 use crate::TagMap;
 
 /// The name a layered prefix gets for the cluster's document (DESIGN.md §2's example layering:
 /// `00-defaults.yaml`, `10-cluster.json`, `20-overrides.yaml`).
 pub const CLUSTER_LAYER: &str = "10-cluster.yaml";
-
-#[cfg(any(feature = "aws", feature = "azure"))]
-fn content_type(name: &str) -> &'static str {
-    if name.ends_with(".json") {
-        "application/json"
-    } else {
-        "application/yaml"
-    }
-}
-
-/// What is published now at the target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Published {
-    pub text: String,
-    /// The S3 or blob ETag, or the SSM parameter version: the write is conditional on it.
-    pub token: String,
-}
 
 /// The tag changes a publish makes against what is published now.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -140,59 +120,53 @@ impl Outcome {
     }
 }
 
-/// Where a policy is published: one object, parameter or blob (a prefix's cluster layer).
-#[allow(async_fn_in_trait)]
-pub trait Store {
-    fn cloud(&self) -> Cloud;
-    /// The object, parameter or blob written (no credential).
-    fn location(&self) -> String;
-    /// The document's name among the policy's documents.
-    fn document_name(&self) -> String;
-    /// The other documents of a layered prefix, as published.
-    async fn others(&self) -> Result<Vec<(String, String)>, PublishError>;
-    async fn read(&self) -> Result<Option<Published>, PublishError>;
-    /// Write `text` if what is published is still `expected`; the new version.
-    async fn write(&self, text: &str, expected: Option<&Published>) -> Result<String, PublishError>;
-}
-
-/// Publish `text`: refuse what the function would reject, skip what is already published, and
-/// otherwise write it conditionally on the version read.
-pub async fn publish(store: &impl Store, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
-    let others = store.others().await?;
-    let current = store.read().await?;
-    let decision =
-        decide(store.cloud(), &store.document_name(), text, &others, current.as_ref().map(|p| p.text.as_str()));
-    let (changes, infra_id) = match decision {
-        Decision::Refuse(violations) => return Ok(Outcome::refused(store.location(), violations)),
+/// Publish `text` to `store`'s location (its object, or the cluster layer of its prefix): refuse
+/// what the function would reject, skip what is already published, and otherwise write it
+/// conditionally on the version read.
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
+    let cloud_error = |e: S::Error| PublishError::Cloud(e.to_string());
+    let (name, document, others) = match store.source.layout() {
+        Layout::One(name) => (name.clone(), name, Vec::new()),
+        Layout::Prefix(prefix) => {
+            let others = store.documents().await.map_err(cloud_error)?;
+            let others: Vec<(String, String)> = others.into_iter().filter(|(n, _)| n != CLUSTER_LAYER).collect();
+            (format!("{prefix}{CLUSTER_LAYER}"), CLUSTER_LAYER.to_string(), others)
+        }
+    };
+    let location = store.source.location_of(&name);
+    let cloud = store.source.cloud();
+    let current = store.read(&name).await.map_err(cloud_error)?;
+    let (changes, infra_id) = match decide(cloud, &document, text, &others, current.as_ref().map(|o| o.text.as_str())) {
+        Decision::Refuse(violations) => return Ok(Outcome::refused(location, violations)),
         Decision::Unchanged => {
-            let infra_id =
-                check(store.cloud(), others.into_iter().chain([(store.document_name(), text.to_string())]).collect())
-                    .ok()
-                    .map(|(_, id)| id);
+            let docs = others.into_iter().chain([(document, text.to_string())]).collect();
             return Ok(Outcome {
-                location: store.location(),
+                location,
                 result: "unchanged",
-                version: current.map(|p| p.token),
-                infra_id,
+                version: current.map(|o| o.etag),
+                infra_id: check(cloud, docs).ok().map(|(_, id)| id),
                 changes: TagChanges::default(),
                 violations: Vec::new(),
             });
         }
         Decision::Write { changes, infra_id } => (changes, infra_id),
     };
+    let read = current.map(|o| o.etag);
     let (result, version) = if dry_run {
-        ("would-write", current.as_ref().map(|p| p.token.clone()))
+        ("would-write", read)
     } else {
-        ("written", Some(store.write(text, current.as_ref()).await?))
+        let written = store.source.put(&name, text, read.as_deref()).await.map_err(|e| {
+            let read = read.clone().unwrap_or_else(|| "none".into());
+            match e {
+                PutError::Conflict { found } => PublishError::Conflict { location: location.clone(), read, found },
+                PutError::Raced { written } => PublishError::Raced { location: location.clone(), read, written },
+                PutError::Source(e) => PublishError::Cloud(e.to_string()),
+            }
+        })?;
+        ("written", Some(written))
     };
-    Ok(Outcome {
-        location: store.location(),
-        result,
-        version,
-        infra_id: Some(infra_id),
-        changes,
-        violations: Vec::new(),
-    })
+    Ok(Outcome { location, result, version, infra_id: Some(infra_id), changes, violations: Vec::new() })
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,6 @@ use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, elbv2, iam, s3};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
-use tagwarden::publish::aws::AwsStore;
 use tagwarden::publish::{publish, TagChanges};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
@@ -159,7 +158,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     println!("== 2. the cluster publishes its Infrastructure object: tagwarden publish --to s3://{POLICY_BUCKET}/cluster/infrastructure.yaml");
     let location: PolicyLocation =
         format!("s3://{POLICY_BUCKET}/cluster/infrastructure.yaml").parse().map_err(anyhow::Error::msg)?;
-    let target = AwsStore::new(&clients, location.clone());
+    let target = policy_store(&clients, location.clone(), Duration::ZERO);
     let published = publish(&target, INFRASTRUCTURE, false).await?;
     println!(
         "   {} (version {}): {}",

@@ -6,7 +6,7 @@ use tagwarden::status::StatusReport;
 
 pub enum Target {
     #[cfg(feature = "aws")]
-    Aws(tagwarden::aws::Clients, tagwarden::aws::policy_store::PolicyLocation),
+    Aws(tagwarden::aws::policy_store::PolicyStore),
     #[cfg(feature = "azure")]
     Blob(tagwarden::azure::blob_store::BlobPolicyStore),
 }
@@ -24,7 +24,9 @@ impl Target {
                 if let Some(r) = region {
                     loader = loader.region(aws_config::Region::new(r.to_string()));
                 }
-                return Ok(Target::Aws(tagwarden::aws::Clients::new(&loader.load().await), parsed));
+                let clients = tagwarden::aws::Clients::new(&loader.load().await);
+                let store = tagwarden::aws::policy_store::policy_store(&clients, parsed, std::time::Duration::ZERO);
+                return Ok(Target::Aws(store));
             }
             #[cfg(not(feature = "aws"))]
             anyhow::bail!("{location}: this build has no AWS support; build tagwarden with --features aws");
@@ -57,11 +59,9 @@ impl Target {
     pub async fn publish(&self, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
         match self {
             #[cfg(feature = "aws")]
-            Target::Aws(clients, location) => {
-                publish::publish(&publish::aws::AwsStore::new(clients, location.clone()), text, dry_run).await
-            }
+            Target::Aws(store) => publish::publish(store, text, dry_run).await,
             #[cfg(feature = "azure")]
-            Target::Blob(store) => publish::publish(&publish::azure::BlobStore::new(store), text, dry_run).await,
+            Target::Blob(store) => publish::publish(store, text, dry_run).await,
         }
     }
 
@@ -69,11 +69,7 @@ impl Target {
     pub async fn status(&self) -> anyhow::Result<Option<StatusReport>> {
         match self {
             #[cfg(feature = "aws")]
-            Target::Aws(clients, location) => {
-                let store =
-                    tagwarden::aws::policy_store::policy_store(clients, location.clone(), std::time::Duration::ZERO);
-                Ok(store.read_status().await?)
-            }
+            Target::Aws(store) => Ok(store.read_status().await?),
             #[cfg(feature = "azure")]
             Target::Blob(store) => Ok(store.read_status().await?),
         }
