@@ -59,6 +59,8 @@ pub struct PolicyCache {
     seen: Option<String>,
     checked: Option<Instant>,
     /// Document name → (ETag, text): a prefix re-downloads only what changed.
+    // Read by `policy::store`, which only the cloud features build.
+    #[cfg_attr(not(any(feature = "aws", feature = "azure")), allow(dead_code))]
     pub(super) documents: BTreeMap<String, (String, String)>,
     last_rejection: Option<Vec<String>>,
     /// Why the last re-check failed while a good version stayed in force.
