@@ -3,24 +3,14 @@
 //! resources whose last sweep could not be brought in line — the seeds' failure list in
 //! `status.platformStatus.<cloud>.resourceTags`. Pure: each cloud's store writes it.
 
-use std::borrow::Cow;
 use std::fmt::Display;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
+pub use crate::policy::cache::{PolicyState, Standing};
 use crate::report::{Record, Status};
-
-/// `policy.state`: the published policy is the version in force.
-pub const STATE_OK: &str = "ok";
-/// A newer published version was rejected; the last known good version stays in force.
-pub const STATE_REJECTED: &str = "rejected-keeping-last-good";
-/// The published policy could not be re-read (deleted, forbidden, unreachable, too large); the
-/// last known good version stays in force.
-pub const STATE_UNREADABLE: &str = "unreadable-keeping-last-good";
-/// No valid version has ever been read: nothing is written.
-pub const STATE_UNAVAILABLE: &str = "unavailable";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusReport {
@@ -37,7 +27,7 @@ pub struct StatusReport {
 pub struct PolicyStatus {
     /// Where the policy is read from, without any credential (a SAS is never shown).
     pub location: String,
-    pub state: Cow<'static, str>,
+    pub state: PolicyState,
     pub version: Option<String>,
     pub errors: Vec<String>,
 }
@@ -91,14 +81,14 @@ impl StatusReport {
         failures: Vec<ResourceFailure>,
     ) -> Self {
         let state = match (&version, errors.is_empty()) {
-            (Some(_), true) => STATE_OK,
-            (Some(_), false) => STATE_REJECTED,
-            (None, _) => STATE_UNAVAILABLE,
+            (Some(_), true) => PolicyState::Ok,
+            (Some(_), false) => PolicyState::RejectedKeepingLastGood,
+            (None, _) => PolicyState::Unavailable,
         };
         StatusReport {
             generated_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),
             cloud,
-            policy: PolicyStatus { location: location.to_string(), state: state.into(), version, errors },
+            policy: PolicyStatus { location: location.to_string(), state, version, errors },
             failures,
             unsupported: Vec::new(),
         }
@@ -111,12 +101,12 @@ impl StatusReport {
         cloud: Cloud,
         location: &impl Display,
         version: &str,
-        (state, errors): (&'static str, Vec<String>),
+        Standing { state, errors }: Standing,
         records: &[Record],
     ) -> Self {
         let failures = records.iter().filter_map(ResourceFailure::of).collect();
         let mut report = Self::new(cloud, location, Some(version.to_string()), errors, failures);
-        report.policy.state = state.into();
+        report.policy.state = state;
         report.unsupported = records
             .iter()
             .filter(|r| r.status == Status::Unsupported)
@@ -162,14 +152,19 @@ mod tests {
             )
             .policy
             .state
-            .into_owned()
         };
         assert_eq!(
             (r(Some("v"), &[]), r(Some("v"), &["bad"]), r(None, &[])),
-            (STATE_OK.to_string(), STATE_REJECTED.to_string(), STATE_UNAVAILABLE.to_string())
+            (PolicyState::Ok, PolicyState::RejectedKeepingLastGood, PolicyState::Unavailable)
         );
-        let sweep = StatusReport::of_sweep(Cloud::Azure, &"x", "v", (STATE_UNREADABLE, vec!["gone".into()]), &[]);
-        assert_eq!((&*sweep.policy.state, sweep.policy.errors.len()), (STATE_UNREADABLE, 1));
+        let sweep = StatusReport::of_sweep(
+            Cloud::Azure,
+            &"x",
+            "v",
+            Standing { state: PolicyState::UnreadableKeepingLastGood, errors: vec!["gone".into()] },
+            &[],
+        );
+        assert_eq!((sweep.policy.state, sweep.policy.errors.len()), (PolicyState::UnreadableKeepingLastGood, 1));
     }
 
     #[test]
@@ -180,7 +175,13 @@ mod tests {
         (over.status, over.error) = (Status::LimitExceeded, None);
         let mut fine = failed.clone();
         (fine.status, fine.error) = (Status::Applied, None);
-        let sweep = StatusReport::of_sweep(Cloud::Aws, &"s3://b/p", "v", (STATE_OK, vec![]), &[failed, over, fine]);
+        let sweep = StatusReport::of_sweep(
+            Cloud::Aws,
+            &"s3://b/p",
+            "v",
+            Standing { state: PolicyState::Ok, errors: vec![] },
+            &[failed, over, fine],
+        );
         let errors: Vec<&str> = sweep.failures.iter().map(|f| f.error.as_str()).collect();
         assert_eq!(errors.len(), 2, "{errors:?}");
         assert!(errors[0] == "Throttling" && errors[1].contains("tag limit"), "{errors:?}");

@@ -20,7 +20,7 @@ use tagwarden::cloud::Cloud;
 use tagwarden::cluster::mirror::{Write, DEFAULT_NAME};
 use tagwarden::cluster::{self, Change, ClusterError, Source, SourceDocument, StatusMirror};
 use tagwarden::policy::load::load_one;
-use tagwarden::status::{ResourceFailure, StatusReport, STATE_OK};
+use tagwarden::status::{PolicyState, ResourceFailure, StatusReport};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -398,7 +398,10 @@ async fn the_status_mirror_creates_then_updates_its_configmap_and_emits_an_event
     let out = mirror.mirror(&first).await.expect("mirror");
     assert_eq!((out.configmap, out.event.as_deref()), (Write::Created, Some("PolicyInForce")));
     let cm = api.get("configmaps", NS, DEFAULT_NAME).expect("created");
-    assert_eq!((cm["data"]["state"].as_str(), cm["data"]["version"].as_str()), (Some(STATE_OK), Some("v1")));
+    assert_eq!(
+        (cm["data"]["state"].as_str(), cm["data"]["version"].as_str()),
+        (Some(PolicyState::Ok.as_str()), Some("v1"))
+    );
     let inner: Value = serde_json::from_str(cm["data"]["report.json"].as_str().expect("report")).expect("json");
     assert_eq!(inner["policy"]["location"], "s3://policy/cluster/infrastructure.yaml");
 

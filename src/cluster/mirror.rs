@@ -14,7 +14,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 
 use super::{api_error, ClusterError};
-use crate::status::{StatusReport, STATE_OK, STATE_REJECTED, STATE_UNAVAILABLE, STATE_UNREADABLE};
+use crate::status::{PolicyState, StatusReport};
 
 /// The ConfigMap the manifests create for the report.
 pub const DEFAULT_NAME: &str = "tagwarden-status";
@@ -183,24 +183,27 @@ impl Summary {
         let version = r.policy.version.as_deref().unwrap_or("none");
         let location = &r.policy.location;
         let errors = r.policy.errors.join("; ");
-        let (reason, note) = match self.state.as_str() {
-            STATE_OK if !self.failing => (
+        let state = PolicyState::ALL.into_iter().find(|s| s.as_str() == self.state);
+        let (reason, note) = match state {
+            Some(PolicyState::Ok) if !self.failing => (
                 "PolicyInForce",
                 format!("policy version {version} from {location} is in force on every owned resource"),
             ),
-            STATE_OK => ("TagWriteFailures", format!("policy version {version} from {location} is in force")),
-            STATE_REJECTED => (
+            Some(PolicyState::Ok) => {
+                ("TagWriteFailures", format!("policy version {version} from {location} is in force"))
+            }
+            Some(PolicyState::RejectedKeepingLastGood) => (
                 "PolicyRejected",
                 format!("a newer policy at {location} was rejected ({errors}); version {version} stays in force"),
             ),
-            STATE_UNREADABLE => (
+            Some(PolicyState::UnreadableKeepingLastGood) => (
                 "PolicyUnreadable",
                 format!("the policy at {location} cannot be read ({errors}); version {version} stays in force"),
             ),
-            STATE_UNAVAILABLE => {
+            Some(PolicyState::Unavailable) => {
                 ("PolicyUnavailable", format!("no valid policy at {location} ({errors}); nothing is written"))
             }
-            other => ("PolicyStatus", format!("policy state {other} at {location}, version {version}")),
+            None => ("PolicyStatus", format!("policy state {} at {location}, version {version}", self.state)),
         };
         let mut note = note;
         if let Some(first) = r.failures.first() {

@@ -14,8 +14,54 @@ use std::time::{Duration, Instant};
 
 use crate::cloud::Cloud;
 use crate::policy::{self, Policy};
-use crate::status::{STATE_OK, STATE_REJECTED, STATE_UNREADABLE};
 use crate::validate;
+
+/// How the published policy stands against the version in force (the status report's
+/// `policy.state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyState {
+    /// The published policy is the version in force.
+    Ok,
+    /// A newer published version was rejected; the last known good version stays in force.
+    RejectedKeepingLastGood,
+    /// The published policy could not be re-read (deleted, forbidden, unreachable, too large);
+    /// the last known good version stays in force.
+    UnreadableKeepingLastGood,
+    /// No valid version has ever been read: nothing is written.
+    Unavailable,
+}
+
+impl PolicyState {
+    pub const ALL: [PolicyState; 4] = [
+        PolicyState::Ok,
+        PolicyState::RejectedKeepingLastGood,
+        PolicyState::UnreadableKeepingLastGood,
+        PolicyState::Unavailable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyState::Ok => "ok",
+            PolicyState::RejectedKeepingLastGood => "rejected-keeping-last-good",
+            PolicyState::UnreadableKeepingLastGood => "unreadable-keeping-last-good",
+            PolicyState::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for PolicyState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The state, and the errors behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    pub state: PolicyState,
+    pub errors: Vec<String>,
+}
 
 /// A validated policy in force.
 #[derive(Debug)]
@@ -115,13 +161,14 @@ impl PolicyCache {
     /// How the published policy stands against the version in force, for the status report:
     /// `ok`, the last re-check failed (why), or a newer version was rejected (its errors). A sweep
     /// reports it, so the report never says `ok` while the published policy is not in force.
-    pub fn standing(&self) -> (&'static str, Vec<String>) {
+    pub fn standing(&self) -> Standing {
         // What is true now first: a policy that cannot be read, then a rejected version.
-        match (&self.read_error, &self.last_rejection) {
-            (Some(e), _) => (STATE_UNREADABLE, vec![e.clone()]),
-            (None, Some(errors)) => (STATE_REJECTED, errors.clone()),
-            (None, None) => (STATE_OK, Vec::new()),
-        }
+        let (state, errors) = match (&self.read_error, &self.last_rejection) {
+            (Some(e), _) => (PolicyState::UnreadableKeepingLastGood, vec![e.clone()]),
+            (None, Some(errors)) => (PolicyState::RejectedKeepingLastGood, errors.clone()),
+            (None, None) => (PolicyState::Ok, Vec::new()),
+        };
+        Standing { state, errors }
     }
 
     fn accept(
@@ -191,19 +238,22 @@ mod tests {
         assert!(matches!(change, Some(PolicyChange::Loaded { .. })));
         assert!(!cache.due(Duration::from_secs(60), false) && cache.due(Duration::from_secs(60), true));
         let v1 = cache.current("l").expect("in force").policy.version.clone();
-        assert_eq!(cache.standing().0, STATE_OK);
+        assert_eq!(cache.standing().state, PolicyState::Ok);
 
         // A rejected version keeps v1 and says why.
         let change = cache.record(Cloud::Aws, "l", Ok::<_, String>(Some(doc("aws:x: y")))).expect("kept");
         assert!(matches!(change, Some(PolicyChange::Rejected { .. })));
         assert_eq!(cache.current("l").expect("v1").policy.version, v1);
-        assert_eq!(cache.standing().0, STATE_REJECTED);
+        assert_eq!(cache.standing().state, PolicyState::RejectedKeepingLastGood);
         // Then unreadable: still v1, and that is what stands now.
         assert_eq!(cache.record(Cloud::Aws, "l", Err::<Option<Fetched>, _>("NoSuchKey")), Ok(None));
-        assert_eq!(cache.standing(), (STATE_UNREADABLE, vec!["NoSuchKey".to_string()]));
+        assert_eq!(
+            cache.standing(),
+            Standing { state: PolicyState::UnreadableKeepingLastGood, errors: vec!["NoSuchKey".to_string()] }
+        );
         // Unchanged and readable again: the rejection stands.
         assert_eq!(cache.record(Cloud::Aws, "l", Ok::<Option<Fetched>, String>(None)), Ok(None));
-        assert_eq!(cache.standing().0, STATE_REJECTED);
+        assert_eq!(cache.standing().state, PolicyState::RejectedKeepingLastGood);
         // A policy for the other cloud is rejected.
         let other = Fetched {
             fingerprint: "fp-az".to_string(),

@@ -189,11 +189,11 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
 /// latest document was rejected, so the last good one stays in force.
 #[cfg(feature = "kube")]
 async fn mirror_now(mirror: &tagwarden::cluster::StatusMirror, target: &Target, refused: &[String]) {
-    use tagwarden::status::STATE_REJECTED;
+    use tagwarden::status::PolicyState;
     let report = match target.status().await {
         Ok(Some(mut report)) => {
             if !refused.is_empty() {
-                report.policy.state = STATE_REJECTED.into();
+                report.policy.state = PolicyState::RejectedKeepingLastGood;
                 report.policy.errors = refused.to_vec();
             }
             report

@@ -1,7 +1,7 @@
 //! `tagwarden status`: the status report the function writes beside the policy, for a human.
 
 use anyhow::Context;
-use tagwarden::status::{StatusReport, STATE_OK};
+use tagwarden::status::{PolicyState, StatusReport};
 
 use crate::input::print_json;
 use crate::target::Target;
@@ -37,7 +37,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     } else {
         print!("{}", human(&report));
     }
-    if report.policy.state == STATE_OK && report.failures.is_empty() {
+    if report.policy.state == PolicyState::Ok && report.failures.is_empty() {
         Ok(())
     } else {
         Err(Failure::Invalid)
