@@ -10,6 +10,8 @@
 pub mod cloud;
 #[cfg(feature = "kube")]
 pub mod cluster;
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod config;
 pub mod events;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod inflight;

@@ -26,18 +26,6 @@ pub enum Outcome {
     Disabled,
 }
 
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Apply => "apply",
-            Outcome::Unchanged => "unchanged",
-            Outcome::NotOwned => "not-owned",
-            Outcome::LimitExceeded => "limit-exceeded",
-            Outcome::Disabled => "disabled",
-        }
-    }
-}
-
 /// One drifted key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {

@@ -5,6 +5,7 @@
 //! so the same code runs against AWS and against a local emulator.
 
 pub mod calls;
+pub mod config;
 pub mod error;
 pub mod function;
 pub mod kinds;

@@ -93,10 +93,6 @@ impl ArmClient {
         ArmClient { http, endpoint, identity, retry: Retry::default(), calls }
     }
 
-    pub fn endpoint(&self) -> &Url {
-        &self.endpoint
-    }
-
     fn url(&self, path: &str, query: &[(&str, &str)]) -> Url {
         let mut url = self.endpoint.clone();
         let base = url.path().trim_end_matches('/').to_string();

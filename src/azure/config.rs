@@ -10,6 +10,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use super::blob_store::BlobLocation;
+pub use crate::config::ConfigError;
 
 pub const DEFAULT_ARM_ENDPOINT: &str = "https://management.azure.com";
 pub const DEFAULT_PORT: u16 = 8080;
@@ -17,14 +18,6 @@ pub const DEFAULT_POLICY_TTL: u64 = 60;
 /// Seconds one HTTP request (ARM, Blob, identity, metrics) may take, well inside the Functions
 /// host's own timeout so a stuck call is retried instead of the invocation being killed.
 pub const DEFAULT_HTTP_TIMEOUT: u64 = 30;
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{var} is not set: {fix}")]
-    Missing { var: &'static str, fix: String },
-    #[error("{var}={value:?} {problem}: {fix}")]
-    Invalid { var: &'static str, value: String, problem: String, fix: String },
-}
 
 /// The managed-identity endpoint of App Service (`IDENTITY_ENDPOINT`, `IDENTITY_HEADER`).
 #[derive(Clone, PartialEq, Eq)]

@@ -102,10 +102,6 @@ impl MetricsPublisher {
         MetricsPublisher { http, url, identity, calls }
     }
 
-    pub fn url(&self) -> &Url {
-        &self.url
-    }
-
     /// One POST with every document, newline-delimited. Nothing to send, no request.
     pub async fn publish(&self, metrics: &Metrics, infra_id: &str) -> Result<usize, AzureError> {
         let docs = documents(metrics, infra_id, SystemTime::now());

@@ -1,0 +1,102 @@
+//! The Lambda's configuration, read from the environment once at start-up into typed values; a
+//! bad value stops the function before it serves anything, with the variable and the fix.
+//!
+//! - `TAGWARDEN_POLICY`: `s3://bucket/key`, `s3://bucket/prefix/` or `ssm:/parameter/name`;
+//! - `POLICY_TTL`: seconds between policy re-checks on a warm function (default 60);
+//! - `TAGWARDEN_SELF_ROLE_ARN`: the function's role, whose own calls are not reconciled;
+//! - `TAGWARDEN_CONCURRENCY`: resources reconciled at once across an SQS batch (default 10, 1–64).
+//!
+//! Deliberately not here: the AWS SDK's own environment (region, credentials,
+//! `AWS_ENDPOINT_URL`), which `aws_config` reads, and building clients.
+
+use std::time::Duration;
+
+use super::policy_store::PolicyLocation;
+use super::reconcile::DEFAULT_CONCURRENCY;
+pub use crate::config::ConfigError;
+
+pub const DEFAULT_POLICY_TTL: u64 = 60;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub policy: PolicyLocation,
+    pub policy_ttl: Duration,
+    /// The function's own role: events it caused are not reconciled.
+    pub own: Vec<String>,
+    pub concurrency: usize,
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// The same, from any variable lookup (tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |k: &str| get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let policy = var("TAGWARDEN_POLICY").ok_or_else(|| ConfigError::Missing {
+            var: "TAGWARDEN_POLICY",
+            fix: "set it to s3://bucket/key, s3://bucket/prefix/ or ssm:/parameter/name (the Terraform module does)"
+                .into(),
+        })?;
+        let policy = policy.parse::<PolicyLocation>().map_err(|fix| ConfigError::Invalid {
+            var: "TAGWARDEN_POLICY",
+            value: policy.clone(),
+            problem: "is not a policy location".into(),
+            fix,
+        })?;
+        let policy_ttl = match var("POLICY_TTL") {
+            None => DEFAULT_POLICY_TTL,
+            Some(s) => s.parse::<u64>().map_err(|_| ConfigError::Invalid {
+                var: "POLICY_TTL",
+                value: s.clone(),
+                problem: "is not a number of seconds".into(),
+                fix: format!("set it to e.g. {DEFAULT_POLICY_TTL}, or unset it for the default"),
+            })?,
+        };
+        let own = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
+        let concurrency = match var("TAGWARDEN_CONCURRENCY") {
+            None => DEFAULT_CONCURRENCY,
+            Some(s) => {
+                s.parse::<usize>().ok().filter(|n| (1..=64).contains(n)).ok_or_else(|| ConfigError::Invalid {
+                    var: "TAGWARDEN_CONCURRENCY",
+                    value: s.clone(),
+                    problem: "is not a number from 1 to 64 (resources reconciled at once)".into(),
+                    fix: format!("set it to e.g. {DEFAULT_CONCURRENCY}, or unset it for the default"),
+                })?
+            }
+        };
+        Ok(Config { policy, policy_ttl: Duration::from_secs(policy_ttl), own, concurrency })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn typed_values_and_errors_that_name_the_variable_and_the_fix() {
+        let c = from(&[
+            ("TAGWARDEN_POLICY", "ssm:/tagwarden/policy"),
+            ("TAGWARDEN_SELF_ROLE_ARN", "arn:aws:iam::1:role/r"),
+        ])
+        .expect("valid");
+        assert_eq!(c.policy, PolicyLocation::Ssm { name: "/tagwarden/policy".into() });
+        assert_eq!((c.policy_ttl, c.concurrency, c.own.len()), (Duration::from_secs(60), DEFAULT_CONCURRENCY, 1));
+
+        let e = from(&[]).expect_err("no policy").to_string();
+        assert!(e.starts_with("TAGWARDEN_POLICY is not set") && e.contains("s3://"), "{e}");
+        let e = from(&[("TAGWARDEN_POLICY", "https://x/p.yaml")]).expect_err("not AWS").to_string();
+        assert!(e.contains("TAGWARDEN_POLICY=\"https://x/p.yaml\"") && e.contains("ssm:/PARAMETER"), "{e}");
+        let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("POLICY_TTL", "1m")]).expect_err("ttl").to_string();
+        assert!(e.contains("POLICY_TTL=\"1m\"") && e.contains("e.g. 60"), "{e}");
+        for bad in ["0", "65", "ten"] {
+            let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_CONCURRENCY", bad)]).expect_err(bad);
+            assert!(e.to_string().contains("from 1 to 64"), "{e}");
+        }
+    }
+}
