@@ -45,6 +45,49 @@ impl Drop for Publisher {
     }
 }
 
+/// `publish --from-cluster --watch` as the Deployment runs it; its JSON lines, one per publish.
+fn spawn(api: &FakeApi, env: &[(&'static str, String)], account: &str, to: &str) -> (Publisher, mpsc::Receiver<Value>) {
+    let kubeconfig = std::env::temp_dir().join(format!("tagwarden-publish-kubeconfig-{account}"));
+    std::fs::write(&kubeconfig, api.kubeconfig("tagwarden", None)).expect("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+        .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", to])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("POD_NAMESPACE", "tagwarden")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the publisher starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    (Publisher(child), lines)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_document_that_could_not_be_published_is_retried_without_a_new_change() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure(&[("team", "a")]));
+    let (clients, account, env) = support::account_with_env().await;
+    // The bucket does not exist yet: the first attempts fail (NoSuchBucket).
+    let bucket = format!("policy-late-{account}");
+    let to = format!("s3://{bucket}/p.yaml");
+    let (_guard, lines) = spawn(&api, &env, &account, &to);
+    assert!(lines.recv_timeout(Duration::from_secs(2)).is_err(), "nothing can be published yet");
+    let created = Instant::now();
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let line = lines.recv_timeout(PATIENCE).expect("published once the bucket exists, with no change in the cluster");
+    println!("PUBLISH(retry): bucket created → published in {} ms", created.elapsed().as_millis());
+    assert_eq!(line["result"], "written", "{line}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     let api = FakeApi::start().await;
@@ -55,29 +98,7 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     let bucket = format!("policy-{account}");
     clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
     let to = format!("s3://{bucket}/cluster/policy.yaml");
-    let kubeconfig = std::env::temp_dir().join(format!("tagwarden-publish-kubeconfig-{account}"));
-    std::fs::write(&kubeconfig, api.kubeconfig("tagwarden", None)).expect("kubeconfig");
-
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tagwarden"))
-        .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", &to])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .env("POD_NAMESPACE", "tagwarden")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the publisher starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let _guard = Publisher(child);
-    let (tx, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
+    let (_guard, lines) = spawn(&api, &env, &account, &to);
     let next = |what: &str| {
         lines.recv_timeout(PATIENCE).unwrap_or_else(|e| panic!("{what}: no publish line within {PATIENCE:?} ({e})"))
     };

@@ -2,6 +2,8 @@
 //! with `--from-cluster --watch`, keep doing so and mirror the status report into the cluster.
 
 use std::path::PathBuf;
+#[cfg(feature = "kube")]
+use std::time::Duration;
 
 use anyhow::Context;
 use tagwarden::publish::{Outcome, PublishError};
@@ -133,6 +135,12 @@ async fn from_cluster(_: &Args, _: &Target) -> Result<(), Failure> {
         .into())
 }
 
+/// Back-off for a document that could not be published, doubling up to the most.
+#[cfg(feature = "kube")]
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+#[cfg(feature = "kube")]
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
 #[cfg(feature = "kube")]
 async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
     use futures_util::StreamExt;
@@ -159,28 +167,50 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
     let mirror = StatusMirror::new(client.clone(), &namespace, &args.status_configmap, std::env::var("POD_NAME").ok());
     let changes = cluster::watch(client, source);
     let mut changes = std::pin::pin!(changes);
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(args.status_interval));
+    let mut tick = tokio::time::interval(Duration::from_secs(args.status_interval));
     // Why the cluster's latest document is not published, shown in the mirrored report.
     let mut refused: Vec<String> = Vec::new();
+    // The latest document not yet published (a conflict or an outage), retried with back-off:
+    // it must not wait for the cluster's next change.
+    let mut pending: Option<cluster::SourceDocument> = None;
+    let mut backoff = RETRY_FIRST;
+    let retry = tokio::time::sleep(Duration::ZERO);
+    let mut retry = std::pin::pin!(retry);
     loop {
-        tokio::select! {
+        let attempt = tokio::select! {
             change = changes.next() => match change {
                 None => return Err(anyhow::anyhow!("the watch ended").into()),
                 Some(Err(e)) => return Err(anyhow::Error::new(e).into()),
                 Some(Ok(Change::Absent { reason })) => {
                     tracing::warn!(%reason, "the cluster publishes no policy now; what was published stays in force");
+                    false
                 }
-                Some(Ok(Change::Document(doc))) => match target.publish(&doc.text, args.dry_run).await {
-                    Ok(outcome) => {
-                        refused = outcome.violations.clone();
-                        show(&outcome, args.json, true)?;
-                        mirror_now(&mirror, target, &refused).await;
-                    }
-                    // A conflict or an outage: the next change, or a restart, publishes again.
-                    Err(e) => tracing::error!(error = %e, resource_version = doc.resource_version, "publish failed"),
-                },
+                Some(Ok(Change::Document(doc))) => {
+                    pending = Some(doc);
+                    backoff = RETRY_FIRST;
+                    true
+                }
             },
-            _ = tick.tick() => mirror_now(&mirror, target, &refused).await,
+            () = &mut retry, if pending.is_some() => true,
+            _ = tick.tick() => {
+                mirror_now(&mirror, target, &refused).await;
+                false
+            }
+        };
+        let Some(doc) = pending.as_ref().filter(|_| attempt) else { continue };
+        match target.publish(&doc.text, args.dry_run).await {
+            Ok(outcome) => {
+                pending = None;
+                refused = outcome.violations.clone();
+                show(&outcome, args.json, true)?;
+                mirror_now(&mirror, target, &refused).await;
+            }
+            // A lost race re-reads what the other publisher wrote and decides again.
+            Err(e) => {
+                tracing::error!(error = %e, resource_version = doc.resource_version, retry_in_s = backoff.as_secs_f64(), "publish failed; retrying");
+                retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+                backoff = (backoff * 2).min(RETRY_MAX);
+            }
         }
     }
 }
