@@ -12,6 +12,8 @@ pub mod cloud;
 pub mod cluster;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod config;
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod error_policy;
 pub mod events;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod inflight;

@@ -5,27 +5,7 @@ use std::fmt;
 
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// Throttled even after the SDK's own retries.
-    Throttled,
-    /// Network, timeout or 5xx: worth retrying later.
-    Transient,
-    /// The resource does not exist (yet): eventual consistency right after a create.
-    NotFound,
-    /// The service refused the write for the resource's tag limit.
-    TagLimit,
-    /// No API tagwarden has can tag this type: reported as `unsupported`, not as a failure.
-    Unsupported,
-    /// Permissions, validation and everything else a retry cannot fix.
-    Fatal,
-}
-
-impl ErrorClass {
-    pub fn is_retryable(self) -> bool {
-        matches!(self, ErrorClass::Throttled | ErrorClass::Transient | ErrorClass::NotFound)
-    }
-}
+pub use crate::error_policy::ErrorClass;
 
 /// Codes that mean the function's role lacks a permission (or the ownership condition refused).
 const DENIED: &[&str] = &["AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"];
@@ -65,11 +45,7 @@ impl AwsError {
 
     /// Whether trying again can help, for the records and the retry decision.
     pub fn failure(&self) -> crate::report::Failure {
-        if self.class.is_retryable() {
-            crate::report::Failure::Transient
-        } else {
-            crate::report::Failure::Permanent
-        }
+        self.class.failure(crate::cloud::Cloud::Aws)
     }
 
     /// `record`, ended by this error: over the tag limit (the service's own check, e.g. a

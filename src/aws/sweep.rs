@@ -288,7 +288,7 @@ impl Reconciler {
             match result {
                 Err(e) if e.class == ErrorClass::Throttled && attempt < self.sweep.throttle_retries => {
                     let wait = self.sweep.throttle_backoff.saturating_mul(1 << attempt);
-                    tokio::time::sleep(wait + jitter(wait)).await;
+                    tokio::time::sleep(wait + crate::error_policy::jitter(wait)).await;
                     attempt += 1;
                 }
                 other => return other,
@@ -382,10 +382,3 @@ impl Reconciler {
 
 /// Owned resources with their tags, and the ones that could not be read.
 type Discovered = (Vec<(ResourceRef, TagMap)>, Vec<(ResourceRef, AwsError)>);
-
-/// Up to a quarter of `wait`, from the clock's low bits: enough to spread retries apart.
-fn jitter(wait: Duration) -> Duration {
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    wait.mul_f64(f64::from(nanos % 1000) / 4000.0)
-}

@@ -7,35 +7,14 @@
 //! with bounded exponential backoff, then give up with a retryable error so the event goes back
 //! to the queue (and finally to the dead-letter queue) instead of being dropped.
 
-use std::time::Duration;
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 
 use super::kinds::{api_of, arn_name, Api};
 use super::{AwsError, Clients, ErrorClass};
+pub use crate::error_policy::Backoff;
 use crate::resource::ResourceRef;
 use crate::TagMap;
-
-/// Bounded exponential backoff for resources not visible yet.
-#[derive(Debug, Clone, Copy)]
-pub struct Backoff {
-    pub attempts: u32,
-    pub first: Duration,
-    pub max: Duration,
-}
-
-impl Default for Backoff {
-    /// 6 attempts, 250 ms doubling to 4 s: about 8 s before the event is handed back.
-    fn default() -> Self {
-        Backoff { attempts: 6, first: Duration::from_millis(250), max: Duration::from_secs(4) }
-    }
-}
-
-impl Backoff {
-    fn delay(&self, attempt: u32) -> Duration {
-        self.first.saturating_mul(1 << attempt.min(16)).min(self.max)
-    }
-}
 
 /// One page of an IAM `List*Tags` answer: its tags, and the marker of the next page if any.
 type IamPage = (Vec<aws_sdk_iam::types::Tag>, Option<String>);

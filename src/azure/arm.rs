@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 use super::identity::{ManagedIdentity, ARM_AUDIENCE};
 use super::{AzureError, CallCounter, ErrorClass};
 use crate::cloud::OWNED;
+use crate::error_policy::Backoff;
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
@@ -65,7 +66,7 @@ impl Default for Retry {
 
 impl Retry {
     fn backoff(&self, attempt: u32) -> Duration {
-        self.first.saturating_mul(1 << attempt.min(16)).min(self.max)
+        Backoff { attempts: self.attempts, first: self.first, max: self.max }.delay(attempt)
     }
 }
 

@@ -4,45 +4,9 @@
 
 use std::fmt;
 
-use crate::report::{Failure, Record, Status};
+use crate::report::{Record, Status};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// 429 even after honouring `Retry-After`.
-    Throttled,
-    /// Network, timeout, 5xx, a 202 that never finished: worth retrying later.
-    Transient,
-    /// 404: the resource does not exist (yet) — eventual consistency right after a create.
-    NotFound,
-    /// ARM refused the write for the resource's tag limit.
-    TagLimit,
-    /// 401/403: the identity lacks a role.
-    Denied,
-    /// 405: the resource refuses the Tags API's PATCH. Azure documents this for IP Groups and
-    /// Firewall Policies, whose tags only their own update sets (tag-resources.md, Limitations).
-    Unsupported,
-    /// Validation and everything else a retry cannot fix.
-    Fatal,
-}
-
-impl ErrorClass {
-    pub fn is_retryable(self) -> bool {
-        matches!(self, ErrorClass::Throttled | ErrorClass::Transient | ErrorClass::NotFound)
-    }
-
-    /// Whether a failure of this class is worth another delivery. A 403 is: an Azure role
-    /// assignment takes minutes to propagate, which Event Grid's retry schedule outlasts. What ARM
-    /// refuses as invalid (400) or unsupported (405) fails the same way every time, so it is
-    /// recorded and reported, and the delivery succeeds instead of being retried for a day.
-    pub fn failure(self) -> Failure {
-        match self {
-            ErrorClass::Throttled | ErrorClass::Transient | ErrorClass::NotFound | ErrorClass::Denied => {
-                Failure::Transient
-            }
-            ErrorClass::TagLimit | ErrorClass::Unsupported | ErrorClass::Fatal => Failure::Permanent,
-        }
-    }
-}
+pub use crate::error_policy::ErrorClass;
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub struct AzureError {
@@ -126,7 +90,7 @@ impl AzureError {
         match self.class {
             ErrorClass::TagLimit => Record { status: Status::LimitExceeded, error: Some(self.to_string()), ..record },
             ErrorClass::Unsupported => record.unsupported(self.to_string()),
-            class => record.failing(class.failure(), self.to_string()),
+            class => record.failing(class.failure(crate::cloud::Cloud::Azure), self.to_string()),
         }
     }
 
