@@ -7,6 +7,8 @@
 //! fast to test and to benchmark. Cloud clients live behind the `aws` and `azure` features, the Kubernetes side
 //! ([`cluster`]) behind `kube`.
 
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod calls;
 pub mod cloud;
 #[cfg(feature = "kube")]
 pub mod cluster;

@@ -7,7 +7,6 @@
 //! with bounded exponential backoff, then give up with a retryable error so the event goes back
 //! to the queue (and finally to the dead-letter queue) instead of being dropped.
 
-
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 
 use super::kinds::{api_of, arn_name, Api};
