@@ -15,6 +15,8 @@ pub mod cluster;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod config;
 #[cfg(any(feature = "aws", feature = "azure"))]
+pub mod enforce;
+#[cfg(any(feature = "aws", feature = "azure"))]
 pub mod error_policy;
 pub mod events;
 #[cfg(any(feature = "aws", feature = "azure"))]

@@ -82,14 +82,14 @@ async fn sweep_rereads_a_bucket_before_replacing_its_tags() {
     let strict = &support::moto().strict;
     strict.set_tagging_lag(&env.akid, Duration::from_secs(3600));
     let mut rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
-    rec.dry_run = true;
+    rec.engine.dry_run = true;
     let listed = rec.sweep(true).await;
     assert_eq!(listed.records.iter().filter(|r| r.status == Status::WouldApply).count(), 2);
     // Changes after the listing, which the lagging index does not show yet.
     env.put_bucket_tags(&late.id, &[(OWNER, "owned"), ("keep", "1"), ("late", "added")]).await;
     env.put_bucket_tags(&handed.id, &[(OWNER, "shared"), ("keep", "1")]).await;
 
-    rec.dry_run = false;
+    rec.engine.dry_run = false;
     let fired = strict.fired().get("tagging-index-lag").copied().unwrap_or(0);
     let out = rec.sweep(false).await;
     assert!(strict.fired()["tagging-index-lag"] > fired, "the sweep listed from the lagging index");

@@ -11,15 +11,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
-use tokio::sync::Semaphore;
 
 use super::policy_store::{LoadedPolicy, PolicyStore};
 use super::sweep::{Progress, SweepOptions};
 use super::tags::Tagger;
+use super::AwsError;
 use crate::cloud::Cloud;
+use crate::enforce::{Adapter, Engine, IntoRecord, Read};
 use crate::events::{Event, EventKind};
-use crate::inflight::ResourceLocks;
-use crate::plan;
 pub use crate::report::Outcome;
 use crate::report::{epoch_ms, Failure, Record};
 use crate::resource::ResourceRef;
@@ -30,18 +29,12 @@ pub struct Reconciler {
     pub store: PolicyStore,
     /// The function's own identities (its role ARN): events they made are not reconciled.
     pub own: Vec<String>,
-    /// Plan without writing.
-    pub dry_run: bool,
     /// How the sweep batches and paces its writes.
     pub sweep: SweepOptions,
     /// Told how a sweep is going (the CLI draws a progress bar).
     pub progress: Option<Progress>,
-    /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
-    /// re-reads and finds no drift, so a policy version costs one write per resource.
-    in_flight: ResourceLocks,
-    /// How many resources are reconciled at once, across every event of an invocation.
-    permits: Semaphore,
-    concurrency: usize,
+    /// Locks, concurrency and dry run: the reconcile of one resource, shared with Azure.
+    pub engine: Engine,
 }
 
 /// Resources reconciled at once by default: ten events of an SQS batch side by side, each a read
@@ -54,24 +47,22 @@ impl Reconciler {
             tagger,
             store,
             own,
-            dry_run: false,
             sweep: SweepOptions::default(),
             progress: None,
-            in_flight: Default::default(),
-            permits: Semaphore::new(DEFAULT_CONCURRENCY),
-            concurrency: DEFAULT_CONCURRENCY,
+            engine: Engine::new(DEFAULT_CONCURRENCY),
         }
     }
 
     /// At most `n` (at least 1) resources reconciled at once.
     pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n.max(1);
-        self.permits = Semaphore::new(self.concurrency);
+        let dry_run = self.engine.dry_run;
+        self.engine = Engine::new(n);
+        self.engine.dry_run = dry_run;
         self
     }
 
     pub fn concurrency(&self) -> usize {
-        self.concurrency
+        self.engine.concurrency()
     }
 
     /// The policy in force; a rejected new version is counted and reported.
@@ -136,7 +127,7 @@ impl Reconciler {
                     self.reconcile(policy, r, known.as_ref()).await.in_line_since(event.occurred_at_ms, epoch_ms())
                 }
             })
-            .buffered(self.concurrency)
+            .buffered(self.engine.concurrency())
             .collect::<Vec<_>>()
             .await;
         for record in records {
@@ -147,53 +138,28 @@ impl Reconciler {
 
     /// Re-read (unless the tags are `known`), plan and write one resource.
     pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef, known: Option<&TagMap>) -> Record {
-        let start = Instant::now();
-        let held = self.in_flight.acquire(&r.id).await;
-        // The resource's lock first, then a permit: whoever holds a permit never waits for a lock,
-        // so the two cannot deadlock. The semaphore is never closed.
-        let _permit = self.permits.acquire().await;
-        // Waited behind another reconcile of this resource: tags the event carried are stale now.
-        let known = if held.waited { None } else { known };
-        self.reconcile_locked(policy, r, known, start).await
+        self.engine.reconcile(&self.tagger, policy, r, known).await
+    }
+}
+
+impl Adapter for Tagger {
+    type Error = AwsError;
+
+    fn cloud(&self) -> Cloud {
+        Cloud::Aws
     }
 
-    async fn reconcile_locked(
-        &self,
-        policy: &LoadedPolicy,
-        r: &ResourceRef,
-        known: Option<&TagMap>,
-        start: Instant,
-    ) -> Record {
-        let version = &policy.policy.version;
-        let mut resource = std::borrow::Cow::Borrowed(r);
-        let current = match known {
-            Some(tags) => tags.clone(),
-            None => match self.tagger.read_full(r).await {
-                Ok((tags, arn)) => {
-                    // The real ARN (an IAM path) for overrides that match on it.
-                    if arn.is_some() && arn != r.arn {
-                        resource.to_mut().arn = arn;
-                    }
-                    tags
-                }
-                Err(e) => return e.into_record(Record::failed(Cloud::Aws, r, version, String::new())),
-            },
-        };
-        let r = resource.as_ref();
-        let plan = plan::plan(&policy.policy, Cloud::Aws, &policy.infra_id, r, &current);
-        let mut written = false;
-        let mut error = None;
-        if plan.writes() && !self.dry_run {
-            match self.tagger.write(r, &plan.set, &current).await {
-                Ok(()) => written = true,
-                Err(e) => error = Some(e),
-            }
-        }
-        let elapsed = start.elapsed().as_millis() as u64;
-        let mut record = Record::from_plan(Cloud::Aws, &policy.policy, &plan, written, elapsed);
-        if let Some(e) = error {
-            record = e.into_record(record);
-        }
-        record
+    async fn read(&self, r: &ResourceRef) -> Result<Read, AwsError> {
+        self.read_full(r).await.map(|(tags, arn)| Read { tags, arn })
+    }
+
+    async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), AwsError> {
+        Tagger::write(self, r, set, current).await
+    }
+}
+
+impl IntoRecord for AwsError {
+    fn into_record(self, record: Record) -> Record {
+        AwsError::into_record(self, record)
     }
 }

@@ -134,7 +134,7 @@ impl Reconciler {
         let mut errors: Vec<Option<AwsError>> = vec![None; planned.len()];
         let mut deferred = vec![false; planned.len()];
         let mut reread: Vec<Option<Record>> = vec![None; planned.len()];
-        if !self.dry_run {
+        if !self.engine.dry_run {
             let batches = self.batches(&planned);
             let writes: u64 = batches.iter().map(|b| b.members.len() as u64).sum();
             let mut done = 0;
@@ -190,7 +190,7 @@ impl Reconciler {
             }
             out.push(record);
         }
-        if !self.dry_run {
+        if !self.engine.dry_run {
             self.store.report_sweep(&policy.policy.version, &out.records).await;
         }
         out

@@ -197,7 +197,7 @@ impl Handler {
                     // Indices, not references (rust-lang/rust#102211: `&T` closures and `Send`).
                     let outs = stream::iter(0..list.len())
                         .map(|i| self.reconciler.handle_event(&list[i]))
-                        .buffered(self.reconciler.concurrency.max(1))
+                        .buffered(self.reconciler.engine.concurrency())
                         .collect::<Vec<_>>()
                         .await;
                     let mut all = Outcome::default();

@@ -11,19 +11,19 @@
 //! decision itself (`crate::plan`).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 
 use super::arm::ArmClient;
 use super::blob_store::{BlobPolicyStore, LoadedPolicy};
+use super::AzureError;
 use crate::cloud::Cloud;
+use crate::enforce::{Adapter, Engine, IntoRecord, Read};
 use crate::events::Event;
-use crate::inflight::ResourceLocks;
-use crate::plan;
 pub use crate::report::Outcome;
 use crate::report::{epoch_ms, Record, Status};
 use crate::resource::ResourceRef;
+use crate::TagMap;
 
 pub struct Reconciler {
     pub arm: ArmClient,
@@ -32,26 +32,14 @@ pub struct Reconciler {
     pub own: Vec<String>,
     /// Subscription or resource-group IDs the sweep lists.
     pub sweep_scopes: Vec<String>,
-    /// Plan without writing.
-    pub dry_run: bool,
-    /// Resources reconciled at once: in a sweep, and the events of one delivered batch.
-    pub concurrency: usize,
-    /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
-    /// re-reads and finds no drift, so a policy version costs one Merge per resource.
-    in_flight: ResourceLocks,
+    /// Locks, concurrency (in a sweep, and the events of one delivered batch) and dry run: the
+    /// reconcile of one resource, shared with AWS.
+    pub engine: Engine,
 }
 
 impl Reconciler {
     pub fn new(arm: ArmClient, store: BlobPolicyStore, own: Vec<String>) -> Self {
-        Reconciler {
-            arm,
-            store,
-            own,
-            sweep_scopes: Vec::new(),
-            dry_run: false,
-            concurrency: 8,
-            in_flight: ResourceLocks::default(),
-        }
+        Reconciler { arm, store, own, sweep_scopes: Vec::new(), engine: Engine::new(DEFAULT_CONCURRENCY) }
     }
 
     /// The policy in force; a rejected new version is counted and reported.
@@ -92,32 +80,7 @@ impl Reconciler {
 
     /// Re-read, plan and (unless dry-run) write one resource.
     pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef) -> Record {
-        let start = Instant::now();
-        // ARM IDs compare case-insensitively: one lock whichever casing an event used.
-        let _held = self.in_flight.acquire(&r.id.to_ascii_lowercase()).await;
-        let version = &policy.policy.version;
-        let current = match self.arm.get_tags(&r.id).await {
-            Ok(tags) => tags,
-            Err(e) => return e.into_record(Record::failed(Cloud::Azure, r, version, String::new())),
-        };
-        let plan = plan::plan(&policy.policy, Cloud::Azure, &policy.infra_id, r, &current);
-        let mut written = false;
-        let mut error = None;
-        if plan.writes() && !self.dry_run {
-            // The PATCH response is the record of the write: no read-back (stale reads).
-            match self.arm.merge_tags(&r.id, &plan.set).await {
-                Ok(_) => written = true,
-                Err(e) => error = Some(e),
-            }
-        }
-        let elapsed = start.elapsed().as_millis() as u64;
-        let record = Record::from_plan(Cloud::Azure, &policy.policy, &plan, written, elapsed);
-        // ARM's own checks: the limit (a concurrent writer got there first, or a lower limit), a
-        // type that refuses the PATCH, a refused tag, or a failure worth another delivery.
-        match error {
-            Some(e) => e.into_record(record),
-            None => record,
-        }
+        self.engine.reconcile(&self.arm, policy, r, None).await
     }
 
     /// Plan (and, unless dry-run, write) every owned resource in the sweep scopes; `force`
@@ -154,15 +117,43 @@ impl Reconciler {
                     record
                 }
             })
-            .buffer_unordered(self.concurrency.max(1))
+            .buffer_unordered(self.engine.concurrency())
             .collect()
             .await;
         for r in records {
             out.push(r);
         }
-        if !self.dry_run {
+        if !self.engine.dry_run {
             self.store.report_sweep(&policy.policy.version, &out.records).await;
         }
         out
+    }
+}
+
+/// Resources reconciled at once by default.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+impl Adapter for ArmClient {
+    type Error = AzureError;
+
+    fn cloud(&self) -> Cloud {
+        Cloud::Azure
+    }
+
+    async fn read(&self, r: &ResourceRef) -> Result<Read, AzureError> {
+        self.get_tags(&r.id).await.map(|tags| Read { tags, arn: None })
+    }
+
+    /// One Merge: the PATCH response is the record of the write, with no read-back (reads can
+    /// be stale). ARM's own checks end in the record: the limit (a concurrent writer got there
+    /// first), a type that refuses the PATCH, a refused tag, or a failure worth another delivery.
+    async fn write(&self, r: &ResourceRef, set: &TagMap, _current: &TagMap) -> Result<(), AzureError> {
+        self.merge_tags(&r.id, set).await.map(|_| ())
+    }
+}
+
+impl IntoRecord for AzureError {
+    fn into_record(self, record: Record) -> Record {
+        AzureError::into_record(self, record)
     }
 }

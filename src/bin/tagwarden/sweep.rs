@@ -114,7 +114,7 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
         policy_store(&clients, location.clone(), Duration::ZERO),
         Vec::new(),
     );
-    reconciler.dry_run = args.dry_run;
+    reconciler.engine.dry_run = args.dry_run;
     reconciler.sweep.concurrency = args.concurrency;
     reconciler.sweep.ec2_batch = usize::from(args.ec2_batch);
     let bar = progress_bar();
