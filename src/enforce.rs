@@ -10,13 +10,16 @@
 
 use std::time::Instant;
 
+use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
 
-use crate::cloud::Cloud;
+use crate::cloud::{ownership, Cloud, Ownership};
+use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
 use crate::policy::cache::LoadedPolicy;
-use crate::report::Record;
+use crate::policy::store::{PolicyStore, Source};
+use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
@@ -36,6 +39,12 @@ pub trait Adapter: Send + Sync {
     /// Write `set` (every key that must change; never a removal). `current` is what was read,
     /// for the services whose write replaces the whole tag set.
     async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), Self::Error>;
+    /// Resources an event implies but does not name (a new instance's volumes), with their tags
+    /// when the listing carries them; a lookup that failed is a record.
+    async fn implied(&self, event: &Event, version: &str) -> (Vec<(ResourceRef, Option<TagMap>)>, Vec<Record>) {
+        let _ = (event, version);
+        (Vec::new(), Vec::new())
+    }
 }
 
 /// A cloud error as the outcome record it ends in (failed, over the limit, unsupported).
@@ -68,6 +77,62 @@ impl Engine {
 
     pub fn concurrency(&self) -> usize {
         self.concurrency
+    }
+
+    /// Reconcile every resource an event names (and implies), starting none after `stop_at`: the
+    /// ones left are reported as deferred (retryable), so the event comes back and finds the
+    /// finished ones unchanged. Ignored and own events make no call at all; with no valid policy,
+    /// nothing is written and `error` says why.
+    pub async fn handle_event<A: Adapter, S: Source>(
+        &self,
+        cloud: &A,
+        store: &PolicyStore<S>,
+        own: &[String],
+        event: &Event,
+        stop_at: Option<Instant>,
+    ) -> Outcome {
+        let mut out = Outcome::default();
+        out.metrics.events_received = 1;
+        if event.is_ignored() || event.is_from(own) {
+            out.metrics.events_ignored = 1;
+            tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(own), "event ignored");
+            return out;
+        }
+        let Some(policy) = store.policy_for(&mut out, false).await else { return out };
+        let version = &policy.policy.version;
+        // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
+        // whoever can put an event on the bus can claim a foreign resource is owned. They only
+        // spare the read of a resource they say is not owned; a claim of ownership is re-read.
+        let hint = event.tags.clone().filter(|t| ownership(cloud.cloud(), &policy.infra_id, t) != Ownership::Owned);
+        let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
+            event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
+        let (implied, failed) = cloud.implied(event, version).await;
+        targets.extend(implied);
+        for record in failed {
+            out.push(record);
+        }
+        // Indices, not references, into the stream: a closure over `&T` trips rustc's
+        // higher-ranked `Send` inference once the future is boxed as `Send` (rust-lang/rust#102211).
+        let records = stream::iter(0..targets.len())
+            .map(|i| {
+                let (policy, (r, known)) = (&policy, &targets[i]);
+                async move {
+                    if stop_at.is_some_and(|t| Instant::now() >= t) {
+                        let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
+                        return Record::failed(cloud.cloud(), r, version, why.clone()).failing(Failure::Transient, why);
+                    }
+                    self.reconcile(cloud, policy, r, known.as_ref())
+                        .await
+                        .in_line_since(event.occurred_at_ms, epoch_ms())
+                }
+            })
+            .buffered(self.concurrency)
+            .collect::<Vec<_>>()
+            .await;
+        for record in records {
+            out.push(Record { event_id: event.id.clone(), ..record });
+        }
+        out
     }
 
     /// Re-read (unless the tags are `known`), plan and write one resource.
@@ -131,7 +196,7 @@ mod tests {
 
     use super::*;
     use crate::policy::cache::check;
-    use crate::report::{Failure, Status};
+    use crate::report::Status;
 
     /// A cloud in memory: tags by resource ID, and the calls made.
     #[derive(Default)]

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures_util::stream::{self, StreamExt};
 
 use super::policy_store::{LoadedPolicy, PolicyStore};
 use super::sweep::{Progress, SweepOptions};
@@ -20,7 +19,7 @@ use crate::cloud::Cloud;
 use crate::enforce::{Adapter, Engine, IntoRecord, Read};
 use crate::events::{Event, EventKind};
 pub use crate::report::Outcome;
-use crate::report::{epoch_ms, Failure, Record};
+use crate::report::Record;
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
@@ -78,62 +77,7 @@ impl Reconciler {
     /// [`Self::handle_event`], starting no resource after `stop_at`: the ones left are reported
     /// as deferred (retryable), so the event comes back and finds the finished ones unchanged.
     pub async fn handle_event_until(&self, event: &Event, stop_at: Option<Instant>) -> Outcome {
-        let mut out = Outcome::default();
-        out.metrics.events_received = 1;
-        if event.is_ignored() || event.is_from(&self.own) {
-            out.metrics.events_ignored = 1;
-            tracing::debug!(event = event.event_name, reason = ?event.reason, own = event.is_from(&self.own), "event ignored");
-            return out;
-        }
-        let Some(policy) = self.policy(&mut out, false).await else { return out };
-        // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
-        // whoever can put an event on the bus can claim a foreign resource is owned. They only
-        // spare the read of a resource they say is not owned; a claim of ownership is re-read.
-        let hint = event
-            .tags
-            .clone()
-            .filter(|t| crate::cloud::ownership(Cloud::Aws, &policy.infra_id, t) != crate::cloud::Ownership::Owned);
-        let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
-            event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
-        // A new instance's volumes are not in its RunInstances event.
-        if event.kind == EventKind::Create && event.event_name == "RunInstances" {
-            let (region, account) =
-                (event.region.as_deref().unwrap_or_default(), event.account.as_deref().unwrap_or_default());
-            for instance in event.resources.iter().filter(|r| r.kind == "ec2:instance") {
-                match self.tagger.attached_volumes(&instance.id).await {
-                    Ok(volumes) => targets.extend(
-                        volumes.into_iter().map(|(id, tags)| (ResourceRef::ec2(&id, region, account), Some(tags))),
-                    ),
-                    Err(e) => out.push(e.into_record(Record::failed(
-                        Cloud::Aws,
-                        instance,
-                        &policy.policy.version,
-                        String::new(),
-                    ))),
-                }
-            }
-        }
-        let version = &policy.policy.version;
-        // Indices, not references, into the stream: a closure over `&T` trips rustc's
-        // higher-ranked `Send` inference once the future is boxed as `Send` (rust-lang/rust#102211).
-        let records = stream::iter(0..targets.len())
-            .map(|i| {
-                let (policy, (r, known)) = (&policy, &targets[i]);
-                async move {
-                    if stop_at.is_some_and(|t| Instant::now() >= t) {
-                        let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
-                        return Record::failed(Cloud::Aws, r, version, why.clone()).failing(Failure::Transient, why);
-                    }
-                    self.reconcile(policy, r, known.as_ref()).await.in_line_since(event.occurred_at_ms, epoch_ms())
-                }
-            })
-            .buffered(self.engine.concurrency())
-            .collect::<Vec<_>>()
-            .await;
-        for record in records {
-            out.push(Record { event_id: event.id.clone(), ..record });
-        }
-        out
+        self.engine.handle_event(&self.tagger, &self.store, &self.own, event, stop_at).await
     }
 
     /// Re-read (unless the tags are `known`), plan and write one resource.
@@ -155,6 +99,24 @@ impl Adapter for Tagger {
 
     async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), AwsError> {
         Tagger::write(self, r, set, current).await
+    }
+
+    /// A new instance's volumes are not in its RunInstances event.
+    async fn implied(&self, event: &Event, version: &str) -> (Vec<(ResourceRef, Option<TagMap>)>, Vec<Record>) {
+        let (mut implied, mut failed) = (Vec::new(), Vec::new());
+        if event.kind != EventKind::Create || event.event_name != "RunInstances" {
+            return (implied, failed);
+        }
+        let (region, account) =
+            (event.region.as_deref().unwrap_or_default(), event.account.as_deref().unwrap_or_default());
+        for instance in event.resources.iter().filter(|r| r.kind == "ec2:instance") {
+            match self.attached_volumes(&instance.id).await {
+                Ok(volumes) => implied
+                    .extend(volumes.into_iter().map(|(id, tags)| (ResourceRef::ec2(&id, region, account), Some(tags)))),
+                Err(e) => failed.push(e.into_record(Record::failed(Cloud::Aws, instance, version, String::new()))),
+            }
+        }
+        (implied, failed)
     }
 }
 

@@ -62,20 +62,7 @@ impl Reconciler {
 
     /// Reconcile the resource an event names. Ignored and own events make no call at all.
     pub async fn handle_event(&self, event: &Event) -> Outcome {
-        let mut out = Outcome::default();
-        out.metrics.events_received = 1;
-        let own = event.is_from(&self.own);
-        if event.is_ignored() || own {
-            out.metrics.events_ignored = 1;
-            tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own, "event ignored");
-            return out;
-        }
-        let Some(policy) = self.policy(&mut out, false).await else { return out };
-        for r in &event.resources {
-            let record = self.reconcile(&policy, r).await.in_line_since(event.occurred_at_ms, epoch_ms());
-            out.push(Record { event_id: event.id.clone(), ..record });
-        }
-        out
+        self.engine.handle_event(&self.arm, &self.store, &self.own, event, None).await
     }
 
     /// Re-read, plan and (unless dry-run) write one resource.
