@@ -13,7 +13,7 @@ use crate::TagMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum Decision {
     /// Drift found; `set` is the write.
     Apply,
     /// Every desired tag already has its value: no write call at all.
@@ -42,7 +42,7 @@ pub struct Plan {
     pub resource_type: String,
     pub owned: bool,
     pub ownership: Ownership,
-    pub outcome: Outcome,
+    pub outcome: Decision,
     /// The tags to write; empty unless the outcome is `apply`.
     pub set: TagMap,
     /// The drift, also when it is not written (limit exceeded).
@@ -56,7 +56,7 @@ pub struct Plan {
 
 impl Plan {
     pub fn writes(&self) -> bool {
-        self.outcome == Outcome::Apply
+        self.outcome == Decision::Apply
     }
 }
 
@@ -88,7 +88,7 @@ pub fn plan_desired(
         resource_type: resource.kind.clone(),
         owned: own == Ownership::Owned,
         ownership: own,
-        outcome: Outcome::Unchanged,
+        outcome: Decision::Unchanged,
         set: TagMap::new(),
         changes: Vec::new(),
         superseded: Vec::new(),
@@ -97,11 +97,11 @@ pub fn plan_desired(
         tag_limit,
     };
     if !plan.owned {
-        plan.outcome = Outcome::NotOwned;
+        plan.outcome = Decision::NotOwned;
         return plan;
     }
     if !enforce {
-        plan.outcome = Outcome::Disabled;
+        plan.outcome = Decision::Disabled;
         return plan;
     }
     plan.superseded = desired.superseded;
@@ -129,12 +129,12 @@ pub fn plan_desired(
     plan.changes.sort_by(|a, b| a.key.cmp(&b.key));
     plan.tags_after = tags_before + new_keys;
     if plan.set.is_empty() {
-        plan.outcome = Outcome::Unchanged;
+        plan.outcome = Decision::Unchanged;
     } else if new_keys > 0 && plan.tags_after > tag_limit {
-        plan.outcome = Outcome::LimitExceeded;
+        plan.outcome = Decision::LimitExceeded;
         plan.set.clear();
     } else {
-        plan.outcome = Outcome::Apply;
+        plan.outcome = Decision::Apply;
     }
     plan
 }

@@ -98,12 +98,12 @@ impl Record {
     /// The record for a plan, once its write (if any) is done.
     pub fn from_plan(cloud: Cloud, policy: &Policy, plan: &Plan, written: bool, latency_ms: u64) -> Self {
         let status = match plan.outcome {
-            plan::Outcome::Apply if written => Status::Applied,
-            plan::Outcome::Apply => Status::WouldApply,
-            plan::Outcome::Unchanged => Status::Unchanged,
-            plan::Outcome::NotOwned => Status::NotOwned,
-            plan::Outcome::LimitExceeded => Status::LimitExceeded,
-            plan::Outcome::Disabled => Status::Disabled,
+            plan::Decision::Apply if written => Status::Applied,
+            plan::Decision::Apply => Status::WouldApply,
+            plan::Decision::Unchanged => Status::Unchanged,
+            plan::Decision::NotOwned => Status::NotOwned,
+            plan::Decision::LimitExceeded => Status::LimitExceeded,
+            plan::Decision::Disabled => Status::Disabled,
         };
         let changes = plan
             .changes

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use tagwarden::cloud::{Cloud, OWNED};
-use tagwarden::plan::{plan_desired, Outcome, Plan};
+use tagwarden::plan::{plan_desired, Decision, Plan};
 use tagwarden::policy::Desired;
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
@@ -110,26 +110,26 @@ proptest! {
         }
         // Not owned: nothing written.
         if !plan.owned {
-            prop_assert_eq!(plan.outcome, Outcome::NotOwned);
+            prop_assert_eq!(plan.outcome, Decision::NotOwned);
             prop_assert!(plan.set.is_empty());
         }
         // All or nothing at the limit.
-        if plan.outcome == Outcome::LimitExceeded {
+        if plan.outcome == Decision::LimitExceeded {
             prop_assert!(plan.set.is_empty());
             prop_assert!(plan.tags_after > limit);
         }
-        if plan.outcome == Outcome::Apply {
+        if plan.outcome == Decision::Apply {
             let counted = after.keys().filter(|k| cloud.counts_against_limit(k)).count();
             prop_assert!(counted <= limit || counted == plan.tags_before, "{counted} tags > limit {limit}");
         }
         // Empty write ⇔ no write call.
-        prop_assert_eq!(plan.set.is_empty(), plan.outcome != Outcome::Apply);
+        prop_assert_eq!(plan.set.is_empty(), plan.outcome != Decision::Apply);
         // Applied, then re-planned: nothing left to do.
         let again = plan_for(target, &after, &desired, limit);
-        if plan.outcome == Outcome::Apply {
-            prop_assert_eq!(again.outcome, Outcome::Unchanged, "re-plan after apply wrote {:?}", again.set);
+        if plan.outcome == Decision::Apply {
+            prop_assert_eq!(again.outcome, Decision::Unchanged, "re-plan after apply wrote {:?}", again.set);
         }
-        prop_assert!(again.set.is_empty() || plan.outcome != Outcome::Apply);
+        prop_assert!(again.set.is_empty() || plan.outcome != Decision::Apply);
     }
 
     #[test]
@@ -137,7 +137,7 @@ proptest! {
         current.insert(cloud.ownership_key(INFRA), OWNED.to_string());
         let resource = ResourceRef { id: "r".into(), kind: "ec2:instance".into(), arn: None };
         let plan = plan_desired(cloud, INFRA, false, &resource, &current, Desired::from_map(&desired), 50);
-        prop_assert_eq!(plan.outcome, Outcome::Disabled);
+        prop_assert_eq!(plan.outcome, Decision::Disabled);
         prop_assert!(plan.set.is_empty());
     }
 }
@@ -153,31 +153,31 @@ fn seed_scenarios() {
     let desired: TagMap = [("key_infra1".to_string(), "value_new".to_string())].into();
     // Drifted value → overwritten; an unmanaged key stays.
     let p = plan_for(EC2, &owned(&[("key_infra1", "value_old"), ("mine", "x")]), &desired, 50);
-    assert_eq!(p.outcome, Outcome::Apply);
+    assert_eq!(p.outcome, Decision::Apply);
     assert_eq!(p.set, desired);
     assert_eq!(p.changes[0].old.as_deref(), Some("value_old"));
     // Already right → no write at all.
     let p = plan_for(EC2, &owned(&[("key_infra1", "value_new")]), &desired, 50);
-    assert_eq!(p.outcome, Outcome::Unchanged);
+    assert_eq!(p.outcome, Decision::Unchanged);
     // Key removed from policy → stays on the resource, no write.
     let p = plan_for(EC2, &owned(&[("removed", "kept")]), &TagMap::new(), 50);
-    assert_eq!(p.outcome, Outcome::Unchanged);
+    assert_eq!(p.outcome, Decision::Unchanged);
     // At the limit: 49 tags + owner = 50, one more key → nothing written.
     let full: Vec<(String, String)> = (0..49).map(|i| (format!("k{i}"), "v".to_string())).collect();
     let full_refs: Vec<(&str, &str)> = full.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let p = plan_for(EC2, &owned(&full_refs), &desired, 50);
-    assert_eq!((p.outcome, p.tags_after), (Outcome::LimitExceeded, 51));
+    assert_eq!((p.outcome, p.tags_after), (Decision::LimitExceeded, 51));
     // `aws:` tags do not count against the limit.
     let mut with_system = owned(&full_refs[..48]);
     with_system.insert("aws:cloudformation:stack-name".into(), "s".into());
-    assert_eq!(plan_for(EC2, &with_system, &desired, 50).outcome, Outcome::Apply);
+    assert_eq!(plan_for(EC2, &with_system, &desired, 50).outcome, Decision::Apply);
     // Shared resources are read-only.
     let shared: TagMap = [(format!("kubernetes.io/cluster/{INFRA}"), "shared".to_string())].into();
-    assert_eq!(plan_for(EC2, &shared, &desired, 50).outcome, Outcome::NotOwned);
+    assert_eq!(plan_for(EC2, &shared, &desired, 50).outcome, Decision::NotOwned);
     // Azure compares keys case-insensitively: same value under another case is no drift.
     let mut az: TagMap = [("Key_Infra1".to_string(), "value_new".to_string())].into();
     az.insert(format!("kubernetes.io_cluster.{INFRA}"), OWNED.into());
-    assert_eq!(plan_for((Cloud::Azure, "Microsoft.Compute/disks"), &az, &desired, 50).outcome, Outcome::Unchanged);
+    assert_eq!(plan_for((Cloud::Azure, "Microsoft.Compute/disks"), &az, &desired, 50).outcome, Decision::Unchanged);
     // IAM folds case: `team=platform` over `Team=ops` is drift on that key, and an ownership
     // key in another case is the ownership key, never written.
     let iam = (Cloud::Aws, "iam:role");

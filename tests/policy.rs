@@ -259,7 +259,7 @@ fn an_empty_tag_map_is_a_valid_policy_that_writes_nothing() {
         }
         let plan = tagwarden::plan::plan(&p, Cloud::Aws, "mycluster-7xk2p", &instance(), &owned);
         assert!(!plan.writes(), "{name}: {plan:?}");
-        assert_eq!(plan.outcome, tagwarden::plan::Outcome::Unchanged, "{name}");
+        assert_eq!(plan.outcome, tagwarden::plan::Decision::Unchanged, "{name}");
         assert!(plan.set.is_empty() && plan.changes.is_empty(), "{name}");
     }
     // Layered: an empty document contributes nothing and takes nothing away.

@@ -10,7 +10,6 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-
 use super::policy_store::{LoadedPolicy, PolicyStore};
 use super::sweep::{Progress, SweepOptions};
 use super::tags::Tagger;

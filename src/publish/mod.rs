@@ -58,7 +58,7 @@ impl TagChanges {
 
 /// What `publish` decided before writing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub enum Verdict {
     /// The function would reject the document: every reason. Nothing is written.
     Refuse(Vec<String>),
     /// The published bytes are these bytes already.
@@ -71,7 +71,7 @@ pub enum Decision {
 /// layered prefix as published (empty for a single object): the merged whole must be valid.
 /// Removing a key from the policy never removes the tag from resources (tagwarden never deletes);
 /// `removed` says which keys stop being enforced.
-pub fn decide(cloud: Cloud, name: &str, text: &str, others: &[(String, String)], current: Option<&str>) -> Decision {
+pub fn decide(cloud: Cloud, name: &str, text: &str, others: &[(String, String)], current: Option<&str>) -> Verdict {
     let with = |doc: Option<&str>| {
         let mut docs: Vec<(String, String)> = others.to_vec();
         if let Some(d) = doc {
@@ -81,14 +81,14 @@ pub fn decide(cloud: Cloud, name: &str, text: &str, others: &[(String, String)],
     };
     let (new, infra_id) = match check(cloud, with(Some(text))) {
         Ok(ok) => ok,
-        Err(errors) => return Decision::Refuse(errors),
+        Err(errors) => return Verdict::Refuse(errors),
     };
     if current == Some(text) {
-        return Decision::Unchanged;
+        return Verdict::Unchanged;
     }
     // What is published now may itself be invalid (or absent): then every tag is an addition.
     let old = check(cloud, with(current)).map(|(p, _)| p.base_tags(cloud)).unwrap_or_default();
-    Decision::Write { changes: TagChanges::between(&old, &new.base_tags(cloud)), infra_id }
+    Verdict::Write { changes: TagChanges::between(&old, &new.base_tags(cloud)), infra_id }
 }
 
 /// How a publish ended.
@@ -138,8 +138,8 @@ pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: boo
     let cloud = store.source.cloud();
     let current = store.read(&name).await.map_err(cloud_error)?;
     let (changes, infra_id) = match decide(cloud, &document, text, &others, current.as_ref().map(|o| o.text.as_str())) {
-        Decision::Refuse(violations) => return Ok(Outcome::refused(location, violations)),
-        Decision::Unchanged => {
+        Verdict::Refuse(violations) => return Ok(Outcome::refused(location, violations)),
+        Verdict::Unchanged => {
             let docs = others.into_iter().chain([(document, text.to_string())]).collect();
             return Ok(Outcome {
                 location,
@@ -150,7 +150,7 @@ pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: boo
                 violations: Vec::new(),
             });
         }
-        Decision::Write { changes, infra_id } => (changes, infra_id),
+        Verdict::Write { changes, infra_id } => (changes, infra_id),
     };
     let read = current.map(|o| o.etag);
     let (result, version) = if dry_run {
@@ -193,16 +193,16 @@ mod tests {
     #[test]
     fn refuses_what_the_function_would_reject_and_reports_changes() {
         let bad = decide(Cloud::Aws, "p.yaml", &doc("aws:x: y, Name: n"), &[], None);
-        let Decision::Refuse(errors) = bad else { panic!("{bad:?}") };
+        let Verdict::Refuse(errors) = bad else { panic!("{bad:?}") };
         assert!(!errors.is_empty());
         let no_infra = decide(Cloud::Aws, "p.yaml", "version: 1\ntags: {a: b}\n", &[], None);
-        assert!(matches!(no_infra, Decision::Refuse(e) if e[0].contains("infraID")));
+        assert!(matches!(no_infra, Verdict::Refuse(e) if e[0].contains("infraID")));
         let azure = decide(Cloud::Aws, "p.yaml", "version: 1\ncloud: azure\ninfraID: c\ntags: {a: b}\n", &[], None);
-        assert!(matches!(azure, Decision::Refuse(e) if e[0].contains("azure")));
+        assert!(matches!(azure, Verdict::Refuse(e) if e[0].contains("azure")));
 
         let (old, new) = (doc("team: a, env: dev, gone: x"), doc("team: b, env: dev, cost: '1'"));
-        assert_eq!(decide(Cloud::Aws, "p.yaml", &old, &[], Some(&old)), Decision::Unchanged);
-        let Decision::Write { changes, infra_id } = decide(Cloud::Aws, "p.yaml", &new, &[], Some(&old)) else {
+        assert_eq!(decide(Cloud::Aws, "p.yaml", &old, &[], Some(&old)), Verdict::Unchanged);
+        let Verdict::Write { changes, infra_id } = decide(Cloud::Aws, "p.yaml", &new, &[], Some(&old)) else {
             panic!("a write")
         };
         assert_eq!(infra_id, "c-1");
@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(changes.changed["team"], ["a".to_string(), "b".to_string()]);
         assert_eq!(changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
         // Against an invalid published version, everything is added.
-        let Decision::Write { changes, .. } = decide(Cloud::Aws, "p.yaml", &new, &[], Some("{not yaml")) else {
+        let Verdict::Write { changes, .. } = decide(Cloud::Aws, "p.yaml", &new, &[], Some("{not yaml")) else {
             panic!("a write")
         };
         assert_eq!(changes.added.len(), 3);
@@ -220,8 +220,8 @@ mod tests {
     fn a_layer_is_checked_with_the_other_layers() {
         let others = vec![("00-defaults.yaml".to_string(), "version: 1\ninfraID: c-1\ntags: {owner: x}\n".to_string())];
         let clash = decide(Cloud::Aws, CLUSTER_LAYER, "version: 1\ninfraID: c-2\ntags: {a: b}\n", &others, None);
-        assert!(matches!(clash, Decision::Refuse(e) if e[0].contains("disagree")), "the layers name two clusters");
-        let Decision::Write { changes, .. } = decide(Cloud::Aws, CLUSTER_LAYER, &doc("a: b"), &others, None) else {
+        assert!(matches!(clash, Verdict::Refuse(e) if e[0].contains("disagree")), "the layers name two clusters");
+        let Verdict::Write { changes, .. } = decide(Cloud::Aws, CLUSTER_LAYER, &doc("a: b"), &others, None) else {
             panic!("a write")
         };
         assert_eq!(changes.added.keys().collect::<Vec<_>>(), ["a"], "the other layer's tags are published already");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use serde_json::json;
 use tagwarden::cloud::Cloud;
-use tagwarden::plan::{self, Outcome};
+use tagwarden::plan::{self, Decision};
 use tagwarden::resource::ResourceRef;
 use tagwarden::validate;
 
@@ -88,11 +88,11 @@ fn print_human(p: &plan::Plan, cloud: Cloud, infra_id: &str) -> anyhow::Result<(
     };
     println!("owned     {owned}");
     let summary = match p.outcome {
-        Outcome::Apply => format!("apply: {} tag{} to write", p.set.len(), if p.set.len() == 1 { "" } else { "s" }),
-        Outcome::Unchanged => "unchanged: no drift, no write".to_string(),
-        Outcome::NotOwned => "not-owned: tagwarden never writes this resource".to_string(),
-        Outcome::Disabled => "disabled: the cluster asked for no tag propagation".to_string(),
-        Outcome::LimitExceeded => format!(
+        Decision::Apply => format!("apply: {} tag{} to write", p.set.len(), if p.set.len() == 1 { "" } else { "s" }),
+        Decision::Unchanged => "unchanged: no drift, no write".to_string(),
+        Decision::NotOwned => "not-owned: tagwarden never writes this resource".to_string(),
+        Decision::Disabled => "disabled: the cluster asked for no tag propagation".to_string(),
+        Decision::LimitExceeded => format!(
             "limit-exceeded: the write would leave {} tags, over the limit of {}; nothing is written",
             p.tags_after, p.tag_limit
         ),
@@ -107,7 +107,7 @@ fn print_human(p: &plan::Plan, cloud: Cloud, infra_id: &str) -> anyhow::Result<(
     for s in &p.superseded {
         println!("  note: {} = {:?} from {} is superseded by {}", s.key, s.value, s.from, s.by);
     }
-    if p.outcome == Outcome::LimitExceeded && p.changes.is_empty() {
+    if p.outcome == Decision::LimitExceeded && p.changes.is_empty() {
         bail!("internal: limit exceeded without changes");
     }
     Ok(())
