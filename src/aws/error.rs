@@ -1,5 +1,8 @@
 //! AWS errors, classified the way the cluster-api-provider-aws seed does: what a retry can fix
 //! (throttling, transient faults, a resource not yet visible after its creation) and what it cannot.
+//!
+//! Deliberately not here: what each class leads to (retried, handed back, reported), which is the
+//! one table in `crate::error_policy` for both clouds.
 
 use std::fmt;
 

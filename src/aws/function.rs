@@ -8,6 +8,9 @@
 //! - One EventBridge event (direct invoke): a failure is an error, so EventBridge retries.
 //! - A sweep: `{"tagwarden": "sweep"}` from the schedule, an S3 notification or EventBridge
 //!   `Object Created` / `Parameter Store Change` for the policy (re-read at once).
+//!
+//! Deliberately not here: the Runtime API (`functions/aws-lambda`, through `lambda_runtime`), and
+//! configuration (`super::config`).
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 

@@ -6,6 +6,10 @@
 //! deployed patterns drop most of them already), and planning is idempotent, so an own write
 //! read back finds no drift — the only guard for `Tag Change on Resource`, which names no caller.
 //! The sweep, which batches its writes, is in [`super::sweep`].
+//!
+//! Deliberately not here: the reconcile of one resource and the handling of an event, which are
+//! the same on both clouds (`crate::enforce`); this file holds what makes them AWS's: the
+//! [`Tagger`] as the engine's adapter, and a new instance's volumes as resources its event implies.
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -13,6 +13,9 @@
 //! batch that fails for another reason is split in halves so only the resources that really fail
 //! are sent again and reported. Past the caller's deadline no new write starts: what is left is
 //! reported as deferred, for the next run.
+//!
+//! Deliberately not here: which API tags which kind (`super::kinds`), the retry and report table
+//! (`crate::error_policy`), and the status report's content (`crate::policy::store`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

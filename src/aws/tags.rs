@@ -6,6 +6,9 @@
 //! A resource may not be visible yet right after its creation event: reads retry `NotFound`
 //! with bounded exponential backoff, then give up with a retryable error so the event goes back
 //! to the queue (and finally to the dead-letter queue) instead of being dropped.
+//!
+//! Deliberately not here: deciding what to write (`crate::plan`), ownership (`crate::cloud`), and
+//! which kind goes through which API and batch (`super::kinds`).
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 
