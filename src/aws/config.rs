@@ -15,8 +15,6 @@ use super::policy_store::PolicyLocation;
 use super::reconcile::DEFAULT_CONCURRENCY;
 pub use crate::config::ConfigError;
 
-pub const DEFAULT_POLICY_TTL: u64 = 60;
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     pub policy: PolicyLocation,
@@ -45,15 +43,7 @@ impl Config {
             problem: "is not a policy location".into(),
             fix,
         })?;
-        let policy_ttl = match var("POLICY_TTL") {
-            None => DEFAULT_POLICY_TTL,
-            Some(s) => s.parse::<u64>().map_err(|_| ConfigError::Invalid {
-                var: "POLICY_TTL",
-                value: s.clone(),
-                problem: "is not a number of seconds".into(),
-                fix: format!("set it to e.g. {DEFAULT_POLICY_TTL}, or unset it for the default"),
-            })?,
-        };
+        let policy_ttl = crate::config::policy_ttl(var("POLICY_TTL"))?;
         let own = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
         let concurrency = match var("TAGWARDEN_CONCURRENCY") {
             None => DEFAULT_CONCURRENCY,
@@ -66,7 +56,7 @@ impl Config {
                 })?
             }
         };
-        Ok(Config { policy, policy_ttl: Duration::from_secs(policy_ttl), own, concurrency })
+        Ok(Config { policy, policy_ttl, own, concurrency })
     }
 }
 

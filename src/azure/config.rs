@@ -14,7 +14,6 @@ pub use crate::config::ConfigError;
 
 pub const DEFAULT_ARM_ENDPOINT: &str = "https://management.azure.com";
 pub const DEFAULT_PORT: u16 = 8080;
-pub const DEFAULT_POLICY_TTL: u64 = 60;
 /// Seconds one HTTP request (ARM, Blob, identity, metrics) may take, well inside the Functions
 /// host's own timeout so a stuck call is retried instead of the invocation being killed.
 pub const DEFAULT_HTTP_TIMEOUT: u64 = 30;
@@ -91,15 +90,7 @@ impl Config {
             problem: "is not a blob or blob-prefix URL".into(),
             fix: problem,
         })?;
-        let policy_ttl = match var("POLICY_TTL") {
-            None => DEFAULT_POLICY_TTL,
-            Some(s) => s.parse::<u64>().map_err(|_| ConfigError::Invalid {
-                var: "POLICY_TTL",
-                value: s.clone(),
-                problem: "is not a number of seconds".into(),
-                fix: "set it to e.g. 60, or unset it for the default".into(),
-            })?,
-        };
+        let policy_ttl = crate::config::policy_ttl(var("POLICY_TTL"))?;
         let http_timeout = match var("TAGWARDEN_HTTP_TIMEOUT") {
             None => DEFAULT_HTTP_TIMEOUT,
             Some(s) => s.parse::<u64>().ok().filter(|n| (1..=600).contains(n)).ok_or_else(|| ConfigError::Invalid {
@@ -198,7 +189,7 @@ impl Config {
         Ok(Config {
             port,
             policy,
-            policy_ttl: Duration::from_secs(policy_ttl),
+            policy_ttl,
             http_timeout: Duration::from_secs(http_timeout),
             arm_endpoint,
             identity: IdentityConfig { endpoint, header, client_id },
