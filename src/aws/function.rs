@@ -14,6 +14,8 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use aws_lambda_events::event::s3::S3Event;
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
@@ -50,13 +52,8 @@ pub fn trigger_of(payload: &Value) -> Trigger {
     match first_source {
         Some("aws:sqs") => return Trigger::SqsBatch,
         Some("aws:s3") => {
-            let keys: Vec<&str> = payload
-                .get("Records")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|r| r.pointer("/s3/object/key").and_then(Value::as_str))
-                .collect();
+            let notification: S3Event = serde_json::from_value(payload.clone()).unwrap_or_default();
+            let keys: Vec<String> = notification.records.into_iter().filter_map(|r| r.s3.object.key).collect();
             let own = !keys.is_empty() && keys.iter().all(|k| k.rsplit('/').next() == Some(STATUS_REPORT_NAME));
             return if own { Trigger::OwnStatusReport } else { Trigger::PolicyChanged };
         }
@@ -111,15 +108,23 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
     };
     match trigger_of(payload) {
         Trigger::SqsBatch => {
-            let messages = payload.get("Records").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            let batch: SqsEvent = match serde_json::from_value(payload.clone()) {
+                Ok(batch) => batch,
+                Err(e) => {
+                    // No message can be named as failed: the whole batch comes back.
+                    inv.error = Some(format!("not an SQS batch: {e}"));
+                    return inv;
+                }
+            };
+            let messages = batch.records.as_slice();
             // Side by side, in order: the reconciler bounds how many resources are in flight, and
             // its per-resource lock keeps one write per resource across the batch.
             // Indices, not references: see `Reconciler::handle_event_until`.
             let handled = stream::iter(0..messages.len())
                 .map(|i| async move {
-                    let record = &messages[i];
-                    let id = record.get("messageId").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let body = record.get("body").and_then(Value::as_str).unwrap_or_default();
+                    let message = &messages[i];
+                    let id = message.message_id.clone().unwrap_or_default();
+                    let body = message.body.as_deref().unwrap_or_default();
                     if past() {
                         // Never started: SQS delivers it again.
                         tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
@@ -137,7 +142,7 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
                 .buffered(reconciler.concurrency())
                 .collect::<Vec<_>>()
                 .await;
-            let mut failures = Vec::new();
+            let mut response = SqsBatchResponse::default();
             for (id, out) in handled {
                 let failed = match out {
                     Some(out) => {
@@ -150,10 +155,12 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
                     None => true,
                 };
                 if failed {
-                    failures.push(json!({"itemIdentifier": id}));
+                    let mut failure = BatchItemFailure::default();
+                    failure.item_identifier = id;
+                    response.batch_item_failures.push(failure);
                 }
             }
-            inv.response = json!({"batchItemFailures": failures});
+            inv.response = serde_json::to_value(&response).unwrap_or_default();
         }
         Trigger::Event => {
             match serde_json::to_vec(payload).map_err(events::EventError::from).and_then(|b| events::parse_one(&b)) {
@@ -195,7 +202,19 @@ mod tests {
     #[test]
     fn triggers() {
         assert_eq!(trigger_of(&json!({"Records": [{"eventSource": "aws:sqs", "body": "{}"}]})), Trigger::SqsBatch);
-        let s3 = |key: &str| json!({"Records": [{"eventSource": "aws:s3", "s3": {"object": {"key": key}}}]});
+        // The S3 event message structure (S3 user guide, "Event message structure", version 2.1).
+        let s3 = |key: &str| {
+            json!({"Records": [{
+                "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
+                "eventTime": "2026-11-24T12:00:00.000Z", "eventName": "ObjectCreated:Put",
+                "userIdentity": {"principalId": "AWS:AROAEXAMPLE:tagwarden"},
+                "requestParameters": {"sourceIPAddress": "203.0.113.10"},
+                "responseElements": {"x-amz-request-id": "C3D13FE58DE4C810", "x-amz-id-2": "FMyUVURIY8/IgAtTv8xRjskZQpcIZ9KG4V5Wp6S7S/JRWeUWerMUE5JgHvANOjpD"},
+                "s3": {"s3SchemaVersion": "1.0", "configurationId": "policy",
+                       "bucket": {"name": "policy", "ownerIdentity": {"principalId": "A3NL1KOZZKExample"}, "arn": "arn:aws:s3:::policy"},
+                       "object": {"key": key, "size": 1024, "eTag": "d41d8cd98f00b204e9800998ecf8427e", "sequencer": "0055AED6DCD90281E5"}}
+            }]})
+        };
         assert_eq!(trigger_of(&s3("cluster/10-infra.yaml")), Trigger::PolicyChanged);
         assert_eq!(trigger_of(&s3("cluster/tagwarden-status.json")), Trigger::OwnStatusReport);
         assert_eq!(trigger_of(&json!({"tagwarden": "sweep"})), Trigger::Sweep);
