@@ -167,6 +167,27 @@ pub fn ownership_for(cloud: Cloud, resource_type: &str, infra_id: &str, current:
     }
 }
 
+/// Every cluster that owns the resource: the infraIDs of its `<ownership key>=owned` tags, read
+/// the way the service compares keys. More than one is a conflict no cluster may resolve.
+pub fn owners(cloud: Cloud, resource_type: &str, current: &TagMap) -> Vec<String> {
+    let prefix = cloud.ownership_key("");
+    let ignore_case = cloud.keys_ignore_case(resource_type);
+    let mut ids: Vec<String> = current
+        .iter()
+        .filter(|(_, v)| v.as_str() == OWNED)
+        .filter_map(|(k, _)| match ignore_case {
+            true if starts_with_ignore_case(k, &prefix) => Some(&k[prefix.len()..]),
+            false => k.strip_prefix(prefix.as_str()),
+            true => None,
+        })
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .collect();
+    ids.sort();
+    ids.dedup_by(|a, b| ignore_case && a.eq_ignore_ascii_case(b));
+    ids
+}
+
 pub(crate) fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
     s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
@@ -194,6 +215,18 @@ mod tests {
         assert_eq!(ownership_for(Cloud::Aws, "iam:role", "mine-1", &c), Ownership::Owned);
         let c = tags(&[("Kubernetes.IO_cluster.mine-1", "owned")]);
         assert_eq!(ownership(Cloud::Azure, "mine-1", &c), Ownership::Owned);
+    }
+
+    #[test]
+    fn every_owner_is_found() {
+        let c = tags(&[("kubernetes.io/cluster/a-1", "owned"), ("kubernetes.io/cluster/b-2", "shared"), ("team", "x")]);
+        assert_eq!(owners(Cloud::Aws, "ec2:instance", &c), vec!["a-1"]);
+        let c = tags(&[("kubernetes.io/cluster/a-1", "owned"), ("Kubernetes.io/cluster/b-2", "owned")]);
+        assert_eq!(owners(Cloud::Aws, "ec2:instance", &c), vec!["a-1"], "EC2 keys are case-sensitive");
+        assert_eq!(owners(Cloud::Aws, "iam:role", &c), vec!["a-1", "b-2"]);
+        let c = tags(&[("Kubernetes.IO_cluster.az-1", "owned"), ("kubernetes.io_cluster.az-2", "owned")]);
+        assert_eq!(owners(Cloud::Azure, "Microsoft.Compute/disks", &c), vec!["az-1", "az-2"]);
+        assert!(owners(Cloud::Aws, "s3:bucket", &tags(&[("kubernetes.io/cluster/", "owned")])).is_empty());
     }
 
     #[test]

@@ -1,23 +1,26 @@
 //! The enforcement engine's core, once for both clouds: one resource is locked, re-read (unless
-//! its tags are known and still fresh), planned against the policy in force, written at most once,
-//! and recorded. What differs between clouds is an [`Adapter`]: how a resource's tags are read and
+//! its tags are known and still fresh), planned against the policy of the cluster that owns it
+//! (one of a cluster set's, found from the tags read), written at most once, and recorded. What differs between clouds is an [`Adapter`]: how a resource's tags are read and
 //! how a plan is written. `aws::reconcile` and `azure::reconcile` drive it from events and sweeps.
 //!
 //! The invariants it holds, unit-tested below against an in-memory cloud: a resource is written
 //! at most once per policy version however many events name it at once (a duplicate waits for
 //! the lock, re-reads and finds nothing to do); no write ever removes a tag; a dry run writes
-//! nothing; a failed read or write is a record, never a dropped resource.
+//! nothing; a failed read or write is a record, never a dropped resource; a resource owned by two
+//! clusters is never written.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
 
-use crate::cloud::{ownership, Cloud, Ownership};
+use crate::cloud::Cloud;
 use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
 use crate::policy::cache::LoadedPolicy;
+use crate::policy::clusters::{Owner, Policies};
 use crate::policy::store::{PolicyStore, Source};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
@@ -98,15 +101,18 @@ impl Engine {
             tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(own), "event ignored");
             return out;
         }
-        let Some(policy) = store.policy_for(&mut out, false).await else { return out };
-        let version = &policy.policy.version;
+        let Some(policies) = store.policies_for(&mut out, false).await else { return out };
+        let version = policies.version();
         // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
         // whoever can put an event on the bus can claim a foreign resource is owned. They only
-        // spare the read of a resource they say is not owned; a claim of ownership is re-read.
-        let hint = event.tags.clone().filter(|t| ownership(cloud.cloud(), &policy.infra_id, t) != Ownership::Owned);
+        // spare the read of a resource they say no enforced cluster owns; a claim is re-read.
+        let hint = event
+            .tags
+            .clone()
+            .filter(|t| matches!(policies.owner(cloud.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
         let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
             event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
-        let (implied, failed) = cloud.implied(event, version).await;
+        let (implied, failed) = cloud.implied(event, &version).await;
         targets.extend(implied);
         for record in failed {
             out.push(record);
@@ -115,13 +121,13 @@ impl Engine {
         // higher-ranked `Send` inference once the future is boxed as `Send` (rust-lang/rust#102211).
         let records = stream::iter(0..targets.len())
             .map(|i| {
-                let (policy, (r, known)) = (&policy, &targets[i]);
+                let (policies, version, (r, known)) = (&policies, &version, &targets[i]);
                 async move {
                     if stop_at.is_some_and(|t| Instant::now() >= t) {
                         let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
                         return Record::failed(cloud.cloud(), r, version, why.clone()).failing(Failure::Transient, why);
                     }
-                    self.reconcile(cloud, policy, r, known.as_ref())
+                    self.reconcile(cloud, policies, r, known.as_ref())
                         .await
                         .in_line_since(event.occurred_at_ms, epoch_ms())
                 }
@@ -130,16 +136,30 @@ impl Engine {
             .collect::<Vec<_>>()
             .await;
         for record in records {
+            if record.ignored() {
+                out.metrics.events_ignored += 1;
+                tracing::info!(
+                    event = event.event_name,
+                    id = event.id,
+                    resource = record.resource,
+                    reason = record.error,
+                    "event ignored"
+                );
+            }
+            if out.infra_id.is_none() {
+                out.infra_id = record.infra_id.clone();
+            }
             out.push(Record { event_id: event.id.clone(), ..record });
         }
         out
     }
 
-    /// Re-read (unless the tags are `known`), plan and write one resource.
+    /// Re-read (unless the tags are `known`), find its cluster's policy, plan and write one
+    /// resource.
     pub async fn reconcile<A: Adapter>(
         &self,
         cloud: &A,
-        policy: &LoadedPolicy,
+        policies: &Policies,
         r: &ResourceRef,
         known: Option<&TagMap>,
     ) -> Record {
@@ -155,7 +175,8 @@ impl Engine {
         let _permit = self.permits.acquire().await;
         // Waited behind another reconcile of this resource: tags an event carried are stale now.
         let known = if held.waited { None } else { known };
-        let version = &policy.policy.version;
+        let version = policies.version();
+        let version = &version;
         let mut resource = std::borrow::Cow::Borrowed(r);
         let current = match known {
             Some(tags) => tags.clone(),
@@ -170,6 +191,10 @@ impl Engine {
             },
         };
         let r = resource.as_ref();
+        let policy = match answer_to(policies, cloud.cloud(), r, &current) {
+            Ok(p) => p,
+            Err(record) => return *record,
+        };
         let plan = plan::plan(&policy.policy, cloud.cloud(), &policy.infra_id, r, &current);
         let mut written = false;
         let mut error = None;
@@ -180,10 +205,61 @@ impl Engine {
             }
         }
         let elapsed = start.elapsed().as_millis() as u64;
-        let record = Record::from_plan(cloud.cloud(), &policy.policy, &plan, written, elapsed);
+        let mut record = Record::from_plan(cloud.cloud(), &policy.policy, &plan, written, elapsed);
+        if policies.is_set() {
+            record.infra_id = Some(policy.infra_id.clone());
+        }
         match error {
             Some(e) => e.into_record(record),
             None => record,
+        }
+    }
+}
+
+/// The policy a resource with `tags` is planned against, or the record of why it is left alone:
+/// with one policy, everything is planned (the plan says what is not owned); in a set, a resource
+/// owned by no enforced cluster is not owned, one owned by a cluster with no valid policy here is
+/// ignored, and one owned by two clusters is a permanent failure, never written.
+pub fn answer_to<'p>(
+    policies: &'p Policies,
+    cloud: Cloud,
+    r: &ResourceRef,
+    tags: &TagMap,
+) -> Result<&'p Arc<LoadedPolicy>, Box<Record>> {
+    match (policies.owner(cloud, &r.kind, tags), policies.single()) {
+        (Owner::Cluster(p), _) | (Owner::NotOwned, Some(p)) => Ok(p),
+        (Owner::NotOwned, None) => Err(Box::new(Record::not_owned(cloud, r, None, None))),
+        (Owner::Unpublished(id), _) => {
+            let why = format!("owned by cluster {id}, which has published no valid policy here: ignored");
+            Err(Box::new(Record::not_owned(cloud, r, Some(id), Some(why))))
+        }
+        (Owner::Conflict(ids), _) => {
+            let why = format!(
+                "owned by clusters {}: a resource has one owner, so no cluster's policy is applied; remove the ownership tag that is wrong",
+                ids.join(" and ")
+            );
+            let mut record =
+                Record::failed(cloud, r, &policies.version(), String::new()).failing(Failure::Permanent, why);
+            record.infra_id = ids.iter().find(|id| policies.get(id).is_some()).cloned();
+            Err(Box::new(record))
+        }
+    }
+}
+
+/// One status report per swept cluster, beside its policy, with its own records.
+pub async fn report_sweeps<S: Source>(
+    store: &PolicyStore<S>,
+    policies: &Policies,
+    swept: &[Arc<LoadedPolicy>],
+    records: &[Record],
+) {
+    for policy in swept {
+        if policies.is_set() {
+            let own: Vec<Record> =
+                records.iter().filter(|r| r.infra_id.as_deref() == Some(policy.infra_id.as_str())).cloned().collect();
+            store.report_sweep(policy, &own).await;
+        } else {
+            store.report_sweep(policy, records).await;
         }
     }
 }
@@ -242,10 +318,10 @@ mod tests {
         }
     }
 
-    fn policy() -> LoadedPolicy {
+    fn policy() -> Policies {
         let doc = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\n".to_string();
         let (policy, infra_id) = check(Cloud::Aws, vec![("p.yaml".into(), doc)]).expect("valid");
-        LoadedPolicy { policy, infra_id, fingerprint: "fp".into() }
+        Policies::one(std::sync::Arc::new(LoadedPolicy { policy, infra_id, fingerprint: "fp".into() }))
     }
 
     fn tags(pairs: &[(&str, &str)]) -> TagMap {

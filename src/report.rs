@@ -79,6 +79,12 @@ pub struct Record {
     pub changes: Vec<ChangeRecord>,
     pub superseded: Vec<Superseded>,
     pub policy_version: String,
+    /// In a cluster set, the cluster whose policy the resource answers to.
+    #[serde(rename = "infraID", skip_serializing_if = "Option::is_none")]
+    pub infra_id: Option<String>,
+    /// Why a resource was left alone without a failure (owned by a cluster with no policy here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,6 +133,8 @@ impl Record {
                 .map(|s| Superseded { value: policy.loggable(&s.key, &s.value).into_owned(), ..s.clone() })
                 .collect(),
             policy_version: policy.version.clone(),
+            infra_id: None,
+            reason: None,
             event_id: None,
             error: None,
             failure: None,
@@ -145,12 +153,34 @@ impl Record {
             changes: Vec::new(),
             superseded: Vec::new(),
             policy_version: policy_version.to_string(),
+            infra_id: None,
+            reason: None,
             event_id: None,
             error: Some(error),
             failure: Some(Failure::Transient),
             latency_ms: 0,
             compliance_lag_ms: None,
         }
+    }
+
+    /// A resource of a cluster set that no enforced cluster owns: not written, not a failure.
+    /// Owned by a cluster with no valid policy here, it names that cluster and `reason`.
+    pub fn not_owned(
+        cloud: Cloud,
+        resource: &crate::resource::ResourceRef,
+        infra_id: Option<String>,
+        reason: Option<String>,
+    ) -> Self {
+        let mut record = Record::failed(cloud, resource, "", String::new());
+        record.status = Status::NotOwned;
+        (record.error, record.failure, record.infra_id, record.reason) = (None, None, infra_id, reason);
+        record
+    }
+
+    /// Whether the resource was left alone because its cluster published no policy here (an
+    /// ignored event, counted so).
+    pub fn ignored(&self) -> bool {
+        self.status == Status::NotOwned && self.reason.is_some()
     }
 
     /// The same record, with its compliance lag from `since_ms` to `now_ms` (ms since the epoch)
@@ -318,6 +348,29 @@ impl Metrics {
     }
 }
 
+/// The label of a cluster set's deployment-wide metrics (events received, policies rejected):
+/// what no single cluster owns.
+pub const ALL_CLUSTERS: &str = "all";
+
+/// An invocation's metrics by the cluster they concern, for the `InfraID` dimension: in a cluster
+/// set, each record's resource metrics under its cluster, and the invocation's own counters
+/// (events, policy rejections) under `deployment`. Without a set, all of it under `deployment`.
+pub fn by_cluster(metrics: &Metrics, records: &[Record], deployment: &str) -> BTreeMap<String, Metrics> {
+    if records.iter().all(|r| r.infra_id.is_none()) {
+        return BTreeMap::from([(deployment.to_string(), metrics.clone())]);
+    }
+    let mut out: BTreeMap<String, Metrics> = BTreeMap::new();
+    let own = out.entry(deployment.to_string()).or_default();
+    own.events_received = metrics.events_received;
+    own.events_ignored = metrics.events_ignored;
+    own.policy_rejected = metrics.policy_rejected;
+    for r in records {
+        out.entry(r.infra_id.clone().unwrap_or_else(|| deployment.to_string())).or_default().observe(r);
+    }
+    out.retain(|_, m| !m.is_empty());
+    out
+}
+
 fn emf_header<'a>(
     timestamp_ms: u64,
     dimensions: &[&str],
@@ -390,6 +443,8 @@ mod tests {
             changes: (0..changes).map(|i| ChangeRecord { key: format!("k{i}"), old: None, new: "v".into() }).collect(),
             superseded: Vec::new(),
             policy_version: "v1".into(),
+            infra_id: None,
+            reason: None,
             event_id: None,
             error: None,
             failure: None,
@@ -422,6 +477,25 @@ mod tests {
         assert_eq!(ev["ComplianceLag"], serde_json::json!([4_250, 10]));
         let metrics = &ev["_aws"]["CloudWatchMetrics"][0]["Metrics"];
         assert_eq!(metrics, &serde_json::json!([{"Name": "ComplianceLag", "Unit": "Milliseconds"}]));
+    }
+
+    #[test]
+    fn a_sets_metrics_go_to_each_resources_cluster() {
+        let mut out = Outcome::default();
+        out.metrics.events_received = 2;
+        for (id, status) in [("a-1", Status::Applied), ("b-2", Status::Unchanged), ("b-2", Status::Failed)] {
+            out.push(Record { infra_id: Some(id.into()), ..record("ec2:instance", status, 1) });
+        }
+        let by = by_cluster(&out.metrics, &out.records, ALL_CLUSTERS);
+        assert_eq!(by.keys().collect::<Vec<_>>(), ["a-1", "all", "b-2"]);
+        assert_eq!(by["a-1"].by_type["ec2:instance"].drift_detected, 1);
+        assert_eq!(by["b-2"].by_type["ec2:instance"].resources_evaluated, 2);
+        assert_eq!(by["b-2"].by_type["ec2:instance"].write_failures, 1);
+        assert_eq!((by["all"].events_received, by["all"].by_type.len()), (2, 0));
+        // A single policy: everything under its cluster, as before.
+        let mut single = Outcome::default();
+        single.push(record("ec2:instance", Status::Applied, 1));
+        assert_eq!(by_cluster(&single.metrics, &single.records, "c-1").keys().collect::<Vec<_>>(), ["c-1"]);
     }
 
     #[test]

@@ -203,7 +203,7 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
         "ec2:CreateTags i-0abc: UnauthorizedOperation (fix: grant ec2:CreateTags to the function's role)",
     );
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v1".into()), vec![], vec![failure]);
-    policy_store(&clients, loc, Duration::ZERO).source.put_status(&report).await.expect("status written");
+    policy_store(&clients, loc, Duration::ZERO).source.put_status(None, &report).await.expect("status written");
     let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
     assert_eq!(code, 1, "a failure makes status exit 1: {out}");
     assert!(

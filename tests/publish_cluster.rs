@@ -126,7 +126,7 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
 
     // The function's report shows up in the cluster.
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v2".into()), vec![], vec![]);
-    function.source.put_status(&report).await.expect("status written");
+    function.source.put_status(None, &report).await.expect("status written");
     let start = Instant::now();
     let state =
         |api: &FakeApi| api.get("configmaps", "tagwarden", "tagwarden-status").map(|c| c["data"]["state"].clone());

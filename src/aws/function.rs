@@ -22,8 +22,10 @@ use serde_json::{json, Value};
 use super::reconcile::{Outcome, Reconciler};
 use crate::cloud::Cloud;
 use crate::events;
+use crate::policy::clusters::cluster_of;
+use crate::policy::store::{Layout, Source};
 use crate::policy::STATUS_REPORT_NAME;
-use crate::report::Metrics;
+use crate::report::{by_cluster, Metrics, ALL_CLUSTERS};
 
 /// The result of one invocation: the response, the lines to print (outcome records, then EMF
 /// metrics), and an error when the invocation must fail.
@@ -77,6 +79,28 @@ pub fn trigger_of(payload: &Value) -> Trigger {
     }
 }
 
+/// The S3 keys or SSM parameter a policy change names.
+fn changed_objects(payload: &Value) -> Vec<String> {
+    if payload.pointer("/Records/0/eventSource").and_then(Value::as_str) == Some("aws:s3") {
+        let notification: S3Event = serde_json::from_value(payload.clone()).unwrap_or_default();
+        return notification.records.into_iter().filter_map(|r| r.s3.object.key).collect();
+    }
+    ["/detail/object/key", "/detail/name"]
+        .iter()
+        .filter_map(|p| payload.pointer(p)?.as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The clusters of a set whose policy a change names, so only they are swept; `None` (sweep
+/// every cluster) for a single policy, or when a change names something outside every cluster.
+pub fn changed_clusters(layout: &Layout, payload: &Value) -> Option<Vec<String>> {
+    let Layout::Set(prefix) = layout else { return None };
+    let objects = changed_objects(payload);
+    let clusters: Option<Vec<String>> = objects.iter().map(|o| cluster_of(prefix, o)).collect();
+    clusters.filter(|c| !c.is_empty())
+}
+
 pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
     handle_until(reconciler, payload, None).await
 }
@@ -99,10 +123,12 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
     let past = || stop_at.is_some_and(|t| Instant::now() >= t);
     let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
     let mut metrics = Metrics::default();
+    let mut records = Vec::new();
     let mut infra_id = None;
     let mut absorb = |inv: &mut Invocation, out: Outcome| {
         inv.lines.extend(out.records.iter().map(|r| r.to_json_line()));
         metrics.merge(out.metrics);
+        records.extend(out.records);
         infra_id = infra_id.take().or(out.infra_id);
         out.error
     };
@@ -178,7 +204,13 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
         }
         Trigger::OwnStatusReport => inv.response = json!({"ignored": "own status report"}),
         trigger @ (Trigger::Sweep | Trigger::PolicyChanged) => {
-            let out = reconciler.sweep_until(trigger == Trigger::PolicyChanged, stop_at).await;
+            let only = match trigger {
+                Trigger::PolicyChanged => changed_clusters(&reconciler.store.source.layout(), payload),
+                _ => None,
+            };
+            // Boxed: the sweep's future is deep, and every caller's type would nest it.
+            let out =
+                Box::pin(reconciler.sweep_clusters(trigger == Trigger::PolicyChanged, only.as_deref(), stop_at)).await;
             let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
             let retry = out.must_retry();
             let error = absorb(&mut inv, out);
@@ -190,7 +222,13 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
     }
     if !metrics.is_empty() {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
-        inv.lines.extend(metrics.emf_lines(Cloud::Aws, infra_id.as_deref().unwrap_or("unknown"), now));
+        let deployment = match reconciler.store.is_set() {
+            true => ALL_CLUSTERS,
+            false => infra_id.as_deref().unwrap_or("unknown"),
+        };
+        for (cluster, m) in by_cluster(&metrics, &records, deployment) {
+            inv.lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
+        }
     }
     inv
 }
@@ -216,6 +254,13 @@ mod tests {
             }]})
         };
         assert_eq!(trigger_of(&s3("cluster/10-infra.yaml")), Trigger::PolicyChanged);
+        // In a cluster set, the change of one cluster's policy sweeps that cluster.
+        let set = Layout::Set("clusters/".into());
+        assert_eq!(changed_clusters(&set, &s3("clusters/c-3/10-cluster.yaml")), Some(vec!["c-3".into()]));
+        assert_eq!(changed_clusters(&set, &s3("elsewhere.yaml")), None);
+        assert_eq!(changed_clusters(&Layout::Prefix("clusters/".into()), &s3("clusters/c-3/x.yaml")), None);
+        let ssm = json!({"detail-type": "Parameter Store Change", "detail": {"name": "/tw/clusters/c-4", "operation": "Update"}});
+        assert_eq!(changed_clusters(&Layout::Set("/tw/clusters/".into()), &ssm), Some(vec!["c-4".into()]));
         assert_eq!(trigger_of(&s3("cluster/tagwarden-status.json")), Trigger::OwnStatusReport);
         assert_eq!(trigger_of(&json!({"tagwarden": "sweep"})), Trigger::Sweep);
         assert_eq!(trigger_of(&json!({"detail-type": "Scheduled Event", "source": "aws.events"})), Trigger::Sweep);

@@ -1,12 +1,14 @@
 //! The cluster-published policy on AWS (DESIGN.md §2, §6): an S3 object, every object under an S3
-//! prefix (layered in name order), or an SSM parameter — the calls behind the one policy store
-//! (`policy::store`), which holds the re-check rules for both clouds.
+//! prefix (layered in name order), or an SSM parameter — or a cluster set of them, one policy per
+//! cluster under its infraID (`s3://BUCKET/PREFIX/*/`, `ssm:/PATH/*`). These are the calls behind
+//! the one policy store (`policy::store`), which holds the re-check rules for both clouds.
 //!
 //! S3 objects are fetched conditionally on their ETag (`If-None-Match`, 304). An SSM parameter's
 //! value comes with its version in one small call; an unchanged version is not parsed again.
 //!
 //! Deliberately not here: S3 object versions, SecureString parameters (the policy is not a
-//! secret, and decryption would need a KMS grant), and parameter hierarchies.
+//! secret, and decryption would need a KMS grant), and parameter hierarchies deeper than a set's
+//! one level.
 
 use std::fmt;
 use std::str::FromStr;
@@ -23,22 +25,45 @@ use crate::status::StatusReport;
 /// Where the policy lives, from `TAGWARDEN_POLICY` or `--policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicyLocation {
-    S3Object { bucket: String, key: String },
-    S3Prefix { bucket: String, prefix: String },
-    Ssm { name: String },
+    S3Object {
+        bucket: String,
+        key: String,
+    },
+    S3Prefix {
+        bucket: String,
+        prefix: String,
+    },
+    Ssm {
+        name: String,
+    },
+    /// A cluster set: `<prefix><infraID>/…` (each layered as a prefix is) or `<prefix><infraID>.yaml`.
+    S3Set {
+        bucket: String,
+        prefix: String,
+    },
+    /// A cluster set: one parameter per cluster, `<path><infraID>`.
+    SsmSet {
+        path: String,
+    },
 }
 
 impl FromStr for PolicyLocation {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let usage = "expected s3://BUCKET/KEY (one document), s3://BUCKET/PREFIX/ (every document under it, ending in /) or ssm:/PARAMETER/NAME";
+        let usage = "expected s3://BUCKET/KEY (one document), s3://BUCKET/PREFIX/ (every document under it, ending in /), ssm:/PARAMETER/NAME, or a cluster set: s3://BUCKET/PREFIX/*/ or ssm:/PATH/*";
         if let Some(rest) = s.strip_prefix("s3://") {
             let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
             if bucket.is_empty() {
                 return Err(format!("policy location {s:?} names no bucket: {usage}"));
             }
             let bucket = bucket.to_string();
+            if let Some(prefix) = key.strip_suffix("*/").filter(|p| p.is_empty() || p.ends_with('/')) {
+                return Ok(PolicyLocation::S3Set { bucket, prefix: prefix.to_string() });
+            }
+            if key.contains('*') {
+                return Err(format!("policy location {s:?}: a cluster set is written s3://{bucket}/PREFIX/*/ (the * alone, as the last folder): {usage}"));
+            }
             return Ok(if key.is_empty() || key.ends_with('/') {
                 PolicyLocation::S3Prefix { bucket, prefix: key.to_string() }
             } else {
@@ -48,6 +73,12 @@ impl FromStr for PolicyLocation {
         if let Some(name) = s.strip_prefix("ssm:") {
             if name.is_empty() {
                 return Err(format!("policy location {s:?} names no parameter: {usage}"));
+            }
+            if let Some(path) = name.strip_suffix('*').filter(|p| p.starts_with('/') && p.ends_with('/')) {
+                return Ok(PolicyLocation::SsmSet { path: path.to_string() });
+            }
+            if name.ends_with('/') || name.contains('*') {
+                return Err(format!("policy location {s:?}: a parameter name cannot end in / or hold *; for one parameter per cluster, write ssm:{}*: {usage}", name.trim_end_matches('*').trim_end_matches('/').to_string() + "/"));
             }
             return Ok(PolicyLocation::Ssm { name: name.to_string() });
         }
@@ -61,22 +92,52 @@ impl fmt::Display for PolicyLocation {
             PolicyLocation::S3Object { bucket, key } => write!(f, "s3://{bucket}/{key}"),
             PolicyLocation::S3Prefix { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
             PolicyLocation::Ssm { name } => write!(f, "ssm:{name}"),
+            PolicyLocation::S3Set { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}*/"),
+            PolicyLocation::SsmSet { path } => write!(f, "ssm:{path}*"),
         }
     }
 }
 
 impl PolicyLocation {
-    /// Where the status report goes: beside the policy object, or a sibling SSM parameter.
+    /// Where the status report goes: beside the policy object, or a sibling SSM parameter; in a
+    /// set, beside cluster `cluster`'s policy (SSM: under the path's sibling `<path>-status/`, so
+    /// a set's listing never sees it).
+    pub fn status_location_for(&self, cluster: Option<&str>) -> PolicyLocation {
+        match (self, cluster) {
+            (PolicyLocation::S3Set { bucket, prefix }, Some(c)) => {
+                PolicyLocation::S3Object { bucket: bucket.clone(), key: format!("{prefix}{c}/{STATUS_REPORT_NAME}") }
+            }
+            (PolicyLocation::SsmSet { path }, Some(c)) => {
+                PolicyLocation::Ssm { name: format!("{}-status/{c}", path.trim_end_matches('/')) }
+            }
+            _ => self.status_location(),
+        }
+    }
+
+    /// The S3 bucket the policy is in.
+    fn bucket(&self) -> Option<&str> {
+        match self {
+            PolicyLocation::S3Object { bucket, .. }
+            | PolicyLocation::S3Prefix { bucket, .. }
+            | PolicyLocation::S3Set { bucket, .. } => Some(bucket),
+            PolicyLocation::Ssm { .. } | PolicyLocation::SsmSet { .. } => None,
+        }
+    }
+
+    /// Where the status report of a single policy goes.
     pub fn status_location(&self) -> PolicyLocation {
         match self {
             PolicyLocation::S3Object { bucket, key } => {
                 let dir = key.rsplit_once('/').map(|(d, _)| format!("{d}/")).unwrap_or_default();
                 PolicyLocation::S3Object { bucket: bucket.clone(), key: format!("{dir}{STATUS_REPORT_NAME}") }
             }
-            PolicyLocation::S3Prefix { bucket, prefix } => {
+            PolicyLocation::S3Prefix { bucket, prefix } | PolicyLocation::S3Set { bucket, prefix } => {
                 PolicyLocation::S3Object { bucket: bucket.clone(), key: format!("{prefix}{STATUS_REPORT_NAME}") }
             }
             PolicyLocation::Ssm { name } => PolicyLocation::Ssm { name: format!("{name}-status") },
+            PolicyLocation::SsmSet { path } => {
+                PolicyLocation::Ssm { name: format!("{}-status", path.trim_end_matches('/')) }
+            }
         }
     }
 }
@@ -119,17 +180,30 @@ impl Source for AwsSource {
             PolicyLocation::S3Object { key, .. } => Layout::One(key.clone()),
             PolicyLocation::S3Prefix { prefix, .. } => Layout::Prefix(prefix.clone()),
             PolicyLocation::Ssm { name } => Layout::One(name.clone()),
+            PolicyLocation::S3Set { prefix, .. } => Layout::Set(prefix.clone()),
+            PolicyLocation::SsmSet { path } => Layout::Set(path.clone()),
+        }
+    }
+
+    /// Every parameter of a set's path is a cluster's policy: parameters have no extension.
+    fn is_document(&self, name: &str) -> bool {
+        matches!(self.location, PolicyLocation::SsmSet { .. }) || store::is_policy_document(name)
+    }
+
+    fn cluster_location(&self, infra_id: &str) -> String {
+        match &self.location {
+            PolicyLocation::SsmSet { path } => format!("ssm:{path}{infra_id}"),
+            PolicyLocation::S3Set { bucket, prefix } => format!("s3://{bucket}/{prefix}{infra_id}/"),
+            other => other.to_string(),
         }
     }
 
     async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, AwsError> {
-        match &self.location {
-            PolicyLocation::S3Object { bucket, .. } | PolicyLocation::S3Prefix { bucket, .. } => {
-                get_object(&self.clients, bucket, name, etag).await
-            }
+        match self.location.bucket() {
+            Some(bucket) => get_object(&self.clients, bucket, name, etag).await,
             // A parameter's value comes with its version in one small call: "not modified" is
             // the version seen last.
-            PolicyLocation::Ssm { .. } => {
+            None => {
                 let out = self
                     .clients
                     .ssm
@@ -150,7 +224,10 @@ impl Source for AwsSource {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<Listed>, AwsError> {
-        let PolicyLocation::S3Prefix { bucket, .. } = &self.location else { return Ok(Vec::new()) };
+        if let PolicyLocation::SsmSet { path } = &self.location {
+            return self.list_parameters(path).await;
+        }
+        let Some(bucket) = self.location.bucket() else { return Ok(Vec::new()) };
         let mut out = Vec::new();
         let mut token = None;
         loop {
@@ -177,6 +254,16 @@ impl Source for AwsSource {
     }
 
     fn no_documents(&self) -> AwsError {
+        if let PolicyLocation::SsmSet { .. } = self.location {
+            let op = "ssm:GetParametersByPath";
+            return AwsError::new(
+                op,
+                &self.location.to_string(),
+                "NoPolicyDocuments",
+                "no parameter",
+                ErrorClass::Fatal,
+            );
+        }
         AwsError::new(
             "s3:ListObjectsV2",
             &self.location.to_string(),
@@ -191,18 +278,16 @@ impl Source for AwsSource {
     }
 
     fn location_of(&self, name: &str) -> String {
-        match &self.location {
-            PolicyLocation::S3Object { bucket, .. } | PolicyLocation::S3Prefix { bucket, .. } => {
-                format!("s3://{bucket}/{name}")
-            }
-            PolicyLocation::Ssm { .. } => format!("ssm:{name}"),
+        match self.location.bucket() {
+            Some(bucket) => format!("s3://{bucket}/{name}"),
+            None => format!("ssm:{name}"),
         }
     }
 
     async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<AwsError>> {
         let location = self.location_of(name);
-        match &self.location {
-            PolicyLocation::S3Object { bucket, .. } | PolicyLocation::S3Prefix { bucket, .. } => {
+        match self.location.bucket() {
+            Some(bucket) => {
                 let put = self.clients.s3.put_object().bucket(bucket).key(name).content_type(store::content_type(name));
                 // S3 conditional writes: `If-None-Match: *` creates only; `If-Match` replaces only
                 // that ETag. A lost race is 412 PreconditionFailed, or 409 ConditionalRequestConflict
@@ -222,7 +307,7 @@ impl Source for AwsSource {
             // PutParameter has no condition. Creating uses Overwrite=false (refused if the
             // parameter appeared); replacing re-reads the version right before the put, then
             // checks that the put made exactly the next version.
-            PolicyLocation::Ssm { .. } => {
+            None => {
                 if let Some(version) = expected {
                     match self.get(name, None).await {
                         Ok(Some(now)) if now.etag == version => {}
@@ -261,8 +346,8 @@ impl Source for AwsSource {
         }
     }
 
-    async fn get_status(&self) -> Result<Option<String>, AwsError> {
-        let target = self.location.status_location();
+    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, AwsError> {
+        let target = self.location.status_location_for(cluster);
         match &target {
             PolicyLocation::S3Object { bucket, key } => match get_object(&self.clients, bucket, key, None).await {
                 Ok(found) => Ok(found.map(|o| o.text)),
@@ -274,12 +359,12 @@ impl Source for AwsSource {
                 Err(e) if e.code() == Some("ParameterNotFound") => Ok(None),
                 Err(e) => Err(AwsError::from_sdk("ssm:GetParameter", name, e)),
             },
-            PolicyLocation::S3Prefix { .. } => Ok(None),
+            _ => Ok(None),
         }
     }
 
-    async fn put_status(&self, report: &StatusReport) -> Result<(), AwsError> {
-        let target = self.location.status_location();
+    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), AwsError> {
+        let target = self.location.status_location_for(cluster);
         match &target {
             PolicyLocation::S3Object { bucket, key } => {
                 let body = serde_json::to_vec_pretty(report).unwrap_or_default();
@@ -307,9 +392,37 @@ impl Source for AwsSource {
                     .await
                     .map_err(|e| AwsError::from_sdk("ssm:PutParameter", name, e))?;
             }
-            PolicyLocation::S3Prefix { .. } => {}
+            _ => {}
         }
         Ok(())
+    }
+}
+
+impl AwsSource {
+    /// A set's parameters, one level under `path`, with their versions.
+    async fn list_parameters(&self, path: &str) -> Result<Vec<Listed>, AwsError> {
+        let mut out = Vec::new();
+        let mut token = None;
+        loop {
+            let page = self
+                .clients
+                .ssm
+                .get_parameters_by_path()
+                .path(path.trim_end_matches('/'))
+                .recursive(false)
+                .set_next_token(token)
+                .send()
+                .await
+                .map_err(|e| AwsError::from_sdk("ssm:GetParametersByPath", path, e))?;
+            for p in page.parameters() {
+                out.push(Listed { name: p.name().unwrap_or_default().to_string(), etag: p.version().to_string() });
+            }
+            token = page.next_token().map(str::to_owned);
+            if token.is_none() {
+                break;
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -378,5 +491,20 @@ mod tests {
         assert_eq!(status("s3://b/policy.yaml"), Ok("s3://b/tagwarden-status.json".into()));
         assert_eq!(status("s3://b/layers/"), Ok("s3://b/layers/tagwarden-status.json".into()));
         assert_eq!(status("ssm:/p"), Ok("ssm:/p-status".into()));
+
+        // Cluster sets.
+        assert_eq!(
+            "s3://b/clusters/*/".parse(),
+            Ok(PolicyLocation::S3Set { bucket: "b".into(), prefix: "clusters/".into() })
+        );
+        assert_eq!("s3://b/*/".parse(), Ok(PolicyLocation::S3Set { bucket: "b".into(), prefix: "".into() }));
+        assert_eq!("ssm:/tw/clusters/*".parse(), Ok(PolicyLocation::SsmSet { path: "/tw/clusters/".into() }));
+        let set = |s: &str, c| s.parse::<PolicyLocation>().map(|l| l.status_location_for(Some(c)).to_string());
+        assert_eq!(set("s3://b/clusters/*/", "a-1"), Ok("s3://b/clusters/a-1/tagwarden-status.json".into()));
+        assert_eq!(set("ssm:/tw/clusters/*", "a-1"), Ok("ssm:/tw/clusters-status/a-1".into()));
+        for (bad, hint) in [("s3://b/clusters*/", "PREFIX/*/"), ("ssm:/tw/clusters/", "ssm:/tw/clusters/*")] {
+            let err = bad.parse::<PolicyLocation>().expect_err(bad);
+            assert!(err.contains(hint), "{err}");
+        }
     }
 }

@@ -21,6 +21,7 @@ use super::AwsError;
 use crate::cloud::Cloud;
 use crate::enforce::{Adapter, Engine, IntoRecord, Read};
 use crate::events::{Event, EventKind};
+use crate::policy::clusters::Policies;
 pub use crate::report::Outcome;
 use crate::report::Record;
 use crate::resource::ResourceRef;
@@ -67,9 +68,9 @@ impl Reconciler {
         self.engine.concurrency()
     }
 
-    /// The policy in force; a rejected new version is counted and reported.
-    pub(super) async fn policy(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
-        self.store.policy_for(out, force).await
+    /// The policies in force; a rejected new version is counted and reported.
+    pub(super) async fn policies(&self, out: &mut Outcome, force: bool) -> Option<Policies> {
+        self.store.policies_for(out, force).await
     }
 
     /// Reconcile every resource an event names.
@@ -83,9 +84,9 @@ impl Reconciler {
         self.engine.handle_event(&self.tagger, &self.store, &self.own, event, stop_at).await
     }
 
-    /// Re-read (unless the tags are `known`), plan and write one resource.
-    pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef, known: Option<&TagMap>) -> Record {
-        self.engine.reconcile(&self.tagger, policy, r, known).await
+    /// Re-read (unless the tags are `known`), plan against `policy` and write one resource.
+    pub async fn reconcile(&self, policy: &Arc<LoadedPolicy>, r: &ResourceRef, known: Option<&TagMap>) -> Record {
+        self.engine.reconcile(&self.tagger, &Policies::one(policy.clone()), r, known).await
     }
 }
 

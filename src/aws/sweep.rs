@@ -1,9 +1,10 @@
-//! The sweep (DESIGN.md §7): find every resource the cluster owns, plan each one, then write in as
-//! few calls as the APIs allow.
+//! The sweep (DESIGN.md §7): find every resource the cluster owns (each cluster of a set), plan
+//! each one against its cluster's policy, then write in as few calls as the APIs allow.
 //!
-//! Discovery is the Resource Groups Tagging API (`GetResources` filtered on the ownership tag,
-//! which returns every resource's tags too) plus IAM listings, which that API cannot see. Writes
-//! are grouped: EC2 `CreateTags` takes up to 1000 ids sharing one identical delta; ELBv2 `AddTags`
+//! Discovery is the Resource Groups Tagging API (`GetResources` filtered on each cluster's
+//! ownership tag, which returns every resource's tags too) plus Route 53 and IAM listings, which
+//! that API cannot see and which are listed once for every cluster. Writes are grouped across
+//! clusters wherever the deltas are identical: EC2 `CreateTags` takes up to 1000 ids sharing one identical delta; ELBv2 `AddTags`
 //! (the service takes one ARN per call, whatever its list-typed parameter suggests) and IAM take
 //! one call per resource. S3's `PutBucketTagging` replaces the whole set, and the Tagging API
 //! answers from an index that lags the bucket's own tags, so a drifted bucket is re-read, its
@@ -27,7 +28,10 @@ use super::kinds::{self, Api};
 use super::reconcile::{Outcome, Reconciler};
 use super::{AwsError, ErrorClass};
 use crate::cloud::{ownership_for, Cloud, Ownership, OWNED};
+use crate::enforce::answer_to;
 use crate::plan::{self, Plan};
+use crate::policy::cache::LoadedPolicy;
+use crate::policy::clusters::Policies;
 use crate::report::{epoch_ms, Failure, Record, Status};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -90,6 +94,7 @@ fn replace_style(kind: &str) -> bool {
 }
 
 struct Planned {
+    policy: Arc<LoadedPolicy>,
     resource: ResourceRef,
     current: TagMap,
     plan: Plan,
@@ -105,9 +110,17 @@ impl Reconciler {
 
     /// [`Self::sweep`], starting no write after `stop_at`.
     pub async fn sweep_until(&self, force: bool, stop_at: Option<Instant>) -> Outcome {
+        self.sweep_clusters(force, None, stop_at).await
+    }
+
+    /// [`Self::sweep_until`] of the clusters named in `only` (every cluster with `None`): a
+    /// policy change of one cluster of a set sweeps that cluster alone.
+    pub async fn sweep_clusters(&self, force: bool, only: Option<&[String]>, stop_at: Option<Instant>) -> Outcome {
         let mut out = Outcome::default();
-        let Some(policy) = self.policy(&mut out, force).await else { return out };
-        let (targets, unreadable) = match self.discover(&policy.infra_id).await {
+        let Some(policies) = self.policies(&mut out, force).await else { return out };
+        let swept: Vec<Arc<LoadedPolicy>> =
+            policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
+        let (targets, unreadable) = match self.discover(&policies, &swept).await {
             Ok(t) => t,
             Err(e) => {
                 out.error = Some(format!("listing owned resources failed: {e}"));
@@ -116,21 +129,25 @@ impl Reconciler {
         };
         // An entity that could not be read is reported on its own; the rest is still swept.
         for (r, e) in unreadable {
-            out.push(e.into_record(Record::failed(Cloud::Aws, &r, &policy.policy.version, String::new())));
+            out.push(e.into_record(Record::failed(Cloud::Aws, &r, &policies.version(), String::new())));
         }
         let total = targets.len() as u64;
         self.report("plan", 0, total);
         // When the sweep first saw the drift: where a correction's compliance lag starts (when the
         // drift itself began, no listing can say).
         let seen_ms = epoch_ms();
-        let planned: Vec<Planned> = targets
-            .into_iter()
-            .map(|(resource, current)| {
-                let started = Instant::now();
-                let plan = plan::plan(&policy.policy, Cloud::Aws, &policy.infra_id, &resource, &current);
-                Planned { resource, current, plan, started, seen_ms }
-            })
-            .collect();
+        let mut planned = Vec::with_capacity(targets.len());
+        for (resource, current) in targets {
+            let started = Instant::now();
+            match answer_to(&policies, Cloud::Aws, &resource, &current) {
+                Ok(policy) => {
+                    let plan = plan::plan(&policy.policy, Cloud::Aws, &policy.infra_id, &resource, &current);
+                    planned.push(Planned { policy: policy.clone(), resource, current, plan, started, seen_ms });
+                }
+                // Owned by two clusters: reported, never written.
+                Err(record) => out.push(*record),
+            }
+        }
         self.report("plan", total, total);
 
         let mut written = vec![false; planned.len()];
@@ -150,8 +167,9 @@ impl Reconciler {
                     }
                     match b.api {
                         BatchApi::Reread => {
+                            // Re-read, and the owner re-checked, right before the write.
                             let p = &planned[b.members[0]];
-                            let record = self.reconcile(&policy, &p.resource, None).await;
+                            let record = self.engine.reconcile(&self.tagger, &policies, &p.resource, None).await;
                             (b.members, Sent::Reread(Box::new(record)))
                         }
                         _ => (b.members.clone(), Sent::Batch(self.write_batch(&planned, b).await)),
@@ -182,7 +200,10 @@ impl Reconciler {
                 continue;
             }
             let elapsed = p.started.elapsed().as_millis() as u64;
-            let mut record = Record::from_plan(Cloud::Aws, &policy.policy, &p.plan, written[i], elapsed);
+            let mut record = Record::from_plan(Cloud::Aws, &p.policy.policy, &p.plan, written[i], elapsed);
+            if policies.is_set() {
+                record.infra_id = Some(p.policy.infra_id.clone());
+            }
             if let Some(e) = errors[i].take() {
                 record = e.into_record(record);
             } else if deferred[i] {
@@ -194,7 +215,7 @@ impl Reconciler {
             out.push(record);
         }
         if !self.engine.dry_run {
-            self.store.report_sweep(&policy.policy.version, &out.records).await;
+            crate::enforce::report_sweeps(&self.store, &policies, &swept, &out.records).await;
         }
         out
     }
@@ -303,7 +324,71 @@ impl Reconciler {
     /// ownership tag (whatever its service: each has a path, see `kinds.rs`), plus Route 53 and
     /// IAM listings, which that API does not (fully) cover; and the IAM entities that could not be
     /// read (one deleted since the listing, or denied, fails alone).
-    async fn discover(&self, infra_id: &str) -> Result<Discovered, AwsError> {
+    async fn discover(&self, policies: &Policies, swept: &[Arc<LoadedPolicy>]) -> Result<Discovered, AwsError> {
+        let mut found: Vec<(ResourceRef, TagMap)> = Vec::new();
+        for policy in swept {
+            for (r, tags) in self.tagged(&policy.infra_id, found.len()).await? {
+                // Owned by two swept clusters: listed twice, reported once.
+                if !found.iter().any(|(f, _)| f.arn == r.arn) {
+                    found.push((r, tags));
+                }
+            }
+        }
+        // Whether a listed resource belongs to a cluster being swept (or conflicts with one).
+        let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, Cloud::Aws, r, tags) {
+            Ok(p) => {
+                ownership_for(Cloud::Aws, &r.kind, &p.infra_id, tags) == Ownership::Owned
+                    && swept.iter().any(|s| s.infra_id == p.infra_id)
+            }
+            Err(record) => {
+                record.status == Status::Failed
+                    && record.infra_id.as_ref().is_some_and(|id| swept.iter().any(|s| &s.infra_id == id))
+            }
+        };
+        // ELBv2 listeners and rules of the owned load balancers, and Route 53 (global): where the
+        // Tagging API lists them too, its copy is kept.
+        let lbs: Vec<&str> = found
+            .iter()
+            .filter(|(r, _)| r.kind == "elasticloadbalancing:loadbalancer")
+            .map(|(r, _)| r.id.as_str())
+            .collect();
+        let children = self.tagger.list_elbv2_children(&lbs).await?;
+        let route53 = self.tagger.list_route53().await?;
+        for (r, tags) in children.into_iter().chain(route53) {
+            if ours(&r, &tags) && !found.iter().any(|(f, _)| f.arn == r.arn) {
+                found.push((r, tags));
+            }
+        }
+        let iam = self.tagger.list_iam().await?;
+        // Entities listed without their tags are read; keep what the swept clusters own.
+        let reads = stream::iter(iam)
+            .map(|(r, listed)| async move {
+                let read = match listed {
+                    Some(tags) => Ok(tags),
+                    // Listed a moment ago: not-found means deleted, not "not visible yet".
+                    None => self.tagger.read_now(&r).await.map(|(tags, _)| tags),
+                };
+                (r, read)
+            })
+            .buffer_unordered(self.sweep.concurrency.max(1))
+            .collect::<Vec<_>>()
+            .await;
+        let mut unreadable = Vec::new();
+        for (r, read) in reads {
+            match read {
+                Ok(tags) if ours(&r, &tags) => found.push((r, tags)),
+                Ok(_) => {}
+                // Deleted between the listing and the read: nothing left to enforce.
+                Err(e) if e.class == ErrorClass::NotFound => {}
+                Err(e) => unreadable.push((r, e)),
+            }
+        }
+        self.report("discover", found.len() as u64, found.len() as u64);
+        Ok((found, unreadable))
+    }
+
+    /// Every resource the Tagging API lists with cluster `infra_id`'s ownership tag, with its tags.
+    async fn tagged(&self, infra_id: &str, already: usize) -> Result<Vec<(ResourceRef, TagMap)>, AwsError> {
         let c = &self.tagger.clients;
         let owner_key = Cloud::Aws.ownership_key(infra_id);
         let mut found = Vec::new();
@@ -331,55 +416,13 @@ impl Reconciler {
                 let tags = m.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect();
                 found.push((r, tags));
             }
-            self.report("discover", found.len() as u64, 0);
+            self.report("discover", (already + found.len()) as u64, 0);
             token = page.pagination_token().filter(|t| !t.is_empty()).map(str::to_owned);
             if token.is_none() {
                 break;
             }
         }
-        // ELBv2 listeners and rules of the owned load balancers, and Route 53 (global): where the
-        // Tagging API lists them too, its copy is kept.
-        let lbs: Vec<&str> = found
-            .iter()
-            .filter(|(r, _)| r.kind == "elasticloadbalancing:loadbalancer")
-            .map(|(r, _)| r.id.as_str())
-            .collect();
-        let children = self.tagger.list_elbv2_children(&lbs).await?;
-        let route53 = self.tagger.list_route53().await?;
-        for (r, tags) in children.into_iter().chain(route53) {
-            let owned = ownership_for(Cloud::Aws, &r.kind, infra_id, &tags) == Ownership::Owned;
-            if owned && !found.iter().any(|(f, _)| f.arn == r.arn) {
-                found.push((r, tags));
-            }
-        }
-        let iam = self.tagger.list_iam().await?;
-        // Entities listed without their tags are read; keep what this cluster owns.
-        let reads = stream::iter(iam)
-            .map(|(r, listed)| async move {
-                let read = match listed {
-                    Some(tags) => Ok(tags),
-                    // Listed a moment ago: not-found means deleted, not "not visible yet".
-                    None => self.tagger.read_now(&r).await.map(|(tags, _)| tags),
-                };
-                (r, read)
-            })
-            .buffer_unordered(self.sweep.concurrency.max(1))
-            .collect::<Vec<_>>()
-            .await;
-        let mut unreadable = Vec::new();
-        for (r, read) in reads {
-            match read {
-                Ok(tags) if ownership_for(Cloud::Aws, &r.kind, infra_id, &tags) == Ownership::Owned => {
-                    found.push((r, tags))
-                }
-                Ok(_) => {}
-                // Deleted between the listing and the read: nothing left to enforce.
-                Err(e) if e.class == ErrorClass::NotFound => {}
-                Err(e) => unreadable.push((r, e)),
-            }
-        }
-        self.report("discover", found.len() as u64, found.len() as u64);
-        Ok((found, unreadable))
+        Ok(found)
     }
 }
 

@@ -1,5 +1,6 @@
-//! The cluster-published policy on Azure (DESIGN.md §2, §6): one blob, or every blob under a
-//! prefix (layered in name order), read over the Blob REST API.
+//! The cluster-published policy on Azure (DESIGN.md §2, §6): one blob, every blob under a
+//! prefix (layered in name order), or a cluster set (`…/PREFIX/*/`: one policy per cluster under
+//! `PREFIX/<infraID>/`), read over the Blob REST API.
 //!
 //! `TAGWARDEN_POLICY` is the blob's URL, or the prefix's URL ending in `/`, on the storage
 //! account's own endpoint: `https://<account>.blob.core.windows.net/<container>/<name>`, or
@@ -44,6 +45,8 @@ pub struct BlobLocation {
     /// A SAS query string, passed through as-is. Never printed.
     sas: Option<String>,
     pub is_prefix: bool,
+    /// A cluster set: `name` is the prefix its clusters' folders are under.
+    pub is_set: bool,
 }
 
 impl fmt::Debug for BlobLocation {
@@ -56,6 +59,9 @@ impl fmt::Debug for BlobLocation {
 impl fmt::Display for BlobLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.container.as_str().trim_end_matches('/'), self.name)?;
+        if self.is_set {
+            f.write_str("*/")?;
+        }
         if self.sas.is_some() {
             f.write_str("?<sas>")?;
         }
@@ -67,7 +73,7 @@ impl std::str::FromStr for BlobLocation {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let usage = "expected https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB (one document) or …/CONTAINER/PREFIX/ (every document under it, ending in /), optionally with a SAS query string; for Azurite http://127.0.0.1:10000/devstoreaccount1/CONTAINER/…";
+        let usage = "expected https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB (one document), …/CONTAINER/PREFIX/ (every document under it, ending in /) or …/CONTAINER/PREFIX/*/ (a cluster set: one policy per cluster under PREFIX/<infraID>/), optionally with a SAS query string; for Azurite http://127.0.0.1:10000/devstoreaccount1/CONTAINER/…";
         // Messages show the URL without its query: a SAS is a credential.
         let shown = s.split('?').next().unwrap_or_default();
         let url = Url::parse(s).map_err(|e| format!("policy location {shown:?} is not a URL ({e}): {usage}"))?;
@@ -98,8 +104,15 @@ impl std::str::FromStr for BlobLocation {
             None => format!("/{container}"),
         });
         let sas = url.query().filter(|q| !q.is_empty()).map(str::to_owned);
+        let (name, is_set) = match name.strip_suffix("*/").filter(|p| p.is_empty() || p.ends_with('/')) {
+            Some(prefix) => (prefix.to_string(), true),
+            None if name.contains('*') => {
+                return Err(format!("policy location {shown:?}: a cluster set is written …/CONTAINER/PREFIX/*/ (the * alone, as the last folder): {usage}"))
+            }
+            None => (name, false),
+        };
         let is_prefix = name.is_empty() || name.ends_with('/');
-        Ok(BlobLocation { container: base, name, sas, is_prefix })
+        Ok(BlobLocation { container: base, name, sas, is_prefix, is_set })
     }
 }
 
@@ -134,9 +147,12 @@ impl BlobLocation {
         u
     }
 
-    /// Where the status report goes: beside the blob, or under the prefix.
-    pub fn status_name(&self) -> String {
-        if self.is_prefix {
+    /// Where the status report goes: beside the blob, under the prefix, or in a set under cluster
+    /// `cluster`'s folder.
+    pub fn status_name(&self, cluster: Option<&str>) -> String {
+        if let (true, Some(c)) = (self.is_set, cluster) {
+            format!("{}{c}/{STATUS_REPORT_NAME}", self.name)
+        } else if self.is_prefix {
             format!("{}{STATUS_REPORT_NAME}", self.name)
         } else {
             let dir = self.name.rsplit_once('/').map(|(d, _)| format!("{d}/")).unwrap_or_default();
@@ -208,7 +224,9 @@ impl Source for BlobSource {
     }
 
     fn layout(&self) -> Layout {
-        if self.location.is_prefix {
+        if self.location.is_set {
+            Layout::Set(self.location.name.clone())
+        } else if self.location.is_prefix {
             Layout::Prefix(self.location.name.clone())
         } else {
             Layout::One(self.location.name.clone())
@@ -333,8 +351,8 @@ impl Source for BlobSource {
         }
     }
 
-    async fn get_status(&self) -> Result<Option<String>, AzureError> {
-        match self.get(&self.location.status_name(), None).await {
+    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, AzureError> {
+        match self.get(&self.location.status_name(cluster), None).await {
             Ok(found) => Ok(found.map(|o| o.text)),
             Err(e) if e.status == Some(404) => Ok(None),
             Err(e) => Err(e),
@@ -342,8 +360,8 @@ impl Source for BlobSource {
     }
 
     /// The status report beside the policy (a block blob).
-    async fn put_status(&self, report: &StatusReport) -> Result<(), AzureError> {
-        let name = self.location.status_name();
+    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), AzureError> {
+        let name = self.location.status_name(cluster);
         let target = self.location.display_name(&name);
         let body = serde_json::to_vec_pretty(report).unwrap_or_default();
         let req = self
@@ -433,13 +451,13 @@ mod tests {
         let l = loc("https://acct.blob.core.windows.net/policy/cluster/infrastructure.yaml");
         assert!(!l.is_prefix);
         assert_eq!(l.name, "cluster/infrastructure.yaml");
-        assert_eq!(l.status_name(), "cluster/tagwarden-status.json");
+        assert_eq!(l.status_name(None), "cluster/tagwarden-status.json");
         assert_eq!(l.blob_url("a/b.yaml").as_str(), "https://acct.blob.core.windows.net/policy/a/b.yaml");
 
         let l = loc("http://127.0.0.1:10000/devstoreaccount1/policy/layers/?sv=2020-08-04&sig=abc%2B");
         assert!(l.is_prefix && l.has_sas());
         assert_eq!(l.name, "layers/");
-        assert_eq!(l.status_name(), "layers/tagwarden-status.json");
+        assert_eq!(l.status_name(None), "layers/tagwarden-status.json");
         assert_eq!(
             l.blob_url("layers/00 base.yaml").as_str(),
             "http://127.0.0.1:10000/devstoreaccount1/policy/layers/00%20base.yaml?sv=2020-08-04&sig=abc%2B"
@@ -451,7 +469,16 @@ mod tests {
 
         let l = loc("https://acct.blob.core.windows.net/policy");
         assert!(l.is_prefix);
-        assert_eq!(l.status_name(), "tagwarden-status.json");
+        assert_eq!(l.status_name(None), "tagwarden-status.json");
+
+        // A cluster set.
+        let l = loc("https://acct.blob.core.windows.net/policy/clusters/*/");
+        assert!(l.is_set && l.is_prefix);
+        assert_eq!(l.name, "clusters/");
+        assert_eq!(l.status_name(Some("c-1")), "clusters/c-1/tagwarden-status.json");
+        assert_eq!(l.to_string(), "https://acct.blob.core.windows.net/policy/clusters/*/");
+        let e = "https://acct.blob.core.windows.net/policy/clusters*/".parse::<BlobLocation>().expect_err("not a set");
+        assert!(e.contains("PREFIX/*/"), "{e}");
         for bad in [
             "policy.yaml",
             "s3://b/k",
@@ -476,7 +503,7 @@ mod tests {
         let e = store.documents().await.expect_err("unreachable").to_string();
         assert!(!e.contains("SECRET"), "{e}");
         let report = StatusReport::new(Cloud::Azure, &store.location(), None, Vec::new(), Vec::new());
-        let e = store.source.put_status(&report).await.expect_err("unreachable").to_string();
+        let e = store.source.put_status(None, &report).await.expect_err("unreachable").to_string();
         assert!(e.contains("tagwarden-status.json") && !e.contains("SECRET"), "{e}");
     }
 

@@ -36,6 +36,8 @@ use super::reconcile::{Outcome, Reconciler};
 use super::server::{Request, Response};
 use super::{AzureError, CallCounter};
 use crate::events;
+use crate::policy::clusters::cluster_of;
+use crate::policy::store::{Layout, Source};
 use crate::policy::STATUS_REPORT_NAME;
 
 pub const BLOB_CREATED: &str = "Microsoft.Storage.BlobCreated";
@@ -59,8 +61,9 @@ pub enum Work {
     Sweep,
     /// The policy changed (Event Grid `BlobCreated`): re-check it now and answer; no sweep here.
     PolicyChanged,
-    /// The queued sweep after a policy change (`sweep-queue`): sweep with the policy re-read.
-    PolicySweep,
+    /// The queued sweep after a policy change (`sweep-queue`): sweep with the policy re-read. The
+    /// changed blobs' names: in a cluster set, only their clusters are swept.
+    PolicySweep(Vec<String>),
     /// Only the function's own status report changed.
     OwnStatusReport,
 }
@@ -186,8 +189,12 @@ impl Handler {
             }
             Work::Sweep => self.reconciler.sweep(false).await,
             Work::PolicyChanged => self.reconciler.recheck_policy().await,
-            Work::PolicySweep => {
-                let mut out = self.reconciler.sweep(true).await;
+            Work::PolicySweep(blobs) => {
+                let only = match self.reconciler.store.source.layout() {
+                    Layout::Set(prefix) => blobs.iter().map(|b| cluster_of(&prefix, b)).collect::<Option<Vec<_>>>(),
+                    _ => None,
+                };
+                let mut out = self.reconciler.sweep_clusters(true, only.as_deref().filter(|o| !o.is_empty())).await;
                 out.metrics.events_received += 1;
                 out
             }
@@ -221,9 +228,14 @@ impl Handler {
         if out.metrics.is_empty() {
             return;
         }
-        let infra_id = out.infra_id.as_deref().unwrap_or("unknown");
-        if let Err(e) = publisher.publish(&out.metrics, infra_id).await {
-            tracing::warn!(error = %e, "metrics not sent (best effort; the invocation is unaffected)");
+        let deployment = match self.reconciler.store.is_set() {
+            true => crate::report::ALL_CLUSTERS,
+            false => out.infra_id.as_deref().unwrap_or("unknown"),
+        };
+        for (cluster, metrics) in crate::report::by_cluster(&out.metrics, &out.records, deployment) {
+            if let Err(e) = publisher.publish(&metrics, &cluster).await {
+                tracing::warn!(error = %e, "metrics not sent (best effort; the invocation is unaffected)");
+            }
         }
     }
 }
@@ -249,12 +261,25 @@ pub fn work_of(payload: &Value) -> Result<Work, String> {
     Ok(if own { Work::OwnStatusReport } else { Work::PolicyChanged })
 }
 
+/// The names of the blobs `BlobCreated` events name (their subjects end `/blobs/<name>`).
+fn changed_blobs(payload: &Value) -> Vec<String> {
+    let items = match payload {
+        Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    };
+    items
+        .into_iter()
+        .filter_map(|v| v.get("subject")?.as_str()?.split_once("/blobs/").map(|(_, name)| name.to_string()))
+        .collect()
+}
+
 /// What a `sweep-queue` message asks for: the policy sweep for a policy `BlobCreated` event,
 /// nothing for the function's own status report, and an error for anything else (a retry cannot
 /// help; after `maxDequeueCount` attempts the host parks the message in `<queue>-poison`).
 pub fn queue_work(message: &Value) -> Result<Work, String> {
-    match work_of(&queue_payload(message, 0)?)? {
-        Work::PolicyChanged | Work::PolicySweep => Ok(Work::PolicySweep),
+    let payload = queue_payload(message, 0)?;
+    match work_of(&payload)? {
+        Work::PolicyChanged | Work::PolicySweep(_) => Ok(Work::PolicySweep(changed_blobs(&payload))),
         Work::OwnStatusReport => Ok(Work::OwnStatusReport),
         Work::Events(_) | Work::Sweep => {
             Err("the sweep queue carries policy BlobCreated events only; this message holds another event".to_string())
@@ -359,7 +384,7 @@ mod tests {
             Value::String(b64(&text)),
             Value::String(b64(&Value::String(text.clone()).to_string())),
         ] {
-            assert_eq!(queue_work(&message), Ok(Work::PolicySweep), "{message}");
+            assert_eq!(queue_work(&message), Ok(Work::PolicySweep(vec!["10.yaml".into()])), "{message}");
         }
         let own = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/tagwarden-status.json"});
         assert_eq!(queue_work(&Value::String(b64(&own.to_string()))), Ok(Work::OwnStatusReport));

@@ -177,6 +177,8 @@ mod tests {
             changes: vec![crate::report::ChangeRecord { key: "team".into(), old: None, new: "p".into() }],
             superseded: Vec::new(),
             policy_version: "v".into(),
+            infra_id: None,
+            reason: None,
             event_id: None,
             error: None,
             failure: None,

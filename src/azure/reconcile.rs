@@ -20,6 +20,7 @@ use super::AzureError;
 use crate::cloud::Cloud;
 use crate::enforce::{Adapter, Engine, IntoRecord, Read};
 use crate::events::Event;
+use crate::policy::clusters::Policies;
 pub use crate::report::Outcome;
 use crate::report::{epoch_ms, Record, Status};
 use crate::resource::ResourceRef;
@@ -42,9 +43,9 @@ impl Reconciler {
         Reconciler { arm, store, own, sweep_scopes: Vec::new(), engine: Engine::new(DEFAULT_CONCURRENCY) }
     }
 
-    /// The policy in force; a rejected new version is counted and reported.
-    async fn policy(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
-        self.store.policy_for(out, force).await
+    /// The policies in force; a rejected new version is counted and reported.
+    async fn policies(&self, out: &mut Outcome, force: bool) -> Option<Policies> {
+        self.store.policies_for(out, force).await
     }
 
     /// A policy blob changed: re-read the policy now (a conditional GET, then validate and cache;
@@ -54,8 +55,8 @@ impl Reconciler {
     pub async fn recheck_policy(&self) -> Outcome {
         let mut out = Outcome::default();
         out.metrics.events_received = 1;
-        if let Some(policy) = self.policy(&mut out, true).await {
-            tracing::info!(version = %policy.policy.version, "policy re-checked; the sweep runs from the queue");
+        if let Some(policies) = self.policies(&mut out, true).await {
+            tracing::info!(version = %policies.version(), "policy re-checked; the sweep runs from the queue");
         }
         out
     }
@@ -65,37 +66,48 @@ impl Reconciler {
         self.engine.handle_event(&self.arm, &self.store, &self.own, event, None).await
     }
 
-    /// Re-read, plan and (unless dry-run) write one resource.
-    pub async fn reconcile(&self, policy: &LoadedPolicy, r: &ResourceRef) -> Record {
-        self.engine.reconcile(&self.arm, policy, r, None).await
+    /// Re-read, plan against `policy` and (unless dry-run) write one resource.
+    pub async fn reconcile(&self, policy: &Arc<LoadedPolicy>, r: &ResourceRef) -> Record {
+        self.engine.reconcile(&self.arm, &Policies::one(policy.clone()), r, None).await
     }
 
-    /// Plan (and, unless dry-run, write) every owned resource in the sweep scopes; `force`
-    /// re-reads the policy now (a policy blob changed). Writes the status report.
+    /// Plan (and, unless dry-run, write) every owned resource in the sweep scopes, of every
+    /// cluster; `force` re-reads the policy now (a policy blob changed). Writes each cluster's
+    /// status report.
     pub async fn sweep(&self, force: bool) -> Outcome {
+        self.sweep_clusters(force, None).await
+    }
+
+    /// [`Self::sweep`] of the clusters named in `only` (every cluster with `None`).
+    pub async fn sweep_clusters(&self, force: bool, only: Option<&[String]>) -> Outcome {
         let mut out = Outcome::default();
-        let Some(policy) = self.policy(&mut out, force).await else { return out };
+        let Some(policies) = self.policies(&mut out, force).await else { return out };
         if self.sweep_scopes.is_empty() {
             out.error = Some("no sweep scope: set TAGWARDEN_SWEEP_SCOPES (or TAGWARDEN_METRICS_RESOURCE_ID, whose subscription is the default)".to_string());
             return out;
         }
-        let key = Cloud::Azure.ownership_key(&policy.infra_id);
+        let swept: Vec<Arc<LoadedPolicy>> =
+            policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
         let mut targets = Vec::new();
         for scope in &self.sweep_scopes {
-            match self.arm.list_owned(scope, &key).await {
-                Ok(found) => targets.extend(found),
-                Err(e) => {
-                    out.error = Some(format!("listing owned resources failed: {e}"));
-                    return out;
+            for policy in &swept {
+                let key = Cloud::Azure.ownership_key(&policy.infra_id);
+                match self.arm.list_owned(scope, &key).await {
+                    Ok(found) => targets.extend(found),
+                    Err(e) => {
+                        out.error = Some(format!("listing owned resources failed: {e}"));
+                        return out;
+                    }
                 }
             }
         }
         targets.sort();
         targets.dedup_by(|a, b| a.id.eq_ignore_ascii_case(&b.id));
-        let policy_ref = &policy;
+        // Each is re-read and answers to the cluster its tags name now.
+        let policies_ref = &policies;
         let records: Vec<Record> = stream::iter(targets)
             .map(|r| async move {
-                let record = self.reconcile(policy_ref, &r).await;
+                let record = self.engine.reconcile(&self.arm, policies_ref, &r, None).await;
                 // The listing carries no tags: the drift was first seen by this reconcile's read.
                 let seen = epoch_ms().saturating_sub(record.latency_ms);
                 if record.status == Status::Applied {
@@ -111,7 +123,7 @@ impl Reconciler {
             out.push(r);
         }
         if !self.engine.dry_run {
-            self.store.report_sweep(&policy.policy.version, &out.records).await;
+            crate::enforce::report_sweeps(&self.store, &policies, &swept, &out.records).await;
         }
         out
     }

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use crate::cloud::Cloud;
 use crate::policy::{self, Policy};
@@ -103,7 +102,8 @@ pub struct PolicyCache {
     good: Option<Arc<LoadedPolicy>>,
     /// Fingerprint of the last version seen, good or rejected: not parsed again.
     seen: Option<String>,
-    checked: Option<Instant>,
+    /// In a cluster set, the infraID the cluster's key names: a policy for another is rejected.
+    expected_infra_id: Option<String>,
     /// Document name → (ETag, text): a prefix re-downloads only what changed.
     // Read by `policy::store`, which only the cloud features build.
     #[cfg_attr(not(any(feature = "aws", feature = "azure")), allow(dead_code))]
@@ -114,9 +114,14 @@ pub struct PolicyCache {
 }
 
 impl PolicyCache {
-    /// Whether the published policy must be re-checked now.
-    pub fn due(&self, ttl: Duration, force: bool) -> bool {
-        force || self.checked.is_none_or(|t| t.elapsed() >= ttl)
+    /// The cache of the cluster a set keeps under `infra_id`.
+    pub fn for_cluster(infra_id: &str) -> Self {
+        PolicyCache { expected_infra_id: Some(infra_id.to_string()), ..PolicyCache::default() }
+    }
+
+    /// Whether a valid version has ever been read.
+    pub fn has_good(&self) -> bool {
+        self.good.is_some()
     }
 
     /// The fingerprint of the last version seen.
@@ -134,7 +139,6 @@ impl PolicyCache {
     ) -> Result<Option<PolicyChange>, PolicyUnavailable> {
         match fetched {
             Ok(found) => {
-                self.checked = Some(Instant::now());
                 self.read_error = None;
                 Ok(found.map(|f| self.accept(cloud, location, f.fingerprint, f.documents)))
             }
@@ -179,7 +183,13 @@ impl PolicyCache {
         docs: Vec<(String, String)>,
     ) -> PolicyChange {
         self.seen = Some(fingerprint.clone());
-        match check(cloud, docs) {
+        let checked = check(cloud, docs).and_then(|(policy, infra_id)| match &self.expected_infra_id {
+            Some(key) if *key != infra_id => Err(vec![format!(
+                "{location} holds the policy of cluster {infra_id}, not of {key}: a cluster's policy must be under its own infraID (move it under {infra_id}, or correct its infraID)"
+            )]),
+            _ => Ok((policy, infra_id)),
+        });
+        match checked {
             Ok((policy, infra_id)) => {
                 let version = policy.version.clone();
                 self.good = Some(Arc::new(LoadedPolicy { policy, infra_id, fingerprint }));
@@ -228,7 +238,6 @@ mod tests {
     #[test]
     fn last_known_good_rejection_read_errors_and_fail_closed() {
         let mut cache = PolicyCache::default();
-        assert!(cache.due(Duration::from_secs(60), false));
         // Cold and unreadable: nothing to use.
         let e = cache.record(Cloud::Aws, "s3://b/p", Err::<Option<Fetched>, _>("AccessDenied")).expect_err("cold");
         assert!(e.to_string().contains("AccessDenied") && e.to_string().contains("nothing is written"), "{e}");
@@ -236,7 +245,6 @@ mod tests {
 
         let change = cache.record(Cloud::Aws, "s3://b/p", Ok::<_, String>(Some(doc("team: a")))).expect("loaded");
         assert!(matches!(change, Some(PolicyChange::Loaded { .. })));
-        assert!(!cache.due(Duration::from_secs(60), false) && cache.due(Duration::from_secs(60), true));
         let v1 = cache.current("l").expect("in force").policy.version.clone();
         assert_eq!(cache.standing().state, PolicyState::Ok);
 
@@ -261,5 +269,17 @@ mod tests {
         };
         let change = cache.record(Cloud::Aws, "l", Ok::<_, String>(Some(other))).expect("kept");
         assert!(matches!(change, Some(PolicyChange::Rejected { errors }) if errors[0].contains("azure")));
+    }
+
+    #[test]
+    fn a_clusters_key_must_name_its_infra_id() {
+        let mut cache = PolicyCache::for_cluster("c-2");
+        let change = cache.record(Cloud::Aws, "s3://b/clusters/c-2/", Ok::<_, String>(Some(doc("team: a"))));
+        let Ok(Some(PolicyChange::Rejected { errors })) = change else { panic!("{change:?}") };
+        assert!(errors[0].contains("cluster c-1, not of c-2"), "{errors:?}");
+        assert!(!cache.has_good());
+        let mut cache = PolicyCache::for_cluster("c-1");
+        let change = cache.record(Cloud::Aws, "s3://b/clusters/c-1/", Ok::<_, String>(Some(doc("team: a"))));
+        assert!(matches!(change, Ok(Some(PolicyChange::Loaded { .. }))) && cache.has_good());
     }
 }

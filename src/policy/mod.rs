@@ -7,6 +7,7 @@
 //! [`crate::validate`].
 
 pub mod cache;
+pub mod clusters;
 mod installer_yaml;
 pub mod load;
 #[cfg(any(feature = "aws", feature = "azure"))]

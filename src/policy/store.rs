@@ -8,6 +8,8 @@
 //! - a prefix is listed, and only documents whose ETag changed are downloaded; a prefix's documents
 //!   are the `.yaml`/`.yml`/`.json` objects under it that are not dot-files and not the status
 //!   report, layered in name order;
+//! - a cluster set (`Layout::Set`) is listed once for all its clusters; each cluster's documents
+//!   are fetched, validated, cached and reported on their own (`policy::clusters`);
 //! - what is fetched goes to the [`PolicyCache`], which decides what is in force.
 //!
 //! AWS (`aws::policy_store`: S3 and SSM) and Azure (`azure::blob_store`) implement [`Source`].
@@ -15,11 +17,12 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 
 use super::cache::{Fetched, LoadedPolicy, PolicyCache, PolicyChange, PolicyUnavailable};
+use super::clusters::{cluster_of, Policies};
 use super::STATUS_REPORT_NAME;
 use crate::cloud::Cloud;
 use crate::report::{Outcome, Record};
@@ -47,6 +50,9 @@ pub enum Layout {
     One(String),
     /// Every document under a prefix (`""` or ending in `/`), layered in name order.
     Prefix(String),
+    /// A cluster set: one policy per cluster under the prefix, keyed by infraID
+    /// ([`cluster_of`]).
+    Set(String),
 }
 
 /// The calls a cloud's policy storage answers.
@@ -58,6 +64,17 @@ pub trait Source: Send + Sync {
     /// Where the policy is, as messages show it (never a credential).
     fn location(&self) -> String;
     fn layout(&self) -> Layout;
+    /// Whether a listed name is a policy document (SSM parameters have no extension).
+    fn is_document(&self, name: &str) -> bool {
+        is_policy_document(name)
+    }
+    /// Where cluster `infra_id`'s policy in a set is, as messages show it.
+    fn cluster_location(&self, infra_id: &str) -> String {
+        match self.layout() {
+            Layout::Set(prefix) => self.location_of(&format!("{prefix}{infra_id}/")),
+            _ => self.location(),
+        }
+    }
     /// `name`, unless its ETag (or version) is still `etag`: then `None`. Refuses documents over
     /// [`super::load::MAX_DOCUMENT_BYTES`] and text that is not UTF-8.
     async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, Self::Error>;
@@ -72,9 +89,10 @@ pub trait Source: Send + Sync {
     /// Write `text` at `name` only if its ETag (or version) is still `expected`, or with `None`
     /// only if it does not exist: the new ETag or version.
     async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<Self::Error>>;
-    /// The status report's text beside the policy, if one was written.
-    async fn get_status(&self) -> Result<Option<String>, Self::Error>;
-    async fn put_status(&self, report: &StatusReport) -> Result<(), Self::Error>;
+    /// The status report's text beside the policy (of cluster `cluster` in a set), if one was
+    /// written.
+    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, Self::Error>;
+    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), Self::Error>;
 }
 
 /// The content type a policy document is written with.
@@ -118,12 +136,22 @@ pub struct PolicyStore<S> {
     pub source: S,
     pub ttl: Duration,
     downloads: AtomicU64,
-    state: Mutex<PolicyCache>,
+    state: Mutex<State>,
 }
+
+/// The caches, by cluster (`""` for a single policy), and when they were last re-checked.
+#[derive(Default)]
+struct State {
+    checked: Option<Instant>,
+    caches: BTreeMap<String, PolicyCache>,
+}
+
+/// The key of a single policy's cache.
+const SINGLE: &str = "";
 
 impl<S: Source> PolicyStore<S> {
     pub fn new(source: S, ttl: Duration) -> Self {
-        PolicyStore { source, ttl, downloads: AtomicU64::new(0), state: Mutex::new(PolicyCache::default()) }
+        PolicyStore { source, ttl, downloads: AtomicU64::new(0), state: Mutex::new(State::default()) }
     }
 
     pub fn location(&self) -> String {
@@ -136,34 +164,123 @@ impl<S: Source> PolicyStore<S> {
         self.downloads.load(Ordering::Relaxed)
     }
 
-    /// The policy in force, re-checked when the TTL has passed (or when `force`).
-    pub async fn current(&self, force: bool) -> (Result<Arc<LoadedPolicy>, PolicyUnavailable>, Option<PolicyChange>) {
-        let mut st = self.state.lock().await;
-        let location = self.location();
-        let mut change = None;
-        if st.due(self.ttl, force) {
-            let fetched = self.fetch(&mut st, false).await;
-            match st.record(self.source.cloud(), &location, fetched) {
-                Ok(c) => change = c,
-                Err(unavailable) => return (Err(unavailable), None),
-            }
-        }
-        (st.current(&location), change)
+    pub fn is_set(&self) -> bool {
+        matches!(self.source.layout(), Layout::Set(_))
     }
 
-    /// The policy for an invocation, into `out`: a rejected new version is counted and reported
-    /// beside the policy; with no valid version, `out.error` says why and nothing is written.
-    pub async fn policy_for(&self, out: &mut Outcome, force: bool) -> Option<Arc<LoadedPolicy>> {
-        let (policy, change) = self.current(force).await;
-        if let Some(PolicyChange::Rejected { errors }) = change {
-            out.metrics.policy_rejected += 1;
-            let version = policy.as_ref().ok().map(|p| p.policy.version.clone());
-            let report = StatusReport::new(self.source.cloud(), &self.location(), version, errors, Vec::new());
-            self.write_status(&report).await;
+    /// Where cluster `cluster`'s policy is (the store's location for a single policy).
+    fn location_for(&self, cluster: &str) -> String {
+        if cluster == SINGLE {
+            self.location()
+        } else {
+            self.source.cluster_location(cluster)
         }
-        match policy {
+    }
+
+    /// Re-check when the TTL has passed (or when `force`): what changed, by cluster, and an error
+    /// when no cluster has a version that can be used.
+    async fn recheck(&self, force: bool) -> (Vec<(String, PolicyChange)>, Result<(), PolicyUnavailable>) {
+        let mut st = self.state.lock().await;
+        let due = force || st.checked.is_none_or(|t| t.elapsed() >= self.ttl);
+        let mut changes = Vec::new();
+        if due {
+            let cloud = self.source.cloud();
+            // Boxed: once per TTL, and it keeps every caller's future shallow.
+            let fetched = Box::pin(self.fetch_all(&mut st.caches)).await;
+            let mut unavailable = None;
+            for (cluster, result) in fetched {
+                let location = self.location_for(&cluster);
+                let cache = st.caches.entry(cluster.clone()).or_insert_with(|| new_cache(&cluster));
+                match cache.record(cloud, &location, result) {
+                    Ok(Some(change)) => changes.push((cluster, change)),
+                    Ok(None) => {}
+                    // A set's cluster that never had a valid version and cannot be read now (its
+                    // documents were removed) is forgotten.
+                    Err(_) if cluster != SINGLE => {
+                        st.caches.remove(&cluster);
+                    }
+                    Err(e) => unavailable = Some(e),
+                }
+            }
+            if self.is_set() {
+                st.caches.remove(SINGLE);
+            }
+            match unavailable {
+                Some(e) if !st.caches.values().any(PolicyCache::has_good) => return (changes, Err(e)),
+                _ => st.checked = Some(Instant::now()),
+            }
+        }
+        if !st.caches.values().any(PolicyCache::has_good) {
+            let why: Vec<String> = st
+                .caches
+                .iter()
+                .filter_map(|(k, c)| c.current(&self.location_for(k)).err())
+                .map(|e| if self.is_set() { format!("{}: {}", e.location, e.reason) } else { e.reason })
+                .collect();
+            let e = match (why.is_empty(), self.is_set()) {
+                (true, true) => self.unavailable("no cluster has published a policy under it"),
+                (true, false) => self.unavailable("no policy has been read yet"),
+                (false, _) => self.unavailable(&why.join("; ")),
+            };
+            return (changes, Err(e));
+        }
+        (changes, Ok(()))
+    }
+
+    fn unavailable(&self, reason: &str) -> PolicyUnavailable {
+        PolicyUnavailable { location: self.location(), reason: reason.to_string() }
+    }
+
+    /// The policies in force, re-checked when the TTL has passed (or when `force`).
+    pub async fn policies(&self, force: bool) -> (Result<Policies, PolicyUnavailable>, Vec<(String, PolicyChange)>) {
+        let (changes, usable) = self.recheck(force).await;
+        if let Err(e) = usable {
+            return (Err(e), changes);
+        }
+        let st = self.state.lock().await;
+        let good = st.caches.iter().filter_map(|(k, c)| c.current(&self.location_for(k)).ok());
+        let policies = if self.is_set() {
+            Policies::set(good.collect())
+        } else {
+            match good.into_iter().next() {
+                Some(p) => Policies::one(p),
+                None => return (Err(self.unavailable("no policy has been read yet")), changes),
+            }
+        };
+        (Ok(policies), changes)
+    }
+
+    /// The one policy in force at a single location (not a set), re-checked when the TTL has
+    /// passed (or when `force`), and what the re-check found.
+    pub async fn current(&self, force: bool) -> (Result<Arc<LoadedPolicy>, PolicyUnavailable>, Option<PolicyChange>) {
+        let (policies, changes) = self.policies(force).await;
+        let change = changes.into_iter().next().map(|(_, c)| c);
+        let one = policies.and_then(|p| {
+            p.single().cloned().ok_or_else(|| self.unavailable("a cluster set holds one policy per cluster, not one"))
+        });
+        (one, change)
+    }
+
+    /// The policies for an invocation, into `out`: a rejected new version is counted and
+    /// reported beside that cluster's policy; with no valid version anywhere, `out.error` says
+    /// why and nothing is written.
+    pub async fn policies_for(&self, out: &mut Outcome, force: bool) -> Option<Policies> {
+        let (policies, changes) = self.policies(force).await;
+        for (cluster, change) in changes {
+            if let PolicyChange::Rejected { errors } = change {
+                out.metrics.policy_rejected += 1;
+                let in_force = policies.as_ref().ok().and_then(|p| match cluster.as_str() {
+                    SINGLE => p.single().map(|p| p.policy.version.clone()),
+                    id => p.get(id).map(|p| p.policy.version.clone()),
+                });
+                let location = self.location_for(&cluster);
+                let report = StatusReport::new(self.source.cloud(), &location, in_force, errors, Vec::new());
+                self.write_status(Some(cluster.as_str()).filter(|c| !c.is_empty()), &report).await;
+            }
+        }
+        match policies {
             Ok(p) => {
-                out.infra_id = Some(p.infra_id.clone());
+                out.infra_id = p.single().map(|p| p.infra_id.clone());
                 Some(p)
             }
             Err(e) => {
@@ -174,36 +291,129 @@ impl<S: Source> PolicyStore<S> {
         }
     }
 
-    /// A sweep's status report: the version it applied, how the published policy stands now, and
-    /// its failures.
-    pub async fn report_sweep(&self, version: &str, records: &[Record]) {
-        let standing = self.state.lock().await.standing();
-        let report = StatusReport::of_sweep(self.source.cloud(), &self.location(), version, standing, records);
-        self.write_status(&report).await;
+    /// A sweep's status report for one cluster (`policy`): the version it applied, how that
+    /// cluster's published policy stands now, and its failures.
+    pub async fn report_sweep(&self, policy: &LoadedPolicy, records: &[Record]) {
+        let cluster = if self.is_set() { policy.infra_id.as_str() } else { SINGLE };
+        let standing = match self.state.lock().await.caches.get(cluster) {
+            Some(cache) => cache.standing(),
+            None => return,
+        };
+        let location = self.location_for(cluster);
+        let report = StatusReport::of_sweep(self.source.cloud(), &location, &policy.policy.version, standing, records);
+        self.write_status(Some(cluster).filter(|c| !c.is_empty()), &report).await;
     }
 
     /// A report that cannot be written is logged: it never fails the invocation that made it.
-    async fn write_status(&self, report: &StatusReport) {
-        if let Err(e) = self.source.put_status(report).await {
+    async fn write_status(&self, cluster: Option<&str>, report: &StatusReport) {
+        if let Err(e) = self.source.put_status(cluster, report).await {
             tracing::warn!(error = %e, "could not write the status report");
         }
     }
 
-    /// The status report beside the policy, if one was written.
-    pub async fn read_status(&self) -> Result<Option<StatusReport>, ReadStatusError<S::Error>> {
-        let text = self.source.get_status().await.map_err(ReadStatusError::Source)?;
+    /// The status report beside the policy (of cluster `cluster` in a set), if one was written.
+    pub async fn read_status(&self, cluster: Option<&str>) -> Result<Option<StatusReport>, ReadStatusError<S::Error>> {
+        let text = self.source.get_status(cluster).await.map_err(ReadStatusError::Source)?;
+        let location = cluster.map_or_else(|| self.location(), |c| self.source.cluster_location(c));
         text.map(|t| {
-            serde_json::from_str(&t)
-                .map_err(|e| ReadStatusError::NotAReport { location: self.location(), message: e.to_string() })
+            serde_json::from_str(&t).map_err(|e| ReadStatusError::NotAReport { location, message: e.to_string() })
         })
         .transpose()
+    }
+
+    /// The clusters a set publishes a policy for now (listed, bypassing the cache).
+    pub async fn clusters(&self) -> Result<Vec<String>, S::Error> {
+        let Layout::Set(prefix) = self.source.layout() else { return Ok(Vec::new()) };
+        let mut clusters: Vec<String> = self
+            .source
+            .list(&prefix)
+            .await?
+            .into_iter()
+            .filter(|l| self.source.is_document(&l.name))
+            .filter_map(|l| cluster_of(&prefix, &l.name))
+            .collect();
+        clusters.dedup();
+        Ok(clusters)
     }
 
     /// Every document of the policy as published now, bypassing the cache: `(name, text)`. An
     /// empty prefix has none.
     pub async fn documents(&self) -> Result<Vec<(String, String)>, S::Error> {
         let mut scratch = PolicyCache::default();
-        Ok(self.fetch(&mut scratch, true).await?.map(|f| f.documents).unwrap_or_default())
+        let listed = match self.source.layout() {
+            Layout::Prefix(prefix) => self.list_documents(&prefix).await?,
+            _ => Vec::new(),
+        };
+        Ok(self.fetch(&mut scratch, listed, true).await?.map(|f| f.documents).unwrap_or_default())
+    }
+
+    /// Cluster `infra_id`'s documents in a set as published now, bypassing the cache:
+    /// `(name under its folder, text)`.
+    pub async fn cluster_documents(&self, infra_id: &str) -> Result<Vec<(String, String)>, S::Error> {
+        let Layout::Set(prefix) = self.source.layout() else { return Ok(Vec::new()) };
+        let mut docs = Vec::new();
+        for l in self.list_documents(&prefix).await? {
+            if cluster_of(&prefix, &l.name).as_deref() != Some(infra_id) {
+                continue;
+            }
+            if let Some(object) = self.read(&l.name).await? {
+                let short = l.name[prefix.len()..].split_once('/').map_or(l.name.as_str(), |(_, rest)| rest);
+                docs.push((short.to_string(), object.text));
+            }
+        }
+        Ok(docs)
+    }
+
+    /// The policy documents listed under `prefix`, in name order.
+    async fn list_documents(&self, prefix: &str) -> Result<Vec<Listed>, S::Error> {
+        let mut listed: Vec<Listed> =
+            self.source.list(prefix).await?.into_iter().filter(|l| self.source.is_document(&l.name)).collect();
+        listed.sort();
+        Ok(listed)
+    }
+
+    /// Every cluster's documents (one entry, `""`, for a single policy), or `None` for a cluster
+    /// whose version is unchanged. A set is listed once for all its clusters.
+    async fn fetch_all(
+        &self,
+        caches: &mut BTreeMap<String, PolicyCache>,
+    ) -> Vec<(String, Result<Option<Fetched>, String>)> {
+        let prefix = match self.source.layout() {
+            Layout::Set(prefix) => prefix,
+            Layout::Prefix(prefix) => {
+                let cache = caches.entry(SINGLE.to_string()).or_default();
+                let fetched = match self.list_documents(&prefix).await {
+                    Ok(listed) => self.fetch(cache, listed, false).await,
+                    Err(e) => Err(e),
+                };
+                return vec![(SINGLE.to_string(), fetched.map_err(|e| e.to_string()))];
+            }
+            Layout::One(_) => {
+                let cache = caches.entry(SINGLE.to_string()).or_default();
+                let fetched = self.fetch(cache, Vec::new(), false).await;
+                return vec![(SINGLE.to_string(), fetched.map_err(|e| e.to_string()))];
+            }
+        };
+        let listed = match self.list_documents(&prefix).await {
+            Ok(listed) => listed,
+            // Unreadable: every cluster keeps its last known good version, and says why.
+            Err(e) if caches.is_empty() => return vec![(SINGLE.to_string(), Err(e.to_string()))],
+            Err(e) => return caches.keys().map(|k| (k.clone(), Err(e.to_string()))).collect(),
+        };
+        let mut by_cluster: BTreeMap<String, Vec<Listed>> = caches.keys().map(|k| (k.clone(), Vec::new())).collect();
+        for l in listed {
+            match cluster_of(&prefix, &l.name) {
+                Some(cluster) => by_cluster.entry(cluster).or_default().push(l),
+                None => tracing::warn!(name = l.name, "not under a cluster's key in the set: ignored"),
+            }
+        }
+        let mut out = Vec::with_capacity(by_cluster.len());
+        for (cluster, listed) in by_cluster {
+            let cache = caches.entry(cluster.clone()).or_insert_with(|| new_cache(&cluster));
+            let fetched = self.fetch(cache, listed, false).await;
+            out.push((cluster, fetched.map_err(|e| e.to_string())));
+        }
+        out
     }
 
     /// Object `name` as published now, or `None` when it does not exist.
@@ -214,9 +424,15 @@ impl<S: Source> PolicyStore<S> {
         }
     }
 
-    /// The documents, or `None` when nothing changed since the last version seen.
-    async fn fetch(&self, st: &mut PolicyCache, empty_ok: bool) -> Result<Option<Fetched>, S::Error> {
-        match self.source.layout() {
+    /// The documents, or `None` when nothing changed since the last version seen: the one object,
+    /// or those `listed` under a prefix or a set's cluster.
+    async fn fetch(
+        &self,
+        st: &mut PolicyCache,
+        listed: Vec<Listed>,
+        empty_ok: bool,
+    ) -> Result<Option<Fetched>, S::Error> {
+        let (prefix, in_set) = match self.source.layout() {
             Layout::One(name) => {
                 let etag = st.documents.get(&name).map(|(e, _)| e.clone());
                 let Some(object) = self.source.get(&name, etag.as_deref()).await? else { return Ok(None) };
@@ -227,12 +443,13 @@ impl<S: Source> PolicyStore<S> {
                 }
                 st.documents.clear();
                 st.documents.insert(name.clone(), (object.etag, object.text.clone()));
-                Ok(Some(Fetched { fingerprint, documents: vec![(name, object.text)] }))
+                return Ok(Some(Fetched { fingerprint, documents: vec![(name, object.text)] }));
             }
-            Layout::Prefix(prefix) => {
-                let mut listed: Vec<Listed> =
-                    self.source.list(&prefix).await?.into_iter().filter(|l| is_policy_document(&l.name)).collect();
-                listed.sort();
+            Layout::Prefix(prefix) => (prefix, false),
+            Layout::Set(prefix) => (prefix, true),
+        };
+        {
+            {
                 let fingerprint: String = listed.iter().map(|l| format!("{}@{};", l.name, l.etag)).collect();
                 if st.seen() == Some(fingerprint.as_str()) {
                     return Ok(None);
@@ -254,7 +471,14 @@ impl<S: Source> PolicyStore<S> {
                             None => continue,
                         },
                     };
-                    let short = name.strip_prefix(prefix.as_str()).unwrap_or(&name).to_string();
+                    // A set's cluster folder is its own prefix: `a-1/10-cluster.yaml` is layered as
+                    // `10-cluster.yaml` is under a single prefix.
+                    let short = name.strip_prefix(prefix.as_str()).unwrap_or(&name);
+                    let short = match in_set {
+                        true => short.split_once('/').map_or(short, |(_, rest)| rest),
+                        false => short,
+                    }
+                    .to_string();
                     kept.insert(name, (etag, text.clone()));
                     documents.push((short, text));
                 }
@@ -262,6 +486,15 @@ impl<S: Source> PolicyStore<S> {
                 Ok(Some(Fetched { fingerprint, documents }))
             }
         }
+    }
+}
+
+/// A fresh cache for a set's cluster (or a single policy's, keyed `""`).
+fn new_cache(cluster: &str) -> PolicyCache {
+    if cluster == SINGLE {
+        PolicyCache::default()
+    } else {
+        PolicyCache::for_cluster(cluster)
     }
 }
 

@@ -133,6 +133,25 @@ pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: boo
             let others: Vec<(String, String)> = others.into_iter().filter(|(n, _)| n != CLUSTER_LAYER).collect();
             (format!("{prefix}{CLUSTER_LAYER}"), CLUSTER_LAYER.to_string(), others)
         }
+        // A set: the document goes under the infraID it names, beside that cluster's other layers.
+        Layout::Set(prefix) => {
+            let infra_id = match crate::policy::load(vec![(CLUSTER_LAYER.to_string(), text.to_string())]) {
+                Ok(p) => p.infra_id,
+                Err(e) => return Ok(Outcome::refused(store.location(), vec![e.to_string()])),
+            };
+            let Some(infra_id) = infra_id else {
+                let why = "a cluster set keeps each cluster's policy under its infraID, and this document names none (status.infrastructureName, or infraID in a tagwarden.yaml)";
+                return Ok(Outcome::refused(store.location(), vec![why.to_string()]));
+            };
+            // Entries without an extension (SSM parameters) are each a cluster's whole policy.
+            if store.source.is_document(&format!("{prefix}{infra_id}")) {
+                (format!("{prefix}{infra_id}"), CLUSTER_LAYER.to_string(), Vec::new())
+            } else {
+                let others = store.cluster_documents(&infra_id).await.map_err(cloud_error)?;
+                let others: Vec<(String, String)> = others.into_iter().filter(|(n, _)| n != CLUSTER_LAYER).collect();
+                (format!("{prefix}{infra_id}/{CLUSTER_LAYER}"), CLUSTER_LAYER.to_string(), others)
+            }
+        }
     };
     let location = store.source.location_of(&name);
     let cloud = store.source.cloud();

@@ -285,7 +285,8 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     );
     let after = tagger.read(&resources[1].1).await?;
     println!("   drifted worker now: {}", show(&after, &["env", "owner-team", "team"]));
-    let status = policy_store(&clients, location, Duration::ZERO).read_status().await?.context("no status report")?;
+    let status =
+        policy_store(&clients, location, Duration::ZERO).read_status(None).await?.context("no status report")?;
     println!(
         "   tagwarden status: state {}, version {} in force, {} failure(s)",
         status.policy.state,

@@ -173,6 +173,8 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
     // The latest document not yet published (a conflict or an outage), retried with back-off:
     // it must not wait for the cluster's next change.
     let mut pending: Option<cluster::SourceDocument> = None;
+    // In a cluster set, the report mirrored is this cluster's.
+    let mut own_cluster: Option<String> = None;
     let mut backoff = RETRY_FIRST;
     let retry = tokio::time::sleep(Duration::ZERO);
     let mut retry = std::pin::pin!(retry);
@@ -193,7 +195,7 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
             },
             () = &mut retry, if pending.is_some() => true,
             _ = tick.tick() => {
-                mirror_now(&mirror, target, &refused).await;
+                mirror_now(&mirror, target, own_cluster.as_deref(), &refused).await;
                 false
             }
         };
@@ -202,8 +204,9 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
             Ok(outcome) => {
                 pending = None;
                 refused = outcome.violations.clone();
+                own_cluster = outcome.infra_id.clone().or(own_cluster);
                 show(&outcome, args.json, true)?;
-                mirror_now(&mirror, target, &refused).await;
+                mirror_now(&mirror, target, own_cluster.as_deref(), &refused).await;
             }
             // A lost race re-reads what the other publisher wrote and decides again.
             Err(e) => {
@@ -218,9 +221,17 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
 /// Mirror the function's status report, with the publisher's own refusal on top: the cluster's
 /// latest document was rejected, so the last good one stays in force.
 #[cfg(feature = "kube")]
-async fn mirror_now(mirror: &tagwarden::cluster::StatusMirror, target: &Target, refused: &[String]) {
+async fn mirror_now(
+    mirror: &tagwarden::cluster::StatusMirror,
+    target: &Target,
+    own_cluster: Option<&str>,
+    refused: &[String],
+) {
     use tagwarden::status::PolicyState;
-    let report = match target.status().await {
+    let own = |reports: Vec<(Option<String>, Option<tagwarden::status::StatusReport>)>| {
+        reports.into_iter().find(|(c, _)| c.is_none() || c.as_deref() == own_cluster).and_then(|(_, r)| r)
+    };
+    let report = match target.status().await.map(own) {
         Ok(Some(mut report)) => {
             if !refused.is_empty() {
                 report.policy.state = PolicyState::RejectedKeepingLastGood;

@@ -20,24 +20,42 @@ pub struct Args {
     json: bool,
 }
 
-/// Exit 0 when the policy is in force and nothing failed, 1 otherwise, 2 when there is no report.
+/// Exit 0 when the policy is in force and nothing failed (for a cluster set: in every cluster),
+/// 1 otherwise, 2 when there is no report (for a set: no cluster has one).
 pub fn run(args: Args) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    let report = runtime
+    let reports = runtime
         .block_on(Box::pin(async { Target::connect(&args.policy, args.region.as_deref()).await?.status().await }))?;
-    let Some(report) = report else {
-        return Err(anyhow::anyhow!(
+    let none = || {
+        anyhow::anyhow!(
             "no status report beside {}: the function writes one after each sweep; run one (tagwarden sweep, or invoke the function with {{\"tagwarden\": \"sweep\"}})",
             args.policy
         )
-        .into());
     };
-    if args.json {
-        print_json(&report)?;
-    } else {
-        print!("{}", human(&report));
+    if reports.iter().all(|(_, r)| r.is_none()) {
+        return Err(none().into());
     }
-    if report.policy.state == PolicyState::Ok && report.failures.is_empty() {
+    let healthy = |r: &StatusReport| r.policy.state == PolicyState::Ok && r.failures.is_empty();
+    let all_healthy = reports.iter().all(|(_, r)| r.as_ref().is_some_and(healthy));
+    match reports.as_slice() {
+        [(None, Some(report))] if args.json => print_json(report)?,
+        [(None, Some(report))] => print!("{}", human(report)),
+        _ if args.json => {
+            let clusters: Vec<serde_json::Value> =
+                reports.iter().map(|(c, r)| serde_json::json!({"infraID": c, "report": r})).collect();
+            print_json(&serde_json::json!({"clusters": clusters}))?;
+        }
+        _ => {
+            for (cluster, report) in &reports {
+                println!("== cluster {}", cluster.as_deref().unwrap_or("-"));
+                match report {
+                    Some(r) => print!("{}", human(r)),
+                    None => println!("no status report yet (no sweep has run since its policy was published)"),
+                }
+            }
+        }
+    }
+    if all_healthy {
         Ok(())
     } else {
         Err(Failure::Invalid)

@@ -16,7 +16,8 @@ use crate::Failure;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where the policy is: s3://bucket/key, s3://bucket/prefix/ or ssm:/parameter/name.
+    /// Where the policy is: s3://bucket/key, s3://bucket/prefix/, ssm:/parameter/name, or a cluster
+    /// set (s3://bucket/prefix/*/, ssm:/path/*), whose every cluster is swept.
     #[arg(long, value_name = "SRC")]
     policy: String,
     /// AWS region (default: the SDK's, from AWS_REGION or the profile).
@@ -41,6 +42,27 @@ struct Summary {
     policy: String,
     policy_version: Option<String>,
     dry_run: bool,
+    #[serde(flatten)]
+    totals: Counts,
+    /// A cluster set's clusters, each on its own (empty for a single policy).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    clusters: Vec<ClusterSummary>,
+    seconds: f64,
+    api_calls: BTreeMap<String, u64>,
+    records: Vec<Record>,
+}
+
+#[derive(Serialize)]
+struct ClusterSummary {
+    #[serde(rename = "infraID")]
+    infra_id: String,
+    policy_version: Option<String>,
+    #[serde(flatten)]
+    counts: Counts,
+}
+
+#[derive(Serialize, Default)]
+struct Counts {
     resources: usize,
     owned: usize,
     drifted: usize,
@@ -49,9 +71,35 @@ struct Summary {
     failed: usize,
     /// Owned resources no API can tag, by type (not failures).
     unsupported: BTreeMap<String, usize>,
-    seconds: f64,
-    api_calls: BTreeMap<String, u64>,
-    records: Vec<Record>,
+}
+
+impl Counts {
+    fn of<'r>(records: impl Iterator<Item = &'r Record> + Clone) -> Self {
+        let count = |s: &[Status]| records.clone().filter(|r| s.contains(&r.status)).count();
+        Counts {
+            resources: records.clone().count(),
+            owned: records.clone().count() - count(&[Status::NotOwned]),
+            drifted: count(&[Status::Applied, Status::WouldApply, Status::LimitExceeded]),
+            written: count(&[Status::Applied, Status::WouldApply]),
+            limit_exceeded: count(&[Status::LimitExceeded]),
+            failed: count(&[Status::Failed]),
+            unsupported: records.clone().filter(|r| r.status == Status::Unsupported).fold(
+                BTreeMap::new(),
+                |mut m, r| {
+                    *m.entry(r.resource_type.clone()).or_default() += 1;
+                    m
+                },
+            ),
+        }
+    }
+
+    fn line(&self, dry_run: bool) -> String {
+        let verb = if dry_run { "would write" } else { "written" };
+        format!(
+            "{} owned, {} drifted, {} {verb}, {} over the tag limit, {} failed",
+            self.owned, self.drifted, self.written, self.limit_exceeded, self.failed
+        )
+    }
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
@@ -61,16 +109,21 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if args.json {
         print_json(&summary)?;
     } else {
+        let t = &summary.totals;
         println!("policy        {} (version {})", summary.policy, summary.policy_version.as_deref().unwrap_or("-"));
-        println!("resources     {} seen, {} owned", summary.resources, summary.owned);
+        for c in &summary.clusters {
+            let version = c.policy_version.as_deref().unwrap_or("-");
+            println!("cluster       {} (version {version}): {}", c.infra_id, c.counts.line(summary.dry_run));
+        }
+        println!("resources     {} seen, {} owned", t.resources, t.owned);
         let verb = if summary.dry_run { "would write" } else { "written" };
         println!(
             "drift         {} drifted, {} {verb}, {} over the tag limit, {} failed",
-            summary.drifted, summary.written, summary.limit_exceeded, summary.failed
+            t.drifted, t.written, t.limit_exceeded, t.failed
         );
-        let unsupported: usize = summary.unsupported.values().sum();
+        let unsupported: usize = t.unsupported.values().sum();
         if unsupported > 0 {
-            let by_type: Vec<String> = summary.unsupported.iter().map(|(t, n)| format!("{n} {t}")).collect();
+            let by_type: Vec<String> = t.unsupported.iter().map(|(t, n)| format!("{n} {t}")).collect();
             println!("unsupported   {unsupported}: {} (reported, not written)", by_type.join(", "));
         }
         println!("took          {:.1} s", summary.seconds);
@@ -82,10 +135,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
             println!("failed        {} ({}): {}", r.resource, r.resource_type, r.error.as_deref().unwrap_or_default());
         }
     }
-    if summary.failed > 0 {
-        return Err(anyhow::anyhow!("{} resource(s) failed", summary.failed).into());
+    if summary.totals.failed > 0 {
+        return Err(anyhow::anyhow!("{} resource(s) failed", summary.totals.failed).into());
     }
-    if summary.dry_run && summary.drifted > 0 {
+    if summary.dry_run && summary.totals.drifted > 0 {
         return Err(Failure::Invalid);
     }
     Ok(())
@@ -136,24 +189,27 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
     if let Some(e) = &out.error {
         anyhow::bail!("{e}");
     }
-    let count = |s: &[Status]| out.records.iter().filter(|r| s.contains(&r.status)).count();
+    let mut clusters: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+    for r in &out.records {
+        if let Some(id) = &r.infra_id {
+            clusters.entry(id.as_str()).or_default().push(r);
+        }
+    }
+    let clusters = clusters
+        .into_iter()
+        .map(|(id, records)| ClusterSummary {
+            infra_id: id.to_string(),
+            policy_version: records.iter().find(|r| !r.policy_version.contains('@')).map(|r| r.policy_version.clone()),
+            counts: Counts::of(records.iter().copied()),
+        })
+        .collect();
+    let set = reconciler.store.is_set();
     Ok(Summary {
         policy: location.to_string(),
-        policy_version: out.records.first().map(|r| r.policy_version.clone()),
+        policy_version: if set { None } else { out.records.first().map(|r| r.policy_version.clone()) },
         dry_run: args.dry_run,
-        resources: out.records.len(),
-        owned: out.records.len() - count(&[Status::NotOwned]),
-        drifted: count(&[Status::Applied, Status::WouldApply, Status::LimitExceeded]),
-        written: count(&[Status::Applied, Status::WouldApply]),
-        limit_exceeded: count(&[Status::LimitExceeded]),
-        failed: count(&[Status::Failed]),
-        unsupported: out.records.iter().filter(|r| r.status == Status::Unsupported).fold(
-            BTreeMap::new(),
-            |mut m, r| {
-                *m.entry(r.resource_type.clone()).or_default() += 1;
-                m
-            },
-        ),
+        totals: Counts::of(out.records.iter()),
+        clusters,
         seconds: started.elapsed().as_secs_f64(),
         api_calls: clients.calls.snapshot(),
         records: out.records,

@@ -65,13 +65,30 @@ impl Target {
         }
     }
 
-    /// The status report the function wrote beside the policy.
-    pub async fn status(&self) -> anyhow::Result<Option<StatusReport>> {
+    /// The status reports the function wrote beside the policy: one, or one per cluster of a
+    /// set (`(infraID, report)`, the report `None` where none was written yet).
+    pub async fn status(&self) -> anyhow::Result<Vec<(Option<String>, Option<StatusReport>)>> {
+        #[allow(unreachable_code)]
         match self {
             #[cfg(feature = "aws")]
-            Target::Aws(store) => Ok(store.read_status().await?),
+            Target::Aws(store) => reports(store).await,
             #[cfg(feature = "azure")]
-            Target::Blob(store) => Ok(store.read_status().await?),
+            Target::Blob(store) => reports(store).await,
         }
     }
+}
+
+#[cfg(any(feature = "aws", feature = "azure"))]
+async fn reports<S: tagwarden::policy::store::Source>(
+    store: &tagwarden::policy::store::PolicyStore<S>,
+) -> anyhow::Result<Vec<(Option<String>, Option<StatusReport>)>> {
+    if !store.is_set() {
+        return Ok(vec![(None, store.read_status(None).await?)]);
+    }
+    let mut out = Vec::new();
+    for cluster in store.clusters().await? {
+        let report = store.read_status(Some(&cluster)).await?;
+        out.push((Some(cluster), report));
+    }
+    Ok(out)
 }

@@ -1,0 +1,352 @@
+//! Many clusters in one account (issue 12), on moto through the strict layer: ten clusters, each
+//! with owned resources that drifted and its own policy under `s3://…/clusters/<infraID>/`, one of
+//! them invalid, and a foreign cluster that published nothing. The same events go once through
+//! one deployment that reads the cluster set, and once through ten single-cluster deployments as
+//! before. Both must end the same (each cluster's resources carry its own tags, the invalid
+//! cluster's and the foreign ones are untouched, writes at the lower bound of one per drifted
+//! resource); the API calls of each are printed (`--nocapture`) and their ratio asserted only as
+//! far as it is structural: the set reads each resource once, ten deployments read it once each.
+
+#![cfg(feature = "aws")]
+
+#[path = "support/fleet.rs"]
+mod fleet;
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::json;
+use tagwarden::aws::function;
+use tagwarden::aws::reconcile::Reconciler;
+use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Clients;
+use tagwarden::events;
+use tagwarden::report::Status;
+use tagwarden::resource::ResourceRef;
+use tagwarden::TagMap;
+
+const CLUSTERS: usize = 10;
+/// The cluster whose published policy is invalid.
+const INVALID: usize = 9;
+const FOREIGN: &str = "foreign-9zz9z";
+const INSTANCES: usize = 3;
+
+fn infra(i: usize) -> String {
+    format!("cl{i:02}-7xk2p")
+}
+
+fn owner_key(id: &str) -> String {
+    format!("kubernetes.io/cluster/{id}")
+}
+
+/// Cluster `i`'s policy: its own team, and a shared env.
+fn policy(i: usize) -> String {
+    let team = if i == INVALID { "aws:invalid" } else { "team" };
+    format!("version: 1\ninfraID: {}\ntags:\n  {team}: t-{i}\n  env: prod\n", infra(i))
+}
+
+struct Account {
+    clients: Clients,
+    account: String,
+    bucket: String,
+    /// Resources by the cluster that owns them (`FOREIGN` included).
+    owned: BTreeMap<String, Vec<ResourceRef>>,
+}
+
+fn ec2_tags(pairs: &[(String, String)]) -> Vec<aws_sdk_ec2::types::Tag> {
+    pairs.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build()).collect()
+}
+
+/// An account with every cluster's resources, drifted (`team=someone-else`, `env` missing), each
+/// with an unmanaged `keep=me`, and the policies published.
+async fn account() -> Account {
+    let (clients, account) = support::account().await;
+    let bucket = format!("policy-{account}");
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("policy bucket");
+    for i in 0..CLUSTERS {
+        let key = format!("clusters/{}/10-cluster.yaml", infra(i));
+        clients
+            .s3
+            .put_object()
+            .bucket(&bucket)
+            .key(key)
+            .body(policy(i).into_bytes().into())
+            .send()
+            .await
+            .expect("policy");
+    }
+    let image = clients.ec2.describe_images().send().await.expect("images");
+    let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
+    let mut owned = BTreeMap::new();
+    for id in (0..CLUSTERS).map(infra).chain([FOREIGN.to_string()]) {
+        let pairs = vec![
+            (owner_key(&id), "owned".to_string()),
+            ("team".to_string(), "someone-else".to_string()),
+            ("keep".to_string(), "me".to_string()),
+        ];
+        let spec = aws_sdk_ec2::types::TagSpecification::builder()
+            .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
+            .set_tags(Some(ec2_tags(&pairs)))
+            .build();
+        let run = clients
+            .ec2
+            .run_instances()
+            .image_id(&image)
+            .min_count(INSTANCES as i32)
+            .max_count(INSTANCES as i32)
+            .tag_specifications(spec)
+            .send()
+            .await
+            .expect("instances");
+        let mut resources: Vec<ResourceRef> = run
+            .instances()
+            .iter()
+            .filter_map(|i| i.instance_id())
+            .map(|i| ResourceRef::ec2(i, "us-east-1", &account))
+            .collect();
+        let name = format!("data-{}-{account}", id.to_ascii_lowercase());
+        clients.s3.create_bucket().bucket(&name).send().await.expect("bucket");
+        let set = pairs.iter().map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(k).value(v).build().expect("tag"));
+        let tagging = aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(set.collect())).build().expect("tagging");
+        clients.s3.put_bucket_tagging().bucket(&name).tagging(tagging).send().await.expect("bucket tags");
+        resources.push(ResourceRef::s3_bucket(&name, "us-east-1"));
+        owned.insert(id, resources);
+    }
+    Account { clients, account, bucket, owned }
+}
+
+/// A real-shaped CloudTrail event naming `r` alone (the EC2 fixture also names a volume).
+fn event_naming(r: &ResourceRef, account: &str, id: &str) -> events::Event {
+    let mut v: serde_json::Value = serde_json::from_str(&fleet::event_for(r, account, id)).expect("json");
+    if let Some(items) = v.pointer_mut("/detail/requestParameters/resourcesSet/items").and_then(|i| i.as_array_mut()) {
+        items.truncate(1);
+    }
+    events::parse_one(v.to_string().as_bytes()).expect("a CloudTrail event")
+}
+
+impl Account {
+    fn events(&self) -> Vec<events::Event> {
+        let all = self.owned.values().flatten().enumerate();
+        all.map(|(n, r)| event_naming(r, &self.account, &format!("e{n}"))).collect()
+    }
+
+    async fn tags(&self, r: &ResourceRef) -> TagMap {
+        Tagger::new(self.clients.clone()).read(r).await.expect("read")
+    }
+
+    /// Every resource ends as its cluster's policy says; the invalid and the foreign cluster's
+    /// are as they were. Nothing was removed.
+    async fn check(&self) {
+        for (id, resources) in &self.owned {
+            let i = (0..CLUSTERS).find(|i| infra(*i) == *id);
+            for r in resources {
+                let tags = self.tags(r).await;
+                assert_eq!(tags.get("keep").map(String::as_str), Some("me"), "{r}: unmanaged key kept");
+                assert!(tags.contains_key(&owner_key(id)), "{r}: ownership tag kept");
+                match i {
+                    Some(i) if i != INVALID => {
+                        assert_eq!(tags.get("team"), Some(&format!("t-{i}")), "{r} of {id}: {tags:?}");
+                        assert_eq!(tags.get("env").map(String::as_str), Some("prod"), "{r} of {id}: {tags:?}");
+                    }
+                    _ => {
+                        assert_eq!(tags.get("team").map(String::as_str), Some("someone-else"), "{r} of {id}");
+                        assert!(!tags.contains_key("env"), "{r} of {id}: untouched");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn reconciler(a: &Account, location: &str) -> Reconciler {
+    fleet::reconciler(&a.clients, &a.account, location, Duration::from_secs(300))
+}
+
+/// API calls: those on resources (reads and writes), those on the policy store, the writes.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Calls {
+    resource: u64,
+    policy: u64,
+    writes: u64,
+}
+
+fn calls(c: &Clients) -> Calls {
+    let snapshot = c.calls.snapshot();
+    let policy: u64 = snapshot
+        .iter()
+        .filter(|(op, _)| matches!(op.as_str(), "S3:GetObject" | "S3:ListObjectsV2" | "S3:PutObject"))
+        .map(|(_, n)| n)
+        .sum();
+    Calls { resource: c.calls.total() - policy, policy, writes: c.calls.writes() }
+}
+
+#[tokio::test]
+async fn one_deployment_enforces_every_cluster_in_the_account() {
+    let drifted = (CLUSTERS - 1) * (INSTANCES + 1);
+    let total_events = (CLUSTERS + 1) * (INSTANCES + 1);
+
+    // One deployment, the cluster set.
+    let multi = account().await;
+    let events = multi.events();
+    assert_eq!(events.len(), total_events);
+    let set = reconciler(&multi, &format!("s3://{}/clusters/*/", multi.bucket));
+    multi.clients.calls.reset();
+    let mut ignored = 0;
+    for event in &events {
+        let out = set.handle_event(event).await;
+        assert!(out.error.is_none(), "{:?}", out.error);
+        ignored += out.metrics.events_ignored;
+        for r in &out.records {
+            assert_ne!(r.status, Status::Failed, "{r:?}");
+        }
+    }
+    let one = calls(&multi.clients);
+    multi.check().await;
+    assert_eq!(one.writes, drifted as u64, "one write per drifted resource of the nine valid clusters");
+    assert_eq!(one.resource - one.writes, total_events as u64, "one read per event, whatever the number of clusters");
+    assert_eq!(ignored, 2 * (INSTANCES + 1) as u64, "the invalid and the foreign cluster's events are ignored");
+
+    // Ten deployments, one per cluster, as before.
+    let single = account().await;
+    let events = single.events();
+    let deployments: Vec<Reconciler> = (0..CLUSTERS)
+        .map(|i| reconciler(&single, &format!("s3://{}/clusters/{}/10-cluster.yaml", single.bucket, infra(i))))
+        .collect();
+    single.clients.calls.reset();
+    for event in &events {
+        for d in &deployments {
+            let out = d.handle_event(event).await;
+            assert!(out.error.is_none() || out.error.as_deref().is_some_and(|e| e.contains("no valid policy")));
+        }
+    }
+    let ten = calls(&single.clients);
+    single.check().await;
+    assert_eq!(ten.writes, one.writes, "the same writes");
+    // Nine valid deployments each read every event's resource; the invalid one fails closed.
+    assert_eq!(ten.resource - ten.writes, ((CLUSTERS - 1) * total_events) as u64);
+
+    println!(
+        "CLUSTERS {CLUSTERS} clusters (one invalid) + 1 foreign, {total_events} events, {drifted} drifted resources"
+    );
+    for (what, c) in [("one set deployment", &one), ("ten deployments", &ten)] {
+        println!(
+            "CLUSTERS {what:<20} resource calls {:>4} ({:.2}/event: {} reads, {} writes), policy calls {:>3}, total {:>4}",
+            c.resource,
+            c.resource as f64 / total_events as f64,
+            c.resource - c.writes,
+            c.writes,
+            c.policy,
+            c.resource + c.policy
+        );
+    }
+    println!(
+        "CLUSTERS reads ratio {:.3} (set / ten deployments)",
+        (one.resource - one.writes) as f64 / (ten.resource - ten.writes) as f64
+    );
+
+    // A sweep of the set: each cluster discovered on its own, the same delta batched across
+    // clusters, one status report per cluster beside its policy.
+    let env_dev = aws_sdk_ec2::types::Tag::builder().key("env").value("dev").build();
+    let instances: Vec<String> = (0..CLUSTERS)
+        .filter(|i| *i != INVALID)
+        .flat_map(|i| &multi.owned[&infra(i)])
+        .filter(|r| r.kind == "ec2:instance")
+        .map(|r| r.id.clone())
+        .collect();
+    multi.clients.ec2.create_tags().set_resources(Some(instances)).tags(env_dev).send().await.expect("drift");
+    multi.clients.calls.reset();
+    let out = set.sweep(true).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    let valid = CLUSTERS - 1;
+    let applied = out.records.iter().filter(|r| r.status == Status::Applied).count();
+    assert_eq!(applied, valid * INSTANCES, "every valid cluster's instances corrected");
+    let snapshot = multi.clients.calls.snapshot();
+    assert_eq!(snapshot.get("EC2:CreateTags"), Some(&1), "one CreateTags for the identical delta of nine clusters");
+    assert_eq!(
+        snapshot.get("Resource Groups Tagging API:GetResources"),
+        Some(&(valid as u64)),
+        "discovery per cluster"
+    );
+    println!("CLUSTERS sweep of the set: {} calls, {snapshot:?}", multi.clients.calls.total());
+    multi.check().await;
+    for i in 0..CLUSTERS {
+        let key = format!("clusters/{}/tagwarden-status.json", infra(i));
+        let report = multi.clients.s3.get_object().bucket(&multi.bucket).key(&key).send().await.expect(&key);
+        let text = String::from_utf8(report.body.collect().await.expect("body").to_vec()).expect("utf-8");
+        let report: serde_json::Value = serde_json::from_str(&text).expect("json");
+        let state = report["policy"]["state"].as_str().unwrap_or_default();
+        assert_eq!(state, if i == INVALID { "unavailable" } else { "ok" }, "{key}: {report:#}");
+    }
+
+    // One cluster's policy changes: only that cluster is swept.
+    let changed = 3;
+    let key = format!("clusters/{}/10-cluster.yaml", infra(changed));
+    let text = policy(changed).replace("env: prod", "env: staging");
+    multi
+        .clients
+        .s3
+        .put_object()
+        .bucket(&multi.bucket)
+        .key(&key)
+        .body(text.into_bytes().into())
+        .send()
+        .await
+        .expect("edit");
+    multi.clients.calls.reset();
+    // The S3 event message structure (S3 user guide, "Event message structure", version 2.1).
+    let notification = json!({"Records": [{
+        "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
+        "eventTime": "2026-11-24T12:00:00.000Z", "eventName": "ObjectCreated:Put",
+        "userIdentity": {"principalId": "AWS:AROAEXAMPLE:publisher"},
+        "requestParameters": {"sourceIPAddress": "203.0.113.10"},
+        "responseElements": {"x-amz-request-id": "C3D13FE58DE4C810", "x-amz-id-2": "FMyUVURIY8/IgAtTv8xRjskZQpcIZ9KG4V5Wp6S7S/JRWeUWerMUE5JgHvANOjpD"},
+        "s3": {"s3SchemaVersion": "1.0", "configurationId": "policy",
+               "bucket": {"name": multi.bucket, "ownerIdentity": {"principalId": "A3NL1KOZZKExample"}, "arn": format!("arn:aws:s3:::{}", multi.bucket)},
+               "object": {"key": key, "size": 120, "eTag": "d41d8cd98f00b204e9800998ecf8427e", "sequencer": "0055AED6DCD90281E5"}}
+    }]});
+    let inv = function::handle(&set, &notification).await;
+    assert!(inv.error.is_none(), "{:?}", inv.error);
+    let snapshot = multi.clients.calls.snapshot();
+    assert_eq!(snapshot.get("Resource Groups Tagging API:GetResources"), Some(&1), "that cluster only: {snapshot:?}");
+    assert_eq!(snapshot.get("EC2:CreateTags"), Some(&1));
+    for r in &multi.owned[&infra(changed)] {
+        assert_eq!(multi.tags(r).await.get("env").map(String::as_str), Some("staging"), "{r}");
+    }
+    let other = &multi.owned[&infra(changed + 1)][0];
+    assert_eq!(multi.tags(other).await.get("env").map(String::as_str), Some("prod"), "{other}: another cluster's");
+    println!("CLUSTERS policy change of one cluster: {} calls {snapshot:?}", multi.clients.calls.total());
+}
+
+/// A resource owned by two clusters is reported and never written; one owned by a cluster with no
+/// policy is ignored and counted.
+#[tokio::test]
+async fn a_resource_owned_by_two_clusters_is_a_conflict_and_not_written() {
+    let a = account().await;
+    let set = reconciler(&a, &format!("s3://{}/clusters/*/", a.bucket));
+    let r = &a.owned[&infra(0)][0];
+    let second = aws_sdk_ec2::types::Tag::builder().key(owner_key(&infra(1))).value("owned").build();
+    a.clients.ec2.create_tags().resources(&r.id).tags(second).send().await.expect("second owner");
+    let before = a.tags(r).await;
+    let event = event_naming(r, &a.account, "e");
+    a.clients.calls.reset();
+    let out = set.handle_event(&event).await;
+    assert_eq!(out.records.len(), 1);
+    let record = &out.records[0];
+    assert_eq!(record.status, Status::Failed);
+    assert!(!out.must_retry(), "a conflict is permanent: retrying cannot help");
+    let error = record.error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains(&infra(0)) && error.contains(&infra(1)) && error.contains("remove the ownership tag"),
+        "{error}"
+    );
+    assert_eq!(a.clients.calls.writes(), 0);
+    assert_eq!(a.tags(r).await, before, "not written");
+
+    let foreign = &a.owned[FOREIGN][0];
+    let event = event_naming(foreign, &a.account, "f");
+    let out = set.handle_event(&event).await;
+    assert_eq!(out.metrics.events_ignored, 1);
+    assert_eq!(out.records[0].status, Status::NotOwned);
+    assert!(out.records[0].reason.as_deref().is_some_and(|r| r.contains(FOREIGN)), "{:?}", out.records[0]);
+}
