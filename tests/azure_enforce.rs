@@ -568,3 +568,57 @@ async fn policy_blob_created_is_answered_at_once_and_the_queue_sweeps() {
     }
     assert_eq!(env.fake.arm_calls(), Vec::<String>::new());
 }
+
+/// One deployment, a cluster set (`…/clusters/*/`): each cluster's resources get its own tags,
+/// a cluster whose folder holds another's policy is rejected alone, a foreign cluster's resources
+/// are ignored, each cluster gets its own status report, and a policy change of one cluster sweeps
+/// that cluster only.
+#[tokio::test]
+async fn a_cluster_set_enforces_each_cluster_on_its_own() {
+    let doc = |id: &str, team: &str| format!("version: 1\ncloud: azure\ninfraID: {id}\ntags: {{team: {team}}}\n");
+    let env = Env::new(
+        "clusters/*/",
+        &[
+            ("clusters/az-a/10-cluster.yaml", &doc("az-a", "a")),
+            ("clusters/az-b/10-cluster.yaml", &doc("az-b", "b")),
+            // The folder names az-c, the document az-x: rejected, and az-c is not enforced.
+            ("clusters/az-c/10-cluster.yaml", &doc("az-x", "c")),
+        ],
+    )
+    .await;
+    let owner = |id: &str| format!("kubernetes.io_cluster.{id}");
+    let disk = |id: &str| rid("Microsoft.Compute/disks", &format!("disk-{id}"));
+    for id in ["az-a", "az-b", "az-c", "foreign"] {
+        env.fake.put_resource(&disk(id), &[(owner(id).as_str(), "owned")]);
+    }
+    for id in ["az-a", "az-b", "az-c", "foreign"] {
+        env.drift(eg_event(&disk(id), "Microsoft.Compute/disks/write", SOMEONE)).await;
+    }
+    let team = |id: &str| env.fake.tags(&disk(id)).expect("disk").get("team").cloned();
+    assert_eq!((team("az-a"), team("az-b")), (Some("a".into()), Some("b".into())));
+    assert_eq!((team("az-c"), team("foreign")), (None, None), "no policy in force for them: untouched");
+    assert_eq!(env.fake.count("PATCH tags"), 2, "one write per owned, enforced resource");
+    let rejected = azurite::get_blob(&env.http, &env.container, "clusters/az-c/tagwarden-status.json").await;
+    let rejected: Value = serde_json::from_str(&rejected.expect("az-c's report")).expect("json");
+    assert_eq!(rejected["policy"]["state"], "unavailable", "{rejected:#}");
+    assert!(rejected["policy"]["errors"][0].as_str().unwrap_or_default().contains("not of az-c"), "{rejected:#}");
+
+    // The timer sweeps both enforced clusters; each gets its own report.
+    let (status, body) = env.invoke("sweep", "timer", timer()).await;
+    assert_eq!(status, 200, "{body:#}");
+    for id in ["az-a", "az-b"] {
+        let report = azurite::get_blob(&env.http, &env.container, &format!("clusters/{id}/tagwarden-status.json")).await;
+        let report: Value = serde_json::from_str(&report.expect("report")).expect("json");
+        assert_eq!(report["policy"]["state"], "ok", "{id}: {report:#}");
+    }
+
+    // az-b's policy changes: the queued sweep lists az-b only.
+    env.publish("clusters/az-b/10-cluster.yaml", &doc("az-b", "b2")).await;
+    env.fake.clear_log();
+    let (status, body) =
+        env.invoke("sweep-queue", "message", queue_message(&blob_created("clusters/az-b/10-cluster.yaml"))).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(team("az-b"), Some("b2".into()));
+    assert_eq!(team("az-a"), Some("a".into()));
+    assert_eq!(body["ReturnValue"]["resources"].as_u64(), Some(1), "az-b's disk only: {body:#}");
+}

@@ -214,3 +214,60 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
     let json: Value = serde_json::from_str(&out).expect("--json");
     assert_eq!(json["failures"][0]["name"], "i-0abc");
 }
+
+/// A cluster set: each cluster's publisher writes under its own infraID (S3: its folder's
+/// cluster layer; SSM: its parameter), the function reads both, and a folder that names another
+/// cluster's policy is rejected on its own while the other cluster stays enforced.
+#[tokio::test]
+async fn publish_into_a_cluster_set_s3_and_ssm() {
+    let (clients, account) = support::account().await;
+    let b = bucket(&clients, &account).await;
+    for set in [format!("s3://{b}/clusters/*/"), format!("ssm:/tw-{account}/clusters/*")] {
+        let loc: PolicyLocation = set.parse().expect("location");
+        let store = policy_store(&clients, loc.clone(), Duration::ZERO);
+        for id in ["c-1", "c-2"] {
+            let out = publish(&store, &doc(id, &format!("team: t-{id}")), false).await.expect("published");
+            assert_eq!((out.result, out.infra_id.as_deref()), ("written", Some(id)), "{set}");
+            let expected = match &loc {
+                PolicyLocation::S3Set { .. } => format!("s3://{b}/clusters/{id}/10-cluster.yaml"),
+                _ => format!("ssm:/tw-{account}/clusters/{id}"),
+            };
+            assert_eq!(out.location, expected);
+        }
+        let nameless = publish(&store, "version: 1\ntags: {team: x}\n", false).await.expect("refused");
+        assert!(nameless.violations[0].contains("names none"), "{:?}", nameless.violations);
+
+        let function = policy_store(&clients, loc.clone(), Duration::ZERO);
+        let (policies, changes) = function.policies(true).await;
+        let policies = policies.expect("both clusters are in force");
+        assert_eq!(policies.iter().map(|p| p.infra_id.as_str()).collect::<Vec<_>>(), ["c-1", "c-2"], "{set}");
+        assert_eq!(changes.len(), 2);
+        assert_eq!(function.clusters().await.expect("listed"), ["c-1", "c-2"]);
+
+        // c-2's key now holds c-3's policy: c-2 is rejected, c-1 stays in force.
+        match &loc {
+            PolicyLocation::S3Set { .. } => {
+                let key = "clusters/c-2/10-cluster.yaml";
+                let body = doc("c-3", "team: x").into_bytes();
+                clients.s3.put_object().bucket(&b).key(key).body(body.into()).send().await.expect("put");
+            }
+            _ => {
+                let name = format!("/tw-{account}/clusters/c-2");
+                let put = clients.ssm.put_parameter().name(name).value(doc("c-3", "team: x")).overwrite(true);
+                put.r#type(aws_sdk_ssm::types::ParameterType::String).send().await.expect("put");
+            }
+        }
+        let (policies, changes) = function.policies(true).await;
+        let policies = policies.expect("c-1 is still in force");
+        assert_eq!(policies.len(), 2, "c-2 keeps its last good version");
+        let rejected = changes.iter().find(|(c, _)| c == "c-2").expect("c-2 changed");
+        assert!(format!("{:?}", rejected.1).contains("not of c-2"), "{rejected:?}");
+
+        // Each cluster's status report beside its own policy.
+        let report = StatusReport::new(Cloud::Aws, &set, Some("v".into()), Vec::new(), Vec::new());
+        function.source.put_status(Some("c-1"), &report).await.expect("status written");
+        assert!(function.read_status(Some("c-1")).await.expect("read").is_some(), "{set}");
+        assert!(function.read_status(Some("c-2")).await.expect("read").is_none(), "{set}");
+        assert_eq!(function.clusters().await.expect("listed"), ["c-1", "c-2"], "a status report is not a cluster");
+    }
+}

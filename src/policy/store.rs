@@ -332,6 +332,7 @@ impl<S: Source> PolicyStore<S> {
             .filter(|l| self.source.is_document(&l.name))
             .filter_map(|l| cluster_of(&prefix, &l.name))
             .collect();
+        clusters.sort();
         clusters.dedup();
         Ok(clusters)
     }
