@@ -350,3 +350,71 @@ async fn a_resource_owned_by_two_clusters_is_a_conflict_and_not_written() {
     assert_eq!(out.records[0].status, Status::NotOwned);
     assert!(out.records[0].reason.as_deref().is_some_and(|r| r.contains(FOREIGN)), "{:?}", out.records[0]);
 }
+
+/// The CLI on a cluster set: `sweep` prints a line per cluster and the totals, `status` each
+/// cluster's report.
+#[tokio::test]
+async fn cli_sweeps_and_reports_each_cluster() {
+    let (clients, account, env) = support::account_with_env().await;
+    let bucket = format!("policy-{account}");
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let image = clients.ec2.describe_images().send().await.expect("images");
+    let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
+    for i in 0..2 {
+        let key = format!("clusters/{}/10-cluster.yaml", infra(i));
+        clients
+            .s3
+            .put_object()
+            .bucket(&bucket)
+            .key(key)
+            .body(policy(i).into_bytes().into())
+            .send()
+            .await
+            .expect("policy");
+        let tags = ec2_tags(&[(owner_key(&infra(i)), "owned".to_string())]);
+        let spec = aws_sdk_ec2::types::TagSpecification::builder()
+            .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
+            .set_tags(Some(tags))
+            .build();
+        clients
+            .ec2
+            .run_instances()
+            .image_id(&image)
+            .min_count(1)
+            .max_count(1)
+            .tag_specifications(spec)
+            .send()
+            .await
+            .expect("instance");
+    }
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .expect("tagwarden runs");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let set = format!("s3://{bucket}/clusters/*/");
+    let (code, out, err) = cli(&["sweep", "--policy", &set, "--dry-run"]);
+    assert_eq!(code, 1, "drift in a dry run: {out}{err}");
+    for i in 0..2 {
+        assert!(out.contains(&format!("cluster       {} (version ", infra(i))), "{out}");
+    }
+    assert!(out.contains("drift         2 drifted, 2 would write"), "{out}");
+    let (code, out, err) = cli(&["sweep", "--policy", &set, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(json["clusters"].as_array().map(Vec::len), Some(2), "{json}");
+    assert_eq!((json["written"].as_u64(), json["clusters"][0]["written"].as_u64()), (Some(2), Some(1)), "{json}");
+    let (code, out, err) = cli(&["status", "--policy", &set]);
+    assert_eq!(code, 0, "both clusters in force, nothing failed: {out}{err}");
+    assert!(
+        out.contains(&format!("== cluster {}", infra(0))) && out.contains(&format!("== cluster {}", infra(1))),
+        "{out}"
+    );
+}
