@@ -2,7 +2,7 @@
 //! cluster owns, on AWS and Azure.
 //!
 //! The core of the crate is pure: [`policy`] (where desired tags come from and how layers merge),
-//! [`validate`] (the exact tag rules of each cloud), [`plan`] (current + desired tags → the one write
+//! [`policy::validate`] (the exact tag rules of each cloud), [`plan`] (current + desired tags → the one write
 //! to make) and [`events`] (cloud events → the resources they name). None of it does I/O, so it is
 //! fast to test and to benchmark. Cloud clients live behind the `aws` and `azure` features, the Kubernetes side
 //! ([`cluster`]) behind `kube`.
@@ -27,7 +27,6 @@ pub mod publish;
 pub mod report;
 pub mod resource;
 pub mod status;
-pub mod validate;
 
 #[cfg(feature = "aws")]
 pub mod aws;

@@ -607,7 +607,8 @@ async fn a_cluster_set_enforces_each_cluster_on_its_own() {
     let (status, body) = env.invoke("sweep", "timer", timer()).await;
     assert_eq!(status, 200, "{body:#}");
     for id in ["az-a", "az-b"] {
-        let report = azurite::get_blob(&env.http, &env.container, &format!("clusters/{id}/tagwarden-status.json")).await;
+        let report =
+            azurite::get_blob(&env.http, &env.container, &format!("clusters/{id}/tagwarden-status.json")).await;
         let report: Value = serde_json::from_str(&report.expect("report")).expect("json");
         assert_eq!(report["policy"]["state"], "ok", "{id}: {report:#}");
     }

@@ -133,7 +133,7 @@ fn code_and_template_values_stay_verbatim_and_are_refused_by_the_character_rules
             let tag = policy.status.iter().chain(&policy.spec).find(|t| t.key == "team").expect("team");
             assert_eq!(tag.value, value, "kept verbatim, not expanded");
             let cloud = policy.cloud.expect("cloud");
-            let violations = tagwarden::validate::policy(&policy, cloud);
+            let violations = tagwarden::policy::validate::policy(&policy, cloud);
             assert!(
                 violations.iter().any(|v| v.key == "team" && v.message.contains("team")),
                 "{cloud:?} refuses {value:?} by its character rules: {violations:?}"
@@ -144,7 +144,7 @@ fn code_and_template_values_stay_verbatim_and_are_refused_by_the_character_rules
     let policy =
         tagwarden::policy::load_one("p.yaml", "version: 1\ncloud: aws\ninfraID: c-1\ntags:\n  team: '=1+1 @x:/y'\n")
             .expect("load");
-    assert!(tagwarden::validate::policy(&policy, Cloud::Aws).is_empty());
+    assert!(tagwarden::policy::validate::policy(&policy, Cloud::Aws).is_empty());
     let tag = policy.status.iter().chain(&policy.spec).find(|t| t.key == "team").expect("team");
     assert_eq!(tag.value, "=1+1 @x:/y");
 }

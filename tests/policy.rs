@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::validate::{self, Rule};
 use tagwarden::policy::{self, load::DocumentKind, Policy};
 use tagwarden::resource::ResourceRef;
-use tagwarden::validate::{self, Rule};
 use tagwarden::TagMap;
 
 fn fixture(name: &str) -> (String, String) {

@@ -7,7 +7,7 @@
 //! from configuration, so the same code runs against Azure, against Azurite and against the fakes
 //! in `tests/`.
 //!
-//! Deliberately not here: event parsing (`crate::events`), the tag rules (`crate::validate`) and the
+//! Deliberately not here: event parsing (`crate::events`), the tag rules (`crate::policy::validate`) and the
 //! decision what to write (`crate::plan`) — this module only moves bytes and applies decisions.
 
 pub mod arm;

@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::validate;
 use crate::cloud::Cloud;
 use crate::policy::{self, Policy};
-use crate::validate;
 
 /// How the published policy stands against the version in force (the status report's
 /// `policy.state`).

@@ -4,7 +4,7 @@
 //! `spec` resource tags, then resource-level overrides in document order. A later layer wins on the
 //! same key; the value it replaces is reported as superseded, never treated as an error.
 //! Loading documents is in [`load`]; checking the tags against the cloud's rules is in
-//! [`crate::validate`].
+//! [`validate`].
 
 pub mod cache;
 pub mod clusters;
@@ -12,6 +12,7 @@ mod installer_yaml;
 pub mod load;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod store;
+pub mod validate;
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;

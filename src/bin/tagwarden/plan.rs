@@ -6,8 +6,8 @@ use anyhow::bail;
 use serde_json::json;
 use tagwarden::cloud::Cloud;
 use tagwarden::plan::{self, Decision};
+use tagwarden::policy::validate;
 use tagwarden::resource::ResourceRef;
-use tagwarden::validate;
 
 use crate::input::{print_json, read_policy, read_tags};
 use crate::Failure;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use tagwarden::cloud::Cloud;
-use tagwarden::validate;
+use tagwarden::policy::validate;
 
 use crate::input::{print_json, read_policy, resolve_cloud};
 use crate::Failure;
