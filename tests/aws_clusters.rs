@@ -58,26 +58,35 @@ fn ec2_tags(pairs: &[(String, String)]) -> Vec<aws_sdk_ec2::types::Tag> {
     pairs.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build()).collect()
 }
 
+/// Clusters `0..n`'s policies, each under its infraID in the set `s3://bucket/clusters/*/`.
+async fn publish_policies(clients: &Clients, bucket: &str, n: usize) {
+    for i in 0..n {
+        let key = format!("clusters/{}/10-cluster.yaml", infra(i));
+        let body = policy(i).into_bytes();
+        clients.s3.put_object().bucket(bucket).key(key).body(body.into()).send().await.expect("policy");
+    }
+}
+
+/// `n` new instances with `pairs`: their ids.
+async fn run_instances(clients: &Clients, n: usize, pairs: &[(String, String)]) -> Vec<String> {
+    let image = clients.ec2.describe_images().send().await.expect("images");
+    let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
+    let spec = aws_sdk_ec2::types::TagSpecification::builder()
+        .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
+        .set_tags(Some(ec2_tags(pairs)))
+        .build();
+    let run = clients.ec2.run_instances().image_id(&image).min_count(n as i32).max_count(n as i32);
+    let run = run.tag_specifications(spec).send().await.expect("instances");
+    run.instances().iter().filter_map(|i| i.instance_id()).map(str::to_owned).collect()
+}
+
 /// An account with every cluster's resources, drifted (`team=someone-else`, `env` missing), each
 /// with an unmanaged `keep=me`, and the policies published.
 async fn account() -> Account {
     let (clients, account) = support::account().await;
     let bucket = format!("policy-{account}");
     clients.s3.create_bucket().bucket(&bucket).send().await.expect("policy bucket");
-    for i in 0..CLUSTERS {
-        let key = format!("clusters/{}/10-cluster.yaml", infra(i));
-        clients
-            .s3
-            .put_object()
-            .bucket(&bucket)
-            .key(key)
-            .body(policy(i).into_bytes().into())
-            .send()
-            .await
-            .expect("policy");
-    }
-    let image = clients.ec2.describe_images().send().await.expect("images");
-    let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
+    publish_policies(&clients, &bucket, CLUSTERS).await;
     let mut owned = BTreeMap::new();
     for id in (0..CLUSTERS).map(infra).chain([FOREIGN.to_string()]) {
         let pairs = vec![
@@ -85,24 +94,9 @@ async fn account() -> Account {
             ("team".to_string(), "someone-else".to_string()),
             ("keep".to_string(), "me".to_string()),
         ];
-        let spec = aws_sdk_ec2::types::TagSpecification::builder()
-            .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
-            .set_tags(Some(ec2_tags(&pairs)))
-            .build();
-        let run = clients
-            .ec2
-            .run_instances()
-            .image_id(&image)
-            .min_count(INSTANCES as i32)
-            .max_count(INSTANCES as i32)
-            .tag_specifications(spec)
-            .send()
+        let mut resources: Vec<ResourceRef> = run_instances(&clients, INSTANCES, &pairs)
             .await
-            .expect("instances");
-        let mut resources: Vec<ResourceRef> = run
-            .instances()
             .iter()
-            .filter_map(|i| i.instance_id())
             .map(|i| ResourceRef::ec2(i, "us-east-1", &account))
             .collect();
         let name = format!("data-{}-{account}", id.to_ascii_lowercase());
@@ -358,34 +352,9 @@ async fn cli_sweeps_and_reports_each_cluster() {
     let (clients, account, env) = support::account_with_env().await;
     let bucket = format!("policy-{account}");
     clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
-    let image = clients.ec2.describe_images().send().await.expect("images");
-    let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
+    publish_policies(&clients, &bucket, 2).await;
     for i in 0..2 {
-        let key = format!("clusters/{}/10-cluster.yaml", infra(i));
-        clients
-            .s3
-            .put_object()
-            .bucket(&bucket)
-            .key(key)
-            .body(policy(i).into_bytes().into())
-            .send()
-            .await
-            .expect("policy");
-        let tags = ec2_tags(&[(owner_key(&infra(i)), "owned".to_string())]);
-        let spec = aws_sdk_ec2::types::TagSpecification::builder()
-            .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
-            .set_tags(Some(tags))
-            .build();
-        clients
-            .ec2
-            .run_instances()
-            .image_id(&image)
-            .min_count(1)
-            .max_count(1)
-            .tag_specifications(spec)
-            .send()
-            .await
-            .expect("instance");
+        run_instances(&clients, 1, &[(owner_key(&infra(i)), "owned".to_string())]).await;
     }
     let cli = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
