@@ -27,6 +27,7 @@ pub mod publish;
 pub mod report;
 pub mod resource;
 pub mod status;
+pub mod trigger;
 
 #[cfg(feature = "aws")]
 pub mod aws;

@@ -14,11 +14,12 @@ use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
-use tagwarden::azure::function::{Handler, Work};
+use tagwarden::azure::function::{Delivered, Handler};
 use tagwarden::azure::server::Request;
 use tagwarden::cloud::Cloud;
 use tagwarden::events::{self, MAX_EVENT_BYTES};
 use tagwarden::policy::load::MAX_DOCUMENT_BYTES;
+use tagwarden::trigger::Trigger;
 
 const CLOSED: &str = "http://127.0.0.1:9";
 
@@ -106,7 +107,7 @@ async fn the_azure_function_refuses_oversized_bodies_on_every_path() {
     assert_eq!(resp.status, 500, "{body}");
     assert!(body.contains("larger than"), "{body}");
     // And the pure entry point.
-    let out = handler.run(Work::Events(event.to_string().into_bytes())).await;
+    let out = handler.run(Trigger::Events(event.to_string().into_bytes()), Delivered::Now).await;
     assert!(out.error.expect("refused").contains("larger than"));
     assert_eq!(handler.calls.total(), 0, "{:?}", handler.calls.snapshot());
 }
@@ -157,9 +158,10 @@ mod payload_routing {
 
     use proptest::prelude::*;
     use serde_json::{Map, Value};
-    use tagwarden::aws::function::{trigger_of, Trigger};
-    use tagwarden::azure::function::{work_of, Work};
+    use tagwarden::aws::function::{invoked_by, Invoked};
+    use tagwarden::azure::function::work_of;
     use tagwarden::events;
+    use tagwarden::trigger::Trigger;
 
     const WORDS: &[&str] = &[
         "Records",
@@ -228,8 +230,8 @@ mod payload_routing {
                 }
             }
             for p in [&payload, &batch] {
-                match trigger_of(p) {
-                    Trigger::SqsBatch => {
+                match invoked_by(p) {
+                    Invoked::SqsBatch => {
                         for r in p.get("Records").and_then(Value::as_array).into_iter().flatten() {
                             let text = r.get("body").and_then(Value::as_str).unwrap_or_default();
                             if let Err(e) = events::parse_one(text.as_bytes()) {
@@ -237,8 +239,7 @@ mod payload_routing {
                             }
                         }
                     }
-                    Trigger::Event => {
-                        let raw = serde_json::to_vec(p).expect("a Value serialises");
+                    Invoked::Trigger(Trigger::Events(raw)) => {
                         if let Err(e) = events::parse_one(&raw) {
                             prop_assert!(!e.to_string().is_empty());
                         }
@@ -246,7 +247,7 @@ mod payload_routing {
                     _ => {}
                 }
                 match work_of(p) {
-                    Ok(Work::Events(raw)) => {
+                    Ok(Trigger::Events(raw)) => {
                         if let Err(e) = events::parse(&raw) {
                             prop_assert!(!e.to_string().is_empty());
                         }

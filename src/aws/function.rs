@@ -22,10 +22,9 @@ use serde_json::{json, Value};
 use super::reconcile::{Outcome, Reconciler};
 use crate::cloud::Cloud;
 use crate::events;
-use crate::policy::clusters::cluster_of;
 use crate::policy::store::{Layout, Source};
-use crate::policy::STATUS_REPORT_NAME;
 use crate::report::{by_cluster, Metrics, ALL_CLUSTERS};
+use crate::trigger::Trigger;
 
 /// The result of one invocation: the response, the lines to print (outcome records, then EMF
 /// metrics), and an error when the invocation must fail.
@@ -36,69 +35,38 @@ pub struct Invocation {
     pub error: Option<String>,
 }
 
-/// What a payload asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
+/// How the Lambda was invoked: an SQS batch of events (its host protocol: each message succeeds
+/// or is handed back), or one payload asking for one thing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Invoked {
     SqsBatch,
-    Event,
-    /// A scheduled sweep.
-    Sweep,
-    /// The policy changed: re-read it now, then sweep.
-    PolicyChanged,
-    /// Only tagwarden's own status report changed (it lives beside a layered policy).
-    OwnStatusReport,
+    Trigger(Trigger),
 }
 
-pub fn trigger_of(payload: &Value) -> Trigger {
+pub fn invoked_by(payload: &Value) -> Invoked {
     let first_source = payload.pointer("/Records/0/eventSource").and_then(Value::as_str);
-    match first_source {
-        Some("aws:sqs") => return Trigger::SqsBatch,
+    let trigger = match first_source {
+        Some("aws:sqs") => return Invoked::SqsBatch,
+        // An S3 notification: the keys written beside (or as) the policy.
         Some("aws:s3") => {
             let notification: S3Event = serde_json::from_value(payload.clone()).unwrap_or_default();
-            let keys: Vec<String> = notification.records.into_iter().filter_map(|r| r.s3.object.key).collect();
-            let own = !keys.is_empty() && keys.iter().all(|k| k.rsplit('/').next() == Some(STATUS_REPORT_NAME));
-            return if own { Trigger::OwnStatusReport } else { Trigger::PolicyChanged };
+            Trigger::written(notification.records.into_iter().filter_map(|r| r.s3.object.key).collect())
         }
-        _ => {}
-    }
-    if payload.get("tagwarden").and_then(Value::as_str) == Some("sweep") {
-        return Trigger::Sweep;
-    }
-    match payload.get("detail-type").and_then(Value::as_str) {
-        Some("Scheduled Event") => Trigger::Sweep,
-        Some("Object Created") => {
-            let key = payload.pointer("/detail/object/key").and_then(Value::as_str).unwrap_or_default();
-            if key.rsplit('/').next() == Some(STATUS_REPORT_NAME) {
-                Trigger::OwnStatusReport
-            } else {
-                Trigger::PolicyChanged
-            }
-        }
-        Some("Parameter Store Change") => Trigger::PolicyChanged,
-        _ => Trigger::Event,
-    }
-}
-
-/// The S3 keys or SSM parameter a policy change names.
-fn changed_objects(payload: &Value) -> Vec<String> {
-    if payload.pointer("/Records/0/eventSource").and_then(Value::as_str) == Some("aws:s3") {
-        let notification: S3Event = serde_json::from_value(payload.clone()).unwrap_or_default();
-        return notification.records.into_iter().filter_map(|r| r.s3.object.key).collect();
-    }
-    ["/detail/object/key", "/detail/name"]
-        .iter()
-        .filter_map(|p| payload.pointer(p)?.as_str())
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The clusters of a set whose policy a change names, so only they are swept; `None` (sweep
-/// every cluster) for a single policy, or when a change names something outside every cluster.
-pub fn changed_clusters(layout: &Layout, payload: &Value) -> Option<Vec<String>> {
-    let Layout::Set(prefix) = layout else { return None };
-    let objects = changed_objects(payload);
-    let clusters: Option<Vec<String>> = objects.iter().map(|o| cluster_of(prefix, o)).collect();
-    clusters.filter(|c| !c.is_empty())
+        _ if payload.get("tagwarden").and_then(Value::as_str) == Some("sweep") => Trigger::Sweep,
+        _ => match payload.get("detail-type").and_then(Value::as_str) {
+            Some("Scheduled Event") => Trigger::Sweep,
+            // EventBridge's S3 `Object Created`, and SSM's `Parameter Store Change` (its name).
+            Some("Object Created" | "Parameter Store Change") => Trigger::written(
+                ["/detail/object/key", "/detail/name"]
+                    .iter()
+                    .filter_map(|p| payload.pointer(p)?.as_str())
+                    .map(str::to_owned)
+                    .collect(),
+            ),
+            _ => Trigger::Events(serde_json::to_vec(payload).unwrap_or_default()),
+        },
+    };
+    Invoked::Trigger(trigger)
 }
 
 pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
@@ -132,8 +100,9 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
         infra_id = infra_id.take().or(out.infra_id);
         out.error
     };
-    match trigger_of(payload) {
-        Trigger::SqsBatch => {
+    let trigger = match invoked_by(payload) {
+        Invoked::Trigger(trigger) => Some(trigger),
+        Invoked::SqsBatch => {
             let batch: SqsEvent = match serde_json::from_value(payload.clone()) {
                 Ok(batch) => batch,
                 Err(e) => {
@@ -187,30 +156,33 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
                 }
             }
             inv.response = serde_json::to_value(&response).unwrap_or_default();
+            None
         }
-        Trigger::Event => {
-            match serde_json::to_vec(payload).map_err(events::EventError::from).and_then(|b| events::parse_one(&b)) {
-                Ok(event) => {
-                    let out = reconciler.handle_event_until(&event, stop_at).await;
-                    let failed = out.failed();
-                    let retry = out.must_retry();
-                    let error = absorb(&mut inv, out);
-                    if retry {
-                        inv.error = Some(error.unwrap_or_else(|| format!("{failed} resource(s) failed")));
-                    }
+    };
+    match trigger {
+        None => {}
+        Some(Trigger::Events(raw)) => match events::parse_one(&raw) {
+            Ok(event) => {
+                let out = reconciler.handle_event_until(&event, stop_at).await;
+                let failed = out.failed();
+                let retry = out.must_retry();
+                let error = absorb(&mut inv, out);
+                if retry {
+                    inv.error = Some(error.unwrap_or_else(|| format!("{failed} resource(s) failed")));
                 }
-                Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
             }
-        }
-        Trigger::OwnStatusReport => inv.response = json!({"ignored": "own status report"}),
-        trigger @ (Trigger::Sweep | Trigger::PolicyChanged) => {
-            let only = match trigger {
-                Trigger::PolicyChanged => changed_clusters(&reconciler.store.source.layout(), payload),
+            Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
+        },
+        Some(Trigger::OwnStatusReport) => inv.response = json!({"ignored": "own status report"}),
+        Some(trigger @ (Trigger::Sweep | Trigger::PolicyChanged(_))) => {
+            let set_prefix = match reconciler.store.source.layout() {
+                Layout::Set(prefix) => Some(prefix),
                 _ => None,
             };
+            let only = trigger.changed_clusters(set_prefix.as_deref());
+            let force = matches!(trigger, Trigger::PolicyChanged(_));
             // Boxed: the sweep's future is deep, and every caller's type would nest it.
-            let out =
-                Box::pin(reconciler.sweep_clusters(trigger == Trigger::PolicyChanged, only.as_deref(), stop_at)).await;
+            let out = Box::pin(reconciler.sweep_clusters(force, only.as_deref(), stop_at)).await;
             let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
             let retry = out.must_retry();
             let error = absorb(&mut inv, out);
@@ -239,7 +211,7 @@ mod tests {
 
     #[test]
     fn triggers() {
-        assert_eq!(trigger_of(&json!({"Records": [{"eventSource": "aws:sqs", "body": "{}"}]})), Trigger::SqsBatch);
+        assert_eq!(invoked_by(&json!({"Records": [{"eventSource": "aws:sqs", "body": "{}"}]})), Invoked::SqsBatch);
         // The S3 event message structure (S3 user guide, "Event message structure", version 2.1).
         let s3 = |key: &str| {
             json!({"Records": [{
@@ -253,18 +225,21 @@ mod tests {
                        "object": {"key": key, "size": 1024, "eTag": "d41d8cd98f00b204e9800998ecf8427e", "sequencer": "0055AED6DCD90281E5"}}
             }]})
         };
-        assert_eq!(trigger_of(&s3("cluster/10-infra.yaml")), Trigger::PolicyChanged);
-        // In a cluster set, the change of one cluster's policy sweeps that cluster.
-        let set = Layout::Set("clusters/".into());
-        assert_eq!(changed_clusters(&set, &s3("clusters/c-3/10-cluster.yaml")), Some(vec!["c-3".into()]));
-        assert_eq!(changed_clusters(&set, &s3("elsewhere.yaml")), None);
-        assert_eq!(changed_clusters(&Layout::Prefix("clusters/".into()), &s3("clusters/c-3/x.yaml")), None);
+        let trigger = |payload: &Value| match invoked_by(payload) {
+            Invoked::Trigger(t) => t,
+            Invoked::SqsBatch => panic!("not a batch: {payload}"),
+        };
+        let changed = |names: &[&str]| Trigger::PolicyChanged(names.iter().map(|n| n.to_string()).collect());
+        assert_eq!(trigger(&s3("cluster/10-infra.yaml")), changed(&["cluster/10-infra.yaml"]));
+        assert_eq!(trigger(&s3("cluster/tagwarden-status.json")), Trigger::OwnStatusReport);
         let ssm = json!({"detail-type": "Parameter Store Change", "detail": {"name": "/tw/clusters/c-4", "operation": "Update"}});
-        assert_eq!(changed_clusters(&Layout::Set("/tw/clusters/".into()), &ssm), Some(vec!["c-4".into()]));
-        assert_eq!(trigger_of(&s3("cluster/tagwarden-status.json")), Trigger::OwnStatusReport);
-        assert_eq!(trigger_of(&json!({"tagwarden": "sweep"})), Trigger::Sweep);
-        assert_eq!(trigger_of(&json!({"detail-type": "Scheduled Event", "source": "aws.events"})), Trigger::Sweep);
-        assert_eq!(trigger_of(&json!({"detail-type": "Parameter Store Change"})), Trigger::PolicyChanged);
-        assert_eq!(trigger_of(&json!({"detail-type": "AWS API Call via CloudTrail"})), Trigger::Event);
+        assert_eq!(trigger(&ssm), changed(&["/tw/clusters/c-4"]));
+        let created =
+            json!({"detail-type": "Object Created", "detail": {"object": {"key": "p/tagwarden-status.json"}}});
+        assert_eq!(trigger(&created), Trigger::OwnStatusReport);
+        assert_eq!(trigger(&json!({"tagwarden": "sweep"})), Trigger::Sweep);
+        assert_eq!(trigger(&json!({"detail-type": "Scheduled Event", "source": "aws.events"})), Trigger::Sweep);
+        let call = json!({"detail-type": "AWS API Call via CloudTrail"});
+        assert_eq!(trigger(&call), Trigger::Events(call.to_string().into_bytes()));
     }
 }

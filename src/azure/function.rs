@@ -36,9 +36,8 @@ use super::reconcile::{Outcome, Reconciler};
 use super::server::{Request, Response};
 use super::{AzureError, CallCounter};
 use crate::events;
-use crate::policy::clusters::cluster_of;
 use crate::policy::store::{Layout, Source};
-use crate::policy::STATUS_REPORT_NAME;
+use crate::trigger::Trigger;
 
 pub const BLOB_CREATED: &str = "Microsoft.Storage.BlobCreated";
 /// The queue-triggered function (`sweep-queue/function.json`) that runs the policy sweep.
@@ -52,20 +51,12 @@ pub struct Handler {
     pub calls: CallCounter,
 }
 
-/// What a payload asks for.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Work {
-    /// Reconcile these Event Grid / CloudEvents events (raw JSON of one event or an array).
-    Events(Vec<u8>),
-    /// A scheduled sweep.
-    Sweep,
-    /// The policy changed (Event Grid `BlobCreated`): re-check it now and answer; no sweep here.
-    PolicyChanged,
-    /// The queued sweep after a policy change (`sweep-queue`): sweep with the policy re-read. The
-    /// changed blobs' names: in a cluster set, only their clusters are swept.
-    PolicySweep(Vec<String>),
-    /// Only the function's own status report changed.
-    OwnStatusReport,
+/// How a trigger was delivered (the host protocol): now (Event Grid, the timer), or from the sweep
+/// queue, where a policy change is swept rather than only re-checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivered {
+    Now,
+    Queued,
 }
 
 impl Handler {
@@ -123,7 +114,7 @@ impl Handler {
             return validation(&req.body);
         }
         let out = match work_of(&body) {
-            Ok(work) => self.run(work).await,
+            Ok(trigger) => self.run(trigger, Delivered::Now).await,
             Err(e) => return Response::json(400, &json!({"error": e})),
         };
         let failed = out.must_retry();
@@ -141,12 +132,13 @@ impl Handler {
         let is_queue =
             function.eq_ignore_ascii_case(SWEEP_QUEUE_FUNCTION) || method.eq_ignore_ascii_case(SWEEP_QUEUE_FUNCTION);
         let work = if is_timer {
-            Ok(Work::Sweep)
+            Ok((Trigger::Sweep, Delivered::Now))
         } else if is_queue {
             let dequeued = envelope.pointer("/Metadata/DequeueCount").and_then(Value::as_u64);
             tracing::info!(dequeue_count = dequeued, "policy sweep from the queue");
             let message = data.get("message").or_else(|| data.as_object().and_then(|m| m.values().next()));
-            message.ok_or_else(|| "the invocation's Data holds no queue message".to_string()).and_then(queue_work)
+            let message = message.ok_or_else(|| "the invocation's Data holds no queue message".to_string());
+            message.and_then(queue_work).map(|t| (t, Delivered::Queued))
         } else {
             // One trigger binding: `eventGridEvent`, or whatever the binding is named.
             let value = data.get("eventGridEvent").or_else(|| data.as_object().and_then(|m| m.values().next()));
@@ -158,9 +150,10 @@ impl Handler {
                     .and_then(|v| work_of(&v)),
                 Some(v) => work_of(v),
             }
+            .map(|t| (t, Delivered::Now))
         };
         let (out, mut logs) = match work {
-            Ok(work) => (self.run(work).await, Vec::new()),
+            Ok((trigger, delivered)) => (self.run(trigger, delivered).await, Vec::new()),
             Err(e) => {
                 // Not an event: a retry cannot help, but failing keeps it for the dead-letter container.
                 let out = Outcome { error: Some(e.clone()), ..Outcome::default() };
@@ -178,27 +171,29 @@ impl Handler {
         Response::json(if failed { 500 } else { 200 }, &body)
     }
 
-    /// Do the work a payload asked for.
-    pub async fn run(&self, work: Work) -> Outcome {
-        match work {
-            Work::OwnStatusReport => {
+    /// Do what a trigger asks for: a policy change delivered now is only re-checked (Event Grid
+    /// wants its answer within 30 s); from the sweep queue, it is swept.
+    pub async fn run(&self, trigger: Trigger, delivered: Delivered) -> Outcome {
+        match trigger {
+            Trigger::OwnStatusReport => {
                 let mut out = Outcome::default();
                 out.metrics.events_received = 1;
                 out.metrics.events_ignored = 1;
                 out
             }
-            Work::Sweep => self.reconciler.sweep(false).await,
-            Work::PolicyChanged => self.reconciler.recheck_policy().await,
-            Work::PolicySweep(blobs) => {
-                let only = match self.reconciler.store.source.layout() {
-                    Layout::Set(prefix) => blobs.iter().map(|b| cluster_of(&prefix, b)).collect::<Option<Vec<_>>>(),
+            Trigger::Sweep => self.reconciler.sweep(false).await,
+            Trigger::PolicyChanged(_) if delivered == Delivered::Now => self.reconciler.recheck_policy().await,
+            trigger @ Trigger::PolicyChanged(_) => {
+                let set_prefix = match self.reconciler.store.source.layout() {
+                    Layout::Set(prefix) => Some(prefix),
                     _ => None,
                 };
-                let mut out = self.reconciler.sweep_clusters(true, only.as_deref().filter(|o| !o.is_empty())).await;
+                let only = trigger.changed_clusters(set_prefix.as_deref());
+                let mut out = self.reconciler.sweep_clusters(true, only.as_deref()).await;
                 out.metrics.events_received += 1;
                 out
             }
-            Work::Events(raw) => match events::parse(&raw) {
+            Trigger::Events(raw) => match events::parse(&raw) {
                 Ok(list) => {
                     // Side by side, in order; the per-resource lock keeps one write per resource.
                     // Indices, not references (rust-lang/rust#102211: `&T` closures and `Send`).
@@ -241,7 +236,7 @@ impl Handler {
 }
 
 /// What a delivered payload (one event or an array) asks for.
-pub fn work_of(payload: &Value) -> Result<Work, String> {
+pub fn work_of(payload: &Value) -> Result<Trigger, String> {
     let items: Vec<&Value> = match payload {
         Value::Array(a) if a.is_empty() => return Err("an empty array holds no event".to_string()),
         Value::Array(a) => a.iter().collect(),
@@ -253,22 +248,15 @@ pub fn work_of(payload: &Value) -> Result<Work, String> {
     let blob_events: Vec<&Value> =
         items.iter().copied().filter(|v| event_type(v).as_deref() == Some(BLOB_CREATED)).collect();
     if blob_events.is_empty() {
-        return serde_json::to_vec(payload).map(Work::Events).map_err(|e| e.to_string());
+        return serde_json::to_vec(payload).map(Trigger::Events).map_err(|e| e.to_string());
     }
-    let own = blob_events.iter().all(|v| {
-        v.get("subject").and_then(Value::as_str).is_some_and(|s| s.rsplit('/').next() == Some(STATUS_REPORT_NAME))
-    });
-    Ok(if own { Work::OwnStatusReport } else { Work::PolicyChanged })
+    Ok(Trigger::written(changed_blobs(&blob_events)))
 }
 
 /// The names of the blobs `BlobCreated` events name (their subjects end `/blobs/<name>`).
-fn changed_blobs(payload: &Value) -> Vec<String> {
-    let items = match payload {
-        Value::Array(a) => a.iter().collect(),
-        other => vec![other],
-    };
-    items
-        .into_iter()
+fn changed_blobs(events: &[&Value]) -> Vec<String> {
+    events
+        .iter()
         .filter_map(|v| v.get("subject")?.as_str()?.split_once("/blobs/").map(|(_, name)| name.to_string()))
         .collect()
 }
@@ -276,12 +264,10 @@ fn changed_blobs(payload: &Value) -> Vec<String> {
 /// What a `sweep-queue` message asks for: the policy sweep for a policy `BlobCreated` event,
 /// nothing for the function's own status report, and an error for anything else (a retry cannot
 /// help; after `maxDequeueCount` attempts the host parks the message in `<queue>-poison`).
-pub fn queue_work(message: &Value) -> Result<Work, String> {
-    let payload = queue_payload(message, 0)?;
-    match work_of(&payload)? {
-        Work::PolicyChanged | Work::PolicySweep(_) => Ok(Work::PolicySweep(changed_blobs(&payload))),
-        Work::OwnStatusReport => Ok(Work::OwnStatusReport),
-        Work::Events(_) | Work::Sweep => {
+pub fn queue_work(message: &Value) -> Result<Trigger, String> {
+    match work_of(&queue_payload(message, 0)?)? {
+        trigger @ (Trigger::PolicyChanged(_) | Trigger::OwnStatusReport) => Ok(trigger),
+        Trigger::Events(_) | Trigger::Sweep => {
             Err("the sweep queue carries policy BlobCreated events only; this message holds another event".to_string())
         }
     }
@@ -358,15 +344,15 @@ mod tests {
         let blob = |subject: &str| json!({"eventType": BLOB_CREATED, "subject": subject, "data": {}});
         assert_eq!(
             work_of(&blob("/blobServices/default/containers/policy/blobs/layers/10.yaml")),
-            Ok(Work::PolicyChanged)
+            Ok(Trigger::PolicyChanged(vec!["layers/10.yaml".into()]))
         );
         assert_eq!(
             work_of(&json!([blob("/blobServices/default/containers/policy/blobs/layers/tagwarden-status.json")])),
-            Ok(Work::OwnStatusReport)
+            Ok(Trigger::OwnStatusReport)
         );
         assert!(matches!(
             work_of(&json!({"eventType": "Microsoft.Resources.ResourceWriteSuccess"})),
-            Ok(Work::Events(_))
+            Ok(Trigger::Events(_))
         ));
         assert!(work_of(&json!([])).is_err());
         assert!(work_of(&json!("x")).is_err());
@@ -384,10 +370,10 @@ mod tests {
             Value::String(b64(&text)),
             Value::String(b64(&Value::String(text.clone()).to_string())),
         ] {
-            assert_eq!(queue_work(&message), Ok(Work::PolicySweep(vec!["10.yaml".into()])), "{message}");
+            assert_eq!(queue_work(&message), Ok(Trigger::PolicyChanged(vec!["10.yaml".into()])), "{message}");
         }
         let own = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/tagwarden-status.json"});
-        assert_eq!(queue_work(&Value::String(b64(&own.to_string()))), Ok(Work::OwnStatusReport));
+        assert_eq!(queue_work(&Value::String(b64(&own.to_string()))), Ok(Trigger::OwnStatusReport));
         let write = json!({"eventType": "Microsoft.Resources.ResourceWriteSuccess", "subject": "/subscriptions/s"});
         assert!(queue_work(&write).unwrap_err().contains("policy BlobCreated events only"));
         assert!(queue_work(&json!("not an event")).unwrap_err().contains("neither JSON nor base64"));
