@@ -69,7 +69,7 @@ locals {
   # sub-patterns; EventBridge User Guide, "Content filtering in Amazon EventBridge event patterns").
   # A change that removes the ownership tag no longer matches, and nothing needs enforcing then; a
   # DeleteBucketTagging still reaches the function through the s3 CloudTrail rule.
-  owner_infra_ids = [var.infra_id]
+  owner_infra_ids = local.clusters
   owned_tag_clauses = [
     for id in local.owner_infra_ids : { tags = { "kubernetes.io/cluster/${id}" = [local.ownership_tag_value] } }
   ]
@@ -115,7 +115,9 @@ locals {
     source        = ["aws.ssm"]
     "detail-type" = ["Parameter Store Change"]
     detail = {
-      name      = [aws_ssm_parameter.policy[0].name]
+      # A cluster set: every parameter under the set's path (its status reports are outside it).
+      # (Through JSON: the two filters have different types, which a conditional cannot return.)
+      name      = jsondecode(local.ssm_set ? jsonencode([{ prefix = local.ssm_path }]) : jsonencode([aws_ssm_parameter.policy[0].name]))
       operation = ["Create", "Update"]
       # Issue 17 item 10: a failed create/update is also a "Parameter Store Change" event, with the
       # reason in detail.exception ("If an operation fails, the notification includes an error
@@ -136,7 +138,7 @@ resource "aws_cloudwatch_event_rule" "resource_events" {
   for_each = local.enabled_event_rules
 
   name          = "${local.name}-${local.rule_suffix[each.key]}"
-  description   = "tagwarden ${var.infra_id}: ${each.key == "tag_change" ? "Tag Change on Resource" : "${each.key} CloudTrail calls"} -> ${local.name}-events queue"
+  description   = "tagwarden ${local.label}: ${each.key == "tag_change" ? "Tag Change on Resource" : "${each.key} CloudTrail calls"} -> ${local.name}-events queue"
   event_pattern = local.rendered_event_patterns[each.key]
   tags          = local.tags
 }
@@ -164,7 +166,7 @@ resource "aws_cloudwatch_event_target" "resource_events" {
 
 resource "aws_cloudwatch_event_rule" "sweep" {
   name                = "${local.name}-sweep"
-  description         = "tagwarden ${var.infra_id}: scheduled sweep of every owned resource"
+  description         = "tagwarden ${local.label}: scheduled sweep of every owned resource"
   schedule_expression = var.sweep_schedule
   tags                = local.tags
 }
@@ -202,7 +204,7 @@ resource "aws_cloudwatch_event_rule" "policy_change" {
   count = local.use_ssm ? 1 : 0
 
   name          = "${local.name}-policy-change"
-  description   = "tagwarden ${var.infra_id}: policy parameter changed -> sweep"
+  description   = "tagwarden ${local.label}: policy parameter changed -> sweep${local.ssm_set ? " of its cluster" : ""}"
   event_pattern = local.ssm_change_pattern
   tags          = local.tags
 }

@@ -56,6 +56,7 @@ locals {
     }
     ssm = {
       policy_read  = ["ssm:GetParameter"]
+      policy_list  = ["ssm:GetParametersByPath"] # a cluster set: every cluster's parameter in one call
       status_write = ["ssm:PutParameter"]
     }
   }
@@ -123,6 +124,8 @@ locals {
   )
 
   arn_prefix = "arn:${local.partition}"
+  # A cluster set's parameter path as an ARN, without its trailing '/'.
+  ssm_path_arn = local.ssm_set ? "${local.arn_prefix}:ssm:${local.region}:${local.account_id}:parameter${trimsuffix(local.ssm_path, "/")}" : null
 
   ec2_resource_arns = [
     "${local.arn_prefix}:ec2:${local.region}:${local.account_id}:*",
@@ -152,7 +155,7 @@ locals {
     for t in ["role", "user", "instance-profile", "policy", "oidc-provider"] : "${local.arn_prefix}:iam::${local.account_id}:${t}/*"
   ]
   # Issue 17 item 6: default to the cluster's own bucket names, never every bucket in the account.
-  s3_bucket_name_patterns = coalesce(var.s3_bucket_name_patterns, ["${var.infra_id}-*"])
+  s3_bucket_name_patterns = coalesce(var.s3_bucket_name_patterns, [for id in local.clusters : "${id}-*"])
   s3_bucket_arns          = [for p in local.s3_bucket_name_patterns : "${local.arn_prefix}:s3:::${p}"]
 }
 
@@ -175,7 +178,7 @@ data "aws_iam_policy_document" "lambda_assume" {
 
 resource "aws_iam_role" "lambda" {
   name               = local.name
-  description        = "tagwarden function for cluster ${var.infra_id}"
+  description        = "tagwarden function for ${local.subject}"
   assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
   tags               = local.tags
 }
@@ -252,35 +255,7 @@ data "aws_iam_policy_document" "lambda" {
 
   # --- Tag writes, conditioned on the ownership tag --------------------------------------------------
 
-  # One statement per family, each under the ownership condition and the fail-closed tag-key guard:
-  # EC2; ELBv2 and Classic ELB; IAM (it evaluates aws:ResourceTag for roles, users, instance
-  # profiles, customer managed policies and OIDC providers: IAM User Guide, "Controlling access to
-  # IAM resources"); the generic path's service actions; and var.extra_tag_actions, other services'
-  # own tag actions on any resource of the account. A service that does not evaluate aws:ResourceTag
-  # or aws:TagKeys for its tag action refuses the write (AccessDenied, reported by the function):
-  # this fails closed, never open.
-  dynamic "statement" {
-    for_each = local.owned_tag_writes
-    content {
-      sid       = statement.key
-      actions   = statement.value.actions
-      resources = statement.value.resources
-
-      condition {
-        test     = "StringEquals"
-        variable = "aws:ResourceTag/${local.ownership_tag_key}"
-        values   = [local.ownership_tag_value]
-      }
-      dynamic "condition" {
-        for_each = local.tag_keys_guard
-        content {
-          test     = condition.value.test
-          variable = "aws:TagKeys"
-          values   = condition.value.values
-        }
-      }
-    }
-  }
+  # The tag writes conditioned on ownership are in one managed policy per cluster, below.
 
   # Not conditioned on ownership: Route 53 does not evaluate aws:ResourceTag. Its Service
   # Authorization Reference entry lists no aws:ResourceTag, aws:RequestTag or aws:TagKeys key, for
@@ -323,7 +298,7 @@ data "aws_iam_policy_document" "lambda" {
     content {
       sid       = "ReadPolicyObjects"
       actions   = ["s3:GetObject"]
-      resources = [local.s3_layered ? "${local.bucket_arn}/${var.policy_prefix}*" : "${local.bucket_arn}/${local.s3_key}"]
+      resources = [local.s3_set || local.s3_layered ? "${local.bucket_arn}/${local.s3_prefix}*" : "${local.bucket_arn}/${local.s3_key}"]
     }
   }
 
@@ -361,19 +336,90 @@ data "aws_iam_policy_document" "lambda" {
     content {
       sid       = "ReadPolicyParameter"
       actions   = local.code_actions.ssm.policy_read
-      resources = [local.parameter_arn]
+      resources = [local.ssm_set ? "${local.ssm_path_arn}/*" : local.parameter_arn]
     }
   }
 
-  # The status report: a sibling "<name>-status" parameter, the only one the function writes.
+  # "GetParametersByPath [...] authorizes against the path in the request rather than against the
+  # parameters it returns" (Systems Manager User Guide, "How Parameter Store authorizes parameter
+  # retrieval"); the function asks for the set's path without its trailing '/'.
+  dynamic "statement" {
+    for_each = local.ssm_set ? [1] : []
+    content {
+      sid       = "ListPolicyParameters"
+      actions   = local.code_actions.ssm.policy_list
+      resources = [local.ssm_path_arn]
+    }
+  }
+
+  # The status report: a sibling "<name>-status" parameter, the only one the function writes; in
+  # a cluster set, one per cluster under the sibling path "<path>-status/".
   dynamic "statement" {
     for_each = local.use_ssm ? [1] : []
     content {
       sid       = "WriteStatusParameter"
       actions   = local.code_actions.ssm.status_write
-      resources = ["${local.parameter_arn}-status"]
+      resources = [local.ssm_set ? "${local.ssm_path_arn}-status/*" : "${local.parameter_arn}-status"]
     }
   }
+}
+
+# --- Tag writes, conditioned on the ownership tag: one managed policy per cluster ----------------
+
+# A statement can require one ownership tag only: the tag's key names the cluster
+# (aws:ResourceTag/kubernetes.io/cluster/<infraID>), and IAM has no wildcard in condition key
+# names, so each cluster needs its own statements. They do not fit the role's inline policies
+# ("Role policy size: 10,240 characters", the aggregate of all inline policies; IAM User Guide, "IAM
+# and AWS STS quotas") beyond two or three clusters, so each cluster's statements are a customer
+# managed policy of their own (6,144 characters each, one per cluster, attached to the role).
+data "aws_iam_policy_document" "owned_tag_writes" {
+  for_each = local.ownership_tag_keys
+
+  # One statement per family, each under the ownership condition and the fail-closed tag-key guard:
+  # EC2; ELBv2 and Classic ELB; IAM (it evaluates aws:ResourceTag for roles, users, instance
+  # profiles, customer managed policies and OIDC providers: IAM User Guide, "Controlling access to
+  # IAM resources"); the generic path's service actions; and var.extra_tag_actions, other services'
+  # own tag actions on any resource of the account. A service that does not evaluate aws:ResourceTag
+  # or aws:TagKeys for its tag action refuses the write (AccessDenied, reported by the function):
+  # this fails closed, never open.
+  dynamic "statement" {
+    for_each = local.owned_tag_writes
+    content {
+      sid       = statement.key
+      actions   = statement.value.actions
+      resources = statement.value.resources
+
+      condition {
+        test     = "StringEquals"
+        variable = "aws:ResourceTag/${each.value}"
+        values   = [local.ownership_tag_value]
+      }
+      dynamic "condition" {
+        for_each = local.tag_keys_guard
+        content {
+          test     = condition.value.test
+          variable = "aws:TagKeys"
+          values   = condition.value.values
+        }
+      }
+    }
+  }
+}
+
+resource "aws_iam_policy" "owned_tag_writes" {
+  for_each = local.ownership_tag_keys
+
+  name        = "${var.name}-${each.key}-tag-writes"
+  description = "tagwarden (${local.name}): add tags to resources owned by cluster ${each.key}"
+  policy      = data.aws_iam_policy_document.owned_tag_writes[each.key].json
+  tags        = local.tags
+}
+
+resource "aws_iam_role_policy_attachment" "owned_tag_writes" {
+  for_each = local.ownership_tag_keys
+
+  role       = aws_iam_role.lambda.name
+  policy_arn = aws_iam_policy.owned_tag_writes[each.key].arn
 }
 
 resource "aws_iam_role_policy" "lambda" {

@@ -1,5 +1,5 @@
-# tagwarden for one AWS account and one cluster (infra_id): the Lambda function and the values the
-# other files share. Events and delivery: events.tf, queues.tf. Policy storage: policy_store.tf.
+# tagwarden for one AWS account and one cluster (infra_id) or a set of clusters (infra_ids): the
+# Lambda function and the values the other files share. Events and delivery: events.tf, queues.tf. Policy storage: policy_store.tf.
 # Permissions: iam.tf. Dashboard and alarms: monitoring.tf.
 
 data "aws_caller_identity" "current" {}
@@ -7,33 +7,53 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 locals {
-  name       = "${var.name}-${var.infra_id}"
+  # One cluster (infra_id) or a cluster set (infra_ids, issue 12): the clusters whose ownership tag
+  # the role may write under and whose policies the function applies.
+  cluster_set = var.infra_ids != null
+  clusters    = local.cluster_set ? var.infra_ids : compact([var.infra_id])
+
+  name = local.cluster_set ? var.name : "${var.name}-${var.infra_id}"
+  # How descriptions name what the deployment serves (a list of 20 infraIDs would not fit them).
+  subject = local.cluster_set ? "a set of ${length(local.clusters)} clusters" : "cluster ${var.infra_id}"
+  label   = local.cluster_set ? "cluster set ${var.name}" : var.infra_id
+
   account_id = data.aws_caller_identity.current.account_id
   partition  = data.aws_partition.current.partition
   region     = data.aws_region.current.name
   tags       = var.tags
 
-  # The tag that marks a resource as belonging to the cluster (DESIGN.md §1).
-  ownership_tag_key   = "kubernetes.io/cluster/${var.infra_id}"
+  # The tag that marks a resource as belonging to a cluster (DESIGN.md §1).
+  ownership_tag_keys  = { for id in local.clusters : id => "kubernetes.io/cluster/${id}" }
   ownership_tag_value = "owned"
 
   use_s3  = var.policy_source == "s3"
   use_ssm = var.policy_source == "ssm"
 
-  # S3 mode: a single document (policy_key) or layered documents under policy_prefix.
-  s3_layered = local.use_s3 && var.policy_prefix != null
-  s3_key     = local.use_s3 && !local.s3_layered ? coalesce(var.policy_key, "tagwarden/policy.yaml") : null
+  # S3 mode: a single document (policy_key), layered documents under policy_prefix, or a cluster
+  # set under policy_prefix (default clusters/), one folder of layers per cluster.
+  s3_set     = local.use_s3 && local.cluster_set
+  s3_prefix  = local.s3_set ? coalesce(var.policy_prefix, "clusters/") : var.policy_prefix
+  s3_layered = local.use_s3 && !local.s3_set && var.policy_prefix != null
+  s3_key     = local.use_s3 && !local.s3_set && !local.s3_layered ? coalesce(var.policy_key, "tagwarden/policy.yaml") : null
   # Directory of the single key ("" when the key has no '/'), or the layer prefix.
-  s3_dir = (!local.use_s3 ? null : local.s3_layered ? var.policy_prefix :
+  s3_dir = (!local.use_s3 || local.s3_set ? null : local.s3_layered ? var.policy_prefix :
   (strcontains(local.s3_key, "/") ? "${join("/", slice(split("/", local.s3_key), 0, length(split("/", local.s3_key)) - 1))}/" : ""))
-  status_key    = local.use_s3 ? "${local.s3_dir}tagwarden-status.json" : null
-  bucket_name   = local.use_s3 ? coalesce(var.policy_bucket_name, "${local.name}-${local.account_id}") : null
-  bucket_arn    = local.use_s3 ? "arn:${local.partition}:s3:::${local.bucket_name}" : null
-  parameter_arn = local.use_ssm ? aws_ssm_parameter.policy[0].arn : null
+  # The status report beside the policy; in a set, one per cluster, beside its policy.
+  status_key  = !local.use_s3 ? null : local.s3_set ? "${local.s3_prefix}*/tagwarden-status.json" : "${local.s3_dir}tagwarden-status.json"
+  bucket_name = local.use_s3 ? coalesce(var.policy_bucket_name, "${local.name}-${local.account_id}") : null
+  bucket_arn  = local.use_s3 ? "arn:${local.partition}:s3:::${local.bucket_name}" : null
 
-  # TAGWARDEN_POLICY, the function's contract: s3://bucket/key | s3://bucket/prefix/ | ssm:/name.
-  policy_uri = (local.use_ssm ? "ssm:${aws_ssm_parameter.policy[0].name}" :
-  "s3://${local.bucket_name}/${local.s3_layered ? var.policy_prefix : local.s3_key}")
+  # SSM mode: one parameter, or a cluster set: one parameter per cluster under a path, and the
+  # status reports under the sibling path "<path>-status/", outside the set (GetParametersByPath
+  # on the set never returns them, and the change rule never fires for them).
+  ssm_set       = local.use_ssm && local.cluster_set
+  ssm_path      = local.ssm_set ? coalesce(var.policy_parameter_path, "/${var.name}/clusters/") : null
+  parameter_arn = local.use_ssm && !local.ssm_set ? aws_ssm_parameter.policy[0].arn : null
+
+  # TAGWARDEN_POLICY, the function's contract: s3://bucket/key | s3://bucket/prefix/ | ssm:/name,
+  # and for a cluster set s3://bucket/prefix/*/ | ssm:/path/*.
+  policy_uri = (local.ssm_set ? "ssm:${local.ssm_path}*" : local.use_ssm ? "ssm:${aws_ssm_parameter.policy[0].name}" :
+  "s3://${local.bucket_name}/${local.s3_set ? "${local.s3_prefix}*/" : local.s3_layered ? var.policy_prefix : local.s3_key}")
 
   sns_topic_arn = var.alarm_sns_topic_arn != null ? var.alarm_sns_topic_arn : (var.create_sns_topic ? aws_sns_topic.alarms[0].arn : null)
 }
@@ -54,7 +74,7 @@ resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_50: the Rust binary is not instrumented for X-Ray; reconcile latency is reported as the ReconcileLatency EMF metric.
   #checkov:skip=CKV_AWS_117: the function only calls public AWS APIs (EC2, S3, ELB, Route 53, IAM, Tagging, SSM); a VPC would need a NAT and interface endpoints for each of them, for no gain.
   function_name                  = local.name
-  description                    = "tagwarden: keeps the tags of cluster ${var.infra_id}'s owned resources"
+  description                    = "tagwarden: keeps the tags of the resources owned by ${local.subject}"
   role                           = aws_iam_role.lambda.arn
   runtime                        = "provided.al2023"
   handler                        = "bootstrap"
@@ -86,6 +106,7 @@ resource "aws_lambda_function" "this" {
   depends_on = [
     aws_cloudwatch_log_group.lambda,
     aws_iam_role_policy.lambda,
+    aws_iam_role_policy_attachment.owned_tag_writes,
   ]
 
   lifecycle {
@@ -102,6 +123,14 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = var.reserved_concurrent_executions == -1 || var.reserved_concurrent_executions >= var.max_concurrency
       error_message = "reserved_concurrent_executions must be -1 (unreserved) or at least max_concurrency (the queue mapping's maximum concurrency); below that Lambda throttles the queue mapping's invocations. Leave room above it for the sweep and policy-change invocations."
+    }
+    precondition {
+      condition     = !local.cluster_set || (var.policy_key == null && var.policy_document == null && var.policy_parameter_name == null && length(var.policy_layers) == 0)
+      error_message = "A cluster set (infra_ids) keeps one policy per cluster: use cluster_policy_documents (and policy_prefix or policy_parameter_path for its location), not policy_key, policy_document, policy_layers or policy_parameter_name."
+    }
+    precondition {
+      condition     = length(setsubtract(keys(var.cluster_policy_documents), local.clusters)) == 0 && (local.cluster_set || length(var.cluster_policy_documents) == 0)
+      error_message = "cluster_policy_documents needs infra_ids, and its keys must be listed in infra_ids: ${join(", ", setsubtract(keys(var.cluster_policy_documents), local.clusters))}."
     }
     precondition {
       condition     = !(var.policy_key != null && var.policy_prefix != null)

@@ -4,6 +4,7 @@
 # The function publishes with dimensions Cloud, ResourceType and InfraID. ResourceType values are
 # open-ended, so widgets use SEARCH and alarms use Metrics Insights over the whole namespace
 # filtered on InfraID: a resource type the module has never heard of still shows and still alarms.
+# A cluster set (issue 12) gets one line per cluster in each widget and its own alarms per cluster.
 
 locals {
   metric_namespace = "TagWarden"
@@ -13,8 +14,23 @@ locals {
     "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency",
   ]
 
-  # SEARCH over every dimension combination that carries this cluster's InfraID.
-  search = { for m in local.tagwarden_metrics : m => "SEARCH('Namespace=\"${local.metric_namespace}\" MetricName=\"${m}\" InfraID=\"${var.infra_id}\"', '${m == "ReconcileLatency" ? "Average" : "Sum"}', 300)" }
+  # The InfraID value of the deployment's own metrics (events received and ignored, policies
+  # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
+  # whose resource metrics carry each cluster's own InfraID.
+  deployment_infra_id = local.cluster_set ? "all" : var.infra_id
+
+  # SEARCH over every dimension combination (each ResourceType) that carries one InfraID.
+  search_of = { for m in local.tagwarden_metrics : m => { for id in distinct(concat(local.clusters, [local.deployment_infra_id])) :
+    id => "SEARCH('Namespace=\"${local.metric_namespace}\" MetricName=\"${m}\" InfraID=\"${id}\"', '${m == "ReconcileLatency" ? "Average" : "Sum"}', 300)"
+  } }
+
+  # One cluster: every ResourceType's line. A cluster set: one line per cluster (and "all"), summed
+  # over resource types; SUM/AVG of a SEARCH is one time series (CloudWatch User Guide, "Use search
+  # expressions in graphs" and "Using metric math"), so N clusters stay N lines.
+  search_lines = { for m in local.tagwarden_metrics : m => local.cluster_set ? [
+    for i, id in concat(local.clusters, [local.deployment_infra_id]) :
+    [{ expression = "${m == "ReconcileLatency" ? "AVG" : "SUM"}(${local.search_of[m][id]})", id = "e${i}", label = id }]
+  ] : [[{ expression = local.search_of[m][var.infra_id], id = "e1", label = "" }]] }
 
   search_widget = { for m in local.tagwarden_metrics : m => {
     type   = "metric"
@@ -26,7 +42,7 @@ locals {
       view    = "timeSeries"
       stacked = false
       period  = 300
-      metrics = [[{ expression = local.search[m], id = "e1", label = "" }]]
+      metrics = local.search_lines[m]
     }
   } }
 
@@ -37,7 +53,7 @@ locals {
         width  = 24
         height = 2
         properties = {
-          markdown = "## tagwarden — cluster `${var.infra_id}`\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`."
+          markdown = "## tagwarden — ${local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`."
         }
       }],
       [for m in local.tagwarden_metrics : local.search_widget[m]],
@@ -49,11 +65,13 @@ locals {
           width  = 8
           height = 6
           properties = {
-            title  = "ComplianceLag (ms): event time to correction, p50 / p99"
+            title  = local.cluster_set ? "ComplianceLag (ms): event time to correction, p99 per cluster" : "ComplianceLag (ms): event time to correction, p50 / p99"
             region = local.region
             view   = "timeSeries"
             period = 300
-            metrics = [
+            metrics = local.cluster_set ? [
+              for id in local.clusters : [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", id, { stat = "p99", label = "${id} p99" }]
+              ] : [
               [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", var.infra_id, { stat = "p50", label = "p50" }],
               [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", var.infra_id, { stat = "p99", label = "p99" }],
             ]
@@ -117,17 +135,28 @@ locals {
 
   alarm_actions = local.sns_topic_arn == null ? [] : [local.sns_topic_arn]
 
-  # Metrics Insights alarms: one time series summed over every dimension set of this InfraID.
-  insights_alarms = {
-    write_failures = {
+  # Metrics Insights alarms: one time series summed over every dimension set of one InfraID. Write
+  # failures are a cluster's (one alarm each in a set); a rejected policy is the deployment's.
+  # Keys and names of one cluster are as before sets existed ("write_failures", <name>-<id>-...).
+  insights_alarms = merge(
+    { for id in local.clusters : (local.cluster_set ? "${id}/write_failures" : "write_failures") => {
+      name        = "${var.name}-${id}-write-failures"
       metric      = "WriteFailures"
-      description = "tagwarden ${var.infra_id}: tag writes failed (see the status report and the function's logs)."
-    }
-    policy_rejected = {
-      metric      = "PolicyRejected"
-      description = "tagwarden ${var.infra_id}: a new policy version was rejected; the last known good version stays in force."
-    }
-  }
+      infra_id    = id
+      description = "tagwarden ${id}: tag writes failed (see the status report and the function's logs)."
+    } },
+    {
+      policy_rejected = {
+        name        = "${local.name}-policy-rejected"
+        metric      = "PolicyRejected"
+        infra_id    = local.deployment_infra_id
+        description = "tagwarden ${local.label}: a new policy version was rejected; the last known good version stays in force."
+      }
+    },
+  )
+
+  # The p99 compliance lag per cluster; one cluster's alarm keeps its key through `moved` below.
+  lag_alarms = { for id in local.clusters : (local.cluster_set ? id : "cluster") => id }
 }
 
 resource "aws_sns_topic" "alarms" {
@@ -146,7 +175,7 @@ resource "aws_cloudwatch_dashboard" "this" {
 resource "aws_cloudwatch_metric_alarm" "insights" {
   for_each = local.insights_alarms
 
-  alarm_name          = "${local.name}-${replace(each.key, "_", "-")}"
+  alarm_name          = each.value.name
   alarm_description   = each.value.description
   comparison_operator = "GreaterThanThreshold"
   threshold           = 0
@@ -158,7 +187,7 @@ resource "aws_cloudwatch_metric_alarm" "insights" {
 
   metric_query {
     id          = "q1"
-    expression  = "SELECT SUM(${each.value.metric}) FROM \"${local.metric_namespace}\" WHERE InfraID = '${var.infra_id}'"
+    expression  = "SELECT SUM(${each.value.metric}) FROM \"${local.metric_namespace}\" WHERE InfraID = '${each.value.infra_id}'"
     period      = var.alarm_period_seconds
     return_data = true
   }
@@ -168,11 +197,13 @@ resource "aws_cloudwatch_metric_alarm" "insights" {
 
 # How long resources stay out of line, as an auditor asks: the p99 of the event-to-correction lag.
 resource "aws_cloudwatch_metric_alarm" "compliance_lag" {
-  alarm_name          = "${local.name}-compliance-lag-p99"
-  alarm_description   = "tagwarden ${var.infra_id}: p99 of ComplianceLag (event time to the corrected write) is above ${var.compliance_lag_p99_threshold_ms} ms; check the queue's age, throttling and the function's errors."
+  for_each = local.lag_alarms
+
+  alarm_name          = "${var.name}-${each.value}-compliance-lag-p99"
+  alarm_description   = "tagwarden ${each.value}: p99 of ComplianceLag (event time to the corrected write) is above ${var.compliance_lag_p99_threshold_ms} ms; check the queue's age, throttling and the function's errors."
   namespace           = local.metric_namespace
   metric_name         = "ComplianceLag"
-  dimensions          = { Cloud = "aws", InfraID = var.infra_id }
+  dimensions          = { Cloud = "aws", InfraID = each.value }
   extended_statistic  = "p99"
   period              = var.alarm_period_seconds
   comparison_operator = "GreaterThanThreshold"
@@ -184,9 +215,14 @@ resource "aws_cloudwatch_metric_alarm" "compliance_lag" {
   tags                = local.tags
 }
 
+moved {
+  from = aws_cloudwatch_metric_alarm.compliance_lag
+  to   = aws_cloudwatch_metric_alarm.compliance_lag["cluster"]
+}
+
 resource "aws_cloudwatch_metric_alarm" "lambda_errors" {
   alarm_name          = "${local.name}-lambda-errors"
-  alarm_description   = "tagwarden ${var.infra_id}: the function returned errors (failed invocations; queued events are retried, then dead-lettered)."
+  alarm_description   = "tagwarden ${local.label}: the function returned errors (failed invocations; queued events are retried, then dead-lettered)."
   namespace           = "AWS/Lambda"
   metric_name         = "Errors"
   dimensions          = { FunctionName = aws_lambda_function.this.function_name }
@@ -203,7 +239,7 @@ resource "aws_cloudwatch_metric_alarm" "lambda_errors" {
 
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   alarm_name          = "${local.name}-dlq-not-empty"
-  alarm_description   = "tagwarden ${var.infra_id}: events or invocations in ${aws_sqs_queue.dlq.name} could not be processed; inspect and redrive."
+  alarm_description   = "tagwarden ${local.label}: events or invocations in ${aws_sqs_queue.dlq.name} could not be processed; inspect and redrive."
   namespace           = "AWS/SQS"
   metric_name         = "ApproximateNumberOfMessagesVisible"
   dimensions          = { QueueName = aws_sqs_queue.dlq.name }

@@ -24,7 +24,7 @@ output "log_group_name" {
 }
 
 output "policy_uri" {
-  description = "TAGWARDEN_POLICY: s3://bucket/key, s3://bucket/prefix/ or ssm:/parameter/name."
+  description = "TAGWARDEN_POLICY: s3://bucket/key, s3://bucket/prefix/ or ssm:/parameter/name; for a cluster set s3://bucket/prefix/*/ or ssm:/path/*."
   value       = local.policy_uri
 }
 
@@ -39,17 +39,22 @@ output "policy_bucket_arn" {
 }
 
 output "status_report_uri" {
-  description = "Where the function writes its status report (S3 mode), else null."
+  description = "Where the function writes its status report (S3 mode; in a cluster set, `*` stands for each infraID), else null."
   value       = local.use_s3 ? "s3://${local.bucket_name}/${local.status_key}" : null
 }
 
 output "policy_parameter_name" {
-  description = "Policy SSM parameter (SSM mode), else null."
-  value       = local.use_ssm ? aws_ssm_parameter.policy[0].name : null
+  description = "Policy SSM parameter (SSM mode, one cluster), else null."
+  value       = local.use_ssm && !local.ssm_set ? aws_ssm_parameter.policy[0].name : null
+}
+
+output "policy_parameter_path" {
+  description = "The cluster set's parameter path (SSM mode, cluster set): each cluster's policy is `<path><infraID>`; else null."
+  value       = local.ssm_path
 }
 
 output "policy_parameter_arn" {
-  description = "Policy SSM parameter ARN (SSM mode), else null."
+  description = "Policy SSM parameter ARN (SSM mode, one cluster), else null."
   value       = local.parameter_arn
 }
 
@@ -108,8 +113,18 @@ output "iam_actions" {
 }
 
 output "iam_policy_json" {
-  description = "The function role's inline policy."
+  description = "The function role's inline policy (reads, the policy source, and the writes IAM cannot condition on ownership)."
   value       = data.aws_iam_policy_document.lambda.json
+}
+
+output "tag_write_policy_arns" {
+  description = "The managed policies attached to the role that add tags to owned resources, by infraID: one per cluster, each conditioned on that cluster's ownership tag."
+  value       = { for id, p in aws_iam_policy.owned_tag_writes : id => p.arn }
+}
+
+output "infra_ids" {
+  description = "The clusters this deployment enforces (`[infra_id]` for one cluster)."
+  value       = local.clusters
 }
 
 output "dashboard_name" {
@@ -121,10 +136,10 @@ output "alarm_arns" {
   description = "CloudWatch alarm ARNs by purpose."
   value = merge(
     { for k, a in aws_cloudwatch_metric_alarm.insights : k => a.arn },
+    { for k, a in aws_cloudwatch_metric_alarm.compliance_lag : (local.cluster_set ? "${k}/compliance_lag" : "compliance_lag") => a.arn },
     {
-      lambda_errors  = aws_cloudwatch_metric_alarm.lambda_errors.arn
-      compliance_lag = aws_cloudwatch_metric_alarm.compliance_lag.arn
-      dlq_not_empty  = aws_cloudwatch_metric_alarm.dlq_not_empty.arn
+      lambda_errors = aws_cloudwatch_metric_alarm.lambda_errors.arn
+      dlq_not_empty = aws_cloudwatch_metric_alarm.dlq_not_empty.arn
     },
   )
 }

@@ -120,7 +120,7 @@ resource "aws_s3_bucket_policy" "policy" {
 
 # Optional initial content. Later edits are ordinary uploads (or Terraform changes to these values).
 resource "aws_s3_object" "policy" {
-  count = local.use_s3 && !local.s3_layered && var.policy_document != null ? 1 : 0
+  count = local.s3_key != null && var.policy_document != null ? 1 : 0
 
   bucket       = aws_s3_bucket.policy[0].id
   key          = local.s3_key
@@ -143,10 +143,24 @@ resource "aws_s3_object" "policy_layer" {
   depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy]
 }
 
+# A cluster set's initial policies, one folder per cluster (the name `tagwarden publish` uses).
+resource "aws_s3_object" "cluster_policy" {
+  for_each = local.s3_set ? var.cluster_policy_documents : {}
+
+  bucket       = aws_s3_bucket.policy[0].id
+  key          = "${local.s3_prefix}${each.key}/10-cluster.yaml"
+  content      = each.value
+  content_type = "application/yaml"
+  tags         = local.tags
+
+  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy]
+}
+
 # Policy change -> sweep. Single document: the filter is the exact key, so the status report next
 # to it never triggers the function. Layered: the filter is the prefix, which also matches the
 # status report `<prefix>tagwarden-status.json`; S3 filters cannot exclude one key, so the function
-# must ignore notifications for that key (it skips it as a layer anyway).
+# must ignore notifications for that key (it skips it as a layer anyway). A cluster set: the set's
+# prefix; the function sweeps only the clusters whose folder the written keys are in.
 resource "aws_s3_bucket_notification" "policy" {
   count = local.use_s3 ? 1 : 0
 
@@ -156,7 +170,7 @@ resource "aws_s3_bucket_notification" "policy" {
     id                  = "tagwarden-policy-change"
     lambda_function_arn = aws_lambda_function.this.arn
     events              = ["s3:ObjectCreated:*"]
-    filter_prefix       = local.s3_layered ? var.policy_prefix : local.s3_key
+    filter_prefix       = local.s3_set || local.s3_layered ? local.s3_prefix : local.s3_key
   }
 
   depends_on = [aws_lambda_permission.policy_bucket]
@@ -179,7 +193,7 @@ resource "aws_lambda_permission" "policy_bucket" {
 
 resource "aws_ssm_parameter" "policy" {
   #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret (DESIGN.md §2), so SecureString would only add a KMS dependency.
-  count = local.use_ssm ? 1 : 0
+  count = local.use_ssm && !local.ssm_set ? 1 : 0
 
   name        = coalesce(var.policy_parameter_name, "/${var.name}/${var.infra_id}/policy")
   description = "tagwarden desired-tag policy for cluster ${var.infra_id}"
@@ -194,4 +208,17 @@ resource "aws_ssm_parameter" "policy" {
       error_message = "policy_source = \"ssm\" needs policy_document: an SSM parameter cannot be created empty."
     }
   }
+}
+
+# A cluster set's initial policies, one parameter per cluster under the set's path.
+resource "aws_ssm_parameter" "cluster_policy" {
+  #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret (DESIGN.md §2), so SecureString would only add a KMS dependency.
+  for_each = local.ssm_set ? var.cluster_policy_documents : {}
+
+  name        = "${local.ssm_path}${each.key}"
+  description = "tagwarden desired-tag policy for cluster ${each.key}"
+  type        = "String"
+  tier        = "Standard"
+  value       = each.value
+  tags        = local.tags
 }

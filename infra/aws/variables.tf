@@ -3,18 +3,46 @@
 ################################################################################
 
 variable "infra_id" {
-  description = "The cluster's infrastructure name (OpenShift `status.infrastructureName`, e.g. `mycluster-7xk2p`). Only resources tagged `kubernetes.io/cluster/<infra_id>=owned` are ever written."
+  description = "One cluster: its infrastructure name (OpenShift `status.infrastructureName`, e.g. `mycluster-7xk2p`). Only resources tagged `kubernetes.io/cluster/<infra_id>=owned` are ever written. Set this or `infra_ids`, not both."
   type        = string
+  default     = null
 
   validation {
     # OpenShift: cluster name truncated to 21 characters + '-' + 5 random characters.
-    condition     = can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", var.infra_id))
+    condition     = var.infra_id == null ? true : can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", var.infra_id))
     error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
+  }
+
+  validation {
+    condition     = (var.infra_id == null) != (var.infra_ids == null)
+    error_message = "Set infra_id (one cluster) or infra_ids (a cluster set, one deployment for every cluster of the account), exactly one of them."
+  }
+}
+
+variable "infra_ids" {
+  description = "A cluster set: every cluster of the account this one deployment enforces (issue 12). Each cluster publishes its own policy under the set (`<policy_prefix><infraID>/` in S3, `<policy_parameter_path><infraID>` in SSM), and the function applies to each resource the policy of the cluster whose `kubernetes.io/cluster/<infraID>=owned` tag it carries. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
+  type        = list(string)
+  default     = null
+
+  validation {
+    condition = var.infra_ids == null ? true : (
+      length(var.infra_ids) > 0 && length(distinct(var.infra_ids)) == length(var.infra_ids) &&
+      alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))])
+    )
+    error_message = "infra_ids must be a non-empty list of distinct OpenShift infraIDs (1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit)."
+  }
+
+  # One customer managed policy per cluster carries its ownership-conditioned tag writes (iam.tf);
+  # "Managed policies attached to an IAM role" is 10 by default, adjustable to 20 (IAM User Guide,
+  # "IAM and AWS STS quotas"). Above 10 clusters, raise that quota before the apply.
+  validation {
+    condition     = var.infra_ids == null ? true : length(var.infra_ids) <= 20
+    error_message = "infra_ids can list at most 20 clusters: each needs one managed policy on the function's role, and IAM attaches at most 20 to a role (10 unless the quota is raised). Split the clusters over two deployments with different `name`s."
   }
 }
 
 variable "name" {
-  description = "Name prefix for every resource. Resources are named `<name>-<infra_id>[-suffix]`, so several clusters can share an account."
+  description = "Name prefix for every resource. Resources are named `<name>-<infra_id>[-suffix]` for one cluster and `<name>[-suffix]` for a cluster set (`infra_ids`)."
   type        = string
   default     = "tagwarden"
 
@@ -147,7 +175,7 @@ variable "policy_key" {
 }
 
 variable "policy_prefix" {
-  description = "S3 mode, layered documents: key prefix ending in `/`; every object under it is a policy layer, merged in key order. The status report is written to `<prefix>tagwarden-status.json` (the function skips that key). Mutually exclusive with `policy_key`."
+  description = "S3 mode, layered documents: key prefix ending in `/`; every object under it is a policy layer, merged in key order. The status report is written to `<prefix>tagwarden-status.json` (the function skips that key). Mutually exclusive with `policy_key`. For a cluster set (`infra_ids`): the set's prefix (default `clusters/`), each cluster's layers under `<prefix><infraID>/` and its status report at `<prefix><infraID>/tagwarden-status.json`."
   type        = string
   default     = null
 
@@ -178,6 +206,17 @@ variable "policy_layers" {
   validation {
     condition     = alltrue([for k in keys(var.policy_layers) : can(regex("^[A-Za-z0-9!_.*'()-]{1,255}$", k)) && k != "tagwarden-status.json"])
     error_message = "policy_layers keys must be plain object names (no '/') and must not be tagwarden-status.json."
+  }
+}
+
+variable "cluster_policy_documents" {
+  description = "Cluster set (`infra_ids`) only, optional: initial policy per cluster, infraID => content. S3: written to `<policy_prefix><infraID>/10-cluster.yaml`; SSM: the parameter `<policy_parameter_path><infraID>`. Usually each cluster publishes its own (`tagwarden publish`); a cluster without a policy is not enforced, and its events are counted as ignored."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for d in values(var.cluster_policy_documents) : length(d) > 0 && length(d) <= 4096])
+    error_message = "cluster_policy_documents values must be 1-4096 characters (the SSM Standard tier limit)."
   }
 }
 
@@ -217,6 +256,17 @@ variable "policy_parameter_name" {
   validation {
     condition     = var.policy_parameter_name == null ? true : can(regex("^/[A-Za-z0-9_./-]+$", var.policy_parameter_name)) && length(var.policy_parameter_name) <= 1011 && !endswith(var.policy_parameter_name, "/")
     error_message = "policy_parameter_name must be a fully qualified SSM parameter name such as /tagwarden/mycluster-7xk2p/policy."
+  }
+}
+
+variable "policy_parameter_path" {
+  description = "SSM mode, cluster set (`infra_ids`): the parameter path of the set, ending in `/`; each cluster's policy is the String parameter `<path><infraID>` and its status report `<path without the trailing />-status/<infraID>`. Default: `/<name>/clusters/`."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.policy_parameter_path == null ? true : can(regex("^/[A-Za-z0-9_./-]+/$", var.policy_parameter_path)) && length(var.policy_parameter_path) <= 980
+    error_message = "policy_parameter_path must be an SSM parameter path that starts and ends with '/', such as /tagwarden/clusters/."
   }
 }
 

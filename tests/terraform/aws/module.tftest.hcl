@@ -66,7 +66,7 @@ run "defaults" {
     error_message = "EFS TagResource resources: ${jsonencode(local.generic_tag_actions.elasticfilesystem.resources)}"
   }
   assert {
-    condition     = !contains([for st in data.aws_iam_policy_document.lambda.statement : st.sid], "WriteOwnedTagsExtraServices")
+    condition     = !contains([for st in data.aws_iam_policy_document.owned_tag_writes["mycluster-7xk2p"].statement : st.sid], "WriteOwnedTagsExtraServices")
     error_message = "no extra-services statement without extra_tag_actions"
   }
 
@@ -113,7 +113,7 @@ run "defaults" {
     error_message = "global_event_patterns: ${jsonencode(keys(local.global_event_patterns))}"
   }
   assert {
-    condition     = local.owner_infra_ids == ["mycluster-7xk2p"]
+    condition     = local.owner_infra_ids == tolist(["mycluster-7xk2p"])
     error_message = "the Tag Change filter must be built from local.owner_infra_ids"
   }
 
@@ -225,7 +225,7 @@ run "extra_tag_actions_added_under_the_ownership_condition" {
   }
   assert {
     condition = one([
-      for st in data.aws_iam_policy_document.lambda.statement : {
+      for st in data.aws_iam_policy_document.owned_tag_writes["mycluster-7xk2p"].statement : {
         actions    = st.actions
         conditions = toset([for c in st.condition : "${c.test} ${c.variable}"])
       } if st.sid == "WriteOwnedTagsExtraServices"
@@ -277,4 +277,132 @@ run "global_service_rules_disabled" {
     condition     = length(local.global_event_patterns) == 0 && !contains(keys(aws_cloudwatch_event_rule.resource_events), "route53")
     error_message = "disabled global rules must not be created nor forwarded"
   }
+}
+
+# Issue 12: one deployment, a cluster set. Everything per cluster is built from infra_ids: the
+# ownership-conditioned writes (one managed policy each), the bucket patterns, the Tag Change
+# filter, the initial policies, the write-failure and lag alarms; the policy URI names the set.
+run "cluster_set_s3" {
+  command = plan
+  variables {
+    infra_id                 = null
+    infra_ids                = ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"]
+    cluster_policy_documents = { "dev-a1b2c" = "apiVersion: config.openshift.io/v1", "prod-g5h6i" = "apiVersion: config.openshift.io/v1" }
+  }
+  assert {
+    condition     = local.policy_uri == "s3://tagwarden-123456789012/clusters/*/" && aws_lambda_function.this.function_name == "tagwarden"
+    error_message = "set policy URI ${local.policy_uri}, function ${aws_lambda_function.this.function_name}"
+  }
+  assert {
+    condition     = toset(keys(aws_iam_policy.owned_tag_writes)) == toset(["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"]) && length(aws_iam_role_policy_attachment.owned_tag_writes) == 3
+    error_message = "one attached tag-write policy per cluster: ${jsonencode(keys(aws_iam_policy.owned_tag_writes))}"
+  }
+  assert {
+    condition = alltrue([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : alltrue([
+      for st in data.aws_iam_policy_document.owned_tag_writes[id].statement :
+      contains([for c in st.condition : "${c.test} ${c.variable} ${jsonencode(c.values)}"], "StringEquals aws:ResourceTag/kubernetes.io/cluster/${id} [\"owned\"]")
+    ])])
+    error_message = "each cluster's write statements must be conditioned on that cluster's ownership tag"
+  }
+  assert {
+    condition     = local.s3_bucket_arns == ["arn:aws:s3:::dev-a1b2c-*", "arn:aws:s3:::stage-d3e4f-*", "arn:aws:s3:::prod-g5h6i-*"]
+    error_message = "bucket patterns per cluster: ${jsonencode(local.s3_bucket_arns)}"
+  }
+  assert {
+    condition = jsondecode(aws_cloudwatch_event_rule.resource_events["tag_change"].event_pattern).detail == {
+      "$or" = [for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : { tags = { "kubernetes.io/cluster/${id}" = ["owned"] } }]
+    }
+    error_message = "Tag Change filter: ${aws_cloudwatch_event_rule.resource_events["tag_change"].event_pattern}"
+  }
+  assert {
+    condition     = toset([for o in aws_s3_object.cluster_policy : o.key]) == toset(["clusters/dev-a1b2c/10-cluster.yaml", "clusters/prod-g5h6i/10-cluster.yaml"])
+    error_message = "initial cluster policies: ${jsonencode([for o in aws_s3_object.cluster_policy : o.key])}"
+  }
+  assert {
+    condition     = one([for st in data.aws_iam_policy_document.lambda.statement : st.resources if st.sid == "WriteStatusReport"]) == toset(["arn:aws:s3:::tagwarden-123456789012/clusters/*/tagwarden-status.json"]) && one([for st in data.aws_iam_policy_document.lambda.statement : st.resources if st.sid == "ReadPolicyObjects"]) == toset(["arn:aws:s3:::tagwarden-123456789012/clusters/*"])
+    error_message = "status reports beside each cluster's policy, reads under the set's prefix"
+  }
+  assert {
+    condition     = aws_s3_bucket_notification.policy[0].lambda_function[0].filter_prefix == "clusters/"
+    error_message = "policy changes anywhere in the set notify the function"
+  }
+  assert {
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.insights)) == toset(["dev-a1b2c/write_failures", "stage-d3e4f/write_failures", "prod-g5h6i/write_failures", "policy_rejected"]) && toset([for a in aws_cloudwatch_metric_alarm.compliance_lag : a.alarm_name]) == toset([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : "tagwarden-${id}-compliance-lag-p99"])
+    error_message = "alarms per cluster: ${jsonencode(keys(aws_cloudwatch_metric_alarm.insights))}"
+  }
+  assert {
+    condition     = strcontains(one(aws_cloudwatch_metric_alarm.insights["policy_rejected"].metric_query).expression, "InfraID = 'all'") && strcontains(one(aws_cloudwatch_metric_alarm.insights["prod-g5h6i/write_failures"].metric_query).expression, "InfraID = 'prod-g5h6i'")
+    error_message = "policy rejections are the deployment's (InfraID all), write failures each cluster's"
+  }
+}
+
+run "cluster_set_ssm" {
+  command = plan
+  variables {
+    infra_id                 = null
+    infra_ids                = ["dev-a1b2c", "prod-g5h6i"]
+    policy_source            = "ssm"
+    cluster_policy_documents = { "prod-g5h6i" = "apiVersion: config.openshift.io/v1" }
+  }
+  assert {
+    condition     = local.policy_uri == "ssm:/tagwarden/clusters/*" && length(aws_ssm_parameter.policy) == 0 && [for p in aws_ssm_parameter.cluster_policy : p.name] == ["/tagwarden/clusters/prod-g5h6i"]
+    error_message = "SSM set: ${local.policy_uri}"
+  }
+  assert {
+    condition = { for st in data.aws_iam_policy_document.lambda.statement : st.sid => st.resources if startswith(st.sid, "ReadPolicyParam") || st.sid == "ListPolicyParameters" || st.sid == "WriteStatusParameter" } == {
+      ReadPolicyParameter  = toset(["arn:aws:ssm:eu-west-1:123456789012:parameter/tagwarden/clusters/*"])
+      ListPolicyParameters = toset(["arn:aws:ssm:eu-west-1:123456789012:parameter/tagwarden/clusters"])
+      WriteStatusParameter = toset(["arn:aws:ssm:eu-west-1:123456789012:parameter/tagwarden/clusters-status/*"])
+    }
+    error_message = "SSM set grants: read the set, list its path, write only the status path"
+  }
+  assert {
+    condition     = jsondecode(aws_cloudwatch_event_rule.policy_change[0].event_pattern).detail.name == [{ prefix = "/tagwarden/clusters/" }]
+    error_message = "a change of any cluster's parameter triggers that cluster's sweep"
+  }
+}
+
+run "infra_id_and_infra_ids_refused" {
+  command = plan
+  variables {
+    infra_ids = ["dev-a1b2c"]
+  }
+  expect_failures = [var.infra_id]
+}
+
+run "neither_infra_id_nor_infra_ids_refused" {
+  command = plan
+  variables {
+    infra_id = null
+  }
+  expect_failures = [var.infra_id]
+}
+
+run "infra_ids_duplicates_refused" {
+  command = plan
+  variables {
+    infra_id  = null
+    infra_ids = ["dev-a1b2c", "dev-a1b2c"]
+  }
+  expect_failures = [var.infra_ids]
+}
+
+run "cluster_policy_for_an_unlisted_cluster_refused" {
+  command = plan
+  variables {
+    infra_id                 = null
+    infra_ids                = ["dev-a1b2c"]
+    cluster_policy_documents = { "prod-g5h6i" = "x" }
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "single_policy_inputs_refused_for_a_set" {
+  command = plan
+  variables {
+    infra_id        = null
+    infra_ids       = ["dev-a1b2c"]
+    policy_document = "x"
+  }
+  expect_failures = [aws_lambda_function.this]
 }

@@ -14,6 +14,7 @@ import os
 import re
 import sys
 import time
+import urllib.parse
 
 import boto3
 import urllib3
@@ -50,7 +51,7 @@ CODE_ACTIONS = {
     "tag:GetResources", "tag:TagResources",
     "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
     "route53:ListTagsForResource", "route53:ChangeTagsForResource",
-    "ssm:GetParameter", "ssm:PutParameter",
+    "ssm:GetParameter", "ssm:GetParametersByPath", "ssm:PutParameter",
     "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 }
 # The owning services' tag actions that tag:TagResources needs (iam.tf generic_tag_actions), plus
@@ -60,7 +61,7 @@ EXTRA_TAG_ACTIONS = {"sns:TagResource"}
 PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMessage", "sqs:DeleteMessage",
                     "sqs:GetQueueAttributes", "sqs:SendMessage"}
 # S3 policy source: everything but the SSM read.
-EXPECTED_ROLE_ACTIONS = ((CODE_ACTIONS - {"ssm:GetParameter", "ssm:PutParameter"}) | GENERIC_TAG_ACTIONS
+EXPECTED_ROLE_ACTIONS = ((CODE_ACTIONS - {"ssm:GetParameter", "ssm:GetParametersByPath", "ssm:PutParameter"}) | GENERIC_TAG_ACTIONS
                          | EXTRA_TAG_ACTIONS | PLATFORM_ACTIONS)
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
            "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
@@ -88,6 +89,23 @@ def client(svc, region=REGION):
 
 def as_list(x):
     return x if isinstance(x, list) else [x]
+
+
+def role_document(iam, role_name):
+    """The role's inline "tagwarden" policy and its attached managed policies (the ownership-
+    conditioned tag writes, one per cluster) as one document, with the policy names found."""
+    inline = iam.list_role_policies(RoleName=role_name)["PolicyNames"]
+    attached = iam.list_attached_role_policies(RoleName=role_name)["AttachedPolicies"]
+    statements = []
+    for name in inline:
+        statements += as_list(iam.get_role_policy(RoleName=role_name, PolicyName=name)["PolicyDocument"]["Statement"])
+    for a in attached:
+        version = iam.get_policy(PolicyArn=a["PolicyArn"])["Policy"]["DefaultVersionId"]
+        doc = iam.get_policy_version(PolicyArn=a["PolicyArn"], VersionId=version)["PolicyVersion"]["Document"]
+        if isinstance(doc, str):  # URL-encoded JSON in the raw API; boto3 decodes it, moto may not
+            doc = json.loads(urllib.parse.unquote(doc))
+        statements += as_list(doc["Statement"])
+    return {"Statement": statements}, inline, sorted(a["PolicyName"] for a in attached)
 
 
 def policy_actions(doc):
@@ -420,11 +438,9 @@ def resources_phase(tf):
         return None
 
     def role_policy_is_exactly_the_action_list():
-        name = out["role_name"]
-        pols = iam.list_role_policies(RoleName=name)["PolicyNames"]
-        if pols != ["tagwarden"] or iam.list_attached_role_policies(RoleName=name)["AttachedPolicies"]:
-            return f"role policies {pols}"
-        doc = iam.get_role_policy(RoleName=name, PolicyName="tagwarden")["PolicyDocument"]
+        doc, inline, attached = role_document(iam, out["role_name"])
+        if inline != ["tagwarden"] or attached != [f"tagwarden-{INFRA_ID}-tag-writes"]:
+            return f"role policies: inline {inline}, attached {attached}"
         problems = []
         got = policy_actions(doc)
         if got != EXPECTED_ROLE_ACTIONS:
@@ -445,7 +461,7 @@ def resources_phase(tf):
         return "; ".join(problems) or None
 
     def role_allows_exactly_the_owned_tag_writes():
-        doc = iam.get_role_policy(RoleName=out["role_name"], PolicyName="tagwarden")["PolicyDocument"]
+        doc = role_document(iam, out["role_name"])[0]
         wrong = []
         for case, action, arn, ctx, want in tag_write_cases():
             sid = allowed_by(doc, action, arn, ctx)

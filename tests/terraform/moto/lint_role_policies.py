@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Lint every IAM role policy of the applied aws-basic example with parliament (run by scripts/test-terraform).
+"""Lint every IAM policy of an applied example (aws-basic, aws-clusters) with parliament (run by scripts/test-terraform).
 
 usage: lint_role_policies.py <terraform show -json state> <parliament executable>
 
 Reads the state that `terraform show -json` prints after the apply against moto, takes the rendered
 `policy` of every `aws_iam_role_policy` (the tagwarden function's role and the us-east-1
-IAM/Route 53 forwarding role), and runs the pinned parliament (scripts/install-tools) on each: unknown actions,
+IAM/Route 53 forwarding role) and `aws_iam_policy` (the function role's tag writes, one per
+cluster), and runs the pinned parliament (scripts/install-tools) on each: unknown actions,
 actions that do not apply to the listed resource types, malformed conditions, unknown condition
 keys. Prints one "PASS <policy>" / "FAIL <policy>: <findings>" line each and a count; exits 1 on any
 finding, so an accepted finding must be fixed in iam.tf, not waved through here.
@@ -17,7 +18,7 @@ import sys
 
 def role_policies(module, out):
     for r in module.get("resources", []):
-        if r.get("type") == "aws_iam_role_policy" and r.get("mode") == "managed":
+        if r.get("type") in ("aws_iam_role_policy", "aws_iam_policy") and r.get("mode") == "managed":
             out.append((r["address"], r["values"]["policy"]))
     for child in module.get("child_modules", []):
         role_policies(child, out)
@@ -28,8 +29,8 @@ def main():
     state = json.load(open(sys.argv[1]))
     parliament = sys.argv[2]
     policies = role_policies(state["values"]["root_module"], [])
-    if len(policies) < 2:
-        print(f"FAIL expected the function role's and the forwarding role's policies, found {[a for a, _ in policies]}")
+    if len(policies) < 3:
+        print(f"FAIL expected the function role's, its tag writes' and the forwarding role's policies, found {[a for a, _ in policies]}")
         sys.exit(1)
     findings_total = 0
     for address, policy in policies:
