@@ -368,10 +368,10 @@ data "aws_iam_policy_document" "lambda" {
 
 # A statement can require one ownership tag only: the tag's key names the cluster
 # (aws:ResourceTag/kubernetes.io/cluster/<infraID>), and IAM has no wildcard in condition key
-# names, so each cluster needs its own statements. They do not fit the role's inline policies
-# ("Role policy size: 10,240 characters", the aggregate of all inline policies; IAM User Guide, "IAM
-# and AWS STS quotas") beyond two or three clusters, so each cluster's statements are a customer
-# managed policy of their own (6,144 characters each, one per cluster, attached to the role).
+# names, so each cluster needs its own statements (~2,430 characters). All inline policies of a
+# role share "Role policy size: 10,240 characters" (IAM User Guide, "IAM and AWS STS quotas"), of
+# which the rest of the role takes ~2,550: inline, a fourth cluster would not fit. So each
+# cluster's statements are a customer managed policy of their own (6,144 characters each).
 data "aws_iam_policy_document" "owned_tag_writes" {
   for_each = local.ownership_tag_keys
 
