@@ -4,6 +4,9 @@
 //! [`REFRESH_MARGIN`] before their `expires_on`, so a warm function asks once per audience per
 //! token lifetime.
 //!
+//! The CLI, run by a person, has no managed identity: it takes an ARM access token obtained
+//! elsewhere (`az account get-access-token`) as [`ManagedIdentity::given`].
+//!
 //! Deliberately not here: IMDS, the 2017 `MSI_ENDPOINT` protocol, client secrets or workload
 //! identity — the function runs in App Service with `IDENTITY_ENDPOINT`, and tests run a fake of it.
 
@@ -33,24 +36,38 @@ struct Cached {
     expires_on: u64,
 }
 
-/// The function's managed identity.
+/// The function's managed identity, or a token given for one audience.
 pub struct ManagedIdentity {
-    endpoint: reqwest::Url,
-    header: String,
-    /// The user-assigned identity to act as (`TAGWARDEN_SELF_CLIENT_ID`); `None`: system-assigned.
-    client_id: Option<String>,
-    http: reqwest::Client,
+    source: TokenSource,
     calls: CallCounter,
     cache: Mutex<HashMap<String, Cached>>,
 }
 
+enum TokenSource {
+    Endpoint {
+        endpoint: reqwest::Url,
+        header: String,
+        /// The user-assigned identity to act as (`TAGWARDEN_SELF_CLIENT_ID`); `None`: system-assigned.
+        client_id: Option<String>,
+        http: reqwest::Client,
+    },
+    Given {
+        audience: String,
+        token: String,
+    },
+}
+
 impl std::fmt::Debug for ManagedIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the identity header: it is a secret.
-        f.debug_struct("ManagedIdentity")
-            .field("endpoint", &self.endpoint.as_str())
-            .field("client_id", &self.client_id)
-            .finish()
+        // Never print the identity header or a token: they are secrets.
+        match &self.source {
+            TokenSource::Endpoint { endpoint, client_id, .. } => f
+                .debug_struct("ManagedIdentity")
+                .field("endpoint", &endpoint.as_str())
+                .field("client_id", client_id)
+                .finish(),
+            TokenSource::Given { audience, .. } => f.debug_struct("GivenToken").field("audience", audience).finish(),
+        }
     }
 }
 
@@ -69,11 +86,26 @@ impl ManagedIdentity {
         http: reqwest::Client,
         calls: CallCounter,
     ) -> Self {
-        ManagedIdentity { endpoint, header, client_id, http, calls, cache: Mutex::new(HashMap::new()) }
+        let source = TokenSource::Endpoint { endpoint, header, client_id, http };
+        ManagedIdentity { source, calls, cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// `token`, an access token for `audience` obtained elsewhere, used as given (no refresh).
+    pub fn given(audience: &str, token: String, calls: CallCounter) -> Self {
+        let source = TokenSource::Given { audience: audience.to_string(), token };
+        ManagedIdentity { source, calls, cache: Mutex::new(HashMap::new()) }
     }
 
     /// A bearer token for `audience`, from the cache while it has more than [`REFRESH_MARGIN`] left.
     pub async fn token(&self, audience: &str) -> Result<String, AzureError> {
+        if let TokenSource::Given { audience: given, token } = &self.source {
+            return if given == audience {
+                Ok(token.clone())
+            } else {
+                let why = format!("only a token for {given} was given");
+                Err(AzureError::new(OP_TOKEN, audience, None, "NoToken", &why, ErrorClass::Denied))
+            };
+        }
         let mut cache = self.cache.lock().await;
         let now = now_secs();
         if let Some(c) = cache.get(audience) {
@@ -88,22 +120,32 @@ impl ManagedIdentity {
     }
 
     async fn fetch(&self, audience: &str) -> Result<Cached, AzureError> {
-        let mut url = self.endpoint.clone();
+        let TokenSource::Endpoint { endpoint, header, client_id, http } = &self.source else {
+            return Err(AzureError::new(
+                OP_TOKEN,
+                audience,
+                None,
+                "NoToken",
+                "no identity endpoint",
+                ErrorClass::Denied,
+            ));
+        };
+        let mut url = endpoint.clone();
         {
             let mut q = url.query_pairs_mut();
             q.append_pair("resource", audience).append_pair("api-version", API_VERSION);
-            if let Some(id) = &self.client_id {
+            if let Some(id) = client_id {
                 q.append_pair("client_id", id);
             }
         }
-        let target = format!("{} for {audience}", self.endpoint);
+        let target = format!("{endpoint} for {audience}");
         let mut last = None;
         for attempt in 0..3u32 {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
             }
             self.calls.record(OP_TOKEN);
-            let resp = match self.http.get(url.clone()).header("X-IDENTITY-HEADER", &self.header).send().await {
+            let resp = match http.get(url.clone()).header("X-IDENTITY-HEADER", header).send().await {
                 Ok(r) => r,
                 Err(e) => {
                     last = Some(AzureError::transport(OP_TOKEN, &target, &e));

@@ -12,7 +12,7 @@ mod plan;
 mod publish;
 #[cfg(any(feature = "aws", feature = "azure"))]
 mod status;
-#[cfg(feature = "aws")]
+#[cfg(any(feature = "aws", feature = "azure"))]
 mod sweep;
 #[cfg(any(feature = "aws", feature = "azure"))]
 mod target;
@@ -44,7 +44,7 @@ enum Command {
     #[cfg(any(feature = "aws", feature = "azure"))]
     Status(status::Args),
     /// Plan (and unless --dry-run, write) every owned resource: the scheduled sweep, by hand.
-    #[cfg(feature = "aws")]
+    #[cfg(any(feature = "aws", feature = "azure"))]
     Sweep(sweep::Args),
     /// Run the whole AWS path against a local emulator and show what it did (scripts/demo).
     #[cfg(feature = "aws")]
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
         Command::Publish(args) => publish::run(args),
         #[cfg(any(feature = "aws", feature = "azure"))]
         Command::Status(args) => status::run(args),
-        #[cfg(feature = "aws")]
+        #[cfg(any(feature = "aws", feature = "azure"))]
         Command::Sweep(args) => sweep::run(args),
         #[cfg(feature = "aws")]
         Command::Demo(args) => demo::run(args),

@@ -1,15 +1,12 @@
-//! `tagwarden sweep`: plan (and unless `--dry-run`, write) every owned resource the policy covers.
+//! `tagwarden sweep`: plan (and unless `--dry-run`, write) every owned resource the policy covers,
+//! on AWS (an S3 or SSM policy) or Azure (a blob policy and the scopes to list).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use serde::Serialize;
-use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
-use tagwarden::aws::tags::Tagger;
-use tagwarden::aws::Clients;
-use tagwarden::report::{Record, Status};
+use tagwarden::report::{Outcome, Record, Status};
 
 use crate::input::print_json;
 use crate::Failure;
@@ -17,12 +14,21 @@ use crate::Failure;
 #[derive(clap::Args)]
 pub struct Args {
     /// Where the policy is: s3://bucket/key, s3://bucket/prefix/, ssm:/parameter/name, or a cluster
-    /// set (s3://bucket/prefix/*/, ssm:/path/*), whose every cluster is swept.
+    /// set (s3://bucket/prefix/*/, ssm:/path/*), whose every cluster is swept; on Azure a blob URL
+    /// with its SAS (…/CONTAINER/BLOB?SAS, …/PREFIX/?SAS, …/PREFIX/*/?SAS).
     #[arg(long, value_name = "SRC")]
     policy: String,
     /// AWS region (default: the SDK's, from AWS_REGION or the profile).
     #[arg(long)]
     region: Option<String>,
+    /// Azure: a subscription or resource group to list owned resources in
+    /// (/subscriptions/ID[/resourceGroups/NAME]); repeat for several. The ARM token is read from
+    /// TAGWARDEN_ARM_TOKEN (az account get-access-token --resource https://management.azure.com/).
+    #[arg(long, value_name = "ID")]
+    scope: Vec<String>,
+    /// Azure: the Resource Manager endpoint (sovereign clouds, tests).
+    #[arg(long, value_name = "URL", default_value = "https://management.azure.com")]
+    arm_endpoint: String,
     /// Plan only; exit 1 when any owned resource has drifted.
     #[arg(long)]
     dry_run: bool,
@@ -103,9 +109,13 @@ impl Counts {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let location: PolicyLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    let summary = runtime.block_on(Box::pin(sweep(&args, location)))?;
+    let azure = args.policy.starts_with("https://") || args.policy.starts_with("http://");
+    let swept = match azure {
+        true => runtime.block_on(Box::pin(sweep_azure(&args)))?,
+        false => runtime.block_on(Box::pin(sweep_aws(&args)))?,
+    };
+    let summary = summarize(&args, swept)?;
     if args.json {
         print_json(&summary)?;
     } else {
@@ -145,6 +155,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 /// A progress bar on stderr when it is a terminal (never in pipes, CI logs or `--json` captures).
+#[cfg(feature = "aws")]
 fn progress_bar() -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
@@ -156,7 +167,42 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary> {
+/// What one cloud's sweep did, before it is summarized.
+struct Swept {
+    policy: String,
+    is_set: bool,
+    out: Outcome,
+    api_calls: BTreeMap<String, u64>,
+    seconds: f64,
+}
+
+#[cfg(feature = "aws")]
+type Progress = std::sync::Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
+
+/// A progress bar on stderr when it is a terminal, and the callback that moves it (the AWS sweep
+/// reports its phases; the Azure one lists, then reconciles).
+#[cfg(feature = "aws")]
+fn progress() -> (Option<indicatif::ProgressBar>, Option<Progress>) {
+    let Some(bar) = progress_bar() else { return (None, None) };
+    let moved = bar.clone();
+    let callback: Progress = std::sync::Arc::new(move |phase: &str, done: u64, total: u64| {
+        moved.set_message(phase.to_string());
+        if total > 0 {
+            moved.set_length(total);
+        }
+        moved.set_position(done);
+    });
+    (Some(bar), Some(callback))
+}
+
+#[cfg(feature = "aws")]
+async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
+    use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
+    use tagwarden::aws::reconcile::Reconciler;
+    use tagwarden::aws::tags::Tagger;
+    use tagwarden::aws::Clients;
+
+    let location: PolicyLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
     let mut loader = tagwarden::aws::config_loader();
     if let Some(r) = &args.region {
         loader = loader.region(aws_config::Region::new(r.clone()));
@@ -164,30 +210,90 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
     let clients = Clients::new(&loader.load().await);
     let mut reconciler = Reconciler::new(
         Tagger::new(clients.clone()),
-        policy_store(&clients, location.clone(), Duration::ZERO),
+        policy_store(&clients, location.clone(), std::time::Duration::ZERO),
         Vec::new(),
     );
     reconciler.engine.dry_run = args.dry_run;
     reconciler.sweep.concurrency = args.concurrency;
     reconciler.sweep.ec2_batch = usize::from(args.ec2_batch);
-    let bar = progress_bar();
-    if let Some(bar) = &bar {
-        let bar = bar.clone();
-        reconciler.progress = Some(std::sync::Arc::new(move |phase: &str, done: u64, total: u64| {
-            bar.set_message(phase.to_string());
-            if total > 0 {
-                bar.set_length(total);
-            }
-            bar.set_position(done);
-        }));
-    }
+    let (bar, callback) = progress();
+    reconciler.progress = callback;
     let started = Instant::now();
     let out = reconciler.sweep(true).await;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    Ok(Swept {
+        policy: location.to_string(),
+        is_set: reconciler.store.is_set(),
+        out,
+        api_calls: clients.calls.snapshot(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(not(feature = "aws"))]
+async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
+    anyhow::bail!("{}: this build has no AWS support; build tagwarden with --features aws", args.policy)
+}
+
+#[cfg(feature = "azure")]
+async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
+    use std::sync::Arc;
+    use tagwarden::azure::arm::ArmClient;
+    use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
+    use tagwarden::azure::identity::{ManagedIdentity, ARM_AUDIENCE};
+    use tagwarden::azure::reconcile::Reconciler;
+    use tagwarden::azure::CallCounter;
+
+    let location: BlobLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
+    if !location.has_sas() {
+        anyhow::bail!(
+            "{location}: the CLI reads the policy blob with a SAS only; append one to the URL (az storage blob generate-sas --as-user …)"
+        );
+    }
+    if args.scope.is_empty() {
+        anyhow::bail!(
+            "an Azure sweep needs --scope: the subscription (/subscriptions/ID) or resource group (/subscriptions/ID/resourceGroups/NAME) to list owned resources in; repeat it for several"
+        );
+    }
+    if let Some(bad) = args.scope.iter().find(|s| !s.to_ascii_lowercase().starts_with("/subscriptions/")) {
+        anyhow::bail!("--scope {bad:?} is not a subscription or resource group ID: expected /subscriptions/ID[/resourceGroups/NAME]");
+    }
+    let token = std::env::var("TAGWARDEN_ARM_TOKEN").ok().filter(|t| !t.trim().is_empty()).context(
+        "an Azure sweep needs an ARM access token in TAGWARDEN_ARM_TOKEN: export TAGWARDEN_ARM_TOKEN=$(az account get-access-token --resource https://management.azure.com/ --query accessToken -o tsv)",
+    )?;
+    let endpoint: tagwarden::azure::reqwest::Url =
+        args.arm_endpoint.parse().with_context(|| format!("--arm-endpoint {:?} is not a URL", args.arm_endpoint))?;
+    let http = tagwarden::azure::http_client(std::time::Duration::from_secs(30)).context("HTTP client")?;
+    let calls = CallCounter::default();
+    let identity = Arc::new(ManagedIdentity::given(ARM_AUDIENCE, token.trim().to_string(), calls.clone()));
+    let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone());
+    let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone());
+    let mut reconciler = Reconciler::new(arm, store, Vec::new());
+    reconciler.sweep_scopes = args.scope.clone();
+    reconciler.engine = tagwarden::enforce::Engine::new(args.concurrency.max(1));
+    reconciler.engine.dry_run = args.dry_run;
+    let started = Instant::now();
+    let out = reconciler.sweep(true).await;
+    Ok(Swept {
+        policy: location.to_string(),
+        is_set: reconciler.store.is_set(),
+        out,
+        api_calls: calls.snapshot(),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(not(feature = "azure"))]
+async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
+    anyhow::bail!("{}: this build has no Azure support; build tagwarden with --features azure", args.policy)
+}
+
+fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
+    let Swept { policy, is_set, out, api_calls, seconds } = swept;
     if let Some(e) = &out.error {
-        anyhow::bail!("{e}");
+        return Err(anyhow::anyhow!("{e}").into());
     }
     let mut clusters: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
     for r in &out.records {
@@ -203,15 +309,14 @@ async fn sweep(args: &Args, location: PolicyLocation) -> anyhow::Result<Summary>
             counts: Counts::of(records.iter().copied()),
         })
         .collect();
-    let set = reconciler.store.is_set();
     Ok(Summary {
-        policy: location.to_string(),
-        policy_version: if set { None } else { out.records.first().map(|r| r.policy_version.clone()) },
+        policy,
+        policy_version: if is_set { None } else { out.records.first().map(|r| r.policy_version.clone()) },
         dry_run: args.dry_run,
         totals: Counts::of(out.records.iter()),
         clusters,
-        seconds: started.elapsed().as_secs_f64(),
-        api_calls: clients.calls.snapshot(),
+        seconds,
+        api_calls,
         records: out.records,
     })
 }
