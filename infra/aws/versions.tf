@@ -1,5 +1,5 @@
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.9" # validations that read another variable (infra_id / infra_ids)
 
   required_providers {
     aws = {

@@ -72,8 +72,9 @@ locals {
     for s in local.enforcement_scopes : s => "${strcontains(lower(s), "/resourcegroups/") ? "rg" : "sub"}-${substr(sha1(lower(s)), 0, 8)}"
   }
 
-  # Blob events for the policy: created/overwritten blobs under the policy blob or prefix.
-  policy_subject_prefix = "/blobServices/default/containers/${local.policy_container}/blobs/${local.layered ? var.policy_prefix : local.policy_blob}"
+  # Blob events for the policy: created/overwritten blobs under the policy blob, prefix or set (the
+  # function sweeps only the clusters whose folder a change is in).
+  policy_subject_prefix = "/blobServices/default/containers/${local.policy_container}/blobs/${local.cluster_set ? local.set_prefix : local.layered ? var.policy_prefix : local.policy_blob}"
 }
 
 ################################################################################

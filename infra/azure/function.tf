@@ -115,6 +115,14 @@ resource "azurerm_function_app_flex_consumption" "this" {
 
   lifecycle {
     precondition {
+      condition     = !local.cluster_set || (var.policy_blob == null && var.policy_document == null && length(var.policy_layers) == 0)
+      error_message = "A cluster set (infra_ids) keeps one policy per cluster: use cluster_policy_documents (and policy_prefix for the set's location), not policy_blob, policy_document or policy_layers."
+    }
+    precondition {
+      condition     = length(setsubtract(keys(var.cluster_policy_documents), local.clusters)) == 0 && (local.cluster_set || length(var.cluster_policy_documents) == 0)
+      error_message = "cluster_policy_documents needs infra_ids, and its keys must be listed in infra_ids: ${join(", ", setsubtract(keys(var.cluster_policy_documents), local.clusters))}."
+    }
+    precondition {
       condition     = !(var.policy_blob != null && var.policy_prefix != null)
       error_message = "Set policy_blob (one document) or policy_prefix (layers), not both."
     }

@@ -1,4 +1,4 @@
-# tagwarden for one Azure subscription and one cluster (infra_id): the resource group, the
+# tagwarden for one Azure subscription and one cluster (infra_id) or a set of clusters (infra_ids): the resource group, the
 # identities and the values the other files share. Function App: function.tf. Storage and policy:
 # storage.tf. Event Grid: events.tf. Role assignments: rbac.tf. Monitoring: monitoring.tf.
 
@@ -13,7 +13,13 @@ data "azurerm_resource_group" "existing" {
 }
 
 locals {
-  name = "${var.name}-${var.infra_id}"
+  # One cluster (infra_id) or a cluster set (infra_ids, issue 12).
+  cluster_set = var.infra_ids != null
+  clusters    = local.cluster_set ? var.infra_ids : compact([var.infra_id])
+  # How descriptions name what the deployment serves (a list of infraIDs would not fit them).
+  label = local.cluster_set ? "cluster set ${var.name}" : var.infra_id
+
+  name = local.cluster_set ? var.name : "${var.name}-${var.infra_id}"
   tags = var.tags
 
   subscription_id = data.azurerm_subscription.current.id # "/subscriptions/<guid>"
@@ -22,7 +28,7 @@ locals {
   resource_group_id   = var.create_resource_group ? azurerm_resource_group.this[0].id : data.azurerm_resource_group.existing[0].id
 
   # Stable 6-character suffix for globally unique names (storage accounts, the app's host name).
-  suffix = substr(sha1("${local.subscription_id}/${var.name}/${var.infra_id}"), 0, 6)
+  suffix = substr(sha1(local.cluster_set ? "${local.subscription_id}/${var.name}/*" : "${local.subscription_id}/${var.name}/${var.infra_id}"), 0, 6)
   # Storage account names: 3-24 lowercase letters and digits.
   storage_base        = substr(replace(local.name, "-", ""), 0, 16)
   runtime_sa_name     = "${local.storage_base}${local.suffix}r"
@@ -31,31 +37,32 @@ locals {
   function_drift_name = "drift" # drift/function.json (eventGridTrigger)
   function_sweep_name = "sweep" # sweep/function.json (timerTrigger)
 
-  # The ownership tag (DESIGN.md §1; '/' is illegal in Azure tag names).
-  ownership_tag_key   = "kubernetes.io_cluster.${var.infra_id}"
-  ownership_tag_value = "owned"
-
-  # Policy location: one blob (policy_blob) or layers under policy_prefix.
-  layered     = var.policy_prefix != null
-  policy_blob = local.layered ? null : coalesce(var.policy_blob, "tagwarden/infrastructure.yaml")
-  # Directory of the single blob ("" when the name has no '/'), or the layer prefix.
-  policy_dir = (local.layered ? var.policy_prefix :
+  # Policy location: one blob (policy_blob), layers under policy_prefix, or a cluster set under
+  # policy_prefix (default clusters/), one folder of layers per cluster.
+  set_prefix  = local.cluster_set ? coalesce(var.policy_prefix, "clusters/") : null
+  layered     = !local.cluster_set && var.policy_prefix != null
+  policy_blob = local.layered || local.cluster_set ? null : coalesce(var.policy_blob, "tagwarden/infrastructure.yaml")
+  # Directory of the single blob ("" when the name has no '/'), the layer prefix, or the set's.
+  policy_dir = (local.cluster_set ? local.set_prefix : local.layered ? var.policy_prefix :
   (strcontains(local.policy_blob, "/") ? "${join("/", slice(split("/", local.policy_blob), 0, length(split("/", local.policy_blob)) - 1))}/" : ""))
-  status_blob = "${local.policy_dir}tagwarden-status.json"
+  # The status report beside the policy; in a set, one per cluster beside its policy ('*': any infraID).
+  status_blob = local.cluster_set ? "${local.set_prefix}*/tagwarden-status.json" : "${local.policy_dir}tagwarden-status.json"
 
   policy_container      = "policy"
   dead_letter_container = "dead-letters"
   deployment_container  = "app-package"
 
   policy_container_url = "${azurerm_storage_account.policy.primary_blob_endpoint}${local.policy_container}"
-  # TAGWARDEN_POLICY, the function's contract: the blob URL, or the prefix URL ending in '/'.
-  policy_url = "${local.policy_container_url}/${local.layered ? var.policy_prefix : local.policy_blob}"
+  # TAGWARDEN_POLICY, the function's contract: the blob URL, the prefix URL ending in '/', or a
+  # cluster set's URL ending in '*/'.
+  policy_url = "${local.policy_container_url}/${local.cluster_set ? "${local.set_prefix}*/" : local.layered ? var.policy_prefix : local.policy_blob}"
   status_url = "${local.policy_container_url}/${local.status_blob}"
 
   # Scopes for Tag Contributor + Reader and for the ARM event topics. Issue 17 item 14 / DESIGN.md §9
   # ("Tag Contributor scoped as narrowly as possible"): default to the cluster's resource group
-  # (OpenShift IPI: "<infra_id>-rg"), never silently to the whole subscription.
-  enforcement_scopes  = toset(coalesce(var.enforcement_scopes, ["${local.subscription_id}/resourceGroups/${var.infra_id}-rg"]))
+  # (OpenShift IPI: "<infra_id>-rg"), never silently to the whole subscription; in a set, each
+  # cluster's resource group.
+  enforcement_scopes  = toset(coalesce(var.enforcement_scopes, [for id in local.clusters : "${local.subscription_id}/resourceGroups/${id}-rg"]))
   rg_scopes           = [for s in local.enforcement_scopes : s if strcontains(lower(s), "/resourcegroups/")]
   subscription_scopes = [for s in local.enforcement_scopes : s if !strcontains(lower(s), "/resourcegroups/")]
   # A resource group inside a listed subscription would deliver every event twice (two topics).

@@ -13,6 +13,14 @@ locals {
   ]
   metric_dimensions = ["Cloud", "ResourceType", "InfraID"]
 
+  # The InfraID value of the deployment's own metrics (events received and ignored, policies
+  # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
+  # whose resource metrics carry each cluster's own InfraID.
+  deployment_infra_id = local.cluster_set ? "all" : var.infra_id
+  # What the workbook shows: one cluster by ResourceType; a set by cluster (and "all").
+  workbook_infra_ids = distinct(concat(local.clusters, [local.deployment_infra_id]))
+  workbook_split     = local.cluster_set ? "InfraID" : "ResourceType"
+
   # Workbook metric ids are "<namespace, lowercase>--<metric>"; aggregation 1 = Sum, 4 = Average.
   workbook_metric_items = [for m in local.tagwarden_metrics : {
     type = 10
@@ -31,12 +39,12 @@ locals {
         metric      = "${lower(local.metric_namespace)}--${m}"
         aggregation = m == "ReconcileLatency" ? 4 : 1
       }]
-      filters = [{ key = "InfraID", operator = 0, values = [var.infra_id] }]
-      title   = m == "ReconcileLatency" ? "ReconcileLatency (ms, average) by ResourceType" : "${m} by ResourceType"
+      filters = [{ key = "InfraID", operator = 0, values = local.workbook_infra_ids }]
+      title   = m == "ReconcileLatency" ? "ReconcileLatency (ms, average) by ${local.workbook_split}" : "${m} by ${local.workbook_split}"
       gridSettings = {
         rowLimit = 10000
       }
-      splitBy = [{ dimension = "ResourceType", sort = 2, limit = 10 }]
+      splitBy = [{ dimension = local.workbook_split, sort = 2, limit = local.cluster_set ? 50 : 10 }]
     }
     customWidth = "33"
   }]
@@ -49,7 +57,7 @@ locals {
         name = "header"
         content = {
           json = join("\n", [
-            "## tagwarden — cluster `${var.infra_id}`",
+            local.cluster_set ? "## tagwarden — cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "## tagwarden — cluster `${var.infra_id}`",
             "Function App `${local.function_app_name}` · policy `${local.policy_url}` · status report `${local.status_url}`.",
             "Custom metrics: namespace `${local.metric_namespace}` on the Function App, dimensions ${join(", ", local.metric_dimensions)}. Dead-lettered events land in container `${local.dead_letter_container}` of `${local.policy_sa_name}`.",
           ])
@@ -75,8 +83,9 @@ locals {
               { namespace = lower(local.metric_namespace), metric = "${lower(local.metric_namespace)}--ComplianceLag", aggregation = 3 },
               { namespace = lower(local.metric_namespace), metric = "${lower(local.metric_namespace)}--ComplianceLag", aggregation = 4 },
             ]
-            filters = [{ key = "InfraID", operator = 0, values = [var.infra_id] }]
-            title   = "ComplianceLag (ms): event time to correction, max / average"
+            filters = [{ key = "InfraID", operator = 0, values = local.clusters }]
+            title   = "ComplianceLag (ms): event time to correction, max / average${local.cluster_set ? " by InfraID" : ""}"
+            splitBy = local.cluster_set ? [{ dimension = "InfraID", sort = 2, limit = 50 }] : []
           }
           customWidth = "33"
         },
@@ -132,17 +141,23 @@ locals {
   alert_action_group_ids = length(azurerm_monitor_action_group.this) > 0 ? [azurerm_monitor_action_group.this[0].id] : []
 
   # Custom-metric alerts on the Function App (skip_metric_validation: the metric does not exist
-  # until the function first publishes it).
+  # until the function first publishes it). One rule per purpose, whatever the number of clusters:
+  # a rule whose dimension lists several values monitors each value's time series on its own and
+  # fires per InfraID ("Monitor multiple time series", learn.microsoft.com, "Metric alerts"), so a
+  # cluster set's write failures and lag alert per cluster, and a rejected policy is the
+  # deployment's ("all").
   custom_metric_alerts = {
     write-failures = {
       metric      = "WriteFailures"
+      infra_ids   = local.clusters
       severity    = 2
-      description = "tagwarden ${var.infra_id}: tag writes failed (see the status report ${local.status_url} and the function's logs)."
+      description = "tagwarden ${local.label}: tag writes failed (see the status report ${local.status_url} and the function's logs)."
     }
     policy-rejected = {
       metric      = "PolicyRejected"
+      infra_ids   = [local.deployment_infra_id]
       severity    = 1
-      description = "tagwarden ${var.infra_id}: a new policy version was rejected; the last known good version stays in force."
+      description = "tagwarden ${local.label}: a new policy version was rejected; the last known good version stays in force."
     }
   }
 
@@ -175,7 +190,7 @@ resource "azurerm_application_insights_workbook" "this" {
   name                = uuidv5("url", "https://tagwarden/${local.subscription_id}/${local.name}/workbook")
   resource_group_name = local.resource_group_name
   location            = var.location
-  display_name        = "tagwarden ${var.infra_id}"
+  display_name        = "tagwarden ${local.label}"
   source_id           = lower(azurerm_application_insights.this.id)
   category            = "workbook"
   data_json           = jsonencode(local.workbook)
@@ -233,7 +248,7 @@ resource "azurerm_monitor_metric_alert" "custom" {
     dimension {
       name     = "InfraID"
       operator = "Include"
-      values   = [var.infra_id]
+      values   = each.value.infra_ids
     }
   }
 
@@ -255,7 +270,7 @@ resource "azurerm_monitor_metric_alert" "compliance_lag" {
   name                = "${local.name}-compliance-lag"
   resource_group_name = local.resource_group_name
   scopes              = [azurerm_function_app_flex_consumption.this.id]
-  description         = "tagwarden ${var.infra_id}: a resource stayed out of line longer than ${var.compliance_lag_threshold_ms} ms (ComplianceLag maximum): check Event Grid delivery, throttling and the function's errors."
+  description         = "tagwarden ${local.label}: a resource stayed out of line longer than ${var.compliance_lag_threshold_ms} ms (ComplianceLag maximum): check Event Grid delivery, throttling and the function's errors."
   severity            = 2
   frequency           = "PT5M"
   window_size         = var.alert_window
@@ -272,7 +287,7 @@ resource "azurerm_monitor_metric_alert" "compliance_lag" {
     dimension {
       name     = "InfraID"
       operator = "Include"
-      values   = [var.infra_id]
+      values   = local.clusters
     }
   }
 
@@ -290,7 +305,7 @@ resource "azurerm_monitor_metric_alert" "function_errors" {
   name                = "${local.name}-function-errors"
   resource_group_name = local.resource_group_name
   scopes              = [azurerm_application_insights.this.id]
-  description         = "tagwarden ${var.infra_id}: function invocations failed (Event Grid retries them, then dead-letters)."
+  description         = "tagwarden ${local.label}: function invocations failed (Event Grid retries them, then dead-letters)."
   severity            = 2
   frequency           = "PT5M"
   window_size         = var.alert_window
@@ -322,7 +337,7 @@ resource "azurerm_monitor_metric_alert" "dead_letters" {
   name                = "${local.name}-dead-letters-${each.key}"
   resource_group_name = local.resource_group_name
   scopes              = [each.value]
-  description         = "tagwarden ${var.infra_id}: ${each.key} events were dead-lettered into ${local.dead_letter_container}; inspect, fix, re-deliver (or rely on the next sweep)."
+  description         = "tagwarden ${local.label}: ${each.key} events were dead-lettered into ${local.dead_letter_container}; inspect, fix, re-deliver (or rely on the next sweep)."
   severity            = 2
   frequency           = "PT5M"
   window_size         = var.alert_window

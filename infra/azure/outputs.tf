@@ -44,12 +44,12 @@ output "policy_container_url" {
 }
 
 output "policy_url" {
-  description = "TAGWARDEN_POLICY: the policy blob URL, or the layer prefix URL ending in '/'."
+  description = "TAGWARDEN_POLICY: the policy blob URL, the layer prefix URL ending in '/', or a cluster set's URL ending in '*/'."
   value       = local.policy_url
 }
 
 output "status_report_url" {
-  description = "Where the function writes its status report (the only blob it may write)."
+  description = "Where the function writes its status report, the only blob it may write (in a cluster set `*` stands for each infraID)."
   value       = local.status_url
 }
 
@@ -136,4 +136,9 @@ output "metric_alert_ids" {
 output "action_group_id" {
   description = "Action group the alerts notify, or null when no email/webhook is configured."
   value       = one(azurerm_monitor_action_group.this[*].id)
+}
+
+output "infra_ids" {
+  description = "The clusters this deployment enforces (`[infra_id]` for one cluster)."
+  value       = local.clusters
 }

@@ -44,7 +44,9 @@ locals {
   # ABAC (condition version 2.0): every data action of Storage Blob Data Contributor that changes a
   # blob is allowed only on the status report blob. Azure RBAC cannot scope an assignment to a single
   # blob; the narrowest scope is the container, and the condition narrows it to one blob path.
-  # Reads stay unconditioned (Storage Blob Data Reader grants them anyway).
+  # Reads stay unconditioned (Storage Blob Data Reader grants them anyway). A cluster set has one
+  # report per cluster, <prefix><infraID>/tagwarden-status.json: StringLike with '*' for the infraID
+  # (Azure ABAC "Conditions format": StringLike, '*' matches any sequence of characters).
   status_report_condition = <<-EOT
     (
      (
@@ -58,7 +60,7 @@ locals {
      )
      OR
      (
-      @Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringEquals '${local.status_blob}'
+      @Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] ${local.cluster_set ? "StringLike" : "StringEquals"} '${local.status_blob}'
      )
     )
   EOT
@@ -75,7 +77,7 @@ resource "azurerm_role_assignment" "tag_contributor" {
   role_definition_id = "/subscriptions/${split("/", each.value)[2]}/providers/Microsoft.Authorization/roleDefinitions/${local.role_ids.tag_contributor}"
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: write tags on owned resources (Microsoft.Resources/tags)."
+  description        = "tagwarden ${local.label}: write tags on owned resources (Microsoft.Resources/tags)."
 }
 
 # Reader: the sweep lists resources (Resource Graph / resources?$filter=tagName) and the event path
@@ -88,7 +90,7 @@ resource "azurerm_role_assignment" "reader" {
   role_definition_id = "/subscriptions/${split("/", each.value)[2]}/providers/Microsoft.Authorization/roleDefinitions/${local.role_ids.reader}"
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: read resources and their tags to plan writes."
+  description        = "tagwarden ${local.label}: read resources and their tags to plan writes."
 }
 
 # Storage Blob Data Reader on the policy container only (not the account: the dead-letter container
@@ -98,7 +100,7 @@ resource "azurerm_role_assignment" "policy_reader" {
   role_definition_id = local.role_def.storage_blob_data_reader
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: read the policy."
+  description        = "tagwarden ${local.label}: read the policy."
 }
 
 # Storage Blob Data Contributor on the policy container, conditioned (ABAC) to the status report
@@ -110,7 +112,7 @@ resource "azurerm_role_assignment" "status_report_writer" {
   principal_type     = "ServicePrincipal"
   condition_version  = "2.0"
   condition          = local.status_report_condition
-  description        = "tagwarden ${var.infra_id}: write only ${local.status_blob} (ABAC condition on the blob path)."
+  description        = "tagwarden ${local.label}: write only ${local.status_blob} (ABAC condition on the blob path)."
 }
 
 # Monitoring Metrics Publisher on the Function App: the custom metrics REST API only accepts metrics
@@ -121,7 +123,7 @@ resource "azurerm_role_assignment" "metrics_publisher" {
   role_definition_id = local.role_def.monitoring_metrics_publisher
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: publish TagWarden custom metrics on the Function App."
+  description        = "tagwarden ${local.label}: publish TagWarden custom metrics on the Function App."
 }
 
 # Monitoring Metrics Publisher on Application Insights, only when local auth is off: Entra-ID
@@ -133,7 +135,7 @@ resource "azurerm_role_assignment" "app_insights_publisher" {
   role_definition_id = local.role_def.monitoring_metrics_publisher
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: send telemetry to Application Insights with Entra ID."
+  description        = "tagwarden ${local.label}: send telemetry to Application Insights with Entra ID."
 }
 
 # Platform identity: host state (AzureWebJobsStorage__credential=managedidentity:
@@ -146,7 +148,7 @@ resource "azurerm_role_assignment" "runtime_storage" {
   role_definition_id = local.role_def.storage_blob_data_contributor
   principal_id       = azurerm_user_assigned_identity.platform.principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: Functions host state and deployment package."
+  description        = "tagwarden ${local.label}: Functions host state and deployment package."
 }
 
 # Issue 17 item 2: the `sweep-queue` function reads the sweep queue through the AzureWebJobsStorage
@@ -159,7 +161,7 @@ resource "azurerm_role_assignment" "sweep_queue_reader" {
   role_definition_id = local.role_def.storage_queue_data_reader
   principal_id       = azurerm_user_assigned_identity.platform.principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: sweep-queue trigger reads the policy-change queue."
+  description        = "tagwarden ${local.label}: sweep-queue trigger reads the policy-change queue."
 }
 
 resource "azurerm_role_assignment" "sweep_queue_processor" {
@@ -167,7 +169,7 @@ resource "azurerm_role_assignment" "sweep_queue_processor" {
   role_definition_id = local.role_def.storage_queue_data_processor
   principal_id       = azurerm_user_assigned_identity.platform.principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: sweep-queue trigger dequeues and deletes policy-change messages."
+  description        = "tagwarden ${local.label}: sweep-queue trigger dequeues and deletes policy-change messages."
 }
 
 # The host moves a message that keeps failing to "<queue>-poison" (create-if-not-exists + add):
@@ -177,7 +179,7 @@ resource "azurerm_role_assignment" "sweep_poison_queue" {
   role_definition_id = local.role_def.storage_queue_data_contributor
   principal_id       = azurerm_user_assigned_identity.platform.principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: sweep-queue trigger moves failing messages to the poison queue."
+  description        = "tagwarden ${local.label}: sweep-queue trigger moves failing messages to the poison queue."
 }
 
 # Event Grid delivers the policy BlobCreated events with the policy topic's identity: "Azure Queue
@@ -187,7 +189,7 @@ resource "azurerm_role_assignment" "sweep_queue_sender" {
   role_definition_id = local.role_def.storage_queue_data_sender
   principal_id       = azurerm_eventgrid_system_topic.policy.identity[0].principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: Event Grid delivers policy changes to the sweep queue."
+  description        = "tagwarden ${local.label}: Event Grid delivers policy changes to the sweep queue."
 }
 
 # Event Grid dead-lettering with the system topics' identities (shared keys are disabled): write
@@ -202,7 +204,7 @@ resource "azurerm_role_assignment" "dead_letter_writer" {
   role_definition_id = local.role_def.storage_blob_data_contributor
   principal_id       = each.value
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${var.infra_id}: Event Grid dead-letters (${each.key} events)."
+  description        = "tagwarden ${local.label}: Event Grid dead-letters (${each.key} events)."
 }
 
 # Whoever publishes the policy (pipeline, operators, the Terraform caller when it uploads
@@ -213,7 +215,7 @@ resource "azurerm_role_assignment" "policy_writers" {
   scope              = local.policy_container_scope
   role_definition_id = local.role_def.storage_blob_data_contributor
   principal_id       = each.value
-  description        = "tagwarden ${var.infra_id}: publish policy documents."
+  description        = "tagwarden ${local.label}: publish policy documents."
 }
 
 # Issue 17 item 4: "When you assign roles or remove role assignments, it can take up to 10 minutes

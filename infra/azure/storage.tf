@@ -152,7 +152,7 @@ resource "azurerm_storage_management_policy" "policy" {
 
 # Optional initial policy content (data-plane writes: provider `storage_use_azuread = true`).
 resource "azurerm_storage_blob" "policy_document" {
-  count = var.policy_document != null && !local.layered ? 1 : 0
+  count = var.policy_document != null && local.policy_blob != null ? 1 : 0
 
   name                   = local.policy_blob
   storage_account_name   = azurerm_storage_account.policy.name
@@ -160,6 +160,21 @@ resource "azurerm_storage_blob" "policy_document" {
   type                   = "Block"
   content_type           = "application/yaml"
   source_content         = var.policy_document
+
+  # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
+  depends_on = [time_sleep.role_propagation]
+}
+
+# A cluster set's initial policies, one folder per cluster (the name `tagwarden publish` uses).
+resource "azurerm_storage_blob" "cluster_policy" {
+  for_each = local.cluster_set ? var.cluster_policy_documents : {}
+
+  name                   = "${local.set_prefix}${each.key}/10-cluster.yaml"
+  storage_account_name   = azurerm_storage_account.policy.name
+  storage_container_name = azurerm_storage_container.policy.name
+  type                   = "Block"
+  content_type           = "application/yaml"
+  source_content         = each.value
 
   # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
   depends_on = [time_sleep.role_propagation]

@@ -3,18 +3,49 @@
 ################################################################################
 
 variable "infra_id" {
-  description = "The cluster's infrastructure name (OpenShift `status.infrastructureName`, e.g. `mycluster-7xk2p`). Only resources tagged `kubernetes.io_cluster.<infra_id>=owned` are ever written."
+  description = "One cluster: its infrastructure name (OpenShift `status.infrastructureName`, e.g. `mycluster-7xk2p`). Only resources tagged `kubernetes.io_cluster.<infra_id>=owned` are ever written. Set this or `infra_ids`, not both."
   type        = string
+  default     = null
 
   validation {
     # OpenShift: cluster name truncated to 21 characters + '-' + 5 random characters.
-    condition     = can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", var.infra_id))
+    condition     = var.infra_id == null ? true : can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", var.infra_id))
     error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
+  }
+
+  validation {
+    condition     = (var.infra_id == null) != (var.infra_ids == null)
+    error_message = "Set infra_id (one cluster) or infra_ids (a cluster set, one deployment for every cluster of the subscription), exactly one of them."
+  }
+}
+
+variable "infra_ids" {
+  description = "A cluster set (issue 12): every cluster of the subscription this one deployment enforces. Each cluster publishes its own policy under `<policy_prefix><infraID>/` (default prefix `clusters/`), and the function applies to each resource the policy of the cluster whose `kubernetes.io_cluster.<infraID>=owned` tag it carries. Without `enforcement_scopes`, each cluster's `<infraID>-rg` is a scope. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
+  type        = list(string)
+  default     = null
+
+  validation {
+    condition = var.infra_ids == null ? true : (
+      length(var.infra_ids) > 0 && length(distinct(var.infra_ids)) == length(var.infra_ids) &&
+      alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))])
+    )
+    error_message = "infra_ids must be a non-empty list of distinct OpenShift infraIDs (1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit)."
+  }
+}
+
+variable "cluster_policy_documents" {
+  description = "Cluster set (`infra_ids`) only, optional: initial policy per cluster, infraID => content, written to `<policy_prefix><infraID>/10-cluster.yaml` (the name `tagwarden publish` uses). Usually each cluster publishes its own; a cluster without a policy is not enforced, and its events are counted as ignored."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for d in values(var.cluster_policy_documents) : length(d) > 0])
+    error_message = "cluster_policy_documents values must not be empty."
   }
 }
 
 variable "name" {
-  description = "Name prefix for every resource. Resources are named `<name>-<infra_id>[-suffix]` (storage accounts: the same without '-', shortened, plus a stable hash), so several clusters can share a subscription."
+  description = "Name prefix for every resource. Resources are named `<name>-<infra_id>[-suffix]`, or `<name>[-suffix]` for a cluster set (storage accounts: the same without '-', shortened, plus a stable hash)."
   type        = string
   default     = "tagwarden"
 

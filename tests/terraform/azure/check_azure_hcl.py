@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Structural checks of infra/azure and infra/examples/azure-basic without the azurerm provider.
+"""Structural checks of infra/azure, infra/examples/azure-basic and infra/examples/azure-clusters without the azurerm provider.
 
 There is no azurerm provider offline, so `terraform init/validate` cannot run. This parses every .tf
 file with python-hcl2 (pinned in scripts/install-tools, own venv) and asserts the facts the design
@@ -22,6 +22,7 @@ import hcl2
 ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
 MODULE = ROOT / "infra/azure"
 EXAMPLE = ROOT / "infra/examples/azure-basic"
+CLUSTERS_EXAMPLE = ROOT / "infra/examples/azure-clusters"
 
 CONTRACT_KEYS = [
     "TAGWARDEN_POLICY", "TAGWARDEN_ARM_ENDPOINT", "POLICY_TTL", "TAGWARDEN_SELF_PRINCIPAL_ID",
@@ -257,8 +258,9 @@ def main() -> int:
     check("defaults: ARM endpoint https://management.azure.com, POLICY_TTL 60, sweep hourly",
           var_default(V, "arm_endpoint") == "https://management.azure.com" and var_default(V, "policy_ttl_seconds") == 60
           and var_default(V, "sweep_schedule") == "0 0 * * * *")
-    check("policy_container named `policy`, status blob is tagwarden-status.json",
-          L.get("policy_container") == "policy" and str(L.get("status_blob", "")).endswith("tagwarden-status.json"))
+    check("policy_container named `policy`, status blob is tagwarden-status.json (a set: one per cluster folder)",
+          L.get("policy_container") == "policy" and "${local.policy_dir}tagwarden-status.json" in str(L.get("status_blob", ""))
+          and "${local.set_prefix}*/tagwarden-status.json" in str(L.get("status_blob", "")))
 
     # Event Grid: ARM topics, one per enforcement scope (issue 17 item 1: one system topic per source).
     topic = R.get(("azurerm_eventgrid_system_topic", "arm"), {})
@@ -393,7 +395,7 @@ def main() -> int:
     check("item 14: enforcement_scopes default null -> the cluster's resource group <infra_id>-rg; empty list refused",
           "default" in V.get("enforcement_scopes", {}) and V["enforcement_scopes"]["default"] is None
           and "coalesce(var.enforcement_scopes" in es_local
-          and "${local.subscription_id}/resourceGroups/${var.infra_id}-rg" in es_local
+          and '[for id in local.clusters : "${local.subscription_id}/resourceGroups/${id}-rg"]' in es_local
           and "toset([local.subscription_id])" not in es_local
           and "length(var.enforcement_scopes) > 0" in es_valid, f"local={es_local}")
     dl = ra.get("dead_letter_writer", {})
@@ -418,7 +420,7 @@ def main() -> int:
     check("status report writer: ABAC condition 2.0 limits every blob change to the status blob path",
           sr.get("condition_version") == "2.0"
           and all(f"ActionMatches{{'Microsoft.Storage/storageAccounts/blobServices/containers/{a}'}}" in cond for a in write_actions)
-          and "@Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringEquals '${local.status_blob}'" in cond)
+          and """@Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] ${local.cluster_set ? "StringLike" : "StringEquals"} '${local.status_blob}'""" in cond)
     every_ra_described = [n for n, b in ra.items() if not b.get("description")]
     check("every role assignment has a description", not every_ra_described, f"{every_ra_described}")
     all_text = mod_text + ex_text
@@ -437,7 +439,9 @@ def main() -> int:
     check("workbook: data_json renders local.workbook built from every metric + DeadLetteredCount",
           wb.get("data_json") == "${jsonencode(local.workbook)}" and "local.workbook_metric_items" in wbl
           and "local.tagwarden_metrics" in wbi and "DeadLetteredCount" in wbl and L.get("metric_namespace") == "TagWarden")
-    check("workbook: metrics split by ResourceType and filtered on InfraID", "ResourceType" in wbi and "InfraID" in wbi)
+    check("workbook: metrics split by ResourceType (a set: by InfraID) and filtered on the deployment's InfraIDs",
+          "local.workbook_split" in wbi and "local.workbook_infra_ids" in wbi
+          and L.get("workbook_split") == '${local.cluster_set ? "InfraID" : "ResourceType"}')
     alerts = L.get("custom_metric_alerts", {})
     custom = R.get(("azurerm_monitor_metric_alert", "custom"), {})
     crit = first(custom.get("criteria"))
@@ -452,6 +456,40 @@ def main() -> int:
     ag = R.get(("azurerm_monitor_action_group", "this"), {})
     check("action group only when an email or webhook is given",
           "var.alert_emails" in str(ag.get("count")) and "var.alert_webhook_url" in str(ag.get("count")))
+
+    # Issue 12: one deployment for a cluster set.
+    check("issue 12: infra_id or infra_ids, exactly one (a validation reading both), infra_ids distinct and validated",
+          V.get("infra_id", {}).get("default", "x") is None and V.get("infra_ids", {}).get("default", "x") is None
+          and "(var.infra_id == null) != (var.infra_ids == null)" in json.dumps(V.get("infra_id", {}).get("validation"))
+          and "distinct(var.infra_ids)" in json.dumps(V.get("infra_ids", {}).get("validation")))
+    check("issue 12: clusters = infra_ids, or [infra_id]; a set's name has no infraID",
+          L.get("clusters") == "${local.cluster_set ? var.infra_ids : compact([var.infra_id])}"
+          and L.get("name") == '${local.cluster_set ? var.name : "${var.name}-${var.infra_id}"}')
+    check("issue 12: a set's TAGWARDEN_POLICY ends in */ under its prefix (default clusters/)",
+          '"${local.set_prefix}*/"' in str(L.get("policy_url")) and 'coalesce(var.policy_prefix, "clusters/")' in str(L.get("set_prefix")))
+    cp = R.get(("azurerm_storage_blob", "cluster_policy"), {})
+    check("issue 12: cluster_policy_documents become <prefix><infraID>/10-cluster.yaml, after role propagation",
+          "var.cluster_policy_documents" in str(cp.get("for_each")) and cp.get("name") == "${local.set_prefix}${each.key}/10-cluster.yaml"
+          and "${time_sleep.role_propagation}" in cp.get("depends_on", []))
+    check("issue 12: policy-change events cover the set's prefix",
+          "local.cluster_set ? local.set_prefix" in str(L.get("policy_subject_prefix")))
+    check("issue 12: write-failure and lag alerts monitor each cluster's InfraID; policy-rejected the deployment's ('all' in a set)",
+          alerts.get("write-failures", {}).get("infra_ids") == "${local.clusters}"
+          and alerts.get("policy-rejected", {}).get("infra_ids") == ["${local.deployment_infra_id}"]
+          and first(first(R.get(("azurerm_monitor_metric_alert", "compliance_lag"), {}).get("criteria")).get("dimension")).get("values") == "${local.clusters}"
+          and first(crit.get("dimension")).get("values") == "${each.value.infra_ids}"
+          and L.get("deployment_infra_id") == '${local.cluster_set ? "all" : var.infra_id}')
+    fn_pre = json.dumps(R.get(("azurerm_function_app_flex_consumption", "this"), {}).get("lifecycle"))
+    check("issue 12: a set refuses the single-policy inputs and documents of unlisted clusters (preconditions)",
+          "cluster_policy_documents needs infra_ids" in fn_pre and "A cluster set (infra_ids) keeps one policy per cluster" in fn_pre)
+    _, cx = parse_dir(CLUSTERS_EXAMPLE)
+    cm = cx["module"].get("tagwarden", {})
+    check_variables("azure-clusters", cx["variable"])
+    check("issue 12: example azure-clusters: three clusters, one module call with infra_ids and their documents",
+          cm.get("source") == "../../azure" and cm.get("infra_ids") == "${keys(var.clusters)}"
+          and "infra_id" not in cm and len(cx["variable"].get("clusters", {}).get("default", {})) == 3
+          and "cluster_policy_documents" in cm
+          and not [k for k in cm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")])
 
     # Outputs.
     want = ["function_app_id", "function_app_name", "principal_id", "policy_container_url", "event_subscription_ids", "workbook_id"]
@@ -469,7 +507,7 @@ def main() -> int:
                     if m_:
                         return (int(m_.group(1)), int(m_.group(2))), rp
         return None, {}
-    for label, d in (("infra/azure", MODULE), ("azure-basic", EXAMPLE)):
+    for label, d in (("infra/azure", MODULE), ("azure-basic", EXAMPLE), ("azure-clusters", CLUSTERS_EXAMPLE)):
         lb, rp = lower_bound(d)
         check(f"item 5: {label} pins azurerm >= 4.58 (custom runtime since 4.21, maximum_instance_count < 40 since 4.58) and declares hashicorp/time",
               lb is not None and lb >= AZURERM_MIN and "time" in rp, f"lower bound {lb}")

@@ -1,0 +1,43 @@
+# tagwarden for every OpenShift cluster of one Azure subscription: one deployment, three clusters
+# (issue 12). Each cluster's resource group is an enforcement scope (Tag Contributor and Reader
+# there, one Event Grid topic each); each cluster keeps its policy under clusters/<infraID>/ in the
+# policy container. Adding a cluster is one entry in var.clusters and one apply.
+
+provider "azurerm" {
+  features {}
+
+  subscription_id = var.subscription_id
+  # The module's storage accounts have shared keys disabled: the provider must use Entra ID for
+  # blob data (the initial policy uploads).
+  storage_use_azuread = true
+}
+
+data "azurerm_client_config" "current" {}
+
+module "tagwarden" {
+  source = "../../azure"
+
+  infra_ids    = keys(var.clusters)
+  location     = var.location
+  function_zip = var.function_zip
+  # Only for publishing outside Terraform (CI): see the azure-basic README.
+  package_published = var.package_published
+
+  # enforcement_scopes defaults to each cluster's "<infraID>-rg" (OpenShift IPI).
+
+  # Each cluster's first policy; later, each cluster publishes its own (`tagwarden publish`).
+  cluster_policy_documents = {
+    for id, user_tags in var.clusters : id => templatefile("${path.module}/policy/infrastructure.yaml.tftpl", {
+      infra_id  = id
+      location  = var.location
+      user_tags = user_tags
+    })
+  }
+  # The caller of `terraform apply` uploads the policies: it needs blob write on the policy container.
+  policy_writer_principal_ids = [data.azurerm_client_config.current.object_id]
+
+  sweep_schedule = "0 0 * * * *" # hourly
+  alert_emails   = var.alert_emails
+
+  tags = var.tags
+}

@@ -1,0 +1,51 @@
+variable "subscription_id" {
+  description = "The Azure subscription of the clusters (and of tagwarden)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9a-fA-F-]{36}$", var.subscription_id))
+    error_message = "subscription_id must be a subscription GUID."
+  }
+}
+
+variable "location" {
+  description = "Region of the function (must offer Flex Consumption)."
+  type        = string
+  default     = "westeurope"
+}
+
+variable "clusters" {
+  description = "The subscription's clusters: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`) => its user tags, as its Infrastructure object publishes them."
+  type        = map(map(string))
+  default = {
+    "dev-a1b2c"   = { team = "platform", environment = "dev" }
+    "stage-d3e4f" = { team = "platform", environment = "stage" }
+    "prod-g5h6i"  = { team = "platform", environment = "prod", cost-center = "4711" }
+  }
+}
+
+variable "function_zip" {
+  description = "Path to the packaged function, published during apply with the Azure CLI (One Deploy). null: publish it yourself, then apply again with `package_published = true`."
+  type        = string
+  default     = null
+}
+
+variable "package_published" {
+  description = "Set true after publishing the package outside Terraform, so that the ARM event subscriptions (which need the `drift` function) are created."
+  type        = bool
+  default     = false
+}
+
+variable "alert_emails" {
+  description = "Who receives the alerts."
+  type        = list(string)
+  default     = []
+}
+
+variable "tags" {
+  description = "Tags for the tagwarden resources themselves."
+  type        = map(string)
+  default = {
+    app = "tagwarden"
+  }
+}
