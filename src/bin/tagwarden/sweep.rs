@@ -111,9 +111,10 @@ impl Counts {
 pub fn run(args: Args) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     let azure = args.policy.starts_with("https://") || args.policy.starts_with("http://");
-    let swept = match azure {
-        true => runtime.block_on(Box::pin(sweep_azure(&args)))?,
-        false => runtime.block_on(Box::pin(sweep_aws(&args)))?,
+    let swept = if azure {
+        runtime.block_on(Box::pin(sweep_azure(&args)))?
+    } else {
+        runtime.block_on(Box::pin(sweep_aws(&args)))?
     };
     let summary = summarize(&args, swept)?;
     if args.json {
@@ -176,16 +177,13 @@ struct Swept {
     seconds: f64,
 }
 
+/// A progress bar on stderr when it is a terminal, and the callback the AWS sweep moves it with
+/// (phase, done, total). The Azure sweep reports no phases.
 #[cfg(feature = "aws")]
-type Progress = std::sync::Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
-
-/// A progress bar on stderr when it is a terminal, and the callback that moves it (the AWS sweep
-/// reports its phases; the Azure one lists, then reconciles).
-#[cfg(feature = "aws")]
-fn progress() -> (Option<indicatif::ProgressBar>, Option<Progress>) {
+fn progress() -> (Option<indicatif::ProgressBar>, Option<tagwarden::aws::sweep::Progress>) {
     let Some(bar) = progress_bar() else { return (None, None) };
     let moved = bar.clone();
-    let callback: Progress = std::sync::Arc::new(move |phase: &str, done: u64, total: u64| {
+    let callback: tagwarden::aws::sweep::Progress = std::sync::Arc::new(move |phase: &str, done: u64, total: u64| {
         moved.set_message(phase.to_string());
         if total > 0 {
             moved.set_length(total);
