@@ -1,12 +1,13 @@
 //! What is retried, how often, and what is reported instead, for both clouds.
 //!
-//! Every cloud error is classified once, where it is made (`aws::error`, `azure::error`), into an
-//! [`ErrorClass`]:
+//! Every failed cloud call is one [`CloudError`]: the call, its target, the service's answer, a
+//! hint that names the fix, and an [`ErrorClass`] given once, where the error is made
+//! (`aws::error` reads SDK error codes, `azure::error` HTTP statuses and ARM/Storage codes):
 //!
 //! | class | retried in the call | then |
 //! |---|---|---|
-//! | `Throttled` | SDK standard mode (AWS, 5 attempts), `Retry-After` (ARM) | the event is handed back (SQS / Event Grid redelivers); a sweep batch is re-sent after [`Backoff`] with jitter |
-//! | `Transient` (network, timeout, 5xx) | the same | handed back |
+//! | `Throttled` | SDK standard mode (AWS, 5 attempts), `Retry-After` (ARM) | the event is handed back (SQS / Event Grid redelivers); a sweep's write is sent again, 4 times at most, after a [`Backoff`] of 500 ms doubling to 8 s (`enforce::sweep::SweepOptions`) |
+//! | `Transient` (network, timeout, 5xx, ARM 409 busy, S3 `OperationAborted`) | the same; ARM 409/5xx and S3 `OperationAborted` wait by [`Backoff`] | handed back |
 //! | `NotFound` right after a create | [`Backoff`]: 6 reads, 250 ms doubling to 4 s (AWS); 4 (ARM) | handed back: eventual consistency outlasts one invocation |
 //! | `Denied` | no | AWS: recorded as a permanent failure with the missing grant; Azure: handed back, since a role assignment takes minutes to propagate and Event Grid's retries outlast it |
 //! | `TagLimit` | no | recorded as `limit-exceeded`: nothing is written |
@@ -16,10 +17,143 @@
 //! A permanent failure never fails the delivery (it would be retried for a day to the same end);
 //! a transient one always does, so nothing is dropped.
 
+use std::fmt;
 use std::time::Duration;
 
 use crate::cloud::Cloud;
-use crate::report::Failure;
+use crate::report::{Failure, Record, Status};
+
+/// A failed call to either cloud.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct CloudError {
+    pub cloud: Cloud,
+    /// `ec2:CreateTags`, `arm:GetTags`, `blob:GetBlob`, `identity:Token`…
+    pub operation: &'static str,
+    /// The resource ID or ARN, blob URL (without its SAS) or endpoint the call was about.
+    pub target: String,
+    /// The HTTP status, where one is known (the AWS SDK's error codes say as much).
+    pub status: Option<u16>,
+    /// The service's error code (`UnauthorizedOperation`, `ResourceNotFound`, `BlobNotFound`…).
+    pub code: String,
+    pub message: String,
+    pub class: ErrorClass,
+}
+
+impl fmt::Display for CloudError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: ", self.operation, self.target)?;
+        if let Some(s) = self.status {
+            write!(f, "HTTP {s} ")?;
+        }
+        f.write_str(&self.code)?;
+        if !self.message.is_empty() {
+            write!(f, ": {}", self.message)?;
+        }
+        if let Some(hint) = self.hint() {
+            write!(f, " (fix: {hint})")?;
+        }
+        Ok(())
+    }
+}
+
+impl CloudError {
+    /// An AWS error (the SDK's, see `aws::error`, or one of tagwarden's own checks).
+    pub fn aws(operation: &'static str, target: &str, code: &str, message: &str, class: ErrorClass) -> Self {
+        CloudError {
+            cloud: Cloud::Aws,
+            operation,
+            target: target.to_string(),
+            status: None,
+            code: code.to_string(),
+            message: message.to_string(),
+            class,
+        }
+    }
+
+    /// An Azure error, with the HTTP status of the answer when there was one.
+    pub fn azure(
+        operation: &'static str,
+        target: &str,
+        status: Option<u16>,
+        code: &str,
+        message: &str,
+        class: ErrorClass,
+    ) -> Self {
+        CloudError { cloud: Cloud::Azure, status, ..CloudError::aws(operation, target, code, message, class) }
+    }
+
+    /// Whether another delivery of the event is worth it.
+    pub fn failure(&self) -> Failure {
+        self.class.failure(self.cloud)
+    }
+
+    /// `record`, ended by this error: over the tag limit (the service's own check: a concurrent
+    /// writer got there first), unsupported, or failed (permanently or not).
+    pub fn into_record(self, record: Record) -> Record {
+        match self.class {
+            ErrorClass::TagLimit => Record { status: Status::LimitExceeded, error: Some(self.to_string()), ..record },
+            ErrorClass::Unsupported => record.unsupported(self.to_string()),
+            _ => record.failing(self.failure(), self.to_string()),
+        }
+    }
+
+    /// What the operator reading the log or the status report can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self.cloud {
+            Cloud::Aws => self.aws_hint(),
+            Cloud::Azure => self.azure_hint().map(str::to_owned),
+        }
+    }
+
+    fn aws_hint(&self) -> Option<String> {
+        const DENIED: &[&str] =
+            &["AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"];
+        if DENIED.contains(&self.code.as_str()) {
+            let grant = format!("grant {} to the function's role (infra/aws iam.tf)", self.operation);
+            // Tag writes are granted only on resources carrying the ownership tag.
+            Some(if crate::calls::is_write(self.operation) {
+                format!("{grant}, and check that the resource carries this cluster's ownership tag, which the grant is conditioned on")
+            } else {
+                grant
+            })
+        } else if self.class == ErrorClass::Unsupported {
+            Some("no tagging API takes this resource type; it is reported as unsupported, not written".to_string())
+        } else {
+            None
+        }
+    }
+
+    fn azure_hint(&self) -> Option<&'static str> {
+        match (self.class, self.operation) {
+            (ErrorClass::Denied, op) if op.starts_with("arm:MergeTags") => {
+                Some("grant the function's identity Tag Contributor on the resource's scope")
+            }
+            (ErrorClass::Denied, op) if op.starts_with("arm:") => {
+                Some("grant the function's identity Reader on the resource's scope")
+            }
+            (ErrorClass::Denied, "blob:PutBlob") => {
+                Some("grant the function's identity Storage Blob Data Contributor on the policy container")
+            }
+            (ErrorClass::Denied, op) if op.starts_with("blob:") => Some(
+                "grant the function's identity Storage Blob Data Reader on the policy container, or check the SAS",
+            ),
+            (ErrorClass::Denied, op) if op.starts_with("monitor:") => {
+                Some("grant the function's identity Monitoring Metrics Publisher on TAGWARDEN_METRICS_RESOURCE_ID")
+            }
+            (ErrorClass::Denied, op) if op.starts_with("identity:") => {
+                Some("check IDENTITY_ENDPOINT/IDENTITY_HEADER and that TAGWARDEN_SELF_CLIENT_ID names an identity assigned to the app")
+            }
+            (ErrorClass::TagLimit, _) => Some("the resource is at its tag limit, so nothing was written: remove unmanaged tags from it, or tags from the policy"),
+            (ErrorClass::Unsupported, _) => Some(
+                "this resource type refuses the Tags API's PATCH; set its tags with the resource's own update (e.g. az network ip-group update); not retried",
+            ),
+            (ErrorClass::Fatal, op) if op.starts_with("arm:MergeTags") => Some(
+                "ARM refuses these tags on this resource type (the message says which rule); change the policy for this type; not retried",
+            ),
+            _ => None,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
@@ -55,7 +189,10 @@ impl ErrorClass {
     }
 }
 
-/// Bounded exponential back-off: `first`, doubling, at most `max`, for `attempts` tries.
+/// The one back-off of both clouds: `first`, doubling, at most `max`, for `attempts` tries, each
+/// wait up to a quarter longer at random so that retries of many callers spread apart. Reads of a
+/// resource not visible yet, ARM's 409/5xx without `Retry-After`, and a sweep's throttled writes
+/// all wait by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     pub attempts: u32,
@@ -71,14 +208,15 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    /// The wait before retry number `attempt` (0-based).
+    /// The wait before retry number `attempt` (0-based), jitter included.
     pub fn delay(&self, attempt: u32) -> Duration {
-        self.first.saturating_mul(1 << attempt.min(16)).min(self.max)
+        let wait = self.first.saturating_mul(1 << attempt.min(16)).min(self.max);
+        wait + jitter(wait)
     }
 }
 
 /// Up to a quarter of `wait` more, from the clock's low bits: enough to spread retries apart.
-pub fn jitter(wait: Duration) -> Duration {
+fn jitter(wait: Duration) -> Duration {
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     wait.mul_f64(f64::from(nanos % 1000) / 4000.0)
@@ -104,8 +242,42 @@ mod tests {
             (Failure::Permanent, Failure::Transient)
         );
         let b = Backoff::default();
-        let waits: Vec<u128> = (0..6).map(|a| b.delay(a).as_millis()).collect();
-        assert_eq!(waits, [250, 500, 1000, 2000, 4000, 4000]);
-        assert!(jitter(Duration::from_secs(4)) <= Duration::from_secs(1));
+        for (attempt, base) in [250, 500, 1000, 2000, 4000, 4000].into_iter().enumerate() {
+            let wait = b.delay(attempt as u32).as_millis();
+            assert!((base..=base + base / 4).contains(&wait), "attempt {attempt}: {wait} ms");
+        }
+    }
+
+    #[test]
+    fn one_error_type_names_the_call_and_the_fix_on_both_clouds() {
+        let denied = CloudError::aws("s3:GetObject", "s3://b/p.yaml", "AccessDenied", "no", ErrorClass::Fatal);
+        assert_eq!(
+            denied.to_string(),
+            "s3:GetObject s3://b/p.yaml: AccessDenied: no (fix: grant s3:GetObject to the function's role (infra/aws iam.tf))"
+        );
+        assert_eq!(denied.failure(), Failure::Permanent);
+        let write = CloudError::aws("ec2:CreateTags", "i-1", "UnauthorizedOperation", "", ErrorClass::Fatal);
+        assert!(write.to_string().contains("ownership tag"), "a write's grant is conditioned on ownership: {write}");
+
+        let azure = CloudError::azure(
+            "arm:MergeTags",
+            "/subscriptions/s/x",
+            Some(403),
+            "AuthorizationFailed",
+            "",
+            ErrorClass::Denied,
+        );
+        assert_eq!(
+            azure.to_string(),
+            "arm:MergeTags /subscriptions/s/x: HTTP 403 AuthorizationFailed (fix: grant the function's identity Tag Contributor on the resource's scope)"
+        );
+        assert_eq!(azure.failure(), Failure::Transient, "a role assignment still propagating");
+
+        let record =
+            Record::failed(Cloud::Azure, &crate::resource::ResourceRef::ec2("i-1", "r", "a"), "v1", String::new());
+        let limit = CloudError::azure("arm:MergeTags", "x", Some(400), "InvalidTags", "", ErrorClass::TagLimit);
+        assert_eq!(limit.into_record(record.clone()).status, Status::LimitExceeded);
+        let unsupported = CloudError::aws("tag:TagResources", "arn", "X", "not supported", ErrorClass::Unsupported);
+        assert_eq!(unsupported.into_record(record).status, Status::Unsupported);
     }
 }

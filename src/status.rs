@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
-pub use crate::policy::cache::{PolicyState, Standing};
+use crate::policy::cache::{PolicyState, Standing};
 use crate::report::{Record, Status};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

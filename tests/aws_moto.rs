@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 use tagwarden::aws::function::{self, Invoked};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
-use tagwarden::aws::tags::{Backoff, Tagger};
+use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::error_policy::Backoff;
 use tagwarden::events::{self, Event};
 use tagwarden::report::{Record, Status};
 use tagwarden::resource::ResourceRef;
@@ -123,7 +124,7 @@ impl Env {
     }
 }
 
-async fn run(r: &Reconciler, event: &Event) -> tagwarden::aws::reconcile::Outcome {
+async fn run(r: &Reconciler, event: &Event) -> tagwarden::report::Outcome {
     let out = r.handle_event(event).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     out
@@ -388,7 +389,7 @@ async fn policy_cache_last_known_good_and_fail_closed() {
     env.publish("p.json", &infrastructure(&[("team", "platform")], &[])).await;
     let (p, change) = store.current(true).await;
     let v1 = p.expect("loaded").policy.version.clone();
-    assert!(matches!(change, Some(tagwarden::aws::policy_store::PolicyChange::Loaded { .. })));
+    assert!(matches!(change, Some(tagwarden::policy::cache::PolicyChange::Loaded { .. })));
     // Within the TTL: no call at all.
     env.clients.calls.reset();
     let _ = store.current(false).await;
@@ -403,7 +404,7 @@ async fn policy_cache_last_known_good_and_fail_closed() {
     let (p, change) = store.current(true).await;
     assert_eq!(p.expect("last known good").policy.version, v1);
     match change {
-        Some(tagwarden::aws::policy_store::PolicyChange::Rejected { errors }) => {
+        Some(tagwarden::policy::cache::PolicyChange::Rejected { errors }) => {
             assert_eq!(errors.len(), 2, "{errors:?}")
         }
         other => panic!("expected a rejection, got {other:?}"),
@@ -573,7 +574,7 @@ async fn sweep_batches_identical_deltas_and_isolates_a_failing_resource() {
     );
     env.publish("p.yaml", &policy).await;
     let mut rec = env.reconciler(&format!("s3://{}/p.yaml", env.bucket));
-    rec.sweep.ec2_batch = 4;
+    rec.tagger.ec2_batch = 4;
     let mut instances = Vec::new();
     for _ in 0..9 {
         instances.push(env.instance(&[], Some("owned")).await);
@@ -613,7 +614,7 @@ async fn sweep_batches_identical_deltas_and_isolates_a_failing_resource() {
         }
         v
     };
-    rec.sweep.ec2_batch = 1000;
+    rec.tagger.ec2_batch = 1000;
     env.clients.calls.reset();
     let out = rec.sweep(false).await;
     let applied = out.records.iter().filter(|r| r.status == Status::Applied).count();

@@ -17,9 +17,9 @@ use support::env::{
     OWN_PRINCIPAL, SOMEONE, SUB,
 };
 use support::fake::Fault;
-use tagwarden::azure::blob_store::PolicyChange;
 use tagwarden::azure::reqwest;
 use tagwarden::azure::server;
+use tagwarden::policy::cache::PolicyChange;
 
 fn statuses(body: &Value) -> Value {
     body["ReturnValue"]["by_status"].clone()

@@ -19,8 +19,9 @@ use serde_json::{json, Value};
 use tagwarden::cloud::Cloud;
 use tagwarden::cluster::mirror::{Write, DEFAULT_NAME};
 use tagwarden::cluster::{self, Change, ClusterError, Source, SourceDocument, StatusMirror};
+use tagwarden::policy::cache::PolicyState;
 use tagwarden::policy::load::load_one;
-use tagwarden::status::{PolicyState, ResourceFailure, StatusReport};
+use tagwarden::status::{ResourceFailure, StatusReport};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

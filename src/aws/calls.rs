@@ -8,7 +8,7 @@ use aws_smithy_runtime_api::client::orchestrator::Metadata;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 
-pub use crate::calls::{is_write, CallCounter};
+use crate::calls::CallCounter;
 
 impl Intercept for CallCounter {
     fn name(&self) -> &'static str {

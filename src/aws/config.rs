@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::policy_store::PolicyLocation;
 use super::reconcile::DEFAULT_CONCURRENCY;
-pub use crate::config::ConfigError;
+use crate::config::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {

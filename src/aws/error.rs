@@ -1,4 +1,4 @@
-//! AWS errors, classified the way the cluster-api-provider-aws seed does: what a retry can fix
+//! AWS errors as [`CloudError`]s, classified the way the cluster-api-provider-aws seed does: what a retry can fix
 //! (throttling, transient faults, a resource not yet visible after its creation) and what it cannot.
 //!
 //! Deliberately not here: what each class leads to (retried, handed back, reported), which is the
@@ -8,77 +8,10 @@ use std::fmt;
 
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 
-pub use crate::error_policy::ErrorClass;
+use crate::error_policy::{CloudError, ErrorClass};
 
-/// Codes that mean the function's role lacks a permission (or the ownership condition refused).
-const DENIED: &[&str] = &["AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"];
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub struct AwsError {
-    pub operation: &'static str,
-    pub resource: String,
-    pub code: String,
-    pub message: String,
-    pub class: ErrorClass,
-}
-
-impl fmt::Display for AwsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}: {}", self.operation, self.resource, self.code)?;
-        if !self.message.is_empty() {
-            write!(f, ": {}", self.message)?;
-        }
-        if let Some(hint) = self.hint() {
-            write!(f, " (fix: {hint})")?;
-        }
-        Ok(())
-    }
-}
-
-impl AwsError {
-    pub fn new(operation: &'static str, resource: &str, code: &str, message: &str, class: ErrorClass) -> Self {
-        AwsError {
-            operation,
-            resource: resource.to_string(),
-            code: code.to_string(),
-            message: message.to_string(),
-            class,
-        }
-    }
-
-    /// Whether trying again can help, for the records and the retry decision.
-    pub fn failure(&self) -> crate::report::Failure {
-        self.class.failure(crate::cloud::Cloud::Aws)
-    }
-
-    /// `record`, ended by this error: over the tag limit (the service's own check, e.g. a
-    /// concurrent tagger got there first), unsupported, or failed (permanently or not).
-    pub fn into_record(self, record: crate::report::Record) -> crate::report::Record {
-        use crate::report::{Record, Status};
-        match self.class {
-            ErrorClass::TagLimit => Record { status: Status::LimitExceeded, error: Some(self.to_string()), ..record },
-            ErrorClass::Unsupported => record.unsupported(self.to_string()),
-            _ => record.failing(self.failure(), self.to_string()),
-        }
-    }
-
-    /// What a user can do about a permanent error.
-    pub fn hint(&self) -> Option<String> {
-        if DENIED.contains(&self.code.as_str()) {
-            let grant = format!("grant {} to the function's role (infra/aws iam.tf)", self.operation);
-            // Tag writes are granted only on resources carrying the ownership tag.
-            Some(if super::calls::is_write(self.operation) {
-                format!("{grant}, and check that the resource carries this cluster's ownership tag, which the grant is conditioned on")
-            } else {
-                grant
-            })
-        } else if self.class == ErrorClass::Unsupported {
-            Some("no tagging API takes this resource type; it is reported as unsupported, not written".to_string())
-        } else {
-            None
-        }
-    }
-
+impl CloudError {
+    /// An SDK error, classified by its code; a call that got no answer is transient.
     pub fn from_sdk<E, R>(operation: &'static str, resource: &str, err: SdkError<E, R>) -> Self
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
@@ -96,7 +29,7 @@ impl AwsError {
             SdkError::ResponseError(_) => ("ResponseError".to_string(), chain(&err), ErrorClass::Transient),
             _ => ("ConstructionFailure".to_string(), chain(&err), ErrorClass::Fatal),
         };
-        AwsError::new(operation, resource, &code, &message, class)
+        CloudError::aws(operation, resource, &code, &message, class)
     }
 }
 

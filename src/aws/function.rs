@@ -19,10 +19,11 @@ use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
-use super::reconcile::{Outcome, Reconciler};
+use super::reconcile::Reconciler;
 use crate::cloud::Cloud;
 use crate::events;
 use crate::policy::store::{Layout, Source};
+use crate::report::Outcome;
 use crate::report::{by_cluster, Metrics, ALL_CLUSTERS};
 use crate::trigger::Trigger;
 

@@ -6,12 +6,12 @@
 
 pub mod calls;
 pub mod config;
+pub mod discover;
 pub mod error;
 pub mod function;
 pub mod kinds;
 pub mod policy_store;
 pub mod reconcile;
-pub mod sweep;
 pub mod tags;
 
 use std::time::Duration;
@@ -21,7 +21,7 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_http_client::tls;
 
-pub use calls::CallCounter;
+use crate::calls::CallCounter;
 
 /// The SDK crates, for callers (tests, tools) that build requests of their own.
 pub mod sdk {
@@ -34,7 +34,6 @@ pub mod sdk {
     pub use aws_sdk_s3 as s3;
     pub use aws_sdk_ssm as ssm;
 }
-pub use error::{AwsError, ErrorClass};
 
 /// Every SDK client tagwarden uses, built once and shared by all invocations of a warm function.
 #[derive(Clone, Debug)]

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use aws_sdk_ec2::error::ProvideErrorMetadata;
 
-use super::{AwsError, Clients, ErrorClass};
+use super::Clients;
 use crate::cloud::Cloud;
+use crate::error_policy::{CloudError, ErrorClass};
 use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 use crate::status::StatusReport;
@@ -142,8 +143,6 @@ impl PolicyLocation {
     }
 }
 
-pub use crate::policy::cache::{LoadedPolicy, PolicyChange, PolicyUnavailable};
-
 /// The policy store on AWS.
 pub type PolicyStore = store::PolicyStore<AwsSource>;
 
@@ -165,7 +164,7 @@ pub fn policy_store(clients: &Clients, location: PolicyLocation, ttl: Duration) 
 }
 
 impl Source for AwsSource {
-    type Error = AwsError;
+    type Error = CloudError;
 
     fn cloud(&self) -> Cloud {
         Cloud::Aws
@@ -198,7 +197,7 @@ impl Source for AwsSource {
         }
     }
 
-    async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, AwsError> {
+    async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, CloudError> {
         match self.location.bucket() {
             Some(bucket) => get_object(&self.clients, bucket, name, etag).await,
             // A parameter's value comes with its version in one small call: "not modified" is
@@ -211,7 +210,7 @@ impl Source for AwsSource {
                     .name(name)
                     .send()
                     .await
-                    .map_err(|e| AwsError::from_sdk("ssm:GetParameter", name, e))?;
+                    .map_err(|e| CloudError::from_sdk("ssm:GetParameter", name, e))?;
                 let param = out.parameter();
                 let version = param.map(|p| p.version()).unwrap_or_default().to_string();
                 if etag == Some(version.as_str()) {
@@ -223,7 +222,7 @@ impl Source for AwsSource {
         }
     }
 
-    async fn list(&self, prefix: &str) -> Result<Vec<Listed>, AwsError> {
+    async fn list(&self, prefix: &str) -> Result<Vec<Listed>, CloudError> {
         if let PolicyLocation::SsmSet { path } = &self.location {
             return self.list_parameters(path).await;
         }
@@ -240,7 +239,7 @@ impl Source for AwsSource {
                 .set_continuation_token(token)
                 .send()
                 .await
-                .map_err(|e| AwsError::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
+                .map_err(|e| CloudError::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
             for o in page.contents() {
                 let name = o.key().unwrap_or_default().to_string();
                 out.push(Listed { name, etag: o.e_tag().unwrap_or_default().to_string() });
@@ -253,10 +252,10 @@ impl Source for AwsSource {
         Ok(out)
     }
 
-    fn no_documents(&self) -> AwsError {
+    fn no_documents(&self) -> CloudError {
         if let PolicyLocation::SsmSet { .. } = self.location {
             let op = "ssm:GetParametersByPath";
-            return AwsError::new(
+            return CloudError::aws(
                 op,
                 &self.location.to_string(),
                 "NoPolicyDocuments",
@@ -264,7 +263,7 @@ impl Source for AwsSource {
                 ErrorClass::Fatal,
             );
         }
-        AwsError::new(
+        CloudError::aws(
             "s3:ListObjectsV2",
             &self.location.to_string(),
             "NoPolicyDocuments",
@@ -273,7 +272,7 @@ impl Source for AwsSource {
         )
     }
 
-    fn is_absent(&self, e: &AwsError) -> bool {
+    fn is_absent(&self, e: &CloudError) -> bool {
         matches!(e.code.as_str(), "NoSuchKey" | "ParameterNotFound")
     }
 
@@ -284,7 +283,7 @@ impl Source for AwsSource {
         }
     }
 
-    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<AwsError>> {
+    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<CloudError>> {
         let location = self.location_of(name);
         match self.location.bucket() {
             Some(bucket) => {
@@ -301,7 +300,7 @@ impl Source for AwsSource {
                     Err(e) if matches!(e.code(), Some("PreconditionFailed" | "ConditionalRequestConflict")) => {
                         Err(PutError::Conflict { found: "a newer object".into() })
                     }
-                    Err(e) => Err(PutError::Source(AwsError::from_sdk("s3:PutObject", &location, e))),
+                    Err(e) => Err(PutError::Source(CloudError::from_sdk("s3:PutObject", &location, e))),
                 }
             }
             // PutParameter has no condition. Creating uses Overwrite=false (refused if the
@@ -335,7 +334,7 @@ impl Source for AwsSource {
                     Err(e) if e.code() == Some("ParameterAlreadyExists") => {
                         return Err(PutError::Conflict { found: "created by another writer".into() })
                     }
-                    Err(e) => return Err(PutError::Source(AwsError::from_sdk("ssm:PutParameter", name, e))),
+                    Err(e) => return Err(PutError::Source(CloudError::from_sdk("ssm:PutParameter", name, e))),
                 };
                 let next = expected.and_then(|v| v.parse::<i64>().ok()).map_or(1, |v| v + 1);
                 if written != next {
@@ -346,7 +345,7 @@ impl Source for AwsSource {
         }
     }
 
-    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, AwsError> {
+    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, CloudError> {
         let target = self.location.status_location_for(cluster);
         match &target {
             PolicyLocation::S3Object { bucket, key } => match get_object(&self.clients, bucket, key, None).await {
@@ -357,13 +356,13 @@ impl Source for AwsSource {
             PolicyLocation::Ssm { name } => match self.clients.ssm.get_parameter().name(name).send().await {
                 Ok(out) => Ok(out.parameter().and_then(|p| p.value()).map(str::to_owned)),
                 Err(e) if e.code() == Some("ParameterNotFound") => Ok(None),
-                Err(e) => Err(AwsError::from_sdk("ssm:GetParameter", name, e)),
+                Err(e) => Err(CloudError::from_sdk("ssm:GetParameter", name, e)),
             },
             _ => Ok(None),
         }
     }
 
-    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), AwsError> {
+    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), CloudError> {
         let target = self.location.status_location_for(cluster);
         match &target {
             PolicyLocation::S3Object { bucket, key } => {
@@ -377,7 +376,7 @@ impl Source for AwsSource {
                     .body(body.into())
                     .send()
                     .await
-                    .map_err(|e| AwsError::from_sdk("s3:PutObject", &target.to_string(), e))?;
+                    .map_err(|e| CloudError::from_sdk("s3:PutObject", &target.to_string(), e))?;
             }
             // A Standard parameter holds 4 KB: failures are dropped from the report to fit.
             PolicyLocation::Ssm { name } => {
@@ -390,7 +389,7 @@ impl Source for AwsSource {
                     .value(report.to_json_within(4096))
                     .send()
                     .await
-                    .map_err(|e| AwsError::from_sdk("ssm:PutParameter", name, e))?;
+                    .map_err(|e| CloudError::from_sdk("ssm:PutParameter", name, e))?;
             }
             _ => {}
         }
@@ -400,7 +399,7 @@ impl Source for AwsSource {
 
 impl AwsSource {
     /// A set's parameters, one level under `path`, with their versions.
-    async fn list_parameters(&self, path: &str) -> Result<Vec<Listed>, AwsError> {
+    async fn list_parameters(&self, path: &str) -> Result<Vec<Listed>, CloudError> {
         let mut out = Vec::new();
         let mut token = None;
         loop {
@@ -413,7 +412,7 @@ impl AwsSource {
                 .set_next_token(token)
                 .send()
                 .await
-                .map_err(|e| AwsError::from_sdk("ssm:GetParametersByPath", path, e))?;
+                .map_err(|e| CloudError::from_sdk("ssm:GetParametersByPath", path, e))?;
             for p in page.parameters() {
                 out.push(Listed { name: p.name().unwrap_or_default().to_string(), etag: p.version().to_string() });
             }
@@ -431,7 +430,7 @@ async fn get_object(
     bucket: &str,
     key: &str,
     etag: Option<&str>,
-) -> Result<Option<Object>, AwsError> {
+) -> Result<Option<Object>, CloudError> {
     let name = format!("s3://{bucket}/{key}");
     let out =
         match clients.s3.get_object().bucket(bucket).key(key).set_if_none_match(etag.map(str::to_owned)).send().await {
@@ -441,12 +440,12 @@ async fn get_object(
             {
                 return Ok(None)
             }
-            Err(e) => return Err(AwsError::from_sdk("s3:GetObject", &name, e)),
+            Err(e) => return Err(CloudError::from_sdk("s3:GetObject", &name, e)),
         };
     let etag = out.e_tag().unwrap_or_default().to_string();
     let len = out.content_length().unwrap_or_default();
     if len > policy::load::MAX_DOCUMENT_BYTES as i64 {
-        return Err(AwsError::new(
+        return Err(CloudError::aws(
             "s3:GetObject",
             &name,
             "PolicyTooLarge",
@@ -458,10 +457,10 @@ async fn get_object(
         .body
         .collect()
         .await
-        .map_err(|e| AwsError::new("s3:GetObject", &name, "ReadBody", &e.to_string(), ErrorClass::Transient))?
+        .map_err(|e| CloudError::aws("s3:GetObject", &name, "ReadBody", &e.to_string(), ErrorClass::Transient))?
         .into_bytes();
     let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
-        AwsError::new("s3:GetObject", &name, "NotUtf8", "a policy document must be UTF-8 text", ErrorClass::Fatal)
+        CloudError::aws("s3:GetObject", &name, "NotUtf8", "a policy document must be UTF-8 text", ErrorClass::Fatal)
     })?;
     Ok(Some(Object { etag, text }))
 }

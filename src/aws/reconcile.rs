@@ -1,28 +1,30 @@
 //! The AWS reconciler: an event names resources; each is re-read, planned against the policy in
 //! force and written at most once (DESIGN.md §4, §5). The sweep does the same for every owned
-//! resource it can list.
+//! resource it can list, batching identical deltas.
 //!
 //! Loop safety takes two guards: events made by the function's own role are ignored (the
 //! deployed patterns drop most of them already), and planning is idempotent, so an own write
 //! read back finds no drift — the only guard for `Tag Change on Resource`, which names no caller.
-//! The sweep, which batches its writes, is in [`super::sweep`].
 //!
-//! Deliberately not here: the reconcile of one resource and the handling of an event, which are
-//! the same on both clouds (`crate::enforce`); this file holds what makes them AWS's: the
-//! [`Tagger`] as the engine's adapter, and a new instance's volumes as resources its event implies.
+//! Deliberately not here: the reconcile of one resource, the handling of an event and the sweep,
+//! which are the same on both clouds (`crate::enforce`); this file holds what makes them AWS's:
+//! the [`Tagger`] as the engine's adapter, how it groups writes (`super::kinds`), and a new
+//! instance's volumes as resources its event implies. How it lists is `super::discover`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::policy_store::{LoadedPolicy, PolicyStore};
-use super::sweep::{Progress, SweepOptions};
+use super::kinds::{self, Api};
+use super::policy_store::PolicyStore;
 use super::tags::Tagger;
-use super::AwsError;
 use crate::cloud::Cloud;
-use crate::enforce::{Adapter, Engine, IntoRecord, Read};
+use crate::enforce::sweep::{Batching, Listed, Unindexed};
+use crate::enforce::{Adapter, Engine, Read};
+use crate::error_policy::CloudError;
 use crate::events::{Event, EventKind};
+use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::Policies;
-pub use crate::report::Outcome;
+use crate::report::Outcome;
 use crate::report::Record;
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -32,11 +34,7 @@ pub struct Reconciler {
     pub store: PolicyStore,
     /// The function's own identities (its role ARN): events they made are not reconciled.
     pub own: Vec<String>,
-    /// How the sweep batches and paces its writes.
-    pub sweep: SweepOptions,
-    /// Told how a sweep is going (the CLI draws a progress bar).
-    pub progress: Option<Progress>,
-    /// Locks, concurrency and dry run: the reconcile of one resource, shared with Azure.
+    /// Locks, concurrency, dry run and the sweep's pace, shared with Azure.
     pub engine: Engine,
 }
 
@@ -46,31 +44,17 @@ pub const DEFAULT_CONCURRENCY: usize = 10;
 
 impl Reconciler {
     pub fn new(tagger: Tagger, store: PolicyStore, own: Vec<String>) -> Self {
-        Reconciler {
-            tagger,
-            store,
-            own,
-            sweep: SweepOptions::default(),
-            progress: None,
-            engine: Engine::new(DEFAULT_CONCURRENCY),
-        }
+        Reconciler { tagger, store, own, engine: Engine::new(DEFAULT_CONCURRENCY) }
     }
 
     /// At most `n` (at least 1) resources reconciled at once.
     pub fn with_concurrency(mut self, n: usize) -> Self {
-        let dry_run = self.engine.dry_run;
-        self.engine = Engine::new(n);
-        self.engine.dry_run = dry_run;
+        self.engine = self.engine.with_concurrency(n);
         self
     }
 
     pub fn concurrency(&self) -> usize {
         self.engine.concurrency()
-    }
-
-    /// The policies in force; a rejected new version is counted and reported.
-    pub(super) async fn policies(&self, out: &mut Outcome, force: bool) -> Option<Policies> {
-        self.store.policies_for(out, force).await
     }
 
     /// Reconcile every resource an event names.
@@ -84,6 +68,17 @@ impl Reconciler {
         self.engine.handle_event(&self.tagger, &self.store, &self.own, event, stop_at).await
     }
 
+    /// Plan (and, unless dry-run, write) every owned resource; `force` re-reads the policy now.
+    pub async fn sweep(&self, force: bool) -> Outcome {
+        self.sweep_clusters(force, None, None).await
+    }
+
+    /// [`Self::sweep`] of the clusters named in `only` (every cluster with `None`), starting no
+    /// write after `stop_at`: a policy change of one cluster of a set sweeps that cluster alone.
+    pub async fn sweep_clusters(&self, force: bool, only: Option<&[String]>, stop_at: Option<Instant>) -> Outcome {
+        self.engine.sweep(&self.tagger, &self.store, force, only, stop_at).await
+    }
+
     /// Re-read (unless the tags are `known`), plan against `policy` and write one resource.
     pub async fn reconcile(&self, policy: &Arc<LoadedPolicy>, r: &ResourceRef, known: Option<&TagMap>) -> Record {
         self.engine.reconcile(&self.tagger, &Policies::one(policy.clone()), r, known).await
@@ -91,18 +86,55 @@ impl Reconciler {
 }
 
 impl Adapter for Tagger {
-    type Error = AwsError;
-
     fn cloud(&self) -> Cloud {
         Cloud::Aws
     }
 
-    async fn read(&self, r: &ResourceRef) -> Result<Read, AwsError> {
+    async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError> {
         self.read_full(r).await.map(|(tags, arn)| Read { tags, arn })
     }
 
-    async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), AwsError> {
+    async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError> {
         Tagger::write(self, r, set, current).await
+    }
+
+    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Result<Vec<Listed>, CloudError> {
+        let found = self.tagged(infra_id, pages).await?;
+        Ok(found.into_iter().map(|(r, tags)| (r, Some(tags))).collect())
+    }
+
+    async fn list_unindexed(&self, owned: &[Listed]) -> Result<Unindexed, CloudError> {
+        self.unindexed(owned).await
+    }
+
+    /// EC2 `CreateTags` and `TagResources` name many resources sharing one delta; S3's
+    /// `PutBucketTagging` replaces the set; every other API takes one resource a call.
+    fn batching(&self, r: &ResourceRef) -> Batching {
+        let row = kinds::row_of(r);
+        match row.api {
+            Api::Ec2 => Batching::Shared { group: row.kind, max: self.ec2_batch.min(row.batch) },
+            Api::Tagging => Batching::Shared { group: row.kind, max: row.batch },
+            Api::S3 => Batching::Reread,
+            _ => Batching::Alone,
+        }
+    }
+
+    async fn write_shared(
+        &self,
+        group: &'static str,
+        resources: &[&ResourceRef],
+        set: &TagMap,
+    ) -> Result<Vec<(usize, CloudError)>, CloudError> {
+        if group == kinds::TAGGING.kind {
+            let arn = |r: &ResourceRef| r.arn.clone().unwrap_or_else(|| r.id.clone());
+            let arns: Vec<String> = resources.iter().map(|r| arn(r)).collect();
+            let names: Vec<&str> = arns.iter().map(String::as_str).collect();
+            let failed = self.tag_resources(&names, set).await?;
+            Ok(failed.into_iter().filter_map(|(a, e)| arns.iter().position(|x| *x == a).map(|at| (at, e))).collect())
+        } else {
+            let ids: Vec<&str> = resources.iter().map(|r| r.id.as_str()).collect();
+            self.ec2_create_tags(&ids, set).await.map(|()| Vec::new())
+        }
     }
 
     /// A new instance's volumes are not in its RunInstances event.
@@ -121,11 +153,5 @@ impl Adapter for Tagger {
             }
         }
         (implied, failed)
-    }
-}
-
-impl IntoRecord for AwsError {
-    fn into_record(self, record: Record) -> Record {
-        AwsError::into_record(self, record)
     }
 }

@@ -20,9 +20,10 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::{json, Value};
 
 use super::identity::{ManagedIdentity, ARM_AUDIENCE};
-use super::{AzureError, CallCounter, ErrorClass};
+use crate::calls::CallCounter;
 use crate::cloud::OWNED;
 use crate::error_policy::Backoff;
+use crate::error_policy::{CloudError, ErrorClass};
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
@@ -114,7 +115,7 @@ impl ArmClient {
 
     /// The resource's tags. A 404 is retried with backoff (a resource just created may not be
     /// visible yet), then returned as a retryable `NotFound`.
-    pub async fn get_tags(&self, resource_id: &str) -> Result<TagMap, AzureError> {
+    pub async fn get_tags(&self, resource_id: &str) -> Result<TagMap, CloudError> {
         let url = self.tags_url(resource_id);
         let mut attempt = 0;
         loop {
@@ -132,7 +133,7 @@ impl ArmClient {
     }
 
     /// Merge `tags` into the resource's tags: one PATCH (plus polls after a 202).
-    pub async fn merge_tags(&self, resource_id: &str, tags: &TagMap) -> Result<Written, AzureError> {
+    pub async fn merge_tags(&self, resource_id: &str, tags: &TagMap) -> Result<Written, CloudError> {
         let url = self.tags_url(resource_id);
         let body = json!({"operation": "Merge", "properties": {"tags": tags}});
         let resp = self.send(OP_MERGE, resource_id, Method::PATCH, url, Some(body)).await?;
@@ -154,9 +155,9 @@ impl ArmClient {
     }
 
     /// Follow a 202's `Location` until it answers 200/204.
-    async fn poll(&self, resource_id: &str, location: &str, first_wait: Option<Duration>) -> Result<(), AzureError> {
+    async fn poll(&self, resource_id: &str, location: &str, first_wait: Option<Duration>) -> Result<(), CloudError> {
         let url = Url::parse(location).or_else(|_| self.endpoint.join(location)).map_err(|e| {
-            AzureError::new(
+            CloudError::azure(
                 OP_POLL,
                 resource_id,
                 Some(202),
@@ -167,7 +168,7 @@ impl ArmClient {
         })?;
         // The bearer token goes only to the ARM endpoint that issued the 202.
         if url.origin() != self.endpoint.origin() {
-            return Err(AzureError::new(
+            return Err(CloudError::azure(
                 OP_POLL,
                 resource_id,
                 Some(202),
@@ -185,7 +186,7 @@ impl ArmClient {
                 200 | 204 => return Ok(()),
                 202 => {
                     if Instant::now() >= deadline {
-                        return Err(AzureError::new(
+                        return Err(CloudError::azure(
                             OP_POLL,
                             resource_id,
                             Some(202),
@@ -204,7 +205,7 @@ impl ArmClient {
     /// Resources under `scope` (a subscription or resource group ID) that carry
     /// `<ownership key>=owned`, and, for a subscription scope, resource groups that do. The listing
     /// carries no tags when filtered by tag, so the caller re-reads each resource.
-    pub async fn list_owned(&self, scope: &str, ownership_key: &str) -> Result<Vec<ResourceRef>, AzureError> {
+    pub async fn list_owned(&self, scope: &str, ownership_key: &str) -> Result<Vec<ResourceRef>, CloudError> {
         let scope = scope.trim_end_matches('/');
         let filter = format!("tagName eq '{}' and tagValue eq '{OWNED}'", ownership_key.replace('\'', "''"));
         let mut urls = vec![self.url(&format!("{scope}/resources"), &[("$filter", &filter)])];
@@ -221,7 +222,14 @@ impl ArmClient {
                     return Err(resp.error(OP_LIST, scope));
                 }
                 let page: Value = serde_json::from_str(&resp.body).map_err(|e| {
-                    AzureError::new(OP_LIST, scope, Some(200), "BadListResponse", &e.to_string(), ErrorClass::Transient)
+                    CloudError::azure(
+                        OP_LIST,
+                        scope,
+                        Some(200),
+                        "BadListResponse",
+                        &e.to_string(),
+                        ErrorClass::Transient,
+                    )
                 })?;
                 for item in page.get("value").and_then(Value::as_array).into_iter().flatten() {
                     if let Some(r) =
@@ -232,10 +240,10 @@ impl ArmClient {
                 }
                 if let Some(link) = page.get("nextLink").and_then(Value::as_str).filter(|s| !s.is_empty()) {
                     let link = Url::parse(link).map_err(|e| {
-                        AzureError::new(OP_LIST, scope, Some(200), "BadNextLink", &e.to_string(), ErrorClass::Fatal)
+                        CloudError::azure(OP_LIST, scope, Some(200), "BadNextLink", &e.to_string(), ErrorClass::Fatal)
                     })?;
                     if link.origin() != self.endpoint.origin() {
-                        return Err(AzureError::new(
+                        return Err(CloudError::azure(
                             OP_LIST,
                             scope,
                             Some(200),
@@ -260,7 +268,7 @@ impl ArmClient {
         method: Method,
         url: Url,
         body: Option<Value>,
-    ) -> Result<Response, AzureError> {
+    ) -> Result<Response, CloudError> {
         let mut last = None;
         for attempt in 0..self.retry.attempts.max(1) {
             let token = self.identity.token(ARM_AUDIENCE).await?;
@@ -272,7 +280,7 @@ impl ArmClient {
             let resp = match req.send().await {
                 Ok(r) => Response::read(r).await,
                 Err(e) => {
-                    last = Some(AzureError::transport(op, target, &e));
+                    last = Some(CloudError::transport(op, target, &e));
                     tokio::time::sleep(self.retry.backoff(attempt)).await;
                     continue;
                 }
@@ -299,7 +307,7 @@ impl ArmClient {
             last = Some(resp.error(op, target));
             tokio::time::sleep(wait).await;
         }
-        Err(last.unwrap_or_else(|| AzureError::new(op, target, None, "NoAttempt", "", ErrorClass::Transient)))
+        Err(last.unwrap_or_else(|| CloudError::azure(op, target, None, "NoAttempt", "", ErrorClass::Transient)))
     }
 }
 
@@ -327,8 +335,8 @@ impl Response {
         self.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs)
     }
 
-    fn error(&self, op: &'static str, target: &str) -> AzureError {
-        AzureError::from_response(
+    fn error(&self, op: &'static str, target: &str) -> CloudError {
+        CloudError::from_response(
             op,
             target,
             self.status.as_u16(),
@@ -339,9 +347,9 @@ impl Response {
 }
 
 /// `properties.tags` of a Tags resource (absent or null: no tags).
-fn parse_tags(op: &'static str, target: &str, body: &str) -> Result<TagMap, AzureError> {
+fn parse_tags(op: &'static str, target: &str, body: &str) -> Result<TagMap, CloudError> {
     let v: Value = serde_json::from_str(body).map_err(|e| {
-        AzureError::new(op, target, Some(200), "BadTagsResponse", &e.to_string(), ErrorClass::Transient)
+        CloudError::azure(op, target, Some(200), "BadTagsResponse", &e.to_string(), ErrorClass::Transient)
     })?;
     let mut tags = TagMap::new();
     if let Some(map) = v.pointer("/properties/tags").and_then(Value::as_object) {

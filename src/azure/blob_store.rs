@@ -22,8 +22,9 @@ use std::time::Duration;
 use reqwest::{Method, Url};
 
 use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
-use super::{AzureError, CallCounter, ErrorClass};
+use crate::calls::CallCounter;
 use crate::cloud::Cloud;
+use crate::error_policy::{CloudError, ErrorClass};
 use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 use crate::status::StatusReport;
@@ -166,8 +167,6 @@ impl BlobLocation {
     }
 }
 
-pub use crate::policy::cache::{LoadedPolicy, PolicyChange, PolicyUnavailable};
-
 /// The policy store on Azure.
 pub type BlobPolicyStore = store::PolicyStore<BlobSource>;
 
@@ -190,7 +189,7 @@ impl BlobSource {
         BlobSource { location, http, identity, calls }
     }
 
-    pub(crate) async fn request(&self, method: Method, url: Url) -> Result<reqwest::RequestBuilder, AzureError> {
+    pub(crate) async fn request(&self, method: Method, url: Url) -> Result<reqwest::RequestBuilder, CloudError> {
         let mut req = self.http.request(method, url).header("x-ms-version", STORAGE_VERSION);
         if !self.location.has_sas() {
             if let Some(id) = &self.identity {
@@ -213,7 +212,7 @@ pub fn blob_policy_store(
 }
 
 impl Source for BlobSource {
-    type Error = AzureError;
+    type Error = CloudError;
 
     fn cloud(&self) -> Cloud {
         Cloud::Azure
@@ -234,7 +233,7 @@ impl Source for BlobSource {
     }
 
     /// `(ETag, text)`, or `None` on 304 Not Modified.
-    async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, AzureError> {
+    async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, CloudError> {
         let target = self.location.display_name(name);
         let mut req = self.request(Method::GET, self.location.blob_url(name)).await?;
         if let Some(e) = etag {
@@ -250,10 +249,10 @@ impl Source for BlobSource {
         let (etag, code) = (header("etag").unwrap_or_default(), header("x-ms-error-code"));
         if status != 200 {
             let body = resp.text().await.unwrap_or_default();
-            return Err(AzureError::from_response(OP_GET, &target, status, code.as_deref(), &body));
+            return Err(CloudError::from_response(OP_GET, &target, status, code.as_deref(), &body));
         }
         if resp.content_length().is_some_and(|n| n > policy::load::MAX_DOCUMENT_BYTES as u64) {
-            return Err(AzureError::new(
+            return Err(CloudError::azure(
                 OP_GET,
                 &target,
                 Some(200),
@@ -264,7 +263,7 @@ impl Source for BlobSource {
         }
         let bytes = resp.bytes().await.map_err(|e| transport(OP_GET, &target, e))?;
         let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
-            AzureError::new(
+            CloudError::azure(
                 OP_GET,
                 &target,
                 Some(200),
@@ -277,7 +276,7 @@ impl Source for BlobSource {
     }
 
     /// Every blob under the prefix, by name, with ETags (List Blobs XML, followed by NextMarker).
-    async fn list(&self, _prefix: &str) -> Result<Vec<Listed>, AzureError> {
+    async fn list(&self, _prefix: &str) -> Result<Vec<Listed>, CloudError> {
         let target = self.location.to_string();
         let mut out = Vec::new();
         let mut marker: Option<String> = None;
@@ -289,7 +288,7 @@ impl Source for BlobSource {
             let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body = resp.text().await.map_err(|e| transport(OP_LIST, &target, e))?;
             if status != 200 {
-                return Err(AzureError::from_response(OP_LIST, &target, status, code.as_deref(), &body));
+                return Err(CloudError::from_response(OP_LIST, &target, status, code.as_deref(), &body));
             }
             for blob in xml_elements(&body, "Blob") {
                 let Some(name) = xml_text(blob, "Name") else { continue };
@@ -304,8 +303,8 @@ impl Source for BlobSource {
         Ok(out)
     }
 
-    fn no_documents(&self) -> AzureError {
-        AzureError::new(
+    fn no_documents(&self) -> CloudError {
+        CloudError::azure(
             OP_LIST,
             &self.location.to_string(),
             None,
@@ -315,7 +314,7 @@ impl Source for BlobSource {
         )
     }
 
-    fn is_absent(&self, e: &AzureError) -> bool {
+    fn is_absent(&self, e: &CloudError) -> bool {
         e.status == Some(404)
     }
 
@@ -323,7 +322,7 @@ impl Source for BlobSource {
         self.location.display_name(name)
     }
 
-    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<AzureError>> {
+    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<CloudError>> {
         let target = self.location.display_name(name);
         let req = self.request(Method::PUT, self.location.blob_url(name)).await.map_err(PutError::Source)?;
         // Put Blob's conditional headers: `If-Match` replaces only that ETag, `If-None-Match: *`
@@ -346,12 +345,12 @@ impl Source for BlobSource {
             _ => {
                 let code = header("x-ms-error-code");
                 let body = resp.text().await.unwrap_or_default();
-                Err(PutError::Source(AzureError::from_response(OP_PUT, &target, status, code.as_deref(), &body)))
+                Err(PutError::Source(CloudError::from_response(OP_PUT, &target, status, code.as_deref(), &body)))
             }
         }
     }
 
-    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, AzureError> {
+    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, CloudError> {
         match self.get(&self.location.status_name(cluster), None).await {
             Ok(found) => Ok(found.map(|o| o.text)),
             Err(e) if e.status == Some(404) => Ok(None),
@@ -360,7 +359,7 @@ impl Source for BlobSource {
     }
 
     /// The status report beside the policy (a block blob).
-    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), AzureError> {
+    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), CloudError> {
         let name = self.location.status_name(cluster);
         let target = self.location.display_name(&name);
         let body = serde_json::to_vec_pretty(report).unwrap_or_default();
@@ -376,7 +375,7 @@ impl Source for BlobSource {
         if !(200..300).contains(&status) {
             let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body = resp.text().await.unwrap_or_default();
-            return Err(AzureError::from_response(OP_PUT, &target, status, code.as_deref(), &body));
+            return Err(CloudError::from_response(OP_PUT, &target, status, code.as_deref(), &body));
         }
         Ok(())
     }
@@ -384,8 +383,8 @@ impl Source for BlobSource {
 
 /// A request that got no response. reqwest's message names the URL it sent, query and all, and
 /// the query is the SAS, a credential: drop the URL (`target` names the blob without its SAS).
-fn transport(operation: &'static str, target: &str, e: reqwest::Error) -> AzureError {
-    AzureError::transport(operation, target, &e.without_url())
+fn transport(operation: &'static str, target: &str, e: reqwest::Error) -> CloudError {
+    CloudError::transport(operation, target, &e.without_url())
 }
 
 /// ETags compare without their quotes (headers quote them, List Blobs may not).

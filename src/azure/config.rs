@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use super::blob_store::BlobLocation;
-pub use crate::config::ConfigError;
+use crate::config::ConfigError;
 
 pub const DEFAULT_ARM_ENDPOINT: &str = "https://management.azure.com";
 pub const DEFAULT_PORT: u16 = 8080;

@@ -1,62 +1,10 @@
-//! Azure errors: which call on which target failed, the HTTP status and ARM/Storage error code,
+//! Azure errors as [`CloudError`]s: which call on which target failed, the HTTP status and ARM/Storage error code,
 //! and a class that says whether a retry can fix it (DESIGN.md §5: a resource not yet visible is
 //! retried, then the event is handed back to Event Grid, never dropped).
 
-use std::fmt;
+use crate::error_policy::{CloudError, ErrorClass};
 
-use crate::report::{Record, Status};
-
-pub use crate::error_policy::ErrorClass;
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub struct AzureError {
-    /// `arm:GetTags`, `blob:GetBlob`, `identity:Token`…
-    pub operation: &'static str,
-    /// The resource ID, blob URL (without its SAS) or endpoint the call was about.
-    pub target: String,
-    pub status: Option<u16>,
-    /// The service's error code (`ResourceNotFound`, `AuthorizationFailed`, `BlobNotFound`…).
-    pub code: String,
-    pub message: String,
-    pub class: ErrorClass,
-}
-
-impl fmt::Display for AzureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}: ", self.operation, self.target)?;
-        if let Some(s) = self.status {
-            write!(f, "HTTP {s} ")?;
-        }
-        f.write_str(&self.code)?;
-        if !self.message.is_empty() {
-            write!(f, ": {}", self.message)?;
-        }
-        if let Some(hint) = self.hint() {
-            write!(f, " ({hint})")?;
-        }
-        Ok(())
-    }
-}
-
-impl AzureError {
-    pub fn new(
-        operation: &'static str,
-        target: &str,
-        status: Option<u16>,
-        code: &str,
-        message: &str,
-        class: ErrorClass,
-    ) -> Self {
-        AzureError {
-            operation,
-            target: target.to_string(),
-            status,
-            code: code.to_string(),
-            message: message.to_string(),
-            class,
-        }
-    }
-
+impl CloudError {
     /// An error response: ARM's `{"error": {"code", "message"}}`, Storage's XML `<Code>`/`<Message>`
     /// or the `x-ms-error-code` header, classified by status and code.
     pub fn from_response(
@@ -69,7 +17,7 @@ impl AzureError {
         let (code, message) = error_code_and_message(body);
         let code = code.or(header_code.map(str::to_owned)).unwrap_or_else(|| format!("Http{status}"));
         let class = classify(status, &code, &message);
-        AzureError::new(operation, target, Some(status), &code, &message, class)
+        CloudError::azure(operation, target, Some(status), &code, &message, class)
     }
 
     /// A request that got no response (connection refused, timeout, TLS).
@@ -81,49 +29,7 @@ impl AzureError {
             message.push_str(&s.to_string());
             source = s.source();
         }
-        AzureError::new(operation, target, None, "Transport", &message, ErrorClass::Transient)
-    }
-
-    /// `record`, ended by this error: over the limit (ARM's own check), unsupported, or failed
-    /// (permanently or not, see [`ErrorClass::failure`]).
-    pub fn into_record(self, record: Record) -> Record {
-        match self.class {
-            ErrorClass::TagLimit => Record { status: Status::LimitExceeded, error: Some(self.to_string()), ..record },
-            ErrorClass::Unsupported => record.unsupported(self.to_string()),
-            class => record.failing(class.failure(crate::cloud::Cloud::Azure), self.to_string()),
-        }
-    }
-
-    /// What to do about it, for the operator reading the log or the status report.
-    fn hint(&self) -> Option<&'static str> {
-        match (self.class, self.operation) {
-            (ErrorClass::Denied, op) if op.starts_with("arm:MergeTags") => {
-                Some("grant the function's identity Tag Contributor on the resource's scope")
-            }
-            (ErrorClass::Denied, op) if op.starts_with("arm:") => {
-                Some("grant the function's identity Reader on the resource's scope")
-            }
-            (ErrorClass::Denied, "blob:PutBlob") => {
-                Some("grant the function's identity Storage Blob Data Contributor on the policy container")
-            }
-            (ErrorClass::Denied, op) if op.starts_with("blob:") => Some(
-                "grant the function's identity Storage Blob Data Reader on the policy container, or check the SAS",
-            ),
-            (ErrorClass::Denied, op) if op.starts_with("monitor:") => {
-                Some("grant the function's identity Monitoring Metrics Publisher on TAGWARDEN_METRICS_RESOURCE_ID")
-            }
-            (ErrorClass::Denied, op) if op.starts_with("identity:") => {
-                Some("check IDENTITY_ENDPOINT/IDENTITY_HEADER and that TAGWARDEN_SELF_CLIENT_ID names an identity assigned to the app")
-            }
-            (ErrorClass::TagLimit, _) => Some("the resource would exceed its tag limit; nothing was written"),
-            (ErrorClass::Unsupported, _) => Some(
-                "this resource type refuses the Tags API's PATCH; set its tags with the resource's own update (e.g. az network ip-group update); not retried",
-            ),
-            (ErrorClass::Fatal, op) if op.starts_with("arm:MergeTags") => Some(
-                "ARM refuses these tags on this resource type (the message says which rule); change the policy for this type; not retried",
-            ),
-            _ => None,
-        }
+        CloudError::azure(operation, target, None, "Transport", &message, ErrorClass::Transient)
     }
 }
 
@@ -200,7 +106,7 @@ mod tests {
             ErrorClass::Fatal
         );
         assert_eq!(classify(400, "BadRequest", "the tag name exceeds the maximum length"), ErrorClass::Fatal);
-        let e = AzureError::from_response(
+        let e = CloudError::from_response(
             "arm:MergeTags",
             "/subscriptions/s/resourceGroups/rg",
             403,
@@ -210,7 +116,7 @@ mod tests {
         let text = e.to_string();
         assert!(text.contains("HTTP 403 AuthorizationFailed: no"), "{text}");
         assert!(text.contains("Tag Contributor"), "{text}");
-        let e = AzureError::from_response(
+        let e = CloudError::from_response(
             "blob:GetBlob",
             "http://x/c/b",
             404,

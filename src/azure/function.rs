@@ -32,11 +32,13 @@ use super::blob_store::blob_policy_store;
 use super::config::Config;
 use super::identity::ManagedIdentity;
 use super::metrics::MetricsPublisher;
-use super::reconcile::{Outcome, Reconciler};
+use super::reconcile::Reconciler;
 use super::server::{Request, Response};
-use super::{AzureError, CallCounter};
+use crate::calls::CallCounter;
+use crate::error_policy::CloudError;
 use crate::events;
 use crate::policy::store::{Layout, Source};
+use crate::report::Outcome;
 use crate::trigger::Trigger;
 
 pub const BLOB_CREATED: &str = "Microsoft.Storage.BlobCreated";
@@ -61,7 +63,7 @@ pub enum Delivered {
 
 impl Handler {
     /// Build the clients from the configuration (no network yet).
-    pub fn new(config: &Config) -> Result<Self, AzureError> {
+    pub fn new(config: &Config) -> Result<Self, CloudError> {
         let http = super::http_client(config.http_timeout)?;
         let calls = CallCounter::default();
         let identity = Arc::new(ManagedIdentity::new(

@@ -16,7 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use tokio::sync::Mutex;
 
-use super::{AzureError, CallCounter, ErrorClass};
+use crate::calls::CallCounter;
+use crate::error_policy::{CloudError, ErrorClass};
 
 pub const API_VERSION: &str = "2019-08-01";
 /// Audience of Azure Resource Manager.
@@ -97,13 +98,13 @@ impl ManagedIdentity {
     }
 
     /// A bearer token for `audience`, from the cache while it has more than [`REFRESH_MARGIN`] left.
-    pub async fn token(&self, audience: &str) -> Result<String, AzureError> {
+    pub async fn token(&self, audience: &str) -> Result<String, CloudError> {
         if let TokenSource::Given { audience: given, token } = &self.source {
             return if given == audience {
                 Ok(token.clone())
             } else {
                 let why = format!("only a token for {given} was given");
-                Err(AzureError::new(OP_TOKEN, audience, None, "NoToken", &why, ErrorClass::Denied))
+                Err(CloudError::azure(OP_TOKEN, audience, None, "NoToken", &why, ErrorClass::Denied))
             };
         }
         let mut cache = self.cache.lock().await;
@@ -119,9 +120,9 @@ impl ManagedIdentity {
         Ok(token)
     }
 
-    async fn fetch(&self, audience: &str) -> Result<Cached, AzureError> {
+    async fn fetch(&self, audience: &str) -> Result<Cached, CloudError> {
         let TokenSource::Endpoint { endpoint, header, client_id, http } = &self.source else {
-            return Err(AzureError::new(
+            return Err(CloudError::azure(
                 OP_TOKEN,
                 audience,
                 None,
@@ -148,14 +149,14 @@ impl ManagedIdentity {
             let resp = match http.get(url.clone()).header("X-IDENTITY-HEADER", header).send().await {
                 Ok(r) => r,
                 Err(e) => {
-                    last = Some(AzureError::transport(OP_TOKEN, &target, &e));
+                    last = Some(CloudError::transport(OP_TOKEN, &target, &e));
                     continue;
                 }
             };
             let status = resp.status().as_u16();
             let body = resp.text().await.unwrap_or_default();
             if status != 200 {
-                let mut err = AzureError::from_response(OP_TOKEN, &target, status, None, &body);
+                let mut err = CloudError::from_response(OP_TOKEN, &target, status, None, &body);
                 if matches!(status, 400 | 401 | 403) {
                     err.class = ErrorClass::Denied;
                 }
@@ -166,7 +167,7 @@ impl ManagedIdentity {
                 continue;
             }
             let parsed: TokenResponse = serde_json::from_str(&body).map_err(|e| {
-                AzureError::new(OP_TOKEN, &target, Some(200), "BadTokenResponse", &e.to_string(), ErrorClass::Fatal)
+                CloudError::azure(OP_TOKEN, &target, Some(200), "BadTokenResponse", &e.to_string(), ErrorClass::Fatal)
             })?;
             let expires_on = match &parsed.expires_on {
                 serde_json::Value::String(s) => s.parse::<u64>().ok(),
@@ -174,7 +175,7 @@ impl ManagedIdentity {
                 _ => None,
             }
             .ok_or_else(|| {
-                AzureError::new(
+                CloudError::azure(
                     OP_TOKEN,
                     &target,
                     Some(200),
@@ -185,7 +186,7 @@ impl ManagedIdentity {
             })?;
             return Ok(Cached { token: parsed.access_token, expires_on });
         }
-        Err(last.unwrap_or_else(|| AzureError::new(OP_TOKEN, &target, None, "NoAttempt", "", ErrorClass::Transient)))
+        Err(last.unwrap_or_else(|| CloudError::azure(OP_TOKEN, &target, None, "NoAttempt", "", ErrorClass::Transient)))
     }
 }
 

@@ -15,8 +15,9 @@ use reqwest::Url;
 use serde_json::{json, Value};
 
 use super::identity::{ManagedIdentity, MONITORING_AUDIENCE};
-use super::{AzureError, CallCounter, ErrorClass};
+use crate::calls::CallCounter;
 use crate::cloud::Cloud;
+use crate::error_policy::{CloudError, ErrorClass};
 use crate::report::{Metrics, NAMESPACE};
 
 pub const OP_POST: &str = "monitor:PostMetrics";
@@ -103,7 +104,7 @@ impl MetricsPublisher {
     }
 
     /// One POST with every document, newline-delimited. Nothing to send, no request.
-    pub async fn publish(&self, metrics: &Metrics, infra_id: &str) -> Result<usize, AzureError> {
+    pub async fn publish(&self, metrics: &Metrics, infra_id: &str) -> Result<usize, CloudError> {
         let docs = documents(metrics, infra_id, SystemTime::now());
         if docs.is_empty() {
             return Ok(0);
@@ -120,11 +121,11 @@ impl MetricsPublisher {
             .body(body)
             .send()
             .await
-            .map_err(|e| AzureError::transport(OP_POST, &target, &e))?;
+            .map_err(|e| CloudError::transport(OP_POST, &target, &e))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             let body = resp.text().await.unwrap_or_default();
-            let mut e = AzureError::from_response(OP_POST, &target, status, None, &body);
+            let mut e = CloudError::from_response(OP_POST, &target, status, None, &body);
             if e.class == ErrorClass::NotFound {
                 e.message = format!("{} (is TAGWARDEN_METRICS_RESOURCE_ID in the region of the endpoint?)", e.message);
             }

@@ -22,16 +22,14 @@ pub mod server;
 
 use std::time::Duration;
 
-pub use config::{Config, ConfigError};
-pub use error::{AzureError, ErrorClass};
+use crate::error_policy::{CloudError, ErrorClass};
+pub use config::Config;
 /// The HTTP client crate, for callers (tests, tools) that build requests of their own.
 pub use reqwest;
 
-pub use crate::calls::CallCounter;
-
 /// The one HTTP client every Azure call goes through: rustls with the ring provider and the
 /// webpki roots, short connect timeout, and a request timeout well inside the Functions host's own.
-pub fn http_client(timeout: Duration) -> Result<reqwest::Client, AzureError> {
+pub fn http_client(timeout: Duration) -> Result<reqwest::Client, CloudError> {
     reqwest::Client::builder()
         .use_rustls_tls()
         .connect_timeout(Duration::from_secs(3))
@@ -40,7 +38,7 @@ pub fn http_client(timeout: Duration) -> Result<reqwest::Client, AzureError> {
         .user_agent(concat!("tagwarden/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| {
-            AzureError::new(
+            CloudError::azure(
                 "http:Client",
                 "reqwest",
                 None,

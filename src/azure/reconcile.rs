@@ -12,17 +12,17 @@
 
 use std::sync::Arc;
 
-use futures_util::stream::{self, StreamExt};
-
 use super::arm::ArmClient;
-use super::blob_store::{BlobPolicyStore, LoadedPolicy};
-use super::AzureError;
+use super::blob_store::BlobPolicyStore;
 use crate::cloud::Cloud;
-use crate::enforce::{Adapter, Engine, IntoRecord, Read};
+use crate::enforce::sweep::{Listed, SweepOptions};
+use crate::enforce::{Adapter, Engine, Read};
+use crate::error_policy::CloudError;
 use crate::events::Event;
+use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::Policies;
-pub use crate::report::Outcome;
-use crate::report::{epoch_ms, Record, Status};
+use crate::report::Outcome;
+use crate::report::Record;
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
@@ -40,7 +40,14 @@ pub struct Reconciler {
 
 impl Reconciler {
     pub fn new(arm: ArmClient, store: BlobPolicyStore, own: Vec<String>) -> Self {
-        Reconciler { arm, store, own, sweep_scopes: Vec::new(), engine: Engine::new(DEFAULT_CONCURRENCY) }
+        let mut engine = Engine::new(DEFAULT_CONCURRENCY);
+        // Every write is one resource's Merge, at the pace of the reconciles.
+        engine.sweep = SweepOptions { concurrency: DEFAULT_CONCURRENCY, ..SweepOptions::default() };
+        Reconciler { arm, store, own, sweep_scopes: Vec::new(), engine }
+    }
+
+    fn scoped(&self) -> Scoped<'_> {
+        Scoped { arm: &self.arm, scopes: &self.sweep_scopes }
     }
 
     /// The policies in force; a rejected new version is counted and reported.
@@ -63,12 +70,12 @@ impl Reconciler {
 
     /// Reconcile the resource an event names. Ignored and own events make no call at all.
     pub async fn handle_event(&self, event: &Event) -> Outcome {
-        self.engine.handle_event(&self.arm, &self.store, &self.own, event, None).await
+        self.engine.handle_event(&self.scoped(), &self.store, &self.own, event, None).await
     }
 
     /// Re-read, plan against `policy` and (unless dry-run) write one resource.
     pub async fn reconcile(&self, policy: &Arc<LoadedPolicy>, r: &ResourceRef) -> Record {
-        self.engine.reconcile(&self.arm, &Policies::one(policy.clone()), r, None).await
+        self.engine.reconcile(&self.scoped(), &Policies::one(policy.clone()), r, None).await
     }
 
     /// Plan (and, unless dry-run, write) every owned resource in the sweep scopes, of every
@@ -80,79 +87,47 @@ impl Reconciler {
 
     /// [`Self::sweep`] of the clusters named in `only` (every cluster with `None`).
     pub async fn sweep_clusters(&self, force: bool, only: Option<&[String]>) -> Outcome {
-        let mut out = Outcome::default();
-        let Some(policies) = self.policies(&mut out, force).await else { return out };
         if self.sweep_scopes.is_empty() {
-            out.error = Some("no sweep scope: set TAGWARDEN_SWEEP_SCOPES (or TAGWARDEN_METRICS_RESOURCE_ID, whose subscription is the default)".to_string());
-            return out;
+            let why = "no sweep scope: set TAGWARDEN_SWEEP_SCOPES (or TAGWARDEN_METRICS_RESOURCE_ID, whose subscription is the default)";
+            return Outcome { error: Some(why.to_string()), ..Outcome::default() };
         }
-        let swept: Vec<Arc<LoadedPolicy>> =
-            policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
-        let mut targets = Vec::new();
-        for scope in &self.sweep_scopes {
-            for policy in &swept {
-                let key = Cloud::Azure.ownership_key(&policy.infra_id);
-                match self.arm.list_owned(scope, &key).await {
-                    Ok(found) => targets.extend(found),
-                    Err(e) => {
-                        out.error = Some(format!("listing owned resources failed: {e}"));
-                        return out;
-                    }
-                }
-            }
-        }
-        targets.sort();
-        targets.dedup_by(|a, b| a.id.eq_ignore_ascii_case(&b.id));
-        // Each is re-read and answers to the cluster its tags name now.
-        let policies_ref = &policies;
-        let records: Vec<Record> = stream::iter(targets)
-            .map(|r| async move {
-                let record = self.engine.reconcile(&self.arm, policies_ref, &r, None).await;
-                // The listing carries no tags: the drift was first seen by this reconcile's read.
-                let seen = epoch_ms().saturating_sub(record.latency_ms);
-                if record.status == Status::Applied {
-                    record.in_line_since(Some(seen), epoch_ms())
-                } else {
-                    record
-                }
-            })
-            .buffer_unordered(self.engine.concurrency())
-            .collect()
-            .await;
-        for r in records {
-            out.push(r);
-        }
-        if !self.engine.dry_run {
-            crate::enforce::report_sweeps(&self.store, &policies, &swept, &out.records).await;
-        }
-        out
+        self.engine.sweep(&self.scoped(), &self.store, force, only, None).await
     }
 }
 
 /// Resources reconciled at once by default.
 pub const DEFAULT_CONCURRENCY: usize = 8;
 
-impl Adapter for ArmClient {
-    type Error = AzureError;
+/// The ARM client over the scopes a sweep lists: the engine's adapter.
+struct Scoped<'a> {
+    arm: &'a ArmClient,
+    scopes: &'a [String],
+}
 
+impl Adapter for Scoped<'_> {
     fn cloud(&self) -> Cloud {
         Cloud::Azure
     }
 
-    async fn read(&self, r: &ResourceRef) -> Result<Read, AzureError> {
-        self.get_tags(&r.id).await.map(|tags| Read { tags, arn: None })
+    async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError> {
+        self.arm.get_tags(&r.id).await.map(|tags| Read { tags, arn: None })
     }
 
     /// One Merge: the PATCH response is the record of the write, with no read-back (reads can
     /// be stale). ARM's own checks end in the record: the limit (a concurrent writer got there
     /// first), a type that refuses the PATCH, a refused tag, or a failure worth another delivery.
-    async fn write(&self, r: &ResourceRef, set: &TagMap, _current: &TagMap) -> Result<(), AzureError> {
-        self.merge_tags(&r.id, set).await.map(|_| ())
+    async fn write(&self, r: &ResourceRef, set: &TagMap, _current: &TagMap) -> Result<(), CloudError> {
+        self.arm.merge_tags(&r.id, set).await.map(|_| ())
     }
-}
 
-impl IntoRecord for AzureError {
-    fn into_record(self, record: Record) -> Record {
-        AzureError::into_record(self, record)
+    /// ARM's tag-filtered listing carries no tags: each resource is read before it is planned.
+    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Result<Vec<Listed>, CloudError> {
+        let key = Cloud::Azure.ownership_key(infra_id);
+        let mut found = Vec::new();
+        for scope in self.scopes {
+            found.extend(self.arm.list_owned(scope, &key).await?.into_iter().map(|r| (r, None)));
+            pages(found.len());
+        }
+        Ok(found)
     }
 }

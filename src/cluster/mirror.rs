@@ -14,7 +14,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 
 use super::{api_error, ClusterError};
-use crate::status::{PolicyState, StatusReport};
+use crate::policy::cache::PolicyState;
+use crate::status::StatusReport;
 
 /// The ConfigMap the manifests create for the report.
 pub const DEFAULT_NAME: &str = "tagwarden-status";

@@ -14,8 +14,9 @@ use serde_json::{json, Value};
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
-use tagwarden::aws::tags::{Backoff, Tagger};
+use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::error_policy::Backoff;
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 
@@ -302,7 +303,7 @@ pub fn reconciler(clients: &Clients, account: &str, location: &str, ttl: Duratio
     let mut tagger = Tagger::new(clients.clone());
     tagger.not_found = Backoff { attempts: 3, first: Duration::from_millis(10), max: Duration::from_millis(40) };
     let mut rec = Reconciler::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")]);
-    rec.sweep.throttle_backoff = Duration::from_millis(20);
+    rec.engine.sweep.throttled.first = Duration::from_millis(20);
     rec
 }
 

@@ -227,7 +227,7 @@ async fn mirror_now(
     own_cluster: Option<&str>,
     refused: &[String],
 ) {
-    use tagwarden::status::PolicyState;
+    use tagwarden::policy::cache::PolicyState;
     let own = |reports: Vec<(Option<String>, Option<tagwarden::status::StatusReport>)>| {
         reports.into_iter().find(|(c, _)| c.is_none() || c.as_deref() == own_cluster).and_then(|(_, r)| r)
     };

@@ -1,7 +1,8 @@
 //! `tagwarden status`: the status report the function writes beside the policy, for a human.
 
 use anyhow::Context;
-use tagwarden::status::{PolicyState, StatusReport};
+use tagwarden::policy::cache::PolicyState;
+use tagwarden::status::StatusReport;
 
 use crate::input::print_json;
 use crate::target::Target;

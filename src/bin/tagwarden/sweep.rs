@@ -155,19 +155,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A progress bar on stderr when it is a terminal (never in pipes, CI logs or `--json` captures).
-#[cfg(feature = "aws")]
-fn progress_bar() -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    let style = indicatif::ProgressStyle::with_template("{msg:>9} [{bar:30}] {pos}/{len} ({elapsed})").ok()?;
-    bar.set_style(style.progress_chars("=> "));
-    Some(bar)
-}
-
 /// What one cloud's sweep did, before it is summarized.
 struct Swept {
     policy: String,
@@ -177,19 +164,27 @@ struct Swept {
     seconds: f64,
 }
 
-/// A progress bar on stderr when it is a terminal, and the callback the AWS sweep moves it with
-/// (phase, done, total). The Azure sweep reports no phases.
-#[cfg(feature = "aws")]
-fn progress() -> (Option<indicatif::ProgressBar>, Option<tagwarden::aws::sweep::Progress>) {
-    let Some(bar) = progress_bar() else { return (None, None) };
+/// A progress bar on stderr when it is a terminal (never in pipes, CI logs or `--json` captures),
+/// and the callback the sweep moves it with (phase, done, total).
+#[cfg(any(feature = "aws", feature = "azure"))]
+fn progress() -> (Option<indicatif::ProgressBar>, Option<tagwarden::enforce::sweep::Progress>) {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return (None, None);
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg:>9} [{bar:30}] {pos}/{len} ({elapsed})") {
+        bar.set_style(style.progress_chars("=> "));
+    }
     let moved = bar.clone();
-    let callback: tagwarden::aws::sweep::Progress = std::sync::Arc::new(move |phase: &str, done: u64, total: u64| {
-        moved.set_message(phase.to_string());
-        if total > 0 {
-            moved.set_length(total);
-        }
-        moved.set_position(done);
-    });
+    let callback: tagwarden::enforce::sweep::Progress =
+        std::sync::Arc::new(move |phase: &str, done: u64, total: u64| {
+            moved.set_message(phase.to_string());
+            if total > 0 {
+                moved.set_length(total);
+            }
+            moved.set_position(done);
+        });
     (Some(bar), Some(callback))
 }
 
@@ -212,10 +207,10 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
         Vec::new(),
     );
     reconciler.engine.dry_run = args.dry_run;
-    reconciler.sweep.concurrency = args.concurrency;
-    reconciler.sweep.ec2_batch = usize::from(args.ec2_batch);
+    reconciler.engine.sweep.concurrency = args.concurrency;
+    reconciler.tagger.ec2_batch = usize::from(args.ec2_batch);
     let (bar, callback) = progress();
-    reconciler.progress = callback;
+    reconciler.engine.progress = callback;
     let started = Instant::now();
     let out = reconciler.sweep(true).await;
     if let Some(bar) = bar {
@@ -242,7 +237,7 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
     use tagwarden::azure::identity::{ManagedIdentity, ARM_AUDIENCE};
     use tagwarden::azure::reconcile::Reconciler;
-    use tagwarden::azure::CallCounter;
+    use tagwarden::calls::CallCounter;
 
     let location: BlobLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
     if !location.has_sas() {
@@ -271,9 +266,15 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let mut reconciler = Reconciler::new(arm, store, Vec::new());
     reconciler.sweep_scopes = args.scope.clone();
     reconciler.engine = tagwarden::enforce::Engine::new(args.concurrency.max(1));
+    reconciler.engine.sweep.concurrency = args.concurrency.max(1);
     reconciler.engine.dry_run = args.dry_run;
+    let (bar, callback) = progress();
+    reconciler.engine.progress = callback;
     let started = Instant::now();
     let out = reconciler.sweep(true).await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     Ok(Swept {
         policy: location.to_string(),
         is_set: reconciler.store.is_set(),

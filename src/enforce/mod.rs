@@ -1,7 +1,10 @@
-//! The enforcement engine's core, once for both clouds: one resource is locked, re-read (unless
-//! its tags are known and still fresh), planned against the policy of the cluster that owns it
-//! (one of a cluster set's, found from the tags read), written at most once, and recorded. What differs between clouds is an [`Adapter`]: how a resource's tags are read and
-//! how a plan is written. `aws::reconcile` and `azure::reconcile` drive it from events and sweeps.
+//! The enforcement engine, once for both clouds. An event ([`Engine::handle_event`]) or a sweep
+//! ([`sweep`]) names resources; each one is locked, re-read (unless its tags are known and still
+//! fresh), planned against the policy of the cluster that owns it (one of a cluster set's, found
+//! from the tags read), written at most once, and recorded ([`Engine::reconcile`]). What differs
+//! between clouds is an [`Adapter`]: how tags are read and written, how owned resources are
+//! listed, and how writes are grouped. `aws::reconcile` and `azure::reconcile` are the adapters
+//! and the entry points the functions and the CLI call.
 //!
 //! The invariants it holds, unit-tested below against an in-memory cloud: a resource is written
 //! at most once per policy version however many events name it at once (a duplicate waits for
@@ -9,13 +12,18 @@
 //! nothing; a failed read or write is a record, never a dropped resource; a resource owned by two
 //! clusters is never written.
 
+pub mod sweep;
+
 use std::sync::Arc;
+#[cfg(test)]
+use std::time::Duration;
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
 
 use crate::cloud::Cloud;
+use crate::error_policy::CloudError;
 use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
@@ -25,6 +33,7 @@ use crate::policy::store::{PolicyStore, Source};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
+use sweep::{Batching, Listed, Progress, SweepOptions, Unindexed};
 
 /// A resource's tags as read, and its ARN when the cloud names it differently from the event
 /// (an IAM path), for overrides that match on it.
@@ -36,23 +45,48 @@ pub struct Read {
 /// What a cloud does differently.
 #[allow(async_fn_in_trait)]
 pub trait Adapter: Send + Sync {
-    type Error: IntoRecord;
     fn cloud(&self) -> Cloud;
-    async fn read(&self, r: &ResourceRef) -> Result<Read, Self::Error>;
+    async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError>;
     /// Write `set` (every key that must change; never a removal). `current` is what was read,
     /// for the services whose write replaces the whole tag set.
-    async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), Self::Error>;
+    async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError>;
     /// Resources an event implies but does not name (a new instance's volumes), with their tags
     /// when the listing carries them; a lookup that failed is a record.
     async fn implied(&self, event: &Event, version: &str) -> (Vec<(ResourceRef, Option<TagMap>)>, Vec<Record>) {
         let _ = (event, version);
         (Vec::new(), Vec::new())
     }
-}
-
-/// A cloud error as the outcome record it ends in (failed, over the limit, unsupported).
-pub trait IntoRecord {
-    fn into_record(self, record: Record) -> Record;
+    /// Every resource cluster `infra_id`'s ownership tag marks, with its tags when the listing
+    /// carries them; `pages` is told how many were found so far as pages arrive.
+    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Result<Vec<Listed>, CloudError>;
+    /// Resources the owned listing cannot see, with their tags, whoever owns them (the engine
+    /// keeps the swept clusters'), given what it found; and the ones that could not be read.
+    async fn list_unindexed(&self, owned: &[Listed]) -> Result<Unindexed, CloudError> {
+        let _ = owned;
+        Ok((Vec::new(), Vec::new()))
+    }
+    /// How a sweep sends the write of `r`.
+    fn batching(&self, r: &ResourceRef) -> Batching {
+        let _ = r;
+        Batching::Alone
+    }
+    /// One call that writes `set` on every resource of a [`Batching::Shared`] `group`; on
+    /// success, the positions in `resources` it failed for.
+    async fn write_shared(
+        &self,
+        group: &'static str,
+        resources: &[&ResourceRef],
+        set: &TagMap,
+    ) -> Result<Vec<(usize, CloudError)>, CloudError> {
+        let _ = group;
+        let mut failed = Vec::new();
+        for (at, r) in resources.iter().enumerate() {
+            if let Err(e) = self.write(r, set, &TagMap::new()).await {
+                failed.push((at, e));
+            }
+        }
+        Ok(failed)
+    }
 }
 
 pub struct Engine {
@@ -64,6 +98,10 @@ pub struct Engine {
     concurrency: usize,
     /// Plan without writing.
     pub dry_run: bool,
+    /// How a sweep paces its writes.
+    pub sweep: SweepOptions,
+    /// Told how a sweep is going (the CLI draws a progress bar).
+    pub progress: Option<Progress>,
 }
 
 impl Engine {
@@ -75,7 +113,14 @@ impl Engine {
             permits: Semaphore::new(concurrency),
             concurrency,
             dry_run: false,
+            sweep: SweepOptions::default(),
+            progress: None,
         }
+    }
+
+    /// The same engine with at most `n` (at least 1) resources reconciled at once.
+    pub fn with_concurrency(self, n: usize) -> Self {
+        Engine { dry_run: self.dry_run, sweep: self.sweep, progress: self.progress, ..Engine::new(n) }
     }
 
     pub fn concurrency(&self) -> usize {
@@ -265,118 +310,114 @@ pub async fn report_sweeps<S: Source>(
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::HashMap;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::Mutex;
+mod memory;
 
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::memory::{resource, tags, Documents, Memory};
     use super::*;
+    use crate::events::EventKind;
     use crate::policy::cache::check;
+    use crate::policy::store::Layout;
     use crate::report::Status;
 
-    /// A cloud in memory: tags by resource ID, and the calls made.
-    #[derive(Default)]
-    struct Memory {
-        tags: Mutex<HashMap<String, TagMap>>,
-        reads: AtomicU64,
-        writes: AtomicU64,
-        fail_writes: bool,
-    }
+    pub(super) const OWNED: (&str, &str) = ("kubernetes.io/cluster/c-1", "owned");
+    pub(super) const POLICY: &str = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\n";
 
-    #[derive(Debug)]
-    struct MemoryError(&'static str);
-
-    impl IntoRecord for MemoryError {
-        fn into_record(self, record: Record) -> Record {
-            record.failing(Failure::Transient, self.0.to_string())
-        }
-    }
-
-    impl Adapter for Memory {
-        type Error = MemoryError;
-
-        fn cloud(&self) -> Cloud {
-            Cloud::Aws
-        }
-
-        async fn read(&self, r: &ResourceRef) -> Result<Read, MemoryError> {
-            self.reads.fetch_add(1, Ordering::Relaxed);
-            // Let a concurrent reconcile of the same resource get as far as it can.
-            tokio::task::yield_now().await;
-            let tags = self.tags.lock().map_err(|_| MemoryError("poisoned"))?.get(&r.id).cloned();
-            tags.map(|tags| Read { tags, arn: None }).ok_or(MemoryError("NotFound"))
-        }
-
-        async fn write(&self, r: &ResourceRef, set: &TagMap, _current: &TagMap) -> Result<(), MemoryError> {
-            self.writes.fetch_add(1, Ordering::Relaxed);
-            if self.fail_writes {
-                return Err(MemoryError("Throttling"));
-            }
-            let mut all = self.tags.lock().map_err(|_| MemoryError("poisoned"))?;
-            all.entry(r.id.clone()).or_default().extend(set.clone());
-            Ok(())
+    fn tag_change(ids: &[&str]) -> Event {
+        Event {
+            cloud: Cloud::Aws,
+            kind: EventKind::TagChange,
+            reason: None,
+            service: "ec2".into(),
+            event_name: "CreateTags".into(),
+            account: None,
+            region: None,
+            actor: None,
+            resources: ids.iter().map(|id| resource(id)).collect(),
+            principals: Vec::new(),
+            tags: None,
+            validation_code: None,
+            id: Some("e-1".into()),
+            occurred_at_ms: None,
         }
     }
 
     fn policy() -> Policies {
-        let doc = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\n".to_string();
-        let (policy, infra_id) = check(Cloud::Aws, vec![("p.yaml".into(), doc)]).expect("valid");
+        let (policy, infra_id) = check(Cloud::Aws, vec![("p.yaml".into(), POLICY.to_string())]).expect("valid");
         Policies::one(std::sync::Arc::new(LoadedPolicy { policy, infra_id, fingerprint: "fp".into() }))
     }
 
-    fn tags(pairs: &[(&str, &str)]) -> TagMap {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
-    }
-
-    fn cloud_with(id: &str, current: TagMap) -> Memory {
-        let m = Memory::default();
-        m.tags.lock().expect("fresh").insert(id.to_string(), current);
-        m
-    }
-
-    const OWNED: (&str, &str) = ("kubernetes.io/cluster/c-1", "owned");
-
     #[tokio::test]
     async fn duplicates_at_once_write_once_and_nothing_is_removed() {
-        let r = ResourceRef::ec2("i-0abc", "us-east-1", "111122223333");
-        let cloud = cloud_with(&r.id, tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]));
+        let r = resource("i-0abc");
+        let cloud = Memory::with(&[(&r.id, tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]))]);
         let engine = Engine::new(8);
         let p = policy();
         // Ten events name the resource at once (a create, its tag change, redeliveries).
         let records = futures_util::future::join_all((0..10).map(|_| engine.reconcile(&cloud, &p, &r, None))).await;
-        assert_eq!(cloud.writes.load(Ordering::Relaxed), 1, "one write per resource per policy version");
+        assert_eq!(cloud.writes(), 1, "one write per resource per policy version");
         assert_eq!(records.iter().filter(|r| r.status == Status::Applied).count(), 1);
-        let now = cloud.tags.lock().expect("tags")[&r.id].clone();
         assert_eq!(
-            now,
+            cloud.get(&r.id),
             tags(&[OWNED, ("team", "platform"), ("env", "prod"), ("owner", "alice")]),
             "unmanaged keys survive"
         );
         // Read again: in line, nothing to do.
         let again = engine.reconcile(&cloud, &p, &r, None).await;
-        assert_eq!((again.status, cloud.writes.load(Ordering::Relaxed)), (Status::Unchanged, 1));
+        assert_eq!((again.status, cloud.writes()), (Status::Unchanged, 1));
     }
 
     #[tokio::test]
     async fn dry_run_not_owned_and_failures_are_records() {
         let p = policy();
-        let r = ResourceRef::ec2("i-0def", "us-east-1", "111122223333");
+        let r = resource("i-0def");
         let mut engine = Engine::new(1);
         engine.dry_run = true;
-        let cloud = cloud_with(&r.id, tags(&[OWNED]));
+        let cloud = Memory::with(&[(&r.id, tags(&[OWNED]))]);
         assert_eq!(engine.reconcile(&cloud, &p, &r, None).await.status, Status::WouldApply);
-        assert_eq!(cloud.writes.load(Ordering::Relaxed), 0, "a dry run writes nothing");
+        assert_eq!(cloud.writes(), 0, "a dry run writes nothing");
 
         let engine = Engine::new(1);
-        let foreign = cloud_with(&r.id, tags(&[("kubernetes.io/cluster/other", "owned")]));
+        let foreign = Memory::with(&[(&r.id, tags(&[("kubernetes.io/cluster/other", "owned")]))]);
         assert_eq!(engine.reconcile(&foreign, &p, &r, None).await.status, Status::NotOwned);
-        assert_eq!(foreign.writes.load(Ordering::Relaxed), 0);
+        assert_eq!(foreign.writes(), 0);
 
         let missing = Memory::default();
         let record = engine.reconcile(&missing, &p, &r, None).await;
-        assert_eq!((record.status, record.error.as_deref()), (Status::Failed, Some("NotFound")));
-        let throttled = Memory { fail_writes: true, ..cloud_with(&r.id, tags(&[OWNED])) };
+        assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
+        assert!(record.error.as_deref().is_some_and(|e| e.contains("NotFound")), "{record:?}");
+        let throttled = Memory { throttled: true, ..Memory::with(&[(&r.id, tags(&[OWNED]))]) };
         let record = engine.reconcile(&throttled, &p, &r, None).await;
         assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
+    }
+
+    /// What an event's delivery becomes: a transient failure hands it back (SQS redelivers, then
+    /// dead-letters), a permanent one is reported and the delivery succeeds, and without a valid
+    /// policy nothing is written and the delivery fails closed.
+    #[tokio::test]
+    async fn events_hand_back_what_a_retry_can_fix_and_fail_closed() {
+        let store =
+            PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", POLICY)]), Duration::ZERO);
+        let engine = Engine::new(4);
+        let event = tag_change(&["i-0a"]);
+        let cloud = Memory { throttled: true, ..Memory::with(&[("i-0a", tags(&[OWNED]))]) };
+        let out = engine.handle_event(&cloud, &store, &[], &event, None).await;
+        assert!(out.must_retry(), "throttled after the client's retries: handed back");
+
+        let cloud = Memory { refuse: ["i-0a".to_string()].into(), ..Memory::with(&[("i-0a", tags(&[OWNED]))]) };
+        let out = engine.handle_event(&cloud, &store, &[], &event, None).await;
+        assert_eq!(out.records[0].failure, Some(Failure::Permanent));
+        assert!(!out.must_retry(), "a permanent failure is reported, never redelivered");
+
+        let invalid = "version: 1\ninfraID: c-1\ntags: {Name: web}\n";
+        let store =
+            PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", invalid)]), Duration::ZERO);
+        let cloud = Memory::with(&[("i-0a", tags(&[OWNED]))]);
+        let out = engine.handle_event(&cloud, &store, &[], &event, None).await;
+        assert_eq!((cloud.writes(), cloud.reads.load(Ordering::Relaxed), out.metrics.policy_rejected), (0, 0, 1));
+        assert!(out.error.is_some() && out.must_retry(), "no valid policy: fail closed, {out:?}");
     }
 }

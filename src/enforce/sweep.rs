@@ -1,0 +1,500 @@
+//! The sweep (DESIGN.md §7), once for both clouds: list every resource the swept clusters own,
+//! plan each against its cluster's policy, then write in as few calls as the cloud allows.
+//!
+//! What differs is the [`Adapter`]'s: how it lists (AWS: the Tagging API, tags included, plus the
+//! listings that API cannot see; ARM: without tags) and how it groups writes ([`Batching`]). A
+//! resource listed with its tags is planned from the listing; one listed without them is read and
+//! reconciled alone. A write that replaces the whole tag set (S3) is re-read, its owner and plan
+//! re-checked, right before it is sent, so nothing added since the listing is lost and a resource
+//! no longer owned is not written. Throttling left over after the client's own retries is waited
+//! out with backoff and jitter; a shared write that fails for another reason is split in halves,
+//! so only the resources that really fail are sent again and reported. Past the deadline no write
+//! starts: what is left is reported as deferred, for the next run. Each swept cluster gets its
+//! status report.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::stream::{self, StreamExt};
+
+use super::{answer_to, report_sweeps, Adapter, Engine};
+use crate::cloud::{ownership_for, Cloud, Ownership};
+use crate::error_policy::{Backoff, CloudError, ErrorClass};
+use crate::plan::{self, Plan};
+use crate::policy::cache::LoadedPolicy;
+use crate::policy::clusters::Policies;
+use crate::policy::store::{PolicyStore, Source};
+use crate::report::{epoch_ms, Failure, Outcome, Record, Status};
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+/// Told `(phase, done, total)` as a sweep goes: `discover`, `plan`, `write`.
+pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
+
+/// A listed resource, with its tags when the listing carries them.
+pub type Listed = (ResourceRef, Option<TagMap>);
+
+/// Resources found beside the owned listing, with their tags, and the ones that could not be read.
+pub type Unindexed = (Vec<(ResourceRef, TagMap)>, Vec<(ResourceRef, CloudError)>);
+
+#[derive(Debug, Clone, Copy)]
+pub struct SweepOptions {
+    /// Write calls in flight at once.
+    pub concurrency: usize,
+    /// Extra attempts for a write still throttled after the client's own retries, and their waits.
+    pub throttled: Backoff,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        let throttled = Backoff { attempts: 4, first: Duration::from_millis(500), max: Duration::from_secs(8) };
+        SweepOptions { concurrency: 4, throttled }
+    }
+}
+
+/// How a sweep sends the write of one resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Batching {
+    /// In one call with other resources of `group` that need the same tags, up to `max` a call.
+    Shared { group: &'static str, max: usize },
+    /// One call of its own.
+    Alone,
+    /// One call of its own, re-read and re-planned right before: the write replaces the whole set.
+    Reread,
+}
+
+struct Planned {
+    policy: Arc<LoadedPolicy>,
+    resource: ResourceRef,
+    current: TagMap,
+    plan: Plan,
+    started: Instant,
+}
+
+/// One unit of the write phase.
+enum Job {
+    /// Listed without tags: read, planned and written by the engine's reconcile.
+    Read(ResourceRef),
+    /// A planned write that replaces the set: the same, for planned resource `i`.
+    Reread(usize),
+    /// Planned resources sharing a delta, in one call where the adapter allows it.
+    Write { batching: Batching, set: TagMap, members: Vec<usize> },
+}
+
+impl Job {
+    fn size(&self) -> u64 {
+        match self {
+            Job::Write { members, .. } => members.len() as u64,
+            _ => 1,
+        }
+    }
+}
+
+/// What became of a job's resources.
+enum Done {
+    /// The record of a resource listed without tags.
+    Record(Record),
+    /// The record of planned resource `i`, re-read and reconciled.
+    Replaced(usize, Record),
+    Written(usize, Result<(), CloudError>),
+    /// Planned resource `i` was not started: the deadline was near.
+    Deferred(usize),
+}
+
+impl Engine {
+    /// Plan (and, unless dry-run, write) every resource the clusters named in `only` own (every
+    /// cluster with `None`), starting no write after `stop_at`; `force` re-reads the policy now.
+    pub async fn sweep<A: Adapter, S: Source>(
+        &self,
+        cloud: &A,
+        store: &PolicyStore<S>,
+        force: bool,
+        only: Option<&[String]>,
+        stop_at: Option<Instant>,
+    ) -> Outcome {
+        let mut out = Outcome::default();
+        let Some(policies) = store.policies_for(&mut out, force).await else { return out };
+        let version = policies.version();
+        let swept: Vec<Arc<LoadedPolicy>> =
+            policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
+        let (targets, unreadable) = match self.discover(cloud, &policies, &swept).await {
+            Ok(found) => found,
+            Err(e) => {
+                out.error = Some(format!("listing owned resources failed: {e}"));
+                return out;
+            }
+        };
+        // A resource that could not be read is reported on its own; the rest is still swept.
+        for (r, e) in unreadable {
+            out.push(e.into_record(Record::failed(cloud.cloud(), &r, &version, String::new())));
+        }
+        let total = targets.len() as u64;
+        self.report("plan", 0, total);
+        // When the sweep first saw the drift: where a correction's compliance lag starts (when the
+        // drift itself began, no listing can say).
+        let seen_ms = epoch_ms();
+        let mut planned = Vec::with_capacity(targets.len());
+        let mut jobs = Vec::new();
+        for (resource, tags) in targets {
+            let Some(current) = tags else {
+                jobs.push(Job::Read(resource));
+                continue;
+            };
+            let started = Instant::now();
+            match answer_to(&policies, cloud.cloud(), &resource, &current) {
+                Ok(policy) => {
+                    let plan = plan::plan(&policy.policy, cloud.cloud(), &policy.infra_id, &resource, &current);
+                    planned.push(Planned { policy: policy.clone(), resource, current, plan, started });
+                }
+                // Owned by two clusters: reported, never written.
+                Err(record) => out.push(*record),
+            }
+        }
+        self.report("plan", total, total);
+        if !self.dry_run {
+            jobs.extend(batches(cloud, &planned));
+        }
+
+        let mut records: Vec<Option<Record>> = vec![None; planned.len()];
+        let mut written = vec![None; planned.len()];
+        let mut deferred = vec![false; planned.len()];
+        let size: u64 = jobs.iter().map(Job::size).sum();
+        let mut done = 0;
+        self.report("write", 0, size);
+        let (policies, planned_ref) = (&policies, &planned);
+        let mut results = stream::iter(jobs)
+            .map(|job| async move { self.run(cloud, policies, planned_ref, job, stop_at).await })
+            .buffer_unordered(self.sweep.concurrency.max(1));
+        while let Some(finished) = results.next().await {
+            for d in finished {
+                done += 1;
+                match d {
+                    Done::Record(record) => out.push(record),
+                    Done::Replaced(i, record) => records[i] = Some(record),
+                    Done::Written(i, result) => written[i] = Some(result),
+                    Done::Deferred(i) => deferred[i] = true,
+                }
+            }
+            self.report("write", done.min(size), size);
+        }
+        for (i, p) in planned.iter().enumerate() {
+            if let Some(record) = records[i].take() {
+                out.push(since(record, seen_ms));
+                continue;
+            }
+            let ok = matches!(written[i], Some(Ok(())));
+            let elapsed = p.started.elapsed().as_millis() as u64;
+            let mut record = Record::from_plan(cloud.cloud(), &p.policy.policy, &p.plan, ok, elapsed);
+            if policies.is_set() {
+                record.infra_id = Some(p.policy.infra_id.clone());
+            }
+            record = match written[i].take() {
+                Some(Err(e)) => e.into_record(record),
+                Some(Ok(())) => record.in_line_since(Some(seen_ms), epoch_ms()),
+                None if deferred[i] => {
+                    let why = "deferred: the invocation's deadline was near; the next sweep writes it".to_string();
+                    record.failing(Failure::Transient, why)
+                }
+                None => record,
+            };
+            out.push(record);
+        }
+        if !self.dry_run {
+            report_sweeps(store, policies, &swept, &out.records).await;
+        }
+        out
+    }
+
+    pub(super) fn report(&self, phase: &str, done: u64, total: u64) {
+        if let Some(p) = &self.progress {
+            p(phase, done, total);
+        }
+    }
+
+    async fn run<A: Adapter>(
+        &self,
+        cloud: &A,
+        policies: &Policies,
+        planned: &[Planned],
+        job: Job,
+        stop_at: Option<Instant>,
+    ) -> Vec<Done> {
+        let past = stop_at.is_some_and(|t| Instant::now() >= t);
+        match job {
+            Job::Read(r) if past => {
+                let why = "deferred: the invocation's deadline was near; the next sweep writes it".to_string();
+                let record = Record::failed(cloud.cloud(), &r, &policies.version(), why.clone());
+                vec![Done::Record(record.failing(Failure::Transient, why))]
+            }
+            Job::Read(r) => {
+                let record = self.reconcile(cloud, policies, &r, None).await;
+                // The listing carried no tags: the drift was first seen by this reconcile's read.
+                let seen = epoch_ms().saturating_sub(record.latency_ms);
+                vec![Done::Record(since(record, seen))]
+            }
+            Job::Reread(i) if past => vec![Done::Deferred(i)],
+            Job::Reread(i) => {
+                vec![Done::Replaced(i, self.reconcile(cloud, policies, &planned[i].resource, None).await)]
+            }
+            Job::Write { members, .. } if past => members.into_iter().map(Done::Deferred).collect(),
+            Job::Write { batching, set, members } => self
+                .write_split(cloud, planned, batching, &set, members)
+                .await
+                .into_iter()
+                .map(|(i, result)| Done::Written(i, result))
+                .collect(),
+        }
+    }
+
+    /// Send one write; on a failure that is not throttling, send each half again, down to single
+    /// resources, so one bad resource does not fail its neighbours.
+    async fn write_split<A: Adapter>(
+        &self,
+        cloud: &A,
+        planned: &[Planned],
+        batching: Batching,
+        set: &TagMap,
+        members: Vec<usize>,
+    ) -> Vec<(usize, Result<(), CloudError>)> {
+        let mut done = Vec::with_capacity(members.len());
+        let mut queue = vec![members];
+        while let Some(members) = queue.pop() {
+            match self.send(cloud, planned, batching, set, &members).await {
+                Ok(failed) => {
+                    done.extend(members.iter().enumerate().map(|(at, i)| match failed.iter().find(|(f, _)| *f == at) {
+                        Some((_, e)) => (*i, Err(e.clone())),
+                        None => (*i, Ok(())),
+                    }))
+                }
+                Err(e) if members.len() > 1 && e.class != ErrorClass::Throttled => {
+                    let (a, b) = members.split_at(members.len() / 2);
+                    queue.push(a.to_vec());
+                    queue.push(b.to_vec());
+                }
+                Err(e) => done.extend(members.into_iter().map(|i| (i, Err(e.clone())))),
+            }
+        }
+        done
+    }
+
+    /// One call for `members`, throttling waited out; on success, the positions in `members` it
+    /// failed for (a shared call may answer per resource).
+    async fn send<A: Adapter>(
+        &self,
+        cloud: &A,
+        planned: &[Planned],
+        batching: Batching,
+        set: &TagMap,
+        members: &[usize],
+    ) -> Result<Vec<(usize, CloudError)>, CloudError> {
+        let mut attempt = 0;
+        loop {
+            let result = match batching {
+                Batching::Shared { group, .. } => {
+                    let resources: Vec<&ResourceRef> = members.iter().map(|i| &planned[*i].resource).collect();
+                    cloud.write_shared(group, &resources, set).await
+                }
+                Batching::Alone | Batching::Reread => {
+                    let p = &planned[members[0]];
+                    cloud.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
+                }
+            };
+            match result {
+                Err(e) if e.class == ErrorClass::Throttled && attempt < self.sweep.throttled.attempts => {
+                    tokio::time::sleep(self.sweep.throttled.delay(attempt)).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Every resource the swept clusters own: each cluster's owned listing, then what the adapter
+    /// lists beside it, kept where a swept cluster owns it (or claims it in a conflict).
+    async fn discover<A: Adapter>(
+        &self,
+        cloud: &A,
+        policies: &Policies,
+        swept: &[Arc<LoadedPolicy>],
+    ) -> Result<(Vec<Listed>, Vec<(ResourceRef, CloudError)>), CloudError> {
+        let mut found: Vec<Listed> = Vec::new();
+        let mut seen = HashSet::new();
+        for policy in swept {
+            let before = found.len() as u64;
+            let pages = |n: usize| self.report("discover", before + n as u64, 0);
+            for (r, tags) in cloud.list_owned(&policy.infra_id, &pages).await? {
+                // Owned by two swept clusters: listed twice, reported once.
+                if seen.insert(identity(cloud.cloud(), &r)) {
+                    found.push((r, tags));
+                }
+            }
+        }
+        let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, cloud.cloud(), r, tags) {
+            Ok(p) => {
+                ownership_for(cloud.cloud(), &r.kind, &p.infra_id, tags) == Ownership::Owned
+                    && swept.iter().any(|s| s.infra_id == p.infra_id)
+            }
+            Err(record) => {
+                record.status == Status::Failed
+                    && record.infra_id.as_ref().is_some_and(|id| swept.iter().any(|s| &s.infra_id == id))
+            }
+        };
+        let (beside, unreadable) = cloud.list_unindexed(&found).await?;
+        for (r, tags) in beside {
+            if ours(&r, &tags) && seen.insert(identity(cloud.cloud(), &r)) {
+                found.push((r, Some(tags)));
+            }
+        }
+        self.report("discover", found.len() as u64, found.len() as u64);
+        Ok((found, unreadable))
+    }
+}
+
+/// A resource's identity across listings: its ARN on AWS, its ID ignoring case on Azure.
+fn identity(cloud: Cloud, r: &ResourceRef) -> String {
+    match cloud {
+        Cloud::Aws => r.arn.clone().unwrap_or_else(|| r.id.clone()),
+        Cloud::Azure => r.id.to_ascii_lowercase(),
+    }
+}
+
+/// A corrected record's compliance lag runs from `seen_ms`.
+fn since(record: Record, seen_ms: u64) -> Record {
+    if record.status == Status::Applied {
+        record.in_line_since(Some(seen_ms), epoch_ms())
+    } else {
+        record
+    }
+}
+
+/// The planned writes as jobs: shared calls grouped by identical delta, the rest alone.
+fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job> {
+    let mut groups: BTreeMap<(Batching, &TagMap), Vec<usize>> = BTreeMap::new();
+    let mut jobs = Vec::new();
+    for (i, p) in planned.iter().enumerate() {
+        if !p.plan.writes() {
+            continue;
+        }
+        match cloud.batching(&p.resource) {
+            Batching::Reread => jobs.push(Job::Reread(i)),
+            Batching::Alone => {
+                jobs.push(Job::Write { batching: Batching::Alone, set: p.plan.set.clone(), members: vec![i] })
+            }
+            shared => groups.entry((shared, &p.plan.set)).or_default().push(i),
+        }
+    }
+    for ((batching, set), members) in groups {
+        let max = match batching {
+            Batching::Shared { max, .. } => max.max(1),
+            _ => 1,
+        };
+        for chunk in members.chunks(max) {
+            jobs.push(Job::Write { batching, set: set.clone(), members: chunk.to_vec() });
+        }
+    }
+    jobs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::memory::{tags, Documents, Memory};
+    use super::*;
+    use crate::policy::store::Layout;
+
+    const OWNED: (&str, &str) = ("kubernetes.io/cluster/c-1", "owned");
+    const POLICY: &str = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\n";
+    const IN_LINE: [(&str, &str); 3] = [OWNED, ("team", "platform"), ("env", "prod")];
+
+    fn store() -> PolicyStore<Documents> {
+        PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", POLICY)]), Duration::ZERO)
+    }
+
+    fn status_of(out: &Outcome, id: &str) -> Status {
+        out.records.iter().find(|r| r.resource.ends_with(id)).map(|r| r.status).unwrap_or(Status::Disabled)
+    }
+
+    #[tokio::test]
+    async fn identical_deltas_share_calls_nothing_is_removed_and_a_second_sweep_writes_nothing() {
+        let drifted = tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]);
+        let cloud = Memory::with(&[
+            ("i-1", drifted.clone()),
+            ("i-2", drifted.clone()),
+            ("i-3", drifted.clone()),
+            ("vol-1", tags(&[OWNED])),
+            ("i-9", tags(&IN_LINE)),
+            ("i-foreign", tags(&[("kubernetes.io/cluster/other", "owned")])),
+        ]);
+        let (engine, store) = (Engine::new(4), store());
+        let out = engine.sweep(&cloud, &store, true, None, None).await;
+        // i-1..3 share one delta, two a call; vol-1 is written alone; i-9 needs nothing.
+        assert_eq!(cloud.writes(), 3);
+        assert_eq!(out.records.len(), 5, "every owned resource is a record: {:?}", out.records);
+        for id in ["i-1", "i-2", "i-3", "vol-1"] {
+            assert_eq!(status_of(&out, id), Status::Applied, "{id}");
+        }
+        assert_eq!(status_of(&out, "i-9"), Status::Unchanged);
+        assert_eq!(cloud.get("i-1"), tags(&[OWNED, ("team", "platform"), ("env", "prod"), ("owner", "alice")]));
+        assert_eq!(cloud.get("i-foreign"), tags(&[("kubernetes.io/cluster/other", "owned")]));
+        assert!(store.source.statuses.lock().expect("statuses").contains_key(&None), "the status report is written");
+
+        let again = engine.sweep(&cloud, &store, true, None, None).await;
+        assert_eq!(cloud.writes(), 3, "a sweep after a sweep writes nothing");
+        assert!(again.records.iter().all(|r| r.status == Status::Unchanged));
+    }
+
+    #[tokio::test]
+    async fn a_refused_resource_fails_alone_and_is_reported() {
+        let cloud = Memory {
+            refuse: ["i-2".to_string()].into(),
+            ..Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED]))])
+        };
+        let out = Engine::new(4).sweep(&cloud, &store(), true, None, None).await;
+        // One shared call refused, then each half alone.
+        assert_eq!(cloud.writes(), 3);
+        assert_eq!((status_of(&out, "i-1"), status_of(&out, "i-2")), (Status::Applied, Status::Failed));
+        assert!(!out.must_retry(), "a permanent refusal is reported, not retried: {out:?}");
+        let report = store_report(&cloud).await;
+        assert_eq!(report, vec!["i-2".to_string()], "the refusal is in the status report");
+    }
+
+    async fn store_report(cloud: &Memory) -> Vec<String> {
+        let store = store();
+        Engine::new(1).sweep(cloud, &store, true, None, None).await;
+        let statuses = store.source.statuses.lock().expect("statuses");
+        statuses[&None].failures.iter().map(|f| f.name.clone()).collect()
+    }
+
+    #[tokio::test]
+    async fn past_the_deadline_writes_are_deferred_and_retried() {
+        let cloud = Memory::with(&[("i-1", tags(&[OWNED])), ("bucket-1", tags(&[OWNED])), ("vol-1", tags(&[OWNED]))]);
+        let out = Engine::new(4).sweep(&cloud, &store(), true, None, Some(Instant::now())).await;
+        assert_eq!(cloud.writes(), 0);
+        assert_eq!(out.records.len(), 3);
+        assert!(out.records.iter().all(|r| r.status == Status::Failed && r.failure == Some(Failure::Transient)));
+        assert!(out.must_retry());
+    }
+
+    #[tokio::test]
+    async fn a_replace_style_write_keeps_a_tag_added_after_the_listing() {
+        let cloud = Memory::with(&[("bucket-1", tags(&[OWNED, ("team", "legacy")]))]);
+        *cloud.added_after_listing.lock().expect("lock") = Some(("bucket-1".into(), "cost".into(), "cc-7".into()));
+        let out = Engine::new(4).sweep(&cloud, &store(), true, None, None).await;
+        assert_eq!(status_of(&out, "bucket-1"), Status::Applied);
+        assert_eq!(cloud.get("bucket-1"), tags(&[OWNED, ("team", "platform"), ("env", "prod"), ("cost", "cc-7")]));
+    }
+
+    #[tokio::test]
+    async fn a_listing_without_tags_is_read_and_a_dry_run_writes_nothing() {
+        let cloud = Memory { bare_listing: true, ..Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&IN_LINE))]) };
+        let mut engine = Engine::new(4);
+        engine.dry_run = true;
+        let store = store();
+        let out = engine.sweep(&cloud, &store, true, None, None).await;
+        assert_eq!((status_of(&out, "i-1"), status_of(&out, "i-2")), (Status::WouldApply, Status::Unchanged));
+        assert_eq!((cloud.writes(), cloud.reads.load(std::sync::atomic::Ordering::Relaxed)), (0, 2));
+        assert!(store.source.statuses.lock().expect("statuses").is_empty(), "a dry run writes no report");
+        let out = Engine::new(4).sweep(&cloud, &store, true, None, None).await;
+        assert_eq!((status_of(&out, "i-1"), cloud.writes()), (Status::Applied, 1));
+    }
+}
