@@ -3,7 +3,7 @@
 //! taggable service, so any ARN the cluster owns has a path; a type that API refuses is reported
 //! `unsupported`, never dropped.
 //!
-//! Deliberately not here: the calls themselves (`tags.rs`), batching (`sweep.rs`).
+//! Deliberately not here: the calls themselves (`tags.rs`), how a sweep groups writes (`reconcile.rs`, `crate::enforce::sweep`).
 
 use crate::resource::ResourceRef;
 
