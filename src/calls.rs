@@ -51,7 +51,7 @@ impl CallCounter {
 /// Tag-changing operations, as counted here (and as `aws::calls` names grants).
 pub fn is_write(op: &str) -> bool {
     let name = op.rsplit(':').next().unwrap_or(op);
-    ["CreateTags", "PutBucketTagging", "AddTags", "TagResources", "MergeTags"].contains(&name)
+    ["CreateTags", "PutBucketTagging", "AddTags", "TagResources", "MergeTags", "ChangeTagsForResource"].contains(&name)
         || (name.starts_with("Tag") && !name.starts_with("Tagging"))
 }
 
@@ -70,5 +70,6 @@ mod tests {
         c.record("arm:MergeTags");
         assert_eq!((c.writes(), c.to_service("arm:"), c.total(), c.get("arm:MergeTags")), (5, 3, 7, 2));
         assert!(!is_write("tagging:GetResources") && !is_write("iam:ListRoleTags"));
+        assert!(is_write("Route 53:ChangeTagsForResource") && !is_write("route53:ListTagsForResource"));
     }
 }

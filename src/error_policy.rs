@@ -110,8 +110,9 @@ impl CloudError {
             &["AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError"];
         if DENIED.contains(&self.code.as_str()) {
             let grant = format!("grant {} to the function's role (infra/aws iam.tf)", self.operation);
-            // Tag writes are granted only on resources carrying the ownership tag.
-            Some(if crate::calls::is_write(self.operation) {
+            // Tag writes are granted only on resources carrying the ownership tag, except Route 53's,
+            // which IAM cannot condition on tags.
+            Some(if crate::calls::is_write(self.operation) && !self.operation.starts_with("route53:") {
                 format!("{grant}, and check that the resource carries this cluster's ownership tag, which the grant is conditioned on")
             } else {
                 grant

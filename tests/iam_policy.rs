@@ -110,6 +110,20 @@ fn role_grants_exactly_what_the_code_calls() {
     assert!(granted.iter().all(|a| !a.contains("Untag") && !a.contains("DeleteTags") && !a.contains("RemoveTags")));
 }
 
+/// The kinds table (`src/aws/kinds.rs`) names, per service, the actions that read, write and list
+/// it: each is one the code really calls, so the table cannot drift from the code or the role.
+#[cfg(feature = "aws")]
+#[test]
+fn the_kinds_table_names_the_calls_the_code_makes() {
+    use tagwarden::aws::kinds::{ROWS, TAGGING};
+    let code = actions_called_by_code();
+    for row in ROWS.iter().chain([&TAGGING]) {
+        for action in [row.read, row.write].iter().chain(row.list) {
+            assert!(code.contains(*action), "kinds.rs row {} names {action}, which src/aws never calls", row.kind);
+        }
+    }
+}
+
 #[test]
 fn snake_case_operations_map_to_iam_actions() {
     assert_eq!(pascal("list_open_id_connect_provider_tags"), "ListOpenIDConnectProviderTags");

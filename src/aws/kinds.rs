@@ -24,52 +24,129 @@ pub enum Api {
     Tagging,
 }
 
-/// One row: the kinds it covers, its API, and why that API rather than the generic one.
+/// One row: the kinds it covers, its API, the IAM actions it reads, writes and lists with, and
+/// why that API rather than the generic one. The actions are the ones `tags.rs` and `discover.rs`
+/// call; tests/iam_policy.rs holds them to the role's grants.
 pub struct Row {
     pub kind: &'static str,
     pub api: Api,
+    /// The read of one resource's tags.
+    pub read: &'static str,
+    /// The write of one (or, with `batch` > 1, several) resources' tags.
+    pub write: &'static str,
+    /// How a sweep finds the owned ones.
+    pub list: &'static [&'static str],
     /// Resources one write call may name (sharing one delta).
     pub batch: usize,
     pub why: &'static str,
 }
 
+const TAGGED: &[&str] = &["tag:GetResources"];
+
 /// Kinds ending in `*` match by prefix. The first matching row wins.
 pub const ROWS: &[Row] = &[
-    Row { kind: "ec2:*", api: Api::Ec2, batch: 1000, why: "CreateTags names up to 1000 resources sharing one delta; TagResources 20" },
+    Row {
+        kind: "ec2:*",
+        api: Api::Ec2,
+        read: "ec2:DescribeTags",
+        write: "ec2:CreateTags",
+        list: TAGGED,
+        batch: 1000,
+        why: "CreateTags names up to 1000 resources sharing one delta; TagResources 20",
+    },
     Row {
         kind: "s3:bucket",
         api: Api::S3,
+        read: "s3:GetBucketTagging",
+        write: "s3:PutBucketTagging",
+        list: TAGGED,
         batch: 1,
         why: "GetBucketTagging reads the bucket's own tags (the Tagging API's index lags); PutBucketTagging replaces the set, so it is re-read right before the write",
     },
     Row {
         kind: "elasticloadbalancing:classic-loadbalancer",
         api: Api::ElbClassic,
+        read: "elasticloadbalancing:DescribeTags",
+        write: "elasticloadbalancing:AddTags",
+        list: TAGGED,
         batch: 1,
         why: "the Classic ELB API (AddTags takes one name) costs the same per load balancer as TagResources and is the one the emulator implements",
     },
     Row {
         kind: "elasticloadbalancing:*",
         api: Api::Elbv2,
+        read: "elasticloadbalancing:DescribeTags",
+        write: "elasticloadbalancing:AddTags",
+        list: &["tag:GetResources", "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules"],
         batch: 1,
-        why: "ELBv2 DescribeTags/AddTags (one ARN per AddTags, as the service enforces); listeners and rules too",
+        why: "ELBv2 DescribeTags/AddTags (one ARN per AddTags, as the service enforces); listeners and rules too, which the Tagging API does not list",
     },
     Row {
         kind: "route53:*",
         api: Api::Route53,
+        read: "route53:ListTagsForResource",
+        write: "route53:ChangeTagsForResource",
+        list: &["route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources"],
         batch: 1,
         why: "Route 53 is global: ChangeTagsForResource (10 tags a call) and ListTagsForResources, which see hosted zones and health checks wherever the function runs",
     },
-    Row { kind: "iam:role", api: Api::IamRole, batch: 1, why: "the Tagging API does not cover IAM roles" },
-    Row { kind: "iam:user", api: Api::IamUser, batch: 1, why: "the Tagging API does not cover IAM users" },
-    Row { kind: "iam:instance-profile", api: Api::IamInstanceProfile, batch: 1, why: "IAM's own Tag* calls" },
-    Row { kind: "iam:policy", api: Api::IamPolicy, batch: 1, why: "IAM's own Tag* calls" },
-    Row { kind: "iam:oidc-provider", api: Api::IamOidcProvider, batch: 1, why: "IAM's own Tag* calls" },
+    Row {
+        kind: "iam:role",
+        api: Api::IamRole,
+        read: "iam:GetRole",
+        write: "iam:TagRole",
+        list: &["iam:GetAccountAuthorizationDetails"],
+        batch: 1,
+        why: "the Tagging API does not cover IAM roles; GetRole carries the tags and the ARN with its path",
+    },
+    Row {
+        kind: "iam:user",
+        api: Api::IamUser,
+        read: "iam:GetUser",
+        write: "iam:TagUser",
+        list: &["iam:GetAccountAuthorizationDetails"],
+        batch: 1,
+        why: "the Tagging API does not cover IAM users",
+    },
+    Row {
+        kind: "iam:instance-profile",
+        api: Api::IamInstanceProfile,
+        read: "iam:ListInstanceProfileTags",
+        write: "iam:TagInstanceProfile",
+        list: &["iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles"],
+        batch: 1,
+        why: "IAM's own Tag* calls; profiles attached to a role come with its listing",
+    },
+    Row {
+        kind: "iam:policy",
+        api: Api::IamPolicy,
+        read: "iam:ListPolicyTags",
+        write: "iam:TagPolicy",
+        list: &["iam:ListPolicies"],
+        batch: 1,
+        why: "IAM's own Tag* calls",
+    },
+    Row {
+        kind: "iam:oidc-provider",
+        api: Api::IamOidcProvider,
+        read: "iam:ListOpenIDConnectProviderTags",
+        write: "iam:TagOpenIDConnectProvider",
+        list: &["iam:ListOpenIDConnectProviders"],
+        batch: 1,
+        why: "IAM's own Tag* calls",
+    },
 ];
 
 /// The generic path: every other ARN, 20 per `TagResources`.
-pub const TAGGING: Row =
-    Row { kind: "*", api: Api::Tagging, batch: 20, why: "Resource Groups Tagging API: any other taggable service" };
+pub const TAGGING: Row = Row {
+    kind: "*",
+    api: Api::Tagging,
+    read: "tag:GetResources",
+    write: "tag:TagResources",
+    list: TAGGED,
+    batch: 20,
+    why: "Resource Groups Tagging API: any other taggable service",
+};
 
 /// The row that serves `r`.
 pub fn row_of(r: &ResourceRef) -> &'static Row {
@@ -110,5 +187,14 @@ mod tests {
         assert_eq!(kind("arn:aws:elasticfilesystem:us-east-1:1:file-system/fs-1"), Api::Tagging);
         assert_eq!(kind("arn:aws:sns:us-east-1:1:topic"), Api::Tagging);
         assert_eq!(arn_name("arn:aws:route53:::hostedzone/Z0123"), "Z0123");
+    }
+
+    #[test]
+    fn each_row_reads_with_a_read_and_writes_with_a_write() {
+        for row in ROWS.iter().chain([&TAGGING]) {
+            assert!(crate::calls::is_write(row.write), "{}: {}", row.kind, row.write);
+            assert!(!crate::calls::is_write(row.read), "{}: {}", row.kind, row.read);
+            assert!(row.list.iter().all(|l| !crate::calls::is_write(l)), "{}", row.kind);
+        }
     }
 }
