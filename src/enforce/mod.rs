@@ -15,8 +15,6 @@
 pub mod sweep;
 
 use std::sync::Arc;
-#[cfg(test)]
-use std::time::Duration;
 use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
@@ -315,6 +313,7 @@ mod memory;
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
+    use std::time::Duration;
 
     use super::memory::{resource, tags, Documents, Memory};
     use super::*;

@@ -29,6 +29,9 @@ use crate::report::{epoch_ms, Failure, Outcome, Record, Status};
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
+/// Why a resource the sweep found was not written this time.
+const DEFERRED: &str = "deferred: the invocation's deadline was near; the next sweep writes it";
+
 /// Told `(phase, done, total)` as a sweep goes: `discover`, `plan`, `write`.
 pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
 
@@ -193,7 +196,7 @@ impl Engine {
                 Some(Err(e)) => e.into_record(record),
                 Some(Ok(())) => record.in_line_since(Some(seen_ms), epoch_ms()),
                 None if deferred[i] => {
-                    let why = "deferred: the invocation's deadline was near; the next sweep writes it".to_string();
+                    let why = DEFERRED.to_string();
                     record.failing(Failure::Transient, why)
                 }
                 None => record,
@@ -223,7 +226,7 @@ impl Engine {
         let past = stop_at.is_some_and(|t| Instant::now() >= t);
         match job {
             Job::Read(r) if past => {
-                let why = "deferred: the invocation's deadline was near; the next sweep writes it".to_string();
+                let why = DEFERRED.to_string();
                 let record = Record::failed(cloud.cloud(), &r, &policies.version(), why.clone());
                 vec![Done::Record(record.failing(Failure::Transient, why))]
             }

@@ -188,6 +188,20 @@ fn progress() -> (Option<indicatif::ProgressBar>, Option<tagwarden::enforce::swe
     (Some(bar), Some(callback))
 }
 
+/// Run `sweep`, clearing the progress bar when it ends; and how long it took.
+#[cfg(any(feature = "aws", feature = "azure"))]
+async fn timed(
+    bar: Option<indicatif::ProgressBar>,
+    sweep: impl std::future::Future<Output = Outcome>,
+) -> (Outcome, f64) {
+    let started = Instant::now();
+    let out = sweep.await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    (out, started.elapsed().as_secs_f64())
+}
+
 #[cfg(feature = "aws")]
 async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
@@ -211,17 +225,13 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     reconciler.tagger.ec2_batch = usize::from(args.ec2_batch);
     let (bar, callback) = progress();
     reconciler.engine.progress = callback;
-    let started = Instant::now();
-    let out = reconciler.sweep(true).await;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    let (out, seconds) = timed(bar, reconciler.sweep(true)).await;
     Ok(Swept {
         policy: location.to_string(),
         is_set: reconciler.store.is_set(),
         out,
         api_calls: clients.calls.snapshot(),
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     })
 }
 
@@ -270,17 +280,13 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     reconciler.engine.dry_run = args.dry_run;
     let (bar, callback) = progress();
     reconciler.engine.progress = callback;
-    let started = Instant::now();
-    let out = reconciler.sweep(true).await;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    let (out, seconds) = timed(bar, reconciler.sweep(true)).await;
     Ok(Swept {
         policy: location.to_string(),
         is_set: reconciler.store.is_set(),
         out,
         api_calls: calls.snapshot(),
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     })
 }
 
