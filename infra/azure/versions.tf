@@ -10,8 +10,12 @@ terraform {
       #   4.31.0  https_only (PR #29024)
       #   4.58.0  maximum_instance_count accepts 1-1000 (PR #31392); before it 40-1000, so the
       #           module's default of 10 is refused at plan by 4.21-4.57
-      # < 5.0: 5.x removes the deprecated arguments 4.x still has; the module is not checked there.
-      version = ">= 4.58, < 5.0"
+      #   4.78.0  azurerm_application_insights.local_authentication_enabled (monitoring.tf); 4.77.0
+      #           has only local_authentication_disabled (issue 24 item 1: the provider schema in
+      #           cdktn-provider-azurerm 16.5.0 / 16.6.0, tests/terraform/azure/schema/)
+      # < 5.0: 5.0 removes azurerm_storage_blob.storage_account_name and storage_container_name
+      # (storage.tf); scripts/test-terraform-azure checks both ends and that 5.0.1 refuses the module.
+      version = ">= 4.78, < 5.0"
     }
     time = {
       source  = "hashicorp/time"

@@ -4,7 +4,7 @@ terraform {
   required_providers {
     azurerm = {
       source  = "hashicorp/azurerm"
-      version = ">= 4.58, < 5.0" # as infra/azure/versions.tf
+      version = ">= 4.78, < 5.0" # as infra/azure/versions.tf
     }
     time = {
       source  = "hashicorp/time"

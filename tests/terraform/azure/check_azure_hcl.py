@@ -45,8 +45,9 @@ ROLE_IDS = {
     "Storage Queue Data Contributor": "974c5e8b-45b9-4653-ba55-5f855dd0fb88",
 }
 # azurerm_function_app_flex_consumption: runtime_name "custom" since 4.21.0; maximum_instance_count
-# below 40 only from 4.58.0 (CHANGELOG-v4.md, PR #31392). Issue 17 item 5.
-AZURERM_MIN = (4, 58)
+# below 40 only from 4.58.0 (CHANGELOG-v4.md, PR #31392). Issue 17 item 5. Issue 24 item 1:
+# application_insights.local_authentication_enabled only from 4.78.0 (the provider schema extracts).
+AZURERM_MIN = (4, 78)
 FORBIDDEN_ROLES = {
     "Owner": "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
     "Contributor": "b24988ac-6180-42a0-ab88-20f7382dd24c",
@@ -509,7 +510,7 @@ def main() -> int:
         return None, {}
     for label, d in (("infra/azure", MODULE), ("azure-basic", EXAMPLE), ("azure-clusters", CLUSTERS_EXAMPLE)):
         lb, rp = lower_bound(d)
-        check(f"item 5: {label} pins azurerm >= 4.58 (custom runtime since 4.21, maximum_instance_count < 40 since 4.58) and declares hashicorp/time",
+        check(f"item 5: {label} pins azurerm >= 4.78 (custom runtime since 4.21, maximum_instance_count < 40 since 4.58, local_authentication_enabled since 4.78) and declares hashicorp/time",
               lb is not None and lb >= AZURERM_MIN and "time" in rp, f"lower bound {lb}")
     mic = var_default(V, "maximum_instance_count")
     check("item 5: maximum_instance_count default needs the 4.58 lower bound (< 40) or is >= 40",
