@@ -37,10 +37,8 @@ locals {
     # sweep-queue/function.json: queueTrigger, "queueName": "%TAGWARDEN_SWEEP_QUEUE%", connection
     # AzureWebJobsStorage (policy BlobCreated events, events.tf).
     TAGWARDEN_SWEEP_QUEUE = azurerm_storage_queue.sweep.name
-    # Identity-based host storage with the platform identity. The provider always writes an
-    # `AzureWebJobsStorage` connection string (with an empty key under identity auth); blanking it
-    # makes the host use the __accountName/__credential/__clientId form.
-    AzureWebJobsStorage              = ""
+    # Identity-based host storage with the platform identity (the __accountName/__credential/
+    # __clientId form). `AzureWebJobsStorage` itself is not here: see azapi_resource_action.app_settings.
     AzureWebJobsStorage__accountName = azurerm_storage_account.runtime.name
     AzureWebJobsStorage__credential  = "managedidentity"
     AzureWebJobsStorage__clientId    = azurerm_user_assigned_identity.platform.client_id
@@ -51,6 +49,9 @@ locals {
   app_insights_auth_settings = var.application_insights_local_auth_enabled ? {} : {
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING = "Authorization=AAD;ClientId=${azurerm_user_assigned_identity.function.client_id}"
   }
+
+  # Every app setting the module owns, for the app (app_settings) and the settings fix below.
+  app_settings = merge(local.platform_app_settings, local.app_insights_auth_settings, local.contract_app_settings)
 
   # The app's resource id, known before the app exists (it is needed inside its own settings).
   function_app_id = "${local.resource_group_id}/providers/Microsoft.Web/sites/${local.function_app_name}"
@@ -97,7 +98,7 @@ resource "azurerm_function_app_flex_consumption" "this" {
     http2_enabled                          = true
   }
 
-  app_settings = merge(local.platform_app_settings, local.app_insights_auth_settings, local.contract_app_settings)
+  app_settings = local.app_settings
 
   tags = local.tags
 
@@ -134,6 +135,44 @@ resource "azurerm_function_app_flex_consumption" "this" {
       condition     = var.policy_document == null || !local.layered
       error_message = "policy_document is for single-document mode; use policy_layers with policy_prefix."
     }
+  }
+}
+
+# Issue 24 item 2: identity-based host storage without a perpetual diff. The provider writes an
+# `AzureWebJobsStorage` connection string on every create and update of a Flex app, built from
+# storage_container_endpoint with an empty AccountKey under identity auth, unless app_settings sets
+# the key; and its Read drops `AzureWebJobsStorage` from app_settings (source:
+# internal/services/appservice/function_app_flex_consumption_resource.go, Create/Update and
+# unpackFunctionAppFlexConsumptionSettings). Set to "" in app_settings, the key is stripped on read
+# and re-sent on every apply: the second plan is never empty and every apply restarts the app
+# (hashicorp/terraform-provider-azurerm#33211, open; #29149). Left out, the host would take the
+# keyless connection string instead of the AzureWebJobsStorage__* identity settings (a connection
+# name that resolves to a single value is read as a connection string; only the `__` collection is
+# identity-based: azure-docs, app-service/webjobs-sdk-how-to.md, "Host connections") and fail,
+# shared keys being disabled.
+#
+# So app_settings leaves the key out (the provider's view converges), and this action writes the
+# app's complete settings right after the provider did: the module's settings, the Application
+# Insights connection string the provider adds from site_config, and `AzureWebJobsStorage = ""`.
+# "Replaces the application settings of an app" (Web Apps REST API, WebApps - Update Application
+# Settings: PUT .../sites/{name}/config/appsettings), so nothing else is kept or lost. The action
+# runs once at create and again whenever the app is updated or replaced (replace_triggered_by: the
+# provider has just re-written the connection string) or the settings change; an action has no
+# remote state to diff, so the second plan stays empty.
+resource "azapi_resource_action" "app_settings" {
+  type        = "Microsoft.Web/sites/config@2024-04-01"
+  resource_id = "${azurerm_function_app_flex_consumption.this.id}/config/appsettings"
+  method      = "PUT"
+
+  body = {
+    properties = merge(local.app_settings, {
+      APPLICATIONINSIGHTS_CONNECTION_STRING = azurerm_application_insights.this.connection_string
+      AzureWebJobsStorage                   = ""
+    })
+  }
+
+  lifecycle {
+    replace_triggered_by = [azurerm_function_app_flex_consumption.this]
   }
 }
 
@@ -179,4 +218,11 @@ resource "terraform_data" "package" {
       FUNCTION       = local.function_drift_name
     }
   }
+
+  # Issue 24 item 3: One Deploy writes the package into the deployment container with the platform
+  # identity, and the host starts on it at once (host storage, the sweep queue): the platform
+  # identity's roles must be in effect, not just created, so the publish waits for the same
+  # propagation as the blob uploads and event subscriptions (time_sleep.role_propagation, rbac.tf).
+  # And the host must start with the corrected settings (azapi_resource_action.app_settings).
+  depends_on = [time_sleep.role_propagation, azapi_resource_action.app_settings]
 }

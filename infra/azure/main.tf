@@ -92,8 +92,10 @@ resource "azurerm_resource_group" "this" {
 #             (TAGWARDEN_SELF_PRINCIPAL_ID / _CLIENT_ID, loop safety): with a system-assigned
 #             identity that is a Terraform cycle. The handler requests its tokens with
 #             client_id = TAGWARDEN_SELF_CLIENT_ID.
-#   platform  host storage and the Flex deployment container. The package is pushed while the app
-#             is created (zip_deploy_file), so the blob role must already be assigned.
+#   platform  host storage and the Flex deployment container. The package is published after the
+#             app exists (terraform_data.package, One Deploy; the provider's zip_deploy_file posts to
+#             /api/zipdeploy, which Flex does not implement), and waits until this identity's roles
+#             are in effect (time_sleep.role_propagation, rbac.tf).
 #
 # Both exist before the app, their role assignments are in place before the first instance starts,
 # and they survive a re-created app (no role churn). Keeping them apart means the code cannot

@@ -222,9 +222,11 @@ resource "azurerm_role_assignment" "policy_writers" {
 # for changes to take effect" (azure-docs, storage/blobs/authorize-access-azure-active-directory.md,
 # "Role assignment propagation delays for blob data access"; the same for queues). The policy
 # upload right after assigning the caller's writer role was refused with 403, and Event Grid
-# dead-lettering and queue delivery use roles created in the same apply. Everything that uses those
-# roles waits here once; a later apply that adds a role waits again (triggers). "0s" when the roles
-# were assigned beforehand.
+# dead-lettering and queue delivery use roles created in the same apply. Issue 24 item 3: so does
+# the package publish (terraform_data.package, function.tf), seconds after the platform identity's
+# roles on the runtime account and the sweep queues were created. Everything that uses those roles
+# waits here once; a later apply that adds a role waits again (triggers). "0s" when the roles were
+# assigned beforehand.
 resource "time_sleep" "role_propagation" {
   create_duration = var.role_assignment_propagation_wait
 
@@ -232,5 +234,12 @@ resource "time_sleep" "role_propagation" {
     policy_writers     = join(",", sort([for r in azurerm_role_assignment.policy_writers : r.id]))
     dead_letter_writer = join(",", sort([for r in azurerm_role_assignment.dead_letter_writer : r.id]))
     sweep_queue_sender = azurerm_role_assignment.sweep_queue_sender.id
+    # The platform identity (Flex deployment storage, host storage, the sweep-queue trigger).
+    platform = join(",", [
+      azurerm_role_assignment.runtime_storage.id,
+      azurerm_role_assignment.sweep_queue_reader.id,
+      azurerm_role_assignment.sweep_queue_processor.id,
+      azurerm_role_assignment.sweep_poison_queue.id,
+    ])
   }
 }

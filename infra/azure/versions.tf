@@ -21,5 +21,12 @@ terraform {
       source  = "hashicorp/time"
       version = ">= 0.9, < 1.0" # time_sleep with triggers (rbac.tf, issue 17 item 4)
     }
+    azapi = {
+      source = "Azure/azapi"
+      # Issue 24 item 2: azapi_resource_action with method = "PUT" (function.tf). 2.13.0 is the
+      # only release whose schema can be checked offline (cdktn-provider-azapi 1.0.0, the one
+      # package that carries azapi), so it is the floor: scripts/test-terraform-azure checks it.
+      version = ">= 2.13, < 3.0"
+    }
   }
 }

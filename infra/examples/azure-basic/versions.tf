@@ -10,5 +10,9 @@ terraform {
       source  = "hashicorp/time"
       version = ">= 0.9, < 1.0"
     }
+    azapi = {
+      source  = "Azure/azapi"
+      version = ">= 2.13, < 3.0" # as infra/azure/versions.tf
+    }
   }
 }

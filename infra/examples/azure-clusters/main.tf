@@ -12,6 +12,12 @@ provider "azurerm" {
   storage_use_azuread = true
 }
 
+# The module writes the Function App's settings once more through ARM (azapi_resource_action,
+# infra/azure/function.tf: AzureWebJobsStorage without a perpetual diff).
+provider "azapi" {
+  subscription_id = var.subscription_id
+}
+
 data "azurerm_client_config" "current" {}
 
 module "tagwarden" {

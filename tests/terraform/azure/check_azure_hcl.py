@@ -241,7 +241,8 @@ def main() -> int:
 
     app_settings = fa.get("app_settings", "")
     contract = resolve("${local.contract_app_settings}", L)
-    check("app_settings merge the contract map", "local.contract_app_settings" in str(app_settings))
+    check("app_settings merge the contract map",
+          app_settings == "${local.app_settings}" and "local.contract_app_settings" in str(L.get("app_settings")))
     missing = [k for k in CONTRACT_KEYS if k not in (contract if isinstance(contract, dict) else {})]
     check("app settings contain every contract key", not missing, f"missing: {missing}")
     check("APPLICATIONINSIGHTS_CONNECTION_STRING set (site_config.application_insights_connection_string)",
@@ -351,7 +352,7 @@ def main() -> int:
     plat = L.get("platform_app_settings", {})
     check("item 2: app setting TAGWARDEN_SWEEP_QUEUE = the queue's name (sweep-queue/function.json %TAGWARDEN_SWEEP_QUEUE%)",
           isinstance(plat, dict) and plat.get("TAGWARDEN_SWEEP_QUEUE") == "${azurerm_storage_queue.sweep.name}"
-          and "local.platform_app_settings" in str(fa.get("app_settings"))
+          and "local.platform_app_settings" in str(L.get("app_settings"))
           and plat.get("AzureWebJobsStorage__clientId") == "${azurerm_user_assigned_identity.platform.client_id}")
 
     # Role assignments.
@@ -491,6 +492,44 @@ def main() -> int:
           and "infra_id" not in cm and len(cx["variable"].get("clusters", {}).get("default", {})) == 3
           and "cluster_policy_documents" in cm
           and not [k for k in cm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")])
+
+    # Issue 24 item 2: the Flex app converges. The provider drops `AzureWebJobsStorage` from
+    # app_settings on read and writes a keyless connection string on every create/update unless
+    # app_settings sets the key (terraform-provider-azurerm#33211), so app_settings must not name it
+    # (else the second plan re-sends it), and the complete settings with `AzureWebJobsStorage = ""`
+    # are written after every write of the app (azapi_resource_action, PUT config/appsettings).
+    parts = re.findall(r"local\.([a-z_]+)", str(L.get("app_settings", "")))
+    rendered = {}
+    for part in parts:
+        m_ = resolve("${local.%s}" % part, L)
+        rendered.update(m_ if isinstance(m_, dict) else {})
+    rendered_keys = set(rendered) | {k for part in parts for k in re.findall(r"([A-Za-z_]+)\s*=", str(L.get(part, "")))}
+    check("issue 24 item 2: the app's app_settings (local.app_settings, rendered from its maps) never name AzureWebJobsStorage",
+          parts == ["platform_app_settings", "app_insights_auth_settings", "contract_app_settings"]
+          and "AzureWebJobsStorage" not in rendered_keys and "AzureWebJobsStorage__accountName" in rendered_keys,
+          f"maps {parts}, keys {sorted(rendered_keys)}")
+    fix = R.get(("azapi_resource_action", "app_settings"), {})
+    body = str(first(fix.get("body")).get("properties") if isinstance(fix.get("body"), list) else (fix.get("body") or {}).get("properties"))
+    check("issue 24 item 2: azapi_resource_action PUTs the app's complete settings with AzureWebJobsStorage = \"\" after every write of the app",
+          str(fix.get("type", "")).startswith("Microsoft.Web/sites/config@") and fix.get("method") == "PUT"
+          and fix.get("resource_id") == "${azurerm_function_app_flex_consumption.this.id}/config/appsettings"
+          and body.startswith("${merge(local.app_settings, {") and 'AzureWebJobsStorage = ""' in body
+          and "APPLICATIONINSIGHTS_CONNECTION_STRING = azurerm_application_insights.this.connection_string" in body
+          and first(fix.get("lifecycle")).get("replace_triggered_by") == ["${azurerm_function_app_flex_consumption.this}"],
+          f"{fix}")
+    sc = first(fa.get("site_config"))
+    check("issue 24 item 2: the provider adds no other setting the PUT would drop (no health check, instrumentation key or key-based deployment storage)",
+          "health_check_path" not in sc and "application_insights_key" not in sc
+          and sc.get("application_insights_connection_string") == "${azurerm_application_insights.this.connection_string}"
+          and fa.get("storage_authentication_type") != "StorageAccountConnectionString")
+    # Issue 24 item 3: the publish waits for the platform identity's roles and the corrected settings.
+    ts_trig = str(R.get(("time_sleep", "role_propagation"), {}).get("triggers"))
+    check("issue 24 item 3: the package publish waits for role propagation, which includes the platform identity's roles",
+          all(f"azurerm_role_assignment.{r}.id" in ts_trig for r in ("runtime_storage", "sweep_queue_reader", "sweep_queue_processor", "sweep_poison_queue"))
+          and set(pkg.get("depends_on", [])) >= {"${time_sleep.role_propagation}", "${azapi_resource_action.app_settings}"},
+          f"depends_on {pkg.get('depends_on')}")
+    check("issue 24 item 3: no stale zip_deploy_file claim (the package is not pushed while the app is created)",
+          "pushed while the app\n#             is created (zip_deploy_file)" not in mod_text)
 
     # Outputs.
     want = ["function_app_id", "function_app_name", "principal_id", "policy_container_url", "event_subscription_ids", "workbook_id"]
