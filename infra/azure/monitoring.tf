@@ -17,6 +17,10 @@ locals {
   # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
+  # Issue 24 item 5: these three exist only under the deployment's InfraID, with dimensions Cloud
+  # and InfraID and no ResourceType (src/azure/metrics.rs; src/report.rs, by_cluster): their tiles
+  # show that one series, neither per-cluster nor per-ResourceType lines that stay empty.
+  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected"]
   # What the workbook shows: one cluster by ResourceType; a set by cluster (and "all").
   workbook_infra_ids = distinct(concat(local.clusters, [local.deployment_infra_id]))
   workbook_split     = local.cluster_set ? "InfraID" : "ResourceType"
@@ -39,12 +43,13 @@ locals {
         metric      = "${lower(local.metric_namespace)}--${m}"
         aggregation = m == "ReconcileLatency" ? 4 : 1
       }]
-      filters = [{ key = "InfraID", operator = 0, values = local.workbook_infra_ids }]
-      title   = m == "ReconcileLatency" ? "ReconcileLatency (ms, average) by ${local.workbook_split}" : "${m} by ${local.workbook_split}"
+      filters = [{ key = "InfraID", operator = 0, values = contains(local.deployment_metrics, m) ? [local.deployment_infra_id] : local.workbook_infra_ids }]
+      title = (m == "ReconcileLatency" ? "ReconcileLatency (ms, average) by ${local.workbook_split}" :
+      contains(local.deployment_metrics, m) ? "${m} (deployment-wide${local.cluster_set ? ", InfraID all" : ""})" : "${m} by ${local.workbook_split}")
       gridSettings = {
         rowLimit = 10000
       }
-      splitBy = [{ dimension = local.workbook_split, sort = 2, limit = local.cluster_set ? 50 : 10 }]
+      splitBy = contains(local.deployment_metrics, m) ? [] : [{ dimension = local.workbook_split, sort = 2, limit = local.cluster_set ? 50 : 10 }]
     }
     customWidth = "33"
   }]

@@ -13,6 +13,14 @@ variable "infra_id" {
     error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
   }
 
+  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # owns (src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # that name would share, and hide in, that series.
+  validation {
+    condition     = var.infra_id != "all"
+    error_message = "infra_id must not be \"all\": that is the InfraID of a cluster set's deployment-wide metrics."
+  }
+
   validation {
     condition     = (var.infra_id == null) != (var.infra_ids == null)
     error_message = "Set infra_id (one cluster) or infra_ids (a cluster set, one deployment for every cluster of the subscription), exactly one of them."
@@ -30,6 +38,14 @@ variable "infra_ids" {
       alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))])
     )
     error_message = "infra_ids must be a non-empty list of distinct OpenShift infraIDs (1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit)."
+  }
+
+  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # owns (src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # that name would share, and hide in, that series.
+  validation {
+    condition     = var.infra_ids == null ? true : !contains(var.infra_ids, "all")
+    error_message = "infra_ids must not list \"all\": that is the InfraID of a cluster set's deployment-wide metrics."
   }
 }
 

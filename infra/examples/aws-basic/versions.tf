@@ -1,5 +1,5 @@
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.9" # as the module (validations that read another variable)
 
   required_providers {
     aws = {

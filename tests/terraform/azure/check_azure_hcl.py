@@ -531,6 +531,25 @@ def main() -> int:
     check("issue 24 item 3: no stale zip_deploy_file claim (the package is not pushed while the app is created)",
           "pushed while the app\n#             is created (zip_deploy_file)" not in mod_text)
 
+    # Issue 24 item 5: "all" is the InfraID of a set's deployment-wide metrics; those three metrics
+    # (no ResourceType, only under the deployment's InfraID) draw that one series; the examples ask
+    # for the Terraform the module needs.
+    check("issue 24 item 5: infra_id and infra_ids refuse \"all\"",
+          'var.infra_id != "all"' in str(V.get("infra_id", {}).get("validation"))
+          and '!contains(var.infra_ids, "all")' in str(V.get("infra_ids", {}).get("validation")))
+    check("issue 24 item 5: the workbook draws EventsReceived, EventsIgnored, PolicyRejected as the deployment's one series",
+          L.get("deployment_metrics") == ["EventsReceived", "EventsIgnored", "PolicyRejected"]
+          and "contains(local.deployment_metrics, m) ? [local.deployment_infra_id] : local.workbook_infra_ids" in wbi
+          and "contains(local.deployment_metrics, m) ? [] :" in wbi, wbi[:200])
+    def required_version(d):
+        for f in sorted(d.glob("*.tf")):
+            for t in norm(hcl2.load(f.open())).get("terraform", []):
+                if "required_version" in t:
+                    return t["required_version"]
+        return None
+    rv = {str(d.relative_to(ROOT)): required_version(d) for d in (MODULE, EXAMPLE, CLUSTERS_EXAMPLE)}
+    check("issue 24 item 5: the examples' required_version is the module's", len(set(rv.values())) == 1 and None not in rv.values(), f"{rv}")
+
     # Outputs.
     want = ["function_app_id", "function_app_name", "principal_id", "policy_container_url", "event_subscription_ids", "workbook_id"]
     missing = [o for o in want if o not in mod["output"]]
