@@ -9,10 +9,14 @@
 //! | `Throttled` | SDK standard mode (AWS, 5 attempts), `Retry-After` (ARM) | the event is handed back (SQS / Event Grid redelivers); a sweep's write is sent again, 4 times at most, after a [`Backoff`] of 500 ms doubling to 8 s (`enforce::sweep::SweepOptions`) |
 //! | `Transient` (network, timeout, 5xx, ARM 409 busy, S3 `OperationAborted`) | the same; ARM 409/5xx and S3 `OperationAborted` wait by [`Backoff`] | handed back |
 //! | `NotFound` right after a create | [`Backoff`]: 6 reads, 250 ms doubling to 4 s (AWS); 4 (ARM) | handed back: eventual consistency outlasts one invocation |
-//! | `Denied` | no | AWS: recorded as a permanent failure with the missing grant; Azure: handed back, since a role assignment takes minutes to propagate and Event Grid's retries outlast it |
+//! | `Denied` | no | AWS: recorded as a permanent failure with the missing grant; Azure (a token refused, 401/403 without a permanent code below): handed back, since a new token or a role still propagating fixes it and Event Grid's retries outlast it |
 //! | `TagLimit` | no | recorded as `limit-exceeded`: nothing is written |
 //! | `Unsupported` | no | recorded as `unsupported`: reported, never a failure |
 //! | `Fatal` (invalid, and everything else) | no | recorded as a permanent failure and reported in the status report |
+//! | ARM's permanent codes (`ScopeLocked` 409, `ReadOnlyDisabledSubscription`, `AuthorizationFailed`, `LinkedAuthorizationFailed`, `InvalidResourceType`) | no: classified by code before status (`azure::error::PERMANENT_ARM_CODES`) | `Fatal`: recorded, with the fix (remove the lock, grant the role) |
+//!
+//! Every loop waits only between attempts: after the last one the error is returned at once, so no
+//! budget is spent sleeping for a call that will not be made.
 //!
 //! A permanent failure never fails the delivery (it would be retried for a day to the same end);
 //! a transient one always does, so nothing is dropped.
@@ -37,6 +41,9 @@ pub struct CloudError {
     pub code: String,
     pub message: String,
     pub class: ErrorClass,
+    /// The service's ids of the failed request, for a support case (ARM: `x-ms-request-id`,
+    /// `x-ms-correlation-request-id`, and the `x-ms-client-request-id` tagwarden sent).
+    pub request_ids: Vec<(&'static str, String)>,
 }
 
 impl fmt::Display for CloudError {
@@ -51,6 +58,10 @@ impl fmt::Display for CloudError {
         }
         if let Some(hint) = self.hint() {
             write!(f, " (fix: {hint})")?;
+        }
+        if !self.request_ids.is_empty() {
+            let ids: Vec<String> = self.request_ids.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            write!(f, " [{}]", ids.join(", "))?;
         }
         Ok(())
     }
@@ -67,6 +78,7 @@ impl CloudError {
             code: code.to_string(),
             message: message.to_string(),
             class,
+            request_ids: Vec::new(),
         }
     }
 
@@ -125,6 +137,28 @@ impl CloudError {
     }
 
     fn azure_hint(&self) -> Option<&'static str> {
+        // The codes ARM answers whatever the status (crate::azure::error::PERMANENT_ARM_CODES).
+        let by_code = match (self.code.as_str(), self.operation) {
+            ("ScopeLocked", _) => Some(
+                "remove the ReadOnly lock on the resource or a parent scope (az lock list --resource ID), or exclude the resource from the cluster; not retried",
+            ),
+            ("ReadOnlyDisabledSubscription", _) => {
+                Some("the subscription is disabled or expired, so read-only: re-enable it; not retried")
+            }
+            ("AuthorizationFailed" | "LinkedAuthorizationFailed", "arm:MergeTags") => Some(
+                "grant the function's identity Tag Contributor on the resource's scope; not retried: the next sweep writes it once granted",
+            ),
+            ("AuthorizationFailed" | "LinkedAuthorizationFailed", op) if op.starts_with("arm:") => {
+                Some("grant the function's identity Reader on the resource's scope; not retried")
+            }
+            ("InvalidResourceType", _) => {
+                Some("ARM serves no such resource type here (a typo'd scope, or a provider not registered); not retried")
+            }
+            _ => None,
+        };
+        if by_code.is_some() {
+            return by_code;
+        }
         match (self.class, self.operation) {
             (ErrorClass::Denied, op) if op.starts_with("arm:MergeTags") => {
                 Some("grant the function's identity Tag Contributor on the resource's scope")
@@ -260,19 +294,26 @@ mod tests {
         let write = CloudError::aws("ec2:CreateTags", "i-1", "UnauthorizedOperation", "", ErrorClass::Fatal);
         assert!(write.to_string().contains("ownership tag"), "a write's grant is conditioned on ownership: {write}");
 
-        let azure = CloudError::azure(
+        // ARM's code decides (azure::error::PERMANENT_ARM_CODES): a missing role is permanent.
+        let mut azure = CloudError::azure(
             "arm:MergeTags",
             "/subscriptions/s/x",
             Some(403),
             "AuthorizationFailed",
             "",
-            ErrorClass::Denied,
+            ErrorClass::Fatal,
         );
+        azure.request_ids = vec![("x-ms-request-id", "r-1".into())];
         assert_eq!(
             azure.to_string(),
-            "arm:MergeTags /subscriptions/s/x: HTTP 403 AuthorizationFailed (fix: grant the function's identity Tag Contributor on the resource's scope)"
+            "arm:MergeTags /subscriptions/s/x: HTTP 403 AuthorizationFailed (fix: grant the function's identity Tag Contributor on the resource's scope; not retried: the next sweep writes it once granted) [x-ms-request-id r-1]"
         );
-        assert_eq!(azure.failure(), Failure::Transient, "a role assignment still propagating");
+        assert_eq!(azure.failure(), Failure::Permanent);
+        let locked = CloudError::azure("arm:MergeTags", "/s", Some(409), "ScopeLocked", "", ErrorClass::Fatal);
+        assert!(locked.to_string().contains("remove the ReadOnly lock"), "{locked}");
+        let token =
+            CloudError::azure("arm:GetTags", "/s", Some(401), "ExpiredAuthenticationToken", "", ErrorClass::Denied);
+        assert_eq!(token.failure(), Failure::Transient, "a new token fixes it");
 
         let record =
             Record::failed(Cloud::Azure, &crate::resource::ResourceRef::ec2("i-1", "r", "a"), "v1", String::new());

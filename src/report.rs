@@ -32,6 +32,8 @@ pub enum Status {
     Failed,
     /// Owned, but no API tagwarden has can tag this type: reported, not a failure.
     Unsupported,
+    /// Listed by a sweep, then deleted before it was read or written: nothing to enforce.
+    Gone,
 }
 
 impl Status {
@@ -45,6 +47,7 @@ impl Status {
             Status::WouldApply => "would-apply",
             Status::Failed => "failed",
             Status::Unsupported => "unsupported",
+            Status::Gone => "gone",
         }
     }
 }
@@ -177,6 +180,43 @@ impl Record {
         record
     }
 
+    /// A resource a sweep listed that was deleted before it was read or written (`why`: the
+    /// service's not-found answer): counted, not a failure.
+    pub fn gone(cloud: Cloud, resource: &crate::resource::ResourceRef, policy_version: &str, why: String) -> Self {
+        let mut record = Record::failed(cloud, resource, policy_version, String::new());
+        record.status = Status::Gone;
+        (record.error, record.failure, record.reason) = (None, None, Some(why));
+        record
+    }
+
+    /// A listing of a sweep that failed (`error` names the service, call, answer and fix): the
+    /// resources it would have named are not swept this time, so it is reported as a failure,
+    /// retryable or not as the error says. `resource` is what was listed, `type` the call.
+    pub fn listing_failed(cloud: Cloud, error: &crate::error_policy::CloudError, policy_version: &str) -> Self {
+        Record {
+            record: "listing",
+            cloud,
+            resource: error.target.clone(),
+            resource_type: error.operation.to_string(),
+            status: Status::Failed,
+            changes: Vec::new(),
+            superseded: Vec::new(),
+            policy_version: policy_version.to_string(),
+            infra_id: None,
+            reason: None,
+            event_id: None,
+            error: Some(error.to_string()),
+            failure: Some(error.failure()),
+            latency_ms: 0,
+            compliance_lag_ms: None,
+        }
+    }
+
+    /// Whether this records a failed listing rather than a resource.
+    pub fn is_listing(&self) -> bool {
+        self.record == "listing"
+    }
+
     /// Whether the resource was left alone because its cluster published no policy here (an
     /// ignored event, counted so).
     pub fn ignored(&self) -> bool {
@@ -232,6 +272,8 @@ pub struct Metrics {
     pub events_received: u64,
     pub events_ignored: u64,
     pub policy_rejected: u64,
+    /// Sweep listings that failed (their resources were not swept this time).
+    pub listing_failures: u64,
     /// Every record's compliance lag (ms): event-level, so an alarm can take its p99 per cluster.
     pub compliance_lag_ms: Vec<u64>,
     pub by_type: BTreeMap<String, TypeCounters>,
@@ -239,6 +281,10 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn observe(&mut self, record: &Record) {
+        if record.is_listing() {
+            self.listing_failures += 1;
+            return;
+        }
         self.compliance_lag_ms.extend(record.compliance_lag_ms);
         let c = self.by_type.entry(record.resource_type.clone()).or_default();
         c.resources_evaluated += 1;
@@ -260,7 +306,7 @@ impl Metrics {
             }
             Status::Failed => c.write_failures += 1,
             Status::Unsupported => c.unsupported += 1,
-            Status::Unchanged | Status::NotOwned | Status::Disabled => {}
+            Status::Unchanged | Status::NotOwned | Status::Disabled | Status::Gone => {}
         }
         if record.status != Status::Failed {
             c.latency_ms.push(record.latency_ms);
@@ -272,6 +318,7 @@ impl Metrics {
         self.events_received += other.events_received;
         self.events_ignored += other.events_ignored;
         self.policy_rejected += other.policy_rejected;
+        self.listing_failures += other.listing_failures;
         self.compliance_lag_ms.extend(other.compliance_lag_ms);
         for (t, c) in other.by_type {
             let e = self.by_type.entry(t).or_default();
@@ -298,6 +345,7 @@ impl Metrics {
             ("EventsReceived", self.events_received),
             ("EventsIgnored", self.events_ignored),
             ("PolicyRejected", self.policy_rejected),
+            ("ListingFailures", self.listing_failures),
         ]
         .into_iter()
         .filter(|(_, v)| *v > 0)

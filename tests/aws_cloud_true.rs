@@ -395,3 +395,57 @@ async fn volumes_attached_after_the_event_are_waited_for() {
     let after = env.read(&ResourceRef::ec2(&volume, "us-east-1", &env.account)).await;
     assert!(has(&after, DESIRED), "{after:?}");
 }
+
+/// Fix (issue 24 part 3): one listing denied by a guardrail (a service control policy on
+/// `iam:GetAccountAuthorizationDetails`) made the whole sweep exit with nothing written and the
+/// status report still `ok`. Now every other owned resource is corrected, the failed listing is a
+/// record naming the call and the fix, the status report shows it, and the next sweep lists again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
+    let proxy = FaultProxy::start(&support::moto().endpoint).await;
+    let (via, direct, account) = fleet::account_via(&proxy.endpoint, Duration::from_secs(5)).await;
+    let bucket = format!("policy-{account}");
+    direct.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let policy = infrastructure(DESIRED);
+    direct.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("p");
+    let spec = fleet::FleetSpec { instances: 4, foreign_instances: 1, buckets: 2, roles: 0, target_groups: 0 };
+    let fleet = fleet::Fleet::create(&direct, &account, &spec).await;
+    let role = role(&direct, "listed-by-iam-only", "/", &[(OWNER, "owned")]).await;
+    let rec = reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
+    proxy.set_rules(vec![Rule::new(
+        Some("iam"),
+        Some("GetAccountAuthorizationDetails"),
+        Fault::AccessDenied,
+        When::Always,
+    )]);
+
+    let out = rec.sweep(true).await;
+    assert!(out.error.is_none(), "the sweep went on: {:?}", out.error);
+    let desired = tags(DESIRED);
+    let (wrong, applied) = fleet.check(&rec.tagger, &desired, &|_| true).await;
+    assert!(wrong.is_empty(), "every listed owned resource is corrected: {wrong:#?}");
+    assert_eq!(applied, fleet.owned.len());
+    let listing: Vec<_> = out.records.iter().filter(|r| r.is_listing()).collect();
+    assert_eq!(listing.len(), 1, "{:#?}", out.records);
+    assert_eq!(listing[0].resource_type, "iam:GetAccountAuthorizationDetails");
+    let error = listing[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("AccessDenied") && error.contains("fix: grant iam:GetAccountAuthorizationDetails"),
+        "{error}"
+    );
+    assert_eq!(out.metrics.listing_failures, 1);
+    let report = rec.store.read_status(None).await.expect("read").expect("a status report");
+    assert!(
+        report.failures.iter().any(|f| f.resource_type == "iam:GetAccountAuthorizationDetails"),
+        "the status report shows the failed listing: {report:?}"
+    );
+    assert!(!rec.tagger.read(&role).await.expect("role").contains_key("team"), "the role was not listed");
+
+    // The guardrail lifted: the next sweep lists IAM again and corrects the role.
+    proxy.clear_rules();
+    let out = rec.sweep(true).await;
+    assert_eq!(out.failed(), 0, "{:#?}", out.records);
+    assert_eq!(rec.tagger.read(&role).await.expect("role").get("team").map(String::as_str), Some("platform"));
+    let report = rec.store.read_status(None).await.expect("read").expect("a status report");
+    assert!(report.failures.is_empty(), "{report:?}");
+}

@@ -19,18 +19,19 @@ use crate::TagMap;
 const IAM_READS: usize = 4;
 
 impl Tagger {
-    /// Every resource the Tagging API lists with cluster `infra_id`'s ownership tag, with its tags.
+    /// Every resource the Tagging API lists with cluster `infra_id`'s ownership tag, with its tags;
+    /// a listing that fails part-way keeps the pages it read and names its error.
     pub(super) async fn tagged(
         &self,
         infra_id: &str,
         pages: &(dyn Fn(usize) + Sync),
-    ) -> Result<Vec<(ResourceRef, TagMap)>, CloudError> {
+    ) -> (Vec<(ResourceRef, TagMap)>, Option<CloudError>) {
         let c = &self.clients;
         let owner_key = Cloud::Aws.ownership_key(infra_id);
         let mut found = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let page = c
+            let page = match c
                 .tagging
                 .get_resources()
                 .tag_filters(
@@ -46,7 +47,10 @@ impl Tagger {
                 .set_pagination_token(token.clone())
                 .send()
                 .await
-                .map_err(|e| CloudError::from_sdk("tag:GetResources", &owner_key, e))?;
+            {
+                Ok(page) => page,
+                Err(e) => return (found, Some(CloudError::from_sdk("tag:GetResources", &owner_key, e))),
+            };
             for m in page.resource_tag_mapping_list() {
                 let Some(r) = m.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
                 let tags = m.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect();
@@ -55,24 +59,36 @@ impl Tagger {
             pages(found.len());
             token = page.pagination_token().filter(|t| !t.is_empty()).map(str::to_owned);
             if token.is_none() {
-                break;
+                return (found, None);
             }
         }
-        Ok(found)
     }
 
     /// ELBv2 listeners and rules of the owned load balancers, Route 53 and IAM, with their tags
     /// (an IAM entity listed without them is read); an entity deleted between its listing and its
-    /// read is gone, one that could not be read for another reason is returned with its error.
-    pub(super) async fn unindexed(&self, owned: &[(ResourceRef, Option<TagMap>)]) -> Result<Unindexed, CloudError> {
+    /// read is gone, one that could not be read for another reason is returned with its error. Each
+    /// of the three listings fails alone: the others are still swept.
+    pub(super) async fn unindexed(&self, owned: &[(ResourceRef, Option<TagMap>)]) -> Unindexed {
         let lbs: Vec<&str> = owned
             .iter()
             .filter(|(r, _)| r.kind == "elasticloadbalancing:loadbalancer")
             .map(|(r, _)| r.id.as_str())
             .collect();
-        let mut found = self.list_elbv2_children(&lbs).await?;
-        found.extend(self.list_route53().await?);
-        let reads = stream::iter(self.list_iam().await?)
+        let mut beside = Unindexed::default();
+        let keep = |listed: Result<Vec<(ResourceRef, TagMap)>, CloudError>, beside: &mut Unindexed| match listed {
+            Ok(found) => beside.found.extend(found),
+            Err(e) => beside.failed.push(e),
+        };
+        keep(self.list_elbv2_children(&lbs).await, &mut beside);
+        keep(self.list_route53().await, &mut beside);
+        let iam = match self.list_iam().await {
+            Ok(iam) => iam,
+            Err(e) => {
+                beside.failed.push(e);
+                Vec::new()
+            }
+        };
+        let reads = stream::iter(iam)
             .map(|(r, listed)| async move {
                 let read = match listed {
                     Some(tags) => Ok(tags),
@@ -84,14 +100,13 @@ impl Tagger {
             .buffer_unordered(IAM_READS)
             .collect::<Vec<_>>()
             .await;
-        let mut unreadable = Vec::new();
         for (r, read) in reads {
             match read {
-                Ok(tags) => found.push((r, tags)),
+                Ok(tags) => beside.found.push((r, tags)),
                 Err(e) if e.class == ErrorClass::NotFound => {}
-                Err(e) => unreadable.push((r, e)),
+                Err(e) => beside.unreadable.push((r, e)),
             }
         }
-        Ok((found, unreadable))
+        beside
     }
 }

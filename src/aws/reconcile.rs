@@ -18,8 +18,8 @@ use super::kinds::{self, Api};
 use super::policy_store::PolicyStore;
 use super::tags::Tagger;
 use crate::cloud::Cloud;
-use crate::enforce::sweep::{Batching, Listed, Unindexed};
-use crate::enforce::{Adapter, Engine, Read};
+use crate::enforce::sweep::{Batching, Listed, Listing, Unindexed};
+use crate::enforce::{Adapter, Current, Engine, Read};
 use crate::error_policy::CloudError;
 use crate::events::{Event, EventKind};
 use crate::policy::cache::LoadedPolicy;
@@ -81,7 +81,8 @@ impl Reconciler {
 
     /// Re-read (unless the tags are `known`), plan against `policy` and write one resource.
     pub async fn reconcile(&self, policy: &Arc<LoadedPolicy>, r: &ResourceRef, known: Option<&TagMap>) -> Record {
-        self.engine.reconcile(&self.tagger, &Policies::one(policy.clone()), r, known).await
+        let current = known.map_or(Current::Read, Current::Known);
+        self.engine.reconcile(&self.tagger, &Policies::one(policy.clone()), r, current).await
     }
 }
 
@@ -94,16 +95,20 @@ impl Adapter for Tagger {
         self.read_full(r).await.map(|(tags, arn)| Read { tags, arn })
     }
 
+    async fn read_listed(&self, r: &ResourceRef) -> Result<Read, CloudError> {
+        self.read_now(r).await.map(|(tags, arn)| Read { tags, arn })
+    }
+
     async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError> {
         Tagger::write(self, r, set, current).await
     }
 
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Result<Vec<Listed>, CloudError> {
-        let found = self.tagged(infra_id, pages).await?;
-        Ok(found.into_iter().map(|(r, tags)| (r, Some(tags))).collect())
+    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+        let (found, failed) = self.tagged(infra_id, pages).await;
+        (found.into_iter().map(|(r, tags)| (r, Some(tags))).collect(), failed.into_iter().collect())
     }
 
-    async fn list_unindexed(&self, owned: &[Listed]) -> Result<Unindexed, CloudError> {
+    async fn list_unindexed(&self, owned: &[Listed]) -> Unindexed {
         self.unindexed(owned).await
     }
 

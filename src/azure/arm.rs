@@ -4,11 +4,14 @@
 //! never `Delete`, never a `PUT`, so every tag outside the write survives. Also lists the resources
 //! carrying the ownership tag, for the sweep.
 //!
-//! Throttling (429) waits for `Retry-After`; 5xx and 409 (resource busy) back off; a 202 is
-//! followed to its `Location` until the operation finishes. A write is never verified by reading
+//! Throttling (429) waits for `Retry-After`; 5xx and 409 (resource busy) back off, except what
+//! ARM's error code says is permanent (a `ScopeLocked` lock answers 409 too). A 202 is followed by
+//! ARM's documented protocol (its `Azure-AsyncOperation` monitor, else its `Location`) until ARM says
+//! the operation ended, and the write counts only if it `Succeeded`. A write is never verified by reading
 //! the tags right after it: ARM serves stale reads for seconds to minutes after a write
 //! (reference/azure.md §3.5). The PATCH response is the record, and planning is idempotent, so a
-//! later stale read can only cause a repeated, harmless Merge.
+//! later stale read can only cause a repeated, harmless Merge. Every request carries an
+//! `x-ms-client-request-id`, and errors keep ARM's `x-ms-request-id` and correlation id.
 //!
 //! Deliberately not here: deciding what to write (`crate::plan`), resource-level `PUT`s, and
 //! resource types' own update APIs (IP Groups and Firewall Policies, which refuse the Tags PATCH).
@@ -71,28 +74,44 @@ impl Retry {
     }
 }
 
-/// How a Merge ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
-    /// The tags as the PATCH response gave them (`None` after a 202: the poll result has no body).
-    pub tags: Option<TagMap>,
-    /// 202 + `Location`: the operation was polled to completion.
-    pub polled: bool,
-}
-
 /// The Tags API client.
 pub struct ArmClient {
     http: reqwest::Client,
     endpoint: Url,
+    /// The token audience ARM at `endpoint` accepts ([`arm_audience`]).
+    audience: String,
     identity: Arc<ManagedIdentity>,
     pub retry: Retry,
     pub calls: CallCounter,
 }
 
+/// How a write that ARM accepted asynchronously is followed (ARM RPC, async-api-reference.md,
+/// "Asynchronous Operations"): `Azure-AsyncOperation` is preferred where both are given.
+enum Monitor {
+    /// `Azure-AsyncOperation`: answers 200 with `{"status": …}` until the status is terminal
+    /// (`Succeeded`, `Failed`, `Canceled`); a failed operation names its `error`.
+    AsyncOperation(Url),
+    /// `Location`: answers 202 while the operation runs, then 200/204 when it succeeded, or the
+    /// operation's error status and body when it failed.
+    Location(Url),
+}
+
 impl ArmClient {
-    /// `endpoint`: `https://management.azure.com` or a sovereign cloud's / a fake's.
+    /// `endpoint`: `https://management.azure.com` or a sovereign cloud's / a fake's; tokens are
+    /// asked for the audience that endpoint accepts.
     pub fn new(http: reqwest::Client, endpoint: Url, identity: Arc<ManagedIdentity>, calls: CallCounter) -> Self {
-        ArmClient { http, endpoint, identity, retry: Retry::default(), calls }
+        let audience = arm_audience(&endpoint, None);
+        ArmClient { http, endpoint, audience, identity, retry: Retry::default(), calls }
+    }
+
+    /// The same client asking tokens for `audience` (Azure Stack Hub, a private cloud).
+    pub fn with_audience(mut self, audience: &str) -> Self {
+        self.audience = audience.to_string();
+        self
+    }
+
+    pub fn audience(&self) -> &str {
+        &self.audience
     }
 
     fn url(&self, path: &str, query: &[(&str, &str)]) -> Url {
@@ -116,89 +135,121 @@ impl ArmClient {
     /// The resource's tags. A 404 is retried with backoff (a resource just created may not be
     /// visible yet), then returned as a retryable `NotFound`.
     pub async fn get_tags(&self, resource_id: &str) -> Result<TagMap, CloudError> {
-        let url = self.tags_url(resource_id);
         let mut attempt = 0;
         loop {
-            let resp = self.send(OP_GET, resource_id, Method::GET, url.clone(), None).await?;
-            match resp.status {
-                StatusCode::OK => return parse_tags(OP_GET, resource_id, &resp.body),
-                StatusCode::NOT_FOUND if attempt + 1 < self.retry.not_found_attempts => {
+            match self.get_tags_listed(resource_id).await {
+                Err(e) if e.class == ErrorClass::NotFound && attempt + 1 < self.retry.not_found_attempts => {
                     tracing::debug!(resource = resource_id, attempt, "not visible yet; retrying");
                     tokio::time::sleep(self.retry.backoff(attempt)).await;
                     attempt += 1;
                 }
-                _ => return Err(resp.error(OP_GET, resource_id)),
+                other => return other,
             }
         }
     }
 
-    /// Merge `tags` into the resource's tags: one PATCH (plus polls after a 202).
-    pub async fn merge_tags(&self, resource_id: &str, tags: &TagMap) -> Result<Written, CloudError> {
+    /// The tags of a resource a listing just named: a 404 means it was deleted since, and is
+    /// returned at once.
+    pub async fn get_tags_listed(&self, resource_id: &str) -> Result<TagMap, CloudError> {
+        let resp = self.send(OP_GET, resource_id, Method::GET, self.tags_url(resource_id), None).await?;
+        match resp.status {
+            StatusCode::OK => parse_tags(OP_GET, resource_id, &resp.body),
+            _ => Err(resp.error(OP_GET, resource_id)),
+        }
+    }
+
+    /// Merge `tags` into the resource's tags: one PATCH, and after a 202 the operation followed
+    /// until ARM says it finished. `Ok` only when it succeeded: a write that is still running, ends
+    /// `Failed` or `Canceled`, or was accepted with nothing to follow is an error.
+    pub async fn merge_tags(&self, resource_id: &str, tags: &TagMap) -> Result<(), CloudError> {
         let url = self.tags_url(resource_id);
         let body = json!({"operation": "Merge", "properties": {"tags": tags}});
         let resp = self.send(OP_MERGE, resource_id, Method::PATCH, url, Some(body)).await?;
-        match resp.status {
-            StatusCode::OK => Ok(Written { tags: parse_tags(OP_MERGE, resource_id, &resp.body).ok(), polled: false }),
-            StatusCode::ACCEPTED => {
-                let location = resp.header("location").or_else(|| resp.header("azure-asyncoperation"));
-                let Some(location) = location else {
-                    // Accepted with nothing to follow: ARM will finish it; idempotent planning
-                    // catches it on the next event or sweep if it did not.
-                    tracing::warn!(resource = resource_id, "202 without Location; treating the write as accepted");
-                    return Ok(Written { tags: None, polled: false });
-                };
-                self.poll(resource_id, &location, resp.retry_after()).await?;
-                Ok(Written { tags: None, polled: true })
+        match resp.status.as_u16() {
+            200 | 204 => Ok(()),
+            201 | 202 => {
+                let monitor = self.monitor(resource_id, &resp)?;
+                self.follow(resource_id, monitor, resp.retry_after()).await
             }
             _ => Err(resp.error(OP_MERGE, resource_id)),
         }
     }
 
-    /// Follow a 202's `Location` until it answers 200/204.
-    async fn poll(&self, resource_id: &str, location: &str, first_wait: Option<Duration>) -> Result<(), CloudError> {
-        let url = Url::parse(location).or_else(|_| self.endpoint.join(location)).map_err(|e| {
-            CloudError::azure(
-                OP_POLL,
-                resource_id,
-                Some(202),
-                "BadLocation",
-                &format!("{location:?}: {e}"),
-                ErrorClass::Fatal,
-            )
-        })?;
-        // The bearer token goes only to the ARM endpoint that issued the 202.
+    /// Where an accepted write is followed; only on the ARM endpoint that accepted it (the bearer
+    /// token goes nowhere else).
+    fn monitor(&self, resource_id: &str, resp: &Response) -> Result<Monitor, CloudError> {
+        let fail = |code: &str, message: String, class| {
+            let mut e = CloudError::azure(OP_POLL, resource_id, Some(resp.status.as_u16()), code, &message, class);
+            e.request_ids = resp.request_ids();
+            e
+        };
+        let (header, link) = match (resp.header("azure-asyncoperation"), resp.header("location")) {
+            (Some(a), _) => ("Azure-AsyncOperation", a),
+            (None, Some(l)) => ("Location", l),
+            (None, None) => {
+                let why = "ARM accepted the write (202) without Azure-AsyncOperation or Location, so its end cannot be known; handed back to be read again".to_string();
+                return Err(fail("OperationNotFollowable", why, ErrorClass::Transient));
+            }
+        };
+        let url = Url::parse(&link)
+            .or_else(|_| self.endpoint.join(&link))
+            .map_err(|e| fail("BadLocation", format!("{header} {link:?}: {e}"), ErrorClass::Fatal))?;
         if url.origin() != self.endpoint.origin() {
-            return Err(CloudError::azure(
-                OP_POLL,
-                resource_id,
-                Some(202),
-                "ForeignLocation",
-                &format!("Location {url} is not on the ARM endpoint {}", self.endpoint),
-                ErrorClass::Fatal,
-            ));
+            let why = format!("{header} {url} is not on the ARM endpoint {}", self.endpoint);
+            return Err(fail("ForeignLocation", why, ErrorClass::Fatal));
         }
+        Ok(if header == "Location" { Monitor::Location(url) } else { Monitor::AsyncOperation(url) })
+    }
+
+    /// Poll `monitor` until the operation ends, waiting each response's `Retry-After` (else the
+    /// first backoff), for at most [`Retry::poll_timeout`].
+    async fn follow(
+        &self,
+        resource_id: &str,
+        monitor: Monitor,
+        first_wait: Option<Duration>,
+    ) -> Result<(), CloudError> {
         let deadline = Instant::now() + self.retry.poll_timeout;
+        let url = match &monitor {
+            Monitor::AsyncOperation(u) | Monitor::Location(u) => u.clone(),
+        };
         let mut wait = first_wait.unwrap_or(self.retry.first).min(self.retry.max_retry_after);
         loop {
+            if Instant::now() + wait > deadline {
+                let why = format!("still running after {:?}; not known to have finished", self.retry.poll_timeout);
+                return Err(CloudError::azure(
+                    OP_POLL,
+                    resource_id,
+                    Some(202),
+                    "OperationNotFinished",
+                    &why,
+                    ErrorClass::Transient,
+                ));
+            }
             tokio::time::sleep(wait).await;
             let resp = self.send(OP_POLL, resource_id, Method::GET, url.clone(), None).await?;
-            match resp.status.as_u16() {
-                200 | 204 => return Ok(()),
-                202 => {
-                    if Instant::now() >= deadline {
-                        return Err(CloudError::azure(
-                            OP_POLL,
-                            resource_id,
-                            Some(202),
-                            "OperationNotFinished",
-                            &format!("still running after {:?}", self.retry.poll_timeout),
-                            ErrorClass::Transient,
-                        ));
+            match (&monitor, resp.status.as_u16()) {
+                (Monitor::Location(_), 202) => {}
+                (Monitor::Location(_), 200 | 204) => return Ok(()),
+                (Monitor::AsyncOperation(_), 200) => match operation_status(&resp.body) {
+                    OperationStatus::Succeeded => return Ok(()),
+                    OperationStatus::Running => {}
+                    OperationStatus::Ended { status, code, message } => {
+                        let class = match status.as_str() {
+                            // Canceled by someone else: the next delivery writes again.
+                            "Canceled" => ErrorClass::Transient,
+                            _ => operation_class(&code, &message),
+                        };
+                        let message = format!("the operation ended {status}: {message}");
+                        let mut e = CloudError::azure(OP_MERGE, resource_id, Some(200), &code, &message, class);
+                        e.request_ids = resp.request_ids();
+                        return Err(e);
                     }
-                    wait = resp.retry_after().unwrap_or(self.retry.first).min(self.retry.max_retry_after);
-                }
-                _ => return Err(resp.error(OP_POLL, resource_id)),
+                },
+                // The Location of a failed operation answers with its error.
+                _ => return Err(resp.error(OP_MERGE, resource_id)),
             }
+            wait = resp.retry_after().unwrap_or(self.retry.first).min(self.retry.max_retry_after);
         }
     }
 
@@ -260,7 +311,8 @@ impl ArmClient {
     }
 
     /// One request with the retry policy for throttling and transient failures. Other statuses
-    /// (including 404 and 202) are returned for the caller to interpret.
+    /// (including 404 and 202) are returned for the caller to interpret. Waits only between
+    /// attempts: the last failure is returned at once.
     async fn send(
         &self,
         op: &'static str,
@@ -269,45 +321,133 @@ impl ArmClient {
         url: Url,
         body: Option<Value>,
     ) -> Result<Response, CloudError> {
-        let mut last = None;
-        for attempt in 0..self.retry.attempts.max(1) {
-            let token = self.identity.token(ARM_AUDIENCE).await?;
-            let mut req = self.http.request(method.clone(), url.clone()).bearer_auth(token);
+        let attempts = self.retry.attempts.max(1);
+        let mut attempt = 0;
+        loop {
+            let token = self.identity.token(&self.audience).await?;
+            // ARM logs it with the request and echoes it back: a support case can name the call.
+            let client_request_id = client_request_id();
+            let mut req = self
+                .http
+                .request(method.clone(), url.clone())
+                .bearer_auth(token)
+                .header("x-ms-client-request-id", &client_request_id);
             if let Some(b) = &body {
                 req = req.header("content-type", "application/json").body(b.to_string());
             }
             self.calls.record(op);
-            let resp = match req.send().await {
-                Ok(r) => Response::read(r).await,
-                Err(e) => {
-                    last = Some(CloudError::transport(op, target, &e));
-                    tokio::time::sleep(self.retry.backoff(attempt)).await;
-                    continue;
-                }
-            };
-            let wait = match resp.status.as_u16() {
-                429 => match resp.retry_after() {
-                    Some(after) if after > self.retry.max_retry_after => {
-                        let mut e = resp.error(op, target);
-                        e.message = format!(
-                            "{} (Retry-After {after:?} exceeds the {:?} budget)",
-                            e.message, self.retry.max_retry_after
-                        );
-                        return Err(e);
+            let (error, wait) = match req.send().await {
+                Ok(r) => {
+                    let resp = Response::read(r, client_request_id).await;
+                    let wait = match resp.status.as_u16() {
+                        429 => match resp.retry_after() {
+                            Some(after) if after > self.retry.max_retry_after => {
+                                let mut e = resp.error(op, target);
+                                e.message = format!(
+                                    "{} (Retry-After {after:?} exceeds the {:?} budget)",
+                                    e.message, self.retry.max_retry_after
+                                );
+                                return Err(e);
+                            }
+                            Some(after) => after,
+                            None => self.retry.backoff(attempt),
+                        },
+                        408 | 409 | 500..=599 => {
+                            resp.retry_after().unwrap_or(self.retry.backoff(attempt)).min(self.retry.max_retry_after)
+                        }
+                        _ => return Ok(resp),
+                    };
+                    let error = resp.error(op, target);
+                    // A lock, a disabled subscription: a 409 that no wait will change.
+                    if !error.class.is_retryable() {
+                        return Err(error);
                     }
-                    Some(after) => after,
-                    None => self.retry.backoff(attempt),
-                },
-                408 | 409 | 500..=599 => {
-                    resp.retry_after().unwrap_or(self.retry.backoff(attempt)).min(self.retry.max_retry_after)
+                    (error, wait)
                 }
-                _ => return Ok(resp),
+                Err(e) => (CloudError::transport(op, target, &e), self.retry.backoff(attempt)),
             };
-            tracing::info!(op, target, status = resp.status.as_u16(), wait_ms = wait.as_millis() as u64, "retrying");
-            last = Some(resp.error(op, target));
+            attempt += 1;
+            if attempt >= attempts {
+                return Err(error);
+            }
+            tracing::info!(op, target, code = error.code, attempt, wait_ms = wait.as_millis() as u64, "retrying");
             tokio::time::sleep(wait).await;
         }
-        Err(last.unwrap_or_else(|| CloudError::azure(op, target, None, "NoAttempt", "", ErrorClass::Transient)))
+    }
+}
+
+/// The token audience ARM at `endpoint` accepts: `configured` if given, else the audience of the
+/// known cloud whose Resource Manager endpoint it is (azure-sdk-for-go `sdk/azcore/cloud`,
+/// `AzurePublic`/`AzureChina`/`AzureGovernment`: ResourceManager Audience and Endpoint), else the
+/// public cloud's (a test fake, a proxy in front of ARM).
+pub fn arm_audience(endpoint: &Url, configured: Option<&str>) -> String {
+    if let Some(a) = configured.filter(|a| !a.trim().is_empty()) {
+        return a.trim().to_string();
+    }
+    match endpoint.host_str().map(str::to_ascii_lowercase).as_deref() {
+        Some("management.chinacloudapi.cn") => "https://management.core.chinacloudapi.cn/".to_string(),
+        Some("management.usgovcloudapi.net") => "https://management.core.usgovcloudapi.net/".to_string(),
+        _ => ARM_AUDIENCE.to_string(),
+    }
+}
+
+/// A fresh UUID (version 4 layout) for `x-ms-client-request-id`, from the process's random hasher
+/// keys and a counter: unique per request without a random-number dependency.
+fn client_request_id() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> = std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let half = |salt: u64| {
+        let mut h = keys.build_hasher();
+        h.write_u64(n);
+        h.write_u64(salt);
+        h.finish()
+    };
+    let (a, b) = (half(1), half(2));
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0x0fff,
+        (b >> 48) & 0x3fff | 0x8000,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// What an `Azure-AsyncOperation` monitor says (ARM RPC async-api-reference.md: `status` is
+/// `Succeeded`, `Failed` or `Canceled` when terminal; anything else, e.g. `InProgress`, is running).
+#[derive(Debug, PartialEq, Eq)]
+enum OperationStatus {
+    Succeeded,
+    Running,
+    Ended { status: String, code: String, message: String },
+}
+
+fn operation_status(body: &str) -> OperationStatus {
+    let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let status = v.get("status").and_then(Value::as_str).unwrap_or_default();
+    if status.eq_ignore_ascii_case("Succeeded") {
+        return OperationStatus::Succeeded;
+    }
+    let terminal = ["Failed", "Canceled"].into_iter().find(|t| status.eq_ignore_ascii_case(t));
+    let Some(status) = terminal else { return OperationStatus::Running };
+    let error = v.get("error");
+    let text = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str).unwrap_or_default().to_string();
+    let code = Some(text("code")).filter(|c| !c.is_empty()).unwrap_or_else(|| format!("Operation{status}"));
+    OperationStatus::Ended { status: status.to_string(), code, message: text("message") }
+}
+
+/// A failed operation's class, from its error code alone (the monitor answered 200): ARM's
+/// permanent codes and refused requests are not retried; anything else may pass another time.
+fn operation_class(code: &str, message: &str) -> ErrorClass {
+    match super::error::classify(400, code, message) {
+        ErrorClass::Fatal if code.contains("Internal") || code.contains("Timeout") || code.contains("Retryable") => {
+            ErrorClass::Transient
+        }
+        class => class,
     }
 }
 
@@ -316,14 +456,15 @@ struct Response {
     status: StatusCode,
     headers: reqwest::header::HeaderMap,
     body: String,
+    client_request_id: String,
 }
 
 impl Response {
-    async fn read(r: reqwest::Response) -> Self {
+    async fn read(r: reqwest::Response, client_request_id: String) -> Self {
         let status = r.status();
         let headers = r.headers().clone();
         let body = r.text().await.unwrap_or_default();
-        Response { status, headers, body }
+        Response { status, headers, body, client_request_id }
     }
 
     fn header(&self, name: &str) -> Option<String> {
@@ -335,14 +476,26 @@ impl Response {
         self.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs)
     }
 
+    /// ARM's ids of this request (and the one tagwarden sent), for a support case.
+    fn request_ids(&self) -> Vec<(&'static str, String)> {
+        let mut ids: Vec<(&'static str, String)> = ["x-ms-request-id", "x-ms-correlation-request-id"]
+            .into_iter()
+            .filter_map(|h| self.header(h).map(|v| (h, v)))
+            .collect();
+        ids.push(("x-ms-client-request-id", self.client_request_id.clone()));
+        ids
+    }
+
     fn error(&self, op: &'static str, target: &str) -> CloudError {
-        CloudError::from_response(
+        let mut e = CloudError::from_response(
             op,
             target,
             self.status.as_u16(),
             self.header("x-ms-error-code").as_deref(),
             &self.body,
-        )
+        );
+        e.request_ids = self.request_ids();
+        e
     }
 }
 

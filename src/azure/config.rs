@@ -53,6 +53,9 @@ pub struct Config {
     /// `TAGWARDEN_HTTP_TIMEOUT`: how long one HTTP request may take before it is retried.
     pub http_timeout: Duration,
     pub arm_endpoint: Url,
+    /// The token audience for ARM: `TAGWARDEN_ARM_AUDIENCE`, else the known cloud's for
+    /// `arm_endpoint` (`crate::azure::arm::arm_audience`).
+    pub arm_audience: String,
     pub identity: IdentityConfig,
     /// The function's own identities (principal id, client id): events they caused are ignored.
     pub own: Vec<String>,
@@ -107,6 +110,7 @@ impl Config {
             problem,
             fix: "set it to https://management.azure.com (or your cloud's ARM endpoint), or unset it".into(),
         })?;
+        let arm_audience = super::arm::arm_audience(&arm_endpoint, var("TAGWARDEN_ARM_AUDIENCE").as_deref());
         let endpoint = var("IDENTITY_ENDPOINT").ok_or_else(|| ConfigError::Missing {
             var: "IDENTITY_ENDPOINT",
             fix: "the function needs a managed identity: assign one to the Function App (App Service sets IDENTITY_ENDPOINT and IDENTITY_HEADER)".into(),
@@ -192,6 +196,7 @@ impl Config {
             policy_ttl,
             http_timeout: Duration::from_secs(http_timeout),
             arm_endpoint,
+            arm_audience,
             identity: IdentityConfig { endpoint, header, client_id },
             own,
             metrics,

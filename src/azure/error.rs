@@ -33,8 +33,29 @@ impl CloudError {
     }
 }
 
-/// Classify by HTTP status and the service's error code.
+/// ARM error codes that no retry, redelivery or later sweep can get past until a person acts,
+/// whatever their status (ARM answers a lock with 409, which alone would read as "busy"):
+/// - `ScopeLocked`: a `ReadOnly` management lock on the resource or a parent scope blocks every
+///   write, tags included ("A read-only lock on a resource ... prevents all users from ... updating
+///   tags", learn.microsoft.com/azure/azure-resource-manager/management/lock-resources).
+/// - `ReadOnlyDisabledSubscription`: the subscription is disabled or expired, so read-only.
+/// - `AuthorizationFailed` / `LinkedAuthorizationFailed`: the identity has no role assignment
+///   for the action (the second on a linked resource the write touches). Event Grid's retries
+///   would only hammer ARM for a day; the sweep picks the resource up once the role is granted.
+/// - `InvalidResourceType`: the provider serves no such type (or no Tags API on it).
+pub const PERMANENT_ARM_CODES: &[&str] = &[
+    "ScopeLocked",
+    "ReadOnlyDisabledSubscription",
+    "AuthorizationFailed",
+    "LinkedAuthorizationFailed",
+    "InvalidResourceType",
+];
+
+/// Classify by the service's error code first, then by HTTP status.
 pub fn classify(status: u16, code: &str, message: &str) -> ErrorClass {
+    if PERMANENT_ARM_CODES.iter().any(|c| c.eq_ignore_ascii_case(code)) {
+        return ErrorClass::Fatal;
+    }
     match status {
         429 => ErrorClass::Throttled,
         401 | 403 => ErrorClass::Denied,
@@ -90,7 +111,13 @@ mod tests {
         assert_eq!(classify(429, "TooManyRequests", ""), ErrorClass::Throttled);
         assert_eq!(classify(404, "ResourceNotFound", ""), ErrorClass::NotFound);
         assert_eq!(classify(503, "ServiceUnavailable", ""), ErrorClass::Transient);
-        assert_eq!(classify(403, "AuthorizationFailed", ""), ErrorClass::Denied);
+        // By code, not status: a lock answers 409, which alone reads as "busy".
+        assert_eq!(classify(409, "Conflict", ""), ErrorClass::Transient);
+        for code in PERMANENT_ARM_CODES {
+            assert_eq!(classify(409, code, ""), ErrorClass::Fatal, "{code}");
+        }
+        assert_eq!(classify(403, "AuthorizationFailed", ""), ErrorClass::Fatal);
+        assert_eq!(classify(401, "InvalidAuthenticationToken", ""), ErrorClass::Denied);
         assert_eq!(classify(400, "InvalidTagCount", ""), ErrorClass::TagLimit);
         assert_eq!(classify(400, "BadRequest", "the resource can have a maximum of 50 tags"), ErrorClass::TagLimit);
         assert_eq!(classify(400, "InvalidTagNameCharacters", "name contains <"), ErrorClass::Fatal);

@@ -73,7 +73,8 @@ impl Handler {
             http.clone(),
             calls.clone(),
         ));
-        let arm = ArmClient::new(http.clone(), config.arm_endpoint.clone(), identity.clone(), calls.clone());
+        let arm = ArmClient::new(http.clone(), config.arm_endpoint.clone(), identity.clone(), calls.clone())
+            .with_audience(&config.arm_audience);
         let store = blob_policy_store(
             config.policy.clone(),
             config.policy_ttl,

@@ -36,6 +36,7 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
         ("EventsReceived", metrics.events_received),
         ("EventsIgnored", metrics.events_ignored),
         ("PolicyRejected", metrics.policy_rejected),
+        ("ListingFailures", metrics.listing_failures),
     ] {
         if v > 0 {
             out.push(doc(name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use super::arm::ArmClient;
 use super::blob_store::BlobPolicyStore;
 use crate::cloud::Cloud;
-use crate::enforce::sweep::{Listed, SweepOptions};
-use crate::enforce::{Adapter, Engine, Read};
+use crate::enforce::sweep::{Listing, SweepOptions};
+use crate::enforce::{Adapter, Current, Engine, Read};
 use crate::error_policy::CloudError;
 use crate::events::Event;
 use crate::policy::cache::LoadedPolicy;
@@ -75,7 +75,7 @@ impl Reconciler {
 
     /// Re-read, plan against `policy` and (unless dry-run) write one resource.
     pub async fn reconcile(&self, policy: &Arc<LoadedPolicy>, r: &ResourceRef) -> Record {
-        self.engine.reconcile(&self.scoped(), &Policies::one(policy.clone()), r, None).await
+        self.engine.reconcile(&self.scoped(), &Policies::one(policy.clone()), r, Current::Read).await
     }
 
     /// Plan (and, unless dry-run, write) every owned resource in the sweep scopes, of every
@@ -113,21 +113,30 @@ impl Adapter for Scoped<'_> {
         self.arm.get_tags(&r.id).await.map(|tags| Read { tags, arn: None })
     }
 
-    /// One Merge: the PATCH response is the record of the write, with no read-back (reads can
-    /// be stale). ARM's own checks end in the record: the limit (a concurrent writer got there
-    /// first), a type that refuses the PATCH, a refused tag, or a failure worth another delivery.
-    async fn write(&self, r: &ResourceRef, set: &TagMap, _current: &TagMap) -> Result<(), CloudError> {
-        self.arm.merge_tags(&r.id, set).await.map(|_| ())
+    async fn read_listed(&self, r: &ResourceRef) -> Result<Read, CloudError> {
+        self.arm.get_tags_listed(&r.id).await.map(|tags| Read { tags, arn: None })
     }
 
-    /// ARM's tag-filtered listing carries no tags: each resource is read before it is planned.
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Result<Vec<Listed>, CloudError> {
+    /// One Merge: ARM's answer (or, after a 202, its operation's end) is the record of the
+    /// write, with no read-back (reads can be stale). ARM's own checks end in the record: the limit
+    /// (a concurrent writer got there first), a type that refuses the PATCH, a refused tag, a lock,
+    /// or a failure worth another delivery.
+    async fn write(&self, r: &ResourceRef, set: &TagMap, _current: &TagMap) -> Result<(), CloudError> {
+        self.arm.merge_tags(&r.id, set).await
+    }
+
+    /// ARM's tag-filtered listing carries no tags: each resource is read before it is planned. A
+    /// scope that cannot be listed is named; the others are still swept.
+    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
         let key = Cloud::Azure.ownership_key(infra_id);
-        let mut found = Vec::new();
+        let (mut found, mut failed) = (Vec::new(), Vec::new());
         for scope in self.scopes {
-            found.extend(self.arm.list_owned(scope, &key).await?.into_iter().map(|r| (r, None)));
+            match self.arm.list_owned(scope, &key).await {
+                Ok(listed) => found.extend(listed.into_iter().map(|r| (r, None))),
+                Err(e) => failed.push(e),
+            }
             pages(found.len());
         }
-        Ok(found)
+        (found, failed)
     }
 }

@@ -7,7 +7,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::sweep::{Batching, Listed, Unindexed};
+use super::sweep::{Batching, Listed, Listing, Unindexed};
 use super::{Adapter, Read};
 use crate::cloud::{Cloud, OWNED};
 use crate::error_policy::{CloudError, ErrorClass};
@@ -40,6 +40,10 @@ pub struct Memory {
     pub bare_listing: bool,
     /// A tag someone else adds right after the listing: (resource, key, value).
     pub added_after_listing: Mutex<Option<(String, String, String)>>,
+    /// A resource someone deletes right after the listing.
+    pub deleted_after_listing: Mutex<Option<String>>,
+    /// The listing beside the owned one is denied (as a guardrail denies one IAM call).
+    pub denied_listing: bool,
 }
 
 impl Memory {
@@ -64,6 +68,10 @@ impl Memory {
         }
         if ids.iter().any(|id| self.refuse.contains(*id)) {
             return Err(error("InvalidParameterValue", ErrorClass::Fatal));
+        }
+        let all = self.tags.lock().map_err(|_| error("Poisoned", ErrorClass::Fatal))?;
+        if ids.iter().any(|id| !all.contains_key(*id)) {
+            return Err(error("NotFound", ErrorClass::NotFound));
         }
         Ok(())
     }
@@ -98,25 +106,40 @@ impl Adapter for Memory {
         Ok(())
     }
 
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Result<Vec<Listed>, CloudError> {
+    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
         let key = Cloud::Aws.ownership_key(infra_id);
-        let all = self.tags.lock().map_err(|_| error("Poisoned", ErrorClass::Fatal))?;
-        let found: Vec<Listed> = all
-            .iter()
-            .filter(|(_, t)| t.get(&key).map(String::as_str) == Some(OWNED))
-            .map(|(id, t)| (resource(id), (!self.bare_listing).then(|| t.clone())))
-            .collect();
+        let found: Vec<Listed> = match self.tags.lock() {
+            Ok(all) => all
+                .iter()
+                .filter(|(_, t)| t.get(&key).map(String::as_str) == Some(OWNED))
+                .map(|(id, t)| (resource(id), (!self.bare_listing).then(|| t.clone())))
+                .collect(),
+            Err(_) => return (Vec::new(), vec![error("Poisoned", ErrorClass::Fatal)]),
+        };
         pages(found.len());
-        Ok(found)
+        (found, Vec::new())
     }
 
-    async fn list_unindexed(&self, _owned: &[Listed]) -> Result<Unindexed, CloudError> {
-        if let Some((id, k, v)) =
-            self.added_after_listing.lock().map_err(|_| error("Poisoned", ErrorClass::Fatal))?.take()
-        {
-            self.tags.lock().map_err(|_| error("Poisoned", ErrorClass::Fatal))?.entry(id).or_default().insert(k, v);
+    async fn list_unindexed(&self, _owned: &[Listed]) -> Unindexed {
+        let mut all = self.tags.lock().expect("tags");
+        if let Some((id, k, v)) = self.added_after_listing.lock().expect("lock").take() {
+            all.entry(id).or_default().insert(k, v);
         }
-        Ok((Vec::new(), Vec::new()))
+        if let Some(id) = self.deleted_after_listing.lock().expect("lock").take() {
+            all.remove(&id);
+        }
+        let mut beside = Unindexed::default();
+        if self.denied_listing {
+            let denied = CloudError::aws(
+                "iam:GetAccountAuthorizationDetails",
+                "account",
+                "AccessDenied",
+                "explicit deny in a service control policy",
+                ErrorClass::Fatal,
+            );
+            beside.failed.push(denied);
+        }
+        beside
     }
 
     fn batching(&self, r: &ResourceRef) -> Batching {

@@ -21,7 +21,7 @@ use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
 
 use crate::cloud::Cloud;
-use crate::error_policy::CloudError;
+use crate::error_policy::{CloudError, ErrorClass};
 use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;
@@ -31,7 +31,18 @@ use crate::policy::store::{PolicyStore, Source};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
-use sweep::{Batching, Listed, Progress, SweepOptions, Unindexed};
+use sweep::{Batching, Listing, Progress, SweepOptions, Unindexed};
+
+/// Where a reconcile gets a resource's current tags.
+#[derive(Debug, Clone, Copy)]
+pub enum Current<'a> {
+    /// Known and fresh (a listing carried them, or an event's hint): no read.
+    Known(&'a TagMap),
+    /// Read; an event named the resource, so "not found" may be "not visible yet" and is waited out.
+    Read,
+    /// Read; a listing named it a moment ago, so "not found" means it was deleted since: `gone`.
+    Listed,
+}
 
 /// A resource's tags as read, and its ARN when the cloud names it differently from the event
 /// (an IAM path), for overrides that match on it.
@@ -45,6 +56,11 @@ pub struct Read {
 pub trait Adapter: Send + Sync {
     fn cloud(&self) -> Cloud;
     async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError>;
+    /// The tags of a resource a listing just named: "not found" is returned at once, since it
+    /// means the resource was deleted, not that it is not visible yet.
+    async fn read_listed(&self, r: &ResourceRef) -> Result<Read, CloudError> {
+        self.read(r).await
+    }
     /// Write `set` (every key that must change; never a removal). `current` is what was read,
     /// for the services whose write replaces the whole tag set.
     async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError>;
@@ -55,13 +71,15 @@ pub trait Adapter: Send + Sync {
         (Vec::new(), Vec::new())
     }
     /// Every resource cluster `infra_id`'s ownership tag marks, with its tags when the listing
-    /// carries them; `pages` is told how many were found so far as pages arrive.
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Result<Vec<Listed>, CloudError>;
+    /// carries them; `pages` is told how many were found so far as pages arrive. A listing that
+    /// failed part-way keeps what it found and names its error.
+    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing;
     /// Resources the owned listing cannot see, with their tags, whoever owns them (the engine
-    /// keeps the swept clusters'), given what it found; and the ones that could not be read.
-    async fn list_unindexed(&self, owned: &[Listed]) -> Result<Unindexed, CloudError> {
+    /// keeps the swept clusters'), given what it found; the ones that could not be read; and the
+    /// listings that failed.
+    async fn list_unindexed(&self, owned: &[sweep::Listed]) -> Unindexed {
         let _ = owned;
-        Ok((Vec::new(), Vec::new()))
+        Unindexed::default()
     }
     /// How a sweep sends the write of `r`.
     fn batching(&self, r: &ResourceRef) -> Batching {
@@ -170,9 +188,8 @@ impl Engine {
                         let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
                         return Record::failed(cloud.cloud(), r, version, why.clone()).failing(Failure::Transient, why);
                     }
-                    self.reconcile(cloud, policies, r, known.as_ref())
-                        .await
-                        .in_line_since(event.occurred_at_ms, epoch_ms())
+                    let current = known.as_ref().map_or(Current::Read, Current::Known);
+                    self.reconcile(cloud, policies, r, current).await.in_line_since(event.occurred_at_ms, epoch_ms())
                 }
             })
             .buffered(self.concurrency)
@@ -197,14 +214,13 @@ impl Engine {
         out
     }
 
-    /// Re-read (unless the tags are `known`), find its cluster's policy, plan and write one
-    /// resource.
+    /// Read (unless the tags are known), find its cluster's policy, plan and write one resource.
     pub async fn reconcile<A: Adapter>(
         &self,
         cloud: &A,
         policies: &Policies,
         r: &ResourceRef,
-        known: Option<&TagMap>,
+        current: Current<'_>,
     ) -> Record {
         let start = Instant::now();
         // ARM IDs compare case-insensitively: one lock whichever casing an event used.
@@ -217,21 +233,29 @@ impl Engine {
         // so the two cannot deadlock. The semaphore is never closed.
         let _permit = self.permits.acquire().await;
         // Waited behind another reconcile of this resource: tags an event carried are stale now.
-        let known = if held.waited { None } else { known };
+        let mode = match current {
+            Current::Known(_) if held.waited => Current::Read,
+            mode => mode,
+        };
         let version = policies.version();
         let version = &version;
         let mut resource = std::borrow::Cow::Borrowed(r);
-        let current = match known {
-            Some(tags) => tags.clone(),
-            None => match cloud.read(r).await {
-                Ok(read) => {
-                    if read.arn.is_some() && read.arn != r.arn {
-                        resource.to_mut().arn = read.arn;
-                    }
-                    read.tags
+        let read = match mode {
+            Current::Known(tags) => Ok(Read { tags: tags.clone(), arn: None }),
+            Current::Read => cloud.read(r).await,
+            Current::Listed => cloud.read_listed(r).await,
+        };
+        let current = match read {
+            Ok(read) => {
+                if read.arn.is_some() && read.arn != r.arn {
+                    resource.to_mut().arn = read.arn;
                 }
-                Err(e) => return e.into_record(Record::failed(cloud.cloud(), r, version, String::new())),
-            },
+                read.tags
+            }
+            Err(e) if e.class == ErrorClass::NotFound && matches!(mode, Current::Listed) => {
+                return Record::gone(cloud.cloud(), r, version, e.to_string());
+            }
+            Err(e) => return e.into_record(Record::failed(cloud.cloud(), r, version, String::new())),
         };
         let r = resource.as_ref();
         let policy = match answer_to(policies, cloud.cloud(), r, &current) {
@@ -298,8 +322,15 @@ pub async fn report_sweeps<S: Source>(
 ) {
     for policy in swept {
         if policies.is_set() {
-            let own: Vec<Record> =
-                records.iter().filter(|r| r.infra_id.as_deref() == Some(policy.infra_id.as_str())).cloned().collect();
+            // A listing made for every cluster (IAM, Route 53) that failed is each one's failure.
+            let own: Vec<Record> = records
+                .iter()
+                .filter(|r| match r.infra_id.as_deref() {
+                    Some(id) => id == policy.infra_id,
+                    None => r.is_listing(),
+                })
+                .cloned()
+                .collect();
             store.report_sweep(policy, &own).await;
         } else {
             store.report_sweep(policy, records).await;
@@ -356,7 +387,8 @@ mod tests {
         let engine = Engine::new(8);
         let p = policy();
         // Ten events name the resource at once (a create, its tag change, redeliveries).
-        let records = futures_util::future::join_all((0..10).map(|_| engine.reconcile(&cloud, &p, &r, None))).await;
+        let records =
+            futures_util::future::join_all((0..10).map(|_| engine.reconcile(&cloud, &p, &r, Current::Read))).await;
         assert_eq!(cloud.writes(), 1, "one write per resource per policy version");
         assert_eq!(records.iter().filter(|r| r.status == Status::Applied).count(), 1);
         assert_eq!(
@@ -365,7 +397,7 @@ mod tests {
             "unmanaged keys survive"
         );
         // Read again: in line, nothing to do.
-        let again = engine.reconcile(&cloud, &p, &r, None).await;
+        let again = engine.reconcile(&cloud, &p, &r, Current::Read).await;
         assert_eq!((again.status, cloud.writes()), (Status::Unchanged, 1));
     }
 
@@ -376,20 +408,22 @@ mod tests {
         let mut engine = Engine::new(1);
         engine.dry_run = true;
         let cloud = Memory::with(&[(&r.id, tags(&[OWNED]))]);
-        assert_eq!(engine.reconcile(&cloud, &p, &r, None).await.status, Status::WouldApply);
+        assert_eq!(engine.reconcile(&cloud, &p, &r, Current::Read).await.status, Status::WouldApply);
         assert_eq!(cloud.writes(), 0, "a dry run writes nothing");
 
         let engine = Engine::new(1);
         let foreign = Memory::with(&[(&r.id, tags(&[("kubernetes.io/cluster/other", "owned")]))]);
-        assert_eq!(engine.reconcile(&foreign, &p, &r, None).await.status, Status::NotOwned);
+        assert_eq!(engine.reconcile(&foreign, &p, &r, Current::Read).await.status, Status::NotOwned);
         assert_eq!(foreign.writes(), 0);
 
         let missing = Memory::default();
-        let record = engine.reconcile(&missing, &p, &r, None).await;
+        let record = engine.reconcile(&missing, &p, &r, Current::Read).await;
         assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
         assert!(record.error.as_deref().is_some_and(|e| e.contains("NotFound")), "{record:?}");
+        let gone = engine.reconcile(&missing, &p, &r, Current::Listed).await;
+        assert_eq!((gone.status, gone.failure), (Status::Gone, None), "deleted after its listing: {gone:?}");
         let throttled = Memory { throttled: true, ..Memory::with(&[(&r.id, tags(&[OWNED]))]) };
-        let record = engine.reconcile(&throttled, &p, &r, None).await;
+        let record = engine.reconcile(&throttled, &p, &r, Current::Read).await;
         assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
     }
 

@@ -11,6 +11,12 @@
 //! so only the resources that really fail are sent again and reported. Past the deadline no write
 //! starts: what is left is reported as deferred, for the next run. Each swept cluster gets its
 //! status report.
+//!
+//! A listing that fails (a guardrail denying one IAM call, Route 53 throttling, an unreadable
+//! Azure scope) does not stop the sweep: what could be listed is swept, and each failed listing is
+//! a failed record — in the output, the exit code and every swept cluster's status report — that
+//! the next sweep lists again. A resource listed and then deleted before its read or write is
+//! `gone`: counted, not a failure.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -18,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 
-use super::{answer_to, report_sweeps, Adapter, Engine};
+use super::{answer_to, report_sweeps, Adapter, Current, Engine};
 use crate::cloud::{ownership_for, Cloud, Ownership};
 use crate::error_policy::{Backoff, CloudError, ErrorClass};
 use crate::plan::{self, Plan};
@@ -38,8 +44,19 @@ pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
 /// A listed resource, with its tags when the listing carries them.
 pub type Listed = (ResourceRef, Option<TagMap>);
 
-/// Resources found beside the owned listing, with their tags, and the ones that could not be read.
-pub type Unindexed = (Vec<(ResourceRef, TagMap)>, Vec<(ResourceRef, CloudError)>);
+/// What an owned listing found, and its error if it failed part-way (several for several scopes).
+pub type Listing = (Vec<Listed>, Vec<CloudError>);
+
+/// What the listings beside the owned one found.
+#[derive(Debug, Default)]
+pub struct Unindexed {
+    /// Resources with their tags, whoever owns them.
+    pub found: Vec<(ResourceRef, TagMap)>,
+    /// Resources listed that could not be read.
+    pub unreadable: Vec<(ResourceRef, CloudError)>,
+    /// Listings that failed: the resources they would have named are not swept this time.
+    pub failed: Vec<CloudError>,
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct SweepOptions {
@@ -121,16 +138,16 @@ impl Engine {
         let version = policies.version();
         let swept: Vec<Arc<LoadedPolicy>> =
             policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
-        let (targets, unreadable) = match self.discover(cloud, &policies, &swept).await {
-            Ok(found) => found,
-            Err(e) => {
-                out.error = Some(format!("listing owned resources failed: {e}"));
-                return out;
-            }
-        };
-        // A resource that could not be read is reported on its own; the rest is still swept.
+        let Discovered { targets, unreadable, failed } = self.discover(cloud, &policies, &swept).await;
+        // A resource or a listing that could not be read is reported on its own; the rest is swept.
         for (r, e) in unreadable {
             out.push(e.into_record(Record::failed(cloud.cloud(), &r, &version, String::new())));
+        }
+        for (infra_id, e) in failed {
+            tracing::warn!(error = %e, "a listing failed; sweeping what the others found");
+            let mut record = Record::listing_failed(cloud.cloud(), &e, &version);
+            record.infra_id = infra_id.filter(|_| policies.is_set());
+            out.push(record);
         }
         let total = targets.len() as u64;
         self.report("plan", 0, total);
@@ -193,6 +210,10 @@ impl Engine {
                 record.infra_id = Some(p.policy.infra_id.clone());
             }
             record = match written[i].take() {
+                // Deleted since the listing: nothing left to enforce.
+                Some(Err(e)) if e.class == ErrorClass::NotFound => {
+                    Record::gone(cloud.cloud(), &p.resource, &p.policy.policy.version, e.to_string())
+                }
                 Some(Err(e)) => e.into_record(record),
                 Some(Ok(())) => record.in_line_since(Some(seen_ms), epoch_ms()),
                 None if deferred[i] => {
@@ -231,14 +252,14 @@ impl Engine {
                 vec![Done::Record(record.failing(Failure::Transient, why))]
             }
             Job::Read(r) => {
-                let record = self.reconcile(cloud, policies, &r, None).await;
+                let record = self.reconcile(cloud, policies, &r, Current::Listed).await;
                 // The listing carried no tags: the drift was first seen by this reconcile's read.
                 let seen = epoch_ms().saturating_sub(record.latency_ms);
                 vec![Done::Record(since(record, seen))]
             }
             Job::Reread(i) if past => vec![Done::Deferred(i)],
             Job::Reread(i) => {
-                vec![Done::Replaced(i, self.reconcile(cloud, policies, &planned[i].resource, None).await)]
+                vec![Done::Replaced(i, self.reconcile(cloud, policies, &planned[i].resource, Current::Listed).await)]
             }
             Job::Write { members, .. } if past => members.into_iter().map(Done::Deferred).collect(),
             Job::Write { batching, set, members } => self
@@ -314,24 +335,23 @@ impl Engine {
     }
 
     /// Every resource the swept clusters own: each cluster's owned listing, then what the adapter
-    /// lists beside it, kept where a swept cluster owns it (or claims it in a conflict).
-    async fn discover<A: Adapter>(
-        &self,
-        cloud: &A,
-        policies: &Policies,
-        swept: &[Arc<LoadedPolicy>],
-    ) -> Result<(Vec<Listed>, Vec<(ResourceRef, CloudError)>), CloudError> {
+    /// lists beside it, kept where a swept cluster owns it (or claims it in a conflict); and every
+    /// listing that failed, with the cluster it was for (`None`: for all of them).
+    async fn discover<A: Adapter>(&self, cloud: &A, policies: &Policies, swept: &[Arc<LoadedPolicy>]) -> Discovered {
         let mut found: Vec<Listed> = Vec::new();
+        let mut failed = Vec::new();
         let mut seen = HashSet::new();
         for policy in swept {
             let before = found.len() as u64;
             let pages = |n: usize| self.report("discover", before + n as u64, 0);
-            for (r, tags) in cloud.list_owned(&policy.infra_id, &pages).await? {
+            let (listed, errors) = cloud.list_owned(&policy.infra_id, &pages).await;
+            for (r, tags) in listed {
                 // Owned by two swept clusters: listed twice, reported once.
                 if seen.insert(identity(cloud.cloud(), &r)) {
                     found.push((r, tags));
                 }
             }
+            failed.extend(errors.into_iter().map(|e| (Some(policy.infra_id.clone()), e)));
         }
         let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, cloud.cloud(), r, tags) {
             Ok(p) => {
@@ -343,15 +363,23 @@ impl Engine {
                     && record.infra_id.as_ref().is_some_and(|id| swept.iter().any(|s| &s.infra_id == id))
             }
         };
-        let (beside, unreadable) = cloud.list_unindexed(&found).await?;
-        for (r, tags) in beside {
+        let beside = cloud.list_unindexed(&found).await;
+        for (r, tags) in beside.found {
             if ours(&r, &tags) && seen.insert(identity(cloud.cloud(), &r)) {
                 found.push((r, Some(tags)));
             }
         }
+        failed.extend(beside.failed.into_iter().map(|e| (None, e)));
         self.report("discover", found.len() as u64, found.len() as u64);
-        Ok((found, unreadable))
+        Discovered { targets: found, unreadable: beside.unreadable, failed }
     }
+}
+
+/// What a sweep's discovery found, could not read, and could not list.
+struct Discovered {
+    targets: Vec<Listed>,
+    unreadable: Vec<(ResourceRef, CloudError)>,
+    failed: Vec<(Option<String>, CloudError)>,
 }
 
 /// A resource's identity across listings: its ARN on AWS, its ID ignoring case on Azure.
@@ -485,6 +513,39 @@ mod tests {
         let out = Engine::new(4).sweep(&cloud, &store(), true, None, None).await;
         assert_eq!(status_of(&out, "bucket-1"), Status::Applied);
         assert_eq!(cloud.get("bucket-1"), tags(&[OWNED, ("team", "platform"), ("env", "prod"), ("cost", "cc-7")]));
+    }
+
+    #[tokio::test]
+    async fn a_failed_listing_is_reported_and_everything_else_is_swept() {
+        let cloud = Memory {
+            denied_listing: true,
+            ..Memory::with(&[("i-1", tags(&[OWNED])), ("vol-1", tags(&[OWNED, ("team", "legacy")]))])
+        };
+        let store = store();
+        let out = Engine::new(4).sweep(&cloud, &store, true, None, None).await;
+        assert!(out.error.is_none(), "the sweep went on: {out:?}");
+        assert_eq!((status_of(&out, "i-1"), status_of(&out, "vol-1")), (Status::Applied, Status::Applied));
+        let listing: Vec<&Record> = out.records.iter().filter(|r| r.is_listing()).collect();
+        assert_eq!(listing.len(), 1, "{:?}", out.records);
+        let (l, error) = (listing[0], listing[0].error.as_deref().unwrap_or_default());
+        assert_eq!((l.status, l.resource_type.as_str()), (Status::Failed, "iam:GetAccountAuthorizationDetails"));
+        assert!(error.contains("AccessDenied") && error.contains("fix: grant"), "names the call and the fix: {error}");
+        assert_eq!((out.failed(), out.metrics.listing_failures), (1, 1));
+        let statuses = store.source.statuses.lock().expect("statuses");
+        let failures: Vec<&str> = statuses[&None].failures.iter().map(|f| f.resource_type.as_str()).collect();
+        assert_eq!(failures, ["iam:GetAccountAuthorizationDetails"], "the status report shows the failed listing");
+    }
+
+    #[tokio::test]
+    async fn a_resource_deleted_after_the_listing_is_gone_not_failed() {
+        for bare_listing in [false, true] {
+            let cloud = Memory { bare_listing, ..Memory::with(&[("i-1", tags(&[OWNED])), ("vol-1", tags(&[OWNED]))]) };
+            *cloud.deleted_after_listing.lock().expect("lock") = Some("vol-1".into());
+            let out = Engine::new(4).sweep(&cloud, &store(), true, None, None).await;
+            assert_eq!((status_of(&out, "i-1"), status_of(&out, "vol-1")), (Status::Applied, Status::Gone));
+            assert_eq!(out.failed(), 0, "gone is not a failure: {:?}", out.records);
+            assert!(!out.must_retry());
+        }
     }
 
     #[tokio::test]

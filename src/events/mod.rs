@@ -117,13 +117,28 @@ impl Event {
 
     /// Whether one of `own` (the function's role ARN, managed-identity ids) made this call.
     pub fn is_from(&self, own: &[String]) -> bool {
-        self.principals.iter().any(|p| own.iter().any(|o| !o.is_empty() && p.eq_ignore_ascii_case(o)))
+        self.principals.iter().any(|p| own.iter().any(|o| !o.is_empty() && same_principal(p, o)))
     }
 
     pub(crate) fn ignored(mut self, reason: IgnoreReason) -> Self {
         self.kind = EventKind::Ignored;
         self.reason = Some(reason);
         self
+    }
+}
+
+/// Whether two principals are one: ARNs and ids compare ignoring case, and a GUID also ignoring
+/// its hyphens, since Event Grid's `authorization.evidence.principalId` carries an object id as
+/// 32 hex digits while `claims.oid` and the configured id have the hyphenated form
+/// (reference/azure.md §1.7).
+fn same_principal(a: &str, b: &str) -> bool {
+    let guid = |s: &str| {
+        let hex: String = s.chars().filter(|c| *c != '-').collect();
+        (hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit())).then(|| hex.to_ascii_lowercase())
+    };
+    match (guid(a), guid(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.eq_ignore_ascii_case(b),
     }
 }
 
@@ -248,5 +263,20 @@ fn aws_unsupported(env: &Envelope<'_>, detail_type: &str) -> Event {
         validation_code: None,
         id: env.id.clone(),
         occurred_at_ms: env.occurred_at_ms(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_principal;
+
+    #[test]
+    fn a_principal_id_matches_with_or_without_hyphens() {
+        let configured = "7e2a1b3c-4d5e-4f60-8a9b-0c1d2e3f4a5b";
+        assert!(same_principal("7E2A1B3C4D5E4F608A9B0C1D2E3F4A5B", configured), "Event Grid's evidence form");
+        assert!(same_principal(configured, configured));
+        assert!(!same_principal("7e2a1b3c4d5e4f608a9b0c1d2e3f4a5c", configured));
+        assert!(same_principal("arn:aws:iam::1:role/X", "arn:aws:iam::1:role/x"));
+        assert!(!same_principal("role-x", "rolex"), "only GUIDs drop their hyphens");
     }
 }

@@ -364,7 +364,7 @@ pub fn error_response(service: &str, fault: &Fault, retry_after_secs: u64) -> Re
     let (status, code, message) = match (service, fault) {
         ("ec2", Fault::Throttle) => (503, "RequestLimitExceeded", "Request limit exceeded."),
         ("s3", Fault::Throttle) => (503, "SlowDown", "Please reduce your request rate."),
-        ("arm", Fault::Throttle) => (429, "TooManyRequests", "The request is being throttled."),
+        ("arm", Fault::Throttle) => (429, "SubscriptionRequestsThrottled", "Number of 'write' requests for subscription exceeded. Please try again after '1' seconds after additional tokens are available. Refer to https://aka.ms/arm-throttling for additional information."),
         ("blob", Fault::Throttle | Fault::Status(503)) => {
             (503, "ServerBusy", "The server is currently unable to receive requests. Please retry your request.")
         }
@@ -386,6 +386,10 @@ pub fn error_response(service: &str, fault: &Fault, retry_after_secs: u64) -> Re
         (_, Fault::AccessDenied) => (403, "AccessDenied", "Access Denied"),
         ("ec2", Fault::Status(503)) => (503, "Unavailable", "The server is overloaded."),
         ("ec2", Fault::Status(s)) => (*s, "InternalError", "An internal error has occurred."),
+        // ARM refuses a token that expired in flight with 401 and this code.
+        ("arm", Fault::Status(401)) => {
+            (401, "ExpiredAuthenticationToken", "The access token expiry UTC time is earlier than current UTC time.")
+        }
         ("arm", Fault::Status(s)) => (*s, "InternalServerError", "Internal server error."),
         (_, Fault::Status(503)) => (503, "ServiceUnavailable", "Service is unavailable."),
         (_, Fault::Status(s)) if service == "s3" => (*s, "InternalError", "We encountered an internal error."),

@@ -74,21 +74,30 @@ struct Counts {
     drifted: usize,
     written: usize,
     limit_exceeded: usize,
+    /// Resources and listings that failed (the records say which and why).
     failed: usize,
+    /// Listed, then deleted before they were read or written: not failures.
+    gone: usize,
+    /// Listings that failed: what they would have named was not swept (also counted in `failed`).
+    listings_failed: usize,
     /// Owned resources no API can tag, by type (not failures).
     unsupported: BTreeMap<String, usize>,
 }
 
 impl Counts {
-    fn of<'r>(records: impl Iterator<Item = &'r Record> + Clone) -> Self {
+    fn of<'r>(all: impl Iterator<Item = &'r Record> + Clone) -> Self {
+        let listings_failed = all.clone().filter(|r| r.is_listing()).count();
+        let records = all.clone().filter(|r| !r.is_listing());
         let count = |s: &[Status]| records.clone().filter(|r| s.contains(&r.status)).count();
         Counts {
             resources: records.clone().count(),
-            owned: records.clone().count() - count(&[Status::NotOwned]),
+            owned: records.clone().count() - count(&[Status::NotOwned, Status::Gone]),
             drifted: count(&[Status::Applied, Status::WouldApply, Status::LimitExceeded]),
             written: count(&[Status::Applied, Status::WouldApply]),
             limit_exceeded: count(&[Status::LimitExceeded]),
-            failed: count(&[Status::Failed]),
+            failed: count(&[Status::Failed]) + listings_failed,
+            gone: count(&[Status::Gone]),
+            listings_failed,
             unsupported: records.clone().filter(|r| r.status == Status::Unsupported).fold(
                 BTreeMap::new(),
                 |mut m, r| {
@@ -101,10 +110,14 @@ impl Counts {
 
     fn line(&self, dry_run: bool) -> String {
         let verb = if dry_run { "would write" } else { "written" };
-        format!(
+        let mut line = format!(
             "{} owned, {} drifted, {} {verb}, {} over the tag limit, {} failed",
             self.owned, self.drifted, self.written, self.limit_exceeded, self.failed
-        )
+        );
+        if self.gone > 0 {
+            line.push_str(&format!(", {} gone", self.gone));
+        }
+        line
     }
 }
 
@@ -132,6 +145,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "drift         {} drifted, {} {verb}, {} over the tag limit, {} failed",
             t.drifted, t.written, t.limit_exceeded, t.failed
         );
+        if t.gone > 0 {
+            println!("gone          {} (deleted after they were listed; not failures)", t.gone);
+        }
+        if t.listings_failed > 0 {
+            println!("listings      {} failed: what they would have listed was not swept (below)", t.listings_failed);
+        }
         let unsupported: usize = t.unsupported.values().sum();
         if unsupported > 0 {
             let by_type: Vec<String> = t.unsupported.iter().map(|(t, n)| format!("{n} {t}")).collect();
@@ -143,11 +162,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
             println!("  {op:<44} {n}");
         }
         for r in summary.records.iter().filter(|r| r.status == Status::Failed) {
-            println!("failed        {} ({}): {}", r.resource, r.resource_type, r.error.as_deref().unwrap_or_default());
+            let what = if r.is_listing() { "listing" } else { "failed" };
+            println!("{what:<13} {} ({}): {}", r.resource, r.resource_type, r.error.as_deref().unwrap_or_default());
         }
     }
     if summary.totals.failed > 0 {
-        return Err(anyhow::anyhow!("{} resource(s) failed", summary.totals.failed).into());
+        let listings = summary.totals.listings_failed;
+        let resources = summary.totals.failed - listings;
+        return Err(anyhow::anyhow!("{resources} resource(s) and {listings} listing(s) failed").into());
     }
     if summary.dry_run && summary.totals.drifted > 0 {
         return Err(Failure::Invalid);
@@ -243,9 +265,10 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
 #[cfg(feature = "azure")]
 async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     use std::sync::Arc;
+    use tagwarden::azure::arm::arm_audience;
     use tagwarden::azure::arm::ArmClient;
     use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
-    use tagwarden::azure::identity::{ManagedIdentity, ARM_AUDIENCE};
+    use tagwarden::azure::identity::ManagedIdentity;
     use tagwarden::azure::reconcile::Reconciler;
     use tagwarden::calls::CallCounter;
 
@@ -270,8 +293,9 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
         args.arm_endpoint.parse().with_context(|| format!("--arm-endpoint {:?} is not a URL", args.arm_endpoint))?;
     let http = tagwarden::azure::http_client(std::time::Duration::from_secs(30)).context("HTTP client")?;
     let calls = CallCounter::default();
-    let identity = Arc::new(ManagedIdentity::given(ARM_AUDIENCE, token.trim().to_string(), calls.clone()));
-    let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone());
+    let audience = arm_audience(&endpoint, std::env::var("TAGWARDEN_ARM_AUDIENCE").ok().as_deref());
+    let identity = Arc::new(ManagedIdentity::given(&audience, token.trim().to_string(), calls.clone()));
+    let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone()).with_audience(&audience);
     let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone());
     let mut reconciler = Reconciler::new(arm, store, Vec::new());
     reconciler.sweep_scopes = args.scope.clone();

@@ -11,8 +11,13 @@
 //!   Tag names compare case-insensitively (an existing name keeps its casing); 404
 //!   `ResourceNotFound` for unknown resources; the tag-filtered `resources` / `resourcegroups`
 //!   listings (no tags in the result, paged by `nextLink`). Every request must carry a token the
-//!   fake identity issued for ARM. Faults: 429 + `Retry-After`, 202 + `Location` (ARM's
-//!   `…/tagsoperationresults?…&$originalLocation=…` shape, polled until done; the write lands then).
+//!   fake identity issued for ARM. Real ARM's shapes, each cited where it is made: an untagged
+//!   resource's `"properties": {}`; 202 with `Location` (`/subscriptions/{s}/operationresults/{id}`)
+//!   or with `Azure-AsyncOperation` and its `{"status": …}` monitor, ending `Succeeded`, `Failed` or
+//!   `Canceled`; `x-ms-request-id`/`x-ms-correlation-request-id` on every answer; 429
+//!   `SubscriptionRequestsThrottled`; 409 `ScopeLocked` under a `ReadOnly` lock; listings whose ids
+//!   are cased differently per scope (`resourcegroups/defaultresourcegroup-eus`), names with
+//!   parentheses, and an empty page that still has a `nextLink`.
 //! - **Managed identity** (§4.1): `GET /msi/token?resource=&api-version=2019-08-01&client_id=`
 //!   with `X-IDENTITY-HEADER`.
 //! - **Azure Monitor custom metrics** (§5.1): `POST /<resourceId>/metrics`, kept for inspection.
@@ -57,16 +62,40 @@ struct Resource {
 
 #[derive(Debug, Clone)]
 pub enum Fault {
-    /// Answer 429 with this `Retry-After` (seconds).
+    /// Answer 429 `SubscriptionRequestsThrottled` with this `Retry-After` (seconds).
     Throttle { retry_after: u64 },
-    /// Accept a write with 202 + `Location`; the operation answers 202 this many polls, then 200.
+    /// Accept a write with 202 + `Location` only; the operation answers 202 this many polls, then
+    /// 200 with no body (azure-sdk-for-js arm-resources recording_resourcegroups_delete_test.json).
     Accept { polls: u32 },
+    /// Accept a write with 202 + `Location`, and with `monitor` an `Azure-AsyncOperation` too
+    /// (azure-sdk-for-js arm-network recording_virtualnetworks_begindeleteandwait_test.json): the
+    /// monitor answers 200 `{"status": "InProgress"}` (MicrosoftDocs azure-docs
+    /// async-operations.md), the `Location` 202, this many polls, each with `Retry-After`; then
+    /// the operation ends as `end` says.
+    Accepted { polls: u32, end: End, retry_after: u64, monitor: bool },
     /// Answer with this status and ARM error code.
     Status { status: u16, code: &'static str },
 }
 
-/// An accepted write: (polls left, resource key, tags after the write).
-type Operation = (u32, String, Vec<(String, String)>);
+/// How an asynchronous operation ends (ARM RPC async-api-reference.md: "the terminal values can be
+/// one of (1) Succeeded, (2) Failed or (3) Canceled"; `error` "Required if status == failed or
+/// status == canceled").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Succeeded,
+    Failed { code: &'static str, message: &'static str },
+    Canceled,
+}
+
+/// An accepted write: polls left, resource key, tags after the write, and how it ends.
+#[derive(Debug, Clone)]
+struct Operation {
+    left: u32,
+    key: String,
+    tags: Vec<(String, String)>,
+    end: End,
+    retry_after: u64,
+}
 
 #[derive(Default)]
 struct State {
@@ -89,6 +118,16 @@ struct State {
     /// seconds"), and how many each write leaves behind.
     stale: HashMap<String, (u32, Vec<(String, String)>)>,
     stale_reads_after_write: u32,
+    /// Scopes (lower-case) under a `ReadOnly` management lock.
+    locks: Vec<String>,
+    /// Scopes (lower-case) whose listings name every id in lower case, as some real listings do.
+    lower_case_listing: Vec<String>,
+    /// Every listing starts with an empty page that has a `nextLink`.
+    empty_first_page: bool,
+    /// Resources deleted right after the next listing that names them.
+    delete_after_listing: Vec<String>,
+    /// Scopes (lower-case) the caller has no role on: their listings answer 403.
+    denied: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -194,6 +233,31 @@ impl FakeAzure {
         self.st().quiet = quiet;
     }
 
+    /// A `ReadOnly` management lock on `scope`: every write at or under it answers 409 `ScopeLocked`.
+    pub fn lock(&self, scope: &str) {
+        self.st().locks.push(scope.to_ascii_lowercase());
+    }
+
+    /// Listings of `scope` name every id in lower case (`resourcegroups/defaultresourcegroup-eus/…`).
+    pub fn lower_case_listing(&self, scope: &str) {
+        self.st().lower_case_listing.push(scope.to_ascii_lowercase());
+    }
+
+    /// Every listing starts with `{"value": [], "nextLink": …}`.
+    pub fn empty_first_page(&self) {
+        self.st().empty_first_page = true;
+    }
+
+    /// The caller has no role on `scope`: listing it answers 403 `AuthorizationFailed`.
+    pub fn deny(&self, scope: &str) {
+        self.st().denied.push(scope.to_ascii_lowercase());
+    }
+
+    /// Delete `id` right after the next listing that names it.
+    pub fn delete_after_listing(&self, id: &str) {
+        self.st().delete_after_listing.push(id.to_ascii_lowercase());
+    }
+
     pub fn clear_log(&self) {
         self.st().log.clear();
     }
@@ -207,7 +271,7 @@ impl FakeAzure {
                 let p = l.path.to_ascii_lowercase();
                 let kind = if p.ends_with(TAGS_SUFFIX) {
                     "tags"
-                } else if p.ends_with("/tagsoperationresults") {
+                } else if p.contains("/operationresults/") || p.contains("/operations/") {
                     "poll"
                 } else {
                     "list"
@@ -247,7 +311,14 @@ fn logged(
     f: impl FnOnce(&mut State) -> Response,
 ) -> Response {
     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
-    let resp = f(&mut st);
+    let mut resp = f(&mut st);
+    if api == "arm" {
+        // On every ARM answer; for Microsoft.Resources calls the two are one id (azure-sdk-for-js
+        // arm-resources recordings: "x-ms-correlation-request-id" equals "x-ms-request-id").
+        st.next_id += 1;
+        let id = format!("9853708d-0000-4000-8000-{:012x}", st.next_id);
+        resp = resp.with_header("x-ms-request-id", &id).with_header("x-ms-correlation-request-id", &id);
+    }
     if st.quiet {
         return resp;
     }
@@ -355,9 +426,13 @@ fn merge_one(tags: &mut Vec<(String, String)>, k: &str, v: &str) {
     }
 }
 
+/// The Tags resource (azure-sdk-for-js arm-resources recording_tagsoperations_get_test.json); an
+/// untagged scope has no `tags` at all (azure-rest-api-specs Microsoft.Resources 2021-04-01
+/// examples/UpdateAtScopeTags.json: `"properties": {}`).
 fn tags_body(id: &str, tags: &[(String, String)]) -> Value {
     let map: BTreeMap<&str, &str> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    json!({"id": format!("{id}/providers/Microsoft.Resources/tags/default"), "name": "default", "type": "Microsoft.Resources/tags", "properties": {"tags": map}})
+    let properties = if map.is_empty() { json!({}) } else { json!({"tags": map}) };
+    json!({"id": format!("{id}/providers/Microsoft.Resources/tags/default"), "name": "default", "type": "Microsoft.Resources/tags", "properties": properties})
 }
 
 fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
@@ -376,13 +451,20 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
     if let Some(i) = st.faults.iter().position(|(m, _)| m == "*" || m.eq_ignore_ascii_case(&r.method)) {
         let (_, fault) = st.faults.remove(i).expect("fault");
         match fault {
+            // The message as ARM words it (velero-io/velero#9171).
             Fault::Throttle { retry_after } => {
-                return arm_error(429, "TooManyRequests", "The request is being throttled.")
+                let message = format!("Number of 'write' requests for subscription '{}' actor '{}' exceeded. Please try again after '{retry_after}' seconds after additional tokens are available. Refer to https://aka.ms/arm-throttling for additional information.", subscription_of(&r.path), "00000000-0000-0000-0000-000000000001");
+                return arm_error(429, "SubscriptionRequestsThrottled", &message)
                     .with_header("retry-after", &retry_after.to_string());
             }
-            Fault::Status { status, code } => return arm_error(status, code, "injected"),
+            Fault::Status { status, code } => return arm_error(status, code, &injected_message(code, r)),
             Fault::Accept { polls } => {
-                if let Some(resp) = write(st, r, Some(polls), base) {
+                if let Some(resp) = write(st, r, Some((polls, End::Succeeded, 0, false)), base) {
+                    return resp;
+                }
+            }
+            Fault::Accepted { polls, end, retry_after, monitor } => {
+                if let Some(resp) = write(st, r, Some((polls, end, retry_after, monitor)), base) {
                     return resp;
                 }
             }
@@ -390,21 +472,8 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
     }
     let path = r.path.clone();
     let lower = path.to_ascii_lowercase();
-    if lower.ends_with("/tagsoperationresults") {
-        let op = query_param(&r.query, "$originalLocation").and_then(|o| o.parse::<u64>().ok());
-        let Some((left, key, tags)) = op.and_then(|op| st.operations.get_mut(&op)) else {
-            return arm_error(404, "NotFound", "no such operation");
-        };
-        if *left > 0 {
-            *left -= 1;
-            return Response::json(202, &json!({})).with_header("retry-after", "0");
-        }
-        let (key, tags) = (key.clone(), tags.clone());
-        if let Some(op) = op {
-            st.operations.remove(&op);
-        }
-        apply(st, &key, tags);
-        return Response::json(200, &json!({}));
+    if let Some((monitor, op)) = operation_of(&lower) {
+        return poll(st, monitor, op);
     }
     if lower.ends_with(TAGS_SUFFIX) {
         if r.method == "GET" {
@@ -432,6 +501,73 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
     arm_error(404, "InvalidResourceType", &format!("the fake does not serve {} {path}", r.method))
 }
 
+fn subscription_of(path: &str) -> &str {
+    path.split('/').nth(2).unwrap_or_default()
+}
+
+/// An injected error worded as ARM words it, where a real message is known.
+fn injected_message(code: &str, r: &Request) -> String {
+    let scope = r.path.to_ascii_lowercase().replace(TAGS_SUFFIX, "");
+    match code {
+        // azure-rest-api-specs-examples#4471 (a service principal: its object id in both places).
+        "AuthorizationFailed" => format!("The client '{OBJECT_ID}' with object id '{OBJECT_ID}' does not have authorization to perform action 'Microsoft.Resources/tags/write' over scope '{scope}' or the scope is invalid. If access was recently granted, please refresh your credentials."),
+        _ => "injected".to_string(),
+    }
+}
+
+/// The object id of the fake's caller, in ARM's messages.
+const OBJECT_ID: &str = "06bc32ab-5ab5-4b8d-9f6c-95d0a420eb95";
+
+/// `…/operationresults/{id}` (a `Location`) or `…/operations/{id}` (an `Azure-AsyncOperation`).
+fn operation_of(lower: &str) -> Option<(bool, u64)> {
+    let (monitor, rest) = match (lower.split_once("/operationresults/"), lower.split_once("/operations/")) {
+        (Some((_, id)), _) => (false, id),
+        (None, Some((_, id))) => (true, id),
+        (None, None) => return None,
+    };
+    let id = rest.strip_prefix("op-")?.parse().ok()?;
+    Some((monitor, id))
+}
+
+/// A poll of an accepted write: the `Location` answers 202 with no body while it runs, then 200
+/// with no body — or, failed, "the exact same response that would have been returned had the
+/// operation been executed synchronously" (ARM RPC async-api-reference.md); the
+/// `Azure-AsyncOperation` monitor answers 200 with the operation's `status` (and `error`) always.
+fn poll(st: &mut State, monitor: bool, op: u64) -> Response {
+    let Some(o) = st.operations.get_mut(&op) else {
+        return arm_error(404, "NotFound", "no such operation");
+    };
+    if o.left > 0 {
+        o.left -= 1;
+        let retry_after = o.retry_after.to_string();
+        return if monitor {
+            Response::json(200, &json!({"status": "InProgress"})).with_header("retry-after", &retry_after)
+        } else {
+            Response::text(202, "").with_header("retry-after", &retry_after)
+        };
+    }
+    let o = st.operations.remove(&op).expect("operation");
+    match (o.end, monitor) {
+        (End::Succeeded, true) => {
+            apply(st, &o.key, o.tags);
+            Response::json(200, &json!({"status": "Succeeded"}))
+        }
+        (End::Succeeded, false) => {
+            apply(st, &o.key, o.tags);
+            Response::text(200, "")
+        }
+        (End::Failed { code, message }, true) => {
+            Response::json(200, &json!({"status": "Failed", "error": {"code": code, "message": message}}))
+        }
+        (End::Failed { code, message }, false) => arm_error(400, code, message),
+        (End::Canceled, true) => Response::json(
+            200,
+            &json!({"status": "Canceled", "error": {"code": "OperationCanceled", "message": "The operation was canceled."}}),
+        ),
+        (End::Canceled, false) => arm_error(409, "OperationCanceled", "The operation was canceled."),
+    }
+}
+
 fn not_found(id: &str) -> Response {
     arm_error(404, "ResourceNotFound", &format!("The Resource '{id}' was not found."))
 }
@@ -440,8 +576,9 @@ fn refused(r: Refusal) -> Response {
     arm_error(r.status, r.code, &r.message)
 }
 
-/// PATCH/PUT on tags/default. `accept`: answer 202 and apply when polled to completion.
-fn write(st: &mut State, r: &Request, accept: Option<u32>, base: &str) -> Option<Response> {
+/// PATCH/PUT on tags/default. `accept`: answer 202 (polls, end, `Retry-After`, with an
+/// `Azure-AsyncOperation` monitor or a `Location` only) and apply when polled to success.
+fn write(st: &mut State, r: &Request, accept: Option<(u32, End, u64, bool)>, base: &str) -> Option<Response> {
     let lower = r.path.to_ascii_lowercase();
     if !lower.ends_with(TAGS_SUFFIX) || !(r.method == "PATCH" || r.method == "PUT") {
         return None;
@@ -450,6 +587,15 @@ fn write(st: &mut State, r: &Request, accept: Option<u32>, base: &str) -> Option
     let Some(res) = st.resources.get(&key).cloned() else {
         return Some(not_found(&r.path[..r.path.len() - TAGS_SUFFIX.len()]));
     };
+    // A ReadOnly lock blocks tag writes too ("A read-only lock ... prevents ... updating tags",
+    // learn.microsoft.com azure-resource-manager/management/lock-resources); ARM's answer is a 409
+    // whose two scopes are not normalized to each other (Azure/AzureLocal-Supportability
+    // ...ApplianceResourceScopeLocked.md; the write wording from MicrosoftDocs azure-docs
+    // automation/troubleshoot/start-stop-vm.md).
+    if let Some(lock) = st.locks.iter().find(|l| key == **l || key.starts_with(&format!("{l}/"))) {
+        let message = format!("The scope '{}' cannot perform write operation because following scope(s) are locked: '{lock}'. Please remove the lock and try again.", &r.path[..r.path.len() - TAGS_SUFFIX.len()]);
+        return Some(arm_error(409, "ScopeLocked", &message));
+    }
     let invalid = |why: &str| Some(arm_error(400, "InvalidRequestContent", why));
     let Ok(body) = serde_json::from_slice::<Value>(&r.body) else {
         return invalid("The request content was invalid and could not be deserialized.");
@@ -486,17 +632,27 @@ fn write(st: &mut State, r: &Request, accept: Option<u32>, base: &str) -> Option
     if let Some(refusal) = arm_rules::refuse_count(&kind, after.len()) {
         return Some(refused(refusal));
     }
-    if let Some(polls) = accept {
+    if let Some((polls, end, retry_after, monitor)) = accept {
         st.next_id += 1;
         let op = st.next_id;
-        st.operations.insert(op, (polls, key, after));
-        let sub = res.id.split('/').nth(2).unwrap_or_default().to_string();
-        // ARM's shape (reference/azure.md §3.5): an opaque `$originalLocation` on the subscription.
-        let location =
-            format!("{base}/subscriptions/{sub}/tagsoperationresults?api-version=2021-04-01&%24originalLocation={op}");
-        return Some(
-            Response::json(202, &json!({})).with_header("location", &location).with_header("retry-after", "0"),
-        );
+        st.operations.insert(op, Operation { left: polls, key, tags: after, end, retry_after });
+        let sub = subscription_of(&res.id).to_string();
+        // The Location of a Microsoft.Resources operation (azure-sdk-for-js arm-resources
+        // recording_resourcegroups_delete_test.json: `/subscriptions/{s}/operationresults/{opaque}`
+        // with the request's api-version); the monitor as a provider's (arm-network
+        // recording_virtualnetworks_begindeleteandwait_test.json: `…/locations/{l}/operations/{id}`).
+        // Real ARM asks for 10–15 s (`Retry-After`); the fake asks for what the test sets.
+        let location = format!("{base}/subscriptions/{sub}/operationresults/op-{op}?api-version=2021-04-01");
+        let mut resp = Response::text(202, "")
+            .with_header("location", &location)
+            .with_header("retry-after", &retry_after.to_string());
+        if monitor {
+            let monitor = format!(
+                "{base}/subscriptions/{sub}/providers/Microsoft.Resources/locations/westeurope/operations/op-{op}?api-version=2021-04-01"
+            );
+            resp = resp.with_header("azure-asyncoperation", &monitor);
+        }
+        return Some(resp);
     }
     let resp = tags_body(&res.id, &after);
     apply(st, &key, after);
@@ -516,7 +672,10 @@ fn apply(st: &mut State, key: &str, tags: Vec<(String, String)>) {
 }
 
 /// `GET {scope}/resources?$filter=tagName eq 'K' and tagValue eq 'V'` and `…/resourcegroups`.
-fn list(st: &State, r: &Request, lower: &str, base: &str) -> Response {
+/// Resource lists leave `tags` out when filtered by tag (learn.microsoft.com/rest/api/resources/
+/// resources/list: "the tags for each resource are not returned"). Pages follow the RPC
+/// (resource-api-reference.md): "Returning zero records with NextLink is an acceptable response".
+fn list(st: &mut State, r: &Request, lower: &str, base: &str) -> Response {
     let filter = query_param(&r.query, "$filter").unwrap_or_default();
     let quoted: Vec<&str> = filter.split('\'').skip(1).step_by(2).collect();
     let (Some(name), Some(value)) = (quoted.first(), quoted.get(1)) else {
@@ -524,6 +683,11 @@ fn list(st: &State, r: &Request, lower: &str, base: &str) -> Response {
     };
     let groups = lower.ends_with("/resourcegroups");
     let scope = lower.trim_end_matches("/resources").trim_end_matches("/resourcegroups");
+    if st.denied.iter().any(|d| d == scope) {
+        // azure-rest-api-specs-examples#4471, for the listing's action.
+        let message = format!("The client '{OBJECT_ID}' with object id '{OBJECT_ID}' does not have authorization to perform action 'Microsoft.Resources/subscriptions/resourceGroups/resources/read' over scope '{scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.");
+        return arm_error(403, "AuthorizationFailed", &message);
+    }
     let mut matching: Vec<&Resource> = st
         .resources
         .iter()
@@ -536,24 +700,40 @@ fn list(st: &State, r: &Request, lower: &str, base: &str) -> Response {
         .map(|(_, r)| r)
         .collect();
     matching.sort_by(|a, b| a.id.cmp(&b.id));
-    let skip = query_param(&r.query, "$skiptoken").and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
-    let page: Vec<Value> = matching
+    let token = query_param(&r.query, "$skiptoken");
+    let filter_q: String = filter
+        .bytes()
+        .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
+        .collect();
+    let next =
+        |skip: usize| format!("{base}{}?%24filter={filter_q}&api-version=2021-04-01&%24skiptoken={skip}", r.path);
+    if token.is_none() && st.empty_first_page {
+        return Response::json(200, &json!({"value": [], "nextLink": next(0)}));
+    }
+    let skip = token.and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
+    // Some listings name ids all in lower case, others as created (a real AKS add-on's
+    // `resourceGroups/defaultresourcegroup-sec`; MicrosoftDocs azure-docs#24010's type casing).
+    let lower_ids = st.lower_case_listing.iter().any(|l| l == scope);
+    let named: Vec<(String, Value)> = matching
         .iter()
         .skip(skip)
         .take(PAGE)
         .map(|r| {
             let kind = tagwarden::resource::ResourceRef::from_arm_id(&r.id).map(|x| x.kind).unwrap_or_default();
-            json!({"id": r.id, "name": r.id.rsplit('/').next(), "type": kind, "location": "westeurope"})
+            let id = if lower_ids { r.id.to_ascii_lowercase() } else { r.id.clone() };
+            let item = json!({"id": id, "name": id.rsplit('/').next(), "type": kind, "location": "westeurope"});
+            (r.id.to_ascii_lowercase(), item)
         })
         .collect();
-    let mut body = json!({"value": page});
+    let mut body = json!({"value": named.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()});
     if skip + PAGE < matching.len() {
-        let filter_q: String = filter
-            .bytes()
-            .map(|b| if b.is_ascii_alphanumeric() { (b as char).to_string() } else { format!("%{b:02X}") })
-            .collect();
-        body["nextLink"] =
-            json!(format!("{base}{}?%24filter={filter_q}&api-version=2021-04-01&%24skiptoken={}", r.path, skip + PAGE));
+        body["nextLink"] = json!(next(skip + PAGE));
+    }
+    for (key, _) in &named {
+        if let Some(at) = st.delete_after_listing.iter().position(|d| d == key) {
+            st.delete_after_listing.remove(at);
+            st.resources.remove(key);
+        }
     }
     Response::json(200, &body)
 }
