@@ -24,6 +24,8 @@ pub mod inflight;
 pub mod plan;
 pub mod policy;
 pub mod publish;
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod rate_limit;
 pub mod report;
 pub mod resource;
 pub mod status;

@@ -108,8 +108,15 @@ async fn refusals_a_retry_cannot_fix_are_reported_not_retried() {
     let rec = &records(&body)[0];
     assert_eq!((rec["status"].as_str(), rec["failure"].as_str()), (Some("failed"), Some("permanent")), "{rec:#}");
     assert!(rec["error"].as_str().unwrap_or_default().contains("change the policy"), "{rec:#}");
-    // Still retried: throttling past the budget, and a 403 while a role assignment propagates.
+    // A missing role is ARM's `AuthorizationFailed`: permanent by its code (issue 24), with the fix.
     env.fake.inject("PATCH", Fault::Status { status: 403, code: "AuthorizationFailed" });
+    let (status, body) =
+        env.invoke("drift", "eventGridEvent", eg_event(&disk, "Microsoft.Compute/disks/write", SOMEONE)).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(records(&body)[0]["failure"], "permanent");
+    assert!(records(&body)[0]["error"].as_str().unwrap_or_default().contains("Tag Contributor"), "{body:#}");
+    // Still retried: a token that expired in flight (a new one fixes it).
+    env.fake.inject("PATCH", Fault::Status { status: 401, code: "ExpiredAuthenticationToken" });
     let (status, body) =
         env.invoke("drift", "eventGridEvent", eg_event(&disk, "Microsoft.Compute/disks/write", SOMEONE)).await;
     assert_eq!(status, 500, "{body:#}");

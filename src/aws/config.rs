@@ -4,7 +4,9 @@
 //! - `TAGWARDEN_POLICY`: `s3://bucket/key`, `s3://bucket/prefix/` or `ssm:/parameter/name`;
 //! - `POLICY_TTL`: seconds between policy re-checks on a warm function (default 60);
 //! - `TAGWARDEN_SELF_ROLE_ARN`: the function's role, whose own calls are not reconciled;
-//! - `TAGWARDEN_CONCURRENCY`: resources reconciled at once across an SQS batch (default 10, 1–64).
+//! - `TAGWARDEN_CONCURRENCY`: resources reconciled at once across an SQS batch (default 10, 1–64);
+//! - `TAGWARDEN_EC2_WRITES_PER_SECOND`: the function's own EC2 `CreateTags` calls a second (default
+//!   5, 1–100), well under the account's refill of 10 a second that the cluster's controllers share.
 //!
 //! Deliberately not here: the AWS SDK's own environment (region, credentials,
 //! `AWS_ENDPOINT_URL`), which `aws_config` reads, and building clients.
@@ -22,7 +24,13 @@ pub struct Config {
     /// The function's own role: events it caused are not reconciled.
     pub own: Vec<String>,
     pub concurrency: usize,
+    /// EC2 `CreateTags` calls a second at most (`crate::rate_limit`).
+    pub ec2_writes_per_second: u32,
 }
+
+/// The default pace of the function's EC2 writes: half the account's `CreateTags` refill (10 a
+/// second, "Request throttling for the Amazon EC2 API"), so the cluster keeps the other half.
+pub const DEFAULT_EC2_WRITES_PER_SECOND: u32 = 5;
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -56,7 +64,16 @@ impl Config {
                 })?
             }
         };
-        Ok(Config { policy, policy_ttl, own, concurrency })
+        let ec2_writes_per_second = match var("TAGWARDEN_EC2_WRITES_PER_SECOND") {
+            None => DEFAULT_EC2_WRITES_PER_SECOND,
+            Some(s) => s.parse::<u32>().ok().filter(|n| (1..=100).contains(n)).ok_or_else(|| ConfigError::Invalid {
+                var: "TAGWARDEN_EC2_WRITES_PER_SECOND",
+                value: s.clone(),
+                problem: "is not a number from 1 to 100 (EC2 CreateTags calls a second)".into(),
+                fix: format!("set it to e.g. {DEFAULT_EC2_WRITES_PER_SECOND}, or unset it for the default"),
+            })?,
+        };
+        Ok(Config { policy, policy_ttl, own, concurrency, ec2_writes_per_second })
     }
 }
 
@@ -84,6 +101,9 @@ mod tests {
         assert!(e.contains("TAGWARDEN_POLICY=\"https://x/p.yaml\"") && e.contains("ssm:/PARAMETER"), "{e}");
         let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("POLICY_TTL", "1m")]).expect_err("ttl").to_string();
         assert!(e.contains("POLICY_TTL=\"1m\"") && e.contains("e.g. 60"), "{e}");
+        assert_eq!(c.ec2_writes_per_second, DEFAULT_EC2_WRITES_PER_SECOND);
+        let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_EC2_WRITES_PER_SECOND", "0")]).expect_err("rate");
+        assert!(e.to_string().contains("TAGWARDEN_EC2_WRITES_PER_SECOND") && e.to_string().contains("e.g. 5"), "{e}");
         for bad in ["0", "65", "ten"] {
             let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_CONCURRENCY", bad)]).expect_err(bad);
             assert!(e.to_string().contains("from 1 to 64"), "{e}");

@@ -1,10 +1,10 @@
 //! What the Lambda does with a payload. Kept here, not in the binary, so that tests drive the very
 //! same path in-process.
 //!
-//! - An SQS batch of EventBridge events: the messages are handled side by side (bounded by the
-//!   reconciler's concurrency), each alone; the ones that fail are
-//!   returned as `batchItemFailures`, so SQS retries only those and finally dead-letters them with
-//!   their original body.
+//! - An SQS batch of EventBridge events: handled together (`crate::enforce::batch`: every resource
+//!   read and written once, identical deltas in shared calls); the messages whose events failed
+//!   are returned as `batchItemFailures`, so SQS retries only those and finally dead-letters them
+//!   with their original body.
 //! - One EventBridge event (direct invoke): a failure is an error, so EventBridge retries.
 //! - A sweep: `{"tagwarden": "sweep"}` from the schedule, an S3 notification or EventBridge
 //!   `Object Created` / `Parameter Store Change` for the policy (re-read at once).
@@ -16,7 +16,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::s3::S3Event;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
-use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
 use super::reconcile::Reconciler;
@@ -112,32 +111,32 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
                     return inv;
                 }
             };
-            let messages = batch.records.as_slice();
-            // Side by side, in order: the reconciler bounds how many resources are in flight, and
-            // its per-resource lock keeps one write per resource across the batch.
-            // Indices, not references: see `Reconciler::handle_event_until`.
-            let handled = stream::iter(0..messages.len())
-                .map(|i| async move {
-                    let message = &messages[i];
-                    let id = message.message_id.clone().unwrap_or_default();
-                    let body = message.body.as_deref().unwrap_or_default();
-                    if past() {
-                        // Never started: SQS delivers it again.
-                        tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
-                        return (id, None);
-                    }
+            // Every event of the batch at once: each resource read and written once, in shared
+            // calls (`crate::enforce::batch`). A message that is not an event, or that arrives
+            // past the deadline, is handed back unstarted.
+            let mut handled: Vec<(String, Option<Outcome>)> = Vec::with_capacity(batch.records.len());
+            let (mut events, mut at) = (Vec::new(), Vec::new());
+            for message in &batch.records {
+                let id = message.message_id.clone().unwrap_or_default();
+                let body = message.body.as_deref().unwrap_or_default();
+                if past() {
+                    tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
+                } else {
                     match events::parse_one(body.as_bytes()) {
-                        Ok(event) => (id, Some(reconciler.handle_event_until(&event, stop_at).await)),
-                        Err(e) => {
-                            // Not an event: retrying will not help, but the dead-letter queue keeps it.
-                            tracing::error!(message_id = id, error = %e, "message is not an event");
-                            (id, None)
+                        Ok(event) => {
+                            at.push(handled.len());
+                            events.push(event);
                         }
+                        // Not an event: retrying will not help, but the dead-letter queue keeps it.
+                        Err(e) => tracing::error!(message_id = id, error = %e, "message is not an event"),
                     }
-                })
-                .buffered(reconciler.concurrency())
-                .collect::<Vec<_>>()
-                .await;
+                }
+                handled.push((id, None));
+            }
+            let outcomes = reconciler.handle_events_until(&events, stop_at).await;
+            for (i, out) in at.into_iter().zip(outcomes) {
+                handled[i].1 = Some(out);
+            }
             let mut response = SqsBatchResponse::default();
             for (id, out) in handled {
                 let failed = match out {

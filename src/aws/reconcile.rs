@@ -19,7 +19,7 @@ use super::policy_store::PolicyStore;
 use super::tags::Tagger;
 use crate::cloud::Cloud;
 use crate::enforce::sweep::{Batching, Listed, Listing, Unindexed};
-use crate::enforce::{Adapter, Current, Engine, Read};
+use crate::enforce::{Adapter, Current, Engine, Implied, Read};
 use crate::error_policy::CloudError;
 use crate::events::{Event, EventKind};
 use crate::policy::cache::LoadedPolicy;
@@ -68,6 +68,12 @@ impl Reconciler {
         self.engine.handle_event(&self.tagger, &self.store, &self.own, event, stop_at).await
     }
 
+    /// Reconcile every resource the `events` of one batch name, each once, reading and writing
+    /// them together (`crate::enforce::batch`); one outcome per event, in order.
+    pub async fn handle_events_until(&self, events: &[Event], stop_at: Option<Instant>) -> Vec<Outcome> {
+        self.engine.handle_events(&self.tagger, &self.store, &self.own, events, stop_at).await
+    }
+
     /// Plan (and, unless dry-run, write) every owned resource; `force` re-reads the policy now.
     pub async fn sweep(&self, force: bool) -> Outcome {
         self.sweep_clusters(force, None, None).await
@@ -93,6 +99,35 @@ impl Adapter for Tagger {
 
     async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError> {
         self.read_full(r).await.map(|(tags, arn)| Read { tags, arn })
+    }
+
+    /// EC2 resources in shared `DescribeTags` calls; one with no tag at all (or not visible
+    /// yet) and every other kind alone, as [`Adapter::read`].
+    async fn read_all(&self, resources: &[&ResourceRef], concurrency: usize) -> Vec<Result<Read, CloudError>> {
+        use futures_util::stream::{self, StreamExt};
+        let ec2: Vec<&str> =
+            resources.iter().filter(|r| kinds::row_of(r).api == Api::Ec2).map(|r| r.id.as_str()).collect();
+        let mut shared = match self.ec2_describe_tags_many(&ec2).await {
+            Ok(found) => found,
+            // The shared read failed: each resource is read alone, and fails alone.
+            Err(e) => {
+                tracing::warn!(error = %e, "shared DescribeTags failed; reading alone");
+                Default::default()
+            }
+        };
+        stream::iter(resources)
+            .map(|r| {
+                let known = shared.remove(&r.id).filter(|_| kinds::row_of(r).api == Api::Ec2);
+                async move {
+                    match known {
+                        Some(tags) => Ok(Read { tags, arn: None }),
+                        None => Adapter::read(self, r).await,
+                    }
+                }
+            })
+            .buffered(concurrency.max(1))
+            .collect()
+            .await
     }
 
     async fn read_listed(&self, r: &ResourceRef) -> Result<Read, CloudError> {
@@ -140,6 +175,41 @@ impl Adapter for Tagger {
             let ids: Vec<&str> = resources.iter().map(|r| r.id.as_str()).collect();
             self.ec2_create_tags(&ids, set).await.map(|()| Vec::new())
         }
+    }
+
+    /// The volumes of every instance the batch's `RunInstances` events name, in shared
+    /// `DescribeVolumes` calls; an instance with none attached yet is waited for alone.
+    async fn implied_all(&self, events: &[&Event], version: &str) -> Implied {
+        let launched = |e: &Event| e.kind == EventKind::Create && e.event_name == "RunInstances";
+        let instances: Vec<&str> = events
+            .iter()
+            .filter(|e| launched(e))
+            .flat_map(|e| e.resources.iter().filter(|r| r.kind == "ec2:instance").map(|r| r.id.as_str()))
+            .collect();
+        let mut attached = self.attached_volumes_many(&instances).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "shared DescribeVolumes failed; looking up each instance alone");
+            Default::default()
+        });
+        let mut all = Implied::default();
+        for (n, event) in events.iter().enumerate().filter(|(_, e)| launched(e)) {
+            let (region, account) =
+                (event.region.as_deref().unwrap_or_default(), event.account.as_deref().unwrap_or_default());
+            for instance in event.resources.iter().filter(|r| r.kind == "ec2:instance") {
+                let volumes = match attached.remove(&instance.id) {
+                    Some(volumes) => Ok(volumes),
+                    None => self.attached_volumes(&instance.id).await,
+                };
+                match volumes {
+                    Ok(volumes) => all.found.extend(
+                        volumes.into_iter().map(|(id, tags)| (n, ResourceRef::ec2(&id, region, account), Some(tags))),
+                    ),
+                    Err(e) => all
+                        .failed
+                        .push((n, e.into_record(Record::failed(Cloud::Aws, instance, version, String::new())))),
+                }
+            }
+        }
+        all
     }
 
     /// A new instance's volumes are not in its RunInstances event.

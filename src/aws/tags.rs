@@ -15,6 +15,7 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 use super::kinds::{api_of, arn_name, Api};
 use super::Clients;
 use crate::error_policy::{Backoff, CloudError, ErrorClass};
+use crate::rate_limit::RateLimit;
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
@@ -45,11 +46,13 @@ pub struct Tagger {
     pub not_found: Backoff,
     /// EC2 ids per `CreateTags` in a sweep (the API takes up to 1000).
     pub ec2_batch: usize,
+    /// Paces every EC2 `CreateTags` (the account's bucket is the cluster's too; `crate::rate_limit`).
+    pub ec2_writes: Option<RateLimit>,
 }
 
 impl Tagger {
     pub fn new(clients: Clients) -> Self {
-        Tagger { clients, not_found: Backoff::default(), ec2_batch: 1000 }
+        Tagger { clients, not_found: Backoff::default(), ec2_batch: 1000, ec2_writes: None }
     }
 
     /// The resource's current tags, waiting out eventual consistency.
@@ -253,16 +256,7 @@ impl Tagger {
         let c = &self.clients;
         let id = r.id.as_str();
         match api_of(r) {
-            Api::Ec2 => {
-                let tags = set.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build());
-                c.ec2
-                    .create_tags()
-                    .resources(id)
-                    .set_tags(Some(tags.collect()))
-                    .send()
-                    .await
-                    .map_err(|e| CloudError::from_sdk("ec2:CreateTags", id, e))?;
-            }
+            Api::Ec2 => self.ec2_create_tags(&[id], set).await?,
             Api::S3 => self.put_bucket_tags(id, set, current).await?,
             Api::Elbv2 => {
                 let tags = set
@@ -404,6 +398,9 @@ impl Tagger {
 
     /// One `CreateTags` for many EC2 resources sharing the same delta (up to 1000 ids).
     pub async fn ec2_create_tags(&self, ids: &[&str], set: &TagMap) -> Result<(), CloudError> {
+        if let Some(limit) = &self.ec2_writes {
+            limit.acquire().await;
+        }
         let tags = set.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build());
         self.clients
             .ec2
@@ -704,6 +701,92 @@ impl Tagger {
             .collect())
     }
 
+    /// The tags of many EC2 resources in as few `DescribeTags` calls as the filter allows: each
+    /// call names up to [`EC2_IDS_PER_DESCRIBE`] ids and pages at 1000 tags. An id with no tag at
+    /// all is absent from the answer (as is one that does not exist yet), so it is left out here:
+    /// the caller reads it alone, waiting out eventual consistency.
+    pub async fn ec2_describe_tags_many(
+        &self,
+        ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, TagMap>, CloudError> {
+        let mut found: std::collections::HashMap<String, TagMap> = std::collections::HashMap::new();
+        for chunk in ids.chunks(EC2_IDS_PER_DESCRIBE) {
+            let filter = aws_sdk_ec2::types::Filter::builder()
+                .name("resource-id")
+                .set_values(Some(chunk.iter().map(|s| s.to_string()).collect()))
+                .build();
+            let mut token = None;
+            loop {
+                let out = self
+                    .clients
+                    .ec2
+                    .describe_tags()
+                    .filters(filter.clone())
+                    .max_results(1000)
+                    .set_next_token(token)
+                    .send()
+                    .await
+                    .map_err(|e| CloudError::from_sdk("ec2:DescribeTags", &batch_name(chunk), e))?;
+                for t in out.tags() {
+                    let (Some(id), Some(key)) = (t.resource_id(), t.key()) else { continue };
+                    found
+                        .entry(id.to_string())
+                        .or_default()
+                        .insert(key.to_string(), t.value().unwrap_or_default().to_string());
+                }
+                token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The volumes attached to each of many instances, with their tags, in as few
+    /// `DescribeVolumes` calls as the filter allows; an instance with none yet is absent.
+    pub async fn attached_volumes_many(
+        &self,
+        instance_ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, Vec<(String, TagMap)>>, CloudError> {
+        let mut found: std::collections::HashMap<String, Vec<(String, TagMap)>> = std::collections::HashMap::new();
+        for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
+            let filter = aws_sdk_ec2::types::Filter::builder()
+                .name("attachment.instance-id")
+                .set_values(Some(chunk.iter().map(|s| s.to_string()).collect()))
+                .build();
+            let mut token = None;
+            loop {
+                let out = self
+                    .clients
+                    .ec2
+                    .describe_volumes()
+                    .filters(filter.clone())
+                    .max_results(500)
+                    .set_next_token(token)
+                    .send()
+                    .await
+                    .map_err(|e| CloudError::from_sdk("ec2:DescribeVolumes", &batch_name(chunk), e))?;
+                for v in out.volumes() {
+                    let Some(volume) = v.volume_id() else { continue };
+                    let tags: TagMap = v
+                        .tags()
+                        .iter()
+                        .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()))
+                        .collect();
+                    for instance in v.attachments().iter().filter_map(|a| a.instance_id()) {
+                        found.entry(instance.to_string()).or_default().push((volume.to_string(), tags.clone()));
+                    }
+                }
+                token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// Whether the instance's root device is an EBS volume (so a volume must appear).
     async fn ebs_backed(&self, instance_id: &str) -> Result<bool, CloudError> {
         let out = self
@@ -718,6 +801,11 @@ impl Tagger {
         Ok(instance.and_then(|i| i.root_device_type()) == Some(&aws_sdk_ec2::types::DeviceType::Ebs))
     }
 }
+
+/// EC2 ids named in one `resource-id` (or `attachment.instance-id`) filter. The API reference
+/// models no maximum for a filter's values; 200 keeps each query-string request small, and at
+/// 5 tags an id, one 1000-tag page.
+pub const EC2_IDS_PER_DESCRIBE: usize = 200;
 
 /// ELBv2 `DescribeTags` names at most 20 resources.
 const ELBV2_DESCRIBE_TAGS_MAX: usize = 20;

@@ -12,6 +12,7 @@
 //! nothing; a failed read or write is a record, never a dropped resource; a resource owned by two
 //! clusters is never written.
 
+mod batch;
 pub mod sweep;
 
 use std::sync::Arc;
@@ -32,6 +33,14 @@ use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
 use sweep::{Batching, Listing, Progress, SweepOptions, Unindexed};
+
+/// Resources the events of a batch imply, by the position of their event, with their tags when
+/// the lookup carries them; and the lookups that failed, as records of their event.
+#[derive(Debug, Default)]
+pub struct Implied {
+    pub found: Vec<(usize, ResourceRef, Option<TagMap>)>,
+    pub failed: Vec<(usize, Record)>,
+}
 
 /// Where a reconcile gets a resource's current tags.
 #[derive(Debug, Clone, Copy)]
@@ -64,11 +73,27 @@ pub trait Adapter: Send + Sync {
     /// Write `set` (every key that must change; never a removal). `current` is what was read,
     /// for the services whose write replaces the whole tag set.
     async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError>;
+    /// The tags of each of `resources`, in order, in as few calls as the cloud allows (at most
+    /// `concurrency` in flight); "not found" is waited out as [`Adapter::read`] does.
+    async fn read_all(&self, resources: &[&ResourceRef], concurrency: usize) -> Vec<Result<Read, CloudError>> {
+        stream::iter(resources).map(|r| self.read(r)).buffered(concurrency.max(1)).collect().await
+    }
     /// Resources an event implies but does not name (a new instance's volumes), with their tags
     /// when the listing carries them; a lookup that failed is a record.
     async fn implied(&self, event: &Event, version: &str) -> (Vec<(ResourceRef, Option<TagMap>)>, Vec<Record>) {
         let _ = (event, version);
         (Vec::new(), Vec::new())
+    }
+    /// [`Adapter::implied`] for the events of a batch at once: each resource and each failure
+    /// with the position of its event in `events`.
+    async fn implied_all(&self, events: &[&Event], version: &str) -> Implied {
+        let mut all = Implied::default();
+        for (n, event) in events.iter().enumerate() {
+            let (found, failed) = self.implied(event, version).await;
+            all.found.extend(found.into_iter().map(|(r, tags)| (n, r, tags)));
+            all.failed.extend(failed.into_iter().map(|record| (n, record)));
+        }
+        all
     }
     /// Every resource cluster `infra_id`'s ownership tag marks, with its tags when the listing
     /// carries them; `pages` is told how many were found so far as pages arrive. A listing that
@@ -356,7 +381,7 @@ mod tests {
     pub(super) const OWNED: (&str, &str) = ("kubernetes.io/cluster/c-1", "owned");
     pub(super) const POLICY: &str = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\n";
 
-    fn tag_change(ids: &[&str]) -> Event {
+    pub(super) fn tag_change(ids: &[&str]) -> Event {
         Event {
             cloud: Cloud::Aws,
             kind: EventKind::TagChange,

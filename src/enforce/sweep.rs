@@ -84,16 +84,16 @@ pub enum Batching {
     Reread,
 }
 
-struct Planned {
-    policy: Arc<LoadedPolicy>,
-    resource: ResourceRef,
-    current: TagMap,
-    plan: Plan,
-    started: Instant,
+pub(super) struct Planned {
+    pub(super) policy: Arc<LoadedPolicy>,
+    pub(super) resource: ResourceRef,
+    pub(super) current: TagMap,
+    pub(super) plan: Plan,
+    pub(super) started: Instant,
 }
 
 /// One unit of the write phase.
-enum Job {
+pub(super) enum Job {
     /// Listed without tags: read, planned and written by the engine's reconcile.
     Read(ResourceRef),
     /// A planned write that replaces the set: the same, for planned resource `i`.
@@ -176,21 +176,46 @@ impl Engine {
             jobs.extend(batches(cloud, &planned));
         }
 
+        let (read, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED).await;
+        for record in read {
+            out.push(record);
+        }
+        for record in written {
+            out.push(since(record, seen_ms));
+        }
+        if !self.dry_run {
+            report_sweeps(store, &policies, &swept, &out.records).await;
+        }
+        out
+    }
+
+    /// Run `jobs`, at most the sweep's concurrency at once, starting none after `stop_at` (what
+    /// is left is `deferred`, retryable, saying why); then the records of the resources the jobs
+    /// read, and the record of each planned resource, in order. A correction's lag is the caller's.
+    pub(super) async fn run_jobs<A: Adapter>(
+        &self,
+        cloud: &A,
+        policies: &Policies,
+        planned: &[Planned],
+        jobs: Vec<Job>,
+        stop_at: Option<Instant>,
+        deferred_why: &'static str,
+    ) -> (Vec<Record>, Vec<Record>) {
+        let mut read = Vec::new();
         let mut records: Vec<Option<Record>> = vec![None; planned.len()];
         let mut written = vec![None; planned.len()];
         let mut deferred = vec![false; planned.len()];
         let size: u64 = jobs.iter().map(Job::size).sum();
         let mut done = 0;
         self.report("write", 0, size);
-        let (policies, planned_ref) = (&policies, &planned);
         let mut results = stream::iter(jobs)
-            .map(|job| async move { self.run(cloud, policies, planned_ref, job, stop_at).await })
+            .map(|job| async move { self.run(cloud, policies, planned, job, stop_at, deferred_why).await })
             .buffer_unordered(self.sweep.concurrency.max(1));
         while let Some(finished) = results.next().await {
             for d in finished {
                 done += 1;
                 match d {
-                    Done::Record(record) => out.push(record),
+                    Done::Record(record) => read.push(record),
                     Done::Replaced(i, record) => records[i] = Some(record),
                     Done::Written(i, result) => written[i] = Some(result),
                     Done::Deferred(i) => deferred[i] = true,
@@ -198,9 +223,10 @@ impl Engine {
             }
             self.report("write", done.min(size), size);
         }
+        let mut out = Vec::with_capacity(planned.len());
         for (i, p) in planned.iter().enumerate() {
             if let Some(record) = records[i].take() {
-                out.push(since(record, seen_ms));
+                out.push(record);
                 continue;
             }
             let ok = matches!(written[i], Some(Ok(())));
@@ -209,25 +235,17 @@ impl Engine {
             if policies.is_set() {
                 record.infra_id = Some(p.policy.infra_id.clone());
             }
-            record = match written[i].take() {
-                // Deleted since the listing: nothing left to enforce.
+            out.push(match written[i].take() {
+                // Deleted since it was listed or read: nothing left to enforce.
                 Some(Err(e)) if e.class == ErrorClass::NotFound => {
                     Record::gone(cloud.cloud(), &p.resource, &p.policy.policy.version, e.to_string())
                 }
                 Some(Err(e)) => e.into_record(record),
-                Some(Ok(())) => record.in_line_since(Some(seen_ms), epoch_ms()),
-                None if deferred[i] => {
-                    let why = DEFERRED.to_string();
-                    record.failing(Failure::Transient, why)
-                }
-                None => record,
-            };
-            out.push(record);
+                None if deferred[i] => record.failing(Failure::Transient, deferred_why.to_string()),
+                _ => record,
+            });
         }
-        if !self.dry_run {
-            report_sweeps(store, policies, &swept, &out.records).await;
-        }
-        out
+        (read, out)
     }
 
     pub(super) fn report(&self, phase: &str, done: u64, total: u64) {
@@ -243,11 +261,12 @@ impl Engine {
         planned: &[Planned],
         job: Job,
         stop_at: Option<Instant>,
+        deferred_why: &'static str,
     ) -> Vec<Done> {
         let past = stop_at.is_some_and(|t| Instant::now() >= t);
         match job {
             Job::Read(r) if past => {
-                let why = DEFERRED.to_string();
+                let why = deferred_why.to_string();
                 let record = Record::failed(cloud.cloud(), &r, &policies.version(), why.clone());
                 vec![Done::Record(record.failing(Failure::Transient, why))]
             }
@@ -383,7 +402,7 @@ struct Discovered {
 }
 
 /// A resource's identity across listings: its ARN on AWS, its ID ignoring case on Azure.
-fn identity(cloud: Cloud, r: &ResourceRef) -> String {
+pub(super) fn identity(cloud: Cloud, r: &ResourceRef) -> String {
     match cloud {
         Cloud::Aws => r.arn.clone().unwrap_or_else(|| r.id.clone()),
         Cloud::Azure => r.id.to_ascii_lowercase(),
@@ -400,7 +419,7 @@ fn since(record: Record, seen_ms: u64) -> Record {
 }
 
 /// The planned writes as jobs: shared calls grouped by identical delta, the rest alone.
-fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job> {
+pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job> {
     let mut groups: BTreeMap<(Batching, &TagMap), Vec<usize>> = BTreeMap::new();
     let mut jobs = Vec::new();
     for (i, p) in planned.iter().enumerate() {

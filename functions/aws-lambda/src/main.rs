@@ -16,6 +16,7 @@ use tagwarden::aws::policy_store::policy_store;
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::rate_limit::RateLimit;
 
 /// The invocation's deadline (milliseconds since the epoch, from the Runtime API's
 /// `Lambda-Runtime-Deadline-Ms`) as an `Instant`. One that has passed already at the start is not
@@ -50,7 +51,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let clients = Clients::from_env().await;
     let reconciler = Arc::new(
         Reconciler::new(
-            Tagger::new(clients.clone()),
+            Tagger {
+                ec2_writes: Some(RateLimit::per_second(f64::from(config.ec2_writes_per_second))),
+                ..Tagger::new(clients.clone())
+            },
             policy_store(&clients, config.policy, config.policy_ttl),
             config.own,
         )

@@ -1,0 +1,322 @@
+//! The event path at the API bound: the events of one invocation (an SQS batch) are handled
+//! together. Every resource they name or imply is read once, in as few calls as the adapter can
+//! make ([`Adapter::read_all`]: EC2 `DescribeTags` for many ids at once), planned on its own
+//! exactly as a single event's would be (same precedence, ownership, never-delete and limit
+//! rules: `crate::plan`), and written with the sweep's grouping, so identical deltas share a call
+//! where the API takes many resources. A resource named by several events of the batch is read
+//! and written once; each event gets the record of every resource it named, so its delivery fails
+//! (and comes back) exactly when one of its resources needs another try.
+//!
+//! What a single event costs on its own ([`Engine::handle_event`]) is unchanged: one event is a
+//! batch of one. The per-resource locks that keep concurrent events of one process from writing
+//! twice are not taken: within a batch, one resource is one target, and the Lambda runs one batch
+//! at a time.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::sweep::{batches, identity, Planned};
+use super::{answer_to, Adapter, Engine, Read};
+use crate::error_policy::CloudError;
+use crate::events::Event;
+use crate::plan;
+use crate::policy::clusters::{Owner, Policies};
+use crate::policy::store::{PolicyStore, Source};
+use crate::report::{epoch_ms, Failure, Outcome, Record};
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+/// Why an event's resource was not started.
+const DEFERRED: &str = "deferred: the invocation's deadline was near; the event is handed back";
+
+/// One resource of the batch, the events that name it, and what is known of its tags.
+struct Target {
+    resource: ResourceRef,
+    /// Positions of the events that name or imply it.
+    events: Vec<usize>,
+    tags: Option<Result<TagMap, CloudError>>,
+}
+
+impl Engine {
+    /// Reconcile every resource the `events` name (and imply), once each, starting none after
+    /// `stop_at`; one outcome per event, in order. Ignored and own events make no call at all;
+    /// with no valid policy nothing is written, and every event's outcome says why.
+    pub async fn handle_events<A: Adapter, S: Source>(
+        &self,
+        cloud: &A,
+        store: &PolicyStore<S>,
+        own: &[String],
+        events: &[Event],
+        stop_at: Option<Instant>,
+    ) -> Vec<Outcome> {
+        let mut outs: Vec<Outcome> = events.iter().map(|_| Outcome::default()).collect();
+        let mut active = Vec::new();
+        for (i, event) in events.iter().enumerate() {
+            outs[i].metrics.events_received = 1;
+            if event.is_ignored() || event.is_from(own) {
+                outs[i].metrics.events_ignored = 1;
+                tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(own), "event ignored");
+            } else {
+                active.push(i);
+            }
+        }
+        let Some(&first) = active.first() else { return outs };
+        let mut read_policy = Outcome::default();
+        let policies = store.policies_for(&mut read_policy, false).await;
+        let error = read_policy.error.clone();
+        outs[first].absorb(read_policy);
+        let Some(policies) = policies else {
+            for &i in &active {
+                outs[i].error = error.clone();
+            }
+            return outs;
+        };
+        let version = policies.version();
+        let mut targets = self.targets(cloud, &policies, events, &active, &mut outs, &version).await;
+
+        if stop_at.is_some_and(|t| Instant::now() >= t) {
+            for t in &targets {
+                let record = Record::failed(cloud.cloud(), &t.resource, &version, String::new());
+                deliver(&mut outs, events, t, record.failing(Failure::Transient, DEFERRED.to_string()));
+            }
+            return outs;
+        }
+        let unknown: Vec<usize> = (0..targets.len()).filter(|&i| targets[i].tags.is_none()).collect();
+        let refs: Vec<&ResourceRef> = unknown.iter().map(|&i| &targets[i].resource).collect();
+        let reads = cloud.read_all(&refs, self.concurrency()).await;
+        for (i, read) in unknown.into_iter().zip(reads) {
+            targets[i].tags = Some(read.map(|Read { tags, arn }| {
+                let r = &mut targets[i].resource;
+                if arn.is_some() && arn != r.arn {
+                    r.arn = arn;
+                }
+                tags
+            }));
+        }
+
+        // Each resource planned on its own, exactly as a single event's.
+        let mut records: Vec<Option<Record>> = vec![None; targets.len()];
+        let (mut planned, mut whose) = (Vec::new(), Vec::new());
+        for (i, t) in targets.iter().enumerate() {
+            let current = match t.tags.as_ref() {
+                Some(Ok(tags)) => tags.clone(),
+                Some(Err(e)) => {
+                    let record = Record::failed(cloud.cloud(), &t.resource, &version, String::new());
+                    records[i] = Some(e.clone().into_record(record));
+                    continue;
+                }
+                None => continue,
+            };
+            match answer_to(&policies, cloud.cloud(), &t.resource, &current) {
+                Ok(policy) => {
+                    let plan = plan::plan(&policy.policy, cloud.cloud(), &policy.infra_id, &t.resource, &current);
+                    let (policy, resource, started) = (policy.clone(), t.resource.clone(), Instant::now());
+                    planned.push(Planned { policy, resource, current, plan, started });
+                    whose.push(i);
+                }
+                Err(record) => records[i] = Some(*record),
+            }
+        }
+        let jobs = if self.dry_run { Vec::new() } else { batches(cloud, &planned) };
+        let (_, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED).await;
+        for (record, i) in written.into_iter().zip(whose) {
+            records[i] = Some(record);
+        }
+        for (t, record) in targets.iter().zip(records) {
+            if let Some(record) = record {
+                deliver(&mut outs, events, t, record);
+            }
+        }
+        outs
+    }
+
+    /// Every resource the active events name or imply, once, with the events that name it; its
+    /// tags where an event's hint spares the read (they say no enforced cluster owns it).
+    async fn targets<A: Adapter>(
+        &self,
+        cloud: &A,
+        policies: &Policies,
+        events: &[Event],
+        active: &[usize],
+        outs: &mut [Outcome],
+        version: &str,
+    ) -> Vec<Target> {
+        let mut targets: Vec<Target> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        let mut add = |r: ResourceRef, known: Option<TagMap>, event: usize| match at.get(&identity(cloud.cloud(), &r)) {
+            Some(&i) => {
+                let t: &mut Target = &mut targets[i];
+                if !t.events.contains(&event) {
+                    t.events.push(event);
+                }
+                // Another event names it without a hint: read it.
+                if known.is_none() {
+                    t.tags = None;
+                }
+            }
+            None => {
+                at.insert(identity(cloud.cloud(), &r), targets.len());
+                targets.push(Target { resource: r, events: vec![event], tags: known.map(Ok) });
+            }
+        };
+        for &i in active {
+            let event = &events[i];
+            // Event-carried tags are a hint, never proof of ownership (see `handle_event`).
+            let hint = event
+                .tags
+                .clone()
+                .filter(|t| matches!(policies.owner(cloud.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
+            for r in &event.resources {
+                add(r.clone(), hint.clone(), i);
+            }
+        }
+        let implying: Vec<&Event> = active.iter().map(|&i| &events[i]).collect();
+        let implied = cloud.implied_all(&implying, version).await;
+        for (n, r, tags) in implied.found {
+            add(r, tags, active[n]);
+        }
+        for (n, record) in implied.failed {
+            outs[active[n]].push(record);
+        }
+        targets
+    }
+}
+
+/// A resource's record to every event that names it: the metrics count it once, in the first.
+fn deliver(outs: &mut [Outcome], events: &[Event], t: &Target, record: Record) {
+    let now = epoch_ms();
+    for (n, &i) in t.events.iter().enumerate() {
+        let event = &events[i];
+        let record = Record { event_id: event.id.clone(), ..record.clone() }.in_line_since(event.occurred_at_ms, now);
+        let out = &mut outs[i];
+        if record.ignored() {
+            out.metrics.events_ignored += 1;
+            tracing::info!(
+                event = event.event_name,
+                id = event.id,
+                resource = record.resource,
+                reason = record.error,
+                "event ignored"
+            );
+        }
+        if out.infra_id.is_none() {
+            out.infra_id = record.infra_id.clone();
+        }
+        if n == 0 {
+            out.push(record);
+        } else {
+            out.records.push(record);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use super::super::memory::{tags, Documents, Memory};
+    use super::super::tests::{tag_change, OWNED, POLICY};
+    use super::*;
+    use crate::policy::store::Layout;
+    use crate::report::Status;
+
+    fn store(policy: &str) -> PolicyStore<Documents> {
+        PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", policy)]), Duration::ZERO)
+    }
+
+    fn event(id: &str, resources: &[&str]) -> Event {
+        Event { id: Some(id.into()), ..tag_change(resources) }
+    }
+
+    /// The batch keeps the single event's invariants: one read and at most one write per
+    /// resource however many events name it, identical deltas in shared calls, unmanaged keys
+    /// kept, every event answered with the records of its own resources.
+    #[tokio::test]
+    async fn a_batch_reads_and_writes_each_resource_once_and_answers_every_event() {
+        let drifted = tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]);
+        let cloud = Memory::with(&[
+            ("i-1", drifted.clone()),
+            ("i-2", drifted.clone()),
+            ("i-3", drifted.clone()),
+            ("i-4", tags(&[OWNED, ("team", "platform"), ("env", "prod")])),
+            ("i-foreign", tags(&[("team", "other")])),
+        ]);
+        let events: Vec<Event> = vec![
+            event("e1", &["i-1", "i-2"]),
+            event("e2", &["i-1"]),
+            event("e3", &["i-3", "i-4", "i-foreign"]),
+            event("e4", &["i-1", "i-2", "i-3"]),
+        ];
+        let outs = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, None).await;
+        assert_eq!(cloud.reads.load(Ordering::Relaxed), 5, "each resource read once");
+        // i-1..3 share one delta, two a call (the in-memory cloud's batch): two calls.
+        assert_eq!(cloud.writes(), 2);
+        assert_eq!(cloud.get("i-2"), tags(&[OWNED, ("team", "platform"), ("env", "prod"), ("owner", "alice")]));
+        assert_eq!(cloud.get("i-foreign"), tags(&[("team", "other")]));
+        let names: Vec<Vec<&str>> = outs
+            .iter()
+            .map(|o| o.records.iter().map(|r| r.resource.rsplit('/').next().unwrap_or_default()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            [vec!["i-1", "i-2"], vec!["i-1"], vec!["i-3", "i-4", "i-foreign"], vec!["i-1", "i-2", "i-3"]]
+        );
+        assert!(outs.iter().all(|o| !o.must_retry() && o.metrics.events_received == 1));
+        let ids: Vec<Option<&str>> = outs.iter().map(|o| o.records[0].event_id.as_deref()).collect();
+        assert_eq!(ids, [Some("e1"), Some("e2"), Some("e3"), Some("e4")]);
+        // The metrics count each resource once, in the first event that names it.
+        let evaluated: u64 =
+            outs.iter().map(|o| o.metrics.by_type.values().map(|c| c.resources_evaluated).sum::<u64>()).sum();
+        assert_eq!(evaluated, 5);
+
+        let again = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, None).await;
+        assert_eq!(cloud.writes(), 2, "a batch after a batch writes nothing");
+        assert!(again
+            .iter()
+            .flat_map(|o| &o.records)
+            .all(|r| matches!(r.status, Status::Unchanged | Status::NotOwned)));
+    }
+
+    #[tokio::test]
+    async fn a_failing_write_fails_only_the_events_that_name_it() {
+        let cloud = Memory {
+            refuse: ["i-2".to_string()].into(),
+            ..Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED])), ("vol-1", tags(&[OWNED]))])
+        };
+        let events = vec![event("e1", &["i-1"]), event("e2", &["i-2"]), event("e3", &["vol-1"])];
+        let outs = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, None).await;
+        let status: Vec<Status> = outs.iter().map(|o| o.records[0].status).collect();
+        assert_eq!(status, [Status::Applied, Status::Failed, Status::Applied]);
+        assert_eq!(outs[1].records[0].failure, Some(Failure::Permanent), "reported, never redelivered");
+
+        let throttled = Memory { throttled: true, ..Memory::with(&[("i-1", tags(&[OWNED]))]) };
+        let outs = Engine::new(4).handle_events(&throttled, &store(POLICY), &[], &events[..1], None).await;
+        assert!(outs[0].must_retry(), "throttled after the retries: handed back");
+    }
+
+    #[tokio::test]
+    async fn without_a_valid_policy_nothing_is_read_and_every_event_fails_closed() {
+        let cloud = Memory::with(&[("i-1", tags(&[OWNED]))]);
+        let invalid = "version: 1\ninfraID: c-1\ntags: {Name: web}\n";
+        let events = vec![event("e1", &["i-1"]), event("e2", &["i-1"])];
+        let outs = Engine::new(4).handle_events(&cloud, &store(invalid), &[], &events, None).await;
+        assert_eq!((cloud.reads.load(Ordering::Relaxed), cloud.writes()), (0, 0));
+        assert!(outs.iter().all(|o| o.error.is_some() && o.must_retry()), "{outs:?}");
+        assert_eq!(outs.iter().map(|o| o.metrics.policy_rejected).sum::<u64>(), 1, "counted once");
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_writes_nothing_and_past_the_deadline_nothing_starts() {
+        let cloud = Memory::with(&[("i-1", tags(&[OWNED]))]);
+        let events = vec![event("e1", &["i-1"])];
+        let mut engine = Engine::new(4);
+        engine.dry_run = true;
+        let outs = engine.handle_events(&cloud, &store(POLICY), &[], &events, None).await;
+        assert_eq!((outs[0].records[0].status, cloud.writes()), (Status::WouldApply, 0));
+
+        let outs = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, Some(Instant::now())).await;
+        assert_eq!((cloud.reads.load(Ordering::Relaxed), cloud.writes()), (1, 0), "no read or write started");
+        assert!(outs[0].must_retry());
+    }
+}
