@@ -123,6 +123,34 @@ locals {
     length(var.extra_tag_actions) > 0 ? { WriteOwnedTagsExtraServices = { actions = var.extra_tag_actions, resources = ["*"] } } : {},
   )
 
+  # Issue 24 item 4: the ownership-conditioned writes, packed into as few managed policies as the
+  # quotas allow (IAM User Guide, "IAM and AWS STS quotas": "Managed policy size: 6,144 characters",
+  # "Managed policies attached to an IAM role: 10" by default, adjustable to 20; "IAM doesn't count
+  # white space"). Measured by scripts/test-terraform against moto: one cluster's four statements
+  # 2,435 characters, a policy of two 4,828, of two with a 27-character infraID 4,896; three would be
+  # ~7,300. So two clusters to a policy, and 20 clusters need 10 policies, the default quota.
+  # var.extra_tag_actions adds a fifth statement per cluster (~600 characters and the actions), which
+  # two clusters may not fit: then one cluster per policy, and more than
+  # var.managed_policies_per_role_quota clusters are refused at plan (aws_iam_role.lambda). Each
+  # policy's rendered size is checked at plan too (aws_iam_policy.owned_tag_writes). A set's groups
+  # are keyed by position ("01", "02", ...), so a cluster added or removed anywhere in the list
+  # updates policies in place (new policy versions) and adds or removes only the last: the
+  # attachments never outnumber the groups during an apply. One cluster keeps the key and the
+  # policy it always had (<name>-<infraID>-tag-writes).
+  tag_write_clusters_per_policy = length(var.extra_tag_actions) > 0 ? 1 : 2
+  tag_write_groups = { for i, ids in chunklist(local.clusters, local.tag_write_clusters_per_policy) :
+  (local.cluster_set ? format("%02d", i + 1) : ids[0]) => ids }
+  # Statement ids must be unique within a policy and alphanumeric (IAM JSON policy reference, "Sid"):
+  # a group of two numbers its clusters' statements 1 and 2.
+  owned_tag_write_statements = { for k, ids in local.tag_write_groups : k => flatten([
+    for i, id in ids : [for sid, st in local.owned_tag_writes : {
+      sid           = length(ids) > 1 ? "${sid}${i + 1}" : sid
+      actions       = st.actions
+      resources     = st.resources
+      ownership_key = local.ownership_tag_keys[id]
+    }]
+  ]) }
+
   arn_prefix = "arn:${local.partition}"
   # A cluster set's parameter path as an ARN, without its trailing '/'.
   ssm_path_arn = local.ssm_set ? "${local.arn_prefix}:ssm:${local.region}:${local.account_id}:parameter${trimsuffix(local.ssm_path, "/")}" : null
@@ -181,6 +209,15 @@ resource "aws_iam_role" "lambda" {
   description        = "tagwarden function for ${local.subject}"
   assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
   tags               = local.tags
+
+  lifecycle {
+    # Issue 24 item 4: refuse at plan what IAM would refuse at the 11th attachment, after the
+    # policies were created (a partial apply leaves them behind, unattached).
+    precondition {
+      condition     = length(local.tag_write_groups) <= var.managed_policies_per_role_quota
+      error_message = "The role would need ${length(local.tag_write_groups)} tag-write managed policies (${length(local.clusters)} clusters, ${local.tag_write_clusters_per_policy} per policy), over managed_policies_per_role_quota = ${var.managed_policies_per_role_quota} (\"Managed policies attached to an IAM role\": 10 by default, adjustable to 20). Raise the account's quota and set managed_policies_per_role_quota, or split the clusters over two deployments with different names."
+    }
+  }
 }
 
 data "aws_iam_policy_document" "lambda" {
@@ -364,16 +401,17 @@ data "aws_iam_policy_document" "lambda" {
   }
 }
 
-# --- Tag writes, conditioned on the ownership tag: one managed policy per cluster ----------------
+# --- Tag writes, conditioned on the ownership tag: managed policies of up to two clusters --------
 
 # A statement can require one ownership tag only: the tag's key names the cluster
 # (aws:ResourceTag/kubernetes.io/cluster/<infraID>), and IAM has no wildcard in condition key
 # names, so each cluster needs its own statements (~2,430 characters). All inline policies of a
 # role share "Role policy size: 10,240 characters" (IAM User Guide, "IAM and AWS STS quotas"), of
-# which the rest of the role takes ~2,550: inline, a fourth cluster would not fit. So each
-# cluster's statements are a customer managed policy of their own (6,144 characters each).
+# which the rest of the role takes ~2,550: inline, a fourth cluster would not fit. So the clusters'
+# statements are customer managed policies (6,144 characters each), two clusters to a policy
+# (local.tag_write_groups).
 data "aws_iam_policy_document" "owned_tag_writes" {
-  for_each = local.ownership_tag_keys
+  for_each = local.tag_write_groups
 
   # One statement per family, each under the ownership condition and the fail-closed tag-key guard:
   # EC2; ELBv2 and Classic ELB; IAM (it evaluates aws:ResourceTag for roles, users, instance
@@ -383,15 +421,15 @@ data "aws_iam_policy_document" "owned_tag_writes" {
   # or aws:TagKeys for its tag action refuses the write (AccessDenied, reported by the function):
   # this fails closed, never open.
   dynamic "statement" {
-    for_each = local.owned_tag_writes
+    for_each = local.owned_tag_write_statements[each.key]
     content {
-      sid       = statement.key
+      sid       = statement.value.sid
       actions   = statement.value.actions
       resources = statement.value.resources
 
       condition {
         test     = "StringEquals"
-        variable = "aws:ResourceTag/${each.value}"
+        variable = "aws:ResourceTag/${statement.value.ownership_key}"
         values   = [local.ownership_tag_value]
       }
       dynamic "condition" {
@@ -407,16 +445,27 @@ data "aws_iam_policy_document" "owned_tag_writes" {
 }
 
 resource "aws_iam_policy" "owned_tag_writes" {
-  for_each = local.ownership_tag_keys
+  for_each = local.tag_write_groups
 
-  name        = "${var.name}-${each.key}-tag-writes"
-  description = "tagwarden (${local.name}): add tags to resources owned by cluster ${each.key}"
+  name = local.cluster_set ? "${var.name}-tag-writes-${each.key}" : "${var.name}-${each.key}-tag-writes"
+  # A policy's description cannot change in place (the provider replaces the policy and its
+  # attachment), so it names no member of a set's group: the members move when clusters are added.
+  description = local.cluster_set ? "tagwarden (${local.name}): add tags to resources owned by the clusters of tag-write group ${each.key} (output tag_write_policy_arns)" : "tagwarden (${local.name}): add tags to resources owned by cluster ${each.key}"
   policy      = data.aws_iam_policy_document.owned_tag_writes[each.key].json
   tags        = local.tags
+
+  lifecycle {
+    # "Managed policy size: 6,144 characters"; "IAM doesn't count white space when calculating the
+    # size of a policy against this limit" (IAM User Guide, "IAM and AWS STS quotas").
+    precondition {
+      condition     = length(replace(data.aws_iam_policy_document.owned_tag_writes[each.key].json, "/\\s/", "")) <= 6144
+      error_message = "The tag-write policy of ${join(", ", each.value)} has ${length(replace(data.aws_iam_policy_document.owned_tag_writes[each.key].json, "/\\s/", ""))} characters without white space; IAM allows 6,144 per managed policy. Fewer extra_tag_actions, or report this: the module's packing is wrong."
+    }
+  }
 }
 
 resource "aws_iam_role_policy_attachment" "owned_tag_writes" {
-  for_each = local.ownership_tag_keys
+  for_each = local.tag_write_groups
 
   role       = aws_iam_role.lambda.name
   policy_arn = aws_iam_policy.owned_tag_writes[each.key].arn

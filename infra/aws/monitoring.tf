@@ -18,6 +18,10 @@ locals {
   # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
+  # Issue 24 item 5: these three exist only under the deployment's InfraID (dimensions Cloud,
+  # InfraID: src/report.rs, emf_lines and by_cluster), never under a cluster's, so a set draws them
+  # as the one "all" line, not as per-cluster lines that stay empty.
+  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected"]
 
   # SEARCH over every dimension combination (each ResourceType) that carries one InfraID.
   search_of = { for m in local.tagwarden_metrics : m => { for id in distinct(concat(local.clusters, [local.deployment_infra_id])) :
@@ -28,7 +32,7 @@ locals {
   # over resource types; SUM/AVG of a SEARCH is one time series (CloudWatch User Guide, "Use search
   # expressions in graphs" and "Using metric math"), so N clusters stay N lines.
   search_lines = { for m in local.tagwarden_metrics : m => local.cluster_set ? [
-    for i, id in concat(local.clusters, [local.deployment_infra_id]) :
+    for i, id in(contains(local.deployment_metrics, m) ? [local.deployment_infra_id] : concat(local.clusters, [local.deployment_infra_id])) :
     [{ expression = "${m == "ReconcileLatency" ? "AVG" : "SUM"}(${local.search_of[m][id]})", id = "e${i}", label = id }]
   ] : [[{ expression = local.search_of[m][var.infra_id], id = "e1", label = "" }]] }
 
@@ -37,7 +41,8 @@ locals {
     width  = 8
     height = 6
     properties = {
-      title   = m == "ReconcileLatency" ? "ReconcileLatency (ms, average)" : m
+      title = (m == "ReconcileLatency" ? "ReconcileLatency (ms, average)" :
+      local.cluster_set && contains(local.deployment_metrics, m) ? "${m} (deployment-wide, InfraID all)" : m)
       region  = local.region
       view    = "timeSeries"
       stacked = false

@@ -118,8 +118,8 @@ output "iam_policy_json" {
 }
 
 output "tag_write_policy_arns" {
-  description = "The managed policies attached to the role that add tags to owned resources, by infraID: one per cluster, each conditioned on that cluster's ownership tag."
-  value       = { for id, p in aws_iam_policy.owned_tag_writes : id => p.arn }
+  description = "The managed policies attached to the role that add tags to owned resources, by infraID: the policy that holds that cluster's statements, each conditioned on its ownership tag (two clusters to a policy, one with `extra_tag_actions`)."
+  value       = merge([for k, ids in local.tag_write_groups : { for id in ids : id => aws_iam_policy.owned_tag_writes[k].arn }]...)
 }
 
 output "infra_ids" {

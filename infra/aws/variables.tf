@@ -13,6 +13,14 @@ variable "infra_id" {
     error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
   }
 
+  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # owns (src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # that name would share, and hide in, that series.
+  validation {
+    condition     = var.infra_id != "all"
+    error_message = "infra_id must not be \"all\": that is the InfraID of a cluster set's deployment-wide metrics."
+  }
+
   validation {
     condition     = (var.infra_id == null) != (var.infra_ids == null)
     error_message = "Set infra_id (one cluster) or infra_ids (a cluster set, one deployment for every cluster of the account), exactly one of them."
@@ -32,12 +40,32 @@ variable "infra_ids" {
     error_message = "infra_ids must be a non-empty list of distinct OpenShift infraIDs (1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit)."
   }
 
-  # One customer managed policy per cluster carries its ownership-conditioned tag writes (iam.tf);
-  # "Managed policies attached to an IAM role" is 10 by default, adjustable to 20 (IAM User Guide,
-  # "IAM and AWS STS quotas"). Above 10 clusters, raise that quota before the apply.
+  # The ownership-conditioned tag writes are customer managed policies of two clusters each (one
+  # with extra_tag_actions; iam.tf, issue 24 item 4); "Managed policies attached to an IAM role" is
+  # 10 by default, adjustable to 20 (IAM User Guide, "IAM and AWS STS quotas"), so 20 clusters fit
+  # the default quota. More would need more policies than a role can ever take with extra_tag_actions.
   validation {
     condition     = var.infra_ids == null ? true : length(var.infra_ids) <= 20
-    error_message = "infra_ids can list at most 20 clusters: each needs one managed policy on the function's role, and IAM attaches at most 20 to a role (10 unless the quota is raised). Split the clusters over two deployments with different `name`s."
+    error_message = "infra_ids can list at most 20 clusters (their tag-write managed policies, two clusters each, one each with extra_tag_actions, must stay within the 20 managed policies a role can take). Split the clusters over two deployments with different `name`s."
+  }
+
+  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # owns (src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # that name would share, and hide in, that series.
+  validation {
+    condition     = var.infra_ids == null ? true : !contains(var.infra_ids, "all")
+    error_message = "infra_ids must not list \"all\": that is the InfraID of a cluster set's deployment-wide metrics."
+  }
+}
+
+variable "managed_policies_per_role_quota" {
+  description = "The account's \"Managed policies attached to an IAM role\" quota (IAM User Guide, \"IAM and AWS STS quotas\": 10 by default, adjustable to 20 in Service Quotas). The role's ownership-conditioned tag writes are managed policies of two clusters each (one each with `extra_tag_actions`); a plan that would attach more than this is refused, before anything is created. Set it only after the quota is raised."
+  type        = number
+  default     = 10
+
+  validation {
+    condition     = var.managed_policies_per_role_quota >= 10 && var.managed_policies_per_role_quota <= 20 && floor(var.managed_policies_per_role_quota) == var.managed_policies_per_role_quota
+    error_message = "managed_policies_per_role_quota must be a whole number between 10 (the default quota) and 20 (the most IAM allows)."
   }
 }
 

@@ -280,7 +280,7 @@ run "global_service_rules_disabled" {
 }
 
 # Issue 12: one deployment, a cluster set. Everything per cluster is built from infra_ids: the
-# ownership-conditioned writes (one managed policy each), the bucket patterns, the Tag Change
+# ownership-conditioned writes (managed policies of two clusters each), the bucket patterns, the Tag Change
 # filter, the initial policies, the write-failure and lag alarms; the policy URI names the set.
 run "cluster_set_s3" {
   command = plan
@@ -293,16 +293,29 @@ run "cluster_set_s3" {
     condition     = local.policy_uri == "s3://tagwarden-123456789012/clusters/*/" && aws_lambda_function.this.function_name == "tagwarden"
     error_message = "set policy URI ${local.policy_uri}, function ${aws_lambda_function.this.function_name}"
   }
+  # Issue 24 item 4: two clusters to a policy, keyed and named by position.
   assert {
-    condition     = toset(keys(aws_iam_policy.owned_tag_writes)) == toset(["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"]) && length(aws_iam_role_policy_attachment.owned_tag_writes) == 3
-    error_message = "one attached tag-write policy per cluster: ${jsonencode(keys(aws_iam_policy.owned_tag_writes))}"
+    condition     = jsonencode(local.tag_write_groups) == jsonencode({ "01" = ["dev-a1b2c", "stage-d3e4f"], "02" = ["prod-g5h6i"] }) && length(aws_iam_role_policy_attachment.owned_tag_writes) == 2 && aws_iam_policy.owned_tag_writes["01"].name == "tagwarden-tag-writes-01"
+    error_message = "tag-write policies of two clusters each: ${jsonencode(local.tag_write_groups)}"
   }
   assert {
-    condition = alltrue([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : alltrue([
-      for st in data.aws_iam_policy_document.owned_tag_writes[id].statement :
-      contains([for c in st.condition : "${c.test} ${c.variable} ${jsonencode(c.values)}"], "StringEquals aws:ResourceTag/kubernetes.io/cluster/${id} [\"owned\"]")
-    ])])
-    error_message = "each cluster's write statements must be conditioned on that cluster's ownership tag"
+    condition = alltrue([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : length([
+      for k, d in data.aws_iam_policy_document.owned_tag_writes : [for st in d.statement : st.sid if contains([for c in st.condition : "${c.test} ${c.variable} ${jsonencode(c.values)}"], "StringEquals aws:ResourceTag/kubernetes.io/cluster/${id} [\"owned\"]")]
+    if contains(local.tag_write_groups[k], id)][0]) == 4])
+    error_message = "each cluster's four write statements must be conditioned on that cluster's ownership tag, in its group's policy"
+  }
+  assert {
+    condition     = [for st in data.aws_iam_policy_document.owned_tag_writes["01"].statement : st.sid] == ["WriteOwnedEc2Tags1", "WriteOwnedElbTags1", "WriteOwnedIamTags1", "WriteOwnedTagsViaTaggingApi1", "WriteOwnedEc2Tags2", "WriteOwnedElbTags2", "WriteOwnedIamTags2", "WriteOwnedTagsViaTaggingApi2"] && [for st in data.aws_iam_policy_document.owned_tag_writes["02"].statement : st.sid] == ["WriteOwnedEc2Tags", "WriteOwnedElbTags", "WriteOwnedIamTags", "WriteOwnedTagsViaTaggingApi"]
+    error_message = "Sids unique within each policy"
+  }
+  assert {
+    condition     = toset(keys(output.tag_write_policy_arns)) == toset(["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"])
+    error_message = "tag_write_policy_arns maps every cluster to its group's policy"
+  }
+  # Issue 24 item 5: events received/ignored and policy rejections exist only under InfraID all.
+  assert {
+    condition     = [for l in local.search_lines["EventsReceived"] : l[0].label] == ["all"] && [for l in local.search_lines["PolicyRejected"] : l[0].label] == ["all"] && [for l in local.search_lines["DriftDetected"] : l[0].label] == ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i", "all"]
+    error_message = "deployment-wide metrics draw the one 'all' line, resource metrics one per cluster"
   }
   assert {
     condition     = local.s3_bucket_arns == ["arn:aws:s3:::dev-a1b2c-*", "arn:aws:s3:::stage-d3e4f-*", "arn:aws:s3:::prod-g5h6i-*"]
@@ -405,4 +418,71 @@ run "single_policy_inputs_refused_for_a_set" {
     policy_document = "x"
   }
   expect_failures = [aws_lambda_function.this]
+}
+
+# Issue 24 item 4: 20 clusters, the most a set takes, in 10 policies: the default "Managed policies
+# attached to an IAM role" quota (IAM User Guide, "IAM and AWS STS quotas").
+run "twenty_clusters_in_ten_policies" {
+  command = plan
+  variables {
+    infra_id  = null
+    infra_ids = [for i in range(20) : format("c%02d-a1b2c", i)]
+  }
+  assert {
+    condition     = length(aws_iam_policy.owned_tag_writes) == 10 && length(aws_iam_role_policy_attachment.owned_tag_writes) == 10 && alltrue([for ids in values(local.tag_write_groups) : length(ids) == 2])
+    error_message = "20 clusters must pack into 10 policies of two: ${jsonencode(local.tag_write_groups)}"
+  }
+}
+
+# A fifth statement per cluster (extra_tag_actions) leaves one cluster per policy: 11 clusters need
+# 11 policies, refused at plan at the default quota, accepted once the quota is stated raised.
+run "eleven_policies_refused_at_the_default_quota" {
+  command = plan
+  variables {
+    infra_id          = null
+    infra_ids         = [for i in range(11) : format("c%02d-a1b2c", i)]
+    extra_tag_actions = ["sns:TagResource"]
+  }
+  expect_failures = [aws_iam_role.lambda]
+}
+
+run "eleven_policies_with_a_raised_quota" {
+  command = plan
+  variables {
+    infra_id                        = null
+    infra_ids                       = [for i in range(11) : format("c%02d-a1b2c", i)]
+    extra_tag_actions               = ["sns:TagResource"]
+    managed_policies_per_role_quota = 20
+  }
+  assert {
+    condition     = length(aws_iam_policy.owned_tag_writes) == 11
+    error_message = "one policy per cluster with extra_tag_actions"
+  }
+}
+
+run "more_than_twenty_clusters_refused" {
+  command = plan
+  variables {
+    infra_id  = null
+    infra_ids = [for i in range(21) : format("c%02d-a1b2c", i)]
+  }
+  expect_failures = [var.infra_ids]
+}
+
+# Issue 24 item 5: "all" is the InfraID of a set's deployment-wide metrics.
+run "infra_id_all_refused" {
+  command = plan
+  variables {
+    infra_id = "all"
+  }
+  expect_failures = [var.infra_id]
+}
+
+run "infra_ids_all_refused" {
+  command = plan
+  variables {
+    infra_id  = null
+    infra_ids = ["dev-a1b2c", "all"]
+  }
+  expect_failures = [var.infra_ids]
 }

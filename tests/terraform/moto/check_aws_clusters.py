@@ -87,7 +87,8 @@ def main():
 
     def one_write_policy_per_cluster():
         _, inline, attached = role_document(iam, out["role_name"])
-        want = sorted(f"tagwarden-{c}-tag-writes" for c in CLUSTERS)
+        # Issue 24 item 4: two clusters to a policy, named by position (three clusters: two policies).
+        want = ["tagwarden-tag-writes-01", "tagwarden-tag-writes-02"]
         if inline != ["tagwarden"] or attached != want:
             return f"inline {inline}, attached {attached}, want {want}"
         if sorted(out["tag_write_policy_arns"]) != sorted(CLUSTERS):
