@@ -19,7 +19,7 @@ pub fn epoch_ms() -> u64 {
 }
 
 /// How one resource's reconcile ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     Applied,
@@ -274,6 +274,11 @@ pub struct Metrics {
     pub policy_rejected: u64,
     /// Sweep listings that failed (their resources were not swept this time).
     pub listing_failures: u64,
+    /// Resources written into line.
+    pub corrected: u64,
+    /// Cloud API calls the invocation made (set by the function that counts them): over
+    /// `corrected`, what a correction costs the account's request budget.
+    pub api_calls: u64,
     /// Every record's compliance lag (ms): event-level, so an alarm can take its p99 per cluster.
     pub compliance_lag_ms: Vec<u64>,
     pub by_type: BTreeMap<String, TypeCounters>,
@@ -296,6 +301,7 @@ impl Metrics {
         }
         match record.status {
             Status::Applied => {
+                self.corrected += 1;
                 c.drift_detected += 1;
                 c.tags_written += record.changes.len() as u64;
             }
@@ -319,6 +325,8 @@ impl Metrics {
         self.events_ignored += other.events_ignored;
         self.policy_rejected += other.policy_rejected;
         self.listing_failures += other.listing_failures;
+        self.corrected += other.corrected;
+        self.api_calls += other.api_calls;
         self.compliance_lag_ms.extend(other.compliance_lag_ms);
         for (t, c) in other.by_type {
             let e = self.by_type.entry(t).or_default();
@@ -351,9 +359,12 @@ impl Metrics {
         .filter(|(_, v)| *v > 0)
         .collect();
         let lag = !self.compliance_lag_ms.is_empty();
-        if !event_metrics.is_empty() || lag {
+        // Beside the lag, what a correction cost: the invocation's calls per resource corrected.
+        let cost = (self.api_calls > 0 && self.corrected > 0).then(|| self.api_calls as f64 / self.corrected as f64);
+        if !event_metrics.is_empty() || lag || cost.is_some() {
             let units = event_metrics.iter().map(|(n, _)| (*n, "Count"));
             let units = units.chain(lag.then_some(("ComplianceLag", "Milliseconds")));
+            let units = units.chain(cost.map(|_| ("CallsPerCorrection", "None")));
             let mut doc = emf_header(timestamp_ms, &["Cloud", "InfraID"], units);
             doc.insert("Cloud".into(), cloud.as_str().into());
             doc.insert("InfraID".into(), infra_id.into());
@@ -363,6 +374,9 @@ impl Metrics {
             if lag {
                 // An array: EMF keeps every value, so CloudWatch's percentiles are exact.
                 doc.insert("ComplianceLag".into(), self.compliance_lag_ms.clone().into());
+            }
+            if let Some(cost) = cost {
+                doc.insert("CallsPerCorrection".into(), ((cost * 1000.0).round() / 1000.0).into());
             }
             lines.push(serde_json::Value::Object(doc).to_string());
         }
@@ -412,7 +426,10 @@ pub fn by_cluster(metrics: &Metrics, records: &[Record], deployment: &str) -> BT
     own.events_received = metrics.events_received;
     own.events_ignored = metrics.events_ignored;
     own.policy_rejected = metrics.policy_rejected;
-    for r in records {
+    (own.api_calls, own.corrected) = (metrics.api_calls, metrics.corrected);
+    // A resource several events of a batch name has a record in each, counted once.
+    let mut seen = std::collections::HashSet::new();
+    for r in records.iter().filter(|r| seen.insert((&r.resource, r.status, r.record))) {
         out.entry(r.infra_id.clone().unwrap_or_else(|| deployment.to_string())).or_default().observe(r);
     }
     out.retain(|_, m| !m.is_empty());

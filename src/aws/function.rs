@@ -89,6 +89,7 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
         d.checked_sub(reserve).unwrap_or(d)
     });
     let past = || stop_at.is_some_and(|t| Instant::now() >= t);
+    let calls_before = reconciler.tagger.clients.calls.total();
     let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
     let mut metrics = Metrics::default();
     let mut records = Vec::new();
@@ -193,6 +194,7 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
         }
     }
     if !metrics.is_empty() {
+        metrics.api_calls = reconciler.tagger.clients.calls.total().saturating_sub(calls_before);
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
         let deployment = match reconciler.store.is_set() {
             true => ALL_CLUSTERS,

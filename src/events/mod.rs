@@ -14,7 +14,7 @@ pub mod event_grid;
 pub mod tag_change;
 mod time;
 
-pub use time::parse_rfc3339_ms;
+pub use time::{format_rfc3339_ms, parse_rfc3339_ms};
 
 use std::fmt;
 

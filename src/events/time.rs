@@ -45,6 +45,28 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<u64> {
     u64::try_from(secs * 1000 + millis).ok()
 }
 
+/// `ms` since the epoch as RFC 3339 in UTC with milliseconds (`2026-11-25T12:00:00.123Z`), the
+/// shape EventBridge's `time` and CloudTrail's `eventTime` take.
+pub fn format_rfc3339_ms(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
+}
+
+/// The date of a day since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -58,7 +80,16 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_rfc3339_ms;
+    use super::{format_rfc3339_ms, parse_rfc3339_ms};
+
+    #[test]
+    fn formatting_round_trips() {
+        for ms in [0, 951_782_400_000, 1_764_072_000_123, 4_102_444_799_999] {
+            let text = format_rfc3339_ms(ms);
+            assert_eq!(parse_rfc3339_ms(&text), Some(ms), "{text}");
+        }
+        assert_eq!(format_rfc3339_ms(1_764_072_000_123), "2025-11-25T12:00:00.123Z");
+    }
 
     #[test]
     fn the_shapes_the_events_carry() {

@@ -107,6 +107,8 @@ struct Inner {
     by_operation: Mutex<BTreeMap<String, u64>>,
     /// `service:operation` → requests seen.
     requests: Mutex<BTreeMap<String, u64>>,
+    /// When each request arrived, by `service:operation` (rates over time).
+    arrivals: Mutex<Vec<(std::time::Instant, String)>>,
     retry_after_secs: u64,
 }
 
@@ -138,6 +140,7 @@ impl FaultProxy {
             injected: Mutex::default(),
             by_operation: Mutex::default(),
             requests: Mutex::default(),
+            arrivals: Mutex::default(),
             retry_after_secs: 1,
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the fault proxy");
@@ -184,6 +187,17 @@ impl FaultProxy {
     pub fn requests(&self) -> BTreeMap<String, u64> {
         self.inner.requests.lock().unwrap().clone()
     }
+
+    /// When each request of `service:operation` arrived.
+    pub fn arrivals(&self, op: &str) -> Vec<std::time::Instant> {
+        self.inner.arrivals.lock().unwrap().iter().filter(|(_, o)| o == op).map(|(t, _)| *t).collect()
+    }
+
+    /// Forget the requests seen so far.
+    pub fn reset_requests(&self) {
+        self.inner.requests.lock().unwrap().clear();
+        self.inner.arrivals.lock().unwrap().clear();
+    }
 }
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -194,6 +208,7 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Result<Response<Fu
     let service = service_of(&parts.headers);
     let operation = operation_of(&service, &parts.method, &parts.uri, &parts.headers, &body);
     *inner.requests.lock().unwrap().entry(format!("{service}:{operation}")).or_default() += 1;
+    inner.arrivals.lock().unwrap().push((std::time::Instant::now(), format!("{service}:{operation}")));
 
     let fault = choose(&inner, &service, &operation);
     if let Some(fault) = &fault {

@@ -56,14 +56,24 @@ const FIXTURES: &[(&str, &str)] = &[
     ("own-create-tags", include_str!("../../../tests/fixtures/events/aws/ec2-create-tags-by-reconciler.json")),
 ];
 
+/// A fixture event naming the demo's resources, stamped with the time it is sent: the compliance
+/// lag runs from the event's time, and a fixture's own date would make it years long.
 fn fixture(name: &str, ids: &[(&str, &str)]) -> String {
     let mut text = FIXTURES.iter().find(|(n, _)| *n == name).map(|(_, t)| t.to_string()).unwrap_or_default();
     for (from, to) in ids {
         text = text.replace(from, to);
     }
-    text.replace("111122223333", ACCOUNT)
+    let text = text
+        .replace("111122223333", ACCOUNT)
         .replace("eu-west-1", REGION)
-        .replace("tagdrift-reconciler-role", "tagwarden-demo")
+        .replace("tagdrift-reconciler-role", "tagwarden-demo");
+    let Ok(mut event) = serde_json::from_str::<serde_json::Value>(&text) else { return text };
+    let now = tagwarden::events::format_rfc3339_ms(tagwarden::report::epoch_ms());
+    event["time"] = now.clone().into();
+    if event.get("detail").is_some_and(|d| d.get("eventTime").is_some()) {
+        event["detail"]["eventTime"] = now.into();
+    }
+    event.to_string()
 }
 
 #[derive(clap::Args)]
