@@ -93,6 +93,8 @@ resource "aws_lambda_function" "this" {
       TAGWARDEN_SELF_ROLE_ARN = aws_iam_role.lambda.arn
       POLICY_TTL              = tostring(var.policy_ttl_seconds)
       RUST_LOG                = var.log_level
+      # Issue 25: the pace of the function's own EC2 CreateTags, per running instance.
+      TAGWARDEN_EC2_WRITES_PER_SECOND = tostring(var.ec2_writes_per_second)
     }
   }
 
@@ -118,11 +120,11 @@ resource "aws_lambda_function" "this" {
     # maximum concurrency for Amazon SQS event sources").
     precondition {
       condition     = var.reserved_concurrent_executions != 0
-      error_message = "reserved_concurrent_executions = 0 throttles every invocation: the function would never run. Use -1 (unreserved) or a number >= max_concurrency."
+      error_message = "reserved_concurrent_executions = 0 throttles every invocation: the function would never run. Use -1 (unreserved) or a number >= sqs_maximum_concurrency."
     }
     precondition {
-      condition     = var.reserved_concurrent_executions == -1 || var.reserved_concurrent_executions >= var.max_concurrency
-      error_message = "reserved_concurrent_executions must be -1 (unreserved) or at least max_concurrency (the queue mapping's maximum concurrency); below that Lambda throttles the queue mapping's invocations. Leave room above it for the sweep and policy-change invocations."
+      condition     = var.reserved_concurrent_executions == -1 || var.reserved_concurrent_executions >= var.sqs_maximum_concurrency
+      error_message = "reserved_concurrent_executions must be -1 (unreserved) or at least sqs_maximum_concurrency (the queue mapping's maximum concurrency); below that Lambda throttles the queue mapping's invocations. Leave room above it for the sweep and policy-change invocations."
     }
     precondition {
       condition     = !local.cluster_set || (var.policy_key == null && var.policy_document == null && var.policy_parameter_name == null && length(var.policy_layers) == 0)
@@ -145,24 +147,17 @@ resource "aws_lambda_function" "this" {
 
 # Events from the buffer queue. Partial batch failures: the function returns the ids of the records
 # it could not handle, only those are retried, and after max_receive_count they go to the DLQ.
+# Batch size and window trade lag for API calls (issue 25; README, "Batching and the account's API
+# budget"); their limits are checked on the variables. maximum_concurrency bounds the event path's
+# EC2 writes account-wide at ec2_writes_per_second x sqs_maximum_concurrency.
 resource "aws_lambda_event_source_mapping" "events" {
   event_source_arn                   = aws_sqs_queue.events.arn
   function_name                      = aws_lambda_function.this.arn
-  batch_size                         = var.batch_size
-  maximum_batching_window_in_seconds = var.maximum_batching_window_seconds
+  batch_size                         = var.sqs_batch_size
+  maximum_batching_window_in_seconds = var.sqs_batching_window_seconds
   function_response_types            = ["ReportBatchItemFailures"]
 
   scaling_config {
-    maximum_concurrency = var.max_concurrency
-  }
-
-  lifecycle {
-    # Issue 17 item 11: Lambda rejects this at apply. "For streams and Amazon SQS event sources, when
-    # you set BatchSize to a value greater than 10, you must set MaximumBatchingWindowInSeconds to at
-    # least 1." (Lambda API Reference, CreateEventSourceMapping, MaximumBatchingWindowInSeconds).
-    precondition {
-      condition     = var.batch_size <= 10 || var.maximum_batching_window_seconds >= 1
-      error_message = "batch_size > 10 needs maximum_batching_window_seconds >= 1 (Lambda rejects a larger batch without a batching window)."
-    }
+    maximum_concurrency = var.sqs_maximum_concurrency
   }
 }

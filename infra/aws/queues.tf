@@ -7,9 +7,12 @@
 # against the tagging API rate limits instead of EventBridge's throttled async retries.
 
 locals {
-  # AWS guidance: visibility timeout >= 6x the function timeout (+ batching window), so a message
-  # is not redelivered while a batch that holds it is still being retried.
-  visibility_timeout_seconds = 6 * var.timeout + var.maximum_batching_window_seconds
+  # "set the source queue's visibility timeout to at least six times the configuration timeout on
+  # your function. The extra time allows Lambda to retry if your function is throttled while
+  # processing a previous batch" (Lambda Developer Guide, "Creating and configuring an Amazon SQS
+  # event source mapping"). Plus the batching window, our own margin: a message received at the
+  # start of a window is already invisible while the window fills.
+  visibility_timeout_seconds = 6 * var.timeout + var.sqs_batching_window_seconds
 
   event_rule_arns = [for r in aws_cloudwatch_event_rule.resource_events : r.arn]
   # Every rule whose target names the DLQ as its dead-letter config.

@@ -134,7 +134,7 @@ variable "timeout" {
 }
 
 variable "reserved_concurrent_executions" {
-  description = "Reserved concurrency for the function; -1 leaves it unreserved. Event concurrency is already capped by `max_concurrency` on the queue mapping. When set, it must be at least `max_concurrency` (better one more, for the sweep); 0 (never run) is refused at plan."
+  description = "Reserved concurrency for the function; -1 leaves it unreserved. Event concurrency is already capped by `sqs_maximum_concurrency` on the queue mapping. When set, it must be at least `sqs_maximum_concurrency` (better one more, for the sweep); it then also caps the function's EC2 CreateTags account-wide at `ec2_writes_per_second` x this. 0 (never run) is refused at plan."
   type        = number
   default     = -1
 
@@ -378,36 +378,64 @@ variable "sweep_schedule" {
   }
 }
 
-variable "batch_size" {
-  description = "Maximum number of queued events per Lambda invocation."
+# Issue 25: the function reads every resource a batch's events name in shared calls and writes
+# identical deltas in one CreateTags, so a larger batch costs fewer EC2 calls per resource; the
+# window is what a batch waits to fill. Limits: "Amazon Simple Queue Service – Default 10. For
+# standard queues the max is 10,000" and "When you set BatchSize to a value greater than 10, you
+# must set MaximumBatchingWindowInSeconds to at least 1" (Lambda API Reference,
+# CreateEventSourceMapping: BatchSize, MaximumBatchingWindowInSeconds: 0-300; the provider's
+# aws_lambda_event_source_mapping documents the same ranges). The queue this module creates is a
+# standard queue.
+variable "sqs_batch_size" {
+  description = "Most queued events per invocation (Lambda's BatchSize; 1-10000 for a standard queue). The function reads the resources of a whole batch in shared calls (EC2 DescribeTags for up to 200 ids) and writes identical deltas in one CreateTags (up to 1000 ids), so a larger batch costs fewer API calls per resource. Above 10, Lambda requires `sqs_batching_window_seconds` >= 1. See README, \"Batching and the account's API budget\"."
   type        = number
-  default     = 10
+  default     = 100
 
   validation {
-    condition     = var.batch_size >= 1 && var.batch_size <= 10000 && floor(var.batch_size) == var.batch_size
-    error_message = "batch_size must be a whole number between 1 and 10000 (above 10 needs maximum_batching_window_seconds >= 1, checked at plan)."
+    condition     = var.sqs_batch_size >= 1 && var.sqs_batch_size <= 10000 && floor(var.sqs_batch_size) == var.sqs_batch_size
+    error_message = "sqs_batch_size must be a whole number between 1 and 10000 (Lambda's BatchSize range for a standard SQS queue)."
+  }
+
+  validation {
+    condition     = var.sqs_batch_size <= 10 || var.sqs_batching_window_seconds >= 1
+    error_message = "sqs_batch_size > 10 needs sqs_batching_window_seconds >= 1: Lambda refuses a BatchSize above 10 without a batching window (CreateEventSourceMapping, MaximumBatchingWindowInSeconds). For the lowest lag use sqs_batch_size <= 10 with sqs_batching_window_seconds = 0."
   }
 }
 
-variable "maximum_batching_window_seconds" {
-  description = "How long the queue mapping waits to fill a batch. 0 invokes as soon as events arrive."
-  type        = number
-  default     = 5
-
-  validation {
-    condition     = var.maximum_batching_window_seconds >= 0 && var.maximum_batching_window_seconds <= 300 && floor(var.maximum_batching_window_seconds) == var.maximum_batching_window_seconds
-    error_message = "maximum_batching_window_seconds must be a whole number between 0 and 300."
-  }
-}
-
-variable "max_concurrency" {
-  description = "Maximum concurrent invocations the queue mapping starts (backpressure on the tagging APIs)."
+variable "sqs_batching_window_seconds" {
+  description = "How long the queue mapping gathers events before invoking (Lambda's MaximumBatchingWindowInSeconds, 0-300). Adds up to this many seconds to every event's compliance lag; 0 invokes as soon as events arrive (then `sqs_batch_size` must be <= 10). AWS documents that with a window and very low traffic Lambda may wait up to 20 s. The event queue's visibility timeout is 6x `timeout` + this."
   type        = number
   default     = 2
 
   validation {
-    condition     = var.max_concurrency >= 2 && var.max_concurrency <= 1000 && floor(var.max_concurrency) == var.max_concurrency
-    error_message = "max_concurrency must be a whole number between 2 and 1000."
+    condition     = var.sqs_batching_window_seconds >= 0 && var.sqs_batching_window_seconds <= 300 && floor(var.sqs_batching_window_seconds) == var.sqs_batching_window_seconds
+    error_message = "sqs_batching_window_seconds must be a whole number between 0 and 300."
+  }
+}
+
+# "Minimum: 2, Maximum: 1000" (Lambda API Reference, ScalingConfig, MaximumConcurrency).
+variable "sqs_maximum_concurrency" {
+  description = "Most concurrent invocations the queue mapping starts (ScalingConfig MaximumConcurrency, 2-1000; 2 is the least AWS allows). Each invocation paces its own EC2 CreateTags at `ec2_writes_per_second`, so the event path writes at most `ec2_writes_per_second` x this a second, account-wide (default 2 x 2 = 4/s, under half of CreateTags' refill of 10/s that the cluster's controllers share). A running sweep or policy-change invocation adds one `ec2_writes_per_second` each; `reserved_concurrent_executions` caps every invocation."
+  type        = number
+  default     = 2
+
+  validation {
+    condition     = var.sqs_maximum_concurrency >= 2 && var.sqs_maximum_concurrency <= 1000 && floor(var.sqs_maximum_concurrency) == var.sqs_maximum_concurrency
+    error_message = "sqs_maximum_concurrency must be a whole number between 2 and 1000 (Lambda's MaximumConcurrency range)."
+  }
+}
+
+# EC2 throttles per account and region with token buckets shared by every caller: CreateTags
+# holds 100 tokens refilled at 10 a second ("Request throttling for the Amazon EC2 API", EC2
+# Developer Guide), and the cluster's own controllers draw on the same bucket.
+variable "ec2_writes_per_second" {
+  description = "TAGWARDEN_EC2_WRITES_PER_SECOND: EC2 CreateTags calls a second at most, per running function instance (a token bucket with a burst of one second's worth; 1-100). The account-wide bound of the event path is this x `sqs_maximum_concurrency` (default 2 x 2 = 4/s), against CreateTags' account refill of 10/s shared with the cluster. One CreateTags covers up to 1000 resources with an identical delta, so the pace binds only when many resources need different tags."
+  type        = number
+  default     = 2
+
+  validation {
+    condition     = var.ec2_writes_per_second >= 1 && var.ec2_writes_per_second <= 100 && floor(var.ec2_writes_per_second) == var.ec2_writes_per_second
+    error_message = "ec2_writes_per_second must be a whole number between 1 and 100 (the account's CreateTags bucket holds 100 tokens, refilled at 10 a second)."
   }
 }
 

@@ -152,25 +152,142 @@ run "bucket_pattern_explicit_ok" {
   }
 }
 
-# Item 11: Lambda rejects BatchSize > 10 without a batching window at apply.
+# Issue 25: the queue mapping's defaults (batch 100, window 2 s, at most 2 invocations), the
+# partial batch failure reporting kept, the function's write pace in its environment, the queue's
+# visibility timeout (6x the function timeout + the window) and the bound the outputs report.
+run "batching_defaults" {
+  command = plan
+
+  assert {
+    condition = (aws_lambda_event_source_mapping.events.batch_size == 100 &&
+      aws_lambda_event_source_mapping.events.maximum_batching_window_in_seconds == 2 &&
+    aws_lambda_event_source_mapping.events.scaling_config[0].maximum_concurrency == 2)
+    error_message = "queue mapping: batch ${aws_lambda_event_source_mapping.events.batch_size}, window ${aws_lambda_event_source_mapping.events.maximum_batching_window_in_seconds}, scaling ${jsonencode(aws_lambda_event_source_mapping.events.scaling_config)}"
+  }
+  assert {
+    condition     = aws_lambda_event_source_mapping.events.function_response_types == toset(["ReportBatchItemFailures"])
+    error_message = "the queue mapping must report partial batch failures"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_EC2_WRITES_PER_SECOND"] == "2"
+    error_message = "TAGWARDEN_EC2_WRITES_PER_SECOND: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+  }
+  assert {
+    condition     = aws_sqs_queue.events.visibility_timeout_seconds == 6 * 300 + 2
+    error_message = "visibility timeout ${aws_sqs_queue.events.visibility_timeout_seconds}, want 6 x timeout + window = 1802"
+  }
+  assert {
+    condition     = output.ec2_writes_per_second_bound.per_invocation == 2 && output.ec2_writes_per_second_bound.event_path == 4 && output.ec2_writes_per_second_bound.all_invocations == null
+    error_message = "ec2_writes_per_second_bound: ${jsonencode(output.ec2_writes_per_second_bound)}"
+  }
+}
+
+run "batching_inputs_reach_the_mapping_and_the_function" {
+  command = plan
+  variables {
+    sqs_batch_size                 = 10
+    sqs_batching_window_seconds    = 0
+    sqs_maximum_concurrency        = 3
+    ec2_writes_per_second          = 1
+    reserved_concurrent_executions = 4
+    timeout                        = 60
+  }
+  assert {
+    condition = (aws_lambda_event_source_mapping.events.batch_size == 10 &&
+      aws_lambda_event_source_mapping.events.maximum_batching_window_in_seconds == 0 &&
+    aws_lambda_event_source_mapping.events.scaling_config[0].maximum_concurrency == 3)
+    error_message = "queue mapping: batch ${aws_lambda_event_source_mapping.events.batch_size}, window ${aws_lambda_event_source_mapping.events.maximum_batching_window_in_seconds}, scaling ${jsonencode(aws_lambda_event_source_mapping.events.scaling_config)}"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_EC2_WRITES_PER_SECOND"] == "1"
+    error_message = "TAGWARDEN_EC2_WRITES_PER_SECOND: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+  }
+  assert {
+    condition     = aws_sqs_queue.events.visibility_timeout_seconds == 360
+    error_message = "visibility timeout ${aws_sqs_queue.events.visibility_timeout_seconds}, want 6 x 60 + 0"
+  }
+  assert {
+    condition     = output.ec2_writes_per_second_bound == { per_invocation = 1, event_path = 3, all_invocations = 4 }
+    error_message = "ec2_writes_per_second_bound: ${jsonencode(output.ec2_writes_per_second_bound)}"
+  }
+}
+
+# Issue 17 item 11, issue 25: Lambda rejects BatchSize > 10 without a batching window at apply;
+# refused at the input.
 run "batch_over_10_without_window_refused" {
   command = plan
   variables {
-    batch_size                      = 11
-    maximum_batching_window_seconds = 0
+    sqs_batch_size              = 11
+    sqs_batching_window_seconds = 0
   }
-  expect_failures = [aws_lambda_event_source_mapping.events]
+  expect_failures = [var.sqs_batch_size]
 }
 
 run "batch_over_10_with_window_ok" {
   command = plan
   variables {
-    batch_size                      = 100
-    maximum_batching_window_seconds = 1
+    sqs_batch_size              = 10000
+    sqs_batching_window_seconds = 1
   }
 }
 
-# Item 11: reserved concurrency 0 never runs; below max_concurrency throttles the queue mapping.
+run "batch_over_10000_refused" {
+  command = plan
+  variables {
+    sqs_batch_size = 10001
+  }
+  expect_failures = [var.sqs_batch_size]
+}
+
+run "batch_zero_refused" {
+  command = plan
+  variables {
+    sqs_batch_size = 0
+  }
+  expect_failures = [var.sqs_batch_size]
+}
+
+run "window_over_300_refused" {
+  command = plan
+  variables {
+    sqs_batching_window_seconds = 301
+  }
+  expect_failures = [var.sqs_batching_window_seconds]
+}
+
+run "maximum_concurrency_below_2_refused" {
+  command = plan
+  variables {
+    sqs_maximum_concurrency = 1
+  }
+  expect_failures = [var.sqs_maximum_concurrency]
+}
+
+run "ec2_writes_per_second_zero_refused" {
+  command = plan
+  variables {
+    ec2_writes_per_second = 0
+  }
+  expect_failures = [var.ec2_writes_per_second]
+}
+
+run "ec2_writes_per_second_over_100_refused" {
+  command = plan
+  variables {
+    ec2_writes_per_second = 101
+  }
+  expect_failures = [var.ec2_writes_per_second]
+}
+
+run "ec2_writes_per_second_fraction_refused" {
+  command = plan
+  variables {
+    ec2_writes_per_second = 2.5
+  }
+  expect_failures = [var.ec2_writes_per_second]
+}
+
+# Item 11: reserved concurrency 0 never runs; below sqs_maximum_concurrency throttles the queue mapping.
 run "reserved_concurrency_zero_refused" {
   command = plan
   variables {
@@ -183,7 +300,7 @@ run "reserved_concurrency_below_max_concurrency_refused" {
   command = plan
   variables {
     reserved_concurrent_executions = 4
-    max_concurrency                = 5
+    sqs_maximum_concurrency        = 5
   }
   expect_failures = [aws_lambda_function.this]
 }
@@ -192,7 +309,7 @@ run "reserved_concurrency_at_max_concurrency_ok" {
   command = plan
   variables {
     reserved_concurrent_executions = 6
-    max_concurrency                = 5
+    sqs_maximum_concurrency        = 5
   }
 }
 

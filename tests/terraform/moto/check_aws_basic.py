@@ -65,6 +65,9 @@ EXPECTED_ROLE_ACTIONS = ((CODE_ACTIONS - {"ssm:GetParameter", "ssm:GetParameters
                          | EXTRA_TAG_ACTIONS | PLATFORM_ACTIONS)
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
            "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
+# Issue 25: the module's batching defaults (infra/aws variables.tf), written out independently.
+FUNCTION_TIMEOUT = 300
+BATCH_SIZE, BATCHING_WINDOW, MAXIMUM_CONCURRENCY, EC2_WRITES_PER_SECOND = 100, 2, 2, 2
 
 failures = []
 
@@ -382,8 +385,9 @@ def resources_phase(tf):
         rp = json.loads(a["RedrivePolicy"])
         if rp["deadLetterTargetArn"] != out["dlq_arn"] or int(rp["maxReceiveCount"]) != 5:
             return f"redrive {rp}"
-        if int(a["VisibilityTimeout"]) < 6 * 300:
-            return f"visibility timeout {a['VisibilityTimeout']} < 6 x function timeout"
+        # Lambda Developer Guide: at least six times the function timeout; the module adds the window.
+        if int(a["VisibilityTimeout"]) != 6 * FUNCTION_TIMEOUT + BATCHING_WINDOW:
+            return f"visibility timeout {a['VisibilityTimeout']} != 6 x function timeout + batching window"
         if a.get("SqsManagedSseEnabled") != "true":
             return f"SSE {a.get('SqsManagedSseEnabled')}"
         qp = json.loads(a["Policy"])
@@ -400,6 +404,14 @@ def resources_phase(tf):
             return f"mappings {m}"
         if m[0].get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
             return f"FunctionResponseTypes {m[0].get('FunctionResponseTypes')}"
+        got = (m[0].get("BatchSize"), m[0].get("MaximumBatchingWindowInSeconds"), m[0].get("ScalingConfig"))
+        if got != (BATCH_SIZE, BATCHING_WINDOW, {"MaximumConcurrency": MAXIMUM_CONCURRENCY}):
+            return f"BatchSize, MaximumBatchingWindowInSeconds, ScalingConfig {got}"
+        bound = out["ec2_writes_per_second_bound"]
+        want = {"per_invocation": EC2_WRITES_PER_SECOND, "event_path": EC2_WRITES_PER_SECOND * MAXIMUM_CONCURRENCY,
+                "all_invocations": None}
+        if bound != want:
+            return f"ec2_writes_per_second_bound {bound}, want {want}"
         return None
 
     def bucket_denies_non_tls_and_is_private():
@@ -473,7 +485,8 @@ def resources_phase(tf):
         f = lam.get_function_configuration(FunctionName=out["function_name"])
         env = f["Environment"]["Variables"]
         want_env = {"TAGWARDEN_POLICY": out["policy_uri"], "TAGWARDEN_SELF_ROLE_ARN": role_arn,
-                    "POLICY_TTL": "60", "RUST_LOG": "info"}
+                    "POLICY_TTL": "60", "RUST_LOG": "info",
+                    "TAGWARDEN_EC2_WRITES_PER_SECOND": str(EC2_WRITES_PER_SECOND)}
         if env != want_env:
             return f"environment {env}"
         if (f["Runtime"], f["Handler"], f["Architectures"]) != ("provided.al2023", "bootstrap", ["arm64"]):
@@ -530,8 +543,8 @@ def resources_phase(tf):
         ("deployed rule patterns equal the rendered output", deployed_rules_equal_rendered),
         ("sweep schedule targets the function with {\"tagwarden\":\"sweep\"}", sweep_rule_targets_function),
         ("IAM and Route 53 forwarding rules in us-east-1 -> eu-west-1 bus", global_forwarding_rules_in_us_east_1),
-        ("event queue: redrive to DLQ (5), visibility >= 6x timeout, SSE", queue_redrive_and_encryption),
-        ("queue mapping reports partial batch failures", event_source_mapping_partial_batches),
+        ("event queue: redrive to DLQ (5), visibility = 6x timeout + window, SSE", queue_redrive_and_encryption),
+        ("queue mapping: partial batch failures, batch 100, window 2 s, at most 2 invocations", event_source_mapping_partial_batches),
         ("policy bucket: TLS-only policy, versioned, private, encrypted", bucket_denies_non_tls_and_is_private),
         ("policy object and S3 notification on the policy key", policy_object_and_notification),
         ("role policy is exactly the action list, writes conditioned", role_policy_is_exactly_the_action_list),
