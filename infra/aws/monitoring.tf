@@ -12,16 +12,19 @@ locals {
   tagwarden_metrics = [
     "EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
     "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency",
+    "ListingFailures",
   ]
 
   # The InfraID value of the deployment's own metrics (events received and ignored, policies
   # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
-  # Issue 24 item 5: these three exist only under the deployment's InfraID (dimensions Cloud,
-  # InfraID: src/report.rs, emf_lines and by_cluster), never under a cluster's, so a set draws them
-  # as the one "all" line, not as per-cluster lines that stay empty.
-  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected"]
+  # Issue 24 item 5: these exist only under the deployment's InfraID (dimensions Cloud, InfraID:
+  # src/report.rs, emf_lines and by_cluster), never under a cluster's, so a set draws them as the
+  # one "all" line, not as per-cluster lines that stay empty. Issue 25: so do ListingFailures (a
+  # failed sweep listing's record names no cluster: src/report.rs, Record::listing_failed) and
+  # CallsPerCorrection (the invocation's API calls per resource corrected, drawn beside the lag).
+  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
 
   # SEARCH over every dimension combination (each ResourceType) that carries one InfraID.
   search_of = { for m in local.tagwarden_metrics : m => { for id in distinct(concat(local.clusters, [local.deployment_infra_id])) :
@@ -61,7 +64,7 @@ locals {
           markdown = "## tagwarden — ${local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`."
         }
       }],
-      [for m in local.tagwarden_metrics : local.search_widget[m]],
+      [for m in local.tagwarden_metrics : local.search_widget[m] if m != "ListingFailures"],
       [
         {
           # Event-level metric (dimensions Cloud, InfraID): EMF keeps every value, so the
@@ -83,6 +86,28 @@ locals {
             annotations = { horizontal = [{ label = "alarm (p99)", value = var.compliance_lag_p99_threshold_ms }] }
           }
         },
+        {
+          # Issue 25: what a correction cost, beside how long it took. Emitted once per invocation
+          # that corrected anything (unit None): its AWS API calls / the resources it wrote into
+          # line. Batching lowers it (on moto, tests/aws_scale_up.rs, 200 instances: 1.67 one
+          # event per invocation, 0.031 in batches of 100).
+          type   = "metric"
+          width  = 8
+          height = 6
+          properties = {
+            title  = "CallsPerCorrection: API calls per resource corrected, per invocation${local.cluster_set ? " (deployment-wide, InfraID all)" : ""}"
+            region = local.region
+            view   = "timeSeries"
+            period = 300
+            metrics = [
+              [local.metric_namespace, "CallsPerCorrection", "Cloud", "aws", "InfraID", local.deployment_infra_id, { stat = "Average", label = "average" }],
+              [local.metric_namespace, "CallsPerCorrection", "Cloud", "aws", "InfraID", local.deployment_infra_id, { stat = "Maximum", label = "maximum" }],
+            ]
+          }
+        },
+        # Sweep listings that failed (e.g. a guardrail denying iam:GetAccountAuthorizationDetails):
+        # the sweep goes on with the rest, and what the listing would have named is not swept.
+        local.search_widget["ListingFailures"],
       ],
       [
         {
@@ -141,7 +166,8 @@ locals {
   alarm_actions = local.sns_topic_arn == null ? [] : [local.sns_topic_arn]
 
   # Metrics Insights alarms: one time series summed over every dimension set of one InfraID. Write
-  # failures are a cluster's (one alarm each in a set); a rejected policy is the deployment's.
+  # failures are a cluster's (one alarm each in a set); a rejected policy and a failed sweep
+  # listing are the deployment's.
   # Keys and names of one cluster are as before sets existed ("write_failures", <name>-<id>-...).
   insights_alarms = merge(
     { for id in local.clusters : (local.cluster_set ? "${id}/write_failures" : "write_failures") => {
@@ -156,6 +182,14 @@ locals {
         metric      = "PolicyRejected"
         infra_id    = local.deployment_infra_id
         description = "tagwarden ${local.label}: a new policy version was rejected; the last known good version stays in force."
+      }
+      # Issue 25: a sweep listing failed (the deployment's: a listing's record names no cluster).
+      # The sweep went on; what that listing names is not enforced until it works again.
+      listing_failures = {
+        name        = "${local.name}-listing-failures"
+        metric      = "ListingFailures"
+        infra_id    = local.deployment_infra_id
+        description = "tagwarden ${local.label}: a sweep listing failed (e.g. a guardrail denying iam:GetAccountAuthorizationDetails); the resources it would have named were not swept. The status report and the function's logs name the call and the fix."
       }
     },
   )

@@ -429,7 +429,7 @@ variable "sqs_maximum_concurrency" {
 # holds 100 tokens refilled at 10 a second ("Request throttling for the Amazon EC2 API", EC2
 # Developer Guide), and the cluster's own controllers draw on the same bucket.
 variable "ec2_writes_per_second" {
-  description = "TAGWARDEN_EC2_WRITES_PER_SECOND: EC2 CreateTags calls a second at most, per running function instance (a token bucket with a burst of one second's worth; 1-100). The account-wide bound of the event path is this x `sqs_maximum_concurrency` (default 2 x 2 = 4/s), against CreateTags' account refill of 10/s shared with the cluster. One CreateTags covers up to 1000 resources with an identical delta, so the pace binds only when many resources need different tags."
+  description = "TAGWARDEN_EC2_WRITES_PER_SECOND: EC2 CreateTags calls a second at most, per running function instance (evenly spaced, so the bound holds in every 1-second window; 1-100). The account-wide bound of the event path is this x `sqs_maximum_concurrency` (default 2 x 2 = 4/s), against CreateTags' account refill of 10/s shared with the cluster. One CreateTags covers up to 1000 resources with an identical delta, so the pace binds only when many resources need different tags."
   type        = number
   default     = 2
 

@@ -180,6 +180,23 @@ run "batching_defaults" {
     condition     = output.ec2_writes_per_second_bound.per_invocation == 2 && output.ec2_writes_per_second_bound.event_path == 4 && output.ec2_writes_per_second_bound.all_invocations == null
     error_message = "ec2_writes_per_second_bound: ${jsonencode(output.ec2_writes_per_second_bound)}"
   }
+  # Issue 25's metrics: CallsPerCorrection beside ComplianceLag (widgets 11 and 12, after the
+  # header and ten searches), then ListingFailures; the listing-failures alarm.
+  assert {
+    condition = (
+      startswith(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[11].properties.title, "ComplianceLag") &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[12].properties.metrics == [
+        ["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { label = "average", stat = "Average" }],
+        ["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { label = "maximum", stat = "Maximum" }],
+      ] &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[13].properties.metrics[0][0].expression == "SEARCH('Namespace=\"TagWarden\" MetricName=\"ListingFailures\" InfraID=\"mycluster-7xk2p\"', 'Sum', 300)"
+    )
+    error_message = "dashboard: ComplianceLag, CallsPerCorrection, then ListingFailures"
+  }
+  assert {
+    condition     = one(aws_cloudwatch_metric_alarm.insights["listing_failures"].metric_query).expression == "SELECT SUM(ListingFailures) FROM \"TagWarden\" WHERE InfraID = 'mycluster-7xk2p'" && aws_cloudwatch_metric_alarm.insights["listing_failures"].alarm_name == "tagwarden-mycluster-7xk2p-listing-failures" && aws_cloudwatch_metric_alarm.insights["listing_failures"].threshold == 0
+    error_message = "listing-failures alarm: ${jsonencode(aws_cloudwatch_metric_alarm.insights["listing_failures"].metric_query)}"
+  }
 }
 
 run "batching_inputs_reach_the_mapping_and_the_function" {
@@ -457,12 +474,21 @@ run "cluster_set_s3" {
     error_message = "policy changes anywhere in the set notify the function"
   }
   assert {
-    condition     = toset(keys(aws_cloudwatch_metric_alarm.insights)) == toset(["dev-a1b2c/write_failures", "stage-d3e4f/write_failures", "prod-g5h6i/write_failures", "policy_rejected"]) && toset([for a in aws_cloudwatch_metric_alarm.compliance_lag : a.alarm_name]) == toset([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : "tagwarden-${id}-compliance-lag-p99"])
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.insights)) == toset(["dev-a1b2c/write_failures", "stage-d3e4f/write_failures", "prod-g5h6i/write_failures", "policy_rejected", "listing_failures"]) && toset([for a in aws_cloudwatch_metric_alarm.compliance_lag : a.alarm_name]) == toset([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : "tagwarden-${id}-compliance-lag-p99"])
     error_message = "alarms per cluster: ${jsonencode(keys(aws_cloudwatch_metric_alarm.insights))}"
   }
   assert {
     condition     = strcontains(one(aws_cloudwatch_metric_alarm.insights["policy_rejected"].metric_query).expression, "InfraID = 'all'") && strcontains(one(aws_cloudwatch_metric_alarm.insights["prod-g5h6i/write_failures"].metric_query).expression, "InfraID = 'prod-g5h6i'")
     error_message = "policy rejections are the deployment's (InfraID all), write failures each cluster's"
+  }
+  # Issue 25: failed sweep listings and the calls per correction are the deployment's (InfraID all).
+  assert {
+    condition     = [for l in local.search_lines["ListingFailures"] : l[0].label] == ["all"] && one(aws_cloudwatch_metric_alarm.insights["listing_failures"].metric_query).expression == "SELECT SUM(ListingFailures) FROM \"TagWarden\" WHERE InfraID = 'all'" && aws_cloudwatch_metric_alarm.insights["listing_failures"].alarm_name == "tagwarden-listing-failures"
+    error_message = "ListingFailures: one 'all' line and a deployment alarm"
+  }
+  assert {
+    condition     = strcontains(aws_cloudwatch_dashboard.this.dashboard_body, jsonencode(["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", "all", { label = "average", stat = "Average" }]))
+    error_message = "CallsPerCorrection is drawn under InfraID all"
   }
 }
 

@@ -64,7 +64,7 @@ PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMes
 EXPECTED_ROLE_ACTIONS = ((CODE_ACTIONS - {"ssm:GetParameter", "ssm:GetParametersByPath", "ssm:PutParameter"}) | GENERIC_TAG_ACTIONS
                          | EXTRA_TAG_ACTIONS | PLATFORM_ACTIONS)
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
-           "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency"]
+           "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency", "ListingFailures"]
 # Issue 25: the module's batching defaults (infra/aws variables.tf), written out independently.
 FUNCTION_TIMEOUT = 300
 BATCH_SIZE, BATCHING_WINDOW, MAXIMUM_CONCURRENCY, EC2_WRITES_PER_SECOND = 100, 2, 2, 2
@@ -508,11 +508,20 @@ def resources_phase(tf):
         for needle in ('"AWS/Lambda", "Errors"', '"AWS/Lambda", "Duration"', '"ApproximateNumberOfMessagesVisible"'):
             if needle not in text:
                 return f"dashboard lacks {needle}"
+        # Issue 25: the calls per correction, beside the compliance lag, under the deployment's InfraID.
+        titles = [w["properties"].get("title", "") for w in body["widgets"]]
+        lag = next((i for i, t in enumerate(titles) if t.startswith("ComplianceLag")), None)
+        if lag is None or not titles[lag + 1].startswith("CallsPerCorrection"):
+            return f"CallsPerCorrection is not beside ComplianceLag: {titles}"
+        calls = body["widgets"][lag + 1]["properties"]["metrics"]
+        if [m[:6] for m in calls] != [["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", INFRA_ID]] * 2:
+            return f"CallsPerCorrection lines {calls}"
         return None
 
     def alarms_exist_with_sns():
         names = {f"tagwarden-{INFRA_ID}-{s}"
-                 for s in ("write-failures", "policy-rejected", "lambda-errors", "dlq-not-empty", "compliance-lag-p99")}
+                 for s in ("write-failures", "policy-rejected", "listing-failures", "lambda-errors", "dlq-not-empty",
+                           "compliance-lag-p99")}
         got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix=f"tagwarden-{INFRA_ID}")["MetricAlarms"]}
         if set(got) != names:
             return f"alarms {sorted(got)}"
@@ -527,6 +536,9 @@ def resources_phase(tf):
         q = got[f"tagwarden-{INFRA_ID}-write-failures"].get("Metrics", [])
         if not q or "SUM(WriteFailures)" not in q[0].get("Expression", ""):
             return f"write-failures query {q}"
+        q = got[f"tagwarden-{INFRA_ID}-listing-failures"].get("Metrics", [])
+        if not q or q[0].get("Expression") != f"SELECT SUM(ListingFailures) FROM \"TagWarden\" WHERE InfraID = '{INFRA_ID}'":
+            return f"listing-failures query {q}"
         return None
 
     def tags_on_resources():

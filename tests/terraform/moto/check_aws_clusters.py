@@ -123,7 +123,7 @@ def main():
 
     def alarms_per_cluster():
         want = ({f"tagwarden-{c}-write-failures" for c in CLUSTERS} | {f"tagwarden-{c}-compliance-lag-p99" for c in CLUSTERS}
-                | {"tagwarden-policy-rejected", "tagwarden-lambda-errors", "tagwarden-dlq-not-empty"})
+                | {"tagwarden-policy-rejected", "tagwarden-listing-failures", "tagwarden-lambda-errors", "tagwarden-dlq-not-empty"})
         got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix="tagwarden-")["MetricAlarms"]}
         if set(got) != want:
             return f"alarms: extra {sorted(set(got) - want)} missing {sorted(want - set(got))}"
@@ -133,8 +133,9 @@ def main():
                 return f"{c} lag alarm dimensions {dims}"
             if f"InfraID = '{c}'" not in got[f"tagwarden-{c}-write-failures"]["Metrics"][0]["Expression"]:
                 return f"{c} write-failures query {got[f'tagwarden-{c}-write-failures']['Metrics']}"
-        if "InfraID = 'all'" not in got["tagwarden-policy-rejected"]["Metrics"][0]["Expression"]:
-            return "policy-rejected must watch the deployment's InfraID 'all'"
+        for name in ("tagwarden-policy-rejected", "tagwarden-listing-failures"):
+            if "InfraID = 'all'" not in got[name]["Metrics"][0]["Expression"]:
+                return f"{name} must watch the deployment's InfraID 'all'"
         return None
 
     def dashboard_line_per_cluster():
