@@ -10,6 +10,7 @@ locals {
   tagwarden_metrics = [
     "EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
     "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency",
+    "ListingFailures",
   ]
   metric_dimensions = ["Cloud", "ResourceType", "InfraID"]
 
@@ -17,10 +18,11 @@ locals {
   # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
-  # Issue 24 item 5: these three exist only under the deployment's InfraID, with dimensions Cloud
-  # and InfraID and no ResourceType (src/azure/metrics.rs; src/report.rs, by_cluster): their tiles
-  # show that one series, neither per-cluster nor per-ResourceType lines that stay empty.
-  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected"]
+  # Issue 24 item 5: these exist only under the deployment's InfraID, with dimensions Cloud and
+  # InfraID and no ResourceType (src/azure/metrics.rs; src/report.rs, by_cluster): their tiles show
+  # that one series, neither per-cluster nor per-ResourceType lines that stay empty. Issue 25:
+  # ListingFailures too (sweep listings that failed; their records name no cluster).
+  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
   # What the workbook shows: one cluster by ResourceType; a set by cluster (and "all").
   workbook_infra_ids = distinct(concat(local.clusters, [local.deployment_infra_id]))
   workbook_split     = local.cluster_set ? "InfraID" : "ResourceType"
@@ -163,6 +165,14 @@ locals {
       infra_ids   = [local.deployment_infra_id]
       severity    = 1
       description = "tagwarden ${local.label}: a new policy version was rejected; the last known good version stays in force."
+    }
+    # Issue 25: a sweep listing failed (e.g. a scope the identity may not read); the sweep went on
+    # and the resources that listing would have named were not swept.
+    listing-failures = {
+      metric      = "ListingFailures"
+      infra_ids   = [local.deployment_infra_id]
+      severity    = 2
+      description = "tagwarden ${local.label}: a sweep listing failed; the resources it would have named were not swept (see the status report ${local.status_url} and the function's logs for the call and the fix)."
     }
   }
 

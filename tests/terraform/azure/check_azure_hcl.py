@@ -32,6 +32,7 @@ CONTRACT_KEYS = [
 METRICS = [
     "EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
     "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency",
+    "ListingFailures",
 ]
 ROLE_IDS = {
     "Tag Contributor": "4a9ae827-6dc8-4573-8ac7-8239d42aa03f",
@@ -434,7 +435,7 @@ def main() -> int:
     # Monitoring.
     ai = R.get(("azurerm_application_insights", "this"), {})
     check("Application Insights is workspace-based", ai.get("workspace_id") == "${azurerm_log_analytics_workspace.this.id}")
-    check("local.tagwarden_metrics lists all 10 metrics", L.get("tagwarden_metrics") == METRICS, f"got {L.get('tagwarden_metrics')}")
+    check("local.tagwarden_metrics lists all 11 metrics", L.get("tagwarden_metrics") == METRICS, f"got {L.get('tagwarden_metrics')}")
     wb = R.get(("azurerm_application_insights_workbook", "this"), {})
     wbl = json.dumps(L.get("workbook"))
     wbi = json.dumps(L.get("workbook_metric_items"))
@@ -447,8 +448,8 @@ def main() -> int:
     alerts = L.get("custom_metric_alerts", {})
     custom = R.get(("azurerm_monitor_metric_alert", "custom"), {})
     crit = first(custom.get("criteria"))
-    check("alerts: WriteFailures > 0 and PolicyRejected > 0 (custom metrics, TagWarden namespace)",
-          {a.get("metric") for a in alerts.values()} == {"WriteFailures", "PolicyRejected"}
+    check("alerts: WriteFailures > 0, PolicyRejected > 0 and ListingFailures > 0 (custom metrics, TagWarden namespace)",
+          {a.get("metric") for a in alerts.values()} == {"WriteFailures", "PolicyRejected", "ListingFailures"}
           and crit.get("operator") == "GreaterThan" and crit.get("threshold") == 0
           and crit.get("metric_namespace") == "${local.metric_namespace}" and crit.get("skip_metric_validation") is True)
     fe = first(R.get(("azurerm_monitor_metric_alert", "function_errors"), {}).get("criteria"))
@@ -475,9 +476,10 @@ def main() -> int:
           and "${time_sleep.role_propagation}" in cp.get("depends_on", []))
     check("issue 12: policy-change events cover the set's prefix",
           "local.cluster_set ? local.set_prefix" in str(L.get("policy_subject_prefix")))
-    check("issue 12: write-failure and lag alerts monitor each cluster's InfraID; policy-rejected the deployment's ('all' in a set)",
+    check("issue 12: write-failure and lag alerts monitor each cluster's InfraID; policy-rejected and listing-failures the deployment's ('all' in a set)",
           alerts.get("write-failures", {}).get("infra_ids") == "${local.clusters}"
           and alerts.get("policy-rejected", {}).get("infra_ids") == ["${local.deployment_infra_id}"]
+          and alerts.get("listing-failures", {}).get("infra_ids") == ["${local.deployment_infra_id}"]
           and first(first(R.get(("azurerm_monitor_metric_alert", "compliance_lag"), {}).get("criteria")).get("dimension")).get("values") == "${local.clusters}"
           and first(crit.get("dimension")).get("values") == "${each.value.infra_ids}"
           and L.get("deployment_infra_id") == '${local.cluster_set ? "all" : var.infra_id}')
@@ -537,8 +539,8 @@ def main() -> int:
     check("issue 24 item 5: infra_id and infra_ids refuse \"all\"",
           'var.infra_id != "all"' in str(V.get("infra_id", {}).get("validation"))
           and '!contains(var.infra_ids, "all")' in str(V.get("infra_ids", {}).get("validation")))
-    check("issue 24 item 5: the workbook draws EventsReceived, EventsIgnored, PolicyRejected as the deployment's one series",
-          L.get("deployment_metrics") == ["EventsReceived", "EventsIgnored", "PolicyRejected"]
+    check("issue 24 item 5, issue 25: the workbook draws EventsReceived, EventsIgnored, PolicyRejected, ListingFailures as the deployment's one series",
+          L.get("deployment_metrics") == ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
           and "contains(local.deployment_metrics, m) ? [local.deployment_infra_id] : local.workbook_infra_ids" in wbi
           and "contains(local.deployment_metrics, m) ? [] :" in wbi, wbi[:200])
     def required_version(d):
