@@ -192,6 +192,7 @@ impl Record {
     /// A listing of a sweep that failed (`error` names the service, call, answer and fix): the
     /// resources it would have named are not swept this time, so it is reported as a failure,
     /// retryable or not as the error says. `resource` is what was listed, `type` the call.
+    #[cfg(any(feature = "aws", feature = "azure"))]
     pub fn listing_failed(cloud: Cloud, error: &crate::error_policy::CloudError, policy_version: &str) -> Self {
         Record {
             record: "listing",

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use fleet::{infrastructure, reconciler, tags, OWNER};
+use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use support::fault_proxy::FaultProxy;
 use tagwarden::aws::function;
@@ -37,10 +38,14 @@ use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;
 
 const DESIRED: &[(&str, &str)] = &[("team", "platform"), ("env", "prod")];
-/// The Terraform module's defaults (infra/aws variables `sqs_batch_size`, `sqs_batching_window_seconds`).
+/// The Terraform module's defaults (infra/aws variables `sqs_batch_size`,
+/// `sqs_batching_window_seconds`, `ec2_writes_per_second`, `sqs_maximum_concurrency`).
 const BATCH: usize = 100;
 const WINDOW: Duration = Duration::from_secs(2);
-const WRITES_PER_SECOND: f64 = 5.0;
+const WRITES_PER_SECOND: f64 = 2.0;
+/// Invocations of the mapping at once (`sqs_maximum_concurrency`). They share one write bucket
+/// here; deployed, each function instance has its own.
+const CONCURRENCY: usize = 2;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -169,8 +174,9 @@ impl Pass {
     }
 }
 
-/// Send `events` (built at send time by `make`) at `rate` a second through an event source
-/// mapping of `batch`/`window` into the handler; count the calls at `proxy`.
+/// Send `count` events (built by `make`, stamped with the time each is sent) at `rate` a second
+/// through an event source mapping of `batch`/`window` with at most `CONCURRENCY` invocations at
+/// once; count the calls at `proxy`.
 async fn pass(
     rec: &Reconciler,
     proxy: &FaultProxy,
@@ -182,28 +188,37 @@ async fn pass(
 ) -> Pass {
     proxy.reset_requests();
     let mut result = Pass { events: count, ..Pass::default() };
-    let start = Instant::now();
-    let due = |i: usize| start + Duration::from_secs_f64(i as f64 / rate);
+    let due = |i: usize| Duration::from_secs_f64(i as f64 / rate);
+    // The batches as the mapping forms them from the arrivals: opened by the first message,
+    // released when full or when the window since the first has passed.
+    let mut batches = Vec::new();
     let mut next = 0;
     while next < count {
-        // The mapping waits for the first message, then for a full batch or the window's end.
-        tokio::time::sleep_until(due(next).into()).await;
-        let opened = Instant::now();
-        let mut messages = Vec::new();
-        while next < count && messages.len() < batch {
-            let at = due(next);
-            if at > opened + window {
-                break;
-            }
-            tokio::time::sleep_until(at.into()).await;
-            messages
-                .push(json!({"eventSource": "aws:sqs", "messageId": format!("m{next}"), "body": make(next, now_ms())}));
-            next += 1;
+        let opened = due(next);
+        let mut end = next;
+        while end < count && end - next < batch && due(end) <= opened + window {
+            end += 1;
         }
-        if messages.len() < batch {
-            tokio::time::sleep_until((opened + window).into()).await;
-        }
-        let inv = function::handle(rec, &json!({ "Records": messages })).await;
+        let release = if end - next == batch { due(end - 1) } else { opened + window };
+        batches.push((release, next..end));
+        next = end;
+    }
+    let (start, start_ms) = (Instant::now(), now_ms());
+    let invocations: Vec<function::Invocation> = stream::iter(batches)
+        .map(|(release, range)| async move {
+            tokio::time::sleep_until((start + release).into()).await;
+            let messages: Vec<Value> = range
+                .map(|i| {
+                    let body = make(i, start_ms + due(i).as_millis() as u64);
+                    json!({"eventSource": "aws:sqs", "messageId": format!("m{i}"), "body": body})
+                })
+                .collect();
+            function::handle(rec, &json!({ "Records": messages })).await
+        })
+        .buffered(CONCURRENCY)
+        .collect()
+        .await;
+    for inv in invocations {
         result.invocations += 1;
         result.handed_back += inv.response["batchItemFailures"].as_array().map_or(0, Vec::len);
         for line in &inv.lines {
@@ -213,11 +228,7 @@ async fn pass(
             }
             if v["record"] == "reconcile" && v["status"] == Status::Applied.as_str() {
                 result.corrected += 1;
-            }
-            if let Some(lag) = v["compliance_lag_ms"].as_u64() {
-                if v["status"] == Status::Applied.as_str() {
-                    result.lag_ms.push(lag);
-                }
+                result.lag_ms.extend(v["compliance_lag_ms"].as_u64());
             }
         }
     }

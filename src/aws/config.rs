@@ -6,7 +6,7 @@
 //! - `TAGWARDEN_SELF_ROLE_ARN`: the function's role, whose own calls are not reconciled;
 //! - `TAGWARDEN_CONCURRENCY`: resources reconciled at once across an SQS batch (default 10, 1–64);
 //! - `TAGWARDEN_EC2_WRITES_PER_SECOND`: the function's own EC2 `CreateTags` calls a second (default
-//!   5, 1–100), well under the account's refill of 10 a second that the cluster's controllers share.
+//!   2, 1–100), well under the account's refill of 10 a second that the cluster's controllers share.
 //!
 //! Deliberately not here: the AWS SDK's own environment (region, credentials,
 //! `AWS_ENDPOINT_URL`), which `aws_config` reads, and building clients.
@@ -28,9 +28,11 @@ pub struct Config {
     pub ec2_writes_per_second: u32,
 }
 
-/// The default pace of the function's EC2 writes: half the account's `CreateTags` refill (10 a
-/// second, "Request throttling for the Amazon EC2 API"), so the cluster keeps the other half.
-pub const DEFAULT_EC2_WRITES_PER_SECOND: u32 = 5;
+/// The default pace of one function instance's EC2 writes, as the Terraform module deploys it:
+/// with its two concurrent invocations, 4 a second, 40 % of the account's `CreateTags` refill (10 a
+/// second, "Request throttling for the Amazon EC2 API"); the cluster keeps the rest. One call
+/// carries up to 1000 resources, so a burst needs few.
+pub const DEFAULT_EC2_WRITES_PER_SECOND: u32 = 2;
 
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -103,7 +105,7 @@ mod tests {
         assert!(e.contains("POLICY_TTL=\"1m\"") && e.contains("e.g. 60"), "{e}");
         assert_eq!(c.ec2_writes_per_second, DEFAULT_EC2_WRITES_PER_SECOND);
         let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_EC2_WRITES_PER_SECOND", "0")]).expect_err("rate");
-        assert!(e.to_string().contains("TAGWARDEN_EC2_WRITES_PER_SECOND") && e.to_string().contains("e.g. 5"), "{e}");
+        assert!(e.to_string().contains("TAGWARDEN_EC2_WRITES_PER_SECOND") && e.to_string().contains("e.g. 2"), "{e}");
         for bad in ["0", "65", "ten"] {
             let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_CONCURRENCY", bad)]).expect_err(bad);
             assert!(e.to_string().contains("from 1 to 64"), "{e}");

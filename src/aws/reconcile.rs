@@ -115,14 +115,15 @@ impl Adapter for Tagger {
                 Default::default()
             }
         };
-        stream::iter(resources)
-            .map(|r| {
-                let known = shared.remove(&r.id).filter(|_| kinds::row_of(r).api == Api::Ec2);
-                async move {
-                    match known {
-                        Some(tags) => Ok(Read { tags, arn: None }),
-                        None => Adapter::read(self, r).await,
-                    }
+        // Indices, not references, into the stream: a closure over `&T` trips rustc's
+        // higher-ranked `Send` inference once the future is boxed (rust-lang/rust#102211).
+        let known: Vec<Option<TagMap>> =
+            resources.iter().map(|r| shared.remove(&r.id).filter(|_| kinds::row_of(r).api == Api::Ec2)).collect();
+        stream::iter(known.into_iter().enumerate())
+            .map(|(i, known)| async move {
+                match known {
+                    Some(tags) => Ok(Read { tags, arn: None }),
+                    None => Adapter::read(self, resources[i]).await,
                 }
             })
             .buffered(concurrency.max(1))

@@ -76,7 +76,8 @@ pub trait Adapter: Send + Sync {
     /// The tags of each of `resources`, in order, in as few calls as the cloud allows (at most
     /// `concurrency` in flight); "not found" is waited out as [`Adapter::read`] does.
     async fn read_all(&self, resources: &[&ResourceRef], concurrency: usize) -> Vec<Result<Read, CloudError>> {
-        stream::iter(resources).map(|r| self.read(r)).buffered(concurrency.max(1)).collect().await
+        // Indices, not references: see `handle_event`.
+        stream::iter(0..resources.len()).map(|i| self.read(resources[i])).buffered(concurrency.max(1)).collect().await
     }
     /// Resources an event implies but does not name (a new instance's volumes), with their tags
     /// when the listing carries them; a lookup that failed is a record.
