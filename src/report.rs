@@ -147,11 +147,16 @@ impl Record {
     }
 
     pub fn failed(cloud: Cloud, resource: &crate::resource::ResourceRef, policy_version: &str, error: String) -> Self {
+        Record::failing_on(cloud, resource.to_string(), resource.kind.clone(), policy_version, error)
+    }
+
+    /// A failed (transient) record about `resource` of `resource_type`.
+    fn failing_on(cloud: Cloud, resource: String, resource_type: String, policy_version: &str, error: String) -> Self {
         Record {
             record: "reconcile",
             cloud,
-            resource: resource.to_string(),
-            resource_type: resource.kind.clone(),
+            resource,
+            resource_type,
             status: Status::Failed,
             changes: Vec::new(),
             superseded: Vec::new(),
@@ -194,23 +199,9 @@ impl Record {
     /// retryable or not as the error says. `resource` is what was listed, `type` the call.
     #[cfg(any(feature = "aws", feature = "azure"))]
     pub fn listing_failed(cloud: Cloud, error: &crate::error_policy::CloudError, policy_version: &str) -> Self {
-        Record {
-            record: "listing",
-            cloud,
-            resource: error.target.clone(),
-            resource_type: error.operation.to_string(),
-            status: Status::Failed,
-            changes: Vec::new(),
-            superseded: Vec::new(),
-            policy_version: policy_version.to_string(),
-            infra_id: None,
-            reason: None,
-            event_id: None,
-            error: Some(error.to_string()),
-            failure: Some(error.failure()),
-            latency_ms: 0,
-            compliance_lag_ms: None,
-        }
+        let (target, call) = (error.target.clone(), error.operation.to_string());
+        let record = Record::failing_on(cloud, target, call, policy_version, String::new());
+        Record { record: "listing", ..record.failing(error.failure(), error.to_string()) }
     }
 
     /// Whether this records a failed listing rather than a resource.

@@ -179,7 +179,7 @@ impl Adapter for Tagger {
     }
 
     /// The volumes of every instance the batch's `RunInstances` events name, in shared
-    /// `DescribeVolumes` calls; an instance with none attached yet is waited for alone.
+    /// `DescribeVolumes` calls, the ones not attached yet waited for together.
     async fn implied_all(&self, events: &[&Event], version: &str) -> Implied {
         let launched = |e: &Event| e.kind == EventKind::Create && e.event_name == "RunInstances";
         let instances: Vec<&str> = events
@@ -187,20 +187,13 @@ impl Adapter for Tagger {
             .filter(|e| launched(e))
             .flat_map(|e| e.resources.iter().filter(|r| r.kind == "ec2:instance").map(|r| r.id.as_str()))
             .collect();
-        let mut attached = self.attached_volumes_many(&instances).await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "shared DescribeVolumes failed; looking up each instance alone");
-            Default::default()
-        });
+        let mut attached = self.attached_volumes_waiting(&instances).await;
         let mut all = Implied::default();
         for (n, event) in events.iter().enumerate().filter(|(_, e)| launched(e)) {
             let (region, account) =
                 (event.region.as_deref().unwrap_or_default(), event.account.as_deref().unwrap_or_default());
             for instance in event.resources.iter().filter(|r| r.kind == "ec2:instance") {
-                let volumes = match attached.remove(&instance.id) {
-                    Some(volumes) => Ok(volumes),
-                    None => self.attached_volumes(&instance.id).await,
-                };
-                match volumes {
+                match attached.remove(&instance.id).unwrap_or_else(|| Ok(Vec::new())) {
                     Ok(volumes) => all.found.extend(
                         volumes.into_iter().map(|(id, tags)| (n, ResourceRef::ec2(&id, region, account), Some(tags))),
                     ),

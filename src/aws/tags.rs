@@ -787,6 +787,96 @@ impl Tagger {
         Ok(found)
     }
 
+    /// [`Self::attached_volumes`] for many instances at once: shared `DescribeVolumes`; the
+    /// EBS-backed instances with no volume yet (one shared `DescribeInstances`) asked again
+    /// together, with the not-found backoff, at most as often as one instance would be. Each
+    /// instance's volumes, or why they could not be found.
+    pub async fn attached_volumes_waiting(
+        &self,
+        instance_ids: &[&str],
+    ) -> std::collections::HashMap<String, Result<Vec<(String, TagMap)>, CloudError>> {
+        let mut out = std::collections::HashMap::new();
+        let fail_all = |ids: &[&str], e: &CloudError, out: &mut std::collections::HashMap<_, _>| {
+            for id in ids {
+                out.insert(id.to_string(), Err(e.clone()));
+            }
+        };
+        let mut missing: Vec<&str> = instance_ids.to_vec();
+        let mut ebs_checked = false;
+        let mut attempt = 0;
+        loop {
+            match self.attached_volumes_many(&missing).await {
+                Ok(found) => {
+                    for (id, volumes) in found {
+                        out.insert(id, Ok(volumes));
+                    }
+                }
+                Err(e) => {
+                    fail_all(&missing, &e, &mut out);
+                    return out;
+                }
+            }
+            missing.retain(|id| !out.contains_key(*id));
+            if missing.is_empty() {
+                return out;
+            }
+            if !ebs_checked {
+                ebs_checked = true;
+                match self.ebs_backed_many(&missing).await {
+                    // An instance-store root has no volume to wait for.
+                    Ok(ebs) => missing.retain(|id| {
+                        let wait = ebs.contains(*id);
+                        if !wait {
+                            out.insert(id.to_string(), Ok(Vec::new()));
+                        }
+                        wait
+                    }),
+                    Err(e) => {
+                        fail_all(&missing, &e, &mut out);
+                        return out;
+                    }
+                }
+                if missing.is_empty() {
+                    return out;
+                }
+            }
+            if attempt + 1 >= self.not_found.attempts {
+                let e = CloudError::aws(
+                    "ec2:DescribeVolumes",
+                    &batch_name(&missing),
+                    "VolumesNotAttachedYet",
+                    "the EBS-backed instance has no attached volume yet",
+                    ErrorClass::NotFound,
+                );
+                fail_all(&missing, &e, &mut out);
+                return out;
+            }
+            tokio::time::sleep(self.not_found.delay(attempt)).await;
+            attempt += 1;
+        }
+    }
+
+    /// Which of `instance_ids` have an EBS root device, in shared `DescribeInstances` calls.
+    async fn ebs_backed_many(&self, instance_ids: &[&str]) -> Result<std::collections::HashSet<String>, CloudError> {
+        let mut ebs = std::collections::HashSet::new();
+        for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
+            let out = self
+                .clients
+                .ec2
+                .describe_instances()
+                .set_instance_ids(Some(chunk.iter().map(|s| s.to_string()).collect()))
+                .send()
+                .await
+                .map_err(|e| CloudError::from_sdk("ec2:DescribeInstances", &batch_name(chunk), e))?;
+            for i in out.reservations().iter().flat_map(|r| r.instances()) {
+                if i.root_device_type() == Some(&aws_sdk_ec2::types::DeviceType::Ebs) {
+                    ebs.extend(i.instance_id().map(str::to_owned));
+                }
+            }
+        }
+        Ok(ebs)
+    }
+
     /// Whether the instance's root device is an EBS volume (so a volume must appear).
     async fn ebs_backed(&self, instance_id: &str) -> Result<bool, CloudError> {
         let out = self

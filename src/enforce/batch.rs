@@ -7,16 +7,15 @@
 //! and written once; each event gets the record of every resource it named, so its delivery fails
 //! (and comes back) exactly when one of its resources needs another try.
 //!
-//! What a single event costs on its own ([`Engine::handle_event`]) is unchanged: one event is a
-//! batch of one. The per-resource locks that keep concurrent events of one process from writing
-//! twice are not taken: within a batch, one resource is one target, and the Lambda runs one batch
-//! at a time.
+//! The per-resource locks of the single event's path are held for the whole batch, taken in one
+//! order (by key) so two batches cannot deadlock: a resource that another batch or event of the
+//! process is reconciling is waited for, then read again, so it is still written once.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use super::sweep::{batches, identity, Planned};
-use super::{answer_to, Adapter, Engine, Read};
+use super::{answer_to, for_event, lock_key, Adapter, Engine, Read};
 use crate::error_policy::CloudError;
 use crate::events::Event;
 use crate::plan;
@@ -73,6 +72,19 @@ impl Engine {
         };
         let version = policies.version();
         let mut targets = self.targets(cloud, &policies, events, &active, &mut outs, &version).await;
+        let mut keys: Vec<(String, usize)> =
+            targets.iter().enumerate().map(|(i, t)| (lock_key(cloud.cloud(), &t.resource), i)).collect();
+        keys.sort();
+        let mut held = Vec::with_capacity(keys.len());
+        keys.dedup_by(|a, b| a.0 == b.0);
+        for (key, i) in &keys {
+            let lock = self.in_flight.acquire(key).await;
+            // Waited behind another reconcile of it: what an event carried is stale now.
+            if lock.waited {
+                targets[*i].tags = None;
+            }
+            held.push(lock);
+        }
 
         if stop_at.is_some_and(|t| Instant::now() >= t) {
             for t in &targets {
@@ -118,7 +130,8 @@ impl Engine {
             }
         }
         let jobs = if self.dry_run { Vec::new() } else { batches(cloud, &planned) };
-        let (_, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED).await;
+        let (_, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED, true).await;
+        drop(held);
         for (record, i) in written.into_iter().zip(whose) {
             records[i] = Some(record);
         }
@@ -187,21 +200,8 @@ fn deliver(outs: &mut [Outcome], events: &[Event], t: &Target, record: Record) {
     let now = epoch_ms();
     for (n, &i) in t.events.iter().enumerate() {
         let event = &events[i];
-        let record = Record { event_id: event.id.clone(), ..record.clone() }.in_line_since(event.occurred_at_ms, now);
         let out = &mut outs[i];
-        if record.ignored() {
-            out.metrics.events_ignored += 1;
-            tracing::info!(
-                event = event.event_name,
-                id = event.id,
-                resource = record.resource,
-                reason = record.error,
-                "event ignored"
-            );
-        }
-        if out.infra_id.is_none() {
-            out.infra_id = record.infra_id.clone();
-        }
+        let record = for_event(out, event, record.clone().in_line_since(event.occurred_at_ms, now));
         if n == 0 {
             out.push(record);
         } else {
@@ -276,6 +276,22 @@ mod tests {
             .iter()
             .flat_map(|o| &o.records)
             .all(|r| matches!(r.status, Status::Unchanged | Status::NotOwned)));
+    }
+
+    /// The single event's lock holds across batches: two batches of one process naming the same
+    /// resources at once write them once (the second waits, reads again, finds nothing to do).
+    #[tokio::test]
+    async fn concurrent_batches_naming_one_resource_write_it_once() {
+        let cloud = Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED]))]);
+        let (engine, store) = (Engine::new(4), store(POLICY));
+        let (a, b) = (vec![event("a", &["i-1", "i-2"])], vec![event("b", &["i-2", "i-1"])]);
+        let (x, y) = tokio::join!(
+            engine.handle_events(&cloud, &store, &[], &a, None),
+            engine.handle_events(&cloud, &store, &[], &b, None)
+        );
+        assert_eq!(cloud.writes(), 1, "one shared write for both resources, once");
+        let applied = x.iter().chain(&y).flat_map(|o| &o.records).filter(|r| r.status == Status::Applied).count();
+        assert_eq!(applied, 2, "{x:?} {y:?}");
     }
 
     #[tokio::test]

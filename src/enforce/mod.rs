@@ -222,20 +222,8 @@ impl Engine {
             .collect::<Vec<_>>()
             .await;
         for record in records {
-            if record.ignored() {
-                out.metrics.events_ignored += 1;
-                tracing::info!(
-                    event = event.event_name,
-                    id = event.id,
-                    resource = record.resource,
-                    reason = record.error,
-                    "event ignored"
-                );
-            }
-            if out.infra_id.is_none() {
-                out.infra_id = record.infra_id.clone();
-            }
-            out.push(Record { event_id: event.id.clone(), ..record });
+            let record = for_event(&mut out, event, record);
+            out.push(record);
         }
         out
     }
@@ -248,21 +236,27 @@ impl Engine {
         r: &ResourceRef,
         current: Current<'_>,
     ) -> Record {
-        let start = Instant::now();
-        // ARM IDs compare case-insensitively: one lock whichever casing an event used.
-        let key = match cloud.cloud() {
-            Cloud::Azure => r.id.to_ascii_lowercase(),
-            Cloud::Aws => r.id.clone(),
-        };
-        let held = self.in_flight.acquire(&key).await;
+        let held = self.in_flight.acquire(&lock_key(cloud.cloud(), r)).await;
         // The resource's lock first, then a permit: whoever holds a permit never waits for a lock,
         // so the two cannot deadlock. The semaphore is never closed.
         let _permit = self.permits.acquire().await;
         // Waited behind another reconcile of this resource: tags an event carried are stale now.
-        let mode = match current {
+        let current = match current {
             Current::Known(_) if held.waited => Current::Read,
-            mode => mode,
+            current => current,
         };
+        self.reconcile_held(cloud, policies, r, current).await
+    }
+
+    /// [`Engine::reconcile`] for a caller that holds the resource's lock already (a batch).
+    pub(crate) async fn reconcile_held<A: Adapter>(
+        &self,
+        cloud: &A,
+        policies: &Policies,
+        r: &ResourceRef,
+        mode: Current<'_>,
+    ) -> Record {
+        let start = Instant::now();
         let version = policies.version();
         let version = &version;
         let mut resource = std::borrow::Cow::Borrowed(r);
@@ -307,6 +301,34 @@ impl Engine {
             None => record,
         }
     }
+}
+
+/// The key of a resource's lock: ARM IDs compare case-insensitively, so one lock whichever casing
+/// an event used.
+fn lock_key(cloud: Cloud, r: &ResourceRef) -> String {
+    match cloud {
+        Cloud::Azure => r.id.to_ascii_lowercase(),
+        Cloud::Aws => r.id.clone(),
+    }
+}
+
+/// `record` as event `event`'s: a resource its cluster published no policy for counts as an
+/// ignored event, and the first record names the outcome's cluster.
+fn for_event(out: &mut Outcome, event: &Event, record: Record) -> Record {
+    if record.ignored() {
+        out.metrics.events_ignored += 1;
+        tracing::info!(
+            event = event.event_name,
+            id = event.id,
+            resource = record.resource,
+            reason = record.error,
+            "event ignored"
+        );
+    }
+    if out.infra_id.is_none() {
+        out.infra_id = record.infra_id.clone();
+    }
+    Record { event_id: event.id.clone(), ..record }
 }
 
 /// The policy a resource with `tags` is planned against, or the record of why it is left alone:

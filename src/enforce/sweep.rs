@@ -176,7 +176,7 @@ impl Engine {
             jobs.extend(batches(cloud, &planned));
         }
 
-        let (read, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED).await;
+        let (read, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED, false).await;
         for record in read {
             out.push(record);
         }
@@ -200,6 +200,7 @@ impl Engine {
         jobs: Vec<Job>,
         stop_at: Option<Instant>,
         deferred_why: &'static str,
+        locks_held: bool,
     ) -> (Vec<Record>, Vec<Record>) {
         let mut read = Vec::new();
         let mut records: Vec<Option<Record>> = vec![None; planned.len()];
@@ -209,7 +210,7 @@ impl Engine {
         let mut done = 0;
         self.report("write", 0, size);
         let mut results = stream::iter(jobs)
-            .map(|job| async move { self.run(cloud, policies, planned, job, stop_at, deferred_why).await })
+            .map(|job| async move { self.run(cloud, policies, planned, job, stop_at, deferred_why, locks_held).await })
             .buffer_unordered(self.sweep.concurrency.max(1));
         while let Some(finished) = results.next().await {
             for d in finished {
@@ -262,6 +263,7 @@ impl Engine {
         job: Job,
         stop_at: Option<Instant>,
         deferred_why: &'static str,
+        locks_held: bool,
     ) -> Vec<Done> {
         let past = stop_at.is_some_and(|t| Instant::now() >= t);
         match job {
@@ -278,7 +280,12 @@ impl Engine {
             }
             Job::Reread(i) if past => vec![Done::Deferred(i)],
             Job::Reread(i) => {
-                vec![Done::Replaced(i, self.reconcile(cloud, policies, &planned[i].resource, Current::Listed).await)]
+                let r = &planned[i].resource;
+                let record = match locks_held {
+                    true => self.reconcile_held(cloud, policies, r, Current::Listed).await,
+                    false => self.reconcile(cloud, policies, r, Current::Listed).await,
+                };
+                vec![Done::Replaced(i, record)]
             }
             Job::Write { members, .. } if past => members.into_iter().map(Done::Deferred).collect(),
             Job::Write { batching, set, members } => self
