@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use super::sweep::{batches, identity, Planned};
+use super::sweep::{batches, identity, Planned, Run};
 use super::{answer_to, for_event, lock_key, Adapter, Engine, Read};
 use crate::error_policy::CloudError;
 use crate::events::Event;
@@ -130,7 +130,8 @@ impl Engine {
             }
         }
         let jobs = if self.dry_run { Vec::new() } else { batches(cloud, &planned) };
-        let (_, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED, true).await;
+        let how = Run { stop_at, deferred: DEFERRED, locks_held: true };
+        let (_, written) = self.run_jobs(cloud, &policies, &planned, jobs, how).await;
         drop(held);
         for (record, i) in written.into_iter().zip(whose) {
             records[i] = Some(record);

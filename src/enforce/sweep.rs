@@ -73,6 +73,15 @@ impl Default for SweepOptions {
     }
 }
 
+/// How a write phase runs: no job starts after `stop_at` (what is left is failed, retryable, as
+/// `deferred` says), and whether the caller holds the resources' locks already (a batch).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Run {
+    pub(super) stop_at: Option<Instant>,
+    pub(super) deferred: &'static str,
+    pub(super) locks_held: bool,
+}
+
 /// How a sweep sends the write of one resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Batching {
@@ -176,7 +185,8 @@ impl Engine {
             jobs.extend(batches(cloud, &planned));
         }
 
-        let (read, written) = self.run_jobs(cloud, &policies, &planned, jobs, stop_at, DEFERRED, false).await;
+        let how = Run { stop_at, deferred: DEFERRED, locks_held: false };
+        let (read, written) = self.run_jobs(cloud, &policies, &planned, jobs, how).await;
         for record in read {
             out.push(record);
         }
@@ -198,9 +208,7 @@ impl Engine {
         policies: &Policies,
         planned: &[Planned],
         jobs: Vec<Job>,
-        stop_at: Option<Instant>,
-        deferred_why: &'static str,
-        locks_held: bool,
+        how: Run,
     ) -> (Vec<Record>, Vec<Record>) {
         let mut read = Vec::new();
         let mut records: Vec<Option<Record>> = vec![None; planned.len()];
@@ -210,7 +218,7 @@ impl Engine {
         let mut done = 0;
         self.report("write", 0, size);
         let mut results = stream::iter(jobs)
-            .map(|job| async move { self.run(cloud, policies, planned, job, stop_at, deferred_why, locks_held).await })
+            .map(|job| async move { self.run(cloud, policies, planned, job, how).await })
             .buffer_unordered(self.sweep.concurrency.max(1));
         while let Some(finished) = results.next().await {
             for d in finished {
@@ -242,7 +250,7 @@ impl Engine {
                     Record::gone(cloud.cloud(), &p.resource, &p.policy.policy.version, e.to_string())
                 }
                 Some(Err(e)) => e.into_record(record),
-                None if deferred[i] => record.failing(Failure::Transient, deferred_why.to_string()),
+                None if deferred[i] => record.failing(Failure::Transient, how.deferred.to_string()),
                 _ => record,
             });
         }
@@ -261,14 +269,12 @@ impl Engine {
         policies: &Policies,
         planned: &[Planned],
         job: Job,
-        stop_at: Option<Instant>,
-        deferred_why: &'static str,
-        locks_held: bool,
+        how: Run,
     ) -> Vec<Done> {
-        let past = stop_at.is_some_and(|t| Instant::now() >= t);
+        let past = how.stop_at.is_some_and(|t| Instant::now() >= t);
         match job {
             Job::Read(r) if past => {
-                let why = deferred_why.to_string();
+                let why = how.deferred.to_string();
                 let record = Record::failed(cloud.cloud(), &r, &policies.version(), why.clone());
                 vec![Done::Record(record.failing(Failure::Transient, why))]
             }
@@ -281,7 +287,7 @@ impl Engine {
             Job::Reread(i) if past => vec![Done::Deferred(i)],
             Job::Reread(i) => {
                 let r = &planned[i].resource;
-                let record = match locks_held {
+                let record = match how.locks_held {
                     true => self.reconcile_held(cloud, policies, r, Current::Listed).await,
                     false => self.reconcile(cloud, policies, r, Current::Listed).await,
                 };
