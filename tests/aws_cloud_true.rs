@@ -241,13 +241,10 @@ async fn one_unreadable_iam_entity_fails_alone() {
     let proxy = FaultProxy::start(&support::moto().endpoint).await;
     let (via, direct, account) = fleet::account_via(&proxy.endpoint, Duration::from_secs(5)).await;
     let env = Env { clients: direct, account: account.clone(), akid: String::new(), location: String::new() };
-    let bucket = format!("policy-{account}");
-    env.clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
-    let policy = infrastructure(DESIRED);
-    env.clients.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("p");
+    let location = fleet::publish_policy(&env.clients, &account, &infrastructure(DESIRED)).await;
     let a = managed_policy(&env.clients, "policy-a", &[(OWNER, "owned")]).await;
     let b = managed_policy(&env.clients, "policy-b", &[(OWNER, "owned")]).await;
-    let rec = reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
+    let rec = reconciler(&via, &account, &location, Duration::ZERO);
     proxy.set_rules(vec![Rule::new(Some("iam"), Some("ListPolicyTags"), Fault::AccessDenied, When::Always).budget(1)]);
     let out = rec.sweep(false).await;
     assert!(out.error.is_none(), "{:?}", out.error);
@@ -293,12 +290,9 @@ async fn iam_roles_and_users_are_listed_with_their_tags_in_bulk() {
 async fn permanent_errors_are_not_batch_item_failures() {
     let proxy = FaultProxy::start(&support::moto().endpoint).await;
     let (via, direct, account) = fleet::account_via(&proxy.endpoint, Duration::from_secs(5)).await;
-    let bucket = format!("policy-{account}");
-    direct.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
-    let policy = infrastructure(DESIRED);
-    direct.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("p");
+    let location = fleet::publish_policy(&direct, &account, &infrastructure(DESIRED)).await;
     let r = role(&direct, "denied-role", "/", &[(OWNER, "owned")]).await;
-    let rec = reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
+    let rec = reconciler(&via, &account, &location, Duration::ZERO);
     proxy.set_rules(vec![Rule::new(Some("iam"), Some("TagRole"), Fault::AccessDenied, When::Always)]);
     let payload =
         json!({"Records": [{"eventSource": "aws:sqs", "messageId": "m1", "body": event_for(&r, &account, "e1")}]});
@@ -404,14 +398,11 @@ async fn volumes_attached_after_the_event_are_waited_for() {
 async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
     let proxy = FaultProxy::start(&support::moto().endpoint).await;
     let (via, direct, account) = fleet::account_via(&proxy.endpoint, Duration::from_secs(5)).await;
-    let bucket = format!("policy-{account}");
-    direct.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
-    let policy = infrastructure(DESIRED);
-    direct.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("p");
+    let location = fleet::publish_policy(&direct, &account, &infrastructure(DESIRED)).await;
     let spec = fleet::FleetSpec { instances: 4, foreign_instances: 1, buckets: 2, roles: 0, target_groups: 0 };
     let fleet = fleet::Fleet::create(&direct, &account, &spec).await;
     let role = role(&direct, "listed-by-iam-only", "/", &[(OWNER, "owned")]).await;
-    let rec = reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
+    let rec = reconciler(&via, &account, &location, Duration::ZERO);
     proxy.set_rules(vec![Rule::new(
         Some("iam"),
         Some("GetAccountAuthorizationDetails"),

@@ -248,11 +248,7 @@ async fn a_scale_up_costs_tens_of_calls_not_thousands_and_never_starves_the_clus
     let rate = env_usize("TAGWARDEN_SCALE_UP_RATE", 50) as f64;
     let proxy = FaultProxy::start(&support::moto().endpoint).await;
     let (via, direct, account) = fleet::account_via(&proxy.endpoint, Duration::from_secs(10)).await;
-    let bucket = format!("policy-{account}");
-    direct.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
-    let policy = infrastructure(DESIRED);
-    direct.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("p");
-    let location = format!("s3://{bucket}/p.json");
+    let location = fleet::publish_policy(&direct, &account, &infrastructure(DESIRED)).await;
     let launched = launch(&direct, &account, n).await;
     let instances: Vec<ResourceRef> = launched.iter().map(|(i, _)| i.clone()).collect();
 

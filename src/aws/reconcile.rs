@@ -208,19 +208,10 @@ impl Adapter for Tagger {
 
     /// A new instance's volumes are not in its RunInstances event.
     async fn implied(&self, event: &Event, version: &str) -> (Vec<(ResourceRef, Option<TagMap>)>, Vec<Record>) {
-        let (mut implied, mut failed) = (Vec::new(), Vec::new());
-        if event.kind != EventKind::Create || event.event_name != "RunInstances" {
-            return (implied, failed);
-        }
-        let (region, account) =
-            (event.region.as_deref().unwrap_or_default(), event.account.as_deref().unwrap_or_default());
-        for instance in event.resources.iter().filter(|r| r.kind == "ec2:instance") {
-            match self.attached_volumes(&instance.id).await {
-                Ok(volumes) => implied
-                    .extend(volumes.into_iter().map(|(id, tags)| (ResourceRef::ec2(&id, region, account), Some(tags)))),
-                Err(e) => failed.push(e.into_record(Record::failed(Cloud::Aws, instance, version, String::new()))),
-            }
-        }
-        (implied, failed)
+        let all = self.implied_all(&[event], version).await;
+        (
+            all.found.into_iter().map(|(_, r, tags)| (r, tags)).collect(),
+            all.failed.into_iter().map(|(_, r)| r).collect(),
+        )
     }
 }

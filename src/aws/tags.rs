@@ -646,61 +646,6 @@ impl Tagger {
         Ok(out)
     }
 
-    /// Volumes attached to an instance, with their tags: `RunInstances` events do not name them,
-    /// and `DescribeVolumes` already carries the tags, so no second read is needed. An EBS-backed
-    /// instance whose volumes are not attached yet when its event arrives is asked again with the
-    /// read backoff; after that the error is retryable, so the event comes back rather than
-    /// leaving the volumes to the next sweep.
-    pub async fn attached_volumes(&self, instance_id: &str) -> Result<Vec<(String, TagMap)>, CloudError> {
-        let mut ebs_backed = None;
-        let mut attempt = 0;
-        loop {
-            let found = self.describe_attached(instance_id).await?;
-            if !found.is_empty() {
-                return Ok(found);
-            }
-            if ebs_backed.is_none() {
-                ebs_backed = Some(self.ebs_backed(instance_id).await?);
-            }
-            if ebs_backed == Some(false) {
-                return Ok(found);
-            }
-            if attempt + 1 >= self.not_found.attempts {
-                return Err(CloudError::aws(
-                    "ec2:DescribeVolumes",
-                    instance_id,
-                    "VolumesNotAttachedYet",
-                    "the EBS-backed instance has no attached volume yet",
-                    ErrorClass::NotFound,
-                ));
-            }
-            tokio::time::sleep(self.not_found.delay(attempt)).await;
-            attempt += 1;
-        }
-    }
-
-    async fn describe_attached(&self, instance_id: &str) -> Result<Vec<(String, TagMap)>, CloudError> {
-        let out = self
-            .clients
-            .ec2
-            .describe_volumes()
-            .filters(aws_sdk_ec2::types::Filter::builder().name("attachment.instance-id").values(instance_id).build())
-            .send()
-            .await
-            .map_err(|e| CloudError::from_sdk("ec2:DescribeVolumes", instance_id, e))?;
-        Ok(out
-            .volumes()
-            .iter()
-            .filter_map(|v| {
-                let tags = v
-                    .tags()
-                    .iter()
-                    .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()));
-                v.volume_id().map(|id| (id.to_string(), tags.collect()))
-            })
-            .collect())
-    }
-
     /// The tags of many EC2 resources in as few `DescribeTags` calls as the filter allows: each
     /// call names up to [`EC2_IDS_PER_DESCRIBE`] ids and pages at 1000 tags. An id with no tag at
     /// all is absent from the answer (as is one that does not exist yet), so it is left out here:
@@ -711,10 +656,7 @@ impl Tagger {
     ) -> Result<std::collections::HashMap<String, TagMap>, CloudError> {
         let mut found: std::collections::HashMap<String, TagMap> = std::collections::HashMap::new();
         for chunk in ids.chunks(EC2_IDS_PER_DESCRIBE) {
-            let filter = aws_sdk_ec2::types::Filter::builder()
-                .name("resource-id")
-                .set_values(Some(chunk.iter().map(|s| s.to_string()).collect()))
-                .build();
+            let filter = ids_filter("resource-id", chunk);
             let mut token = None;
             loop {
                 let out = self
@@ -751,10 +693,7 @@ impl Tagger {
     ) -> Result<std::collections::HashMap<String, Vec<(String, TagMap)>>, CloudError> {
         let mut found: std::collections::HashMap<String, Vec<(String, TagMap)>> = std::collections::HashMap::new();
         for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
-            let filter = aws_sdk_ec2::types::Filter::builder()
-                .name("attachment.instance-id")
-                .set_values(Some(chunk.iter().map(|s| s.to_string()).collect()))
-                .build();
+            let filter = ids_filter("attachment.instance-id", chunk);
             let mut token = None;
             loop {
                 let out = self
@@ -787,10 +726,12 @@ impl Tagger {
         Ok(found)
     }
 
-    /// [`Self::attached_volumes`] for many instances at once: shared `DescribeVolumes`; the
-    /// EBS-backed instances with no volume yet (one shared `DescribeInstances`) asked again
-    /// together, with the not-found backoff, at most as often as one instance would be. Each
-    /// instance's volumes, or why they could not be found.
+    /// The volumes attached to each of many instances, with their tags: `RunInstances` events do
+    /// not name them, and `DescribeVolumes` already carries the tags, so no second read is needed.
+    /// One shared `DescribeVolumes`; the EBS-backed instances (one shared `DescribeInstances`)
+    /// whose volumes are not attached yet are asked again together with the read backoff; after
+    /// that the error is retryable, so the event comes back rather than leaving the volumes to the
+    /// next sweep. Each instance's volumes, or why they could not be found.
     pub async fn attached_volumes_waiting(
         &self,
         instance_ids: &[&str],
@@ -876,26 +817,20 @@ impl Tagger {
         }
         Ok(ebs)
     }
-
-    /// Whether the instance's root device is an EBS volume (so a volume must appear).
-    async fn ebs_backed(&self, instance_id: &str) -> Result<bool, CloudError> {
-        let out = self
-            .clients
-            .ec2
-            .describe_instances()
-            .instance_ids(instance_id)
-            .send()
-            .await
-            .map_err(|e| CloudError::from_sdk("ec2:DescribeInstances", instance_id, e))?;
-        let instance = out.reservations().iter().flat_map(|r| r.instances()).next();
-        Ok(instance.and_then(|i| i.root_device_type()) == Some(&aws_sdk_ec2::types::DeviceType::Ebs))
-    }
 }
 
 /// EC2 ids named in one `resource-id` (or `attachment.instance-id`) filter. The API reference
 /// models no maximum for a filter's values; 200 keeps each query-string request small, and at
 /// 5 tags an id, one 1000-tag page.
 pub const EC2_IDS_PER_DESCRIBE: usize = 200;
+
+/// An EC2 filter `name` matching any of `ids`.
+fn ids_filter(name: &str, ids: &[&str]) -> aws_sdk_ec2::types::Filter {
+    aws_sdk_ec2::types::Filter::builder()
+        .name(name)
+        .set_values(Some(ids.iter().map(|s| s.to_string()).collect()))
+        .build()
+}
 
 /// ELBv2 `DescribeTags` names at most 20 resources.
 const ELBV2_DESCRIBE_TAGS_MAX: usize = 20;

@@ -297,6 +297,14 @@ pub fn event_for(r: &ResourceRef, account: &str, id: &str) -> String {
     v.to_string()
 }
 
+/// A policy bucket holding `doc` as `p.json`, made through `c` (direct to moto); its location.
+pub async fn publish_policy(c: &Clients, account: &str, doc: &str) -> String {
+    let bucket = format!("policy-{account}");
+    c.s3.create_bucket().bucket(&bucket).send().await.expect("policy bucket");
+    c.s3.put_object().bucket(&bucket).key("p.json").body(doc.as_bytes().to_vec().into()).send().await.expect("policy");
+    format!("s3://{bucket}/p.json")
+}
+
 /// A reconciler over `clients` reading `s3://bucket/key`, re-checking the policy on every event.
 pub fn reconciler(clients: &Clients, account: &str, location: &str, ttl: Duration) -> Reconciler {
     let store = policy_store(clients, location.parse::<PolicyLocation>().expect("location"), ttl);
