@@ -14,6 +14,7 @@ pub mod event_grid;
 pub mod tag_change;
 mod time;
 
+#[cfg(feature = "azure")]
 pub(crate) use time::civil_from_days;
 pub use time::{format_rfc3339_ms, parse_rfc3339_ms};
 
