@@ -21,6 +21,8 @@ pub mod error_policy;
 pub mod events;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod inflight;
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod network;
 pub mod plan;
 pub mod policy;
 pub mod publish;

@@ -34,6 +34,7 @@ fn oversized_event() -> String {
 
 async fn lambda_reconciler() -> Reconciler {
     let config = tagwarden::aws::config_loader()
+        .expect("network settings")
         .endpoint_url(CLOSED)
         .region(tagwarden::aws::sdk::ec2::config::Region::new("us-east-1"))
         .credentials_provider(tagwarden::aws::sdk::ec2::config::Credentials::new("AKID", "SECRET", None, None, "t"))

@@ -22,6 +22,7 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_http_client::tls;
 
 use crate::calls::CallCounter;
+use crate::network::NetworkError;
 
 /// The SDK crates, for callers (tests, tools) that build requests of their own.
 pub mod sdk {
@@ -58,16 +59,41 @@ pub struct Clients {
 /// errors) with 5 attempts — enough to ride out EC2's 10/s tag-write refill without holding an
 /// event for long; what still fails goes back to the queue. Timeouts are set so a hung call fails
 /// well inside the function's own timeout.
-pub async fn load_config() -> SdkConfig {
-    config_loader().load().await
+pub async fn load_config() -> Result<SdkConfig, NetworkError> {
+    Ok(config_loader()?.load().await)
 }
 
 /// The loader behind [`load_config`], for callers that set endpoint or credentials themselves.
-pub fn config_loader() -> aws_config::ConfigLoader {
-    let http = aws_smithy_http_client::Builder::new()
-        .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
-        .build_https();
-    aws_config::defaults(BehaviorVersion::latest())
+///
+/// The HTTP client goes through the proxy the environment names (`HTTPS_PROXY`, `HTTP_PROXY`,
+/// `NO_PROXY`, read by the SDK's connector) and trusts `TAGWARDEN_CA_BUNDLE` beside the system
+/// roots ([`crate::network`]): clusters often reach AWS only through a proxy that re-signs TLS.
+/// Credentials come from the SDK's standard chain: environment, shared files (OpenShift's
+/// cloud-credential operator mounts one, with static keys in mint mode or `role_arn` +
+/// `web_identity_token_file` in STS mode), web identity (`AWS_ROLE_ARN` +
+/// `AWS_WEB_IDENTITY_TOKEN_FILE`), container and instance metadata.
+pub fn config_loader() -> Result<aws_config::ConfigLoader, NetworkError> {
+    let mut trust = tls::TrustStore::default();
+    if let Some(bundle) = crate::network::extra_ca_bundle()? {
+        trust = trust.with_pem_certificate(bundle.pem);
+    }
+    let tls_context =
+        tls::TlsContext::builder().with_trust_store(trust).build().map_err(|e| NetworkError::Tls(e.to_string()))?;
+    // `build_https` offers no proxy setting, so the connector is built here the way it builds it,
+    // with the proxy added (aws-smithy-http-client 1.5 `Connector::builder().proxy_config`).
+    let http = aws_smithy_http_client::Builder::new().build_with_connector_fn(move |settings, components| {
+        let mut builder = aws_smithy_http_client::Connector::builder()
+            .proxy_config(aws_smithy_http_client::proxy::ProxyConfig::from_env());
+        builder.set_connector_settings(settings.cloned());
+        if let Some(components) = components {
+            builder.set_sleep_impl(components.sleep_impl());
+        }
+        builder
+            .tls_provider(tls::Provider::Rustls(tls::rustls_provider::CryptoMode::Ring))
+            .tls_context(tls_context.clone())
+            .build()
+    });
+    Ok(aws_config::defaults(BehaviorVersion::latest())
         .http_client(http)
         .retry_config(RetryConfig::standard().with_max_attempts(5))
         .timeout_config(
@@ -76,7 +102,7 @@ pub fn config_loader() -> aws_config::ConfigLoader {
                 .operation_attempt_timeout(Duration::from_secs(10))
                 .operation_timeout(Duration::from_secs(30))
                 .build(),
-        )
+        ))
 }
 
 impl Clients {
@@ -115,7 +141,7 @@ impl Clients {
         }
     }
 
-    pub async fn from_env() -> Self {
-        Self::new(&load_config().await)
+    pub async fn from_env() -> Result<Self, NetworkError> {
+        Ok(Self::new(&load_config().await?))
     }
 }

@@ -122,6 +122,22 @@ impl BlobLocation {
         self.sas.is_some()
     }
 
+    /// Sign requests with `sas`, given apart from the URL (from a Secret, never a ConfigMap).
+    pub fn set_sas(&mut self, sas: &str) {
+        let sas = sas.trim().trim_start_matches('?');
+        self.sas = (!sas.is_empty()).then(|| sas.to_string());
+    }
+
+    /// When the SAS stops working: its signed expiry `se` (ISO 8601, date or UTC time), in ms
+    /// since the epoch.
+    pub fn sas_expiry_ms(&self) -> Option<u64> {
+        let sas = self.sas.as_deref()?;
+        let se = sas.split('&').find_map(|p| p.strip_prefix("se="))?;
+        let se = percent_decode(se);
+        let full = if se.len() == 10 { format!("{se}T00:00:00Z") } else { se };
+        crate::events::parse_rfc3339_ms(&full)
+    }
+
     /// The URL of blob `name` in the container, with the SAS.
     pub fn blob_url(&self, name: &str) -> Url {
         let mut u = self.container.clone();

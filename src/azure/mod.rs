@@ -28,23 +28,24 @@ pub use config::Config;
 pub use reqwest;
 
 /// The one HTTP client every Azure call goes through: rustls with the ring provider and the
-/// webpki roots, short connect timeout, and a request timeout well inside the Functions host's own.
+/// webpki roots plus `TAGWARDEN_CA_BUNDLE`, the environment's proxy (`HTTPS_PROXY`, `NO_PROXY`,
+/// which reqwest reads itself), a short connect timeout, and a request timeout well inside the
+/// Functions host's own.
 pub fn http_client(timeout: Duration) -> Result<reqwest::Client, CloudError> {
-    reqwest::Client::builder()
+    let fatal = |code: &str, message: String| {
+        CloudError::azure("http:Client", "reqwest", None, code, &message, ErrorClass::Fatal)
+    };
+    let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .connect_timeout(Duration::from_secs(3))
         .timeout(timeout)
         .pool_idle_timeout(Duration::from_secs(50))
-        .user_agent(concat!("tagwarden/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| {
-            CloudError::azure(
-                "http:Client",
-                "reqwest",
-                None,
-                "ClientBuild",
-                &format!("cannot build the HTTP client: {e}"),
-                ErrorClass::Fatal,
-            )
-        })
+        .user_agent(concat!("tagwarden/", env!("CARGO_PKG_VERSION")));
+    let bundle = crate::network::extra_ca_bundle().map_err(|e| fatal("CaBundle", e.to_string()))?;
+    if let Some(bundle) = bundle {
+        for cert in reqwest::Certificate::from_pem_bundle(&bundle.pem).map_err(|e| fatal("CaBundle", e.to_string()))? {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder.build().map_err(|e| fatal("ClientBuild", format!("cannot build the HTTP client: {e}")))
 }

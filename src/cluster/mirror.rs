@@ -1,6 +1,9 @@
 //! The status report, mirrored into the cluster: a ConfigMap that `oc get` shows, and a
 //! Kubernetes Event each time the state changes (the policy state, the version in force, or
 //! whether any resource failed), so `oc get events` and `oc describe configmap` tell the story.
+//! Beside the report, the publisher's [`Conditions`] (`available`, `progressing`, `degraded` and
+//! the whole list as `conditions`), with an Event on each transition; they are written even when
+//! there is no report yet or it cannot be read, so a refused document shows before the first sweep.
 //!
 //! Access needed: get/update on that one ConfigMap (create too if it does not exist yet; the
 //! manifests create it, so the Role can name it), and create on `events.k8s.io` events.
@@ -13,6 +16,7 @@ use kube::api::PostParams;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Api, Client, Resource};
 
+use super::conditions::{Condition, Conditions, DEGRADED, PROGRESSING};
 use super::{api_error, ClusterError};
 use crate::policy::cache::PolicyState;
 use crate::status::StatusReport;
@@ -33,6 +37,10 @@ const KEY_FAILURES: &str = "failures";
 const KEY_LOCATION: &str = "location";
 const KEY_GENERATED_AT: &str = "generatedAt";
 const KEY_REPORT: &str = "report.json";
+const KEY_CONDITIONS: &str = "conditions";
+const KEY_AVAILABLE: &str = "available";
+const KEY_PROGRESSING: &str = "progressing";
+const KEY_DEGRADED: &str = "degraded";
 
 /// What a mirror did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +48,8 @@ pub struct MirrorOutcome {
     pub configmap: Write,
     /// The reason of the Event emitted, when the state changed.
     pub event: Option<String>,
+    /// The reasons of the Events emitted for condition transitions.
+    pub transitions: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,12 +87,40 @@ impl StatusMirror {
     /// Write `report` into the ConfigMap unless it already holds it, and emit an Event when the
     /// state it shows changes.
     pub async fn mirror(&self, report: &StatusReport) -> Result<MirrorOutcome, ClusterError> {
-        let data = data_of(report);
+        self.write(Some(report), None).await
+    }
+
+    /// Write the publisher's `conditions`, and `report` when there is one, keeping every earlier
+    /// transition time that still holds; an Event for each condition that changed.
+    pub async fn mirror_with(
+        &self,
+        report: Option<&StatusReport>,
+        conditions: Conditions,
+    ) -> Result<MirrorOutcome, ClusterError> {
+        self.write(report, Some(conditions)).await
+    }
+
+    async fn write(
+        &self,
+        report: Option<&StatusReport>,
+        conditions: Option<Conditions>,
+    ) -> Result<MirrorOutcome, ClusterError> {
         let what = self.what();
         let mut attempt = 0;
-        let (written, previous, write) = loop {
+        let (written, previous, previous_conditions, conditions, write) = loop {
             attempt += 1;
             let current = self.api.get_opt(&self.name).await.map_err(|e| api_error(&what, "get", e))?;
+            let old = current.as_ref().and_then(|cm| cm.data.clone()).unwrap_or_default();
+            let before: Vec<Condition> =
+                old.get(KEY_CONDITIONS).and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
+            let conditions = conditions.clone().map(|c| c.since(&before));
+            let mut data = old.clone();
+            if let Some(r) = report {
+                data.extend(data_of(r));
+            }
+            if let Some(c) = &conditions {
+                data.extend(conditions_data(c));
+            }
             let result = match current {
                 None => {
                     let cm = ConfigMap {
@@ -92,27 +130,27 @@ impl StatusMirror {
                             labels: Some(labels()),
                             ..ObjectMeta::default()
                         },
-                        data: Some(data.clone()),
+                        data: Some(data),
                         ..ConfigMap::default()
                     };
                     self.api.create(&PostParams::default(), &cm).await.map(|cm| (cm, None, Write::Created))
                 }
-                Some(cm) if cm.data.as_ref() == Some(&data) => {
-                    return Ok(MirrorOutcome { configmap: Write::Unchanged, event: None });
+                Some(cm) if cm.data.as_ref().map_or(data.is_empty(), |d| d == &data) => {
+                    return Ok(MirrorOutcome { configmap: Write::Unchanged, event: None, transitions: vec![] });
                 }
                 Some(mut cm) => {
-                    let previous = cm.data.take().map(|d| Summary::of_data(&d));
-                    cm.data = Some(data.clone());
+                    let previous = Summary::of_data(&old);
+                    cm.data = Some(data);
                     // The resourceVersion read above makes this a conditional write: 409 if
                     // someone else wrote in between.
                     self.api
                         .replace(&self.name, &PostParams::default(), &cm)
                         .await
-                        .map(|cm| (cm, previous, Write::Updated))
+                        .map(|cm| (cm, Some(previous), Write::Updated))
                 }
             };
             match result {
-                Ok(done) => break done,
+                Ok((cm, previous, write)) => break (cm, previous, before, conditions, write),
                 // 409: Conflict on the replace, or AlreadyExists on the create.
                 Err(kube::Error::Api(s)) if s.code == 409 && attempt < ATTEMPTS => {
                     tracing::debug!(configmap = %what, "written concurrently; reading again");
@@ -120,19 +158,60 @@ impl StatusMirror {
                 Err(e) => return Err(api_error(&what, "get, create and update", e)),
             }
         };
+        let mut outcome = MirrorOutcome { configmap: write, event: None, transitions: vec![] };
+        let object = written.object_ref(&());
+        if let Some(c) = &conditions {
+            for changed in c.transitions(&previous_conditions) {
+                let event = condition_event(changed);
+                self.emit(&event, &object).await?;
+                outcome.transitions.push(event.reason);
+            }
+        }
+        let Some(report) = report else { return Ok(outcome) };
         let now = Summary::of_report(report);
         if previous.flatten().as_ref() == Some(&now) {
-            return Ok(MirrorOutcome { configmap: write, event: None });
+            return Ok(outcome);
         }
         let event = now.event(report);
-        let reason = event.reason.clone();
+        self.emit(&event, &object).await?;
+        outcome.event = Some(event.reason);
+        Ok(outcome)
+    }
+
+    async fn emit(
+        &self,
+        event: &Event,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+    ) -> Result<(), ClusterError> {
         // A Recorder per Event: a long-lived one caches Events by reason and would patch a later
         // one with the same reason into the earlier Event's series, keeping the earlier note.
         Recorder::new(self.client.clone(), self.reporter.clone())
-            .publish(&event, &written.object_ref(&()))
+            .publish(event, object)
             .await
-            .map_err(|e| api_error(&format!("events in namespace {}", self.namespace), "create", e))?;
-        Ok(MirrorOutcome { configmap: write, event: Some(reason) })
+            .map_err(|e| api_error(&format!("events in namespace {}", self.namespace), "create", e))
+    }
+}
+
+fn conditions_data(c: &Conditions) -> BTreeMap<String, String> {
+    let status = |t: &str| c.get(t).map(|c| c.status.clone()).unwrap_or_default();
+    BTreeMap::from([
+        (KEY_CONDITIONS.to_string(), serde_json::to_string(&c.0).unwrap_or_default()),
+        (KEY_AVAILABLE.to_string(), status(super::conditions::AVAILABLE)),
+        (KEY_PROGRESSING.to_string(), status(PROGRESSING)),
+        (KEY_DEGRADED.to_string(), status(DEGRADED)),
+    ])
+}
+
+/// An Event for a condition that changed: a Warning when it is bad news (degraded, or not available).
+fn condition_event(c: &Condition) -> Event {
+    let bad = (c.type_ == DEGRADED) == c.is_true();
+    let bad = bad && c.type_ != PROGRESSING;
+    Event {
+        type_: if bad { EventType::Warning } else { EventType::Normal },
+        reason: c.reason.clone(),
+        note: Some(truncate(format!("{}={}: {}", c.type_, c.status, c.message), MAX_NOTE_BYTES)),
+        action: "Publish".to_string(),
+        secondary: None,
     }
 }
 

@@ -10,6 +10,8 @@
 //!
 //! Everything here speaks to the API server through `kube` (in-cluster config or a kubeconfig).
 
+pub mod conditions;
+pub mod health;
 pub mod infrastructure;
 pub mod mirror;
 pub mod source;
@@ -17,10 +19,11 @@ pub mod watch;
 
 use std::path::Path;
 
+pub use conditions::{Conditions, Facts, PublishFailure};
 pub use kube::Client;
 pub use mirror::{MirrorOutcome, StatusMirror};
 pub use source::{read_once, Source, SourceDocument};
-pub use watch::{watch, Change};
+pub use watch::{watch, watch_counting, Change};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {

@@ -14,6 +14,8 @@
 //! the errors retrying cannot fix (no such resource type, access denied) ending the stream.
 
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use futures_util::stream::{self, BoxStream, Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -46,11 +48,21 @@ struct State {
     present: Option<bool>,
     backoff: DefaultBackoff,
     done: bool,
+    restarts: Arc<AtomicU64>,
 }
 
 /// Watch `source` until an error that retrying cannot fix, which is the stream's last item. The
 /// first item is the current document (or its absence).
 pub fn watch(client: Client, source: Source) -> impl Stream<Item = Result<Change, ClusterError>> + Send {
+    watch_counting(client, source, Arc::default())
+}
+
+/// [`watch`], counting in `restarts` every time the watch was interrupted and resumed.
+pub fn watch_counting(
+    client: Client,
+    source: Source,
+    restarts: Arc<AtomicU64>,
+) -> impl Stream<Item = Result<Change, ClusterError>> + Send {
     let inner = start(&client, &source);
     let state = State {
         client,
@@ -60,6 +72,7 @@ pub fn watch(client: Client, source: Source) -> impl Stream<Item = Result<Change
         present: None,
         backoff: DefaultBackoff::default(),
         done: false,
+        restarts,
     };
     stream::unfold(state, |mut s| async move {
         if s.done {
@@ -157,6 +170,7 @@ impl State {
             // 410: start over, which lists first.
             watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 410 => {
                 tracing::info!(source = %what, "resourceVersion expired (HTTP 410 Gone): listing again");
+                self.restarts.fetch_add(1, Ordering::Relaxed);
                 self.inner = start(&self.client, &self.source);
                 return Ok(());
             }
@@ -165,6 +179,7 @@ impl State {
             }
             _ => tracing::warn!(source = %what, error = %e, "watch interrupted; retrying"),
         }
+        self.restarts.fetch_add(1, Ordering::Relaxed);
         if let Some(delay) = self.backoff.next() {
             tokio::time::sleep(delay).await;
         }

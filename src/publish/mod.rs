@@ -125,7 +125,7 @@ impl Outcome {
 /// conditionally on the version read.
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
-    let cloud_error = |e: S::Error| PublishError::Cloud(e.to_string());
+    let cloud_error = |e: S::Error| PublishError::Cloud(Box::new(e));
     let (name, document, others) = match store.source.layout() {
         Layout::One(name) => (name.clone(), name, Vec::new()),
         Layout::Prefix(prefix) => {
@@ -180,7 +180,7 @@ pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: boo
             match e {
                 PutError::Conflict { found } => PublishError::Conflict { location: location.clone(), read, found },
                 PutError::Raced { written } => PublishError::Raced { location: location.clone(), read, written },
-                PutError::Source(e) => PublishError::Cloud(e.to_string()),
+                PutError::Source(e) => PublishError::Cloud(Box::new(e)),
             }
         })?;
         ("written", Some(written))
@@ -197,8 +197,10 @@ pub enum PublishError {
     /// and this put. Both are in the parameter's history.
     #[error("{location}: another publisher wrote it while this one did (read version {read}, this write is version {written}); the versions between are in the parameter's history (aws ssm get-parameter-history --name …). Review them and publish again")]
     Raced { location: String, read: String, written: String },
+    /// The store's own error (a `CloudError` from either cloud), kept whole so callers can
+    /// classify it.
     #[error("{0}")]
-    Cloud(String),
+    Cloud(Box<dyn std::error::Error + Send + Sync>),
 }
 
 #[cfg(test)]

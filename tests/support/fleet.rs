@@ -242,6 +242,7 @@ pub fn fast_loader(endpoint: &str, attempt_timeout: Duration) -> aws_config::Con
     use aws_config::retry::RetryConfig;
     use aws_config::timeout::TimeoutConfig;
     tagwarden::aws::config_loader()
+        .expect("network settings")
         .endpoint_url(endpoint)
         .region(aws_sdk_sts::config::Region::new("us-east-1"))
         .retry_config(

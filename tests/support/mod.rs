@@ -91,6 +91,7 @@ pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>
     let moto = moto();
     let region = "us-east-1";
     let base = tagwarden::aws::config_loader()
+        .expect("network settings")
         .endpoint_url(&moto.endpoint)
         .region(aws_sdk_sts::config::Region::new(region))
         .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
@@ -121,6 +122,7 @@ pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>
         "assumed",
     );
     let config = tagwarden::aws::config_loader()
+        .expect("network settings")
         .endpoint_url(&moto.endpoint)
         .region(aws_sdk_sts::config::Region::new(region))
         .credentials_provider(creds)

@@ -48,7 +48,13 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     if config.own.is_empty() {
         tracing::warn!("TAGWARDEN_SELF_ROLE_ARN is not set: own writes are recognised by idempotent planning only");
     }
-    let clients = Clients::from_env().await;
+    let clients = match Clients::from_env().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "invalid network configuration");
+            return Err(e.to_string().into());
+        }
+    };
     let reconciler = Arc::new(
         Reconciler::new(
             Tagger {

@@ -113,6 +113,7 @@ async fn bootstrap_handles_events_through_the_runtime_api() {
     let (key, secret, token) = {
         let sts = aws_sdk_sts::Client::new(
             &tagwarden::aws::config_loader()
+                .expect("network settings")
                 .endpoint_url(&moto.endpoint)
                 .region(aws_sdk_sts::config::Region::new("us-east-1"))
                 .credentials_provider(aws_sdk_sts::config::Credentials::new("testing", "testing", None, None, "t"))

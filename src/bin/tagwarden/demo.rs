@@ -101,7 +101,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn demo(args: Args) -> anyhow::Result<()> {
-    let clients = Clients::from_env().await;
+    let clients = Clients::from_env().await?;
     let d = Demo { clients: clients.clone() };
     println!("== 1. a cluster's resources in the emulator ({INFRA}), with drift");
     d.clients.s3.create_bucket().bucket(POLICY_BUCKET).send().await.context("create the policy bucket")?;

@@ -55,7 +55,7 @@ fn read_remote(location: &str) -> anyhow::Result<Vec<(String, String)>> {
     let location: PolicyLocation = location.parse().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     runtime.block_on(async {
-        let clients = tagwarden::aws::Clients::from_env().await;
+        let clients = tagwarden::aws::Clients::from_env().await?;
         let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO);
         let docs = store.documents().await.with_context(|| format!("cannot read the policy at {location}"))?;
         if docs.is_empty() {

@@ -43,6 +43,14 @@ pub struct Args {
     /// With --watch: seconds between status mirrors.
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
     status_interval: u64,
+    /// With --watch: seconds between re-reads of the published object, which is rewritten if it
+    /// was changed or deleted at the store.
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..))]
+    resync: u64,
+    /// With --watch: serve /healthz, /readyz and /metrics (Prometheus) on this address, e.g.
+    /// 0.0.0.0:8080.
+    #[arg(long, value_name = "ADDR", requires = "watch")]
+    listen: Option<std::net::SocketAddr>,
     /// Where the function reads the policy: s3://bucket/key, s3://bucket/prefix/ (written as
     /// 10-cluster.yaml), ssm:/parameter/name, or a blob URL with a SAS.
     #[arg(long, value_name = "DEST")]
@@ -140,11 +148,18 @@ async fn from_cluster(_: &Args, _: &Target) -> Result<(), Failure> {
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 #[cfg(feature = "kube")]
 const RETRY_MAX: Duration = Duration::from_secs(60);
+/// A credential expiring within this is reported (Degraded) before it stops working.
+#[cfg(feature = "kube")]
+const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
 
 #[cfg(feature = "kube")]
 async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+
     use futures_util::StreamExt;
-    use tagwarden::cluster::{self, Change, Source, StatusMirror};
+    use tagwarden::cluster::health::{self, Health};
+    use tagwarden::cluster::{self, Change, Facts, PublishFailure, Source, StatusMirror};
 
     let source = match &args.configmap {
         Some(spec) => Source::configmap(spec).ok_or_else(|| {
@@ -159,90 +174,215 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
         show(&outcome, args.json, false)?;
         return ended(&outcome);
     }
+    let health = Arc::new(Health::default());
+    if let Some(addr) = args.listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--listen {addr}: cannot listen there; choose a free port"))?;
+        tokio::spawn(health::serve(listener, health.clone()));
+    }
     let namespace = args
         .status_namespace
         .clone()
         .or_else(|| std::env::var("POD_NAMESPACE").ok())
         .unwrap_or_else(|| "tagwarden".to_string());
     let mirror = StatusMirror::new(client.clone(), &namespace, &args.status_configmap, std::env::var("POD_NAME").ok());
-    let changes = cluster::watch(client, source);
+    let restarts = Arc::new(AtomicU64::new(0));
+    let changes = cluster::watch_counting(client, source, restarts.clone());
     let mut changes = std::pin::pin!(changes);
     let mut tick = tokio::time::interval(Duration::from_secs(args.status_interval));
-    // Why the cluster's latest document is not published, shown in the mirrored report.
-    let mut refused: Vec<String> = Vec::new();
+    let resync_every = Duration::from_secs(args.resync);
+    let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + resync_every, resync_every);
+    let mut facts = Facts { location: target.location(), ..Facts::default() };
     // The latest document not yet published (a conflict or an outage), retried with back-off:
     // it must not wait for the cluster's next change.
     let mut pending: Option<cluster::SourceDocument> = None;
+    // The cluster's latest document, published again on each resync (a no-op while in line).
+    let mut latest: Option<cluster::SourceDocument> = None;
     // In a cluster set, the report mirrored is this cluster's.
     let mut own_cluster: Option<String> = None;
     let mut backoff = RETRY_FIRST;
     let retry = tokio::time::sleep(Duration::ZERO);
     let mut retry = std::pin::pin!(retry);
     loop {
-        let attempt = tokio::select! {
+        facts.expiring = expiring(target);
+        let (attempt, resyncing) = tokio::select! {
             change = changes.next() => match change {
                 None => return Err(anyhow::anyhow!("the watch ended").into()),
-                Some(Err(e)) => return Err(anyhow::Error::new(e).into()),
+                Some(Err(e)) => {
+                    // Say it in the cluster before the pod restarts: `oc` shows why.
+                    facts.failure = Some(PublishFailure { reason: "ClusterSourceUnreadable", message: e.to_string() });
+                    mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
+                    return Err(anyhow::Error::new(e).into());
+                }
                 Some(Ok(Change::Absent { reason })) => {
-                    tracing::warn!(%reason, "the cluster publishes no policy now; what was published stays in force");
-                    false
+                    facts.absent = Some(reason);
+                    health.set_ready();
+                    mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
+                    (false, false)
                 }
                 Some(Ok(Change::Document(doc))) => {
+                    facts.absent = None;
+                    latest = Some(doc.clone());
                     pending = Some(doc);
                     backoff = RETRY_FIRST;
-                    true
+                    (true, false)
                 }
             },
-            () = &mut retry, if pending.is_some() => true,
+            () = &mut retry, if pending.is_some() => (true, false),
+            _ = resync.tick() => {
+                if pending.is_none() {
+                    pending = latest.clone();
+                }
+                (pending.is_some(), true)
+            }
             _ = tick.tick() => {
-                mirror_now(&mirror, target, own_cluster.as_deref(), &refused).await;
-                false
+                mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
+                (false, false)
             }
         };
+        health.watch_restarted(restarts.load(Ordering::Relaxed));
         let Some(doc) = pending.as_ref().filter(|_| attempt) else { continue };
         match target.publish(&doc.text, args.dry_run).await {
             Ok(outcome) => {
                 pending = None;
-                refused = outcome.violations.clone();
+                facts.failure = None;
+                facts.refused = outcome.violations.clone();
+                health.set_refused(!facts.refused.is_empty());
+                if facts.refused.is_empty() {
+                    facts.published = outcome.version.clone().or(facts.published.take());
+                    health.succeeded(unix_now());
+                } else {
+                    health.failed("refused");
+                    tracing::warn!(violations = ?facts.refused, "the cluster's document is refused; what was published stays in force");
+                }
                 own_cluster = outcome.infra_id.clone().or(own_cluster);
-                show(&outcome, args.json, true)?;
-                mirror_now(&mirror, target, own_cluster.as_deref(), &refused).await;
+                if !(resyncing && outcome.result == "unchanged") {
+                    show(&outcome, args.json, true)?;
+                }
+                if resyncing && outcome.result == "written" {
+                    tracing::warn!(location = %outcome.location, "the published object had been changed or deleted at the store; written again");
+                }
+                mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
             }
             // A lost race re-reads what the other publisher wrote and decides again.
             Err(e) => {
-                tracing::error!(error = %e, resource_version = doc.resource_version, retry_in_s = backoff.as_secs_f64(), "publish failed; retrying");
+                let (metric, failure) = classify(&e, target);
+                health.failed(metric);
+                tracing::error!(error = %e, reason = failure.reason, resource_version = doc.resource_version, retry_in_s = backoff.as_secs_f64(), "publish failed; retrying");
+                facts.failure = Some(failure);
                 retry.as_mut().reset(tokio::time::Instant::now() + backoff);
                 backoff = (backoff * 2).min(RETRY_MAX);
+                mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
             }
         }
+        health.set_ready();
     }
 }
 
-/// Mirror the function's status report, with the publisher's own refusal on top: the cluster's
-/// latest document was rejected, so the last good one stays in force.
+#[cfg(feature = "kube")]
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or_default()
+}
+
+/// A credential that expires within [`EXPIRY_WARNING`], said before it happens.
+#[cfg(feature = "kube")]
+fn expiring(target: &Target) -> Option<String> {
+    let (what, at_ms) = target.credential_expiry()?;
+    let now_ms = (unix_now() * 1000.0) as u64;
+    let left = Duration::from_millis(at_ms.saturating_sub(now_ms));
+    if left > EXPIRY_WARNING {
+        return None;
+    }
+    let when = tagwarden::events::format_rfc3339_ms(at_ms);
+    Some(if left.is_zero() {
+        format!("{what} expired at {when}; put a new SAS in the Secret, or use Workload Identity")
+    } else {
+        format!(
+            "{what} expires at {when} (in {} h); put a new SAS in the Secret before then, or use Workload Identity",
+            left.as_secs() / 3600
+        )
+    })
+}
+
+/// Why a publish failed, for the metric (`tagwarden_publish_failures_total{reason}`) and the
+/// `Degraded` condition: the store's error class decides, and a call that got no answer names
+/// the proxy it went through, if any.
+#[cfg(feature = "kube")]
+fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::cluster::PublishFailure) {
+    use tagwarden::cluster::PublishFailure;
+    let failure = |metric, reason, message: String| (metric, PublishFailure { reason, message });
+    let cloud = match e {
+        PublishError::Conflict { .. } | PublishError::Raced { .. } => {
+            return failure("conflict", "Conflict", e.to_string());
+        }
+        PublishError::Cloud(inner) => inner.downcast_ref::<tagwarden::error_policy::CloudError>(),
+    };
+    let Some(cloud) = cloud else { return failure("failed", "PublishFailed", e.to_string()) };
+    let text = cloud.to_string();
+    let lower = text.to_ascii_lowercase();
+    use tagwarden::error_policy::ErrorClass;
+    // Credentials: Azure's token endpoints (operation identity:Token), and the AWS SDK's
+    // credential chain, whose failures arrive as the error's message (`ExpiredToken…`,
+    // "failed to load credentials", web identity errors).
+    let credentials = cloud.operation.starts_with("identity:")
+        || cloud.code.contains("ExpiredToken")
+        || cloud.code.contains("InvalidIdentityToken")
+        || lower.contains("credential")
+        || lower.contains("web identity");
+    if credentials {
+        return failure("credentials", "CredentialsRejected", text);
+    }
+    match cloud.class {
+        ErrorClass::Denied => failure("denied", "AccessDenied", text),
+        ErrorClass::Fatal if cloud.code.contains("AccessDenied") || cloud.code.contains("Forbidden") => {
+            failure("denied", "AccessDenied", text)
+        }
+        ErrorClass::Transient | ErrorClass::Throttled if cloud.status.is_none() => {
+            let message = match tagwarden::network::proxy_for(&target.endpoint()) {
+                Some(proxy) => format!("{text} (through the proxy {proxy}: check that it is up and lets the connection through, or add the host to NO_PROXY)"),
+                None => text,
+            };
+            failure("unreachable", "Unreachable", message)
+        }
+        _ => failure("failed", "PublishFailed", text),
+    }
+}
+
+/// Mirror the function's status report (when there is one) with the publisher's conditions.
 #[cfg(feature = "kube")]
 async fn mirror_now(
     mirror: &tagwarden::cluster::StatusMirror,
     target: &Target,
     own_cluster: Option<&str>,
-    refused: &[String],
+    facts: &tagwarden::cluster::Facts,
 ) {
+    use tagwarden::cluster::Conditions;
     use tagwarden::policy::cache::PolicyState;
     let own = |reports: Vec<(Option<String>, Option<tagwarden::status::StatusReport>)>| {
         reports.into_iter().find(|(c, _)| c.is_none() || c.as_deref() == own_cluster).and_then(|(_, r)| r)
     };
+    let mut facts = facts.clone();
     let report = match target.status().await.map(own) {
-        Ok(Some(mut report)) => {
-            if !refused.is_empty() {
-                report.policy.state = PolicyState::RejectedKeepingLastGood;
-                report.policy.errors = refused.to_vec();
-            }
-            report
+        Ok(report) => report,
+        Err(e) => {
+            tracing::warn!(error = %e, "status report unreadable");
+            facts.report_unreadable = Some(format!("{e:#}"));
+            None
         }
-        Ok(None) => return tracing::info!("no status report yet: the function has not swept"),
-        Err(e) => return tracing::warn!(error = %e, "status report unreadable"),
     };
-    if let Err(e) = mirror.mirror(&report).await {
+    let now = tagwarden::events::format_rfc3339_ms((unix_now() * 1000.0) as u64);
+    let conditions = Conditions::from_facts(&facts, report.as_ref(), &now);
+    // The mirrored report shows the publisher's own refusal on top: the cluster's latest
+    // document was rejected, so the last good one stays in force.
+    let report = report.map(|mut report| {
+        if !facts.refused.is_empty() {
+            report.policy.state = PolicyState::RejectedKeepingLastGood;
+            report.policy.errors = facts.refused.clone();
+        }
+        report
+    });
+    if let Err(e) = mirror.mirror_with(report.as_ref(), conditions).await {
         tracing::warn!(error = %e, "status mirror failed");
     }
 }

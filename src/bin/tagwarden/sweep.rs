@@ -232,7 +232,7 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::aws::Clients;
 
     let location: PolicyLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
-    let mut loader = tagwarden::aws::config_loader();
+    let mut loader = tagwarden::aws::config_loader()?;
     if let Some(r) = &args.region {
         loader = loader.region(aws_config::Region::new(r.clone()));
     }

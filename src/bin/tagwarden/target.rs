@@ -4,6 +4,10 @@
 use tagwarden::publish::{self, Outcome, PublishError};
 use tagwarden::status::StatusReport;
 
+/// A SAS for a blob location given apart from its URL, from a Secret.
+#[cfg(feature = "azure")]
+pub const BLOB_SAS_ENV: &str = "TAGWARDEN_BLOB_SAS";
+
 pub enum Target {
     #[cfg(feature = "aws")]
     Aws(tagwarden::aws::policy_store::PolicyStore),
@@ -20,7 +24,7 @@ impl Target {
             #[cfg(feature = "aws")]
             {
                 let parsed = location.parse().map_err(anyhow::Error::msg)?;
-                let mut loader = tagwarden::aws::config_loader();
+                let mut loader = tagwarden::aws::config_loader()?;
                 if let Some(r) = region {
                     loader = loader.region(aws_config::Region::new(r.to_string()));
                 }
@@ -35,17 +39,28 @@ impl Target {
             #[cfg(feature = "azure")]
             {
                 use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
-                let parsed: BlobLocation = location.parse().map_err(anyhow::Error::msg)?;
-                if !parsed.has_sas() {
-                    anyhow::bail!(
-                        "{parsed}: the CLI signs blob requests with a SAS only; append one to the URL (az storage blob generate-sas --as-user …)"
-                    );
-                }
+                use tagwarden::azure::identity::{ManagedIdentity, WORKLOAD_IDENTITY_ENV};
+                let mut parsed: BlobLocation = location.parse().map_err(anyhow::Error::msg)?;
                 let http = anyhow::Context::context(
                     tagwarden::azure::http_client(std::time::Duration::from_secs(30)),
                     "HTTP client",
                 )?;
-                let store = blob_policy_store(parsed, std::time::Duration::ZERO, http, None, Default::default());
+                // A SAS from a Secret (never a ConfigMap: anyone with `view` reads those).
+                if let Some(sas) = std::env::var(BLOB_SAS_ENV).ok().filter(|s| !s.is_empty() && !parsed.has_sas()) {
+                    parsed.set_sas(&sas);
+                }
+                let identity = if parsed.has_sas() {
+                    None
+                } else {
+                    match ManagedIdentity::workload_from_env(http.clone(), Default::default()) {
+                        Some(identity) => Some(std::sync::Arc::new(identity?)),
+                        None => anyhow::bail!(
+                            "{parsed}: no credential for the blob: set Workload Identity ({}), or a SAS in {BLOB_SAS_ENV} (from a Secret), or append a SAS to the URL (az storage blob generate-sas --as-user …)",
+                            WORKLOAD_IDENTITY_ENV.join(", ")
+                        ),
+                    }
+                };
+                let store = blob_policy_store(parsed, std::time::Duration::ZERO, http, identity, Default::default());
                 return Ok(Target::Blob(store));
             }
             #[cfg(not(feature = "azure"))]
@@ -74,6 +89,45 @@ impl Target {
             Target::Aws(store) => reports(store).await,
             #[cfg(feature = "azure")]
             Target::Blob(store) => reports(store).await,
+        }
+    }
+}
+
+/// What the publisher's `--watch` loop reports about where it publishes.
+#[cfg(feature = "kube")]
+impl Target {
+    /// Where the policy goes, as messages show it (no credential).
+    pub fn location(&self) -> String {
+        use tagwarden::policy::store::Source as _;
+        match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(store) => store.source.location(),
+            #[cfg(feature = "azure")]
+            Target::Blob(store) => store.source.location(),
+        }
+    }
+
+    /// The endpoint calls go to, to name the proxy they go through.
+    pub fn endpoint(&self) -> String {
+        match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(_) => std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "https://amazonaws.com".into()),
+            #[cfg(feature = "azure")]
+            Target::Blob(store) => store.source.location.display_name(""),
+        }
+    }
+
+    /// A credential that stops working at a known time: what it is, and when (ms since the epoch).
+    pub fn credential_expiry(&self) -> Option<(String, u64)> {
+        match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(_) => None,
+            #[cfg(feature = "azure")]
+            Target::Blob(store) => {
+                let at = store.source.location.sas_expiry_ms()?;
+                let from = if std::env::var_os(BLOB_SAS_ENV).is_some() { BLOB_SAS_ENV } else { "the blob URL" };
+                Some((format!("the SAS in {from}"), at))
+            }
         }
     }
 }

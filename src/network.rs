@@ -1,0 +1,122 @@
+//! How the cloud clients reach the cloud from inside a cluster: through the cluster-wide proxy
+//! (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`, as OpenShift's `Proxy` object publishes them), and
+//! trusting an extra CA bundle as well as the built-in roots (`TAGWARDEN_CA_BUNDLE`, e.g. the
+//! ConfigMap OpenShift's network operator injects with `config.openshift.io/inject-trusted-cabundle`).
+//!
+//! Both HTTP stacks (the AWS SDK's hyper client, and reqwest for Azure) read these settings; this
+//! module only reads and checks them once, so that a bad bundle is one clear error naming the
+//! setting, and a failed connection can say which proxy it went through.
+
+use std::path::PathBuf;
+
+/// The path of a PEM bundle of extra CA certificates to trust, beside the built-in roots.
+pub const CA_BUNDLE_ENV: &str = "TAGWARDEN_CA_BUNDLE";
+
+#[derive(Debug, thiserror::Error)]
+pub enum NetworkError {
+    #[error("{CA_BUNDLE_ENV}={path}: cannot read the CA bundle ({source}); mount the trusted CA ConfigMap there or unset {CA_BUNDLE_ENV}")]
+    Unreadable { path: PathBuf, source: std::io::Error },
+    #[error("{CA_BUNDLE_ENV}={path}: no usable PEM certificate in it (expected -----BEGIN CERTIFICATE----- blocks); point it at the ca-bundle.crt key of the trusted CA ConfigMap")]
+    NoCertificate { path: PathBuf },
+    #[error("TLS setup with {CA_BUNDLE_ENV}: {0}")]
+    Tls(String),
+}
+
+/// The extra CA bundle `TAGWARDEN_CA_BUNDLE` names, as PEM holding only certificates a TLS stack
+/// can use as trust anchors. A cluster's injected bundle is the whole system store plus its own
+/// CAs; one certificate no anchor can be made of is skipped (and counted), not fatal, because the
+/// SDK's TLS setup would otherwise panic on it.
+pub fn extra_ca_bundle() -> Result<Option<CaBundle>, NetworkError> {
+    use base64::Engine as _;
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::CertificateDer;
+
+    let Some(path) = std::env::var_os(CA_BUNDLE_ENV).filter(|p| !p.is_empty()).map(PathBuf::from) else {
+        return Ok(None);
+    };
+    let bytes = std::fs::read(&path).map_err(|source| NetworkError::Unreadable { path: path.clone(), source })?;
+    let mut bundle = CaBundle { pem: Vec::new(), certificates: 0, skipped: 0 };
+    let mut anchors = rustls::RootCertStore::empty();
+    for der in CertificateDer::pem_slice_iter(&bytes) {
+        match der {
+            Ok(der) if anchors.add(der.clone()).is_ok() => {
+                let b64 = base64::engine::general_purpose::STANDARD.encode(der.as_ref());
+                bundle.pem.extend_from_slice(b"-----BEGIN CERTIFICATE-----\n");
+                for line in b64.as_bytes().chunks(64) {
+                    bundle.pem.extend_from_slice(line);
+                    bundle.pem.push(b'\n');
+                }
+                bundle.pem.extend_from_slice(b"-----END CERTIFICATE-----\n");
+                bundle.certificates += 1;
+            }
+            _ => bundle.skipped += 1,
+        }
+    }
+    if bundle.certificates == 0 {
+        return Err(NetworkError::NoCertificate { path });
+    }
+    if bundle.skipped > 0 {
+        tracing::warn!(bundle = %path.display(), skipped = bundle.skipped, trusted = bundle.certificates, "certificates in the CA bundle that cannot be trust anchors were skipped");
+    }
+    Ok(Some(bundle))
+}
+
+/// Extra trust anchors, PEM-encoded.
+#[derive(Debug, Clone)]
+pub struct CaBundle {
+    pub pem: Vec<u8>,
+    pub certificates: usize,
+    pub skipped: usize,
+}
+
+/// The proxy setting a request to `url` goes through, as `NAME=value` for messages, or `None`
+/// when it goes direct. The HTTP stacks decide for themselves; this only names it, with the same
+/// precedence (lower-case first, as curl does) and the usual `NO_PROXY` forms: `*`, a host, a
+/// domain suffix (`.example.com` or `example.com`), an IP address.
+pub fn proxy_for(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.split(':').next().unwrap_or_default(),
+    };
+    let names: &[&str] =
+        if scheme == "https" { &["https_proxy", "HTTPS_PROXY"] } else { &["http_proxy", "HTTP_PROXY"] };
+    let (name, value) = names
+        .iter()
+        .chain(&["all_proxy", "ALL_PROXY"])
+        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()).map(|v| (*n, v)))?;
+    let no_proxy = std::env::var("no_proxy").or_else(|_| std::env::var("NO_PROXY")).unwrap_or_default();
+    (!bypassed(host, &no_proxy)).then(|| format!("{name}={value}"))
+}
+
+fn bypassed(host: &str, no_proxy: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    no_proxy.split(',').map(str::trim).filter(|r| !r.is_empty()).any(|rule| {
+        let rule = rule.to_ascii_lowercase();
+        rule == "*" || {
+            let domain = rule.trim_start_matches("*.").trim_start_matches('.');
+            host == domain || host.ends_with(&format!(".{domain}"))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bypassed;
+
+    #[test]
+    fn no_proxy_rules_match_hosts_domains_and_star() {
+        let rules = ".cluster.local, svc,172.30.0.1,example.com";
+        assert!(bypassed("kubernetes.default.svc", rules));
+        assert!(bypassed("api.cluster.local", rules));
+        assert!(bypassed("172.30.0.1", rules));
+        assert!(bypassed("s3.example.com", rules));
+        assert!(bypassed("EXAMPLE.com", rules));
+        assert!(!bypassed("s3.eu-west-1.amazonaws.com", rules));
+        assert!(!bypassed("notexample.com", rules));
+        assert!(bypassed("anything", "*"));
+        assert!(!bypassed("anything", ""));
+    }
+}
