@@ -1,9 +1,12 @@
 //! The cluster side (`src/cluster`) against a fake Kubernetes API server that speaks the list/watch
-//! protocol (`tests/support/kube_api.rs`; no real API server can run here), through kube's real
-//! client configured from a kubeconfig: reading the Infrastructure object and a ConfigMap, the
-//! watch through a modification, a connection cut mid-event, 410 Gone (as an ERROR event and as
-//! an HTTP answer), a deletion; the status mirror; and the RBAC in deploy/kubernetes checked
-//! against every request the code made.
+//! protocol (`tests/support/kube_api.rs`; no real API server can run here) and serves the
+//! Infrastructure object from openshift/api's real CRD (pruning, defaulting, validation, `/status`),
+//! through kube's real client configured from a kubeconfig: reading the Infrastructure object and
+//! a ConfigMap, the watch through a day-2 edit of `status.platformStatus.aws.resourceTags` (the
+//! field OpenShift lets an admin edit; `spec.platformSpec.aws.resourceTags` is no field of the CRD
+//! and is pruned), a connection cut mid-event, 410 Gone (as an ERROR event and as an HTTP answer),
+//! a deletion; the status mirror; and the RBAC in deploy/kubernetes checked against every request
+//! the code made.
 
 #![cfg(feature = "kube")]
 
@@ -45,11 +48,25 @@ fn infrastructure(name: &str) -> Value {
     v
 }
 
-fn with_spec_tags(mut infra: Value, tags: &[(&str, &str)]) -> Value {
-    let list: Vec<Value> = tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect();
-    infra["spec"]["platformSpec"]["aws"]["resourceTags"] = json!(list);
+fn tag_list(tags: &[(&str, &str)]) -> Value {
+    json!(tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>())
+}
+
+fn with_status_tags(mut infra: Value, tags: &[(&str, &str)]) -> Value {
+    infra["status"]["platformStatus"]["aws"]["resourceTags"] = tag_list(tags);
     infra
 }
+
+/// A day-2 edit of the AWS user tags the way OpenShift allows it: `status.platformStatus.aws
+/// .resourceTags` through the `/status` subresource, validated against the CRD like the HTTP
+/// request. The new resourceVersion.
+fn edit_status_tags(api: &FakeApi, tags: &[(&str, &str)]) -> u64 {
+    api.edit_status(|o| o["status"]["platformStatus"]["aws"]["resourceTags"] = tag_list(tags))
+        .unwrap_or_else(|s| panic!("the API server refused the edit: {s}"))
+}
+
+/// The fixture's status tags (its spec tags are pruned: no such field in the CRD).
+const FIXTURE_STATUS_TAGS: [&str; 3] = ["key_infra1=value_status", "team=platform", "env=prod"];
 
 /// A file in this test process's temp dir, named after the fake server's port.
 fn temp_file(api: &FakeApi, name: &str, text: &str) -> PathBuf {
@@ -144,20 +161,23 @@ async fn reads_the_infrastructure_object_through_a_kubeconfig() {
     let client = client_for(&api).await;
     for (fixture_name, cloud) in [("infrastructure-aws.yaml", Cloud::Aws), ("infrastructure-azure.json", Cloud::Azure)]
     {
+        if api.infrastructure().is_some() {
+            api.delete_infrastructure();
+        }
         let rv = api.put_infrastructure(infrastructure(fixture_name));
         let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read");
         assert_eq!(doc.name, "infrastructures.config.openshift.io/cluster");
         assert_eq!(doc.resource_version, rv.to_string());
-        // The same policy as the file `oc get infrastructure cluster -o yaml` gives.
+        // The same policy as the file `oc get infrastructure cluster -o yaml` gives, less the spec
+        // tags the AWS file carries: `spec.platformSpec.aws.resourceTags` is no field of the CRD,
+        // so the API server prunes it and no document read from a cluster has spec tags.
         let from_cluster = load_one(&doc.name, &doc.text).expect("valid");
         let from_file = load_one(fixture_name, &fixture(fixture_name)).expect("valid");
         assert_eq!(from_cluster.cloud, Some(cloud));
+        let f = |l: &[tagwarden::policy::Tag]| l.iter().map(|t| format!("{}={}", t.key, t.value)).collect::<Vec<_>>();
         assert_eq!(
             (from_cluster.infra_id.clone(), tags_of(&doc)),
-            (from_file.infra_id.clone(), {
-                let f = |l: &[tagwarden::policy::Tag]| l.iter().map(|t| format!("{}={}", t.key, t.value)).collect();
-                (f(&from_file.status), f(&from_file.spec))
-            })
+            (from_file.infra_id.clone(), (f(&from_file.status), vec![]))
         );
         for absent in ["managedFields", "resourceVersion", "apiServerURL", "uid"] {
             assert!(!doc.text.contains(absent), "{absent} in the published document:\n{}", doc.text);
@@ -177,15 +197,14 @@ async fn reads_the_infrastructure_object_through_a_kubeconfig() {
 async fn reads_and_watches_over_tls_trusting_only_the_cluster_ca() {
     let api = FakeApi::start_tls().await;
     let client = client_for(&api).await;
-    let infra = infrastructure("infrastructure-aws.yaml");
-    api.put_infrastructure(infra.clone());
+    api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
     let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read over TLS");
-    assert_eq!(tags_of(&doc).1, ["key_infra1=value_spec", "cost-center=4242"]);
+    assert_eq!(tags_of(&doc), (FIXTURE_STATUS_TAGS.map(String::from).to_vec(), vec![]));
     let mut w = Watch::start(client, Source::Infrastructure);
     w.document().await;
     until("the watch is open", || api.open_watch_count() > 0).await;
-    api.put_infrastructure(with_spec_tags(infra, &[("tls", "yes")]));
-    assert_eq!(tags_of(&w.document().await).1, ["tls=yes"]);
+    edit_status_tags(&api, &[("tls", "yes")]);
+    assert_eq!(tags_of(&w.document().await).0, ["tls=yes"]);
 
     // Without the cluster's CA the server is not trusted, and nothing is read.
     let untrusted = temp_file(&api, "kubeconfig-no-ca", &api.kubeconfig(NS, None));
@@ -215,11 +234,10 @@ async fn a_cluster_without_the_object_or_its_type_is_told_to_use_a_configmap() {
 async fn the_watch_publishes_a_modified_object_within_seconds() {
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
-    let infra = infrastructure("infrastructure-aws.yaml");
-    api.put_infrastructure(infra.clone());
+    api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
     let mut w = Watch::start(client, Source::Infrastructure);
     let first = w.document().await;
-    assert_eq!(tags_of(&first).1, ["key_infra1=value_spec", "cost-center=4242"]);
+    assert_eq!(tags_of(&first).0, FIXTURE_STATUS_TAGS);
     until("the watch is open", || api.open_watch_count() > 0).await;
     let seen = watches(&api);
     let q = &seen[0].query;
@@ -229,26 +247,67 @@ async fn the_watch_publishes_a_modified_object_within_seconds() {
     );
     assert_eq!(q.get("resourceVersion"), Some(&first.resource_version), "watches from the list's version");
 
-    // A change to a field tagwarden does not read is no new document …
-    let mut status_only = infra.clone();
-    status_only["status"]["apiServerURL"] = json!("https://api.moved.example.com:6443");
-    api.put_infrastructure(status_only.clone());
-    // … a day-2 edit of the spec tags is.
+    // A change to a field tagwarden does not read is a new revision (MODIFIED) but no new
+    // document …
+    let moved = api
+        .edit_status(|o| o["status"]["apiServerURL"] = json!("https://api.moved.example.com:6443"))
+        .expect("the status edit is accepted");
+    assert!(moved > first.resource_version.parse().expect("a number"), "the edit is a new revision");
+    // … a day-2 edit of the status tags is.
     let start = Instant::now();
-    let rv = api.put_infrastructure(with_spec_tags(status_only, &[("cost-center", "5555"), ("owner", "ops")]));
+    let rv = edit_status_tags(&api, &[("cost-center", "5555"), ("owner", "ops")]);
     let doc = w.document().await;
     println!("MODIFIED → new document in {:?}", start.elapsed());
     assert_eq!(doc.resource_version, rv.to_string());
-    assert_eq!(tags_of(&doc).1, ["cost-center=5555", "owner=ops"]);
+    assert_eq!(tags_of(&doc), (vec!["cost-center=5555".to_string(), "owner=ops".to_string()], vec![]));
     w.assert_quiet().await;
+}
+
+/// `spec.platformSpec.aws.resourceTags` was never merged into openshift/api (`AWSPlatformSpec` has
+/// only `serviceEndpoints`): an edit of it is pruned by the API server, so it is no change at all
+/// (no new revision, no watch event) and nothing the publisher could ever see.
+#[tokio::test]
+async fn a_day_2_edit_of_the_spec_tags_is_pruned_and_never_published() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
+    let stored = api.infrastructure().expect("seeded");
+    assert_eq!(stored["spec"]["platformSpec"]["aws"], json!({}), "the fixture's spec tags are pruned on create");
+    let mut w = Watch::start(client, Source::Infrastructure);
+    let first = w.document().await;
+    assert_eq!(tags_of(&first), (FIXTURE_STATUS_TAGS.map(String::from).to_vec(), vec![]));
+    until("the watch is open", || api.open_watch_count() > 0).await;
+    let events = api.events("infrastructures");
+
+    // `oc edit infrastructure cluster` adding spec tags, over HTTP as an admin: accepted with a
+    // warning, and the field dropped.
+    let mut edited = stored.clone();
+    edited["spec"]["platformSpec"]["aws"]["resourceTags"] = tag_list(&[("cost-center", "9999")]);
+    let path = "/apis/config.openshift.io/v1/infrastructures/cluster";
+    let reply = api.request(kube_api::ADMIN_TOKEN, "PUT", path, "application/json", Some(&edited)).await;
+    assert_eq!(reply.code, 200, "{}", reply.body);
+    assert_eq!(reply.warnings, ["unknown field \"spec.platformSpec.aws.resourceTags\""]);
+    assert_eq!(reply.body, stored, "the same object: same resourceVersion, no spec tags");
+    // kubectl and oc ask for strict field validation by default: then it is refused outright.
+    let strict = format!("{path}?fieldValidation=Strict");
+    let reply = api.request(kube_api::ADMIN_TOKEN, "PUT", &strict, "application/json", Some(&edited)).await;
+    assert_eq!((reply.code, reply.body["reason"].as_str()), (400, Some("BadRequest")), "{}", reply.body);
+    assert!(
+        reply.body["message"].as_str().is_some_and(|m| m.ends_with("strict decoding error: unknown field \"spec.platformSpec.aws.resourceTags\"")),
+        "{}",
+        reply.body
+    );
+
+    assert_eq!(api.events("infrastructures"), events, "no new revision, no watch event");
+    w.assert_quiet().await;
+    assert_eq!(api.infrastructure(), Some(stored));
 }
 
 #[tokio::test]
 async fn a_watch_cut_mid_event_publishes_nothing_half_read_and_resumes_from_the_last_version() {
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
-    let infra = infrastructure("infrastructure-aws.yaml");
-    api.put_infrastructure(infra.clone());
+    api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
     let mut w = Watch::start(client, Source::Infrastructure);
     w.document().await;
     until("the watch is open", || api.open_watch_count() > 0).await;
@@ -258,10 +317,10 @@ async fn a_watch_cut_mid_event_publishes_nothing_half_read_and_resumes_from_the_
     let bookmark = api.bookmark();
     // The next event is sent half, inside a chunk that promised all of it, then the socket closes.
     api.cut_next_event();
-    let rv = api.put_infrastructure(with_spec_tags(infra, &[("cost-center", "7777")]));
+    let rv = edit_status_tags(&api, &[("cost-center", "7777")]);
     let doc = w.document().await;
     assert_eq!(doc.resource_version, rv.to_string());
-    assert_eq!(tags_of(&doc).1, ["cost-center=7777"], "the whole object, read again after the cut");
+    assert_eq!(tags_of(&doc).0, ["cost-center=7777"], "the whole object, read again after the cut");
     w.assert_quiet().await;
 
     let seen = watches(&api);
@@ -278,8 +337,7 @@ async fn expired_version_lists_again(gone_as_http: bool) {
     let api = FakeApi::start().await;
     api.gone_as_http(gone_as_http);
     let client = client_for(&api).await;
-    let infra = infrastructure("infrastructure-aws.yaml");
-    api.put_infrastructure(infra.clone());
+    api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
     let mut w = Watch::start(client, Source::Infrastructure);
     w.document().await;
     until("the watch is open", || api.open_watch_count() > 0).await;
@@ -287,14 +345,14 @@ async fn expired_version_lists_again(gone_as_http: bool) {
     // Two edits the client never sees, then the history is compacted past its version and the
     // connection dropped: watching from there is 410 Gone.
     api.hold_events(true);
-    api.put_infrastructure(with_spec_tags(infra.clone(), &[("stage", "b")]));
-    let rv = api.put_infrastructure(with_spec_tags(infra, &[("stage", "c")]));
+    edit_status_tags(&api, &[("stage", "b")]);
+    let rv = edit_status_tags(&api, &[("stage", "c")]);
     api.compact();
     api.hold_events(false);
     api.close_watches();
 
     let doc = w.document().await;
-    assert_eq!((doc.resource_version.clone(), tags_of(&doc).1), (rv.to_string(), vec!["stage=c".to_string()]));
+    assert_eq!((doc.resource_version.clone(), tags_of(&doc).0), (rv.to_string(), vec!["stage=c".to_string()]));
     w.assert_quiet().await;
     assert_eq!(lists(&api, "infrastructures"), 2, "listed again after 410 Gone");
     let last_watch = watches(&api).pop().expect("watching again");
@@ -330,9 +388,9 @@ async fn a_deleted_object_publishes_nothing_and_the_watch_goes_on() {
     }
     w.assert_quiet().await;
 
-    let rv = api.put_infrastructure(with_spec_tags(infra, &[("recreated", "yes")]));
+    let rv = api.put_infrastructure(with_status_tags(infra, &[("recreated", "yes")]));
     let doc = w.document().await;
-    assert_eq!((doc.resource_version.clone(), tags_of(&doc).1), (rv.to_string(), vec!["recreated=yes".to_string()]));
+    assert_eq!((doc.resource_version.clone(), tags_of(&doc).0), (rv.to_string(), vec!["recreated=yes".to_string()]));
 }
 
 #[tokio::test]

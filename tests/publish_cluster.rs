@@ -1,13 +1,14 @@
 //! `tagwarden publish --from-cluster --watch`, the deployed publisher, as a process: it reads the
-//! Infrastructure object from the fake API server (`tests/support/kube_api.rs`; no real one runs
-//! here), publishes it to S3 in moto, republishes each day-2 edit of the spec tags, refuses an
-//! invalid edit (what is published stays), and mirrors the function's status report into the
-//! `tagwarden-status` ConfigMap, with the refusal on top.
+//! Infrastructure object from the fake API server (`tests/support/kube_api.rs`, which serves it
+//! from openshift/api's real CRD; no real API server runs here), publishes it to S3 in moto,
+//! republishes each day-2 edit of `status.platformStatus.aws.resourceTags` made through the
+//! `/status` subresource (what OpenShift lets an admin edit), never sees an edit the CRD refuses,
+//! refuses an edit the CRD allows but tagwarden does not (what is published stays), and mirrors the
+//! function's status report into the `tagwarden-status` ConfigMap, with the refusal on top.
 
 #![cfg(all(feature = "aws", feature = "kube"))]
 
 #[path = "support/kube_api.rs"]
-#[allow(dead_code)]
 mod kube_api;
 mod support;
 
@@ -26,13 +27,41 @@ use tagwarden::status::StatusReport;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
+fn tag_list(tags: &[(&str, &str)]) -> Value {
+    json!(tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>())
+}
+
+/// The AWS fixture with `tags` as its user tags (`status.platformStatus.aws.resourceTags`). Its
+/// `spec.platformSpec.aws.resourceTags` is no field of the CRD: the fake API server prunes it.
 fn infrastructure(tags: &[(&str, &str)]) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policies/infrastructure-aws.yaml");
     let text = std::fs::read_to_string(&path).expect("fixture");
     let mut v: Value = serde_yaml_ng::from_str(&text).expect("fixture parses");
-    let list: Vec<Value> = tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect();
-    v["spec"]["platformSpec"]["aws"]["resourceTags"] = json!(list);
+    v["status"]["platformStatus"]["aws"]["resourceTags"] = tag_list(tags);
     v
+}
+
+/// A day-2 edit as an admin makes it: `PUT …/infrastructures/cluster/status` over HTTP with the
+/// stored object and new user tags. The server's answer.
+async fn edit_status_tags(api: &FakeApi, tags: &[(&str, &str)]) -> kube_api::Reply {
+    let mut object = api.infrastructure().expect("the Infrastructure object");
+    object["status"]["platformStatus"]["aws"]["resourceTags"] = tag_list(tags);
+    api.put_status_as_admin(&object).await
+}
+
+/// Wait until the published policy document contains `needle`.
+async fn published_with(clients: &tagwarden::aws::Clients, bucket: &str, key: &str, needle: &str) {
+    let start = Instant::now();
+    loop {
+        if let Ok(o) = clients.s3.get_object().bucket(bucket).key(key).send().await {
+            let text = String::from_utf8(o.body.collect().await.expect("body").to_vec()).expect("utf-8");
+            if text.contains(needle) {
+                return;
+            }
+        }
+        assert!(start.elapsed() < PATIENCE, "s3://{bucket}/{key} never contained {needle:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Kills the publisher when the test ends, however it ends.
@@ -111,11 +140,18 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     let (loaded, _) = function.current(true).await;
     let infra_id = loaded.expect("the function accepts what was published").infra_id.clone();
 
-    // A day-2 edit of the spec tags is republished within seconds.
-    let edited = Instant::now();
-    api.put_infrastructure(infrastructure(&[("team", "b"), ("cost-center", "42")]));
+    // A day-2 edit of the status tags through `/status` is republished within seconds.
+    let reply = edit_status_tags(&api, &[("team", "b"), ("cost-center", "42")]).await;
+    let answered = Instant::now();
+    assert_eq!(reply.code, 200, "{}", reply.body);
+    published_with(&clients, &bucket, "cluster/policy.yaml", "cost-center").await;
+    let to_object = answered.elapsed();
     let second = next("the edit");
-    println!("PUBLISH(watch): edit → published in {} ms", edited.elapsed().as_millis());
+    eprintln!(
+        "PUBLISH(watch): /status PUT answered → policy object in S3 in {} ms (publish line after {} ms)",
+        to_object.as_millis(),
+        answered.elapsed().as_millis()
+    );
     assert_eq!(
         (second["result"].as_str(), second["changes"]["changed"]["team"][1].as_str()),
         (Some("written"), Some("b"))
@@ -135,8 +171,17 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    // An invalid edit is refused: nothing written, and the cluster is told.
-    api.put_infrastructure(infrastructure(&[("aws:team", "c")]));
+    // An edit the CRD refuses (a key outside its pattern) is answered 422 and never stored, so the
+    // publisher has nothing to see.
+    let reply = edit_status_tags(&api, &[("a*b", "c")]).await;
+    assert_eq!(reply.code, 422, "{}", reply.body);
+    assert_eq!(reply.body["details"]["causes"][0]["field"], "status.platformStatus.aws.resourceTags[0].key");
+    assert!(lines.recv_timeout(Duration::from_secs(2)).is_err(), "nothing is published for a refused edit");
+
+    // An edit the CRD allows but tagwarden does not (the `aws:` prefix is AWS's own) is refused by
+    // the publisher: nothing written, and the cluster is told.
+    let reply = edit_status_tags(&api, &[("aws:team", "c")]).await;
+    assert_eq!(reply.code, 200, "{}", reply.body);
     let refused = next("the invalid edit");
     assert_eq!(refused["result"], "refused", "{refused}");
     let (loaded, _) = function.current(true).await;

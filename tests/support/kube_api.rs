@@ -14,14 +14,32 @@
 //!   client must list again.
 //! - `fieldSelector=metadata.name=<name>` selects one object in a list or watch.
 //! - Errors are `Status` objects (`{"kind": "Status", "status": "Failure", "reason", "code"}`):
-//!   401 without the bearer token, 404 `NotFound`, 409 `AlreadyExists` on a create and `Conflict`
-//!   on a replace whose `metadata.resourceVersion` is stale (optimistic concurrency, API
-//!   conventions), 422 `Invalid` for a ConfigMap data key outside `[-._a-zA-Z0-9]+` or an
-//!   events.k8s.io Event missing what its validation requires (eventTime, reportingController,
-//!   reportingInstance, action, reason; type Normal|Warning; note ≤ 1 kB).
-//! - The Infrastructure object as openshift/api `config/v1/types_infrastructure.go` defines it,
-//!   served as a custom resource (list items keep their apiVersion and kind; built-in types' list
-//!   items do not).
+//!   401 `Unauthorized` without a token the server knows; 403 `Forbidden` for a verb a test denied
+//!   the service account ([`FakeApi::deny`]; the message the RBAC authoriser gives, e.g.
+//!   `infrastructures.config.openshift.io "cluster" is forbidden: User
+//!   "system:serviceaccount:tagwarden:tagwarden" cannot get resource "infrastructures" in API group
+//!   "config.openshift.io" at the cluster scope`); 404 `NotFound`; 409 `AlreadyExists` on a create
+//!   and `Conflict` on a replace whose `metadata.resourceVersion` is stale (optimistic
+//!   concurrency, API conventions); 422 `Invalid` for a ConfigMap data key outside
+//!   `[-._a-zA-Z0-9]+`, an events.k8s.io Event missing what its validation requires (eventTime,
+//!   reportingController, reportingInstance, action, reason; type Normal|Warning; note ≤ 1 kB), or
+//!   an Infrastructure that breaks its CRD.
+//! - The Infrastructure object is a custom resource served as the API server serves one from its
+//!   CRD — the real `infrastructures.config.openshift.io` CRD from openshift/api, vendored in
+//!   `tests/fixtures/openshift/` — by `crd.rs`: pruning of unknown fields, defaulting, OpenAPI and
+//!   CEL validation. Its `/status` subresource (the CRD's `subresources.status: {}`; "Status
+//!   subresource" in the CRD documentation,
+//!   <https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#status-subresource>):
+//!   a create drops `.status`; PUT or merge-PATCH of the main resource ignores changes to
+//!   `.status` and bumps `metadata.generation` when anything else but metadata changes; PUT or
+//!   merge-PATCH of `…/status` changes only `.status`. An update needs `metadata.resourceVersion`
+//!   (custom resources allow no unconditional update). An update that changes nothing stores
+//!   nothing: no new resourceVersion, no watch event. List items keep their apiVersion and kind
+//!   (built-in types' list items do not).
+//! - Tests make day-2 edits through the same code as HTTP requests ([`FakeApi::update_status`],
+//!   [`FakeApi::edit_status`], [`FakeApi::replace_infrastructure`] …, or over HTTP with
+//!   [`ADMIN_TOKEN`] via [`FakeApi::request`]); [`FakeApi::put_infrastructure`] seeds an object
+//!   as a create followed by a `/status` update would, in one revision.
 //!
 //! One global resourceVersion counter, like etcd's revision. Faults a test can cause: hold events
 //! back from open watches, compact the history (410 for older versions, as an ERROR event or, with
@@ -29,15 +47,27 @@
 //! mid-chunk. Each connection serves one request (`Connection: close`), so a watch can be cut by
 //! closing its socket. Every request is recorded for the tests' assertions.
 
+#![allow(dead_code)]
+
+#[path = "crd.rs"]
+pub mod crd;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crd::{Crd, Refusal};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 
+/// The bearer token of tagwarden's service account (what the kubeconfig carries).
 pub const TOKEN: &str = "fake-sa-token";
+/// The user that token authenticates as.
+pub const SERVICE_ACCOUNT: &str = "system:serviceaccount:tagwarden:tagwarden";
+/// A cluster admin's token, for the tests' own day-2 edits over HTTP; never denied anything.
+pub const ADMIN_TOKEN: &str = "fake-admin-token";
+pub const ADMIN: &str = "system:admin";
 
 /// A request as the server saw it.
 #[derive(Debug, Clone)]
@@ -45,6 +75,8 @@ pub struct Seen {
     pub method: String,
     pub path: String,
     pub query: BTreeMap<String, String>,
+    /// Who made it: [`SERVICE_ACCOUNT`], [`ADMIN`], or `""` (no token the server knows).
+    pub user: String,
 }
 
 impl Seen {
@@ -90,7 +122,25 @@ struct Inner {
     conflict_next_replace: bool,
     /// Serve no `infrastructures.config.openshift.io` at all, as a cluster that is not OpenShift.
     no_infrastructure_type: bool,
+    /// (verb, resource[/subresource]) the service account may not use.
+    denied: std::collections::BTreeSet<(String, String)>,
     requests: Vec<Seen>,
+}
+
+/// What the server answered a test's own HTTP request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub code: u16,
+    pub body: Value,
+    /// The `Warning` headers' texts, e.g. `unknown field "spec.platformSpec.aws.resourceTags"`.
+    pub warnings: Vec<String>,
+}
+
+/// `299 - "unknown field \"x\""` → `unknown field "x"`.
+fn unquote_warning(header: &str) -> String {
+    let text = header.splitn(3, ' ').nth(2).unwrap_or(header).trim();
+    let text = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).unwrap_or(text);
+    text.replace("\\\"", "\"").replace("\\\\", "\\")
 }
 
 pub struct FakeApi {
@@ -123,9 +173,9 @@ fn kind_of(resource: &str) -> Kind {
     }
 }
 
-/// `/apis/config.openshift.io/v1/infrastructures[/NAME]`, `/api/v1/namespaces/NS/configmaps[/NAME]`,
-/// `/apis/events.k8s.io/v1/namespaces/NS/events[/NAME]`.
-fn route(path: &str) -> Option<(Collection, Option<String>)> {
+/// `/apis/config.openshift.io/v1/infrastructures[/NAME[/status]]`,
+/// `/api/v1/namespaces/NS/configmaps[/NAME]`, `/apis/events.k8s.io/v1/namespaces/NS/events[/NAME]`.
+fn route(path: &str) -> Option<Route> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let (resource, namespace, rest) = match parts.as_slice() {
         ["apis", "config.openshift.io", "v1", "infrastructures", rest @ ..] => ("infrastructures", "", rest),
@@ -133,12 +183,32 @@ fn route(path: &str) -> Option<(Collection, Option<String>)> {
         ["apis", "events.k8s.io", "v1", "namespaces", ns, "events", rest @ ..] => ("events", *ns, rest),
         _ => return None,
     };
-    let name = match rest {
-        [] => None,
-        [name] => Some(name.to_string()),
+    let (name, status) = match rest {
+        [] => (None, false),
+        [name] => (Some(name.to_string()), false),
+        [name, "status"] if resource == "infrastructures" => (Some(name.to_string()), true),
         _ => return None,
     };
-    Some((Collection { resource, namespace: namespace.to_string() }, name))
+    Some(Route { collection: Collection { resource, namespace: namespace.to_string() }, name, status })
+}
+
+struct Route {
+    collection: Collection,
+    name: Option<String>,
+    /// The `/status` subresource.
+    status: bool,
+}
+
+fn group_of(resource: &str) -> &'static str {
+    kind_of(resource).api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
+}
+
+/// `infrastructures.config.openshift.io`, `configmaps`: how Status messages name a resource.
+fn qualified(resource: &str) -> String {
+    match group_of(resource) {
+        "" => resource.to_string(),
+        g => format!("{resource}.{g}"),
+    }
 }
 
 fn status(code: u16, reason: &str, message: &str) -> Value {
@@ -214,9 +284,127 @@ impl FakeApi {
         )
     }
 
-    /// Create or replace the Infrastructure object named `cluster` (ADDED or MODIFIED).
+    /// Seed the Infrastructure object (ADDED): as if the installer created it (a create, which
+    /// drops `.status`) and then wrote its status through `/status`, each pruned, defaulted and
+    /// validated against the CRD as those two requests would be, stored as one revision so that
+    /// a watch sees it appear once. Panics if it exists (day-2 edits go through
+    /// [`FakeApi::update_status`] and the like) or if the CRD refuses it.
     pub fn put_infrastructure(&self, object: Value) -> u64 {
-        self.put(Collection { resource: "infrastructures", namespace: String::new() }, object)
+        let mut inner = self.lock();
+        match write_infrastructure(&mut inner, &self.notices, Op::Seed, None, object, FieldValidation::Ignore) {
+            Ok(w) => w.rv,
+            Err((code, status)) => panic!("seeding the Infrastructure object: {code} {status}"),
+        }
+    }
+
+    /// `POST …/infrastructures` as an admin: the object's resourceVersion, or the error Status.
+    pub fn create_infrastructure(&self, object: Value) -> Result<u64, Value> {
+        self.write(Op::Create, None, object)
+    }
+
+    /// `PUT …/infrastructures/NAME` as an admin (metadata.name names it; metadata.resourceVersion
+    /// is required, as for any custom resource). Changes to `.status` are ignored.
+    pub fn replace_infrastructure(&self, object: Value) -> Result<u64, Value> {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        self.write(Op::Update, Some(&name), object)
+    }
+
+    /// `PUT …/infrastructures/NAME/status` as an admin: only `.status` changes.
+    pub fn update_status(&self, object: Value) -> Result<u64, Value> {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        self.write(Op::UpdateStatus, Some(&name), object)
+    }
+
+    /// `PATCH …/infrastructures/cluster/status` with a JSON merge patch (RFC 7386), as an admin.
+    pub fn patch_status(&self, patch: Value) -> Result<u64, Value> {
+        let mut inner = self.lock();
+        patch_infrastructure(&mut inner, &self.notices, true, "cluster", &patch, FieldValidation::Ignore)
+            .map(|w| w.rv)
+            .map_err(|(_, s)| s)
+    }
+
+    /// Read `cluster`, change it with `edit`, write its status back (`oc edit
+    /// --subresource=status`): the new resourceVersion (the old one if nothing changed).
+    pub fn edit_status(&self, edit: impl FnOnce(&mut Value)) -> Result<u64, Value> {
+        let mut object = self.infrastructure().expect("an Infrastructure object to edit");
+        edit(&mut object);
+        self.update_status(object)
+    }
+
+    /// Read `cluster`, change it with `edit`, write it back through the main resource (`oc edit`).
+    pub fn edit_infrastructure(&self, edit: impl FnOnce(&mut Value)) -> Result<u64, Value> {
+        let mut object = self.infrastructure().expect("an Infrastructure object to edit");
+        edit(&mut object);
+        self.replace_infrastructure(object)
+    }
+
+    /// The Infrastructure object `cluster` as stored.
+    pub fn infrastructure(&self) -> Option<Value> {
+        self.get("infrastructures", "", "cluster")
+    }
+
+    fn write(&self, op: Op, name: Option<&str>, object: Value) -> Result<u64, Value> {
+        let mut inner = self.lock();
+        write_infrastructure(&mut inner, &self.notices, op, name, object, FieldValidation::Ignore)
+            .map(|w| w.rv)
+            .map_err(|(_, s)| s)
+    }
+
+    /// From now on the service account may not `verb` (get, list, watch, create, update, patch)
+    /// `resource` (`infrastructures`, `infrastructures/status`, `configmaps`, `events`): 403.
+    pub fn deny(&self, verb: &str, resource: &str) {
+        self.lock().denied.insert((verb.to_string(), resource.to_string()));
+    }
+
+    /// Every watch event stored for `resource`, in order: (type, resourceVersion), compacted
+    /// history included — what a watch from the beginning would have been sent.
+    pub fn events(&self, resource: &str) -> Vec<(&'static str, u64)> {
+        self.lock().history.iter().filter(|e| e.collection.resource == resource).map(|e| (e.kind, e.rv)).collect()
+    }
+
+    /// The current resourceVersion (the last revision stored).
+    pub fn resource_version(&self) -> u64 {
+        self.lock().rv
+    }
+
+    /// One HTTP request with `token` (plain HTTP only): what the server answered. For the tests'
+    /// own requests, e.g. a day-2 edit as an admin with [`ADMIN_TOKEN`].
+    pub async fn request(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: Option<&Value>,
+    ) -> Reply {
+        let addr = self.url.strip_prefix("http://").expect("FakeApi::request speaks plain HTTP (start, not start_tls)");
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect to the fake API server");
+        let text = body.map(Value::to_string).unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: application/json\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            text.len()
+        );
+        stream.write_all(head.as_bytes()).await.expect("send the request");
+        stream.write_all(text.as_bytes()).await.expect("send the body");
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).await.expect("read the answer");
+        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP head");
+        let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+        let code = head.split(' ').nth(1).and_then(|c| c.parse().ok()).expect("a status code");
+        let warnings = head
+            .split("\r\n")
+            .filter_map(|l| l.split_once(':'))
+            .filter(|(k, _)| k.eq_ignore_ascii_case("warning"))
+            .map(|(_, v)| unquote_warning(v.trim()))
+            .collect();
+        let body = serde_json::from_slice(&raw[end + 4..]).unwrap_or(Value::Null);
+        Reply { code, body, warnings }
+    }
+
+    /// `PUT …/infrastructures/cluster/status` over HTTP as an admin.
+    pub async fn put_status_as_admin(&self, object: &Value) -> Reply {
+        let path = "/apis/config.openshift.io/v1/infrastructures/cluster/status";
+        self.request(ADMIN_TOKEN, "PUT", path, "application/json", Some(object)).await
     }
 
     pub fn put_configmap(&self, namespace: &str, object: Value) -> u64 {
@@ -423,24 +611,81 @@ fn decode(s: &str) -> String {
 }
 
 async fn respond(stream: &mut (impl AsyncWrite + Unpin), code: u16, body: &Value) {
+    respond_with(stream, code, body, &[]).await
+}
+
+/// An answer with a `Warning: 299 - "<text>"` header per warning (RFC 7234 §5.5, as the API server
+/// sends them).
+async fn respond_with(stream: &mut (impl AsyncWrite + Unpin), code: u16, body: &Value, warnings: &[String]) {
     let text = body.to_string();
     let reason = match code {
         200 => "OK",
         201 => "Created",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
         409 => "Conflict",
         410 => "Gone",
+        415 => "Unsupported Media Type",
         422 => "Unprocessable Entity",
+        500 => "Internal Server Error",
         _ => "Bad Request",
     };
+    let warning_lines: String = warnings
+        .iter()
+        .map(|w| format!("Warning: 299 - \"{}\"\r\n", w.replace('\\', "\\\\").replace('"', "\\\"")))
+        .collect();
     let head = format!(
-        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{warning_lines}Connection: close\r\n\r\n",
         text.len()
     );
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(text.as_bytes()).await;
     let _ = stream.shutdown().await;
+}
+
+/// The RBAC verb of a request
+/// (<https://kubernetes.io/docs/reference/access-authn-authz/authorization/#determine-the-request-verb>).
+fn verb_of(method: &str, has_name: bool, watch: bool) -> &'static str {
+    match (method, has_name) {
+        ("GET", true) => "get",
+        ("GET", false) if watch => "watch",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "unknown",
+    }
+}
+
+/// The 403 the RBAC authoriser's denial becomes (`responsewriters.Forbidden` →
+/// `apierrors.NewForbidden`): `<resource>.<group> "<name>" is forbidden: User "<user>" cannot <verb>
+/// resource "<resource>[/<subresource>]" in API group "<group>" (at the cluster scope | in the
+/// namespace "<ns>")`. A list or watch selecting one name by `metadata.name` carries that name.
+fn forbidden(user: &str, verb: &str, route: &Route, name: &str) -> Value {
+    let c = &route.collection;
+    let group = group_of(c.resource);
+    let resource = if route.status { format!("{}/status", c.resource) } else { c.resource.to_string() };
+    let scope = if c.namespace.is_empty() {
+        "at the cluster scope".to_string()
+    } else {
+        format!("in the namespace \"{}\"", c.namespace)
+    };
+    let why = format!("User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{group}\" {scope}");
+    let message = if name.is_empty() {
+        format!("{} is forbidden: {why}", qualified(c.resource))
+    } else {
+        format!("{} \"{name}\" is forbidden: {why}", qualified(c.resource))
+    };
+    let mut s = status(403, "Forbidden", &message);
+    s["details"] = json!({"group": group, "kind": c.resource});
+    if !name.is_empty() {
+        s["details"]["name"] = json!(name);
+    }
+    s
 }
 
 async fn serve(
@@ -450,20 +695,55 @@ async fn serve(
 ) {
     let Some(req) = read_request(&mut stream).await else { return };
     let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+    let user = match req.headers.get("authorization").and_then(|a| a.strip_prefix("Bearer ")) {
+        Some(TOKEN) => SERVICE_ACCOUNT,
+        Some(ADMIN_TOKEN) => ADMIN,
+        _ => "",
+    };
     {
         let mut i = inner.lock().expect("state");
-        i.requests.push(Seen { method: req.method.clone(), path: req.path.clone(), query: req.query.clone() });
+        i.requests.push(Seen {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            query: req.query.clone(),
+            user: user.to_string(),
+        });
     }
-    if req.headers.get("authorization").map(String::as_str) != Some(&format!("Bearer {TOKEN}")) {
+    // Authentication, then authorisation, then the resource: the API server's filter order.
+    if user.is_empty() {
         return respond(&mut stream, 401, &status(401, "Unauthorized", "Unauthorized")).await;
     }
+    let watch = matches!(req.query.get("watch").map(String::as_str), Some("true" | "1"));
+    let routed = route(&req.path);
+    if let Some(r) = &routed {
+        let verb = verb_of(&req.method, r.name.is_some(), watch);
+        let resource =
+            if r.status { format!("{}/status", r.collection.resource) } else { r.collection.resource.to_string() };
+        let denied =
+            user == SERVICE_ACCOUNT && inner.lock().expect("state").denied.contains(&(verb.to_string(), resource));
+        if denied {
+            let selected = name_selector(&req.query).ok().flatten();
+            let name = r.name.clone().or(selected).unwrap_or_default();
+            return respond(&mut stream, 403, &forbidden(user, verb, r, &name)).await;
+        }
+    }
     let no_type = inner.lock().expect("state").no_infrastructure_type;
-    let Some((collection, name)) = route(&req.path).filter(|(c, _)| !(no_type && c.resource == "infrastructures"))
+    let Some(Route { collection, name, status: subresource }) =
+        routed.filter(|r| !(no_type && r.collection.resource == "infrastructures"))
     else {
         return respond(&mut stream, 404, &status(404, "NotFound", "the server could not find the requested resource"))
             .await;
     };
-    let watch = matches!(req.query.get("watch").map(String::as_str), Some("true" | "1"));
+    let field_validation = match req.query.get("fieldValidation").map(String::as_str) {
+        Some("Strict") => FieldValidation::Strict,
+        Some("Ignore") => FieldValidation::Ignore,
+        _ => FieldValidation::Warn,
+    };
+    let infra = collection.resource == "infrastructures";
+    let answer = |result: Result<Written, (u16, Value)>, ok: u16| match result {
+        Ok(w) => (ok, w.object, w.warnings),
+        Err((code, s)) => (code, s, Vec::new()),
+    };
     match (req.method.as_str(), name) {
         ("GET", None) if watch => watch_stream(stream, &inner, &notices, collection, &req.query).await,
         ("GET", None) => {
@@ -480,6 +760,18 @@ async fn serve(
                 None => respond(&mut stream, 404, &not_found(&collection, &name)).await,
             }
         }
+        ("POST", None) if infra => {
+            let result = write_infrastructure(
+                &mut inner.lock().expect("state"),
+                &notices,
+                Op::Create,
+                None,
+                body,
+                field_validation,
+            );
+            let (code, body, warnings) = answer(result, 201);
+            respond_with(&mut stream, code, &body, &warnings).await
+        }
         ("POST", None) => {
             let result = create(&mut inner.lock().expect("state"), &notices, collection, body);
             match result {
@@ -487,12 +779,48 @@ async fn serve(
                 Err((code, s)) => respond(&mut stream, code, &s).await,
             }
         }
+        ("PUT", Some(name)) if infra => {
+            let op = if subresource { Op::UpdateStatus } else { Op::Update };
+            let result = write_infrastructure(
+                &mut inner.lock().expect("state"),
+                &notices,
+                op,
+                Some(&name),
+                body,
+                field_validation,
+            );
+            let (code, body, warnings) = answer(result, 200);
+            respond_with(&mut stream, code, &body, &warnings).await
+        }
         ("PUT", Some(name)) => {
             let result = replace(&mut inner.lock().expect("state"), &notices, collection, &name, body);
             match result {
                 Ok(o) => respond(&mut stream, 200, &o).await,
                 Err((code, s)) => respond(&mut stream, code, &s).await,
             }
+        }
+        ("PATCH", Some(name)) if infra => {
+            let content_type = req.headers.get("content-type").map(String::as_str).unwrap_or("");
+            if !content_type.starts_with("application/merge-patch+json") {
+                // Custom resources take no strategic merge patch; JSON patch and apply are not
+                // implemented by this fake.
+                let s = status(
+                    415,
+                    "UnsupportedMediaType",
+                    &format!("the fake API server takes only application/merge-patch+json for custom resources, not {content_type:?}"),
+                );
+                return respond(&mut stream, 415, &s).await;
+            }
+            let result = patch_infrastructure(
+                &mut inner.lock().expect("state"),
+                &notices,
+                subresource,
+                &name,
+                &body,
+                field_validation,
+            );
+            let (code, body, warnings) = answer(result, 200);
+            respond_with(&mut stream, code, &body, &warnings).await
         }
         ("PATCH", Some(name)) if collection.resource == "events" => {
             let result = {
@@ -601,22 +929,280 @@ fn replace(
         current = event.object.clone();
         inner.deliver(notices, event);
     }
-    validate(&c, &body)?;
+    // The storage layer refuses a stale version before the strategy validates anything.
     let want = body["metadata"]["resourceVersion"].as_str();
     if want.is_some_and(|w| Some(w) != current["metadata"]["resourceVersion"].as_str()) {
-        return Err((
-            409,
-            status(
-                409,
-                "Conflict",
-                &format!("Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again", c.resource),
-            ),
-        ));
+        return Err((409, conflict(&c, name)));
+    }
+    validate(&c, &body)?;
+    if unchanged(&c, &body, &current) {
+        return Ok(current);
     }
     let event = inner.store(c, body, Some(&current));
     let out = event.object.clone();
     inner.deliver(notices, event);
     Ok(out)
+}
+
+fn conflict(c: &Collection, name: &str) -> Value {
+    let mut s = status(
+        409,
+        "Conflict",
+        &format!(
+            "Operation cannot be fulfilled on {} \"{name}\": the object has been modified; please apply your changes to the latest version and try again",
+            qualified(c.resource)
+        ),
+    );
+    s["details"] = json!({"name": name, "group": group_of(c.resource), "kind": c.resource});
+    s
+}
+
+/// Whether storing `new` over `current` would change nothing but what the server stamps: then
+/// the real server writes nothing (the storage layer compares the bytes), so the resourceVersion
+/// stays and no watch event is sent.
+fn unchanged(c: &Collection, new: &Value, current: &Value) -> bool {
+    let mut new = new.clone();
+    let k = kind_of(c.resource);
+    new["apiVersion"] = json!(k.api_version);
+    new["kind"] = json!(k.kind);
+    for field in ["resourceVersion", "uid", "creationTimestamp", "namespace"] {
+        match current["metadata"].get(field) {
+            Some(v) => new["metadata"][field] = v.clone(),
+            None => drop(new["metadata"].as_object_mut().map(|m| m.remove(field))),
+        }
+    }
+    new == *current
+}
+
+/// How an Infrastructure is written: which REST strategy of the custom resource applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    /// `POST`: `.status` dropped (status subresource), generation 1.
+    Create,
+    /// A test's seed: a create, then its status written through `/status`, in one revision.
+    Seed,
+    /// `PUT` of the main resource: `.status` kept as stored.
+    Update,
+    /// `PUT …/status`: everything but `.status` kept as stored.
+    UpdateStatus,
+}
+
+/// `fieldValidation` (API concepts, "Field validation"): what an unknown field costs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FieldValidation {
+    Strict,
+    Warn,
+    Ignore,
+}
+
+struct Written {
+    object: Value,
+    rv: u64,
+    warnings: Vec<String>,
+}
+
+fn infrastructures() -> Collection {
+    Collection { resource: "infrastructures", namespace: String::new() }
+}
+
+/// The 422 (or, for a CEL rule the fake cannot evaluate, 500) for a refused Infrastructure.
+fn refused(name: &str, refusal: Refusal) -> (u16, Value) {
+    match refusal {
+        Refusal::Invalid(errs) => (422, Crd::infrastructures().invalid_status(name, &errs)),
+        Refusal::Unimplemented(what) => (500, status(500, "InternalError", &what)),
+    }
+}
+
+/// Decode a body as the API server does for a custom resource: prune unknown fields (a warning
+/// each, or a 400 under `fieldValidation=Strict`), prune nulls, apply defaults.
+fn decode_body(body: &mut Value, validation: FieldValidation) -> Result<Vec<String>, (u16, Value)> {
+    let crd = Crd::infrastructures();
+    if !body.is_object() {
+        return Err((400, status(400, "BadRequest", "the body of the request is not a JSON object")));
+    }
+    let unknown: Vec<String> = crd.decode(body).into_iter().map(|f| format!("unknown field \"{f}\"")).collect();
+    match validation {
+        FieldValidation::Strict if !unknown.is_empty() => {
+            let kind = &crd.kind;
+            let message = format!(
+                "{kind} in version \"{}\" cannot be handled as a {kind}: strict decoding error: {}",
+                crd.version,
+                unknown.join(", ")
+            );
+            Err((400, status(400, "BadRequest", &message)))
+        }
+        FieldValidation::Ignore => Ok(Vec::new()),
+        _ => Ok(unknown),
+    }
+}
+
+/// Create, seed or update the Infrastructure named by the body (or `url_name`): the body is
+/// decoded, prepared by the strategy of the main resource or of `/status`, validated against the
+/// CRD (with the stored object as `oldSelf` on an update), and stored unless nothing changed.
+fn write_infrastructure(
+    inner: &mut Inner,
+    notices: &broadcast::Sender<Notice>,
+    op: Op,
+    url_name: Option<&str>,
+    mut body: Value,
+    validation: FieldValidation,
+) -> Result<Written, (u16, Value)> {
+    let c = infrastructures();
+    let warnings = decode_body(&mut body, validation)?;
+    let body_name = body["metadata"]["name"].as_str().map(str::to_owned);
+    let name = match (url_name, body_name) {
+        (Some(url), Some(b)) if url != b => {
+            let message = format!("the name of the object ({b}) does not match the name on the URL ({url})");
+            return Err((400, status(400, "BadRequest", &message)));
+        }
+        (Some(url), _) => url.to_string(),
+        (None, Some(b)) => b,
+        (None, None) => {
+            let mut s = status(422, "Invalid", "Infrastructure.config.openshift.io \"\" is invalid: metadata.name: Required value: name or generateName is required");
+            s["details"] = json!({"group": "config.openshift.io", "kind": "Infrastructure",
+                                  "causes": [{"reason": "FieldValueRequired", "message": "Required value: name or generateName is required", "field": "metadata.name"}]});
+            return Err((422, s));
+        }
+    };
+    body["metadata"]["name"] = json!(name);
+    let crd = Crd::infrastructures();
+    let key = (c.clone(), name.clone());
+    match op {
+        Op::Create | Op::Seed => {
+            if inner.objects.contains_key(&key) {
+                let mut s =
+                    status(409, "AlreadyExists", &format!("{} \"{name}\" already exists", qualified(c.resource)));
+                s["details"] = json!({"name": name, "group": crd.group, "kind": c.resource});
+                return Err((409, s));
+            }
+            let with_status = body.get("status").cloned();
+            let mut created = body;
+            if crd.status_subresource {
+                if let Some(m) = created.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            if let Some(meta) = created["metadata"].as_object_mut() {
+                for owned in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
+                    meta.remove(owned);
+                }
+            }
+            created["metadata"]["generation"] = json!(1);
+            crd.validate(&created, None).map_err(|r| refused(&name, r))?;
+            let object = match (op, with_status) {
+                (Op::Seed, Some(status)) => {
+                    let mut next = created.clone();
+                    next["status"] = status;
+                    crd.validate(&next, Some(&created)).map_err(|r| refused(&name, r))?;
+                    next
+                }
+                _ => created,
+            };
+            let event = inner.store(c, object, None);
+            let (out, rv) = (event.object.clone(), event.rv);
+            inner.deliver(notices, event);
+            Ok(Written { object: out, rv, warnings })
+        }
+        Op::Update | Op::UpdateStatus => {
+            let Some(mut current) = inner.objects.get(&key).cloned() else {
+                return Err((404, not_found(&c, &name)));
+            };
+            if std::mem::take(&mut inner.conflict_next_replace) {
+                let event = inner.store(c.clone(), current.clone(), Some(&current));
+                current = event.object.clone();
+                inner.deliver(notices, event);
+            }
+            let current_rv = current["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string();
+            match body["metadata"]["resourceVersion"].as_str() {
+                None | Some("") => {
+                    let e = crd::FieldError {
+                        kind: crd::ErrorType::Invalid,
+                        field: "metadata.resourceVersion".to_string(),
+                        bad: Some("0x0".to_string()),
+                        detail: "must be specified for an update".to_string(),
+                    };
+                    return Err((422, crd.invalid_status(&name, &[e])));
+                }
+                Some(rv) if rv != current_rv => return Err((409, conflict(&c, &name))),
+                Some(_) => {}
+            }
+            let next =
+                if op == Op::UpdateStatus { prepare_status(body, &current) } else { prepare_update(body, &current) };
+            crd.validate(&next, Some(&current)).map_err(|r| refused(&name, r))?;
+            if next == current {
+                return Ok(Written { object: current, rv: current_rv.parse().unwrap_or_default(), warnings });
+            }
+            let event = inner.store(c, next, Some(&current));
+            let (out, rv) = (event.object.clone(), event.rv);
+            inner.deliver(notices, event);
+            Ok(Written { object: out, rv, warnings })
+        }
+    }
+}
+
+/// The main resource's update strategy: `.status` as stored, the server's metadata as stored, and
+/// `metadata.generation` bumped when anything but metadata and status changes.
+fn prepare_update(mut body: Value, current: &Value) -> Value {
+    let k = kind_of("infrastructures");
+    body["apiVersion"] = json!(k.api_version);
+    body["kind"] = json!(k.kind);
+    match current.get("status") {
+        Some(s) => body["status"] = s.clone(),
+        None => drop(body.as_object_mut().map(|m| m.remove("status"))),
+    }
+    for owned in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
+        match current["metadata"].get(owned) {
+            Some(v) => body["metadata"][owned] = v.clone(),
+            None => drop(body["metadata"].as_object_mut().map(|m| m.remove(owned))),
+        }
+    }
+    // The field manager keeps the stored managedFields when a client sends none.
+    if body["metadata"].get("managedFields").is_none() {
+        if let Some(m) = current["metadata"].get("managedFields") {
+            body["metadata"]["managedFields"] = m.clone();
+        }
+    }
+    let content = |o: &Value| {
+        let mut o = o.clone();
+        if let Some(m) = o.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        o
+    };
+    if content(&body) != content(current) {
+        body["metadata"]["generation"] = json!(current["metadata"]["generation"].as_i64().unwrap_or(0) + 1);
+    }
+    body
+}
+
+/// The status strategy: the stored object with the body's `.status` (none if it has none).
+fn prepare_status(body: Value, current: &Value) -> Value {
+    let mut next = current.clone();
+    match body.get("status") {
+        Some(s) => next["status"] = s.clone(),
+        None => drop(next.as_object_mut().map(|m| m.remove("status"))),
+    }
+    next
+}
+
+/// A JSON merge patch on the stored object, then the update (of `/status` or the main resource)
+/// the patched object is; the stored resourceVersion is the precondition unless the patch sets one.
+fn patch_infrastructure(
+    inner: &mut Inner,
+    notices: &broadcast::Sender<Notice>,
+    status_only: bool,
+    name: &str,
+    patch: &Value,
+    validation: FieldValidation,
+) -> Result<Written, (u16, Value)> {
+    let c = infrastructures();
+    let Some(mut object) = inner.objects.get(&(c.clone(), name.to_string())).cloned() else {
+        return Err((404, not_found(&c, name)));
+    };
+    merge_patch(&mut object, patch);
+    let op = if status_only { Op::UpdateStatus } else { Op::Update };
+    write_infrastructure(inner, notices, op, Some(name), object, validation)
 }
 
 /// The API server's validation of what tagwarden writes (k8s.io/kubernetes pkg/apis/core/validation:

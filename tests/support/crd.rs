@@ -1,0 +1,839 @@
+//! The custom-resource half of the fake API server (`kube_api.rs`): what the real API server does
+//! with a write to a custom resource, derived from the CRD itself, not written down a second time.
+//! The CRD is the one openshift/api generates for `infrastructures.config.openshift.io`, vendored
+//! in `tests/fixtures/openshift/` (header: repo, path, commit).
+//!
+//! Sources, all in the Kubernetes documentation
+//! (<https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/>)
+//! and the apiextensions-apiserver code it describes:
+//!
+//! - **Pruning** ("Field pruning"): a field the structural schema does not specify is dropped when
+//!   the object is decoded, in every object without `x-kubernetes-preserve-unknown-fields: true`;
+//!   at the root `apiVersion`, `kind` and `metadata` are kept, and `metadata` keeps only the
+//!   fields of ObjectMeta. With `fieldValidation=Warn` (the server's default) each dropped field is
+//!   a `Warning` header `unknown field "<path>"`; with `Strict` it is a 400
+//!   ("Field validation for create, update and patch" in API concepts).
+//! - **Defaulting and nullable** ("Defaulting", "Defaulting and Nullable"): a `null` of a field that
+//!   is not `nullable` and has no default is pruned; then each absent (or non-nullable `null`)
+//!   property with a `default` gets it, outside in (`schema/defaulting/prunenulls.go`,
+//!   `algorithm.go`).
+//! - **Validation** ("Validation"): OpenAPI v3 `type`, `required`, `enum`, `maxItems`/`minItems`,
+//!   `maxLength`/`minLength` (characters), `pattern` (Go RE2; the `regex` crate agrees on these
+//!   patterns), `maximum`/`minimum`, turned into field errors as `ConvertToFieldErrors`
+//!   (`apiserver/validation/validation.go`) does; then the `x-kubernetes-validations` CEL rules
+//!   ("Validation rules"), unless a type, required, enum or size error already exists
+//!   (`hasBlockingErr` in `registry/customresource/strategy.go`, which then adds
+//!   `<nil>: Invalid value: "null": some validation rules were not checked …`). A rule that
+//!   names `oldSelf` is a transition rule: it runs only on an update whose old object has a value
+//!   at the same place ("Transition rules").
+//! - **Errors**: a 422 `Status` with reason `Invalid`, built as `apierrors.NewInvalid` does (message
+//!   `<Kind>.<group> "<name>" is invalid: <error>` or `[<error>, <error>]`; one cause per error
+//!   with `reason` `FieldValue…`, the error body as `message` and the path as `field`), the
+//!   error bodies as `field.Error.ErrorBody` prints them.
+//!
+//! The CEL rules are not interpreted: [`CEL_RULES`] lists the ones this fake evaluates, each by
+//! hand, keyed by its exact text in the CRD. A rule the fake reaches and does not know is an error
+//! (HTTP 500), never a pass; `tests/kube_crd.rs` checks that every rule on the tag paths is known.
+//!
+//! Not enforced (none occurs on the tag paths; the same test checks that): `format`, `anyOf`, the
+//! uniqueness of `x-kubernetes-list-type: set|map` lists, and validation ratcheting (every object
+//! the fake stores was validated, so an unchanged invalid value cannot exist).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::{json, Value};
+
+/// The vendored CRD, relative to the package root.
+pub const INFRASTRUCTURES_CRD: &str =
+    "tests/fixtures/openshift/0000_10_config-operator_01_infrastructures-Default.crd.yaml";
+
+/// Schema keywords the fake enforces (or that carry no rule: `description`).
+const ENFORCED: &[&str] = &[
+    "description",
+    "type",
+    "properties",
+    "items",
+    "additionalProperties",
+    "required",
+    "enum",
+    "maxItems",
+    "minItems",
+    "maxLength",
+    "minLength",
+    "maximum",
+    "minimum",
+    "pattern",
+    "nullable",
+    "default",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-validations",
+];
+
+/// Schema keywords the CRD uses that the fake does not enforce. `x-kubernetes-list-type: atomic`
+/// has nothing to enforce; `set` and `map` (item uniqueness) are not enforced.
+pub const NOT_ENFORCED: &[&str] =
+    &["format", "anyOf", "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type"];
+
+/// ObjectMeta's fields: all `metadata` keeps of what a client sends.
+const OBJECT_META: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// AWS tag key and value (openshift/api `AWSResourceTag`).
+const AWS_TAG_CHARS: &str = "self.matches('^[0-9A-Za-z_.:/=+-@ ]+$')";
+/// Azure and GCP tag lists: no element added, removed or changed.
+const IMMUTABLE_LIST: &str = "self.all(x, x in oldSelf) && oldSelf.all(x, x in self)";
+/// Azure platform status: the tag list can be neither added nor removed after installation.
+const AZURE_TAGS_FIXED: &str =
+    "!has(oldSelf.resourceTags) && !has(self.resourceTags) || has(oldSelf.resourceTags) && has(self.resourceTags)";
+/// ipFamily, dnsType, loadBalancer.type, resourceGroup: set once.
+const SET_ONCE: &str = "oldSelf == '' || self == oldSelf";
+/// cloudLoadBalancerConfig (a default in every AWS and Azure status).
+const CLUSTER_HOSTED_ONLY: &str =
+    "has(self.dnsType) && self.dnsType != 'ClusterHosted' ? !has(self.clusterHosted) : true";
+/// spec.platformSpec, on every update of the main resource.
+const VSPHERE_DAY2_VCENTERS: &str =
+    "!has(oldSelf.vsphere) && has(self.vsphere) ? (has(self.vsphere.vcenters) && size(self.vsphere.vcenters) < 2) : true";
+
+/// The CEL rules the fake evaluates (by hand, in [`eval_rule`]).
+pub const CEL_RULES: &[&str] =
+    &[AWS_TAG_CHARS, IMMUTABLE_LIST, AZURE_TAGS_FIXED, SET_ONCE, CLUSTER_HOSTED_ONLY, VSPHERE_DAY2_VCENTERS];
+
+/// `field.ErrorType`: the cause's `reason` and the words the error body starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    Invalid,
+    TypeInvalid,
+    Required,
+    TooLong,
+    TooMany,
+    NotSupported,
+}
+
+impl ErrorType {
+    pub fn reason(self) -> &'static str {
+        match self {
+            ErrorType::Invalid => "FieldValueInvalid",
+            ErrorType::TypeInvalid => "FieldValueTypeInvalid",
+            ErrorType::Required => "FieldValueRequired",
+            ErrorType::TooLong => "FieldValueTooLong",
+            ErrorType::TooMany => "FieldValueTooMany",
+            ErrorType::NotSupported => "FieldValueNotSupported",
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            ErrorType::Invalid | ErrorType::TypeInvalid => "Invalid value",
+            ErrorType::Required => "Required value",
+            ErrorType::TooLong => "Too long",
+            ErrorType::TooMany => "Too many",
+            ErrorType::NotSupported => "Unsupported value",
+        }
+    }
+
+    /// `hasBlockingErr`: after these, the CEL rules are not evaluated.
+    fn blocks_cel(self) -> bool {
+        matches!(
+            self,
+            ErrorType::NotSupported
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany
+                | ErrorType::TypeInvalid
+        )
+    }
+}
+
+/// One `field.Error`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    pub kind: ErrorType,
+    /// `status.platformStatus.aws.resourceTags[0].key`; `<nil>` for the object as a whole.
+    pub field: String,
+    /// The bad value as Go prints it (`%q` for a string); `None` where the body omits it.
+    pub bad: Option<String>,
+    pub detail: String,
+}
+
+impl FieldError {
+    fn new(kind: ErrorType, field: &str, bad: Option<String>, detail: impl Into<String>) -> FieldError {
+        FieldError { kind, field: field.to_string(), bad, detail: detail.into() }
+    }
+
+    /// `ErrorBody()`: `Invalid value: "a*b": <detail>`, `Required value`, `Too long: <detail>`.
+    pub fn body(&self) -> String {
+        let mut s = match (&self.bad, self.kind) {
+            (_, ErrorType::Required | ErrorType::TooLong) | (None, _) => self.kind.words().to_string(),
+            (Some(bad), _) => format!("{}: {bad}", self.kind.words()),
+        };
+        if !self.detail.is_empty() {
+            s.push_str(": ");
+            s.push_str(&self.detail);
+        }
+        s
+    }
+
+    /// `Error()`: `<field>: <body>`.
+    pub fn message(&self) -> String {
+        format!("{}: {}", self.field, self.body())
+    }
+}
+
+/// Why a write is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// 422: the object breaks the CRD.
+    Invalid(Vec<FieldError>),
+    /// The fake reached a CEL rule (or a rule option) it does not implement: it cannot say what
+    /// the real server would answer, so it says so (HTTP 500) instead of letting the write pass.
+    Unimplemented(String),
+}
+
+/// One `x-kubernetes-validations` rule and where it sits in the schema.
+#[derive(Debug, Clone)]
+pub struct RuleSite {
+    /// `status.platformStatus.aws.resourceTags[].key`; `""` for the root.
+    pub path: String,
+    pub rule: String,
+    pub message: Option<String>,
+}
+
+pub struct Crd {
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    pub version: String,
+    pub status_subresource: bool,
+    schema: Value,
+    patterns: HashMap<String, Regex>,
+}
+
+impl Crd {
+    /// The vendored Infrastructure CRD, parsed once per test process.
+    pub fn infrastructures() -> &'static Crd {
+        static CRD: OnceLock<Crd> = OnceLock::new();
+        CRD.get_or_init(|| Crd::load(INFRASTRUCTURES_CRD))
+    }
+
+    /// Parse a CRD manifest (relative to the package root). Panics on a schema keyword this fake
+    /// knows nothing about, or a pattern that does not compile: a CRD it would misread.
+    pub fn load(relative: &str) -> Crd {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let crd: Value = serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(crd["kind"], "CustomResourceDefinition", "{}", path.display());
+        let spec = &crd["spec"];
+        let versions = spec["versions"].as_array().expect("spec.versions");
+        let version = versions
+            .iter()
+            .find(|v| v["storage"] == true && v["served"] == true)
+            .unwrap_or_else(|| panic!("{}: no served storage version", path.display()));
+        let schema = version["schema"]["openAPIV3Schema"].clone();
+        let mut crd = Crd {
+            group: spec["group"].as_str().expect("spec.group").to_string(),
+            kind: spec["names"]["kind"].as_str().expect("spec.names.kind").to_string(),
+            plural: spec["names"]["plural"].as_str().expect("spec.names.plural").to_string(),
+            version: version["name"].as_str().expect("version name").to_string(),
+            status_subresource: version["subresources"].get("status").is_some(),
+            schema,
+            patterns: HashMap::new(),
+        };
+        let mut patterns = HashMap::new();
+        for (at, keyword, value) in crd.keywords() {
+            assert!(
+                ENFORCED.contains(&keyword.as_str()) || NOT_ENFORCED.contains(&keyword.as_str()),
+                "{}: schema keyword {keyword:?} at {at:?} is unknown to the fake API server",
+                path.display()
+            );
+            if keyword == "pattern" {
+                let p = value.as_str().expect("pattern is a string").to_string();
+                let re = Regex::new(&p).unwrap_or_else(|e| panic!("pattern {p:?} at {at}: {e}"));
+                patterns.insert(p, re);
+            }
+        }
+        crd.patterns = patterns;
+        crd
+    }
+
+    /// `Infrastructure.config.openshift.io`, as `is invalid` messages name the kind.
+    pub fn qualified_kind(&self) -> String {
+        format!("{}.{}", self.kind, self.group)
+    }
+
+    /// `infrastructures.config.openshift.io`, as `not found` and `forbidden` name the resource.
+    pub fn qualified_resource(&self) -> String {
+        format!("{}.{}", self.plural, self.group)
+    }
+
+    /// The schema node at a schema path (`status.platformStatus.aws.resourceTags[].key`).
+    pub fn schema_at(&self, path: &str) -> Option<&Value> {
+        let mut node = &self.schema;
+        for part in path.split('.').filter(|p| !p.is_empty()) {
+            let (name, items) = match part.strip_suffix("[]") {
+                Some(n) => (n, true),
+                None => (part, false),
+            };
+            node = node.get("properties")?.get(name)?;
+            if items {
+                node = node.get("items")?;
+            }
+        }
+        Some(node)
+    }
+
+    /// Every schema keyword with its schema path and value.
+    pub fn keywords(&self) -> Vec<(String, String, Value)> {
+        let mut out = Vec::new();
+        walk_schema(&self.schema, "", &mut |path, node| {
+            for (k, v) in node.as_object().into_iter().flatten() {
+                out.push((path.to_string(), k.clone(), v.clone()));
+            }
+        });
+        out
+    }
+
+    /// Every CEL rule in the schema.
+    pub fn rules(&self) -> Vec<RuleSite> {
+        let mut out = Vec::new();
+        walk_schema(&self.schema, "", &mut |path, node| {
+            for r in node.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
+                out.push(RuleSite {
+                    path: path.to_string(),
+                    rule: r["rule"].as_str().unwrap_or_default().to_string(),
+                    message: r["message"].as_str().map(str::to_owned),
+                });
+            }
+        });
+        out
+    }
+
+    /// What decoding a request body does to it: unknown fields pruned (returned, as the
+    /// `unknown field` warnings name them), then non-nullable nulls pruned and defaults applied.
+    pub fn decode(&self, object: &mut Value) -> Vec<String> {
+        let mut unknown = Vec::new();
+        if let Some(map) = object.as_object_mut() {
+            for (k, v) in map.iter_mut() {
+                if k == "metadata" {
+                    if let Some(meta) = v.as_object_mut() {
+                        let extra: Vec<String> =
+                            meta.keys().filter(|k| !OBJECT_META.contains(&k.as_str())).cloned().collect();
+                        for k in extra {
+                            meta.remove(&k);
+                            unknown.push(format!("metadata.{k}"));
+                        }
+                    }
+                }
+            }
+            let props = self.schema.get("properties").and_then(Value::as_object);
+            let extra: Vec<String> = map
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+                .filter(|k| props.is_none_or(|p| !p.contains_key(*k)))
+                .cloned()
+                .collect();
+            for k in extra {
+                map.remove(&k);
+                unknown.push(k);
+            }
+            for (k, v) in map.iter_mut() {
+                if k == "metadata" {
+                    continue;
+                }
+                if let Some(s) = props.and_then(|p| p.get(k)) {
+                    prune(s, v, k, &mut unknown);
+                }
+            }
+        }
+        prune_nulls(object, Some(&self.schema));
+        apply_defaults(object, &self.schema);
+        unknown
+    }
+
+    /// The object against the schema, then (unless that already failed in a way that blocks
+    /// them) the CEL rules, with `old` as `oldSelf` on an update.
+    pub fn validate(&self, new: &Value, old: Option<&Value>) -> Result<(), Refusal> {
+        let mut errs = Vec::new();
+        self.check(&self.schema, new, "", &mut errs);
+        if errs.iter().any(|e| e.kind.blocks_cel()) {
+            errs.push(FieldError::new(
+                ErrorType::Invalid,
+                "<nil>",
+                Some("\"null\"".to_string()),
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            cel(&self.schema, new, old, "", &mut errs).map_err(Refusal::Unimplemented)?;
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(Refusal::Invalid(errs))
+        }
+    }
+
+    /// The 422 `Status` for `errs` (`apierrors.NewInvalid`).
+    pub fn invalid_status(&self, name: &str, errs: &[FieldError]) -> Value {
+        let mut messages: Vec<String> = Vec::new();
+        for e in errs {
+            let m = e.message();
+            if !messages.contains(&m) {
+                messages.push(m);
+            }
+        }
+        let all = match messages.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let causes: Vec<Value> =
+            errs.iter().map(|e| json!({"reason": e.kind.reason(), "message": e.body(), "field": e.field})).collect();
+        json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": format!("{} \"{name}\" is invalid: {all}", self.qualified_kind()),
+            "reason": "Invalid",
+            "details": {"name": name, "group": self.group, "kind": self.kind, "causes": causes},
+            "code": 422
+        })
+    }
+
+    fn check(&self, schema: &Value, value: &Value, path: &str, errs: &mut Vec<FieldError>) {
+        if value.is_null() && schema["nullable"] == true {
+            return;
+        }
+        if let Some(t) = schema["type"].as_str() {
+            if !type_matches(t, value) {
+                let actual = type_name(value);
+                errs.push(FieldError::new(
+                    ErrorType::TypeInvalid,
+                    path,
+                    Some(go_value(value)),
+                    format!("{path} in body must be of type {t}: \"{actual}\""),
+                ));
+                return;
+            }
+        }
+        if let Some(allowed) = schema["enum"].as_array() {
+            if !allowed.contains(value) {
+                let list: Vec<String> = allowed
+                    .iter()
+                    .map(|a| a.as_str().map(go_quote).unwrap_or_else(|| go_quote(&a.to_string())))
+                    .collect();
+                errs.push(FieldError::new(
+                    ErrorType::NotSupported,
+                    path,
+                    Some(go_value(value)),
+                    format!("supported values: {}", list.join(", ")),
+                ));
+            }
+        }
+        match value {
+            Value::Object(map) => {
+                for r in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                    if !map.contains_key(r) {
+                        errs.push(FieldError::new(ErrorType::Required, &child(path, r), None, ""));
+                    }
+                }
+                for (k, v) in map {
+                    if path.is_empty() && k == "metadata" {
+                        continue;
+                    }
+                    if let Some(s) = schema["properties"].get(k) {
+                        self.check(s, v, &child(path, k), errs);
+                    } else if let Some(s) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                        self.check(s, v, &format!("{path}[{k}]"), errs);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(max) = schema["maxItems"].as_u64() {
+                    if items.len() as u64 > max {
+                        errs.push(FieldError::new(
+                            ErrorType::TooMany,
+                            path,
+                            Some(items.len().to_string()),
+                            format!("must have at most {max} items"),
+                        ));
+                    }
+                }
+                if let Some(min) = schema["minItems"].as_u64() {
+                    if (items.len() as u64) < min {
+                        errs.push(FieldError::new(
+                            ErrorType::Invalid,
+                            path,
+                            Some(go_value(value)),
+                            format!("{path} in body should have at least {min} items"),
+                        ));
+                    }
+                }
+                if let Some(s) = schema.get("items") {
+                    for (i, item) in items.iter().enumerate() {
+                        self.check(s, item, &format!("{path}[{i}]"), errs);
+                    }
+                }
+            }
+            Value::String(s) => {
+                let chars = s.chars().count() as u64;
+                if let Some(max) = schema["maxLength"].as_u64() {
+                    if chars > max {
+                        errs.push(FieldError::new(
+                            ErrorType::TooLong,
+                            path,
+                            None,
+                            format!("may not be more than {max} bytes"),
+                        ));
+                    }
+                }
+                if let Some(min) = schema["minLength"].as_u64() {
+                    if chars < min {
+                        errs.push(FieldError::new(
+                            ErrorType::Invalid,
+                            path,
+                            Some(go_quote(s)),
+                            format!("{path} in body should be at least {min} chars long"),
+                        ));
+                    }
+                }
+                if let Some(p) = schema["pattern"].as_str() {
+                    let re = self.patterns.get(p).expect("every pattern compiled at load");
+                    if !re.is_match(s) {
+                        errs.push(FieldError::new(
+                            ErrorType::Invalid,
+                            path,
+                            Some(go_quote(s)),
+                            format!("{path} in body should match '{p}'"),
+                        ));
+                    }
+                }
+            }
+            Value::Number(n) => {
+                let x = n.as_f64().unwrap_or_default();
+                if let Some(max) = schema["maximum"].as_f64() {
+                    if x > max {
+                        errs.push(FieldError::new(
+                            ErrorType::Invalid,
+                            path,
+                            Some(n.to_string()),
+                            format!("{path} in body should be less than or equal to {}", schema["maximum"]),
+                        ));
+                    }
+                }
+                if let Some(min) = schema["minimum"].as_f64() {
+                    if x < min {
+                        errs.push(FieldError::new(
+                            ErrorType::Invalid,
+                            path,
+                            Some(n.to_string()),
+                            format!("{path} in body should be greater than or equal to {}", schema["minimum"]),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn child(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// Visit every schema node with its schema path (`a.b[].c`; `{}` for additionalProperties).
+fn walk_schema(node: &Value, path: &str, visit: &mut dyn FnMut(&str, &Value)) {
+    visit(path, node);
+    for (k, s) in node.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        walk_schema(s, &child(path, k), visit);
+    }
+    if let Some(items) = node.get("items") {
+        walk_schema(items, &format!("{path}[]"), visit);
+    }
+    if let Some(a) = node.get("additionalProperties").filter(|a| a.is_object()) {
+        walk_schema(a, &format!("{path}{{}}"), visit);
+    }
+}
+
+/// Drop what the schema does not specify (structural pruning), below the root.
+fn prune(schema: &Value, value: &mut Value, path: &str, unknown: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            let preserve = schema["x-kubernetes-preserve-unknown-fields"] == true;
+            let additional = schema.get("additionalProperties");
+            let mut drop = Vec::new();
+            for (k, v) in map.iter_mut() {
+                if let Some(s) = schema["properties"].get(k) {
+                    prune(s, v, &child(path, k), unknown);
+                } else if let Some(s) = additional.filter(|a| a.is_object()) {
+                    prune(s, v, &format!("{path}[{k}]"), unknown);
+                } else if !(preserve || additional == Some(&Value::Bool(true))) {
+                    drop.push(k.clone());
+                }
+            }
+            for k in drop {
+                map.remove(&k);
+                unknown.push(child(path, &k));
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune(s, item, &format!("{path}[{i}]"), unknown);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn field_schema<'a>(schema: Option<&'a Value>, field: &str) -> Option<&'a Value> {
+    let s = schema?;
+    s.get("properties").and_then(|p| p.get(field)).or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))
+}
+
+/// `PruneNonNullableNullsWithoutDefaults`.
+fn prune_nulls(value: &mut Value, schema: Option<&Value>) {
+    match value {
+        Value::Object(map) => {
+            let drop: Vec<String> = map
+                .iter()
+                .filter(|(k, v)| {
+                    v.is_null()
+                        && field_schema(schema, k).is_some_and(|s| s["nullable"] != true && s.get("default").is_none())
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in drop {
+                map.remove(&k);
+            }
+            for (k, v) in map.iter_mut() {
+                prune_nulls(v, field_schema(schema, k));
+            }
+        }
+        Value::Array(items) => {
+            let s = schema.and_then(|s| s.get("items"));
+            for item in items {
+                prune_nulls(item, s);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `structuraldefaulting.Default`: this level's defaults first, then each field below.
+fn apply_defaults(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            for (k, s) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+                let Some(default) = s.get("default") else { continue };
+                let missing = match map.get(k) {
+                    None => true,
+                    Some(v) => v.is_null() && s["nullable"] != true,
+                };
+                if missing {
+                    map.insert(k.clone(), default.clone());
+                }
+            }
+            for (k, v) in map.iter_mut() {
+                if let Some(s) = schema["properties"].get(k) {
+                    apply_defaults(v, s);
+                } else if let Some(s) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                    apply_defaults(v, s);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for item in items {
+                    apply_defaults(item, s);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The CEL rules of every node, with the old value where one correlates (properties by name;
+/// items of `map` lists by their keys and of `set` lists by value; `atomic` list items never).
+fn cel(schema: &Value, new: &Value, old: Option<&Value>, path: &str, errs: &mut Vec<FieldError>) -> Result<(), String> {
+    if new.is_null() {
+        return Ok(());
+    }
+    for r in schema.get("x-kubernetes-validations").and_then(Value::as_array).into_iter().flatten() {
+        let rule = r["rule"].as_str().unwrap_or_default();
+        let at = if path.is_empty() { "<root>" } else { path };
+        if rule.contains("oldSelf") && old.is_none() && r["optionalOldSelf"] != true {
+            continue;
+        }
+        for option in ["messageExpression", "reason", "fieldPath", "optionalOldSelf"] {
+            if r.get(option).is_some() {
+                return Err(format!("the fake API server does not implement {option} (rule {rule:?} at {at})"));
+            }
+        }
+        if !eval_rule(rule, new, old).map_err(|e| format!("{e} (at {at})"))? {
+            let detail = match r["message"].as_str() {
+                Some(m) if !m.is_empty() => m.to_string(),
+                _ => format!("failed rule: {}", rule.trim()),
+            };
+            let t = schema["type"].as_str().unwrap_or("object");
+            errs.push(FieldError::new(ErrorType::Invalid, path, Some(go_quote(t)), detail));
+        }
+    }
+    match new {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if path.is_empty() && k == "metadata" {
+                    continue;
+                }
+                let old_v = old.and_then(|o| o.get(k));
+                if let Some(s) = schema["properties"].get(k) {
+                    cel(s, v, old_v, &child(path, k), errs)?;
+                } else if let Some(s) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                    cel(s, v, old_v, &format!("{path}[{k}]"), errs)?;
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                let old_items = old.and_then(Value::as_array);
+                let keys: Vec<&str> = schema["x-kubernetes-list-map-keys"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                for (i, item) in items.iter().enumerate() {
+                    let old_item = match (schema["x-kubernetes-list-type"].as_str(), old_items) {
+                        (Some("map"), Some(o)) => o.iter().find(|x| keys.iter().all(|k| x.get(*k) == item.get(*k))),
+                        (Some("set"), Some(o)) => o.iter().find(|x| *x == item),
+                        _ => None,
+                    };
+                    cel(s, item, old_item, &format!("{path}[{i}]"), errs)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `has(x.f)` on an object.
+fn has(v: &Value, field: &str) -> bool {
+    v.get(field).is_some_and(|x| !x.is_null())
+}
+
+/// The rules of [`CEL_RULES`], by hand. `Err` for any other rule, or a value of a type the rule
+/// cannot take (the schema checks run first and block the rules on a type error, so that is a
+/// bug in the fake, reported as one).
+pub fn eval_rule(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, String> {
+    let wrong = || format!("CEL rule {rule:?}: unexpected value {this} (old {old:?})");
+    let old_value = || old.ok_or_else(wrong);
+    match rule {
+        AWS_TAG_CHARS => {
+            static RE: OnceLock<Regex> = OnceLock::new();
+            let re = RE.get_or_init(|| Regex::new("^[0-9A-Za-z_.:/=+-@ ]+$").expect("AWS tag pattern"));
+            Ok(re.is_match(this.as_str().ok_or_else(wrong)?))
+        }
+        IMMUTABLE_LIST => {
+            let (new, old) = (this.as_array().ok_or_else(wrong)?, old_value()?.as_array().ok_or_else(wrong)?);
+            Ok(new.iter().all(|x| old.contains(x)) && old.iter().all(|x| new.contains(x)))
+        }
+        AZURE_TAGS_FIXED => {
+            let old = old_value()?;
+            Ok(!has(old, "resourceTags") && !has(this, "resourceTags")
+                || has(old, "resourceTags") && has(this, "resourceTags"))
+        }
+        SET_ONCE => {
+            let (new, old) = (this.as_str().ok_or_else(wrong)?, old_value()?.as_str().ok_or_else(wrong)?);
+            Ok(old.is_empty() || new == old)
+        }
+        CLUSTER_HOSTED_ONLY => Ok(if has(this, "dnsType") && this["dnsType"] != "ClusterHosted" {
+            !has(this, "clusterHosted")
+        } else {
+            true
+        }),
+        VSPHERE_DAY2_VCENTERS => {
+            let old = old_value()?;
+            Ok(if !has(old, "vsphere") && has(this, "vsphere") {
+                has(&this["vsphere"], "vcenters") && this["vsphere"]["vcenters"].as_array().is_some_and(|v| v.len() < 2)
+            } else {
+                true
+            })
+        }
+        _ => Err(format!("the fake API server does not implement the CEL rule {rule:?}")),
+    }
+}
+
+fn type_matches(t: &str, v: &Value) -> bool {
+    match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "boolean" => v.is_boolean(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        _ => true,
+    }
+}
+
+/// The JSON type as kube-openapi names it in `must be of type` (an integral number is `integer`,
+/// as the unstructured decoder makes it an int64).
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A bad value as `ErrorBody` prints it: strings quoted (`%q`), numbers and booleans plain,
+/// `null` as `"null"`. (Go prints maps and slices as `%#v`; the fake prints their JSON.)
+fn go_value(v: &Value) -> String {
+    match v {
+        Value::Null => "\"null\"".to_string(),
+        Value::String(s) => go_quote(s),
+        other => other.to_string(),
+    }
+}
+
+/// Go's `%q` (`strconv.Quote`) for the characters these tests use.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
