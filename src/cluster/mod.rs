@@ -60,7 +60,21 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, ClusterError> {
         }
         None => kube::Config::infer().await.map_err(ClusterError::NoConfig)?,
     };
-    Client::try_from(config).map_err(ClusterError::Client)
+    Client::try_from(without_env_proxy(config)).map_err(ClusterError::Client)
+}
+
+/// kube applies `HTTPS_PROXY` to the API server when a kubeconfig names no `proxy-url`
+/// (kube-client 5 `file_loader.rs`), and fails without its `http-proxy` feature. The cluster-wide
+/// proxy is for the way out to the cloud: OpenShift's `Proxy` object always puts the API server
+/// and the service network in `noProxy`. So only a kubeconfig's own `proxy-url` is kept.
+fn without_env_proxy(mut config: kube::Config) -> kube::Config {
+    let from_env = ["HTTPS_PROXY", "https_proxy"].iter().find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()));
+    if let (Some(proxy), Some(env)) = (&config.proxy_url, from_env) {
+        if proxy.to_string().trim_end_matches('/') == env.trim_end_matches('/') {
+            config.proxy_url = None;
+        }
+    }
+    config
 }
 
 /// An API error, named after `what` was asked, with the fix for the two a user can act on.

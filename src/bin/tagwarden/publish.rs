@@ -339,13 +339,20 @@ fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::clus
             failure("denied", "AccessDenied", text)
         }
         ErrorClass::Transient | ErrorClass::Throttled if cloud.status.is_none() => {
-            let message = match tagwarden::network::proxy_for(&target.endpoint()) {
-                Some(proxy) => format!("{text} (through the proxy {proxy}: check that it is up and lets the connection through, or add the host to NO_PROXY)"),
-                None => text,
-            };
-            failure("unreachable", "Unreachable", message)
+            failure("unreachable", "Unreachable", through_proxy(text, target))
         }
         _ => failure("failed", "PublishFailed", text),
+    }
+}
+
+/// `message` about a call that got no answer, naming the proxy it went through, if any.
+#[cfg(feature = "kube")]
+fn through_proxy(message: String, target: &Target) -> String {
+    match tagwarden::network::proxy_for(&target.endpoint()) {
+        Some(proxy) => format!(
+            "{message} (through the proxy {proxy}: check that it is up and lets the connection through, or add the host to NO_PROXY)"
+        ),
+        None => message,
     }
 }
 
@@ -367,7 +374,7 @@ async fn mirror_now(
         Ok(report) => report,
         Err(e) => {
             tracing::warn!(error = %e, "status report unreadable");
-            facts.report_unreadable = Some(format!("{e:#}"));
+            facts.report_unreadable = Some(through_proxy(format!("{e:#}"), target));
             None
         }
     };

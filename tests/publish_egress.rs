@@ -1,0 +1,296 @@
+//! The deployed publisher as an OpenShift cluster runs it: credentials from the cloud-credential
+//! operator's Secret in STS mode (a shared-credentials file naming `role_arn` and
+//! `web_identity_token_file`, the projected service-account token), every cloud call through the
+//! cluster-wide proxy (CONNECT, `HTTPS_PROXY`) trusting the proxy's CA from `TAGWARDEN_CA_BUNDLE`,
+//! and its health told to `oc`: conditions in the status ConfigMap, probes and metrics on `--listen`.
+//!
+//! The cloud's host names exist only inside the proxy (`tagwarden-aws`), so a call that
+//! bypasses it cannot connect at all: these tests fail if the proxy is not used.
+
+#![cfg(all(feature = "aws", feature = "kube"))]
+
+#[path = "support/egress.rs"]
+#[allow(dead_code)]
+mod egress;
+#[path = "support/kube_api.rs"]
+#[allow(dead_code)]
+mod kube_api;
+mod support;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use egress::{ConnectProxy, Pki};
+use kube_api::FakeApi;
+use serde_json::{json, Value};
+
+const PATIENCE: Duration = Duration::from_secs(40);
+// Single-label names: moto takes a dotted Host for a virtual-hosted bucket (`moto/s3/responses.py`
+// `subdomain_based_buckets`), and these resolve nowhere but in the proxy.
+const CLOUD_HOST: &str = "tagwarden-aws";
+const STS_HOST: &str = "tagwarden-sts";
+
+/// Clients with the credentials `sts:AssumeRoleWithWebIdentity` gives for `role` and `jwt`.
+async fn web_identity_clients(role: &str, jwt: &str) -> tagwarden::aws::Clients {
+    use aws_sdk_sts::config::{Credentials, Region};
+    let moto = &support::moto().endpoint;
+    let base = tagwarden::aws::config_loader()
+        .expect("network settings")
+        .endpoint_url(moto)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+        .load()
+        .await;
+    let out = aws_sdk_sts::Client::new(&base)
+        .assume_role_with_web_identity()
+        .role_arn(role)
+        .role_session_name("test")
+        .web_identity_token(jwt)
+        .send()
+        .await
+        .expect("sts:AssumeRoleWithWebIdentity in moto");
+    let c = out.credentials().expect("credentials");
+    let creds =
+        Credentials::new(c.access_key_id(), c.secret_access_key(), Some(c.session_token().to_string()), None, "web");
+    let config = tagwarden::aws::config_loader()
+        .expect("network settings")
+        .endpoint_url(moto)
+        .region(Region::new("us-east-1"))
+        .credentials_provider(creds)
+        .load()
+        .await;
+    tagwarden::aws::Clients::new(&config)
+}
+
+fn infrastructure() -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policies/infrastructure-aws.yaml");
+    serde_yaml_ng::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("fixture parses")
+}
+
+struct Publisher(std::process::Child);
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn temp(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("tagwarden-egress-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).expect("temp file");
+    path
+}
+
+/// `publish --from-cluster --watch` with only `env` for cloud settings (none inherited).
+fn spawn(api: &FakeApi, env: &[(&str, String)], to: &str, listen: u16) -> (Publisher, mpsc::Receiver<Value>) {
+    let kubeconfig = temp(&format!("kubeconfig-{listen}"), &api.kubeconfig("tagwarden", None));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") || k.to_ascii_lowercase().ends_with("_proxy") || k.starts_with("TAGWARDEN_") {
+            command.env_remove(k);
+        }
+    }
+    let mut child = command
+        .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", to])
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{listen}"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("AWS_CONFIG_FILE", "/nonexistent/tagwarden-test-config")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("POD_NAMESPACE", "tagwarden")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log_path(listen)).expect("log file"))
+        .spawn()
+        .expect("the publisher starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    (Publisher(child), lines)
+}
+
+fn log_path(listen: u16) -> PathBuf {
+    std::env::temp_dir().join(format!("tagwarden-egress-{}-{listen}.log", std::process::id()))
+}
+
+fn log(listen: u16) -> String {
+    std::fs::read_to_string(log_path(listen)).unwrap_or_default()
+}
+
+fn http_get(port: u16, path: &str) -> (u16, String) {
+    let attempt = || -> std::io::Result<String> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())?;
+        let mut out = String::new();
+        s.read_to_string(&mut out)?;
+        Ok(out)
+    };
+    let out = attempt().unwrap_or_else(|e| panic!("GET {path} on 127.0.0.1:{port}: {e}; log:\n{}", log(port)));
+    let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+}
+
+fn condition(api: &FakeApi, type_: &str) -> Option<Value> {
+    let cm = api.get("configmaps", "tagwarden", "tagwarden-status")?;
+    let list: Vec<Value> = serde_json::from_str(cm["data"]["conditions"].as_str()?).ok()?;
+    list.into_iter().find(|c| c["type"] == type_)
+}
+
+async fn until_condition(api: &FakeApi, type_: &str, what: &str, ok: impl Fn(&Value) -> bool) -> (Value, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(c) = condition(api, type_).filter(|c| ok(c)) {
+            return (c, start.elapsed());
+        }
+        assert!(start.elapsed() < PATIENCE, "{what}: {type_} is {:?}", condition(api, type_));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sts_mode_through_the_cluster_proxy_trusting_its_ca() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure());
+    api.put_configmap("tagwarden", json!({"metadata": {"name": "tagwarden-status"}}));
+    let (_, account, _static_keys) = support::account_with_env().await;
+    let role = format!("arn:aws:iam::{account}:role/tagwarden-publisher");
+    let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGFnd2FyZGVuOnRhZ3dhcmRlbiJ9.c2ln";
+    // The bucket is made with what the same exchange yields, in whichever account moto maps it to.
+    let clients = web_identity_clients(&role, jwt).await;
+    let bucket = format!("policy-sts-{account}");
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let pki = Pki::new();
+    let front = egress::tls_front(
+        &pki,
+        &[CLOUD_HOST, STS_HOST],
+        support::moto().endpoint.trim_start_matches("http://").to_string(),
+    )
+    .await;
+    let proxy =
+        ConnectProxy::start(HashMap::from([(format!("{CLOUD_HOST}:443"), front), (format!("{STS_HOST}:443"), front)]))
+            .await;
+
+    // What the cloud-credential operator writes in STS mode, and the projected token it names.
+    let token = temp("token", jwt);
+    let credentials =
+        temp("credentials", &format!("[default]\nrole_arn = {role}\nweb_identity_token_file = {}\n", token.display()));
+    let env = [
+        ("AWS_SHARED_CREDENTIALS_FILE", credentials.display().to_string()),
+        ("AWS_REGION", "us-east-1".to_string()),
+        ("AWS_ENDPOINT_URL", format!("https://{CLOUD_HOST}")),
+        ("AWS_ENDPOINT_URL_STS", format!("https://{STS_HOST}")),
+        ("HTTPS_PROXY", proxy.url.clone()),
+        ("NO_PROXY", "kubernetes.default.svc,.cluster.local".to_string()),
+        ("TAGWARDEN_CA_BUNDLE", pki.ca_file("sts").display().to_string()),
+    ];
+    let listen = support::free_port();
+    let to = format!("s3://{bucket}/cluster/policy.yaml");
+    let started = Instant::now();
+    let (_guard, lines) = spawn(&api, &env, &to, listen);
+    let first = lines
+        .recv_timeout(PATIENCE)
+        .unwrap_or_else(|e| panic!("no publish line ({e}); tunnels {:?}; log:\n{}", proxy.tunnels(), log(listen)));
+    println!("EGRESS(sts+proxy): start → published in {} ms", started.elapsed().as_millis());
+    assert_eq!(first["result"], "written", "{first}");
+
+    // The bucket is only in the account the web-identity exchange maps to.
+    let object = clients.s3.get_object().bucket(&bucket).key("cluster/policy.yaml").send().await;
+    assert!(object.is_ok(), "the policy is in the role's account: {object:?}");
+    let tunnels = proxy.tunnels();
+    assert!(
+        tunnels.contains(&format!("CONNECT {STS_HOST}:443")),
+        "the web-identity exchange went through the proxy: {tunnels:?}"
+    );
+    assert!(tunnels.contains(&format!("CONNECT {CLOUD_HOST}:443")), "S3 went through the proxy: {tunnels:?}");
+    assert!(tunnels.iter().all(|t| t.starts_with("CONNECT ")), "{tunnels:?}");
+
+    let (_, took) = until_condition(&api, "Available", "published", |c| c["status"] == "True").await;
+    println!("EGRESS(sts+proxy): Available=True {} ms after the publish", took.as_millis());
+    let (ready, _) = http_get(listen, "/readyz");
+    assert_eq!(ready, 200);
+    let (code, metrics) = http_get(listen, "/metrics");
+    assert_eq!(code, 200);
+    let last = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("tagwarden_publish_last_success_timestamp_seconds "))
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(last.is_some_and(|t| t > 1.0e9), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_proxy_down_the_cluster_is_told_which_proxy() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure());
+    api.put_configmap("tagwarden", json!({"metadata": {"name": "tagwarden-status"}}));
+    let (_clients, account, static_keys) = support::account_with_env().await;
+    let pki = Pki::new();
+    let down = format!("http://127.0.0.1:{}", support::free_port());
+    let mut env: Vec<(&str, String)> = static_keys.into_iter().filter(|(k, _)| *k != "AWS_ENDPOINT_URL").collect();
+    env.extend([
+        ("AWS_ENDPOINT_URL", format!("https://{CLOUD_HOST}")),
+        ("HTTPS_PROXY", down.clone()),
+        ("TAGWARDEN_CA_BUNDLE", pki.ca_file("down").display().to_string()),
+    ]);
+    let listen = support::free_port();
+    let started = Instant::now();
+    let (_guard, _lines) = spawn(&api, &env, &format!("s3://policy-down-{account}/p.yaml"), listen);
+    let (degraded, took) =
+        until_condition(&api, "Degraded", &format!("the proxy is down; log:\n{}", log(listen)), |c| {
+            c["status"] == "True" && c["reason"] == "Unreachable"
+        })
+        .await;
+    println!("EGRESS(proxy down): start → Degraded in {} ms: {}", took.as_millis(), degraded["message"]);
+    assert!(started.elapsed() < PATIENCE);
+    assert_eq!(degraded["reason"], "Unreachable", "{degraded}");
+    assert!(
+        degraded["message"].as_str().is_some_and(|m| m.contains(&format!("HTTPS_PROXY={down}"))),
+        "the message names the proxy: {degraded}"
+    );
+    let (_, metrics) = http_get(listen, "/metrics");
+    assert!(!metrics.contains("tagwarden_publish_failures_total{reason=\"unreachable\"} 0"), "{metrics}");
+    let (ready, _) = http_get(listen, "/readyz");
+    assert_eq!(ready, 200, "a publisher that decided (and failed) is ready; Degraded says why");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_cluster_document_is_degraded_before_any_sweep_naming_the_tag() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure());
+    api.put_configmap("tagwarden", json!({"metadata": {"name": "tagwarden-status"}}));
+    let (clients, account, env) = support::account_with_env().await;
+    let bucket = format!("policy-refused-{account}");
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let listen = support::free_port();
+    let (_guard, lines) = spawn(&api, &env, &format!("s3://{bucket}/p.yaml"), listen);
+    let first = lines.recv_timeout(PATIENCE).expect("first publish");
+    assert_eq!(first["result"], "written", "{first}");
+
+    // `aws:` keys pass the CRD's pattern (the API server stores them) but AWS reserves the prefix.
+    let edited = Instant::now();
+    api.edit_status(|o| {
+        o["status"]["platformStatus"]["aws"]["resourceTags"] = json!([{"key": "aws:team", "value": "x"}])
+    })
+    .expect("the API server accepts the key: its pattern allows ':'");
+    let refused = lines.recv_timeout(PATIENCE).expect("the refusal");
+    assert_eq!(refused["result"], "refused", "{refused}");
+    let (degraded, _) = until_condition(&api, "Degraded", "refused", |c| c["reason"] == "PolicyRefused").await;
+    println!("EGRESS(refused): edit → Degraded in {} ms", edited.elapsed().as_millis());
+    let message = degraded["message"].as_str().unwrap_or_default();
+    assert!(message.contains("aws:team") && message.contains("stays in force"), "{message}");
+    let available = condition(&api, "Available").expect("Available");
+    assert_eq!(available["status"], "True", "the last good document is still in force: {available}");
+    let (_, metrics) = http_get(listen, "/metrics");
+    assert!(metrics.contains("tagwarden_policy_refused 1"), "{metrics}");
+}
