@@ -11,6 +11,7 @@
 #![cfg(feature = "kube")]
 
 #[path = "support/kube_api.rs"]
+#[allow(dead_code)]
 mod kube_api;
 
 use std::path::{Path, PathBuf};

@@ -14,6 +14,7 @@
 #![cfg(feature = "kube")]
 
 #[path = "support/kube_api.rs"]
+#[allow(dead_code)]
 mod kube_api;
 
 use std::path::{Path, PathBuf};

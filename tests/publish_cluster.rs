@@ -9,6 +9,7 @@
 #![cfg(all(feature = "aws", feature = "kube"))]
 
 #[path = "support/kube_api.rs"]
+#[allow(dead_code)]
 mod kube_api;
 mod support;
 

@@ -47,8 +47,6 @@
 //! mid-chunk. Each connection serves one request (`Connection: close`), so a watch can be cut by
 //! closing its socket. Every request is recorded for the tests' assertions.
 
-#![allow(dead_code)]
-
 #[path = "crd.rs"]
 pub mod crd;
 
