@@ -35,7 +35,7 @@ pub enum ClusterError {
     Client(#[source] kube::Error),
     #[error("{what} not found{hint}")]
     NotFound { what: String, hint: &'static str },
-    #[error("{what}: access denied ({status}); grant the service account {verbs} on it (deploy/kubernetes/rbac.yaml)")]
+    #[error("{what}: access denied ({status}); grant the service account {verbs} on it (deploy/kubernetes/base/status-rbac.yaml; the Infrastructure reader in components/openshift/infrastructure-reader.yaml)")]
     Forbidden { what: String, verbs: &'static str, status: String },
     /// `detail` is the whole chain of causes: kube's own message for a failed connection is only
     /// "client error (Connect)", and the cause (refused, certificate not trusted …) is below it.
