@@ -39,42 +39,48 @@ fn azurite_blob_binary() -> PathBuf {
 /// exits (the shell's stdin, our pipe, closes).
 pub fn azurite() -> &'static Azurite {
     static AZURITE: OnceLock<Azurite> = OnceLock::new();
-    AZURITE.get_or_init(|| {
-        let port = super::free_port();
-        let bin = azurite_blob_binary();
-        let dir = std::env::temp_dir().join(format!("tagwarden-azurite-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("azurite work dir");
-        let script = format!(
-            "cd '{}' && '{}' --blobHost 127.0.0.1 --blobPort {port} --inMemoryPersistence --skipApiVersionCheck --loose --disableTelemetry >'{}/azurite.log' 2>&1 & pid=$!; echo started; read _; kill $pid",
-            dir.display(),
-            bin.display(),
-            dir.display()
-        );
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start azurite-blob");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("azurite wrapper");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            let log = std::fs::read_to_string(dir.join("azurite.log")).unwrap_or_default();
-            assert!(!log.contains("Exit due to"), "azurite-blob exited: {log}");
-            assert!(
-                Instant::now() < deadline,
-                "azurite-blob did not listen on 127.0.0.1:{port} within 60 s (is node on PATH? run scripts/install-tools azurite). Log:\n{log}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Azurite { endpoint: format!("http://127.0.0.1:{port}/{ACCOUNT}"), _guard: child }
-    })
+    AZURITE.get_or_init(|| start("", "http"))
 }
 
-/// An account SAS for the blob service (`ss=b`, `srt=sco`, read/write/delete/list/add/create),
-/// valid until 2099, signed with the well-known key.
+/// An Azurite of its own that takes bearer tokens (`--oauth basic`, which Azurite serves only
+/// over HTTPS): `cert` and `key` are PEM files, the endpoint is `https://127.0.0.1:<port>/…`.
+pub fn azurite_oauth(cert: &std::path::Path, key: &std::path::Path) -> Azurite {
+    start(&format!("--oauth basic --cert '{}' --key '{}'", cert.display(), key.display()), "https")
+}
+
+fn start(extra: &str, scheme: &str) -> Azurite {
+    let port = super::free_port();
+    let bin = azurite_blob_binary();
+    let dir = std::env::temp_dir().join(format!("tagwarden-azurite-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("azurite work dir");
+    let script = format!(
+        "cd '{}' && '{}' --blobHost 127.0.0.1 --blobPort {port} --inMemoryPersistence --skipApiVersionCheck --loose --disableTelemetry {extra} >'{}/azurite.log' 2>&1 & pid=$!; echo started; read _; kill $pid",
+        dir.display(),
+        bin.display(),
+        dir.display()
+    );
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start azurite-blob");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("azurite wrapper");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let log = std::fs::read_to_string(dir.join("azurite.log")).unwrap_or_default();
+        assert!(!log.contains("Exit due to"), "azurite-blob exited: {log}");
+        assert!(
+            Instant::now() < deadline,
+            "azurite-blob did not listen on 127.0.0.1:{port} within 60 s (is node on PATH? run scripts/install-tools azurite). Log:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Azurite { endpoint: format!("{scheme}://127.0.0.1:{port}/{ACCOUNT}"), _guard: child }
+}
+
 pub fn account_sas() -> String {
     account_sas_with("rwdlac", "2099-01-01T00:00:00Z")
 }
@@ -105,8 +111,13 @@ pub fn percent_encode(s: &str) -> String {
 
 /// A fresh container; returns its URL (no SAS).
 pub async fn container(http: &reqwest::Client) -> String {
+    container_at(http, &azurite().endpoint).await
+}
+
+/// A fresh container at the Azurite whose account endpoint is `endpoint`.
+pub async fn container_at(http: &reqwest::Client, endpoint: &str) -> String {
     let name = format!("policy-{}", super::suffix());
-    let url = format!("{}/{name}", azurite().endpoint);
+    let url = format!("{endpoint}/{name}");
     let resp = http
         .put(format!("{url}?restype=container&{}", account_sas()))
         .header("x-ms-version", "2021-08-06")
