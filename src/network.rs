@@ -72,7 +72,7 @@ pub struct CaBundle {
 /// The proxy setting a request to `url` goes through, as `NAME=value` for messages, or `None`
 /// when it goes direct. The HTTP stacks decide for themselves; this only names it, with the same
 /// precedence (lower-case first, as curl does) and the usual `NO_PROXY` forms: `*`, a host, a
-/// domain suffix (`.example.com` or `example.com`), an IP address.
+/// domain suffix (`.example.com` or `example.com`), an IP address, a CIDR.
 pub fn proxy_for(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -93,13 +93,35 @@ pub fn proxy_for(url: &str) -> Option<String> {
 
 fn bypassed(host: &str, no_proxy: &str) -> bool {
     let host = host.to_ascii_lowercase();
+    let ip: Option<std::net::IpAddr> = host.parse().ok();
     no_proxy.split(',').map(str::trim).filter(|r| !r.is_empty()).any(|rule| {
         let rule = rule.to_ascii_lowercase();
-        rule == "*" || {
-            let domain = rule.trim_start_matches("*.").trim_start_matches('.');
-            host == domain || host.ends_with(&format!(".{domain}"))
+        if rule == "*" {
+            return true;
         }
+        // OpenShift's `status.noProxy` lists the service, cluster and machine networks as CIDRs.
+        if let (Some(ip), Some((net, bits))) = (ip, rule.split_once('/')) {
+            return in_network(ip, net, bits);
+        }
+        let domain = rule.trim_start_matches("*.").trim_start_matches('.');
+        host == domain || host.ends_with(&format!(".{domain}"))
     })
+}
+
+fn in_network(ip: std::net::IpAddr, net: &str, bits: &str) -> bool {
+    use std::net::IpAddr;
+    let (Ok(net), Ok(bits)) = (net.parse::<IpAddr>(), bits.parse::<u32>()) else { return false };
+    match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) if bits <= 32 => {
+            let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) if bits <= 128 => {
+            let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -117,6 +139,13 @@ mod tests {
         assert!(!bypassed("s3.eu-west-1.amazonaws.com", rules));
         assert!(!bypassed("notexample.com", rules));
         assert!(bypassed("anything", "*"));
+        let openshift = "172.30.0.0/16,10.128.0.0/14,10.0.0.0/16,.cluster.local,.svc,api-int.c.example.com,fd02::/112";
+        assert!(bypassed("172.30.12.1", openshift));
+        assert!(bypassed("10.131.255.1", openshift));
+        assert!(!bypassed("10.132.0.1", openshift));
+        assert!(bypassed("fd02::1", openshift));
+        assert!(!bypassed("52.95.110.1", openshift));
+        assert!(!bypassed("s3.eu-west-1.amazonaws.com", openshift));
         assert!(!bypassed("anything", ""));
     }
 }

@@ -88,6 +88,16 @@ fn temp(name: &str, text: &str) -> PathBuf {
 
 /// `publish --from-cluster --watch` with only `env` for cloud settings (none inherited).
 fn spawn(api: &FakeApi, env: &[(&str, String)], to: &str, listen: u16) -> (Publisher, mpsc::Receiver<Value>) {
+    spawn_with(api, env, to, listen, &[])
+}
+
+fn spawn_with(
+    api: &FakeApi,
+    env: &[(&str, String)],
+    to: &str,
+    listen: u16,
+    args: &[&str],
+) -> (Publisher, mpsc::Receiver<Value>) {
     let kubeconfig = temp(&format!("kubeconfig-{listen}"), &api.kubeconfig("tagwarden", None));
     let mut command = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
     for (k, _) in std::env::vars() {
@@ -97,6 +107,7 @@ fn spawn(api: &FakeApi, env: &[(&str, String)], to: &str, listen: u16) -> (Publi
     }
     let mut child = command
         .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", to])
+        .args(args)
         .arg("--listen")
         .arg(format!("127.0.0.1:{listen}"))
         .arg("--kubeconfig")
@@ -184,8 +195,13 @@ async fn sts_mode_through_the_cluster_proxy_trusting_its_ca() {
 
     // What the cloud-credential operator writes in STS mode, and the projected token it names.
     let token = temp("token", jwt);
-    let credentials =
-        temp("credentials", &format!("[default]\nrole_arn = {role}\nweb_identity_token_file = {}\n", token.display()));
+    let credentials = temp(
+        "credentials",
+        &format!(
+            "[default]\nsts_regional_endpoints = regional\nrole_arn = {role}\nweb_identity_token_file = {}\n",
+            token.display()
+        ),
+    );
     let env = [
         ("AWS_SHARED_CREDENTIALS_FILE", credentials.display().to_string()),
         ("AWS_REGION", "us-east-1".to_string()),
@@ -295,4 +311,68 @@ async fn a_refused_cluster_document_is_degraded_before_any_sweep_naming_the_tag(
     assert_eq!(available["status"], "True", "the last good document is still in force: {available}");
     let (_, metrics) = http_get(listen, "/metrics");
     assert!(metrics.contains("tagwarden_policy_refused 1"), "{metrics}");
+    let reasons: Vec<Value> = api.list("events", "tagwarden").into_iter().map(|e| e["reason"].clone()).collect();
+    assert!(reasons.contains(&json!("PolicyRefused")), "an Event for the transition: {reasons:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_published_object_changed_or_deleted_at_the_store_is_repaired_on_resync() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure());
+    let (clients, account, env) = support::account_with_env().await;
+    let bucket = format!("policy-resync-{account}");
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let listen = support::free_port();
+    let (_guard, lines) = spawn_with(&api, &env, &format!("s3://{bucket}/p.yaml"), listen, &["--resync", "1"]);
+    let first = lines.recv_timeout(PATIENCE).expect("first publish");
+    assert_eq!(first["result"], "written", "{first}");
+    let read = || async {
+        match clients.s3.get_object().bucket(&bucket).key("p.yaml").send().await {
+            Ok(o) => Some(String::from_utf8_lossy(&o.body.collect().await.expect("body").into_bytes()).into_owned()),
+            Err(_) => None,
+        }
+    };
+    let published = read().await.expect("published");
+    for (what, damage) in [("deleted", None), ("overwritten", Some("version: 1\ntags: {team: someone-else}\n"))] {
+        match damage {
+            None => drop(clients.s3.delete_object().bucket(&bucket).key("p.yaml").send().await.expect("delete")),
+            Some(text) => drop(
+                clients
+                    .s3
+                    .put_object()
+                    .bucket(&bucket)
+                    .key("p.yaml")
+                    .body(text.as_bytes().to_vec().into())
+                    .send()
+                    .await
+                    .expect("put"),
+            ),
+        }
+        let damaged = Instant::now();
+        while read().await.as_deref() != Some(published.as_str()) {
+            assert!(damaged.elapsed() < PATIENCE, "the {what} object was never repaired; log:\n{}", log(listen));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        println!("EGRESS(resync): {what} at the store → repaired in {} ms", damaged.elapsed().as_millis());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_aws_credentials_the_cluster_is_told_where_they_come_from() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure());
+    let env = [
+        ("AWS_REGION", "us-east-1".to_string()),
+        ("AWS_ENDPOINT_URL", support::moto().endpoint.clone()),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/tagwarden-credentials".to_string()),
+    ];
+    let listen = support::free_port();
+    let (_guard, _lines) = spawn(&api, &env, "s3://policy-nocreds/p.yaml", listen);
+    let (degraded, took) = until_condition(&api, "Degraded", &format!("no credentials; log:\n{}", log(listen)), |c| {
+        c["reason"] == "CredentialsRejected"
+    })
+    .await;
+    println!("EGRESS(no credentials): start → Degraded in {} ms", took.as_millis());
+    let message = degraded["message"].as_str().unwrap_or_default();
+    assert!(message.contains("AWS_SHARED_CREDENTIALS_FILE") && message.contains("CredentialsRequest"), "{message}");
 }

@@ -35,6 +35,9 @@ pub enum ClusterError {
     Client(#[source] kube::Error),
     #[error("{what} not found{hint}")]
     NotFound { what: String, hint: &'static str },
+    /// 401: the API server does not know who is asking; no Role can fix that.
+    #[error("{what}: the API server did not accept the credentials ({status}); the kubeconfig's token or certificate is wrong or expired, or in a pod the service account token is not mounted (automountServiceAccountToken: false)")]
+    Unauthorized { what: String, status: String },
     #[error("{what}: access denied ({status}); grant the service account {verbs} on it (deploy/kubernetes/base/status-rbac.yaml; the Infrastructure reader in components/openshift/infrastructure-reader.yaml)")]
     Forbidden { what: String, verbs: &'static str, status: String },
     /// `detail` is the whole chain of causes: kube's own message for a failed connection is only
@@ -80,7 +83,10 @@ fn without_env_proxy(mut config: kube::Config) -> kube::Config {
 /// An API error, named after `what` was asked, with the fix for the two a user can act on.
 fn api_error(what: &str, verbs: &'static str, e: kube::Error) -> ClusterError {
     match &e {
-        kube::Error::Api(s) if s.code == 401 || s.code == 403 => {
+        kube::Error::Api(s) if s.code == 401 => {
+            ClusterError::Unauthorized { what: what.to_string(), status: s.message.clone() }
+        }
+        kube::Error::Api(s) if s.code == 403 => {
             ClusterError::Forbidden { what: what.to_string(), verbs, status: s.message.clone() }
         }
         _ => ClusterError::Api { what: what.to_string(), detail: chain(&e) },

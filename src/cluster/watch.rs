@@ -161,7 +161,13 @@ impl State {
             }
             watcher::Error::InitialListFailed(kube::Error::Api(s))
             | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                if s.code == 401 || s.code == 403 =>
+                if s.code == 401 =>
+            {
+                return Err(ClusterError::Unauthorized { what, status: s.message.clone() });
+            }
+            watcher::Error::InitialListFailed(kube::Error::Api(s))
+            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+                if s.code == 403 =>
             {
                 return Err(ClusterError::Forbidden { what, verbs: "get, list and watch", status: s.message.clone() });
             }

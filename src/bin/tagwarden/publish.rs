@@ -243,7 +243,10 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
         };
         health.watch_restarted(restarts.load(Ordering::Relaxed));
         let Some(doc) = pending.as_ref().filter(|_| attempt) else { continue };
-        match target.publish(&doc.text, args.dry_run).await {
+        let published = target.publish(&doc.text, args.dry_run).await;
+        // Ready once a first publish was decided (even a failed one: `Degraded` says why).
+        health.set_ready();
+        match published {
             Ok(outcome) => {
                 pending = None;
                 facts.failure = None;
@@ -276,7 +279,6 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
                 mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
             }
         }
-        health.set_ready();
     }
 }
 
@@ -331,7 +333,13 @@ fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::clus
         || lower.contains("credential")
         || lower.contains("web identity");
     if credentials {
-        return failure("credentials", "CredentialsRejected", text);
+        let fix = match cloud.cloud {
+            tagwarden::cloud::Cloud::Aws => {
+                "; the publisher takes the AWS SDK's standard chain: on OpenShift, mount the CredentialsRequest's Secret and point AWS_SHARED_CREDENTIALS_FILE at its `credentials` key (static keys in mint mode; role_arn + web_identity_token_file in STS mode, from ccoctl), elsewhere AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE (IRSA)"
+            }
+            tagwarden::cloud::Cloud::Azure => "",
+        };
+        return failure("credentials", "CredentialsRejected", format!("{text}{fix}"));
     }
     match cloud.class {
         ErrorClass::Denied => failure("denied", "AccessDenied", text),
