@@ -462,6 +462,23 @@ mod tests {
     }
 
     #[test]
+    fn a_sas_says_when_it_expires_and_a_secret_can_supply_it() {
+        let mut l = loc("https://acct.blob.core.windows.net/policy/p.yaml");
+        assert!(!l.has_sas() && l.sas_expiry_ms().is_none());
+        l.set_sas("?sv=2022-11-02&sp=rw&se=2026-12-01T00%3A00%3A00Z&sig=abc");
+        assert_eq!(l.sas_expiry_ms(), crate::events::parse_rfc3339_ms("2026-12-01T00:00:00Z"));
+        assert_eq!(l.blob_url("p.yaml").query(), Some("sv=2022-11-02&sp=rw&se=2026-12-01T00%3A00%3A00Z&sig=abc"));
+        l.set_sas("sv=2022-11-02&se=2026-12-02&sig=x");
+        assert_eq!(
+            l.sas_expiry_ms(),
+            crate::events::parse_rfc3339_ms("2026-12-02T00:00:00Z"),
+            "a date alone is midnight UTC"
+        );
+        l.set_sas("  ");
+        assert!(!l.has_sas());
+    }
+
+    #[test]
     fn locations() {
         let l = loc("https://acct.blob.core.windows.net/policy/cluster/infrastructure.yaml");
         assert!(!l.is_prefix);

@@ -189,6 +189,24 @@ impl Conditions {
     }
 }
 
+/// What to say of a credential (`what`, e.g. "the SAS in TAGWARDEN_BLOB_SAS") that stops working
+/// at `at_ms`: nothing while more than `warning` is left, then when, and what to do.
+pub fn expiry_warning(what: &str, at_ms: u64, now_ms: u64, warning: std::time::Duration) -> Option<String> {
+    let left = std::time::Duration::from_millis(at_ms.saturating_sub(now_ms));
+    if left > warning {
+        return None;
+    }
+    let when = crate::events::format_rfc3339_ms(at_ms);
+    Some(if left.is_zero() {
+        format!("{what} expired at {when}; put a new SAS in the Secret, or use Workload Identity")
+    } else {
+        format!(
+            "{what} expires at {when} (in {} h); put a new SAS in the Secret before then, or use Workload Identity",
+            left.as_secs() / 3600
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +242,21 @@ mod tests {
         assert!(d.is_true() && d.reason == "PolicyRefused", "{d:?}");
         assert!(d.message.contains("a*b") && d.message.contains("version v1 stays in force"), "{}", d.message);
         assert_eq!(c.get(AVAILABLE).map(Condition::is_true), Some(true), "the last good document is in force");
+    }
+
+    #[test]
+    fn a_credential_is_reported_within_the_warning_and_after_it_expired() {
+        let week = std::time::Duration::from_secs(7 * 24 * 3600);
+        let day_ms = 24 * 3600 * 1000;
+        let now = 1_764_000_000_000;
+        assert_eq!(expiry_warning("the SAS", now + 8 * day_ms, now, week), None);
+        let soon = expiry_warning("the SAS", now + 2 * day_ms, now, week).expect("within the week");
+        assert!(soon.contains("in 48 h") && soon.contains("before then"), "{soon}");
+        let gone = expiry_warning("the SAS", now - 1, now, week).expect("expired");
+        assert!(gone.contains("expired at"), "{gone}");
+        let f = Facts { expiring: Some(soon), ..facts() };
+        let c = Conditions::from_facts(&f, Some(&report("v1")), "t0");
+        assert_eq!(c.get(DEGRADED).map(|d| d.reason.as_str()), Some("CredentialsExpiring"));
     }
 
     #[test]

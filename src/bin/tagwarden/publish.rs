@@ -291,20 +291,7 @@ fn unix_now() -> f64 {
 #[cfg(feature = "kube")]
 fn expiring(target: &Target) -> Option<String> {
     let (what, at_ms) = target.credential_expiry()?;
-    let now_ms = (unix_now() * 1000.0) as u64;
-    let left = Duration::from_millis(at_ms.saturating_sub(now_ms));
-    if left > EXPIRY_WARNING {
-        return None;
-    }
-    let when = tagwarden::events::format_rfc3339_ms(at_ms);
-    Some(if left.is_zero() {
-        format!("{what} expired at {when}; put a new SAS in the Secret, or use Workload Identity")
-    } else {
-        format!(
-            "{what} expires at {when} (in {} h); put a new SAS in the Secret before then, or use Workload Identity",
-            left.as_secs() / 3600
-        )
-    })
+    tagwarden::cluster::conditions::expiry_warning(&what, at_ms, (unix_now() * 1000.0) as u64, EXPIRY_WARNING)
 }
 
 /// Why a publish failed, for the metric (`tagwarden_publish_failures_total{reason}`) and the
