@@ -266,11 +266,13 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     }
 
     println!(
-        "\n== 7. day 2: the cluster's admin edits spec tags (env=staging, add owner-team=sre); publish, sweep, status"
+        "\n== 7. day 2: the cluster's admin edits the status tags (oc edit infrastructure cluster --subresource=status: cost-center=5151, add owner-team=sre); publish, sweep, status"
     );
+    // OpenShift's day-2 field is status.platformStatus.aws.resourceTags (openshift/api has no
+    // spec.platformSpec.aws.resourceTags; the API server prunes it).
     let edited = INFRASTRUCTURE.replace(
-        "{key: env, value: production}",
-        "{key: env, value: staging}\n        - {key: owner-team, value: sre}",
+        "- {key: cost-center, value: \"4242\"}",
+        "- {key: cost-center, value: \"5151\"}\n        - {key: owner-team, value: sre}",
     );
     let invalid = edited.replace("owner-team", "aws:owner-team");
     let refused = publish(&target, &invalid, false).await?;
@@ -294,7 +296,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         clients.calls.writes()
     );
     let after = tagger.read(&resources[1].1).await?;
-    println!("   drifted worker now: {}", show(&after, &["env", "owner-team", "team"]));
+    println!("   drifted worker now: {}", show(&after, &["cost-center", "owner-team", "team"]));
     let status =
         policy_store(&clients, location, Duration::ZERO).read_status(None).await?.context("no status report")?;
     println!(
@@ -303,7 +305,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         status.policy.version.as_deref().unwrap_or("-"),
         status.failures.len()
     );
-    if after.get("env").map(String::as_str) != Some("staging") {
+    if after.get("cost-center").map(String::as_str) != Some("5151") || !after.contains_key("owner-team") {
         bail!("the edited tags did not reach the drifted worker");
     }
     Ok(())
