@@ -2,10 +2,17 @@
 //! store on Blob storage, Azure Monitor custom metrics, the reconciler, and the Functions
 //! custom-handler protocol that the `tagwarden-azure-function` binary serves.
 //!
-//! Everything talks plain HTTPS through one `reqwest` client (rustls on ring): no Azure SDK crate,
-//! because no maintained one covers the Tags API (reference/azure.md §4.2). Every endpoint comes
-//! from configuration, so the same code runs against Azure, against Azurite and against the fakes
-//! in `tests/`.
+//! Everything talks plain HTTPS through one `reqwest` client (rustls on ring). No Azure SDK crate:
+//! none covers the Tags API (reference/azure.md §4.2), and for tokens and blobs Microsoft's
+//! `azure_identity` 1.0 / `azure_storage_blob` 1.1 were measured against this code (release
+//! builds, same profile, a managed-identity token then a conditional blob GET): with their
+//! defaults +2.8 MiB and +40 ms to the first blob response (aws-lc's entropy seeding at the first
+//! TLS handshake), with a ring transport of our own still +0.8 MiB, a second reqwest, and
+//! settings we need only through our own transport (extra CA, timeouts, retries that would
+//! stack on ours); their blob client refuses plain-HTTP endpoints with a credential and their
+//! Workload Identity caches the token file for 10 minutes. Every endpoint comes from
+//! configuration, so the same code runs against Azure, against Azurite and against the fakes in
+//! `tests/`.
 //!
 //! Deliberately not here: event parsing (`crate::events`), the tag rules (`crate::policy::validate`) and the
 //! decision what to write (`crate::plan`) — this module only moves bytes and applies decisions.
