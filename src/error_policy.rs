@@ -131,6 +131,11 @@ impl CloudError {
             })
         } else if self.class == ErrorClass::Unsupported {
             Some("no tagging API takes this resource type; it is reported as unsupported, not written".to_string())
+        } else if matches!(self.code.as_str(), "DispatchFailure" | "Timeout") {
+            // No answer at all: the endpoint, the network or the proxy, not the request.
+            let endpoint = std::env::var("AWS_ENDPOINT_URL")
+                .map_or_else(|_| "the region's AWS endpoint".to_string(), |e| format!("AWS_ENDPOINT_URL={e}"));
+            Some(format!("check that {endpoint} is reachable from here (network, HTTPS_PROXY/NO_PROXY)"))
         } else {
             None
         }

@@ -41,3 +41,20 @@ pub mod azure;
 /// A resource's tags, or a set of desired tags: key → value, ordered by key so that every output
 /// and every hash derived from it is deterministic.
 pub type TagMap = std::collections::BTreeMap<String, String>;
+
+/// An error and its causes on one line, each cause once: the SDKs' own `Display` of a failed
+/// connection is only "dispatch failure" or "client error (Connect)", and the reason (refused,
+/// certificate not trusted, no region …) is further down. No `Debug` forms: those are for `-v`.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
+}

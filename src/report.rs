@@ -446,6 +446,16 @@ fn emf_header<'a>(
     doc
 }
 
+/// A newer policy version the function refused, while `in_force` (if any) stays enforced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RejectedPolicy {
+    /// The cluster of a set (`None`: the single policy).
+    #[serde(rename = "infraID")]
+    pub cluster: Option<String>,
+    pub in_force: Option<String>,
+    pub errors: Vec<String>,
+}
+
 /// What one event or sweep did, on either cloud.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -454,6 +464,8 @@ pub struct Outcome {
     pub infra_id: Option<String>,
     /// Why nothing could be reconciled (no valid policy, listing failed).
     pub error: Option<String>,
+    /// The newer policy versions refused on the way (each also counted in the metrics).
+    pub rejected: Vec<RejectedPolicy>,
 }
 
 impl Outcome {
@@ -477,6 +489,11 @@ impl Outcome {
     pub fn absorb(&mut self, other: Outcome) {
         self.metrics.merge(other.metrics);
         self.records.extend(other.records);
+        for r in other.rejected {
+            if !self.rejected.contains(&r) {
+                self.rejected.push(r);
+            }
+        }
         self.infra_id = self.infra_id.take().or(other.infra_id);
         self.error = match (self.error.take(), other.error) {
             (Some(a), Some(b)) if a != b => Some(format!("{a}; {b}")),

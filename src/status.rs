@@ -1,7 +1,8 @@
 //! The status report tagwarden writes beside the policy (`tagwarden-status.json`, or the
 //! `<parameter>-status` SSM parameter), for both clouds: how the published policy stands, and the
 //! resources whose last sweep could not be brought in line — the seeds' failure list in
-//! `status.platformStatus.<cloud>.resourceTags`. Pure: each cloud's store writes it.
+//! `status.platformStatus.<cloud>.resourceTags`. The report itself is pure; [`store_io`] reads
+//! and writes it through a policy store's `Source` (the store only moves its text).
 
 use std::fmt::Display;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -129,6 +130,77 @@ impl StatusReport {
                 report.unsupported.truncate(report.unsupported.len() / 2);
             }
         }
+    }
+}
+
+/// The report beside a policy store's documents: made from what a sweep or a load found, written
+/// and read through the store's `Source`.
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod store_io {
+    use super::StatusReport;
+    use crate::policy::cache::LoadedPolicy;
+    use crate::policy::store::{PolicyStore, Rejection, Source};
+    use crate::report::Record;
+
+    #[derive(Debug, thiserror::Error)]
+    pub enum ReadStatusError<E: std::error::Error + 'static> {
+        #[error(transparent)]
+        Source(E),
+        #[error(
+            "the status report beside {location} is not one tagwarden wrote ({message}); the next sweep replaces it"
+        )]
+        NotAReport { location: String, message: String },
+    }
+
+    /// Write `report` beside the policy (of cluster `cluster` in a set).
+    pub async fn write<S: Source>(
+        store: &PolicyStore<S>,
+        cluster: Option<&str>,
+        report: &StatusReport,
+    ) -> Result<(), S::Error> {
+        let text = match store.source.max_status_bytes() {
+            // Failures are dropped from the report to fit.
+            Some(max) => report.to_json_within(max),
+            None => serde_json::to_string_pretty(report).unwrap_or_default(),
+        };
+        store.source.put_status(cluster, &text).await
+    }
+
+    /// A report that cannot be written is logged: it never fails the invocation that made it.
+    async fn write_logged<S: Source>(store: &PolicyStore<S>, cluster: Option<&str>, report: &StatusReport) {
+        if let Err(e) = write(store, cluster, report).await {
+            tracing::warn!(error = %e, "could not write the status report");
+        }
+    }
+
+    /// The status report beside the policy (of cluster `cluster` in a set), if one was written.
+    pub async fn read<S: Source>(
+        store: &PolicyStore<S>,
+        cluster: Option<&str>,
+    ) -> Result<Option<StatusReport>, ReadStatusError<S::Error>> {
+        let text = store.source.get_status(cluster).await.map_err(ReadStatusError::Source)?;
+        let location = cluster.map_or_else(|| store.location(), |c| store.source.cluster_location(c));
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| ReadStatusError::NotAReport { location, message: e.to_string() })
+        })
+        .transpose()
+    }
+
+    /// A rejected newer version, reported beside that cluster's policy with the one in force.
+    pub async fn report_rejection<S: Source>(store: &PolicyStore<S>, r: &Rejection) {
+        let report =
+            StatusReport::new(store.source.cloud(), &r.location, r.in_force.clone(), r.errors.clone(), Vec::new());
+        write_logged(store, r.cluster.as_deref(), &report).await;
+    }
+
+    /// A sweep's status report for one cluster (`policy`): the version it applied, how that
+    /// cluster's published policy stands now, and its failures.
+    pub async fn report_sweep<S: Source>(store: &PolicyStore<S>, policy: &LoadedPolicy, records: &[Record]) {
+        let cluster = store.cluster_key(policy);
+        let Some(standing) = store.standing(cluster).await else { return };
+        let location = store.location_for(cluster);
+        let report = StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, records);
+        write_logged(store, Some(cluster).filter(|c| !c.is_empty()), &report).await;
     }
 }
 

@@ -425,7 +425,7 @@ async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
         "{error}"
     );
     assert_eq!(out.metrics.listing_failures, 1);
-    let report = rec.store.read_status(None).await.expect("read").expect("a status report");
+    let report = tagwarden::status::store_io::read(&rec.store, None).await.expect("read").expect("a status report");
     assert!(
         report.failures.iter().any(|f| f.resource_type == "iam:GetAccountAuthorizationDetails"),
         "the status report shows the failed listing: {report:?}"
@@ -437,6 +437,6 @@ async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
     let out = rec.sweep(true).await;
     assert_eq!(out.failed(), 0, "{:#?}", out.records);
     assert_eq!(rec.tagger.read(&role).await.expect("role").get("team").map(String::as_str), Some("platform"));
-    let report = rec.store.read_status(None).await.expect("read").expect("a status report");
+    let report = tagwarden::status::store_io::read(&rec.store, None).await.expect("read").expect("a status report");
     assert!(report.failures.is_empty(), "{report:?}");
 }

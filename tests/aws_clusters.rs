@@ -370,7 +370,7 @@ async fn cli_sweeps_and_reports_each_cluster() {
     };
     let set = format!("s3://{bucket}/clusters/*/");
     let (code, out, err) = cli(&["sweep", "--policy", &set, "--dry-run"]);
-    assert_eq!(code, 1, "drift in a dry run: {out}{err}");
+    assert_eq!(code, 2, "drift in a dry run: {out}{err}");
     for i in 0..2 {
         assert!(out.contains(&format!("cluster       {} (version ", infra(i))), "{out}");
     }
@@ -384,6 +384,33 @@ async fn cli_sweeps_and_reports_each_cluster() {
     assert_eq!(code, 0, "both clusters in force, nothing failed: {out}{err}");
     assert!(
         out.contains(&format!("== cluster {}", infra(0))) && out.contains(&format!("== cluster {}", infra(1))),
+        "{out}"
+    );
+
+    // A third cluster whose only document is refused: the summary lists it, with why (exit 1).
+    let refused = infra(INVALID);
+    let body = policy(INVALID);
+    assert!(body.contains("aws:"), "the refusal must come from an aws: key: {body}");
+    let key = format!("clusters/{refused}/10-cluster.yaml");
+    clients.s3.put_object().bucket(&bucket).key(key).body(body.into_bytes().into()).send().await.expect("policy");
+    let (code, out, err) = cli(&["sweep", "--policy", &set, "--json"]);
+    assert_eq!(code, 1, "a rejected policy is an invalid policy: {err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let clusters = json["clusters"].as_array().cloned().unwrap_or_default();
+    let third = clusters.iter().find(|c| c["infraID"] == refused.as_str()).expect("the rejected cluster is listed");
+    assert!(
+        third["rejected"].as_array().is_some_and(|e| e.iter().any(|e| e.as_str().is_some_and(|e| e.contains("aws:")))),
+        "{third}"
+    );
+    assert_eq!(
+        (third["policy_version"].as_str(), third["owned"].as_u64()),
+        (None, Some(0)),
+        "nothing of it is enforced: {third}"
+    );
+    let (_, out, _) = cli(&["sweep", "--policy", &set]);
+    assert!(
+        out.contains(&format!("cluster       {refused} (version -)"))
+            && out.contains("nothing of this cluster is enforced"),
         "{out}"
     );
 }

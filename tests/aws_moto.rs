@@ -547,7 +547,7 @@ async fn cli_sweep_dry_run_then_write() {
     };
     let policy = format!("s3://{}/p.json", env.bucket);
     let (code, json, err) = cli(&["sweep", "--policy", &policy, "--dry-run", "--json"]);
-    assert_eq!(code, 1, "drift found in a dry run: {err}");
+    assert_eq!(code, 2, "drift found in a dry run: {err}");
     // The instance and its owned root volume.
     assert_eq!((json["drifted"].as_u64(), json["written"].as_u64()), (Some(2), Some(2)), "{json}");
     assert!(!env.tags(&instance).await.contains_key("team"), "a dry run writes nothing");
@@ -561,7 +561,7 @@ async fn cli_sweep_dry_run_then_write() {
     let (code, json, err) = cli(&["validate", "--json", &policy]);
     assert_eq!((code, json["valid"].as_bool()), (0, Some(true)), "{err}");
     let (code, _, err) = cli(&["sweep", "--policy", "s3://no-such-bucket-anywhere/p.json"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 3, "the policy cannot be read: nothing could run");
     assert!(err.contains("no-such-bucket-anywhere"), "{err}");
 }
 

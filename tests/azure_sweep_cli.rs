@@ -63,10 +63,10 @@ async fn cli_sweep_on_azure_dry_run_then_writes_owned_resources_only() {
         a
     };
 
-    // Dry run: drift found (exit 1), nothing written.
+    // Dry run: drift found (exit 2), nothing written.
     let a = args(&["--dry-run"]);
     let dry = sweep(&a.iter().map(String::as_str).collect::<Vec<_>>(), Some(&token));
-    assert_eq!(dry.status.code(), Some(1), "{}", String::from_utf8_lossy(&dry.stderr));
+    assert_eq!(dry.status.code(), Some(2), "{}", String::from_utf8_lossy(&dry.stderr));
     let s = json_of(&dry);
     assert_eq!(
         (s["owned"].as_u64(), s["drifted"].as_u64(), s["written"].as_u64()),
@@ -105,12 +105,12 @@ async fn cli_sweep_on_azure_names_what_is_missing() {
     let scope = format!("/subscriptions/{SUB}");
 
     let no_token = sweep(&["--policy", policy, "--scope", &scope], None);
-    assert_eq!(no_token.status.code(), Some(2));
+    assert_eq!(no_token.status.code(), Some(3));
     let err = String::from_utf8_lossy(&no_token.stderr);
     assert!(err.contains("TAGWARDEN_ARM_TOKEN") && err.contains("az account get-access-token"), "{err}");
 
     let no_scope = sweep(&["--policy", policy], Some("t"));
-    assert_eq!(no_scope.status.code(), Some(2));
+    assert_eq!(no_scope.status.code(), Some(3));
     assert!(
         String::from_utf8_lossy(&no_scope.stderr).contains("--scope"),
         "{}",

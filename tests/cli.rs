@@ -39,31 +39,40 @@ fn validate_exit_codes_and_json() {
     assert_eq!(v.len(), 7);
     assert!(v.iter().all(|v| v["key"].is_string() && v["rule"].is_string() && v["message"].is_string()));
 
+    // Exit 3: the input could not be read (it was not judged).
     let (code, json, _) = run(&["validate", "--json", "policies/no-such-file.yaml"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 3);
     assert_eq!(json["valid"], false);
     assert!(json["error"].as_str().unwrap_or_default().contains("no-such-file.yaml"));
 
+    // Exit 1: the input was read and refused.
     let (code, _, err) = run(&["validate", "policies/unrecognised.yaml"]);
-    assert_eq!(code, 2);
+    assert_eq!(code, 1);
     assert!(err.contains("unrecognised document"), "{err}");
 
     // A bare tag map names no cloud: --cloud decides, and the rules differ.
     let (code, _, err) = run(&["validate", "policies/tags.json"]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(err.contains("--cloud"), "{err}");
     assert_eq!(run(&["validate", "--cloud", "azure", "policies/tags.json"]).0, 0);
     let (code, _, err) = run(&["validate", "--cloud", "azure", "policies/infrastructure-aws.yaml"]);
-    assert_eq!(code, 2, "{err}");
+    assert_eq!(code, 1, "{err}");
 
     // A directory is a layered policy; the status report beside it is not read.
     let (code, json, _) = run(&["validate", "--json", "policies/layered"]);
     assert_eq!(code, 0);
     assert_eq!(json["documents"].as_array().map(Vec::len), Some(3));
 
-    // Usage errors exit 2.
-    assert_eq!(run(&["validate"]).0, 2);
-    assert_eq!(run(&["validate", "--cloud", "gcp", "policies/tags.json"]).0, 2);
+    // Usage errors exit 3 (clap's own default, 2, would read as "resources failed").
+    assert_eq!(run(&["validate"]).0, 3);
+    assert_eq!(run(&["validate", "--cloud", "gcp", "policies/tags.json"]).0, 3);
+    // --help is an answer, and documents the codes.
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden")).arg("--help").output().expect("runs");
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    for line in ["0  all in line", "1  invalid input or policy", "2  resources not in line", "3  could not run"] {
+        assert!(text.contains(line), "--help lacks {line:?}:\n{text}");
+    }
 }
 
 #[test]
@@ -83,7 +92,7 @@ fn explain_contract() {
     let (code, json, _) = run(&["explain", "--json", bad.to_str().expect("utf-8 path")]);
     assert_eq!(code, 1);
     assert!(json["error"].is_string());
-    assert_eq!(run(&["explain", "does-not-exist.json"]).0, 2);
+    assert_eq!(run(&["explain", "does-not-exist.json"]).0, 3);
 }
 
 #[test]
@@ -169,8 +178,9 @@ fn plan_contract() {
     // Unreadable inputs.
     assert_eq!(
         run(&["plan", "--policy", "policies/tagwarden.yaml", "--resource", "i-0abc", "--current", "nope.json"]).0,
-        2
+        3
     );
+    // A resource that names nothing tagwarden knows is invalid input.
     assert_eq!(
         run(&[
             "plan",
@@ -182,6 +192,49 @@ fn plan_contract() {
             owned.to_str().expect("path")
         ])
         .0,
-        2
+        1
     );
+}
+
+/// A laptop without AWS settings: each missing setting is one line that names it and the fix,
+/// exit 3; the SDK's chain of attempts (IMDS among them) only with -v.
+#[cfg(feature = "aws")]
+#[test]
+fn missing_aws_settings_are_one_line_each() {
+    let sweep = |env: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("AWS_") || k.to_ascii_lowercase().ends_with("_proxy") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env("AWS_CONFIG_FILE", "/nonexistent/tagwarden-config")
+            .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/tagwarden-credentials")
+            .env("RUST_LOG", "")
+            .envs(env.iter().copied())
+            .args(["sweep", "--policy", "s3://tagwarden-no-such-bucket/p.yaml"]);
+        let out = cmd.output().expect("runs");
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, err) = sweep(&[]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(err.lines().count(), 1, "one line:\n{err}");
+    assert!(err.contains("no AWS region") && err.contains("AWS_REGION"), "{err}");
+
+    let (code, err) = sweep(&[("AWS_REGION", "eu-west-1")]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(err.lines().count(), 1, "one line, no IMDS warnings:\n{err}");
+    assert!(err.contains("no AWS credentials") && err.contains("AWS_PROFILE"), "{err}");
+    assert!(!err.contains("DispatchFailure {") && err.len() < 600, "no debug chain: {err}");
+
+    let (code, err) = sweep(&[
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ("AWS_SECRET_ACCESS_KEY", "secret"),
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:9"),
+    ]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(err.lines().count(), 1, "one line:\n{err}");
+    assert!(err.contains("AWS_ENDPOINT_URL=http://127.0.0.1:9") && err.contains("reachable"), "{err}");
+    assert!(!err.contains("DispatchFailure {"), "no debug chain: {err}");
 }

@@ -190,12 +190,12 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
     assert!(json["violations"].as_array().is_some_and(|v| !v.is_empty()), "{out}");
 
     let (code, _, err) = cli(&env, &["publish", "--to", &to], None);
-    assert_eq!(code, 2, "a source is required: {err}");
+    assert_eq!(code, 3, "a source is required (usage): {err}");
     assert!(err.contains("--from"), "{err}");
 
-    // No report yet: exit 2, saying how to get one.
+    // No report yet: exit 3 (nothing to judge), saying how to get one.
     let (code, _, err) = cli(&env, &["status", "--policy", &to], None);
-    assert!(code == 2 && err.contains("sweep"), "{code} {err}");
+    assert!(code == 3 && err.contains("sweep"), "{code} {err}");
     let loc: PolicyLocation = to.parse().expect("location");
     let failure = ResourceFailure::new(
         &format!("arn:aws:ec2:us-east-1:{account}:instance/i-0abc"),
@@ -203,9 +203,11 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
         "ec2:CreateTags i-0abc: UnauthorizedOperation (fix: grant ec2:CreateTags to the function's role)",
     );
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v1".into()), vec![], vec![failure]);
-    policy_store(&clients, loc, Duration::ZERO).source.put_status(None, &report).await.expect("status written");
+    tagwarden::status::store_io::write(&policy_store(&clients, loc, Duration::ZERO), None, &report)
+        .await
+        .expect("status written");
     let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
-    assert_eq!(code, 1, "a failure makes status exit 1: {out}");
+    assert_eq!(code, 2, "a failed resource makes status exit 2: {out}");
     assert!(
         out.contains("state      ok") && out.contains("i-0abc") && out.contains("fix: grant ec2:CreateTags"),
         "{out}"
@@ -265,9 +267,9 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
 
         // Each cluster's status report beside its own policy.
         let report = StatusReport::new(Cloud::Aws, &set, Some("v".into()), Vec::new(), Vec::new());
-        function.source.put_status(Some("c-1"), &report).await.expect("status written");
-        assert!(function.read_status(Some("c-1")).await.expect("read").is_some(), "{set}");
-        assert!(function.read_status(Some("c-2")).await.expect("read").is_none(), "{set}");
+        tagwarden::status::store_io::write(&function, Some("c-1"), &report).await.expect("status written");
+        assert!(tagwarden::status::store_io::read(&function, Some("c-1")).await.expect("read").is_some(), "{set}");
+        assert!(tagwarden::status::store_io::read(&function, Some("c-2")).await.expect("read").is_none(), "{set}");
         assert_eq!(function.clusters().await.expect("listed"), ["c-1", "c-2"], "a status report is not a cluster");
     }
 }

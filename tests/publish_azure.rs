@@ -100,7 +100,7 @@ async fn prefix_layer_and_the_cli() {
     let (loaded, _) = store.current(true).await;
     assert_eq!(loaded.expect("layers accepted").policy.base_tags(Cloud::Azure).len(), 2);
     let report = StatusReport::new(Cloud::Azure, &store.location(), Some("v1".into()), vec![], vec![]);
-    store.source.put_status(None, &report).await.expect("status");
+    tagwarden::status::store_io::write(&store, None, &report).await.expect("status");
     let (code, out) = run(&["status", "--policy", &to], "");
     assert_eq!(code, 0, "in force, nothing failed: {out}");
     assert!(out.contains("state      ok") && out.contains("failures   0") && !out.contains("sig="), "{out}");

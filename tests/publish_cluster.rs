@@ -23,7 +23,6 @@ use kube_api::FakeApi;
 use serde_json::{json, Value};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::cloud::Cloud;
-use tagwarden::policy::store::Source;
 use tagwarden::status::StatusReport;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -163,7 +162,7 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
 
     // The function's report shows up in the cluster.
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v2".into()), vec![], vec![]);
-    function.source.put_status(None, &report).await.expect("status written");
+    tagwarden::status::store_io::write(&function, None, &report).await.expect("status written");
     let start = Instant::now();
     let state =
         |api: &FakeApi| api.get("configmaps", "tagwarden", "tagwarden-status").map(|c| c["data"]["state"].clone());

@@ -33,9 +33,10 @@ impl CloudError {
     }
 }
 
-/// The error and its sources on one line.
+/// The error and its sources on one line; the SDK's whole `Debug` chain only in the debug log.
 fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    aws_smithy_types::error::display::DisplayErrorContext(err).to_string()
+    tracing::debug!(error = %aws_smithy_types::error::display::DisplayErrorContext(err), "AWS SDK error");
+    crate::error_chain(err)
 }
 
 /// Classify one entry of `TagResources`' `FailedResourcesMap`: a 4xx that names the type (or

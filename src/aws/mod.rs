@@ -105,6 +105,38 @@ pub fn config_loader() -> Result<aws_config::ConfigLoader, NetworkError> {
         ))
 }
 
+/// What every AWS call needs, missing before the first one: said in one line that names the
+/// setting and the fix (the SDK's own chain of attempts is in the debug log, `-v`).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("no AWS region: set AWS_REGION (or pass --region, or put `region` in the profile in ~/.aws/config)")]
+    NoRegion,
+    #[error("no AWS credentials ({0}): set AWS_PROFILE (after `aws sso login` or `aws configure`), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE; on AWS, the instance's or pod's role")]
+    NoCredentials(String),
+}
+
+/// Check `config` for a region and credentials before the first call, as a person running the
+/// CLI would want told. Credentials are resolved once here (the clients resolve them again).
+pub async fn preflight(config: &SdkConfig) -> Result<(), SetupError> {
+    use aws_credential_types::provider::ProvideCredentials;
+    if config.region().is_none() {
+        return Err(SetupError::NoRegion);
+    }
+    if let Some(provider) = config.credentials_provider() {
+        if let Err(e) = provider.provide_credentials().await {
+            tracing::debug!(error = ?e, "credential chain");
+            let why = match &e {
+                aws_credential_types::provider::error::CredentialsError::CredentialsNotLoaded(_) => {
+                    "none of the usual sources has any".to_string()
+                }
+                other => crate::error_chain(other),
+            };
+            return Err(SetupError::NoCredentials(why));
+        }
+    }
+    Ok(())
+}
+
 impl Clients {
     pub fn new(config: &SdkConfig) -> Self {
         let calls = CallCounter::default();

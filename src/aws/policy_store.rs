@@ -21,7 +21,6 @@ use crate::cloud::Cloud;
 use crate::error_policy::{CloudError, ErrorClass};
 use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
-use crate::status::StatusReport;
 
 /// Where the policy lives, from `TAGWARDEN_POLICY` or `--policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -362,11 +361,15 @@ impl Source for AwsSource {
         }
     }
 
-    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), CloudError> {
+    fn max_status_bytes(&self) -> Option<usize> {
+        matches!(self.location, PolicyLocation::Ssm { .. }).then_some(4096)
+    }
+
+    async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), CloudError> {
         let target = self.location.status_location_for(cluster);
         match &target {
             PolicyLocation::S3Object { bucket, key } => {
-                let body = serde_json::to_vec_pretty(report).unwrap_or_default();
+                let body = text.as_bytes().to_vec();
                 self.clients
                     .s3
                     .put_object()
@@ -378,7 +381,7 @@ impl Source for AwsSource {
                     .await
                     .map_err(|e| CloudError::from_sdk("s3:PutObject", &target.to_string(), e))?;
             }
-            // A Standard parameter holds 4 KB: failures are dropped from the report to fit.
+            // A Standard parameter holds 4 KB: `max_status_bytes` has the report fit.
             PolicyLocation::Ssm { name } => {
                 self.clients
                     .ssm
@@ -386,7 +389,7 @@ impl Source for AwsSource {
                     .name(name)
                     .r#type(aws_sdk_ssm::types::ParameterType::String)
                     .overwrite(true)
-                    .value(report.to_json_within(4096))
+                    .value(text)
                     .send()
                     .await
                     .map_err(|e| CloudError::from_sdk("ssm:PutParameter", name, e))?;

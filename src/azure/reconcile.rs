@@ -52,7 +52,7 @@ impl Reconciler {
 
     /// The policies in force; a rejected new version is counted and reported.
     async fn policies(&self, out: &mut Outcome, force: bool) -> Option<Policies> {
-        self.store.policies_for(out, force).await
+        crate::enforce::load_policies(&self.store, out, force).await
     }
 
     /// A policy blob changed: re-read the policy now (a conditional GET, then validate and cache;

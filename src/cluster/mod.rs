@@ -89,20 +89,6 @@ fn api_error(what: &str, verbs: &'static str, e: kube::Error) -> ClusterError {
         kube::Error::Api(s) if s.code == 403 => {
             ClusterError::Forbidden { what: what.to_string(), verbs, status: s.message.clone() }
         }
-        _ => ClusterError::Api { what: what.to_string(), detail: chain(&e) },
+        _ => ClusterError::Api { what: what.to_string(), detail: crate::error_chain(&e) },
     }
-}
-
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let text = cause.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        next = cause.source();
-    }
-    out
 }

@@ -61,7 +61,7 @@ impl Engine {
         }
         let Some(&first) = active.first() else { return outs };
         let mut read_policy = Outcome::default();
-        let policies = store.policies_for(&mut read_policy, false).await;
+        let policies = super::load_policies(store, &mut read_policy, false).await;
         let error = read_policy.error.clone();
         outs[first].absorb(read_policy);
         let Some(policies) = policies else {

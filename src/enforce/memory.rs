@@ -233,9 +233,10 @@ impl Source for Documents {
         let report = statuses.get(&cluster.map(str::to_owned));
         report.map(|r| serde_json::to_string(r).map_err(|e| error(&e.to_string(), ErrorClass::Fatal))).transpose()
     }
-    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), CloudError> {
+    async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), CloudError> {
+        let report: StatusReport = serde_json::from_str(text).map_err(|e| error(&e.to_string(), ErrorClass::Fatal))?;
         let mut statuses = self.statuses.lock().map_err(|_| error("Poisoned", ErrorClass::Fatal))?;
-        statuses.insert(cluster.map(str::to_owned), report.clone());
+        statuses.insert(cluster.map(str::to_owned), report);
         Ok(())
     }
 }

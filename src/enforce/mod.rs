@@ -188,7 +188,7 @@ impl Engine {
             tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(own), "event ignored");
             return out;
         }
-        let Some(policies) = store.policies_for(&mut out, false).await else { return out };
+        let Some(policies) = load_policies(store, &mut out, false).await else { return out };
         let version = policies.version();
         // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
         // whoever can put an event on the bus can claim a foreign resource is owned. They only
@@ -361,6 +361,33 @@ pub fn answer_to<'p>(
     }
 }
 
+/// The policies for an invocation, into `out`: each newer version that was rejected is counted,
+/// listed, and reported beside its cluster's policy; with no valid version anywhere, `out.error`
+/// says why and nothing is written.
+pub async fn load_policies<S: Source>(store: &PolicyStore<S>, out: &mut Outcome, force: bool) -> Option<Policies> {
+    let loaded = store.load(force).await;
+    for r in &loaded.rejected {
+        out.metrics.policy_rejected += 1;
+        crate::status::store_io::report_rejection(store, r).await;
+        out.rejected.push(crate::report::RejectedPolicy {
+            cluster: r.cluster.clone(),
+            in_force: r.in_force.clone(),
+            errors: r.errors.clone(),
+        });
+    }
+    match loaded.policies {
+        Ok(p) => {
+            out.infra_id = p.single().map(|p| p.infra_id.clone());
+            Some(p)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "fail closed");
+            out.error = Some(e.to_string());
+            None
+        }
+    }
+}
+
 /// One status report per swept cluster, beside its policy, with its own records.
 pub async fn report_sweeps<S: Source>(
     store: &PolicyStore<S>,
@@ -379,9 +406,9 @@ pub async fn report_sweeps<S: Source>(
                 })
                 .cloned()
                 .collect();
-            store.report_sweep(policy, &own).await;
+            crate::status::store_io::report_sweep(store, policy, &own).await;
         } else {
-            store.report_sweep(policy, records).await;
+            crate::status::store_io::report_sweep(store, policy, records).await;
         }
     }
 }

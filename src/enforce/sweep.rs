@@ -143,7 +143,7 @@ impl Engine {
         stop_at: Option<Instant>,
     ) -> Outcome {
         let mut out = Outcome::default();
-        let Some(policies) = store.policies_for(&mut out, force).await else { return out };
+        let Some(policies) = super::load_policies(store, &mut out, force).await else { return out };
         let version = policies.version();
         let swept: Vec<Arc<LoadedPolicy>> =
             policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();

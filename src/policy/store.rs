@@ -21,12 +21,10 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 
-use super::cache::{Fetched, LoadedPolicy, PolicyCache, PolicyChange, PolicyUnavailable};
+use super::cache::{Fetched, LoadedPolicy, PolicyCache, PolicyChange, PolicyUnavailable, Standing};
 use super::clusters::{cluster_of, Policies};
 use super::STATUS_REPORT_NAME;
 use crate::cloud::Cloud;
-use crate::report::{Outcome, Record};
-use crate::status::StatusReport;
 
 /// One document as a source returns it.
 #[derive(Debug, Clone)]
@@ -92,7 +90,12 @@ pub trait Source: Send + Sync {
     /// The status report's text beside the policy (of cluster `cluster` in a set), if one was
     /// written.
     async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, Self::Error>;
-    async fn put_status(&self, cluster: Option<&str>, report: &StatusReport) -> Result<(), Self::Error>;
+    /// The most bytes a status report may take there (an SSM Standard parameter: 4 KB).
+    fn max_status_bytes(&self) -> Option<usize> {
+        None
+    }
+    /// Write the status report's JSON `text` there (`crate::status` makes and reads it).
+    async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), Self::Error>;
 }
 
 /// The content type a policy document is written with.
@@ -124,12 +127,24 @@ pub enum PutError<E: std::error::Error + 'static> {
     Source(E),
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ReadStatusError<E: std::error::Error + 'static> {
-    #[error(transparent)]
-    Source(E),
-    #[error("the status report beside {location} is not one tagwarden wrote ({message}); the next sweep replaces it")]
-    NotAReport { location: String, message: String },
+/// A cluster's newer policy version that was rejected while an older one (or none) stays in
+/// force: the store only says so; the caller counts and reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The cluster in a set; `None` for a single policy.
+    pub cluster: Option<String>,
+    /// Where that policy is, as messages show it.
+    pub location: String,
+    /// The version still in force, if any.
+    pub in_force: Option<String>,
+    pub errors: Vec<String>,
+}
+
+/// The policies for an invocation, and what was rejected on the way.
+#[derive(Debug)]
+pub struct Loaded {
+    pub policies: Result<Policies, PolicyUnavailable>,
+    pub rejected: Vec<Rejection>,
 }
 
 pub struct PolicyStore<S> {
@@ -169,7 +184,8 @@ impl<S: Source> PolicyStore<S> {
     }
 
     /// Where cluster `cluster`'s policy is (the store's location for a single policy).
-    fn location_for(&self, cluster: &str) -> String {
+    /// Where cluster `cluster`'s policy is (`""`: the single policy), as messages show it.
+    pub fn location_for(&self, cluster: &str) -> String {
         if cluster == SINGLE {
             self.location()
         } else {
@@ -261,64 +277,40 @@ impl<S: Source> PolicyStore<S> {
         (one, change)
     }
 
-    /// The policies for an invocation, into `out`: a rejected new version is counted and
-    /// reported beside that cluster's policy; with no valid version anywhere, `out.error` says
-    /// why and nothing is written.
-    pub async fn policies_for(&self, out: &mut Outcome, force: bool) -> Option<Policies> {
+    /// The policies for an invocation, and each newer version that was rejected (with the
+    /// version that stays in force): pure of reporting, which is the caller's.
+    pub async fn load(&self, force: bool) -> Loaded {
         let (policies, changes) = self.policies(force).await;
-        for (cluster, change) in changes {
-            if let PolicyChange::Rejected { errors } = change {
-                out.metrics.policy_rejected += 1;
+        let rejected = changes
+            .into_iter()
+            .filter_map(|(cluster, change)| match change {
+                PolicyChange::Rejected { errors } => Some((cluster, errors)),
+                _ => None,
+            })
+            .map(|(cluster, errors)| {
                 let in_force = policies.as_ref().ok().and_then(|p| match cluster.as_str() {
                     SINGLE => p.single().map(|p| p.policy.version.clone()),
                     id => p.get(id).map(|p| p.policy.version.clone()),
                 });
                 let location = self.location_for(&cluster);
-                let report = StatusReport::new(self.source.cloud(), &location, in_force, errors, Vec::new());
-                self.write_status(Some(cluster.as_str()).filter(|c| !c.is_empty()), &report).await;
-            }
-        }
-        match policies {
-            Ok(p) => {
-                out.infra_id = p.single().map(|p| p.infra_id.clone());
-                Some(p)
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "fail closed");
-                out.error = Some(e.to_string());
-                None
-            }
-        }
+                Rejection { cluster: Some(cluster).filter(|c| !c.is_empty()), location, in_force, errors }
+            })
+            .collect();
+        Loaded { policies, rejected }
     }
 
-    /// A sweep's status report for one cluster (`policy`): the version it applied, how that
-    /// cluster's published policy stands now, and its failures.
-    pub async fn report_sweep(&self, policy: &LoadedPolicy, records: &[Record]) {
-        let cluster = if self.is_set() { policy.infra_id.as_str() } else { SINGLE };
-        let standing = match self.state.lock().await.caches.get(cluster) {
-            Some(cache) => cache.standing(),
-            None => return,
-        };
-        let location = self.location_for(cluster);
-        let report = StatusReport::of_sweep(self.source.cloud(), &location, &policy.policy.version, standing, records);
-        self.write_status(Some(cluster).filter(|c| !c.is_empty()), &report).await;
+    /// How the published policy of `cluster` (`""`: the single policy) stands now, once loaded.
+    pub async fn standing(&self, cluster: &str) -> Option<Standing> {
+        self.state.lock().await.caches.get(cluster).map(PolicyCache::standing)
     }
 
-    /// A report that cannot be written is logged: it never fails the invocation that made it.
-    async fn write_status(&self, cluster: Option<&str>, report: &StatusReport) {
-        if let Err(e) = self.source.put_status(cluster, report).await {
-            tracing::warn!(error = %e, "could not write the status report");
+    /// The cluster key [`PolicyStore::standing`] and [`PolicyStore::location_for`] take for `policy`.
+    pub fn cluster_key<'p>(&self, policy: &'p LoadedPolicy) -> &'p str {
+        if self.is_set() {
+            policy.infra_id.as_str()
+        } else {
+            SINGLE
         }
-    }
-
-    /// The status report beside the policy (of cluster `cluster` in a set), if one was written.
-    pub async fn read_status(&self, cluster: Option<&str>) -> Result<Option<StatusReport>, ReadStatusError<S::Error>> {
-        let text = self.source.get_status(cluster).await.map_err(ReadStatusError::Source)?;
-        let location = cluster.map_or_else(|| self.location(), |c| self.source.cluster_location(c));
-        text.map(|t| {
-            serde_json::from_str(&t).map_err(|e| ReadStatusError::NotAReport { location, message: e.to_string() })
-        })
-        .transpose()
     }
 
     /// The clusters a set publishes a policy for now (listed, bypassing the cache).

@@ -297,8 +297,9 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     );
     let after = tagger.read(&resources[1].1).await?;
     println!("   drifted worker now: {}", show(&after, &["cost-center", "owner-team", "team"]));
-    let status =
-        policy_store(&clients, location, Duration::ZERO).read_status(None).await?.context("no status report")?;
+    let status = tagwarden::status::store_io::read(&policy_store(&clients, location, Duration::ZERO), None)
+        .await?
+        .context("no status report")?;
     println!(
         "   tagwarden status: state {}, version {} in force, {} failure(s)",
         status.policy.state,

@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             } else {
                 eprintln!("error: {}: {e}", args.file.display());
             }
-            return Err(Failure::Invalid);
+            return Err(Failure::Invalid(None));
         }
     };
     if args.json {

@@ -55,7 +55,9 @@ fn read_remote(location: &str) -> anyhow::Result<Vec<(String, String)>> {
     let location: PolicyLocation = location.parse().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     runtime.block_on(async {
-        let clients = tagwarden::aws::Clients::from_env().await?;
+        let config = tagwarden::aws::load_config().await?;
+        tagwarden::aws::preflight(&config).await?;
+        let clients = tagwarden::aws::Clients::new(&config);
         let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO);
         let docs = store.documents().await.with_context(|| format!("cannot read the policy at {location}"))?;
         if docs.is_empty() {
@@ -107,12 +109,18 @@ pub fn read_tags(path: &Path) -> anyhow::Result<TagMap> {
     }
 }
 
+/// Input the command refuses (exit 1), as opposed to input it could not read (exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidInput(pub String);
+
 /// The cloud to validate for: the flag, else the policy's; they must agree.
 pub fn resolve_cloud(flag: Option<Cloud>, policy: &Policy) -> anyhow::Result<Cloud> {
+    let invalid = |m: String| Err(InvalidInput(m).into());
     match (flag, policy.cloud) {
-        (Some(f), Some(p)) if f != p => bail!("--cloud {f} contradicts the policy, which is for {p}"),
+        (Some(f), Some(p)) if f != p => invalid(format!("--cloud {f} contradicts the policy, which is for {p}")),
         (Some(c), _) | (None, Some(c)) => Ok(c),
-        (None, None) => bail!("the policy does not say which cloud it is for (a bare tag map, or a tagwarden.yaml without `cloud`): pass --cloud aws or --cloud azure"),
+        (None, None) => invalid("the policy does not say which cloud it is for (a bare tag map, or a tagwarden.yaml without `cloud`): pass --cloud aws or --cloud azure".to_string()),
     }
 }
 

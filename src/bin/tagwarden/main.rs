@@ -1,7 +1,8 @@
 //! The `tagwarden` command line: a thin shell over the library.
 //!
-//! Exit codes: 0 ok; 1 the input is invalid (or drift was found where the command checks for it);
-//! 2 usage, I/O or parse error.
+//! Exit codes, for scripts ([`EXIT_CODES`], also in `--help`): 0 all in line; 1 invalid input or
+//! policy; 2 resources not in line (failed, or drifted where the command only checks); 3 could not
+//! run (usage, I/O, settings, credentials, an unreachable endpoint).
 
 #[cfg(feature = "aws")]
 mod demo;
@@ -22,9 +23,24 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// What each exit code means; `--help` shows it.
+const EXIT_CODES: &str = "Exit codes:
+  0  all in line
+  1  invalid input or policy (every violation is listed)
+  2  resources not in line: some failed (the records say which), or drifted under --dry-run
+  3  could not run: usage, I/O, a missing setting or credential, an unreachable endpoint";
+
 #[derive(Parser)]
-#[command(name = "tagwarden", version, about = "Keeps a cluster's user-defined tags on every cloud resource it owns")]
+#[command(
+    name = "tagwarden",
+    version,
+    about = "Keeps a cluster's user-defined tags on every cloud resource it owns",
+    after_help = EXIT_CODES
+)]
 struct Cli {
+    /// Log the SDKs' whole error chains and every call (RUST_LOG overrides).
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -53,24 +69,52 @@ enum Command {
 
 /// How a command ended, beyond success.
 pub enum Failure {
-    /// The input is invalid: exit 1.
-    Invalid,
-    /// Usage, I/O or parse error: exit 2.
+    /// The input or the policy is invalid: exit 1, with what to say on stderr when the output has
+    /// not said it.
+    Invalid(Option<anyhow::Error>),
+    /// Resources are not in line (failed, or drifted where only checked): exit 2, with what to
+    /// say on stderr when the output has not said it.
+    NotInLine(Option<anyhow::Error>),
+    /// Could not run (usage, I/O, settings, credentials, network): exit 3.
     Error(anyhow::Error),
 }
 
+/// An error from `?` is invalid input when a policy document or an argument's value was refused
+/// (exit 1), and otherwise kept the command from running (exit 3).
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
-        Failure::Error(e.into())
+        let e = e.into();
+        let invalid =
+            e.chain().any(|c| c.is::<input::InvalidInput>() || c.is::<tagwarden::policy::load::PolicyError>());
+        if invalid {
+            Failure::Invalid(Some(e))
+        } else {
+            Failure::Error(e)
+        }
     }
 }
 
 fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are answers, not errors.
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(3);
+        }
+    };
+    // The AWS SDK warns about every credential source it tries (IMDS among them); what failed is
+    // said once, in the error, and the chain is there with -v.
+    let quiet = "warn,aws_config=error,aws_smithy_runtime=error";
+    let default = if cli.verbose { "debug,hyper=info,h2=info,rustls=info" } else { quiet };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default.into()))
         .init();
-    let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate(args) => validate::run(args),
         Command::Explain(args) => explain::run(args),
@@ -86,10 +130,21 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Invalid) => ExitCode::from(1),
+        Err(Failure::Invalid(why)) => {
+            if let Some(e) = why {
+                eprintln!("error: {e:#}");
+            }
+            ExitCode::from(1)
+        }
+        Err(Failure::NotInLine(why)) => {
+            if let Some(e) = why {
+                eprintln!("error: {e:#}");
+            }
+            ExitCode::from(2)
+        }
         Err(Failure::Error(e)) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            ExitCode::from(3)
         }
     }
 }

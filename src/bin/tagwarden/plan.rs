@@ -41,7 +41,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let (policy, _) = read_policy(&args.policy)?;
-    let resource = ResourceRef::parse(&args.resource)?;
+    let resource =
+        ResourceRef::parse(&args.resource).map_err(|e| crate::input::InvalidInput(format!("--resource: {e}")))?;
     let current = read_tags(&args.current)?;
     let cloud = resource.cloud();
     if let Some(p) = policy.cloud.filter(|p| *p != cloud) {
@@ -54,7 +55,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         (Some(id), _) | (None, Some(id)) => id.clone(),
         (None, None) => {
             eprintln!("error: the policy does not name the cluster's infraID, which decides which resources it owns: pass --infra-id");
-            return Err(Failure::Invalid);
+            return Err(Failure::Invalid(None));
         }
     };
     let violations = validate::policy(&policy, cloud);
@@ -67,7 +68,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "error: the policy is invalid ({} violations); run `tagwarden validate` for the list",
             violations.len()
         );
-        return Err(Failure::Invalid);
+        return Err(Failure::Invalid(None));
     }
     let plan = plan::plan(&policy, cloud, &infra_id, &resource, &current);
     if args.json {

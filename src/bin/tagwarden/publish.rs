@@ -72,7 +72,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn run_async(args: Args) -> Result<(), Failure> {
-    let target = Target::connect(&args.to, args.region.as_deref()).await?;
+    let target = Target::connect(&args.to, args.region.as_deref(), !args.watch).await?;
     if args.from_cluster {
         return from_cluster(&args, &target).await;
     }
@@ -87,14 +87,19 @@ async fn run_async(args: Args) -> Result<(), Failure> {
     ended(&outcome)
 }
 
+/// A lost race is a write that did not land (exit 2: run again); anything else kept the
+/// publisher from running (exit 3).
 fn publish_error(e: PublishError) -> Failure {
-    Failure::Error(e.into())
+    match e {
+        PublishError::Conflict { .. } | PublishError::Raced { .. } => Failure::NotInLine(Some(e.into())),
+        PublishError::Cloud(_) => Failure::Error(e.into()),
+    }
 }
 
 /// Exit 1 for a refused document.
 fn ended(outcome: &Outcome) -> Result<(), Failure> {
     if outcome.result == "refused" {
-        Err(Failure::Invalid)
+        Err(Failure::Invalid(None))
     } else {
         Ok(())
     }

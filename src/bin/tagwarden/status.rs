@@ -21,12 +21,14 @@ pub struct Args {
     json: bool,
 }
 
-/// Exit 0 when the policy is in force and nothing failed (for a cluster set: in every cluster),
-/// 1 otherwise, 2 when there is no report (for a set: no cluster has one).
+/// Exit 0 when the policy is in force and nothing failed (for a cluster set: in every cluster);
+/// 1 when a policy is not in force as published (rejected, unreadable, unavailable); 2 when
+/// resources failed; 3 when there is no report (for a set: no cluster has one).
 pub fn run(args: Args) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    let reports = runtime
-        .block_on(Box::pin(async { Target::connect(&args.policy, args.region.as_deref()).await?.status().await }))?;
+    let reports = runtime.block_on(Box::pin(async {
+        Target::connect(&args.policy, args.region.as_deref(), true).await?.status().await
+    }))?;
     let none = || {
         anyhow::anyhow!(
             "no status report beside {}: the function writes one after each sweep; run one (tagwarden sweep, or invoke the function with {{\"tagwarden\": \"sweep\"}})",
@@ -36,8 +38,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if reports.iter().all(|(_, r)| r.is_none()) {
         return Err(none().into());
     }
-    let healthy = |r: &StatusReport| r.policy.state == PolicyState::Ok && r.failures.is_empty();
-    let all_healthy = reports.iter().all(|(_, r)| r.as_ref().is_some_and(healthy));
+    let present = || reports.iter().filter_map(|(_, r)| r.as_ref());
+    let policy_ok = present().all(|r| r.policy.state == PolicyState::Ok);
+    let none_failed = present().all(|r| r.failures.is_empty());
     match reports.as_slice() {
         [(None, Some(report))] if args.json => print_json(report)?,
         [(None, Some(report))] => print!("{}", human(report)),
@@ -56,10 +59,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
             }
         }
     }
-    if all_healthy {
-        Ok(())
-    } else {
-        Err(Failure::Invalid)
+    let missing: Vec<&str> = reports.iter().filter(|(_, r)| r.is_none()).filter_map(|(c, _)| c.as_deref()).collect();
+    if !missing.is_empty() && policy_ok {
+        let why = anyhow::anyhow!(
+            "no status report yet for cluster(s) {}: no sweep has run since their policy was published",
+            missing.join(", ")
+        );
+        return Err(Failure::NotInLine(Some(why)));
+    }
+    match (policy_ok, none_failed) {
+        (false, _) => Err(Failure::Invalid(None)),
+        (true, false) => Err(Failure::NotInLine(None)),
+        (true, true) => Ok(()),
     }
 }
 

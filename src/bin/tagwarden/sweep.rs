@@ -29,7 +29,7 @@ pub struct Args {
     /// Azure: the Resource Manager endpoint (sovereign clouds, tests).
     #[arg(long, value_name = "URL", default_value = "https://management.azure.com")]
     arm_endpoint: String,
-    /// Plan only; exit 1 when any owned resource has drifted.
+    /// Plan only; exit 2 when any owned resource has drifted.
     #[arg(long)]
     dry_run: bool,
     /// Write calls in flight at once.
@@ -50,9 +50,13 @@ struct Summary {
     dry_run: bool,
     #[serde(flatten)]
     totals: Counts,
-    /// A cluster set's clusters, each on its own (empty for a single policy).
+    /// A cluster set's clusters, each on its own (empty for a single policy), the ones whose
+    /// newer policy was rejected included.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     clusters: Vec<ClusterSummary>,
+    /// Why the single policy's newer version was rejected (the one in force was swept).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rejected: Vec<String>,
     seconds: f64,
     api_calls: BTreeMap<String, u64>,
     records: Vec<Record>,
@@ -63,6 +67,10 @@ struct ClusterSummary {
     #[serde(rename = "infraID")]
     infra_id: String,
     policy_version: Option<String>,
+    /// Why this cluster's newer policy was rejected: `policy_version` (if any) stays in force and
+    /// was swept; with none, nothing of this cluster was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rejected: Vec<String>,
     #[serde(flatten)]
     counts: Counts,
 }
@@ -135,9 +143,20 @@ pub fn run(args: Args) -> Result<(), Failure> {
     } else {
         let t = &summary.totals;
         println!("policy        {} (version {})", summary.policy, summary.policy_version.as_deref().unwrap_or("-"));
+        if !summary.rejected.is_empty() {
+            println!("rejected      a newer policy: {}; the version above stays in force", summary.rejected.join("; "));
+        }
         for c in &summary.clusters {
             let version = c.policy_version.as_deref().unwrap_or("-");
             println!("cluster       {} (version {version}): {}", c.infra_id, c.counts.line(summary.dry_run));
+            if !c.rejected.is_empty() {
+                let kept = if c.policy_version.is_some() {
+                    "that version stays in force"
+                } else {
+                    "nothing of this cluster is enforced"
+                };
+                println!("  rejected    its newer policy: {}; {kept}", c.rejected.join("; "));
+            }
         }
         println!("resources     {} seen, {} owned", t.resources, t.owned);
         let verb = if summary.dry_run { "would write" } else { "written" };
@@ -169,10 +188,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if summary.totals.failed > 0 {
         let listings = summary.totals.listings_failed;
         let resources = summary.totals.failed - listings;
-        return Err(anyhow::anyhow!("{resources} resource(s) and {listings} listing(s) failed").into());
+        let why = anyhow::anyhow!("{resources} resource(s) and {listings} listing(s) failed");
+        return Err(Failure::NotInLine(Some(why)));
+    }
+    if !summary.rejected.is_empty() || summary.clusters.iter().any(|c| !c.rejected.is_empty()) {
+        return Err(Failure::Invalid(None));
     }
     if summary.dry_run && summary.totals.drifted > 0 {
-        return Err(Failure::Invalid);
+        return Err(Failure::NotInLine(None));
     }
     Ok(())
 }
@@ -236,7 +259,9 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     if let Some(r) = &args.region {
         loader = loader.region(aws_config::Region::new(r.clone()));
     }
-    let clients = Clients::new(&loader.load().await);
+    let config = loader.load().await;
+    tagwarden::aws::preflight(&config).await?;
+    let clients = Clients::new(&config);
     let mut reconciler = Reconciler::new(
         Tagger::new(clients.clone()),
         policy_store(&clients, location.clone(), std::time::Duration::ZERO),
@@ -330,20 +355,37 @@ fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
             clusters.entry(id.as_str()).or_default().push(r);
         }
     }
+    for r in &out.rejected {
+        if let Some(id) = &r.cluster {
+            clusters.entry(id.as_str()).or_default();
+        }
+    }
+    let rejected_of = |id: Option<&str>| -> Vec<String> {
+        out.rejected.iter().filter(|r| r.cluster.as_deref() == id).flat_map(|r| r.errors.clone()).collect()
+    };
     let clusters = clusters
         .into_iter()
         .map(|(id, records)| ClusterSummary {
             infra_id: id.to_string(),
-            policy_version: records.iter().find(|r| !r.policy_version.contains('@')).map(|r| r.policy_version.clone()),
+            policy_version: records
+                .iter()
+                .find(|r| !r.policy_version.contains('@'))
+                .map(|r| r.policy_version.clone())
+                .or_else(|| {
+                    out.rejected.iter().find(|r| r.cluster.as_deref() == Some(id)).and_then(|r| r.in_force.clone())
+                }),
+            rejected: rejected_of(Some(id)),
             counts: Counts::of(records.iter().copied()),
         })
         .collect();
+    let rejected = rejected_of(None);
     Ok(Summary {
         policy,
         policy_version: if is_set { None } else { out.records.first().map(|r| r.policy_version.clone()) },
         dry_run: args.dry_run,
         totals: Counts::of(out.records.iter()),
         clusters,
+        rejected,
         seconds,
         api_calls,
         records: out.records,

@@ -18,8 +18,12 @@ pub enum Target {
 impl Target {
     /// Connect to `location`: `s3://…` and `ssm:…` with the AWS SDK's usual configuration
     /// (`AWS_REGION`, `AWS_ENDPOINT_URL`, profiles, IRSA / Pod Identity), a blob URL with its SAS.
-    pub async fn connect(location: &str, region: Option<&str>) -> anyhow::Result<Target> {
-        let _ = region;
+    ///
+    /// With `preflight`, a missing AWS region or credentials is an error now, in one line; a
+    /// long-running publisher passes `false` and reports it as a condition while it retries (the
+    /// credentials Secret may be created after the pod).
+    pub async fn connect(location: &str, region: Option<&str>, preflight: bool) -> anyhow::Result<Target> {
+        let _ = (region, preflight);
         if location.starts_with("s3://") || location.starts_with("ssm:") {
             #[cfg(feature = "aws")]
             {
@@ -28,7 +32,11 @@ impl Target {
                 if let Some(r) = region {
                     loader = loader.region(aws_config::Region::new(r.to_string()));
                 }
-                let clients = tagwarden::aws::Clients::new(&loader.load().await);
+                let config = loader.load().await;
+                if preflight {
+                    tagwarden::aws::preflight(&config).await?;
+                }
+                let clients = tagwarden::aws::Clients::new(&config);
                 let store = tagwarden::aws::policy_store::policy_store(&clients, parsed, std::time::Duration::ZERO);
                 return Ok(Target::Aws(store));
             }
@@ -137,11 +145,11 @@ async fn reports<S: tagwarden::policy::store::Source>(
     store: &tagwarden::policy::store::PolicyStore<S>,
 ) -> anyhow::Result<Vec<(Option<String>, Option<StatusReport>)>> {
     if !store.is_set() {
-        return Ok(vec![(None, store.read_status(None).await?)]);
+        return Ok(vec![(None, tagwarden::status::store_io::read(store, None).await?)]);
     }
     let mut out = Vec::new();
     for cluster in store.clusters().await? {
-        let report = store.read_status(Some(&cluster)).await?;
+        let report = tagwarden::status::store_io::read(store, Some(&cluster)).await?;
         out.push((Some(cluster), report));
     }
     Ok(out)

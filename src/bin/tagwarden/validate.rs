@@ -45,9 +45,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Ok(ok) => ok,
         Err(e) if args.json => {
             print_json(&json!({"valid": false, "violations": [], "error": format!("{e:#}")}))?;
-            return Err(Failure::Error(e));
+            return Err(e.into());
         }
-        Err(e) => return Err(Failure::Error(e)),
+        Err(e) => return Err(e.into()),
     };
     let violations = validate::policy(&policy, cloud);
     let valid = violations.is_empty();
@@ -86,6 +86,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if valid {
         Ok(())
     } else {
-        Err(Failure::Invalid)
+        Err(Failure::Invalid(None))
     }
 }
