@@ -11,15 +11,15 @@
 #[path = "support/kube_api.rs"]
 #[allow(dead_code)]
 mod kube_api;
+#[path = "support/publisher.rs"]
+mod publisher;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use kube_api::FakeApi;
+use publisher::Publisher;
 use serde_json::{json, Value};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::cloud::Cloud;
@@ -64,40 +64,9 @@ async fn published_with(clients: &tagwarden::aws::Clients, bucket: &str, key: &s
     }
 }
 
-/// Kills the publisher when the test ends, however it ends.
-struct Publisher(std::process::Child);
-
-impl Drop for Publisher {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `publish --from-cluster --watch` as the Deployment runs it; its JSON lines, one per publish.
-fn spawn(api: &FakeApi, env: &[(&'static str, String)], account: &str, to: &str) -> (Publisher, mpsc::Receiver<Value>) {
-    let kubeconfig = std::env::temp_dir().join(format!("tagwarden-publish-kubeconfig-{account}"));
-    std::fs::write(&kubeconfig, api.kubeconfig("tagwarden", None)).expect("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tagwarden"))
-        .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", to])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .env("POD_NAMESPACE", "tagwarden")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the publisher starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
-    (Publisher(child), lines)
+/// The publisher as the Deployment runs it, with the account's settings.
+fn spawn(api: &FakeApi, env: &[(&'static str, String)], to: &str) -> Publisher {
+    Publisher::spawn(&api.kubeconfig("tagwarden", None), to, env, &[])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -108,11 +77,11 @@ async fn a_document_that_could_not_be_published_is_retried_without_a_new_change(
     // The bucket does not exist yet: the first attempts fail (NoSuchBucket).
     let bucket = format!("policy-late-{account}");
     let to = format!("s3://{bucket}/p.yaml");
-    let (_guard, lines) = spawn(&api, &env, &account, &to);
-    assert!(lines.recv_timeout(Duration::from_secs(2)).is_err(), "nothing can be published yet");
+    let publisher = spawn(&api, &env, &to);
+    assert!(publisher.lines.recv_timeout(Duration::from_secs(2)).is_err(), "nothing can be published yet");
     let created = Instant::now();
     clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
-    let line = lines.recv_timeout(PATIENCE).expect("published once the bucket exists, with no change in the cluster");
+    let line = publisher.next("published once the bucket exists, with no change in the cluster", PATIENCE);
     println!("PUBLISH(retry): bucket created → published in {} ms", created.elapsed().as_millis());
     assert_eq!(line["result"], "written", "{line}");
 }
@@ -127,10 +96,8 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     let bucket = format!("policy-{account}");
     clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
     let to = format!("s3://{bucket}/cluster/policy.yaml");
-    let (_guard, lines) = spawn(&api, &env, &account, &to);
-    let next = |what: &str| {
-        lines.recv_timeout(PATIENCE).unwrap_or_else(|e| panic!("{what}: no publish line within {PATIENCE:?} ({e})"))
-    };
+    let publisher = spawn(&api, &env, &to);
+    let next = |what: &str| publisher.next(what, PATIENCE);
 
     let first = next("the first publish");
     assert_eq!(first["result"], "written", "{first}");
@@ -176,7 +143,7 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     let reply = edit_status_tags(&api, &[("a*b", "c")]).await;
     assert_eq!(reply.code, 422, "{}", reply.body);
     assert_eq!(reply.body["details"]["causes"][0]["field"], "status.platformStatus.aws.resourceTags[0].key");
-    assert!(lines.recv_timeout(Duration::from_secs(2)).is_err(), "nothing is published for a refused edit");
+    assert!(publisher.lines.recv_timeout(Duration::from_secs(2)).is_err(), "nothing is published for a refused edit");
 
     // An edit the CRD allows but tagwarden does not (the `aws:` prefix is AWS's own) is refused by
     // the publisher: nothing written, and the cluster is told.
@@ -193,6 +160,12 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
     }
     let cm = api.get("configmaps", "tagwarden", "tagwarden-status").expect("configmap");
     assert!(cm["data"]["report.json"].as_str().is_some_and(|r| r.contains("aws:")), "{cm}");
+    let degraded = publisher::condition(Some(cm.clone()), "Degraded").expect("a Degraded condition");
+    assert_eq!(
+        (degraded["status"].as_str(), degraded["reason"].as_str()),
+        (Some("True"), Some("PolicyRefused")),
+        "{degraded}"
+    );
     assert!(!infra_id.is_empty());
     let creates: Vec<String> = api.requests().into_iter().filter(|r| r.method == "POST").map(|r| r.path).collect();
     assert!(creates.iter().all(|p| p.contains("/events")), "only Events are created: {creates:?}");

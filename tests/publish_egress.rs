@@ -15,17 +15,18 @@ mod egress;
 #[path = "support/kube_api.rs"]
 #[allow(dead_code)]
 mod kube_api;
+#[path = "support/publisher.rs"]
+mod publisher;
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use egress::{ConnectProxy, Pki};
 use kube_api::FakeApi;
+use publisher::Publisher;
 use serde_json::{json, Value};
 
 const PATIENCE: Duration = Duration::from_secs(40);
@@ -71,73 +72,17 @@ fn infrastructure() -> Value {
     serde_yaml_ng::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("fixture parses")
 }
 
-struct Publisher(std::process::Child);
-
-impl Drop for Publisher {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn temp(name: &str, text: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("tagwarden-egress-{}-{name}", std::process::id()));
     std::fs::write(&path, text).expect("temp file");
     path
 }
 
-/// `publish --from-cluster --watch` with only `env` for cloud settings (none inherited).
-fn spawn(api: &FakeApi, env: &[(&str, String)], to: &str, listen: u16) -> (Publisher, mpsc::Receiver<Value>) {
-    spawn_with(api, env, to, listen, &[])
-}
-
-fn spawn_with(
-    api: &FakeApi,
-    env: &[(&str, String)],
-    to: &str,
-    listen: u16,
-    args: &[&str],
-) -> (Publisher, mpsc::Receiver<Value>) {
-    let kubeconfig = temp(&format!("kubeconfig-{listen}"), &api.kubeconfig("tagwarden", None));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AWS_") || k.to_ascii_lowercase().ends_with("_proxy") || k.starts_with("TAGWARDEN_") {
-            command.env_remove(k);
-        }
-    }
-    let mut child = command
-        .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", to])
-        .args(args)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{listen}"))
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .env("AWS_CONFIG_FILE", "/nonexistent/tagwarden-test-config")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .env("POD_NAMESPACE", "tagwarden")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log_path(listen)).expect("log file"))
-        .spawn()
-        .expect("the publisher starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
-    (Publisher(child), lines)
-}
-
-fn log_path(listen: u16) -> PathBuf {
-    std::env::temp_dir().join(format!("tagwarden-egress-{}-{listen}.log", std::process::id()))
-}
-
-fn log(listen: u16) -> String {
-    std::fs::read_to_string(log_path(listen)).unwrap_or_default()
+/// The publisher with only `env` for cloud settings, serving probes and metrics on `listen`.
+fn spawn(api: &FakeApi, env: &[(&str, String)], to: &str, listen: u16, args: &[&str]) -> Publisher {
+    let listen = format!("127.0.0.1:{listen}");
+    let args: Vec<&str> = ["--listen", listen.as_str()].into_iter().chain(args.iter().copied()).collect();
+    Publisher::spawn(&api.kubeconfig("tagwarden", None), to, env, &args)
 }
 
 fn http_get(port: u16, path: &str) -> (u16, String) {
@@ -148,15 +93,13 @@ fn http_get(port: u16, path: &str) -> (u16, String) {
         s.read_to_string(&mut out)?;
         Ok(out)
     };
-    let out = attempt().unwrap_or_else(|e| panic!("GET {path} on 127.0.0.1:{port}: {e}; log:\n{}", log(port)));
+    let out = attempt().unwrap_or_else(|e| panic!("GET {path} on 127.0.0.1:{port}: {e}"));
     let code = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (code, out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
 }
 
 fn condition(api: &FakeApi, type_: &str) -> Option<Value> {
-    let cm = api.get("configmaps", "tagwarden", "tagwarden-status")?;
-    let list: Vec<Value> = serde_json::from_str(cm["data"]["conditions"].as_str()?).ok()?;
-    list.into_iter().find(|c| c["type"] == type_)
+    publisher::condition(api.get("configmaps", "tagwarden", "tagwarden-status"), type_)
 }
 
 async fn until_condition(api: &FakeApi, type_: &str, what: &str, ok: impl Fn(&Value) -> bool) -> (Value, Duration) {
@@ -214,10 +157,8 @@ async fn sts_mode_through_the_cluster_proxy_trusting_its_ca() {
     let listen = support::free_port();
     let to = format!("s3://{bucket}/cluster/policy.yaml");
     let started = Instant::now();
-    let (_guard, lines) = spawn(&api, &env, &to, listen);
-    let first = lines
-        .recv_timeout(PATIENCE)
-        .unwrap_or_else(|e| panic!("no publish line ({e}); tunnels {:?}; log:\n{}", proxy.tunnels(), log(listen)));
+    let publisher = spawn(&api, &env, &to, listen, &[]);
+    let first = publisher.next(&format!("the first publish (tunnels {:?})", proxy.tunnels()), PATIENCE);
     println!("EGRESS(sts+proxy): start → published in {} ms", started.elapsed().as_millis());
     assert_eq!(first["result"], "written", "{first}");
 
@@ -261,9 +202,9 @@ async fn with_the_proxy_down_the_cluster_is_told_which_proxy() {
     ]);
     let listen = support::free_port();
     let started = Instant::now();
-    let (_guard, _lines) = spawn(&api, &env, &format!("s3://policy-down-{account}/p.yaml"), listen);
+    let publisher = spawn(&api, &env, &format!("s3://policy-down-{account}/p.yaml"), listen, &[]);
     let (degraded, took) =
-        until_condition(&api, "Degraded", &format!("the proxy is down; log:\n{}", log(listen)), |c| {
+        until_condition(&api, "Degraded", &format!("the proxy is down; log:\n{}", publisher.log()), |c| {
             c["status"] == "True"
                 && c["message"].as_str().is_some_and(|m| m.contains("(through the proxy HTTPS_PROXY="))
         })
@@ -291,8 +232,8 @@ async fn a_refused_cluster_document_is_degraded_before_any_sweep_naming_the_tag(
     let bucket = format!("policy-refused-{account}");
     clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
     let listen = support::free_port();
-    let (_guard, lines) = spawn(&api, &env, &format!("s3://{bucket}/p.yaml"), listen);
-    let first = lines.recv_timeout(PATIENCE).expect("first publish");
+    let publisher = spawn(&api, &env, &format!("s3://{bucket}/p.yaml"), listen, &[]);
+    let first = publisher.next("the first publish", PATIENCE);
     assert_eq!(first["result"], "written", "{first}");
 
     // `aws:` keys pass the CRD's pattern (the API server stores them) but AWS reserves the prefix.
@@ -301,7 +242,7 @@ async fn a_refused_cluster_document_is_degraded_before_any_sweep_naming_the_tag(
         o["status"]["platformStatus"]["aws"]["resourceTags"] = json!([{"key": "aws:team", "value": "x"}])
     })
     .expect("the API server accepts the key: its pattern allows ':'");
-    let refused = lines.recv_timeout(PATIENCE).expect("the refusal");
+    let refused = publisher.next("the refusal", PATIENCE);
     assert_eq!(refused["result"], "refused", "{refused}");
     let (degraded, _) = until_condition(&api, "Degraded", "refused", |c| c["reason"] == "PolicyRefused").await;
     println!("EGRESS(refused): edit → Degraded in {} ms", edited.elapsed().as_millis());
@@ -323,8 +264,8 @@ async fn the_published_object_changed_or_deleted_at_the_store_is_repaired_on_res
     let bucket = format!("policy-resync-{account}");
     clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
     let listen = support::free_port();
-    let (_guard, lines) = spawn_with(&api, &env, &format!("s3://{bucket}/p.yaml"), listen, &["--resync", "1"]);
-    let first = lines.recv_timeout(PATIENCE).expect("first publish");
+    let publisher = spawn(&api, &env, &format!("s3://{bucket}/p.yaml"), listen, &["--resync", "1"]);
+    let first = publisher.next("the first publish", PATIENCE);
     assert_eq!(first["result"], "written", "{first}");
     let read = || async {
         match clients.s3.get_object().bucket(&bucket).key("p.yaml").send().await {
@@ -350,7 +291,7 @@ async fn the_published_object_changed_or_deleted_at_the_store_is_repaired_on_res
         }
         let damaged = Instant::now();
         while read().await.as_deref() != Some(published.as_str()) {
-            assert!(damaged.elapsed() < PATIENCE, "the {what} object was never repaired; log:\n{}", log(listen));
+            assert!(damaged.elapsed() < PATIENCE, "the {what} object was never repaired; log:\n{}", publisher.log());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         println!("EGRESS(resync): {what} at the store → repaired in {} ms", damaged.elapsed().as_millis());
@@ -367,11 +308,12 @@ async fn without_aws_credentials_the_cluster_is_told_where_they_come_from() {
         ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/tagwarden-credentials".to_string()),
     ];
     let listen = support::free_port();
-    let (_guard, _lines) = spawn(&api, &env, "s3://policy-nocreds/p.yaml", listen);
-    let (degraded, took) = until_condition(&api, "Degraded", &format!("no credentials; log:\n{}", log(listen)), |c| {
-        c["reason"] == "CredentialsRejected"
-    })
-    .await;
+    let publisher = spawn(&api, &env, "s3://policy-nocreds/p.yaml", listen, &[]);
+    let (degraded, took) =
+        until_condition(&api, "Degraded", &format!("no credentials; log:\n{}", publisher.log()), |c| {
+            c["reason"] == "CredentialsRejected"
+        })
+        .await;
     println!("EGRESS(no credentials): start → Degraded in {} ms", took.as_millis());
     let message = degraded["message"].as_str().unwrap_or_default();
     assert!(message.contains("AWS_SHARED_CREDENTIALS_FILE") && message.contains("CredentialsRequest"), "{message}");

@@ -12,18 +12,18 @@ mod egress;
 #[path = "support/kube_api.rs"]
 #[allow(dead_code)]
 mod kube_api;
+#[path = "support/publisher.rs"]
+mod publisher;
 #[path = "support/azure/mod.rs"]
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use egress::{ConnectProxy, Pki};
 use kube_api::FakeApi;
+use publisher::Publisher;
 use serde_json::{json, Value};
 use support::azurite;
 use tagwarden::azure::reqwest;
@@ -36,61 +36,14 @@ const LOGIN_HOST: &str = "tagwarden-login";
 const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 const CLIENT_ID: &str = "5c5d4f8e-9d0b-4a53-9c3e-7a0f7bd2f0a1";
 
-struct Publisher(std::process::Child);
-
-impl Drop for Publisher {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn temp(name: &str, text: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!("tagwarden-wi-{}-{name}", std::process::id()));
     std::fs::write(&path, text).expect("temp file");
     path
 }
 
-fn log(name: &str) -> String {
-    std::fs::read_to_string(std::env::temp_dir().join(format!("tagwarden-wi-{}-{name}.log", std::process::id())))
-        .unwrap_or_default()
-}
-
-fn spawn(api: &FakeApi, env: &[(&str, String)], to: &str, name: &str) -> (Publisher, mpsc::Receiver<Value>) {
-    let kubeconfig = temp(&format!("kubeconfig-{name}"), &api.kubeconfig("tagwarden", None));
-    let log = std::env::temp_dir().join(format!("tagwarden-wi-{}-{name}.log", std::process::id()));
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("AZURE_") || k.to_ascii_lowercase().ends_with("_proxy") || k.starts_with("TAGWARDEN_") {
-            command.env_remove(k);
-        }
-    }
-    let mut child = command
-        .args(["publish", "--from-cluster", "--watch", "--json", "--status-interval", "1", "--to", to])
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .env("POD_NAMESPACE", "tagwarden")
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(log).expect("log file"))
-        .spawn()
-        .expect("the publisher starts");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line) {
-                let _ = tx.send(v);
-            }
-        }
-    });
-    (Publisher(child), lines)
-}
-
 fn condition(api: &FakeApi, type_: &str) -> Option<Value> {
-    let cm = api.get("configmaps", "tagwarden", "tagwarden-status")?;
-    let list: Vec<Value> = serde_json::from_str(cm["data"]["conditions"].as_str()?).ok()?;
-    list.into_iter().find(|c| c["type"] == type_)
+    publisher::condition(api.get("configmaps", "tagwarden", "tagwarden-status"), type_)
 }
 
 fn infrastructure() -> Value {
@@ -143,10 +96,9 @@ async fn workload_identity_through_the_proxy_and_an_expired_token_is_degraded_wi
     };
     let to = format!("https://{BLOB_HOST}/{container}/cluster/infrastructure.yaml");
     let started = Instant::now();
-    let (_guard, lines) = spawn(&api, &env(&token_file), &to, "ok");
-    let first = lines
-        .recv_timeout(PATIENCE)
-        .unwrap_or_else(|e| panic!("no publish line ({e}); tunnels {:?}; log:\n{}", proxy.tunnels(), log("ok")));
+    let kubeconfig = api.kubeconfig("tagwarden", None);
+    let publisher = Publisher::spawn(&kubeconfig, &to, &env(&token_file), &[]);
+    let first = publisher.next(&format!("the first publish (tunnels {:?})", proxy.tunnels()), PATIENCE);
     println!("WI: start → published in {} ms", started.elapsed().as_millis());
     assert_eq!(first["result"], "written", "{first}");
     let blob = azurite::get_blob(&http, &container_url, "cluster/infrastructure.yaml").await;
@@ -168,10 +120,10 @@ async fn workload_identity_through_the_proxy_and_an_expired_token_is_degraded_wi
     }
 
     // A token the kubelet no longer refreshes: Entra refuses it, and the cluster is told why.
-    drop(_guard);
+    drop(publisher);
     let expired = temp("expired-token", "expired");
     let started = Instant::now();
-    let (_guard, _lines) = spawn(&api, &env(&expired), &to, "expired");
+    let publisher = Publisher::spawn(&kubeconfig, &to, &env(&expired), &[]);
     let degraded = loop {
         let d = condition(&api, "Degraded").filter(|d| d["reason"] == "CredentialsRejected");
         if let Some(d) = d {
@@ -181,7 +133,7 @@ async fn workload_identity_through_the_proxy_and_an_expired_token_is_degraded_wi
             started.elapsed() < PATIENCE,
             "never Degraded: {:?}; log:\n{}",
             condition(&api, "Degraded"),
-            log("expired")
+            publisher.log()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
