@@ -10,14 +10,14 @@
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod calls;
 pub mod cloud;
+#[cfg(any(feature = "aws", feature = "azure"))]
+pub mod cloud_error;
 #[cfg(feature = "kube")]
 pub mod cluster;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod config;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod enforce;
-#[cfg(any(feature = "aws", feature = "azure"))]
-pub mod error_policy;
 pub mod events;
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod inflight;

@@ -198,7 +198,7 @@ impl Record {
     /// resources it would have named are not swept this time, so it is reported as a failure,
     /// retryable or not as the error says. `resource` is what was listed, `type` the call.
     #[cfg(any(feature = "aws", feature = "azure"))]
-    pub fn listing_failed(cloud: Cloud, error: &crate::error_policy::CloudError, policy_version: &str) -> Self {
+    pub fn listing_failed(cloud: Cloud, error: &crate::cloud_error::CloudError, policy_version: &str) -> Self {
         let (target, call) = (error.target.clone(), error.operation.to_string());
         let record = Record::failing_on(cloud, target, call, policy_version, String::new());
         Record { record: "listing", ..record.failing(error.failure(), error.to_string()) }

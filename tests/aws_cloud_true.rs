@@ -370,7 +370,7 @@ async fn volumes_attached_after_the_event_are_waited_for() {
         later.ec2.attach_volume().volume_id(&v).instance_id(&i).device("/dev/sda1").send().await.expect("attach");
     });
     let mut rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
-    rec.tagger.not_found = tagwarden::error_policy::Backoff {
+    rec.tagger.not_found = tagwarden::cloud_error::Backoff {
         attempts: 8,
         first: Duration::from_millis(100),
         max: Duration::from_millis(400),

@@ -10,8 +10,8 @@ use futures_util::stream::{self, StreamExt};
 
 use super::tags::Tagger;
 use crate::cloud::{Cloud, OWNED};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::enforce::sweep::Unindexed;
-use crate::error_policy::{CloudError, ErrorClass};
 use crate::resource::ResourceRef;
 use crate::TagMap;
 

@@ -2,13 +2,13 @@
 //! (throttling, transient faults, a resource not yet visible after its creation) and what it cannot.
 //!
 //! Deliberately not here: what each class leads to (retried, handed back, reported), which is the
-//! one table in `crate::error_policy` for both clouds.
+//! one table in `crate::cloud_error` for both clouds.
 
 use std::fmt;
 
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 
 impl CloudError {
     /// An SDK error, classified by its code; a call that got no answer is transient.

@@ -18,7 +18,7 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 
 use super::Clients;
 use crate::cloud::Cloud;
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 

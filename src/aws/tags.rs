@@ -14,7 +14,7 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 
 use super::kinds::{api_of, arn_name, Api};
 use super::Clients;
-use crate::error_policy::{Backoff, CloudError, ErrorClass};
+use crate::cloud_error::{Backoff, CloudError, ErrorClass};
 use crate::rate_limit::RateLimit;
 use crate::resource::ResourceRef;
 use crate::TagMap;

@@ -25,8 +25,8 @@ use serde_json::{json, Value};
 use super::identity::{ManagedIdentity, ARM_AUDIENCE};
 use crate::calls::CallCounter;
 use crate::cloud::OWNED;
-use crate::error_policy::Backoff;
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::Backoff;
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::resource::ResourceRef;
 use crate::TagMap;
 

@@ -24,7 +24,7 @@ use reqwest::{Method, Url};
 use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
 use crate::calls::CallCounter;
 use crate::cloud::Cloud;
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
 use crate::policy::{self, STATUS_REPORT_NAME};
 

@@ -2,7 +2,7 @@
 //! and a class that says whether a retry can fix it (DESIGN.md §5: a resource not yet visible is
 //! retried, then the event is handed back to Event Grid, never dropped).
 
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 
 impl CloudError {
     /// An error response: ARM's `{"error": {"code", "message"}}`, Storage's XML `<Code>`/`<Message>`

@@ -35,7 +35,7 @@ use super::metrics::MetricsPublisher;
 use super::reconcile::Reconciler;
 use super::server::{Request, Response};
 use crate::calls::CallCounter;
-use crate::error_policy::CloudError;
+use crate::cloud_error::CloudError;
 use crate::events;
 use crate::policy::store::{Layout, Source};
 use crate::report::Outcome;

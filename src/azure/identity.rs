@@ -25,7 +25,7 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use crate::calls::CallCounter;
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 
 pub const API_VERSION: &str = "2019-08-01";
 /// Audience of Azure Resource Manager.

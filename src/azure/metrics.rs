@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::identity::{ManagedIdentity, MONITORING_AUDIENCE};
 use crate::calls::CallCounter;
 use crate::cloud::Cloud;
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::report::{Metrics, NAMESPACE};
 
 pub const OP_POST: &str = "monitor:PostMetrics";

@@ -29,7 +29,7 @@ pub mod server;
 
 use std::time::Duration;
 
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 pub use config::Config;
 /// The HTTP client crate, for callers (tests, tools) that build requests of their own.
 pub use reqwest;

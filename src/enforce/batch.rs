@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use super::sweep::{batches, identity, Planned, Run};
 use super::{answer_to, for_event, lock_key, Adapter, Engine, Read};
-use crate::error_policy::CloudError;
+use crate::cloud_error::CloudError;
 use crate::events::Event;
 use crate::plan;
 use crate::policy::clusters::{Owner, Policies};

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use super::sweep::{Batching, Listed, Listing, Unindexed};
 use super::{Adapter, Read};
 use crate::cloud::{Cloud, OWNED};
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::policy::store::{Layout, Listed as Document, Object, PutError, Source};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;

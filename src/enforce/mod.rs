@@ -22,7 +22,7 @@ use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
 
 use crate::cloud::Cloud;
-use crate::error_policy::{CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::events::Event;
 use crate::inflight::ResourceLocks;
 use crate::plan;

@@ -26,7 +26,7 @@ use futures_util::stream::{self, StreamExt};
 
 use super::{answer_to, report_sweeps, Adapter, Current, Engine};
 use crate::cloud::{ownership_for, Cloud, Ownership};
-use crate::error_policy::{Backoff, CloudError, ErrorClass};
+use crate::cloud_error::{Backoff, CloudError, ErrorClass};
 use crate::plan::{self, Plan};
 use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::Policies;

@@ -16,7 +16,7 @@ use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
-use tagwarden::error_policy::Backoff;
+use tagwarden::cloud_error::Backoff;
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 

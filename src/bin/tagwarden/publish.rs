@@ -310,12 +310,12 @@ fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::clus
         PublishError::Conflict { .. } | PublishError::Raced { .. } => {
             return failure("conflict", "Conflict", e.to_string());
         }
-        PublishError::Cloud(inner) => inner.downcast_ref::<tagwarden::error_policy::CloudError>(),
+        PublishError::Cloud(inner) => inner.downcast_ref::<tagwarden::cloud_error::CloudError>(),
     };
     let Some(cloud) = cloud else { return failure("failed", "PublishFailed", e.to_string()) };
     let text = cloud.to_string();
     let lower = text.to_ascii_lowercase();
-    use tagwarden::error_policy::ErrorClass;
+    use tagwarden::cloud_error::ErrorClass;
     // Credentials: Azure's token endpoints (operation identity:Token), and the AWS SDK's
     // credential chain, whose failures arrive as the error's message (`ExpiredToken…`,
     // "failed to load credentials", web identity errors).
