@@ -2,7 +2,7 @@
 //! `<parameter>-status` SSM parameter), for both clouds: how the published policy stands, and the
 //! resources whose last sweep could not be brought in line — the seeds' failure list in
 //! `status.platformStatus.<cloud>.resourceTags`. The report itself is pure; [`store_io`] reads
-//! and writes it through a policy store's `Source` (the store only moves its text).
+//! and writes it through a policy store's `PolicySource` (the store only moves its text).
 
 use std::fmt::Display;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -134,12 +134,12 @@ impl StatusReport {
 }
 
 /// The report beside a policy store's documents: made from what a sweep or a load found, written
-/// and read through the store's `Source`.
+/// and read through the store's `PolicySource`.
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub mod store_io {
     use super::StatusReport;
     use crate::policy::cache::LoadedPolicy;
-    use crate::policy::store::{PolicyStore, Rejection, Source};
+    use crate::policy::store::{PolicySource, PolicyStore, Rejection};
     use crate::report::Record;
 
     #[derive(Debug, thiserror::Error)]
@@ -153,7 +153,7 @@ pub mod store_io {
     }
 
     /// Write `report` beside the policy (of cluster `cluster` in a set).
-    pub async fn write<S: Source>(
+    pub async fn write<S: PolicySource>(
         store: &PolicyStore<S>,
         cluster: Option<&str>,
         report: &StatusReport,
@@ -167,14 +167,14 @@ pub mod store_io {
     }
 
     /// A report that cannot be written is logged: it never fails the invocation that made it.
-    async fn write_logged<S: Source>(store: &PolicyStore<S>, cluster: Option<&str>, report: &StatusReport) {
+    async fn write_logged<S: PolicySource>(store: &PolicyStore<S>, cluster: Option<&str>, report: &StatusReport) {
         if let Err(e) = write(store, cluster, report).await {
             tracing::warn!(error = %e, "could not write the status report");
         }
     }
 
     /// The status report beside the policy (of cluster `cluster` in a set), if one was written.
-    pub async fn read<S: Source>(
+    pub async fn read<S: PolicySource>(
         store: &PolicyStore<S>,
         cluster: Option<&str>,
     ) -> Result<Option<StatusReport>, ReadStatusError<S::Error>> {
@@ -187,7 +187,7 @@ pub mod store_io {
     }
 
     /// A rejected newer version, reported beside that cluster's policy with the one in force.
-    pub async fn report_rejection<S: Source>(store: &PolicyStore<S>, r: &Rejection) {
+    pub async fn report_rejection<S: PolicySource>(store: &PolicyStore<S>, r: &Rejection) {
         let report =
             StatusReport::new(store.source.cloud(), &r.location, r.in_force.clone(), r.errors.clone(), Vec::new());
         write_logged(store, r.cluster.as_deref(), &report).await;
@@ -195,7 +195,7 @@ pub mod store_io {
 
     /// A sweep's status report for one cluster (`policy`): the version it applied, how that
     /// cluster's published policy stands now, and its failures.
-    pub async fn report_sweep<S: Source>(store: &PolicyStore<S>, policy: &LoadedPolicy, records: &[Record]) {
+    pub async fn report_sweep<S: PolicySource>(store: &PolicyStore<S>, policy: &LoadedPolicy, records: &[Record]) {
         let cluster = store.cluster_key(policy);
         let Some(standing) = store.standing(cluster).await else { return };
         let location = store.location_for(cluster);

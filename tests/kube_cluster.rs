@@ -22,7 +22,7 @@ use kube_api::{FakeApi, Seen};
 use serde_json::{json, Value};
 use tagwarden::cloud::Cloud;
 use tagwarden::cluster::mirror::{Write, DEFAULT_NAME};
-use tagwarden::cluster::{self, Change, ClusterError, Source, SourceDocument, StatusMirror};
+use tagwarden::cluster::{self, Change, ClusterError, ClusterSource, SourceDocument, StatusMirror};
 use tagwarden::policy::cache::PolicyState;
 use tagwarden::policy::load::load_one;
 use tagwarden::status::{ResourceFailure, StatusReport};
@@ -105,7 +105,7 @@ impl Drop for Watch {
 impl Watch {
     /// The watch runs on its own task, as the publisher's does, so the client reads the stream
     /// while the test changes the cluster.
-    fn start(client: cluster::Client, source: Source) -> Watch {
+    fn start(client: cluster::Client, source: ClusterSource) -> Watch {
         let (tx, rx) = mpsc::unbounded_channel();
         let task = tokio::spawn(async move {
             let mut changes = std::pin::pin!(cluster::watch(client, source));
@@ -166,7 +166,7 @@ async fn reads_the_infrastructure_object_through_a_kubeconfig() {
             api.delete_infrastructure();
         }
         let rv = api.put_infrastructure(infrastructure(fixture_name));
-        let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read");
+        let doc = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect("read");
         assert_eq!(doc.name, "infrastructures.config.openshift.io/cluster");
         assert_eq!(doc.resource_version, rv.to_string());
         // The same policy as the file `oc get infrastructure cluster -o yaml` gives, less the spec
@@ -190,7 +190,7 @@ async fn reads_the_infrastructure_object_through_a_kubeconfig() {
     // A kubeconfig whose credentials the server refuses: the error says what to fix.
     let path = temp_file(&api, "kubeconfig-expired", &api.kubeconfig(NS, None).replace(kube_api::TOKEN, "expired"));
     let denied = cluster::client(Some(&path)).await.expect("client");
-    let err = cluster::read_once(&denied, &Source::Infrastructure).await.expect_err("refused");
+    let err = cluster::read_once(&denied, &ClusterSource::Infrastructure).await.expect_err("refused");
     // 401 is about who asks, not what they may do: the fix is the credentials, not a Role.
     assert!(
         matches!(err, ClusterError::Unauthorized { .. }) && err.to_string().contains("token or certificate"),
@@ -203,9 +203,9 @@ async fn reads_and_watches_over_tls_trusting_only_the_cluster_ca() {
     let api = FakeApi::start_tls().await;
     let client = client_for(&api).await;
     api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
-    let doc = cluster::read_once(&client, &Source::Infrastructure).await.expect("read over TLS");
+    let doc = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect("read over TLS");
     assert_eq!(tags_of(&doc), (FIXTURE_STATUS_TAGS.map(String::from).to_vec(), vec![]));
-    let mut w = Watch::start(client, Source::Infrastructure);
+    let mut w = Watch::start(client, ClusterSource::Infrastructure);
     w.document().await;
     until("the watch is open", || api.open_watch_count() > 0).await;
     edit_status_tags(&api, &[("tls", "yes")]);
@@ -214,7 +214,7 @@ async fn reads_and_watches_over_tls_trusting_only_the_cluster_ca() {
     // Without the cluster's CA the server is not trusted, and nothing is read.
     let untrusted = temp_file(&api, "kubeconfig-no-ca", &api.kubeconfig(NS, None));
     let client = cluster::client(Some(&untrusted)).await.expect("client");
-    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("untrusted");
+    let err = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect_err("untrusted");
     assert!(matches!(err, ClusterError::Api { .. }) && err.to_string().contains("certificate"), "{err}");
 }
 
@@ -222,14 +222,14 @@ async fn reads_and_watches_over_tls_trusting_only_the_cluster_ca() {
 async fn a_cluster_without_the_object_or_its_type_is_told_to_use_a_configmap() {
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
-    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("no object");
+    let err = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect_err("no object");
     assert!(matches!(err, ClusterError::NotFound { .. }) && err.to_string().contains("--configmap NS/NAME"), "{err}");
 
     api.without_infrastructure_type();
-    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("no type");
+    let err = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect_err("no type");
     assert!(err.to_string().contains("--configmap NS/NAME"), "{err}");
     // The watch cannot fix that by retrying: it ends with the error.
-    let mut w = Watch::start(client, Source::Infrastructure);
+    let mut w = Watch::start(client, ClusterSource::Infrastructure);
     let err = w.next().await.expect_err("the watch ends");
     assert!(err.to_string().contains("the resource type of infrastructures.config.openshift.io/cluster"), "{err}");
     assert!(tokio::time::timeout(PATIENCE, w.rx.recv()).await.expect("ends").is_none());
@@ -240,7 +240,7 @@ async fn the_watch_publishes_a_modified_object_within_seconds() {
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
     api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
-    let mut w = Watch::start(client, Source::Infrastructure);
+    let mut w = Watch::start(client, ClusterSource::Infrastructure);
     let first = w.document().await;
     assert_eq!(tags_of(&first).0, FIXTURE_STATUS_TAGS);
     until("the watch is open", || api.open_watch_count() > 0).await;
@@ -278,7 +278,7 @@ async fn a_day_2_edit_of_the_spec_tags_is_pruned_and_never_published() {
     api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
     let stored = api.infrastructure().expect("seeded");
     assert_eq!(stored["spec"]["platformSpec"]["aws"], json!({}), "the fixture's spec tags are pruned on create");
-    let mut w = Watch::start(client, Source::Infrastructure);
+    let mut w = Watch::start(client, ClusterSource::Infrastructure);
     let first = w.document().await;
     assert_eq!(tags_of(&first), (FIXTURE_STATUS_TAGS.map(String::from).to_vec(), vec![]));
     until("the watch is open", || api.open_watch_count() > 0).await;
@@ -313,7 +313,7 @@ async fn a_watch_cut_mid_event_publishes_nothing_half_read_and_resumes_from_the_
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
     api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
-    let mut w = Watch::start(client, Source::Infrastructure);
+    let mut w = Watch::start(client, ClusterSource::Infrastructure);
     w.document().await;
     until("the watch is open", || api.open_watch_count() > 0).await;
 
@@ -343,7 +343,7 @@ async fn expired_version_lists_again(gone_as_http: bool) {
     api.gone_as_http(gone_as_http);
     let client = client_for(&api).await;
     api.put_infrastructure(infrastructure("infrastructure-aws.yaml"));
-    let mut w = Watch::start(client, Source::Infrastructure);
+    let mut w = Watch::start(client, ClusterSource::Infrastructure);
     w.document().await;
     until("the watch is open", || api.open_watch_count() > 0).await;
 
@@ -380,7 +380,7 @@ async fn a_deleted_object_publishes_nothing_and_the_watch_goes_on() {
     let client = client_for(&api).await;
     let infra = infrastructure("infrastructure-aws.yaml");
     api.put_infrastructure(infra.clone());
-    let mut w = Watch::start(client, Source::Infrastructure);
+    let mut w = Watch::start(client, ClusterSource::Infrastructure);
     w.document().await;
     until("the watch is open", || api.open_watch_count() > 0).await;
 
@@ -402,7 +402,7 @@ async fn a_deleted_object_publishes_nothing_and_the_watch_goes_on() {
 async fn a_configmap_publishes_its_tagwarden_yaml_as_is() {
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
-    let source = Source::configmap("tagwarden/tagwarden-policy").expect("NS/NAME");
+    let source = ClusterSource::configmap("tagwarden/tagwarden-policy").expect("NS/NAME");
     let err = cluster::read_once(&client, &source).await.expect_err("not there yet");
     assert!(err.to_string().contains("configmap tagwarden/tagwarden-policy not found"), "{err}");
 
@@ -645,15 +645,15 @@ fn assert_least_privilege(manifest: &str, requests: &[Seen]) {
 
 /// Run everything the Deployment does — read, watch (through a resume and a re-list), mirror —
 /// and return the requests.
-async fn exercise(source: Source) -> Vec<Seen> {
+async fn exercise(source: ClusterSource) -> Vec<Seen> {
     let api = FakeApi::start().await;
     let client = client_for(&api).await;
     let infra = infrastructure("infrastructure-aws.yaml");
     match &source {
-        Source::Infrastructure => {
+        ClusterSource::Infrastructure => {
             api.put_infrastructure(infra.clone());
         }
-        Source::ConfigMap { .. } => {
+        ClusterSource::ConfigMap { .. } => {
             api.put_configmap(NS, json!({"metadata": {"name": "tagwarden-policy"}, "data": {"tagwarden.yaml": fixture("tagwarden.yaml")}}));
         }
     }
@@ -671,8 +671,8 @@ async fn exercise(source: Source) -> Vec<Seen> {
 
 #[tokio::test]
 async fn the_manifests_rbac_allows_exactly_what_the_code_does() {
-    let openshift = exercise(Source::Infrastructure).await;
+    let openshift = exercise(ClusterSource::Infrastructure).await;
     assert_least_privilege("openshift.yaml", &openshift);
-    let configmap = exercise(Source::configmap("tagwarden/tagwarden-policy").expect("NS/NAME")).await;
+    let configmap = exercise(ClusterSource::configmap("tagwarden/tagwarden-policy").expect("NS/NAME")).await;
     assert_least_privilege("configmap-source.yaml", &configmap);
 }

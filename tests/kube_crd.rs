@@ -24,7 +24,7 @@ use kube_api::crd::{Crd, CEL_RULES, NOT_ENFORCED};
 use kube_api::{FakeApi, ADMIN_TOKEN, TOKEN};
 use serde_json::{json, Value};
 use tagwarden::cloud::Cloud;
-use tagwarden::cluster::{self, Change, ClusterError, Source, StatusMirror};
+use tagwarden::cluster::{self, Change, ClusterError, ClusterSource, StatusMirror};
 use tagwarden::status::StatusReport;
 
 const INFRA: &str = "/apis/config.openshift.io/v1/infrastructures/cluster";
@@ -532,7 +532,7 @@ async fn a_denied_verb_is_a_403_and_tagwarden_names_the_verbs_to_grant() {
                    "code": 403})
         )
     );
-    let err = cluster::read_once(&client, &Source::Infrastructure).await.expect_err("denied");
+    let err = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect_err("denied");
     assert!(matches!(err, ClusterError::Forbidden { .. }), "{err:?}");
     let text = err.to_string();
     assert!(text.contains(message) && text.contains("grant the service account get on it"), "{text}");
@@ -543,7 +543,7 @@ async fn a_denied_verb_is_a_403_and_tagwarden_names_the_verbs_to_grant() {
 
     // list (the watch's first step): the name the field selector picks is in the message.
     api.deny("list", "infrastructures");
-    let mut changes = std::pin::pin!(cluster::watch(client.clone(), Source::Infrastructure));
+    let mut changes = std::pin::pin!(cluster::watch(client.clone(), ClusterSource::Infrastructure));
     let err = changes.next().await.expect("an item").expect_err("the watch ends");
     let text = err.to_string();
     assert!(
@@ -557,7 +557,7 @@ async fn a_denied_verb_is_a_403_and_tagwarden_names_the_verbs_to_grant() {
     api.put_infrastructure(fixture("infrastructure-aws.yaml"));
     api.deny("watch", "infrastructures");
     let client = client_for(&api).await;
-    let mut changes = std::pin::pin!(cluster::watch(client.clone(), Source::Infrastructure));
+    let mut changes = std::pin::pin!(cluster::watch(client.clone(), ClusterSource::Infrastructure));
     let first = tokio::time::timeout(std::time::Duration::from_secs(20), changes.next()).await.expect("in time");
     assert!(matches!(first, Some(Ok(Change::Document(_)))), "{first:?}");
     let next = tokio::time::timeout(std::time::Duration::from_secs(20), changes.next()).await.expect("in time");

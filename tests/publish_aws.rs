@@ -14,8 +14,8 @@ use serde_json::Value;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::Clients;
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::store::PolicySource;
 use tagwarden::policy::store::PutError;
-use tagwarden::policy::store::Source;
 use tagwarden::publish::publish;
 use tagwarden::status::{ResourceFailure, StatusReport};
 

@@ -15,8 +15,8 @@ use serde_json::Value;
 use support::azurite::{self, account_sas};
 use tagwarden::azure::blob_store::{blob_policy_store, BlobPolicyStore, OP_PUT};
 use tagwarden::cloud::Cloud;
+use tagwarden::policy::store::PolicySource;
 use tagwarden::policy::store::PutError;
-use tagwarden::policy::store::Source;
 use tagwarden::publish::publish;
 use tagwarden::status::StatusReport;
 

@@ -93,7 +93,7 @@ impl Tagger {
                 let read = match listed {
                     Some(tags) => Ok(tags),
                     // Listed a moment ago: not-found means deleted, not "not visible yet".
-                    None => self.read_now(&r).await.map(|(tags, _)| tags),
+                    None => self.read_once(&r).await.map(|(tags, _)| tags),
                 };
                 (r, read)
             })

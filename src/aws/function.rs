@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::reconcile::Reconciler;
 use crate::cloud::Cloud;
 use crate::events;
-use crate::policy::store::{Layout, Source};
+use crate::policy::store::{Layout, PolicySource};
 use crate::report::Outcome;
 use crate::report::{by_cluster, Metrics, ALL_CLUSTERS};
 use crate::trigger::Trigger;

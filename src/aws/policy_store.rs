@@ -19,7 +19,7 @@ use aws_sdk_ec2::error::ProvideErrorMetadata;
 use super::Clients;
 use crate::cloud::Cloud;
 use crate::cloud_error::{CloudError, ErrorClass};
-use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
+use crate::policy::store::{self, Layout, ListedObject, Object, PolicySource, PutError};
 use crate::policy::{self, STATUS_REPORT_NAME};
 
 /// Where the policy lives, from `TAGWARDEN_POLICY` or `--policy`.
@@ -145,7 +145,7 @@ impl PolicyLocation {
 /// The policy store on AWS.
 pub type PolicyStore = store::PolicyStore<AwsSource>;
 
-/// S3 and SSM as a policy [`Source`].
+/// S3 and SSM as a policy [`PolicySource`].
 pub struct AwsSource {
     clients: Clients,
     pub location: PolicyLocation,
@@ -162,7 +162,7 @@ pub fn policy_store(clients: &Clients, location: PolicyLocation, ttl: Duration) 
     PolicyStore::new(AwsSource::new(clients.clone(), location), ttl)
 }
 
-impl Source for AwsSource {
+impl PolicySource for AwsSource {
     type Error = CloudError;
 
     fn cloud(&self) -> Cloud {
@@ -221,7 +221,7 @@ impl Source for AwsSource {
         }
     }
 
-    async fn list(&self, prefix: &str) -> Result<Vec<Listed>, CloudError> {
+    async fn list(&self, prefix: &str) -> Result<Vec<ListedObject>, CloudError> {
         if let PolicyLocation::SsmSet { path } = &self.location {
             return self.list_parameters(path).await;
         }
@@ -241,7 +241,7 @@ impl Source for AwsSource {
                 .map_err(|e| CloudError::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
             for o in page.contents() {
                 let name = o.key().unwrap_or_default().to_string();
-                out.push(Listed { name, etag: o.e_tag().unwrap_or_default().to_string() });
+                out.push(ListedObject { name, etag: o.e_tag().unwrap_or_default().to_string() });
             }
             token = page.next_continuation_token().map(str::to_owned);
             if token.is_none() {
@@ -402,7 +402,7 @@ impl Source for AwsSource {
 
 impl AwsSource {
     /// A set's parameters, one level under `path`, with their versions.
-    async fn list_parameters(&self, path: &str) -> Result<Vec<Listed>, CloudError> {
+    async fn list_parameters(&self, path: &str) -> Result<Vec<ListedObject>, CloudError> {
         let mut out = Vec::new();
         let mut token = None;
         loop {
@@ -417,7 +417,10 @@ impl AwsSource {
                 .await
                 .map_err(|e| CloudError::from_sdk("ssm:GetParametersByPath", path, e))?;
             for p in page.parameters() {
-                out.push(Listed { name: p.name().unwrap_or_default().to_string(), etag: p.version().to_string() });
+                out.push(ListedObject {
+                    name: p.name().unwrap_or_default().to_string(),
+                    etag: p.version().to_string(),
+                });
             }
             token = page.next_token().map(str::to_owned);
             if token.is_none() {

@@ -132,7 +132,7 @@ impl Adapter for Tagger {
     }
 
     async fn read_listed(&self, r: &ResourceRef) -> Result<Read, CloudError> {
-        self.read_now(r).await.map(|(tags, arn)| Read { tags, arn })
+        self.read_once(r).await.map(|(tags, arn)| Read { tags, arn })
     }
 
     async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError> {

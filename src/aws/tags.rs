@@ -65,7 +65,7 @@ impl Tagger {
     pub async fn read_full(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), CloudError> {
         let mut attempt = 0;
         loop {
-            match self.read_now(r).await {
+            match self.read_once(r).await {
                 Err(e) if e.class == ErrorClass::NotFound && attempt + 1 < self.not_found.attempts => {
                     tokio::time::sleep(self.not_found.delay(attempt)).await;
                     attempt += 1;
@@ -76,7 +76,7 @@ impl Tagger {
     }
 
     /// One read, without waiting for a resource not visible yet.
-    pub async fn read_now(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), CloudError> {
+    pub async fn read_once(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), CloudError> {
         let c = &self.clients;
         let id = r.id.as_str();
         let mut tags = TagMap::new();
@@ -389,7 +389,7 @@ impl Tagger {
                 Err(e) if e.code() == Some("OperationAborted") && attempt + 1 < self.not_found.attempts => {
                     tokio::time::sleep(self.not_found.delay(attempt)).await;
                     attempt += 1;
-                    base = self.read_now(&ResourceRef::s3_bucket(bucket, &self.clients.region)).await?.0;
+                    base = self.read_once(&ResourceRef::s3_bucket(bucket, &self.clients.region)).await?.0;
                 }
                 Err(e) => return Err(CloudError::from_sdk("s3:PutBucketTagging", bucket, e)),
             }

@@ -25,7 +25,7 @@ use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
 use crate::calls::CallCounter;
 use crate::cloud::Cloud;
 use crate::cloud_error::{CloudError, ErrorClass};
-use crate::policy::store::{self, Layout, Listed, Object, PutError, Source};
+use crate::policy::store::{self, Layout, ListedObject, Object, PolicySource, PutError};
 use crate::policy::{self, STATUS_REPORT_NAME};
 
 /// The Blob REST API version sent as `x-ms-version`.
@@ -185,7 +185,7 @@ impl BlobLocation {
 /// The policy store on Azure.
 pub type BlobPolicyStore = store::PolicyStore<BlobSource>;
 
-/// Blob Storage as a policy [`Source`].
+/// Blob Storage as a policy [`PolicySource`].
 pub struct BlobSource {
     pub location: BlobLocation,
     http: reqwest::Client,
@@ -226,7 +226,7 @@ pub fn blob_policy_store(
     BlobPolicyStore::new(BlobSource::new(location, http, identity, calls), ttl)
 }
 
-impl Source for BlobSource {
+impl PolicySource for BlobSource {
     type Error = CloudError;
 
     fn cloud(&self) -> Cloud {
@@ -291,7 +291,7 @@ impl Source for BlobSource {
     }
 
     /// Every blob under the prefix, by name, with ETags (List Blobs XML, followed by NextMarker).
-    async fn list(&self, _prefix: &str) -> Result<Vec<Listed>, CloudError> {
+    async fn list(&self, _prefix: &str) -> Result<Vec<ListedObject>, CloudError> {
         let target = self.location.to_string();
         let mut out = Vec::new();
         let mut marker: Option<String> = None;
@@ -308,7 +308,7 @@ impl Source for BlobSource {
             for blob in xml_elements(&body, "Blob") {
                 let Some(name) = xml_text(blob, "Name") else { continue };
                 let etag = normalize_etag(&xml_text(blob, "Etag").unwrap_or_default());
-                out.push(Listed { name, etag });
+                out.push(ListedObject { name, etag });
             }
             marker = xml_text(&body, "NextMarker").filter(|m| !m.is_empty());
             if marker.is_none() {

@@ -37,7 +37,7 @@ use super::server::{Request, Response};
 use crate::calls::CallCounter;
 use crate::cloud_error::CloudError;
 use crate::events;
-use crate::policy::store::{Layout, Source};
+use crate::policy::store::{Layout, PolicySource};
 use crate::report::Outcome;
 use crate::trigger::Trigger;
 

@@ -22,7 +22,7 @@ use std::path::Path;
 pub use conditions::{Conditions, Facts, PublishFailure};
 pub use kube::Client;
 pub use mirror::{MirrorOutcome, StatusMirror};
-pub use source::{read_once, Source, SourceDocument};
+pub use source::{read_once, ClusterSource, SourceDocument};
 pub use watch::{watch, watch_counting, Change};
 
 #[derive(Debug, thiserror::Error)]

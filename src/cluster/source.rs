@@ -13,38 +13,38 @@ pub const CONFIGMAP_KEY: &str = "tagwarden.yaml";
 
 /// The object whose content is the policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum ClusterSource {
     /// OpenShift's `Infrastructure` object (`infrastructures.config.openshift.io/cluster`).
     Infrastructure,
     /// A ConfigMap holding a `tagwarden.yaml` under [`CONFIGMAP_KEY`], for clusters without one.
     ConfigMap { namespace: String, name: String },
 }
 
-impl Source {
+impl ClusterSource {
     /// `NS/NAME`, as `--configmap` takes it.
-    pub fn configmap(spec: &str) -> Option<Source> {
+    pub fn configmap(spec: &str) -> Option<ClusterSource> {
         let (namespace, name) = spec.split_once('/')?;
         let valid = |s: &str| !s.is_empty() && !s.contains('/');
         (valid(namespace) && valid(name))
-            .then(|| Source::ConfigMap { namespace: namespace.to_string(), name: name.to_string() })
+            .then(|| ClusterSource::ConfigMap { namespace: namespace.to_string(), name: name.to_string() })
     }
 
     /// The object's name: what the watch selects on.
     pub(crate) fn object_name(&self) -> &str {
         match self {
-            Source::Infrastructure => infrastructure::NAME,
-            Source::ConfigMap { name, .. } => name,
+            ClusterSource::Infrastructure => infrastructure::NAME,
+            ClusterSource::ConfigMap { name, .. } => name,
         }
     }
 }
 
-impl fmt::Display for Source {
+impl fmt::Display for ClusterSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::Infrastructure => {
+            ClusterSource::Infrastructure => {
                 write!(f, "{}.{}/{}", infrastructure::PLURAL, infrastructure::GROUP, infrastructure::NAME)
             }
-            Source::ConfigMap { namespace, name } => write!(f, "configmap {namespace}/{name}"),
+            ClusterSource::ConfigMap { namespace, name } => write!(f, "configmap {namespace}/{name}"),
         }
     }
 }
@@ -65,10 +65,10 @@ pub(crate) const NOT_OPENSHIFT: &str =
     ": is this an OpenShift cluster? Elsewhere publish a tagwarden.yaml from a ConfigMap (--configmap NS/NAME)";
 
 /// Read the source once.
-pub async fn read_once(client: &Client, source: &Source) -> Result<SourceDocument, ClusterError> {
+pub async fn read_once(client: &Client, source: &ClusterSource) -> Result<SourceDocument, ClusterError> {
     let what = source.to_string();
     match source {
-        Source::Infrastructure => {
+        ClusterSource::Infrastructure => {
             let api: Api<Infrastructure> = Api::all(client.clone());
             match api.get(infrastructure::NAME).await {
                 Ok(infra) => document_of_infrastructure(&infra),
@@ -76,7 +76,7 @@ pub async fn read_once(client: &Client, source: &Source) -> Result<SourceDocumen
                 Err(e) => Err(api_error(&what, "get", e)),
             }
         }
-        Source::ConfigMap { namespace, name } => {
+        ClusterSource::ConfigMap { namespace, name } => {
             let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
             match api.get(name).await {
                 Ok(cm) => document_of_configmap(source, &cm),
@@ -91,12 +91,12 @@ pub async fn read_once(client: &Client, source: &Source) -> Result<SourceDocumen
 }
 
 pub(crate) fn document_of_infrastructure(infra: &Infrastructure) -> Result<SourceDocument, ClusterError> {
-    let name = Source::Infrastructure.to_string();
+    let name = ClusterSource::Infrastructure.to_string();
     let text = infra.to_document().map_err(|e| ClusterError::Encode { what: name.clone(), message: e.to_string() })?;
     Ok(SourceDocument { name, text, resource_version: infra.resource_version().unwrap_or_default() })
 }
 
-pub(crate) fn document_of_configmap(source: &Source, cm: &ConfigMap) -> Result<SourceDocument, ClusterError> {
+pub(crate) fn document_of_configmap(source: &ClusterSource, cm: &ConfigMap) -> Result<SourceDocument, ClusterError> {
     let data = cm.data.as_ref();
     match data.and_then(|d| d.get(CONFIGMAP_KEY)) {
         Some(text) => Ok(SourceDocument {
@@ -122,11 +122,11 @@ mod tests {
     #[test]
     fn configmap_spec_is_namespace_slash_name() {
         assert_eq!(
-            Source::configmap("tagwarden/policy"),
-            Some(Source::ConfigMap { namespace: "tagwarden".into(), name: "policy".into() })
+            ClusterSource::configmap("tagwarden/policy"),
+            Some(ClusterSource::ConfigMap { namespace: "tagwarden".into(), name: "policy".into() })
         );
         for bad in ["policy", "/policy", "ns/", "a/b/c", ""] {
-            assert_eq!(Source::configmap(bad), None, "{bad:?}");
+            assert_eq!(ClusterSource::configmap(bad), None, "{bad:?}");
         }
     }
 }

@@ -24,7 +24,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::infrastructure::Infrastructure;
-use super::source::{document_of_configmap, document_of_infrastructure, Source, SourceDocument, NOT_OPENSHIFT};
+use super::source::{document_of_configmap, document_of_infrastructure, ClusterSource, SourceDocument, NOT_OPENSHIFT};
 use super::ClusterError;
 
 /// What the publisher is told.
@@ -42,7 +42,7 @@ type Step = Result<Option<Result<SourceDocument, ClusterError>>, watcher::Error>
 
 struct State {
     client: Client,
-    source: Source,
+    source: ClusterSource,
     inner: BoxStream<'static, Step>,
     last_text: Option<String>,
     present: Option<bool>,
@@ -53,14 +53,14 @@ struct State {
 
 /// Watch `source` until an error that retrying cannot fix, which is the stream's last item. The
 /// first item is the current document (or its absence).
-pub fn watch(client: Client, source: Source) -> impl Stream<Item = Result<Change, ClusterError>> + Send {
+pub fn watch(client: Client, source: ClusterSource) -> impl Stream<Item = Result<Change, ClusterError>> + Send {
     watch_counting(client, source, Arc::default())
 }
 
 /// [`watch`], counting in `restarts` every time the watch was interrupted and resumed.
 pub fn watch_counting(
     client: Client,
-    source: Source,
+    source: ClusterSource,
     restarts: Arc<AtomicU64>,
 ) -> impl Stream<Item = Result<Change, ClusterError>> + Send {
     let inner = start(&client, &source);
@@ -84,12 +84,12 @@ pub fn watch_counting(
     })
 }
 
-fn start(client: &Client, source: &Source) -> BoxStream<'static, Step> {
+fn start(client: &Client, source: &ClusterSource) -> BoxStream<'static, Step> {
     match source {
-        Source::Infrastructure => {
+        ClusterSource::Infrastructure => {
             objects(Api::<Infrastructure>::all(client.clone()), source, |_, infra| document_of_infrastructure(infra))
         }
-        Source::ConfigMap { namespace, .. } => {
+        ClusterSource::ConfigMap { namespace, .. } => {
             objects(Api::<ConfigMap>::namespaced(client.clone(), namespace), source, document_of_configmap)
         }
     }
@@ -97,8 +97,8 @@ fn start(client: &Client, source: &Source) -> BoxStream<'static, Step> {
 
 fn objects<K>(
     api: Api<K>,
-    source: &Source,
-    document: fn(&Source, &K) -> Result<SourceDocument, ClusterError>,
+    source: &ClusterSource,
+    document: fn(&ClusterSource, &K) -> Result<SourceDocument, ClusterError>,
 ) -> BoxStream<'static, Step>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
@@ -154,8 +154,8 @@ impl State {
                 return Err(ClusterError::NotFound {
                     what: format!("the resource type of {what}"),
                     hint: match self.source {
-                        Source::Infrastructure => NOT_OPENSHIFT,
-                        Source::ConfigMap { .. } => "",
+                        ClusterSource::Infrastructure => NOT_OPENSHIFT,
+                        ClusterSource::ConfigMap { .. } => "",
                     },
                 });
             }

@@ -20,7 +20,7 @@ use crate::cloud_error::CloudError;
 use crate::events::Event;
 use crate::plan;
 use crate::policy::clusters::{Owner, Policies};
-use crate::policy::store::{PolicyStore, Source};
+use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -40,7 +40,7 @@ impl Engine {
     /// Reconcile every resource the `events` name (and imply), once each, starting none after
     /// `stop_at`; one outcome per event, in order. Ignored and own events make no call at all;
     /// with no valid policy nothing is written, and every event's outcome says why.
-    pub async fn handle_events<A: Adapter, S: Source>(
+    pub async fn handle_events<A: Adapter, S: PolicySource>(
         &self,
         cloud: &A,
         store: &PolicyStore<S>,

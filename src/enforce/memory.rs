@@ -11,7 +11,7 @@ use super::sweep::{Batching, Listed, Listing, Unindexed};
 use super::{Adapter, Read};
 use crate::cloud::{Cloud, OWNED};
 use crate::cloud_error::{CloudError, ErrorClass};
-use crate::policy::store::{Layout, Listed as Document, Object, PutError, Source};
+use crate::policy::store::{Layout, ListedObject as Document, Object, PolicySource, PutError};
 use crate::resource::ResourceRef;
 use crate::status::StatusReport;
 use crate::TagMap;
@@ -188,7 +188,7 @@ fn etag(text: &str) -> String {
     format!("{:x}", h.finish())
 }
 
-impl Source for Documents {
+impl PolicySource for Documents {
     type Error = CloudError;
 
     fn cloud(&self) -> Cloud {

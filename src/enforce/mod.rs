@@ -28,7 +28,7 @@ use crate::inflight::ResourceLocks;
 use crate::plan;
 use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::{Owner, Policies};
-use crate::policy::store::{PolicyStore, Source};
+use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -173,7 +173,7 @@ impl Engine {
     /// ones left are reported as deferred (retryable), so the event comes back and finds the
     /// finished ones unchanged. Ignored and own events make no call at all; with no valid policy,
     /// nothing is written and `error` says why.
-    pub async fn handle_event<A: Adapter, S: Source>(
+    pub async fn handle_event<A: Adapter, S: PolicySource>(
         &self,
         cloud: &A,
         store: &PolicyStore<S>,
@@ -364,7 +364,11 @@ pub fn answer_to<'p>(
 /// The policies for an invocation, into `out`: each newer version that was rejected is counted,
 /// listed, and reported beside its cluster's policy; with no valid version anywhere, `out.error`
 /// says why and nothing is written.
-pub async fn load_policies<S: Source>(store: &PolicyStore<S>, out: &mut Outcome, force: bool) -> Option<Policies> {
+pub async fn load_policies<S: PolicySource>(
+    store: &PolicyStore<S>,
+    out: &mut Outcome,
+    force: bool,
+) -> Option<Policies> {
     let loaded = store.load(force).await;
     for r in &loaded.rejected {
         out.metrics.policy_rejected += 1;
@@ -389,7 +393,7 @@ pub async fn load_policies<S: Source>(store: &PolicyStore<S>, out: &mut Outcome,
 }
 
 /// One status report per swept cluster, beside its policy, with its own records.
-pub async fn report_sweeps<S: Source>(
+pub async fn report_sweeps<S: PolicySource>(
     store: &PolicyStore<S>,
     policies: &Policies,
     swept: &[Arc<LoadedPolicy>],

@@ -30,7 +30,7 @@ use crate::cloud_error::{Backoff, CloudError, ErrorClass};
 use crate::plan::{self, Plan};
 use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::Policies;
-use crate::policy::store::{PolicyStore, Source};
+use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record, Status};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -134,7 +134,7 @@ enum Done {
 impl Engine {
     /// Plan (and, unless dry-run, write) every resource the clusters named in `only` own (every
     /// cluster with `None`), starting no write after `stop_at`; `force` re-reads the policy now.
-    pub async fn sweep<A: Adapter, S: Source>(
+    pub async fn sweep<A: Adapter, S: PolicySource>(
         &self,
         cloud: &A,
         store: &PolicyStore<S>,

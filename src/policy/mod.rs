@@ -167,8 +167,9 @@ pub enum Layer {
     Override(usize),
 }
 
+/// Where a desired value comes from: a layer of one of the policy's documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Source {
+pub struct TagOrigin {
     pub layer: Layer,
     pub doc: usize,
 }
@@ -178,7 +179,7 @@ pub struct Source {
 pub struct DesiredTag<'p> {
     pub key: &'p str,
     pub value: &'p str,
-    pub source: Source,
+    pub source: TagOrigin,
 }
 
 /// The desired tags for one resource, with where each came from.
@@ -191,7 +192,7 @@ pub struct Desired<'p> {
 impl<'p> Desired<'p> {
     /// Desired tags from a plain map (all attributed to `status`), for callers without a policy.
     pub fn from_map(tags: &'p TagMap) -> Self {
-        let source = Source { layer: Layer::Status, doc: 0 };
+        let source = TagOrigin { layer: Layer::Status, doc: 0 };
         Desired {
             tags: tags.iter().map(|(k, v)| DesiredTag { key: k, value: v, source }).collect(),
             superseded: Vec::new(),
@@ -237,7 +238,7 @@ impl Policy {
 
     /// How a source reads in reports: `status`, `spec`, `override "name"`, plus the document
     /// when the policy was merged from several.
-    pub fn source_label(&self, source: Source) -> String {
+    pub fn source_label(&self, source: TagOrigin) -> String {
         match source.layer {
             Layer::Status => self.label("status", source.doc),
             Layer::Spec => self.label("spec", source.doc),
@@ -273,7 +274,7 @@ impl Policy {
     /// Lay `tags` over `desired`, recording every value a later one replaces.
     fn merge_layer<'p>(&'p self, cloud: Cloud, desired: &mut Desired<'p>, tags: &'p [Tag], layer: Layer) {
         for t in tags {
-            let source = Source { layer, doc: t.doc };
+            let source = TagOrigin { layer, doc: t.doc };
             match desired.tags.iter_mut().find(|d| cloud.keys_equal(d.key, &t.key)) {
                 Some(d) if d.value == t.value => {}
                 Some(d) => {

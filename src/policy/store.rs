@@ -1,4 +1,4 @@
-//! Where the policy comes from, for every cloud: one store over a small [`Source`] trait (get with
+//! Where the policy comes from, for every cloud: one store over a small [`PolicySource`] trait (get with
 //! an ETag, list by prefix, read and write the status report), so the re-check rules are written
 //! once (DESIGN.md §2, §6):
 //!
@@ -12,7 +12,7 @@
 //!   are fetched, validated, cached and reported on their own (`policy::clusters`);
 //! - what is fetched goes to the [`PolicyCache`], which decides what is in force.
 //!
-//! AWS (`aws::policy_store`: S3 and SSM) and Azure (`azure::blob_store`) implement [`Source`].
+//! AWS (`aws::policy_store`: S3 and SSM) and Azure (`azure::blob_store`) implement [`PolicySource`].
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,7 +36,7 @@ pub struct Object {
 
 /// One entry of a prefix listing.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Listed {
+pub struct ListedObject {
     pub name: String,
     pub etag: String,
 }
@@ -55,7 +55,7 @@ pub enum Layout {
 
 /// The calls a cloud's policy storage answers.
 #[allow(async_fn_in_trait)]
-pub trait Source: Send + Sync {
+pub trait PolicySource: Send + Sync {
     type Error: std::error::Error + Send + Sync + 'static;
 
     fn cloud(&self) -> Cloud;
@@ -77,7 +77,7 @@ pub trait Source: Send + Sync {
     /// [`super::load::MAX_DOCUMENT_BYTES`] and text that is not UTF-8.
     async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, Self::Error>;
     /// Every object under `prefix`, with its ETag.
-    async fn list(&self, prefix: &str) -> Result<Vec<Listed>, Self::Error>;
+    async fn list(&self, prefix: &str) -> Result<Vec<ListedObject>, Self::Error>;
     /// The error for a prefix that holds no policy document.
     fn no_documents(&self) -> Self::Error;
     /// Whether `e` says the object does not exist.
@@ -164,7 +164,7 @@ struct State {
 /// The key of a single policy's cache.
 const SINGLE: &str = "";
 
-impl<S: Source> PolicyStore<S> {
+impl<S: PolicySource> PolicyStore<S> {
     pub fn new(source: S, ttl: Duration) -> Self {
         PolicyStore { source, ttl, downloads: AtomicU64::new(0), state: Mutex::new(State::default()) }
     }
@@ -358,8 +358,8 @@ impl<S: Source> PolicyStore<S> {
     }
 
     /// The policy documents listed under `prefix`, in name order.
-    async fn list_documents(&self, prefix: &str) -> Result<Vec<Listed>, S::Error> {
-        let mut listed: Vec<Listed> =
+    async fn list_documents(&self, prefix: &str) -> Result<Vec<ListedObject>, S::Error> {
+        let mut listed: Vec<ListedObject> =
             self.source.list(prefix).await?.into_iter().filter(|l| self.source.is_document(&l.name)).collect();
         listed.sort();
         Ok(listed)
@@ -393,7 +393,8 @@ impl<S: Source> PolicyStore<S> {
             Err(e) if caches.is_empty() => return vec![(SINGLE.to_string(), Err(e.to_string()))],
             Err(e) => return caches.keys().map(|k| (k.clone(), Err(e.to_string()))).collect(),
         };
-        let mut by_cluster: BTreeMap<String, Vec<Listed>> = caches.keys().map(|k| (k.clone(), Vec::new())).collect();
+        let mut by_cluster: BTreeMap<String, Vec<ListedObject>> =
+            caches.keys().map(|k| (k.clone(), Vec::new())).collect();
         for l in listed {
             match cluster_of(&prefix, &l.name) {
                 Some(cluster) => by_cluster.entry(cluster).or_default().push(l),
@@ -422,7 +423,7 @@ impl<S: Source> PolicyStore<S> {
     async fn fetch(
         &self,
         st: &mut PolicyCache,
-        listed: Vec<Listed>,
+        listed: Vec<ListedObject>,
         empty_ok: bool,
     ) -> Result<Option<Fetched>, S::Error> {
         let (prefix, in_set) = match self.source.layout() {
@@ -452,7 +453,7 @@ impl<S: Source> PolicyStore<S> {
                 }
                 let mut documents = Vec::with_capacity(listed.len());
                 let mut kept = BTreeMap::new();
-                for Listed { name, etag } in listed {
+                for ListedObject { name, etag } in listed {
                     let text = match st.documents.get(&name) {
                         Some((e, text)) if *e == etag => text.clone(),
                         // Gone between the listing and the read: the next re-check lists again.

@@ -6,14 +6,14 @@
 //! version that was read (S3 `If-Match` / `If-None-Match: *`, blob ETags; SSM, which has no
 //! conditional put, by its version counter), so two publishers never overwrite each other unseen.
 //!
-//! This module decides; the policy store's [`Source`] of each cloud reads and writes.
+//! This module decides; the policy store's [`PolicySource`] of each cloud reads and writes.
 
 use serde::Serialize;
 
 use crate::cloud::Cloud;
 use crate::policy::cache::check;
 #[cfg(any(feature = "aws", feature = "azure"))]
-use crate::policy::store::{Layout, PolicyStore, PutError, Source};
+use crate::policy::store::{Layout, PolicySource, PolicyStore, PutError};
 use crate::TagMap;
 
 /// The name a layered prefix gets for the cluster's document (DESIGN.md §2's example layering:
@@ -93,7 +93,7 @@ pub fn decide(cloud: Cloud, name: &str, text: &str, others: &[(String, String)],
 
 /// How a publish ended.
 #[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
+pub struct PublishOutcome {
     /// Where it went (no credential).
     pub location: String,
     /// `written`, `would-write` (dry run), `unchanged` or `refused`.
@@ -107,9 +107,9 @@ pub struct Outcome {
     pub violations: Vec<String>,
 }
 
-impl Outcome {
+impl PublishOutcome {
     pub fn refused(location: String, violations: Vec<String>) -> Self {
-        Outcome {
+        PublishOutcome {
             location,
             result: "refused",
             version: None,
@@ -124,7 +124,11 @@ impl Outcome {
 /// what the function would reject, skip what is already published, and otherwise write it
 /// conditionally on the version read.
 #[cfg(any(feature = "aws", feature = "azure"))]
-pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
+pub async fn publish<S: PolicySource>(
+    store: &PolicyStore<S>,
+    text: &str,
+    dry_run: bool,
+) -> Result<PublishOutcome, PublishError> {
     let cloud_error = |e: S::Error| PublishError::Cloud(Box::new(e));
     let (name, document, others) = match store.source.layout() {
         Layout::One(name) => (name.clone(), name, Vec::new()),
@@ -137,11 +141,11 @@ pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: boo
         Layout::Set(prefix) => {
             let infra_id = match crate::policy::load(vec![(CLUSTER_LAYER.to_string(), text.to_string())]) {
                 Ok(p) => p.infra_id,
-                Err(e) => return Ok(Outcome::refused(store.location(), vec![e.to_string()])),
+                Err(e) => return Ok(PublishOutcome::refused(store.location(), vec![e.to_string()])),
             };
             let Some(infra_id) = infra_id else {
                 let why = "a cluster set keeps each cluster's policy under its infraID, and this document names none (status.infrastructureName, or infraID in a tagwarden.yaml)";
-                return Ok(Outcome::refused(store.location(), vec![why.to_string()]));
+                return Ok(PublishOutcome::refused(store.location(), vec![why.to_string()]));
             };
             // Entries without an extension (SSM parameters) are each a cluster's whole policy.
             if store.source.is_document(&format!("{prefix}{infra_id}")) {
@@ -157,10 +161,10 @@ pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: boo
     let cloud = store.source.cloud();
     let current = store.read(&name).await.map_err(cloud_error)?;
     let (changes, infra_id) = match decide(cloud, &document, text, &others, current.as_ref().map(|o| o.text.as_str())) {
-        Verdict::Refuse(violations) => return Ok(Outcome::refused(location, violations)),
+        Verdict::Refuse(violations) => return Ok(PublishOutcome::refused(location, violations)),
         Verdict::Unchanged => {
             let docs = others.into_iter().chain([(document, text.to_string())]).collect();
-            return Ok(Outcome {
+            return Ok(PublishOutcome {
                 location,
                 result: "unchanged",
                 version: current.map(|o| o.etag),
@@ -185,7 +189,7 @@ pub async fn publish<S: Source>(store: &PolicyStore<S>, text: &str, dry_run: boo
         })?;
         ("written", Some(written))
     };
-    Ok(Outcome { location, result, version, infra_id: Some(infra_id), changes, violations: Vec::new() })
+    Ok(PublishOutcome { location, result, version, infra_id: Some(infra_id), changes, violations: Vec::new() })
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use tagwarden::publish::{Outcome, PublishError};
+use tagwarden::publish::{PublishError, PublishOutcome};
 
 use crate::input::{print_json, read_text};
 use crate::target::Target;
@@ -97,7 +97,7 @@ fn publish_error(e: PublishError) -> Failure {
 }
 
 /// Exit 1 for a refused document.
-fn ended(outcome: &Outcome) -> Result<(), Failure> {
+fn ended(outcome: &PublishOutcome) -> Result<(), Failure> {
     if outcome.result == "refused" {
         Err(Failure::Invalid(None))
     } else {
@@ -105,7 +105,7 @@ fn ended(outcome: &Outcome) -> Result<(), Failure> {
     }
 }
 
-fn show(o: &Outcome, json: bool, line: bool) -> anyhow::Result<()> {
+fn show(o: &PublishOutcome, json: bool, line: bool) -> anyhow::Result<()> {
     if json {
         if line {
             println!("{}", serde_json::to_string(o)?);
@@ -164,13 +164,13 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
 
     use futures_util::StreamExt;
     use tagwarden::cluster::health::{self, Health};
-    use tagwarden::cluster::{self, Change, Facts, PublishFailure, Source, StatusMirror};
+    use tagwarden::cluster::{self, Change, ClusterSource, Facts, PublishFailure, StatusMirror};
 
     let source = match &args.configmap {
-        Some(spec) => Source::configmap(spec).ok_or_else(|| {
+        Some(spec) => ClusterSource::configmap(spec).ok_or_else(|| {
             anyhow::anyhow!("--configmap {spec:?}: expected NAMESPACE/NAME, e.g. tagwarden/tagwarden-policy")
         })?,
-        None => Source::Infrastructure,
+        None => ClusterSource::Infrastructure,
     };
     let client = cluster::client(args.kubeconfig.as_deref()).await?;
     if !args.watch {

@@ -1,7 +1,7 @@
 //! A policy location the CLI publishes to or reads the status of: S3 or SSM (feature `aws`), or a
 //! blob URL (feature `azure`).
 
-use tagwarden::publish::{self, Outcome, PublishError};
+use tagwarden::publish::{self, PublishError, PublishOutcome};
 use tagwarden::status::StatusReport;
 
 /// A SAS for a blob location given apart from its URL, from a Secret.
@@ -79,7 +79,7 @@ impl Target {
         )
     }
 
-    pub async fn publish(&self, text: &str, dry_run: bool) -> Result<Outcome, PublishError> {
+    pub async fn publish(&self, text: &str, dry_run: bool) -> Result<PublishOutcome, PublishError> {
         match self {
             #[cfg(feature = "aws")]
             Target::Aws(store) => publish::publish(store, text, dry_run).await,
@@ -106,7 +106,7 @@ impl Target {
 impl Target {
     /// Where the policy goes, as messages show it (no credential).
     pub fn location(&self) -> String {
-        use tagwarden::policy::store::Source as _;
+        use tagwarden::policy::store::PolicySource as _;
         match self {
             #[cfg(feature = "aws")]
             Target::Aws(store) => store.source.location(),
@@ -141,7 +141,7 @@ impl Target {
 }
 
 #[cfg(any(feature = "aws", feature = "azure"))]
-async fn reports<S: tagwarden::policy::store::Source>(
+async fn reports<S: tagwarden::policy::store::PolicySource>(
     store: &tagwarden::policy::store::PolicyStore<S>,
 ) -> anyhow::Result<Vec<(Option<String>, Option<StatusReport>)>> {
     if !store.is_set() {
