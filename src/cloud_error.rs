@@ -109,6 +109,15 @@ impl CloudError {
         }
     }
 
+    /// Whether no service answered: a connection refused or reset, a timeout, a proxy or DNS
+    /// failure. The AWS SDK reports a credential chain that found nothing as a dispatch failure
+    /// too; that one names credentials, not a connection.
+    pub fn got_no_answer(&self) -> bool {
+        let said = self.message.to_ascii_lowercase();
+        let connection = ["connect", "tunnel", "dns error", "timed out", "connection"].iter().any(|w| said.contains(w));
+        self.status.is_none() && (matches!(self.code.as_str(), "Timeout" | "Transport") || connection)
+    }
+
     /// What the operator reading the log or the status report can do about it.
     pub fn hint(&self) -> Option<String> {
         match self.cloud {
@@ -131,7 +140,9 @@ impl CloudError {
             })
         } else if self.class == ErrorClass::Unsupported {
             Some("no tagging API takes this resource type; it is reported as unsupported, not written".to_string())
-        } else if matches!(self.code.as_str(), "DispatchFailure" | "Timeout") {
+        } else if self.code == "DispatchFailure" && self.message.to_ascii_lowercase().contains("credential") {
+            Some("no usable AWS credentials: see where the SDK's chain looked, above".to_string())
+        } else if self.got_no_answer() {
             // No answer at all: the endpoint, the network or the proxy, not the request.
             let endpoint = std::env::var("AWS_ENDPOINT_URL")
                 .map_or_else(|_| "the region's AWS endpoint".to_string(), |e| format!("AWS_ENDPOINT_URL={e}"));

@@ -46,10 +46,12 @@ pub type TagMap = std::collections::BTreeMap<String, String>;
 /// connection is only "dispatch failure" or "client error (Connect)", and the reason (refused,
 /// certificate not trusted, no region …) is further down. No `Debug` forms: those are for `-v`.
 pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
+    // Some causes span lines (the AWS SDK's list of credential sources tried): one line here.
+    let one_line = |e: &dyn std::error::Error| e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut out = one_line(e);
     let mut next = e.source();
     while let Some(cause) = next {
-        let text = cause.to_string();
+        let text = one_line(cause);
         if !text.is_empty() && !out.contains(&text) {
             out.push_str(": ");
             out.push_str(&text);

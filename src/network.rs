@@ -69,10 +69,12 @@ pub struct CaBundle {
     pub skipped: usize,
 }
 
-/// The proxy setting a request to `url` goes through, as `NAME=value` for messages, or `None`
-/// when it goes direct. The HTTP stacks decide for themselves; this only names it, with the same
-/// precedence (lower-case first, as curl does) and the usual `NO_PROXY` forms: `*`, a host, a
-/// domain suffix (`.example.com` or `example.com`), an IP address, a CIDR.
+/// The proxy setting a request to `url` goes through, as `NAME=value` for messages (any
+/// `user:password@` shown as `***@`), or `None` when it goes direct. The HTTP stacks decide for
+/// themselves; this names it with their rules (hyper-util's matcher, which reqwest and the AWS
+/// SDK both use): the upper-case name before the lower-case one, a set-but-empty one meaning
+/// none, and the `NO_PROXY` forms `*`, a host, a domain suffix (`.example.com` or
+/// `example.com`), an IP address, a CIDR.
 pub fn proxy_for(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
@@ -81,14 +83,30 @@ pub fn proxy_for(url: &str) -> Option<String> {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
         None => host.split(':').next().unwrap_or_default(),
     };
-    let names: &[&str] =
-        if scheme == "https" { &["https_proxy", "HTTPS_PROXY"] } else { &["http_proxy", "HTTP_PROXY"] };
-    let (name, value) = names
-        .iter()
-        .chain(&["all_proxy", "ALL_PROXY"])
-        .find_map(|n| std::env::var(n).ok().filter(|v| !v.is_empty()).map(|v| (*n, v)))?;
-    let no_proxy = std::env::var("no_proxy").or_else(|_| std::env::var("NO_PROXY")).unwrap_or_default();
-    (!bypassed(host, &no_proxy)).then(|| format!("{name}={value}"))
+    let first_set = |names: [&'static str; 2]| names.into_iter().find_map(|n| std::env::var(n).ok().map(|v| (n, v)));
+    let names = if scheme == "https" { ["HTTPS_PROXY", "https_proxy"] } else { ["HTTP_PROXY", "http_proxy"] };
+    let (name, value) = first_set(names).or_else(|| first_set(["ALL_PROXY", "all_proxy"]))?;
+    if value.is_empty() {
+        return None;
+    }
+    let no_proxy = first_set(["NO_PROXY", "no_proxy"]).map(|(_, v)| v).unwrap_or_default();
+    (!bypassed(host, &no_proxy)).then(|| format!("{name}={}", without_userinfo(&value)))
+}
+
+/// `http://user:password@proxy:3128` as `http://***@proxy:3128`: a proxy's credentials never
+/// reach a log, a ConfigMap or an Event.
+fn without_userinfo(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").map_or(("", url), |(s, r)| (s, r));
+    let (authority, path) = rest.split_once('/').map_or((rest, None), |(a, p)| (a, Some(p)));
+    let authority = match authority.rsplit_once('@') {
+        Some((_, host)) => format!("***@{host}"),
+        None => authority.to_string(),
+    };
+    let prefix = if scheme.is_empty() { String::new() } else { format!("{scheme}://") };
+    match path {
+        Some(p) => format!("{prefix}{authority}/{p}"),
+        None => format!("{prefix}{authority}"),
+    }
 }
 
 fn bypassed(host: &str, no_proxy: &str) -> bool {
@@ -103,7 +121,7 @@ fn bypassed(host: &str, no_proxy: &str) -> bool {
         if let (Some(ip), Some((net, bits))) = (ip, rule.split_once('/')) {
             return in_network(ip, net, bits);
         }
-        let domain = rule.trim_start_matches("*.").trim_start_matches('.');
+        let domain = rule.trim_start_matches('.');
         host == domain || host.ends_with(&format!(".{domain}"))
     })
 }
@@ -126,7 +144,14 @@ fn in_network(ip: std::net::IpAddr, net: &str, bits: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::bypassed;
+    use super::{bypassed, without_userinfo};
+
+    #[test]
+    fn proxy_credentials_are_never_shown() {
+        assert_eq!(without_userinfo("http://alice:s3cret@proxy.corp:3128"), "http://***@proxy.corp:3128");
+        assert_eq!(without_userinfo("http://proxy.corp:3128/"), "http://proxy.corp:3128/");
+        assert_eq!(without_userinfo("alice:pw@proxy:8080"), "***@proxy:8080");
+    }
 
     #[test]
     fn no_proxy_rules_match_hosts_domains_and_star() {

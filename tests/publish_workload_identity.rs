@@ -72,7 +72,9 @@ async fn workload_identity_through_the_proxy_and_an_expired_token_is_degraded_wi
         .expect("client");
     let container_url = azurite::container_at(&http, &azurite.endpoint).await;
     let container = container_url.rsplit('/').next().expect("container name").to_string();
-    let (entra_port, token_requests) = egress::fake_entra(&pki, LOGIN_HOST, TENANT).await;
+    // Tokens that are due for renewal a second after they are issued (the publisher renews 300 s
+    // ahead), so the rotation of the projected token below is seen within seconds.
+    let (entra_port, token_requests) = egress::fake_entra(&pki, LOGIN_HOST, TENANT, 301).await;
     let proxy = ConnectProxy::start(HashMap::from([
         (format!("{BLOB_HOST}:443"), azurite_port),
         (format!("{LOGIN_HOST}:443"), entra_port),
@@ -119,6 +121,21 @@ async fn workload_identity_through_the_proxy_and_an_expired_token_is_degraded_wi
         assert!(tunnels.contains(&format!("CONNECT {host}:443")), "{host} through the proxy: {tunnels:?}");
     }
 
+    // The kubelet rotates the projected token: the next exchange sends the new one.
+    let rotated = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJyb3RhdGVkIn0.c2ln";
+    std::fs::write(&token_file, rotated).expect("rotate the token");
+    let rotated_at = Instant::now();
+    while !token_requests
+        .lock()
+        .expect("requests")
+        .iter()
+        .any(|f| f.get("client_assertion").map(String::as_str) == Some(rotated))
+    {
+        assert!(rotated_at.elapsed() < PATIENCE, "the rotated token was never exchanged; log:\n{}", publisher.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!("WI: token file rotated → exchanged in {} ms", rotated_at.elapsed().as_millis());
+
     // A token the kubelet no longer refreshes: Entra refuses it, and the cluster is told why.
     drop(publisher);
     let expired = temp("expired-token", "expired");
@@ -141,4 +158,38 @@ async fn workload_identity_through_the_proxy_and_an_expired_token_is_degraded_wi
     let message = degraded["message"].as_str().unwrap_or_default();
     assert!(message.contains("AADSTS700024"), "Entra's code: {message}");
     assert!(message.contains("has expired") && message.contains(&expired.display().to_string()), "the fix: {message}");
+}
+
+/// Neither Workload Identity nor a SAS: the publisher does not crash-loop; it says so in the
+/// cluster and keeps trying (the Secret may come after the pod).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_credentials_the_cluster_is_told_and_the_publisher_keeps_trying() {
+    let api = FakeApi::start().await;
+    api.put_infrastructure(infrastructure());
+    let to = format!("https://{BLOB_HOST}/policy/cluster/infrastructure.yaml");
+    let publisher = Publisher::spawn(&api.kubeconfig("tagwarden", None), &to, &[], &[]);
+    let started = Instant::now();
+    let degraded = loop {
+        if let Some(d) = condition(&api, "Degraded").filter(|d| d["reason"] == "CredentialsRejected") {
+            break d;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "never Degraded: {:?}; log:\n{}",
+            condition(&api, "Degraded"),
+            publisher.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let message = degraded["message"].as_str().unwrap_or_default();
+    for setting in ["AZURE_CLIENT_ID", "AZURE_FEDERATED_TOKEN_FILE", "TAGWARDEN_BLOB_SAS"] {
+        assert!(message.contains(setting), "{setting} named: {message}");
+    }
+    assert!(!message.contains('?'), "no SAS or query shown: {message}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        publisher.log().matches("cannot reach the policy location; retrying").count() >= 2,
+        "it retries:\n{}",
+        publisher.log()
+    );
 }

@@ -155,6 +155,16 @@ impl AwsSource {
     pub fn new(clients: Clients, location: PolicyLocation) -> Self {
         AwsSource { clients, location }
     }
+
+    /// The endpoint the store's calls go to, to name the proxy they go through: the configured
+    /// one (`AWS_ENDPOINT_URL`), else the region's S3 or SSM endpoint.
+    pub fn endpoint(&self) -> String {
+        if let Ok(url) = std::env::var("AWS_ENDPOINT_URL") {
+            return url;
+        }
+        let service = if matches!(self.location, PolicyLocation::Ssm { .. }) { "ssm" } else { "s3" };
+        format!("https://{service}.{}.amazonaws.com", self.clients.region)
+    }
 }
 
 /// A store for `location`, re-checked at most every `ttl`.

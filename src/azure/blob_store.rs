@@ -132,9 +132,19 @@ impl BlobLocation {
     pub fn sas_expiry_ms(&self) -> Option<u64> {
         let sas = self.sas.as_deref()?;
         let se = sas.split('&').find_map(|p| p.strip_prefix("se="))?;
-        let se = percent_decode(se);
-        let full = if se.len() == 10 { format!("{se}T00:00:00Z") } else { se };
-        crate::events::parse_rfc3339_ms(&full)
+        let mut se = percent_decode(se);
+        // `az storage blob generate-sas --expiry` writes minutes only (`2026-12-01T00:00Z`), and a
+        // date alone is midnight UTC: both are ISO 8601 as the SAS documentation allows.
+        if se.len() == 10 {
+            se.push_str("T00:00:00Z");
+        } else if se.len() >= 17 && se.as_bytes().get(13) == Some(&b':') && se.as_bytes().get(16) != Some(&b':') {
+            se.insert_str(16, ":00");
+        }
+        let at = crate::events::parse_rfc3339_ms(&se);
+        if at.is_none() {
+            tracing::warn!(se = %se, "the SAS's expiry (se) cannot be read: its expiry is not reported ahead");
+        }
+        at
     }
 
     /// The URL of blob `name` in the container, with the SAS.
@@ -472,6 +482,12 @@ mod tests {
             l.sas_expiry_ms(),
             crate::events::parse_rfc3339_ms("2026-12-02T00:00:00Z"),
             "a date alone is midnight UTC"
+        );
+        l.set_sas("sv=2022-11-02&se=2026-12-03T10%3A30Z&sig=x");
+        assert_eq!(
+            l.sas_expiry_ms(),
+            crate::events::parse_rfc3339_ms("2026-12-03T10:30:00Z"),
+            "minutes, as az writes it"
         );
         l.set_sas("  ");
         assert!(!l.has_sas());

@@ -264,7 +264,7 @@ impl ManagedIdentity {
             TokenSource::Federated(w) => {
                 let assertion = std::fs::read_to_string(&w.token_file).map_err(|e| {
                     let why = format!(
-                        "AZURE_FEDERATED_TOKEN_FILE={}: {e}; the pod needs the projected service-account token (audience api://AzureADTokenExchange) mounted there",
+                        "AZURE_FEDERATED_TOKEN_FILE={}: {e}; the pod needs the projected service-account token mounted there (audience `openshift` as ccoctl sets the federated credential, or api://AzureADTokenExchange with the AKS webhook)",
                         w.token_file.display()
                     );
                     CloudError::azure(OP_TOKEN, "workload identity", None, "FederatedTokenUnreadable", &why, ErrorClass::Denied)

@@ -76,10 +76,12 @@ impl Conditions {
             message,
             last_transition_time: now.to_string(),
         };
-        let in_force = report
-            .filter(|r| r.policy.state != PolicyState::Unavailable)
-            .and_then(|r| r.policy.version.clone())
-            .or_else(|| facts.published.clone());
+        // The function's word, when it has reported; before that, what this publisher wrote.
+        let in_force = match report {
+            Some(r) if r.policy.state == PolicyState::Unavailable => None,
+            Some(r) => r.policy.version.clone(),
+            None => facts.published.clone(),
+        };
         let available = match &in_force {
             Some(v) => condition(
                 AVAILABLE,
@@ -257,6 +259,14 @@ mod tests {
         let f = Facts { expiring: Some(soon), ..facts() };
         let c = Conditions::from_facts(&f, Some(&report("v1")), "t0");
         assert_eq!(c.get(DEGRADED).map(|d| d.reason.as_str()), Some("CredentialsExpiring"));
+    }
+
+    #[test]
+    fn the_function_saying_unavailable_is_not_overruled_by_what_was_published() {
+        let unavailable = StatusReport::new(Cloud::Aws, &"s3://b/p.yaml", None, vec!["bad".into()], vec![]);
+        let c = Conditions::from_facts(&facts(), Some(&unavailable), "t0");
+        let a = c.get(AVAILABLE).expect("available");
+        assert_eq!((a.is_true(), a.reason.as_str()), (false, "NoPolicyInForce"), "{a:?}");
     }
 
     #[test]

@@ -86,7 +86,11 @@ impl Health {
 /// Serve `health` on `listener` until the process ends.
 pub async fn serve(listener: TcpListener, health: Arc<Health>) {
     loop {
-        let Ok((mut stream, _)) = listener.accept().await else { continue };
+        let Ok((mut stream, _)) = listener.accept().await else {
+            // Out of file descriptors, say: wait rather than spin.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        };
         let health = health.clone();
         tokio::spawn(async move {
             let mut buf = [0u8; 2048];

@@ -169,7 +169,8 @@ impl StatusMirror {
         }
         let Some(report) = report else { return Ok(outcome) };
         let now = Summary::of_report(report);
-        if previous.flatten().as_ref() == Some(&now) {
+        // A condition's Event already told this change: one Event per fact.
+        if previous.flatten().as_ref() == Some(&now) || !outcome.transitions.is_empty() {
             return Ok(outcome);
         }
         let event = now.event(report);

@@ -137,7 +137,8 @@ pub type TokenRequests = Arc<Mutex<Vec<HashMap<String, String>>>>;
 /// refuses an expired one (`invalid_client`, AADSTS700024); others get an access token that
 /// Azurite's `--oauth basic` accepts: a JWT with Storage's audience and an Entra issuer (Azurite
 /// checks those and the times, not the signature).
-pub async fn fake_entra(pki: &Pki, name: &str, tenant: &str) -> (u16, TokenRequests) {
+/// Tokens say they last `expires_in` seconds.
+pub async fn fake_entra(pki: &Pki, name: &str, tenant: &str, expires_in: u64) -> (u16, TokenRequests) {
     let acceptor = pki.acceptor(&[name]);
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("Entra listens");
     let port = listener.local_addr().expect("address").port();
@@ -180,7 +181,7 @@ pub async fn fake_entra(pki: &Pki, name: &str, tenant: &str) -> (u16, TokenReque
                             "iat": now - 60, "nbf": now - 60, "exp": now + 3600, "tid": tenant, "oid": "00000000-0000-0000-0000-0000000000aa"})
                         )
                     );
-                    ("200 OK", serde_json::json!({"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": jwt}).to_string())
+                    ("200 OK", serde_json::json!({"token_type": "Bearer", "expires_in": expires_in, "ext_expires_in": expires_in, "access_token": jwt}).to_string())
                 };
                 let response = format!(
                     "HTTP/1.1 {status}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -224,7 +225,7 @@ fn decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
+        if bytes[i] == b'%' && i + 3 <= bytes.len() {
             if let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
                 out.push(b);
                 i += 3;

@@ -72,10 +72,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 async fn run_async(args: Args) -> Result<(), Failure> {
-    let target = Target::connect(&args.to, args.region.as_deref(), !args.watch).await?;
     if args.from_cluster {
-        return from_cluster(&args, &target).await;
+        return from_cluster(&args).await;
     }
+    let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
     let path = args.from.clone().unwrap_or_else(|| PathBuf::from("-"));
     let text = if path.as_os_str() == "-" {
         std::io::read_to_string(std::io::stdin()).context("reading the policy from standard input")?
@@ -143,7 +143,7 @@ fn show(o: &PublishOutcome, json: bool, line: bool) -> anyhow::Result<()> {
 }
 
 #[cfg(not(feature = "kube"))]
-async fn from_cluster(_: &Args, _: &Target) -> Result<(), Failure> {
+async fn from_cluster(_: &Args) -> Result<(), Failure> {
     Err(anyhow::anyhow!("--from-cluster: this build has no Kubernetes support; build tagwarden with --features kube")
         .into())
 }
@@ -158,7 +158,7 @@ const RETRY_MAX: Duration = Duration::from_secs(60);
 const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
 
 #[cfg(feature = "kube")]
-async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
+async fn from_cluster(args: &Args) -> Result<(), Failure> {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
@@ -174,6 +174,7 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
     };
     let client = cluster::client(args.kubeconfig.as_deref()).await?;
     if !args.watch {
+        let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
         let doc = cluster::read_once(&client, &source).await?;
         let outcome = target.publish(&doc.text, args.dry_run).await.map_err(publish_error)?;
         show(&outcome, args.json, false)?;
@@ -192,6 +193,8 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
         .or_else(|| std::env::var("POD_NAMESPACE").ok())
         .unwrap_or_else(|| "tagwarden".to_string());
     let mirror = StatusMirror::new(client.clone(), &namespace, &args.status_configmap, std::env::var("POD_NAME").ok());
+    let target = connect_reporting(args, &mirror, &health).await;
+    let target = &target;
     let restarts = Arc::new(AtomicU64::new(0));
     let changes = cluster::watch_counting(client, source, restarts.clone());
     let mut changes = std::pin::pin!(changes);
@@ -209,6 +212,10 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
     let mut backoff = RETRY_FIRST;
     let retry = tokio::time::sleep(Duration::ZERO);
     let mut retry = std::pin::pin!(retry);
+    // Nothing is mirrored before the first decision: a condition then would only guess.
+    let mut decided = false;
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         facts.expiring = expiring(target);
         let (attempt, resyncing) = tokio::select! {
@@ -223,6 +230,7 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
                 Some(Ok(Change::Absent { reason })) => {
                     facts.absent = Some(reason);
                     health.set_ready();
+                    decided = true;
                     mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
                     (false, false)
                 }
@@ -236,13 +244,17 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
             },
             () = &mut retry, if pending.is_some() => (true, false),
             _ = resync.tick() => {
-                if pending.is_none() {
+                // A retry already due is no resync: it found nothing changed at the store.
+                let resyncing = pending.is_none();
+                if resyncing {
                     pending = latest.clone();
                 }
-                (pending.is_some(), true)
+                (pending.is_some(), resyncing)
             }
             _ = tick.tick() => {
-                mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
+                if decided {
+                    mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
+                }
                 (false, false)
             }
         };
@@ -251,6 +263,7 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
         let published = target.publish(&doc.text, args.dry_run).await;
         // Ready once a first publish was decided (even a failed one: `Degraded` says why).
         health.set_ready();
+        decided = true;
         match published {
             Ok(outcome) => {
                 pending = None;
@@ -287,6 +300,48 @@ async fn from_cluster(args: &Args, target: &Target) -> Result<(), Failure> {
     }
 }
 
+/// Connect to the policy location, and until that works (a missing credential Secret, a bad CA
+/// bundle), say why in the cluster and try again with back-off rather than crash-loop: the
+/// Secret may be created after the pod.
+#[cfg(feature = "kube")]
+async fn connect_reporting(
+    args: &Args,
+    mirror: &tagwarden::cluster::StatusMirror,
+    health: &tagwarden::cluster::health::Health,
+) -> Target {
+    use tagwarden::cluster::{Conditions, Facts, PublishFailure};
+    let mut backoff = RETRY_FIRST;
+    loop {
+        match Target::connect(&args.to, args.region.as_deref(), false).await {
+            Ok(target) => return target,
+            Err(e) => {
+                let message = format!("{e:#}");
+                let lower = message.to_ascii_lowercase();
+                let (metric, reason) =
+                    if lower.contains("credential") || lower.contains("workload identity") || lower.contains("sas") {
+                        ("credentials", "CredentialsRejected")
+                    } else {
+                        ("failed", "SetupFailed")
+                    };
+                health.failed(metric);
+                health.set_ready();
+                tracing::error!(error = %message, retry_in_s = backoff.as_secs_f64(), "cannot reach the policy location; retrying");
+                let facts = Facts {
+                    location: args.to.split('?').next().unwrap_or_default().to_string(),
+                    failure: Some(PublishFailure { reason, message }),
+                    ..Facts::default()
+                };
+                let now = tagwarden::events::format_rfc3339_ms((unix_now() * 1000.0) as u64);
+                if let Err(e) = mirror.mirror_with(None, Conditions::from_facts(&facts, None, &now)).await {
+                    tracing::warn!(error = %e, "status mirror failed");
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(RETRY_MAX);
+            }
+        }
+    }
+}
+
 #[cfg(feature = "kube")]
 fn unix_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or_default()
@@ -314,16 +369,21 @@ fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::clus
     };
     let Some(cloud) = cloud else { return failure("failed", "PublishFailed", e.to_string()) };
     let text = cloud.to_string();
-    let lower = text.to_ascii_lowercase();
     use tagwarden::cloud_error::ErrorClass;
+    // No answer at all comes first: an unreachable STS or Entra endpoint (through a proxy that is
+    // down) is no credential problem, whatever the SDK's credential chain says around it.
+    if no_answer(cloud) {
+        return failure("unreachable", "Unreachable", through_proxy(text, target));
+    }
     // Credentials: Azure's token endpoints (operation identity:Token), and the AWS SDK's
-    // credential chain, whose failures arrive as the error's message (`ExpiredToken…`,
-    // "failed to load credentials", web identity errors).
+    // credential chain, whose failures arrive as the error's code or message (`ExpiredToken…`,
+    // "failed to load credentials", web identity errors) — never the target, which names a bucket.
+    let said = format!("{} {}", cloud.code, cloud.message).to_ascii_lowercase();
     let credentials = cloud.operation.starts_with("identity:")
         || cloud.code.contains("ExpiredToken")
         || cloud.code.contains("InvalidIdentityToken")
-        || lower.contains("credential")
-        || lower.contains("web identity");
+        || said.contains("credential")
+        || said.contains("web identity");
     if credentials {
         let fix = match cloud.cloud {
             tagwarden::cloud::Cloud::Aws => {
@@ -338,11 +398,16 @@ fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::clus
         ErrorClass::Fatal if cloud.code.contains("AccessDenied") || cloud.code.contains("Forbidden") => {
             failure("denied", "AccessDenied", text)
         }
-        ErrorClass::Transient | ErrorClass::Throttled if cloud.status.is_none() => {
-            failure("unreachable", "Unreachable", through_proxy(text, target))
-        }
         _ => failure("failed", "PublishFailed", text),
     }
+}
+
+/// A call that got no HTTP answer ([`CloudError::got_no_answer`]).
+///
+/// [`CloudError::got_no_answer`]: tagwarden::cloud_error::CloudError::got_no_answer
+#[cfg(feature = "kube")]
+fn no_answer(cloud: &tagwarden::cloud_error::CloudError) -> bool {
+    cloud.got_no_answer()
 }
 
 /// `message` about a call that got no answer, naming the proxy it went through, if any.
@@ -374,7 +439,10 @@ async fn mirror_now(
         Ok(report) => report,
         Err(e) => {
             tracing::warn!(error = %e, "status report unreadable");
-            facts.report_unreadable = Some(through_proxy(format!("{e:#}"), target));
+            let unanswered =
+                e.chain().any(|c| c.downcast_ref::<tagwarden::cloud_error::CloudError>().is_some_and(no_answer));
+            let why = format!("{e:#}");
+            facts.report_unreadable = Some(if unanswered { through_proxy(why, target) } else { why });
             None
         }
     };

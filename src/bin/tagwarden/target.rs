@@ -119,7 +119,7 @@ impl Target {
     pub fn endpoint(&self) -> String {
         match self {
             #[cfg(feature = "aws")]
-            Target::Aws(_) => std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "https://amazonaws.com".into()),
+            Target::Aws(store) => store.source.endpoint(),
             #[cfg(feature = "azure")]
             Target::Blob(store) => store.source.location.display_name(""),
         }
