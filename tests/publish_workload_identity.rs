@@ -46,6 +46,23 @@ fn condition(api: &FakeApi, type_: &str) -> Option<Value> {
     publisher::condition(api.get("configmaps", "tagwarden", "tagwarden-status"), type_)
 }
 
+/// The `Degraded` condition once its reason is `reason`.
+async fn until_degraded(api: &FakeApi, publisher: &Publisher, reason: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        if let Some(d) = condition(api, "Degraded").filter(|d| d["reason"] == reason) {
+            return d;
+        }
+        assert!(
+            started.elapsed() < PATIENCE,
+            "never Degraded with {reason}: {:?}; log:\n{}",
+            condition(api, "Degraded"),
+            publisher.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn infrastructure() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/policies/infrastructure-azure.json");
     serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("fixture parses")
@@ -141,19 +158,7 @@ async fn workload_identity_through_the_proxy_and_an_expired_token_is_degraded_wi
     let expired = temp("expired-token", "expired");
     let started = Instant::now();
     let publisher = Publisher::spawn(&kubeconfig, &to, &env(&expired), &[]);
-    let degraded = loop {
-        let d = condition(&api, "Degraded").filter(|d| d["reason"] == "CredentialsRejected");
-        if let Some(d) = d {
-            break d;
-        }
-        assert!(
-            started.elapsed() < PATIENCE,
-            "never Degraded: {:?}; log:\n{}",
-            condition(&api, "Degraded"),
-            publisher.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let degraded = until_degraded(&api, &publisher, "CredentialsRejected").await;
     println!("WI: expired token → Degraded in {} ms: {}", started.elapsed().as_millis(), degraded["message"]);
     let message = degraded["message"].as_str().unwrap_or_default();
     assert!(message.contains("AADSTS700024"), "Entra's code: {message}");
@@ -168,19 +173,7 @@ async fn without_credentials_the_cluster_is_told_and_the_publisher_keeps_trying(
     api.put_infrastructure(infrastructure());
     let to = format!("https://{BLOB_HOST}/policy/cluster/infrastructure.yaml");
     let publisher = Publisher::spawn(&api.kubeconfig("tagwarden", None), &to, &[], &[]);
-    let started = Instant::now();
-    let degraded = loop {
-        if let Some(d) = condition(&api, "Degraded").filter(|d| d["reason"] == "CredentialsRejected") {
-            break d;
-        }
-        assert!(
-            started.elapsed() < PATIENCE,
-            "never Degraded: {:?}; log:\n{}",
-            condition(&api, "Degraded"),
-            publisher.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let degraded = until_degraded(&api, &publisher, "CredentialsRejected").await;
     let message = degraded["message"].as_str().unwrap_or_default();
     for setting in ["AZURE_CLIENT_ID", "AZURE_FEDERATED_TOKEN_FILE", "TAGWARDEN_BLOB_SAS"] {
         assert!(message.contains(setting), "{setting} named: {message}");

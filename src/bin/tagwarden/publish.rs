@@ -372,7 +372,7 @@ fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::clus
     use tagwarden::cloud_error::ErrorClass;
     // No answer at all comes first: an unreachable STS or Entra endpoint (through a proxy that is
     // down) is no credential problem, whatever the SDK's credential chain says around it.
-    if no_answer(cloud) {
+    if cloud.got_no_answer() {
         return failure("unreachable", "Unreachable", through_proxy(text, target));
     }
     // Credentials: Azure's token endpoints (operation identity:Token), and the AWS SDK's
@@ -400,14 +400,6 @@ fn classify(e: &PublishError, target: &Target) -> (&'static str, tagwarden::clus
         }
         _ => failure("failed", "PublishFailed", text),
     }
-}
-
-/// A call that got no HTTP answer ([`CloudError::got_no_answer`]).
-///
-/// [`CloudError::got_no_answer`]: tagwarden::cloud_error::CloudError::got_no_answer
-#[cfg(feature = "kube")]
-fn no_answer(cloud: &tagwarden::cloud_error::CloudError) -> bool {
-    cloud.got_no_answer()
 }
 
 /// `message` about a call that got no answer, naming the proxy it went through, if any.
@@ -439,8 +431,10 @@ async fn mirror_now(
         Ok(report) => report,
         Err(e) => {
             tracing::warn!(error = %e, "status report unreadable");
-            let unanswered =
-                e.chain().any(|c| c.downcast_ref::<tagwarden::cloud_error::CloudError>().is_some_and(no_answer));
+            let unanswered = e.chain().any(|c| {
+                c.downcast_ref::<tagwarden::cloud_error::CloudError>()
+                    .is_some_and(tagwarden::cloud_error::CloudError::got_no_answer)
+            });
             let why = format!("{e:#}");
             facts.report_unreadable = Some(if unanswered { through_proxy(why, target) } else { why });
             None
