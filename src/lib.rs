@@ -30,6 +30,7 @@ pub mod publish;
 pub mod rate_limit;
 pub mod report;
 pub mod resource;
+pub mod services;
 pub mod status;
 pub mod trigger;
 

@@ -75,16 +75,6 @@ impl ResourceRef {
         }
     }
 
-    /// An IAM role, user or instance profile from its name, when the event carries no ARN.
-    /// The path is not known, so the ARN assumes `/`; the clients address these by name.
-    pub fn iam_named(kind: &str, name: &str, account: &str) -> Self {
-        ResourceRef {
-            id: name.to_string(),
-            kind: format!("iam:{kind}"),
-            arn: Some(format!("arn:aws:iam::{account}:{kind}/{name}")),
-        }
-    }
-
     /// Any AWS ARN. The id is what the service's tagging API takes for that type.
     pub fn from_arn(arn: &str) -> Result<Self, ResourceError> {
         let bad = || ResourceError::BadArn { input: arn.to_string() };

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use fleet::{infrastructure, reconciler, tags, INFRA, OWNER};
 use serde_json::{json, Value};
-use tagwarden::aws::sdk::{elb, elbv2, route53};
+use tagwarden::aws::sdk::{elb, elbv2, kms, route53};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::events;
@@ -216,6 +216,15 @@ impl Fleet {
         self.owned.push(ResourceRef::from_arn(&fs).expect("arn"));
         self.owned.push(ResourceRef::from_arn(&ap).expect("arn"));
 
+        // KMS: a customer managed key, read and written through KMS's own API (src/services.rs).
+        let kms_tags: Vec<_> = START
+            .iter()
+            .map(|(k, v)| kms::types::Tag::builder().tag_key(*k).tag_value(*v).build().expect("tag"))
+            .collect();
+        let key = c.kms.create_key().description("cov").set_tags(Some(kms_tags)).send().await.expect("kms key");
+        let key = key.key_metadata().and_then(|m| m.arn()).expect("key arn").to_string();
+        self.owned.push(ResourceRef::from_arn(&key).expect("arn"));
+
         // S3 and IAM.
         let bucket = format!("cov-{account}");
         c.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
@@ -287,7 +296,12 @@ async fn every_owned_resource_is_enforced_by_sweep_and_events() {
         m
     });
     eprintln!("first sweep: {by_status:?}");
-    eprintln!("first sweep calls: {:?}", fleet.clients.calls.snapshot());
+    let calls = fleet.clients.calls.snapshot();
+    eprintln!("first sweep calls: {calls:?}");
+    // The key went through KMS's own write, one call, and not through the Tagging API.
+    let kms_writes: u64 =
+        calls.iter().filter(|(op, _)| op.eq_ignore_ascii_case("kms:TagResource")).map(|(_, n)| n).sum();
+    assert_eq!(kms_writes, 1, "{calls:?}");
     for r in &fleet.owned {
         let record = out.records.iter().find(|x| x.resource == r.to_string());
         let record = record.unwrap_or_else(|| panic!("the sweep dropped {r} ({})", r.kind));
@@ -325,7 +339,7 @@ async fn every_owned_resource_is_enforced_by_sweep_and_events() {
     }
     fleet.check("after the events").await;
     let value: Value = serde_json::to_value(&kinds).expect("json");
-    assert!(value.as_object().is_some_and(|m| m.len() >= 11), "{value}");
+    assert!(value.as_object().is_some_and(|m| m.len() >= 12), "{value}");
 }
 
 /// A type no path can tag (here SQS, whose `TagResources` moto answers with "Service not yet

@@ -15,6 +15,7 @@ const SERVICES: &[(&str, &str)] = &[
     ("elb", "elasticloadbalancing"),
     ("route53", "route53"),
     ("iam", "iam"),
+    ("kms", "kms"),
     ("ssm", "ssm"),
     ("tagging", "tag"),
 ];
@@ -51,8 +52,8 @@ fn actions_called_by_code() -> BTreeSet<String> {
     let mut sources = Vec::new();
     rust_sources(&root.join("src/aws"), &mut sources);
     // `clients.ec2.describe_tags()`, `c.s3.get_object()`, `iam.list_roles()`, across line breaks.
-    let call =
-        Regex::new(r"\b(ec2|s3|elbv2|elb|route53|iam|ssm|tagging)\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)").expect("regex");
+    let call = Regex::new(r"\b(ec2|s3|elbv2|elb|route53|iam|kms|ssm|tagging)\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)")
+        .expect("regex");
     let mut found = BTreeSet::new();
     for text in &sources {
         for c in call.captures_iter(text) {
@@ -110,18 +111,28 @@ fn role_grants_exactly_what_the_code_calls() {
     assert!(granted.iter().all(|a| !a.contains("Untag") && !a.contains("DeleteTags") && !a.contains("RemoveTags")));
 }
 
-/// The kinds table (`src/aws/kinds.rs`) names, per service, the actions that read, write and list
-/// it: each is one the code really calls, so the table cannot drift from the code or the role.
-#[cfg(feature = "aws")]
+/// Each service descriptor (`src/services.rs`) names the actions that read, write and list it:
+/// each is one the code really calls, so the descriptors cannot drift from the code or the role.
 #[test]
-fn the_kinds_table_names_the_calls_the_code_makes() {
-    use tagwarden::aws::kinds::{ROWS, TAGGING};
+fn the_service_descriptors_name_the_calls_the_code_makes() {
     let code = actions_called_by_code();
-    for row in ROWS.iter().chain([&TAGGING]) {
-        for action in [row.read, row.write].iter().chain(row.list) {
-            assert!(code.contains(*action), "kinds.rs row {} names {action}, which src/aws never calls", row.kind);
+    for s in tagwarden::services::all() {
+        for action in [s.read, s.write].iter().chain(s.list) {
+            assert!(code.contains(*action), "the {} descriptor names {action}, which src/aws never calls", s.kind);
         }
     }
+}
+
+/// The README's table of services is the descriptors' own.
+#[test]
+fn the_readme_lists_the_services_as_described() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let text = std::fs::read_to_string(&path).expect("README.md");
+    let (begin, end) = ("<!-- services: begin -->\n", "<!-- services: end -->");
+    let start = text.find(begin).expect("a services table in README.md") + begin.len();
+    let stop = start + text[start..].find(end).expect("the table's end marker");
+    let want = tagwarden::services::markdown_table();
+    assert!(text[start..stop] == want, "README.md's services table is stale; put this between the markers:\n{want}");
 }
 
 #[test]
@@ -147,7 +158,7 @@ fn event_patterns_list_exactly_the_handled_events() {
             in_terraform.insert((format!("{}.amazonaws.com", &e[1]), n[1].to_string()));
         }
     }
-    let in_code: BTreeSet<(String, String)> = tagwarden::events::cloudtrail::handled_events()
+    let in_code: BTreeSet<(String, String)> = tagwarden::services::handled_events()
         .into_iter()
         .flat_map(|(source, names)| names.into_iter().map(move |n| (source.to_string(), n.to_string())))
         .collect();

@@ -28,6 +28,7 @@ locals {
       "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider",
     ]
     route53           = ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"]
+    kms               = ["CreateKey", "TagResource", "UntagResource"]
     elasticfilesystem = ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"]
   }
 

@@ -48,6 +48,13 @@ locals {
         "iam:TagInstanceProfile", "iam:TagOpenIDConnectProvider", "iam:TagPolicy", "iam:TagRole", "iam:TagUser",
       ]
     }
+    # KMS keys (src/services.rs, kms:key): the key's own tags. A key policy must delegate to IAM, as
+    # the default key policy's "Enable IAM User Permissions" statement does (AWS KMS Developer Guide,
+    # "Default key policy"), for these grants to count.
+    kms = {
+      tag_read  = ["kms:ListResourceTags"]
+      tag_write = ["kms:TagResource"]
+    }
     # The generic path for every other service. TagResources also needs each resource's own
     # service action: local.generic_tag_actions, below, not part of this list.
     tag = {
@@ -115,6 +122,7 @@ locals {
       WriteOwnedEc2Tags = { actions = local.code_actions.ec2.tag_write, resources = local.ec2_resource_arns }
       WriteOwnedElbTags = { actions = local.code_actions.elasticloadbalancing.tag_write, resources = local.elb_resource_arns }
       WriteOwnedIamTags = { actions = local.code_actions.iam.tag_write, resources = local.iam_resource_arns }
+      WriteOwnedKmsTags = { actions = local.code_actions.kms.tag_write, resources = local.kms_resource_arns }
       WriteOwnedTagsViaTaggingApi = {
         actions   = flatten([for s in local.generic_tag_actions : s.actions])
         resources = flatten([for s in local.generic_tag_actions : s.resources])
@@ -179,6 +187,10 @@ locals {
   # Route 53 ARNs carry neither region nor account (arn:aws:route53:::hostedzone/Z...); an identity
   # policy only ever reaches this account's zones and health checks.
   route53_resource_arns = [for t in ["hostedzone", "healthcheck"] : "${local.arn_prefix}:route53:::${t}/*"]
+  # KMS evaluates aws:ResourceTag/${TagKey} and aws:TagKeys for TagResource on the key resource
+  # type, and authorizes ListResourceTags on it (Service Authorization Reference, "Actions,
+  # resources, and condition keys for AWS Key Management Service").
+  kms_resource_arns = ["${local.arn_prefix}:kms:${local.region}:${local.account_id}:key/*"]
   iam_resource_arns = [
     for t in ["role", "user", "instance-profile", "policy", "oidc-provider"] : "${local.arn_prefix}:iam::${local.account_id}:${t}/*"
   ]
@@ -282,6 +294,12 @@ data "aws_iam_policy_document" "lambda" {
     sid       = "ReadIamTags"
     actions   = local.code_actions.iam.tag_read
     resources = local.iam_resource_arns
+  }
+
+  statement {
+    sid       = "ReadKmsKeyTags"
+    actions   = local.code_actions.kms.tag_read
+    resources = local.kms_resource_arns
   }
 
   statement {

@@ -3,13 +3,15 @@
 //! nearly every service with its tags; beside it, the listings that API cannot see, made once for
 //! all clusters: ELBv2 listeners and rules of the owned load balancers, Route 53 (global) and IAM.
 //!
-//! Deliberately not here: which API tags which kind (`super::kinds`), the planning, batching and
-//! writing of what is found (`crate::enforce::sweep`).
+//! The Tagging API's listing itself is `super::services::tagging`'s: a descriptor whose `list` is
+//! `tag:GetResources` needs nothing here.
+//!
+//! Deliberately not here: which API tags which kind (`crate::services`), the planning, batching
+//! and writing of what is found (`crate::enforce::sweep`).
 
 use futures_util::stream::{self, StreamExt};
 
 use super::tags::Tagger;
-use crate::cloud::{Cloud, OWNED};
 use crate::cloud_error::{CloudError, ErrorClass};
 use crate::enforce::sweep::Unindexed;
 use crate::resource::ResourceRef;
@@ -19,51 +21,6 @@ use crate::TagMap;
 const IAM_READS: usize = 4;
 
 impl Tagger {
-    /// Every resource the Tagging API lists with cluster `infra_id`'s ownership tag, with its tags;
-    /// a listing that fails part-way keeps the pages it read and names its error.
-    pub(super) async fn tagged(
-        &self,
-        infra_id: &str,
-        pages: &(dyn Fn(usize) + Sync),
-    ) -> (Vec<(ResourceRef, TagMap)>, Option<CloudError>) {
-        let c = &self.clients;
-        let owner_key = Cloud::Aws.ownership_key(infra_id);
-        let mut found = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = match c
-                .tagging
-                .get_resources()
-                .tag_filters(
-                    aws_sdk_resourcegroupstagging::types::TagFilter::builder().key(&owner_key).values(OWNED).build(),
-                )
-                // Pages hold at most 100 resources and, by a default moto applies (100 tags) and
-                // AWS documents no default for, fewer when each carries many tags: every tag
-                // tagwarden adds made the next sweep's listing longer. The documented maximum of
-                // 500 tags keeps a page at 100 resources of up to 5 tags (AWS API Reference,
-                // GetResources: TagsPerPage 100–500, a resource never split across pages).
-                .resources_per_page(100)
-                .tags_per_page(500)
-                .set_pagination_token(token.clone())
-                .send()
-                .await
-            {
-                Ok(page) => page,
-                Err(e) => return (found, Some(CloudError::from_sdk("tag:GetResources", &owner_key, e))),
-            };
-            for m in page.resource_tag_mapping_list() {
-                let Some(r) = m.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
-                let tags = m.tags().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect();
-                found.push((r, tags));
-            }
-            pages(found.len());
-            token = page.pagination_token().filter(|t| !t.is_empty()).map(str::to_owned);
-            if token.is_none() {
-                return (found, None);
-            }
-        }
-    }
-
     /// ELBv2 listeners and rules of the owned load balancers, Route 53 and IAM, with their tags
     /// (an IAM entity listed without them is read); an entity deleted between its listing and its
     /// read is gone, one that could not be read for another reason is returned with its error. Each

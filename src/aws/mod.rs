@@ -9,9 +9,9 @@ pub mod config;
 pub mod discover;
 pub mod error;
 pub mod function;
-pub mod kinds;
 pub mod policy_store;
 pub mod reconcile;
+mod services;
 pub mod tags;
 
 use std::time::Duration;
@@ -30,6 +30,7 @@ pub mod sdk {
     pub use aws_sdk_elasticloadbalancing as elb;
     pub use aws_sdk_elasticloadbalancingv2 as elbv2;
     pub use aws_sdk_iam as iam;
+    pub use aws_sdk_kms as kms;
     pub use aws_sdk_resourcegroupstagging as tagging;
     pub use aws_sdk_route53 as route53;
     pub use aws_sdk_s3 as s3;
@@ -46,6 +47,7 @@ pub struct Clients {
     pub elb: aws_sdk_elasticloadbalancing::Client,
     pub route53: aws_sdk_route53::Client,
     pub iam: aws_sdk_iam::Client,
+    pub kms: aws_sdk_kms::Client,
     pub ssm: aws_sdk_ssm::Client,
     pub tagging: aws_sdk_resourcegroupstagging::Client,
     pub region: String,
@@ -161,6 +163,9 @@ impl Clients {
             ),
             iam: aws_sdk_iam::Client::from_conf(
                 aws_sdk_iam::config::Builder::from(config).interceptor(calls.clone()).build(),
+            ),
+            kms: aws_sdk_kms::Client::from_conf(
+                aws_sdk_kms::config::Builder::from(config).interceptor(calls.clone()).build(),
             ),
             ssm: aws_sdk_ssm::Client::from_conf(
                 aws_sdk_ssm::config::Builder::from(config).interceptor(calls.clone()).build(),

@@ -8,13 +8,12 @@
 //!
 //! Deliberately not here: the reconcile of one resource, the handling of an event and the sweep,
 //! which are the same on both clouds (`crate::enforce`); this file holds what makes them AWS's:
-//! the [`Tagger`] as the engine's adapter, how it groups writes (`super::kinds`), and a new
+//! the [`Tagger`] as the engine's adapter, how it groups writes (`crate::services`), and a new
 //! instance's volumes as resources its event implies. How it lists is `super::discover`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::kinds::{self, Api};
 use super::policy_store::PolicyStore;
 use super::tags::Tagger;
 use crate::cloud::Cloud;
@@ -27,6 +26,7 @@ use crate::policy::clusters::Policies;
 use crate::report::Outcome;
 use crate::report::Record;
 use crate::resource::ResourceRef;
+use crate::services::{self, Api, Batch};
 use crate::TagMap;
 
 pub struct Reconciler {
@@ -106,7 +106,7 @@ impl Adapter for Tagger {
     async fn read_all(&self, resources: &[&ResourceRef], concurrency: usize) -> Vec<Result<Read, CloudError>> {
         use futures_util::stream::{self, StreamExt};
         let ec2: Vec<&str> =
-            resources.iter().filter(|r| kinds::row_of(r).api == Api::Ec2).map(|r| r.id.as_str()).collect();
+            resources.iter().filter(|r| services::of(r).api == Api::Ec2).map(|r| r.id.as_str()).collect();
         let mut shared = match self.ec2_describe_tags_many(&ec2).await {
             Ok(found) => found,
             // The shared read failed: each resource is read alone, and fails alone.
@@ -118,7 +118,7 @@ impl Adapter for Tagger {
         // Indices, not references, into the stream: a closure over `&T` trips rustc's
         // higher-ranked `Send` inference once the future is boxed (rust-lang/rust#102211).
         let known: Vec<Option<TagMap>> =
-            resources.iter().map(|r| shared.remove(&r.id).filter(|_| kinds::row_of(r).api == Api::Ec2)).collect();
+            resources.iter().map(|r| shared.remove(&r.id).filter(|_| services::of(r).api == Api::Ec2)).collect();
         stream::iter(known.into_iter().enumerate())
             .map(|(i, known)| async move {
                 match known {
@@ -151,12 +151,15 @@ impl Adapter for Tagger {
     /// EC2 `CreateTags` and `TagResources` name many resources sharing one delta; S3's
     /// `PutBucketTagging` replaces the set; every other API takes one resource a call.
     fn batching(&self, r: &ResourceRef) -> Batching {
-        let row = kinds::row_of(r);
-        match row.api {
-            Api::Ec2 => Batching::Shared { group: row.kind, max: self.ec2_batch.min(row.batch) },
-            Api::Tagging => Batching::Shared { group: row.kind, max: row.batch },
-            Api::S3 => Batching::Reread,
-            _ => Batching::Alone,
+        let service = services::of(r);
+        match service.batch {
+            Batch::Shared(max) if service.api == Api::Ec2 => {
+                Batching::Shared { group: service.kind, max: self.ec2_batch.min(max) }
+            }
+            // Every kind the Tagging API serves shares its batches, whichever descriptor parses its events.
+            Batch::Shared(max) => Batching::Shared { group: services::TAGGING.kind, max },
+            Batch::Reread => Batching::Reread,
+            Batch::Alone => Batching::Alone,
         }
     }
 
@@ -166,7 +169,7 @@ impl Adapter for Tagger {
         resources: &[&ResourceRef],
         set: &TagMap,
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
-        if group == kinds::TAGGING.kind {
+        if group == services::TAGGING.kind {
             let arn = |r: &ResourceRef| r.arn.clone().unwrap_or_else(|| r.id.clone());
             let arns: Vec<String> = resources.iter().map(|r| arn(r)).collect();
             let names: Vec<&str> = arns.iter().map(String::as_str).collect();

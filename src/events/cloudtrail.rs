@@ -1,9 +1,10 @@
-//! `AWS API Call via CloudTrail` events for EC2, S3, ELBv2, Classic ELB, IAM, Route 53 and EFS.
-//! Other services' resources are enforced through `Tag Change on Resource` events and the sweep.
+//! `AWS API Call via CloudTrail` events of the services `crate::services` describes: each
+//! descriptor names its events and where their resource ids are (reference/aws.md §1.3); this
+//! file reads them there. Other services' resources are enforced through `Tag Change on Resource`
+//! events and the sweep.
 //!
-//! The resource IDs come from the places reference/aws.md §1.3 lists. Matching is on the
-//! CloudTrail `eventSource` and `eventName` together, because EFS, EMR and Classic ELB reuse
-//! names such as `DeleteTags`, `AddTags` and `CreateLoadBalancer`.
+//! Matching is on the CloudTrail `eventSource` and `eventName` together, because EFS, EMR, KMS and
+//! Classic ELB reuse names such as `DeleteTags`, `TagResource`, `AddTags` and `CreateLoadBalancer`.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -12,134 +13,7 @@ use serde_json::Value;
 use super::{Envelope, Event, EventError, EventKind, IgnoreReason};
 use crate::cloud::Cloud;
 use crate::resource::{partition, ResourceRef};
-
-/// Where an event keeps the IDs of the resources it touches.
-#[derive(Debug, Clone, Copy)]
-enum Ids {
-    /// `responseElements.instancesSet.items[]`: instances, then each one's ENIs.
-    RunInstances,
-    /// The first `field` anywhere in `responseElements` (some EC2 responses are wrapped in
-    /// `<Action>Response`, others are flat).
-    Ec2Response(&'static str),
-    /// `requestParameters.resourcesSet.items[].resourceId`.
-    Ec2ResourcesSet,
-    /// `requestParameters.bucketName`.
-    S3Bucket,
-    /// `responseElements.<list>[].<field>` (ELBv2 ARNs).
-    ElbResponse(&'static str, &'static str),
-    /// `requestParameters.resourceArns[]`.
-    ElbRequestArns,
-    /// An IAM entity addressed by name: its type, the request's name field and the response
-    /// object that carries its ARN.
-    IamNamed(&'static str, &'static str, Option<&'static str>),
-    /// An IAM entity addressed by ARN, and where the ARN is: `requestParameters.<field>`, or
-    /// for creates a `/pointer` into `responseElements`.
-    IamArn(&'static str),
-    /// A Classic load balancer: `requestParameters.loadBalancerName` or `loadBalancerNames[]`.
-    ElbClassicNames,
-    /// A Route 53 resource created: `responseElements.<object>.id` (`/hostedzone/Z…` or a bare
-    /// id), of ARN type `kind`.
-    Route53Created(&'static str, &'static str),
-    /// `requestParameters.resourceType` + `resourceId` (`ChangeTagsForResource`).
-    Route53Tagged,
-    /// An EFS file system or access point: its ARN at a `/pointer` into `responseElements`, or
-    /// its id in `requestParameters.resourceId` / `fileSystemId`.
-    Efs(Option<&'static str>),
-}
-
-use EventKind::{Create, TagChange};
-
-const EC2: &[(&str, EventKind, Ids)] = &[
-    ("RunInstances", Create, Ids::RunInstances),
-    ("CreateVolume", Create, Ids::Ec2Response("volumeId")),
-    ("CreateSecurityGroup", Create, Ids::Ec2Response("groupId")),
-    ("CreateNetworkInterface", Create, Ids::Ec2Response("networkInterfaceId")),
-    ("CreateSnapshot", Create, Ids::Ec2Response("snapshotId")),
-    ("CreateImage", Create, Ids::Ec2Response("imageId")),
-    ("AllocateAddress", Create, Ids::Ec2Response("allocationId")),
-    ("CreateNatGateway", Create, Ids::Ec2Response("natGatewayId")),
-    ("CreateVpc", Create, Ids::Ec2Response("vpcId")),
-    ("CreateSubnet", Create, Ids::Ec2Response("subnetId")),
-    ("CreateRouteTable", Create, Ids::Ec2Response("routeTableId")),
-    ("CreateInternetGateway", Create, Ids::Ec2Response("internetGatewayId")),
-    ("CreateVpcEndpoint", Create, Ids::Ec2Response("vpcEndpointId")),
-    ("CreateLaunchTemplate", Create, Ids::Ec2Response("launchTemplateId")),
-    ("CreateTags", TagChange, Ids::Ec2ResourcesSet),
-    ("DeleteTags", TagChange, Ids::Ec2ResourcesSet),
-];
-const S3: &[(&str, EventKind, Ids)] = &[
-    ("CreateBucket", Create, Ids::S3Bucket),
-    ("PutBucketTagging", TagChange, Ids::S3Bucket),
-    ("DeleteBucketTagging", TagChange, Ids::S3Bucket),
-];
-const ELB: &[(&str, EventKind, Ids)] = &[
-    ("CreateLoadBalancer", Create, Ids::ElbResponse("loadBalancers", "loadBalancerArn")),
-    ("CreateTargetGroup", Create, Ids::ElbResponse("targetGroups", "targetGroupArn")),
-    ("CreateListener", Create, Ids::ElbResponse("listeners", "listenerArn")),
-    ("CreateRule", Create, Ids::ElbResponse("rules", "ruleArn")),
-    ("AddTags", TagChange, Ids::ElbRequestArns),
-    ("RemoveTags", TagChange, Ids::ElbRequestArns),
-];
-/// Classic ELB shares the event source and names with ELBv2; `apiVersion` 2012-06-01 tells it.
-const ELB_CLASSIC: &[(&str, EventKind, Ids)] = &[
-    ("CreateLoadBalancer", Create, Ids::ElbClassicNames),
-    ("AddTags", TagChange, Ids::ElbClassicNames),
-    ("RemoveTags", TagChange, Ids::ElbClassicNames),
-];
-/// Route 53 is global: its events arrive in us-east-1, like IAM's.
-const ROUTE53: &[(&str, EventKind, Ids)] = &[
-    ("CreateHostedZone", Create, Ids::Route53Created("hostedZone", "hostedzone")),
-    ("CreateHealthCheck", Create, Ids::Route53Created("healthCheck", "healthcheck")),
-    ("ChangeTagsForResource", TagChange, Ids::Route53Tagged),
-];
-const EFS: &[(&str, EventKind, Ids)] = &[
-    ("CreateFileSystem", Create, Ids::Efs(Some("/fileSystemArn"))),
-    ("CreateAccessPoint", Create, Ids::Efs(Some("/accessPointArn"))),
-    ("TagResource", TagChange, Ids::Efs(None)),
-    ("UntagResource", TagChange, Ids::Efs(None)),
-    ("CreateTags", TagChange, Ids::Efs(None)),
-    ("DeleteTags", TagChange, Ids::Efs(None)),
-];
-const IAM: &[(&str, EventKind, Ids)] = &[
-    ("CreateRole", Create, Ids::IamNamed("role", "roleName", Some("role"))),
-    ("CreateUser", Create, Ids::IamNamed("user", "userName", Some("user"))),
-    (
-        "CreateInstanceProfile",
-        Create,
-        Ids::IamNamed("instance-profile", "instanceProfileName", Some("instanceProfile")),
-    ),
-    ("CreatePolicy", Create, Ids::IamArn("/policy/arn")),
-    ("CreateOpenIDConnectProvider", Create, Ids::IamArn("/openIDConnectProviderArn")),
-    ("TagRole", TagChange, Ids::IamNamed("role", "roleName", None)),
-    ("UntagRole", TagChange, Ids::IamNamed("role", "roleName", None)),
-    ("TagUser", TagChange, Ids::IamNamed("user", "userName", None)),
-    ("UntagUser", TagChange, Ids::IamNamed("user", "userName", None)),
-    ("TagInstanceProfile", TagChange, Ids::IamNamed("instance-profile", "instanceProfileName", None)),
-    ("UntagInstanceProfile", TagChange, Ids::IamNamed("instance-profile", "instanceProfileName", None)),
-    ("TagPolicy", TagChange, Ids::IamArn("policyArn")),
-    ("UntagPolicy", TagChange, Ids::IamArn("policyArn")),
-    ("TagOpenIDConnectProvider", TagChange, Ids::IamArn("openIDConnectProviderArn")),
-    ("UntagOpenIDConnectProvider", TagChange, Ids::IamArn("openIDConnectProviderArn")),
-];
-
-/// The event names tagwarden handles, per CloudTrail `eventSource`; the deployment's EventBridge
-/// patterns must list the same.
-pub fn handled_events() -> Vec<(&'static str, Vec<&'static str>)> {
-    let names = |t: &[&[(&'static str, EventKind, Ids)]]| {
-        let mut n: Vec<&str> = t.iter().flat_map(|t| t.iter().map(|(n, _, _)| *n)).collect();
-        n.sort_unstable();
-        n.dedup();
-        n
-    };
-    vec![
-        ("ec2.amazonaws.com", names(&[EC2])),
-        ("s3.amazonaws.com", names(&[S3])),
-        ("elasticloadbalancing.amazonaws.com", names(&[ELB, ELB_CLASSIC])),
-        ("iam.amazonaws.com", names(&[IAM])),
-        ("route53.amazonaws.com", names(&[ROUTE53])),
-        ("elasticfilesystem.amazonaws.com", names(&[EFS])),
-    ]
-}
+use crate::services::{self, Api, Change, Ids};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -240,27 +114,31 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
     }
     let request = || lazy_value(d.request_parameters);
     let response = || lazy_value(d.response_elements);
-    let table = match event_source {
-        "ec2.amazonaws.com" => EC2,
-        "s3.amazonaws.com" => S3,
-        "elasticloadbalancing.amazonaws.com" => {
-            let req = request()?;
-            let classic = d.api_version.as_deref() == Some("2012-06-01")
-                || req.get("loadBalancerNames").is_some()
-                || (req.get("loadBalancerName").is_some() && req.get("type").is_none() && d.api_version.is_none());
-            if classic {
-                ELB_CLASSIC
-            } else {
-                ELB
-            }
-        }
-        "iam.amazonaws.com" => IAM,
-        "route53.amazonaws.com" => ROUTE53,
-        "elasticfilesystem.amazonaws.com" => EFS,
-        _ => return Ok(event.ignored(IgnoreReason::OtherService)),
+    // Classic ELB shares its event source and names with ELBv2: its API version tells them apart.
+    let classic = event_source == "elasticloadbalancing.amazonaws.com" && {
+        let req = request()?;
+        d.api_version.as_deref() == Some("2012-06-01")
+            || req.get("loadBalancerNames").is_some()
+            || (req.get("loadBalancerName").is_some() && req.get("type").is_none() && d.api_version.is_none())
     };
-    let Some(&(_, kind, ids)) = table.iter().find(|(n, _, _)| *n == event.event_name) else {
+    let mut of_source = services::SERVICES
+        .iter()
+        .filter(|s| {
+            s.source == event_source
+                && (s.source != "elasticloadbalancing.amazonaws.com" || (s.api == Api::ElbClassic) == classic)
+        })
+        .peekable();
+    if of_source.peek().is_none() {
+        return Ok(event.ignored(IgnoreReason::OtherService));
+    }
+    let Some((service, &(_, change, ids))) =
+        of_source.find_map(|s| s.events.iter().find(|(n, _, _)| *n == event.event_name).map(|e| (s, e)))
+    else {
         return Ok(event.ignored(IgnoreReason::UnsupportedEvent));
+    };
+    let kind = match change {
+        Change::Created => EventKind::Create,
+        Change::Tagged => EventKind::TagChange,
     };
 
     let region = event.region.clone().unwrap_or_default();
@@ -312,7 +190,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
                 resources.push(arn_ref(arn)?);
             }
         }
-        Ids::IamNamed(iam_kind, name_field, response_object) => {
+        Ids::IamNamed(name_field, response_object) => {
             let arn = response_object.and_then(|o| {
                 response()
                     .ok()
@@ -320,11 +198,11 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
             });
             match (arn, request()?.get(name_field).and_then(Value::as_str)) {
                 (Some(arn), _) => resources.push(arn_ref(&arn)?),
-                (None, Some(name)) => resources.push(ResourceRef::iam_named(iam_kind, name, &account)),
+                (None, Some(name)) => resources.push(arn_ref(&service.arn_of(name, &region, &account))?),
                 (None, None) => {}
             }
         }
-        Ids::IamArn(location) => {
+        Ids::Arn(location) => {
             let arn = if let Some(pointer) = location.strip_prefix('/') {
                 response()?.pointer(&format!("/{pointer}")).and_then(Value::as_str).map(str::to_owned)
             } else {
@@ -339,9 +217,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
             let names = req.get("loadBalancerNames").and_then(Value::as_array).into_iter().flatten();
             let single = req.get("loadBalancerName").into_iter();
             for name in names.chain(single).filter_map(Value::as_str) {
-                let p = partition(&region);
-                resources
-                    .push(arn_ref(&format!("arn:{p}:elasticloadbalancing:{region}:{account}:loadbalancer/{name}"))?);
+                resources.push(arn_ref(&service.arn_of(name, &region, &account))?);
             }
         }
         Ids::Route53Created(object, rtype) => {
@@ -370,6 +246,12 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
                 }
             };
             if let Some(arn) = arn {
+                resources.push(arn_ref(&arn)?);
+            }
+        }
+        Ids::IdOrArn(field) => {
+            if let Some(id) = request()?.get(field).and_then(Value::as_str) {
+                let arn = if id.starts_with("arn:") { id.to_string() } else { service.arn_of(id, &region, &account) };
                 resources.push(arn_ref(&arn)?);
             }
         }

@@ -439,7 +439,7 @@ run "cluster_set_s3" {
     error_message = "each cluster's four write statements must be conditioned on that cluster's ownership tag, in its group's policy"
   }
   assert {
-    condition     = [for st in data.aws_iam_policy_document.owned_tag_writes["01"].statement : st.sid] == ["WriteOwnedEc2Tags1", "WriteOwnedElbTags1", "WriteOwnedIamTags1", "WriteOwnedTagsViaTaggingApi1", "WriteOwnedEc2Tags2", "WriteOwnedElbTags2", "WriteOwnedIamTags2", "WriteOwnedTagsViaTaggingApi2"] && [for st in data.aws_iam_policy_document.owned_tag_writes["02"].statement : st.sid] == ["WriteOwnedEc2Tags", "WriteOwnedElbTags", "WriteOwnedIamTags", "WriteOwnedTagsViaTaggingApi"]
+    condition     = [for st in data.aws_iam_policy_document.owned_tag_writes["01"].statement : st.sid] == ["WriteOwnedEc2Tags1", "WriteOwnedElbTags1", "WriteOwnedIamTags1", "WriteOwnedKmsTags1", "WriteOwnedTagsViaTaggingApi1", "WriteOwnedEc2Tags2", "WriteOwnedElbTags2", "WriteOwnedIamTags2", "WriteOwnedKmsTags2", "WriteOwnedTagsViaTaggingApi2"] && [for st in data.aws_iam_policy_document.owned_tag_writes["02"].statement : st.sid] == ["WriteOwnedEc2Tags", "WriteOwnedElbTags", "WriteOwnedIamTags", "WriteOwnedKmsTags", "WriteOwnedTagsViaTaggingApi"]
     error_message = "Sids unique within each policy"
   }
   assert {

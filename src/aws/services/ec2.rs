@@ -1,0 +1,265 @@
+//! EC2: `DescribeTags` / `CreateTags`, and the shared calls that read and write many resources at
+//! once (a batch's tags, a new instance's volumes). Its descriptor is `crate::services::SERVICES`'
+//! `ec2:*`.
+
+use std::collections::{HashMap, HashSet};
+
+use super::batch_name;
+use crate::aws::tags::Tagger;
+use crate::cloud_error::{CloudError, ErrorClass};
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+/// One resource's tags. `DescribeTags` answers an empty list for an id that does not exist: where
+/// eventual consistency matters (nothing found at all, not even ownership) the instance or volume
+/// is described too, which says `NotFound` for an id not visible yet.
+pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+    let ec2 = &t.clients.ec2;
+    let id = r.id.as_str();
+    let mut tags = TagMap::new();
+    let mut token = None;
+    loop {
+        let out = ec2
+            .describe_tags()
+            .filters(ids_filter("resource-id", &[id]))
+            .max_results(1000)
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| CloudError::from_sdk("ec2:DescribeTags", id, e))?;
+        tags.extend(
+            out.tags()
+                .iter()
+                .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())),
+        );
+        token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
+        if token.is_none() {
+            break;
+        }
+    }
+    if tags.is_empty() {
+        match r.kind.as_str() {
+            "ec2:instance" => drop(
+                ec2.describe_instances()
+                    .instance_ids(id)
+                    .send()
+                    .await
+                    .map_err(|e| CloudError::from_sdk("ec2:DescribeInstances", id, e))?,
+            ),
+            "ec2:volume" => drop(
+                ec2.describe_volumes()
+                    .volume_ids(id)
+                    .send()
+                    .await
+                    .map_err(|e| CloudError::from_sdk("ec2:DescribeVolumes", id, e))?,
+            ),
+            _ => {}
+        }
+    }
+    Ok(tags)
+}
+
+pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+    t.ec2_create_tags(&[r.id.as_str()], set).await
+}
+
+impl Tagger {
+    /// One `CreateTags` for many EC2 resources sharing the same delta (up to 1000 ids).
+    pub async fn ec2_create_tags(&self, ids: &[&str], set: &TagMap) -> Result<(), CloudError> {
+        if let Some(limit) = &self.ec2_writes {
+            limit.acquire().await;
+        }
+        let tags = set.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build());
+        self.clients
+            .ec2
+            .create_tags()
+            .set_resources(Some(ids.iter().map(|s| s.to_string()).collect()))
+            .set_tags(Some(tags.collect()))
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| CloudError::from_sdk("ec2:CreateTags", &batch_name(ids), e))
+    }
+
+    /// The tags of many EC2 resources in as few `DescribeTags` calls as the filter allows: each
+    /// call names up to [`EC2_IDS_PER_DESCRIBE`] ids and pages at 1000 tags. An id with no tag at
+    /// all is absent from the answer (as is one that does not exist yet), so it is left out here:
+    /// the caller reads it alone, waiting out eventual consistency.
+    pub async fn ec2_describe_tags_many(&self, ids: &[&str]) -> Result<HashMap<String, TagMap>, CloudError> {
+        let mut found: HashMap<String, TagMap> = HashMap::new();
+        for chunk in ids.chunks(EC2_IDS_PER_DESCRIBE) {
+            let filter = ids_filter("resource-id", chunk);
+            let mut token = None;
+            loop {
+                let out = self
+                    .clients
+                    .ec2
+                    .describe_tags()
+                    .filters(filter.clone())
+                    .max_results(1000)
+                    .set_next_token(token)
+                    .send()
+                    .await
+                    .map_err(|e| CloudError::from_sdk("ec2:DescribeTags", &batch_name(chunk), e))?;
+                for t in out.tags() {
+                    let (Some(id), Some(key)) = (t.resource_id(), t.key()) else { continue };
+                    found
+                        .entry(id.to_string())
+                        .or_default()
+                        .insert(key.to_string(), t.value().unwrap_or_default().to_string());
+                }
+                token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The volumes attached to each of many instances, with their tags, in as few
+    /// `DescribeVolumes` calls as the filter allows; an instance with none yet is absent.
+    pub async fn attached_volumes_many(
+        &self,
+        instance_ids: &[&str],
+    ) -> Result<HashMap<String, Vec<(String, TagMap)>>, CloudError> {
+        let mut found: HashMap<String, Vec<(String, TagMap)>> = HashMap::new();
+        for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
+            let filter = ids_filter("attachment.instance-id", chunk);
+            let mut token = None;
+            loop {
+                let out = self
+                    .clients
+                    .ec2
+                    .describe_volumes()
+                    .filters(filter.clone())
+                    .max_results(500)
+                    .set_next_token(token)
+                    .send()
+                    .await
+                    .map_err(|e| CloudError::from_sdk("ec2:DescribeVolumes", &batch_name(chunk), e))?;
+                for v in out.volumes() {
+                    let Some(volume) = v.volume_id() else { continue };
+                    let tags: TagMap = v
+                        .tags()
+                        .iter()
+                        .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()))
+                        .collect();
+                    for instance in v.attachments().iter().filter_map(|a| a.instance_id()) {
+                        found.entry(instance.to_string()).or_default().push((volume.to_string(), tags.clone()));
+                    }
+                }
+                token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
+                if token.is_none() {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The volumes attached to each of many instances, with their tags: `RunInstances` events do
+    /// not name them, and `DescribeVolumes` already carries the tags, so no second read is needed.
+    /// One shared `DescribeVolumes`; the EBS-backed instances (one shared `DescribeInstances`)
+    /// whose volumes are not attached yet are asked again together with the read backoff; after
+    /// that the error is retryable, so the event comes back rather than leaving the volumes to the
+    /// next sweep. Each instance's volumes, or why they could not be found.
+    pub async fn attached_volumes_waiting(
+        &self,
+        instance_ids: &[&str],
+    ) -> HashMap<String, Result<Vec<(String, TagMap)>, CloudError>> {
+        let mut out = HashMap::new();
+        let fail_all = |ids: &[&str], e: &CloudError, out: &mut HashMap<_, _>| {
+            for id in ids {
+                out.insert(id.to_string(), Err(e.clone()));
+            }
+        };
+        let mut missing: Vec<&str> = instance_ids.to_vec();
+        let mut ebs_checked = false;
+        let mut attempt = 0;
+        loop {
+            match self.attached_volumes_many(&missing).await {
+                Ok(found) => {
+                    for (id, volumes) in found {
+                        out.insert(id, Ok(volumes));
+                    }
+                }
+                Err(e) => {
+                    fail_all(&missing, &e, &mut out);
+                    return out;
+                }
+            }
+            missing.retain(|id| !out.contains_key(*id));
+            if missing.is_empty() {
+                return out;
+            }
+            if !ebs_checked {
+                ebs_checked = true;
+                match self.ebs_backed_many(&missing).await {
+                    // An instance-store root has no volume to wait for.
+                    Ok(ebs) => missing.retain(|id| {
+                        let wait = ebs.contains(*id);
+                        if !wait {
+                            out.insert(id.to_string(), Ok(Vec::new()));
+                        }
+                        wait
+                    }),
+                    Err(e) => {
+                        fail_all(&missing, &e, &mut out);
+                        return out;
+                    }
+                }
+                if missing.is_empty() {
+                    return out;
+                }
+            }
+            if attempt + 1 >= self.not_found.attempts {
+                let e = CloudError::aws(
+                    "ec2:DescribeVolumes",
+                    &batch_name(&missing),
+                    "VolumesNotAttachedYet",
+                    "the EBS-backed instance has no attached volume yet",
+                    ErrorClass::NotFound,
+                );
+                fail_all(&missing, &e, &mut out);
+                return out;
+            }
+            tokio::time::sleep(self.not_found.delay(attempt)).await;
+            attempt += 1;
+        }
+    }
+
+    /// Which of `instance_ids` have an EBS root device, in shared `DescribeInstances` calls.
+    async fn ebs_backed_many(&self, instance_ids: &[&str]) -> Result<HashSet<String>, CloudError> {
+        let mut ebs = HashSet::new();
+        for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
+            let out = self
+                .clients
+                .ec2
+                .describe_instances()
+                .set_instance_ids(Some(chunk.iter().map(|s| s.to_string()).collect()))
+                .send()
+                .await
+                .map_err(|e| CloudError::from_sdk("ec2:DescribeInstances", &batch_name(chunk), e))?;
+            for i in out.reservations().iter().flat_map(|r| r.instances()) {
+                if i.root_device_type() == Some(&aws_sdk_ec2::types::DeviceType::Ebs) {
+                    ebs.extend(i.instance_id().map(str::to_owned));
+                }
+            }
+        }
+        Ok(ebs)
+    }
+}
+
+/// EC2 ids named in one `resource-id` (or `attachment.instance-id`) filter. The API reference
+/// models no maximum for a filter's values; 200 keeps each query-string request small, and at
+/// 5 tags an id, one 1000-tag page.
+const EC2_IDS_PER_DESCRIBE: usize = 200;
+
+/// An EC2 filter `name` matching any of `ids`.
+fn ids_filter(name: &str, ids: &[&str]) -> aws_sdk_ec2::types::Filter {
+    aws_sdk_ec2::types::Filter::builder()
+        .name(name)
+        .set_values(Some(ids.iter().map(|s| s.to_string()).collect()))
+        .build()
+}

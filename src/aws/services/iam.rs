@@ -1,0 +1,242 @@
+//! IAM roles, users, instance profiles, customer managed policies and OIDC providers: IAM's own
+//! `Get*` / `List*Tags` and `Tag*` calls (the Tagging API does not cover IAM), and their listing.
+//! Their descriptors are `crate::services::SERVICES`' `iam:*` rows. Each entity type is spelled out:
+//! the SDK builders share no trait, and tests/iam_policy.rs derives the role's grants from these
+//! very calls, which a macro would hide.
+
+use aws_sdk_iam::types::Tag;
+
+use crate::aws::tags::Tagger;
+use crate::cloud_error::CloudError;
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+/// A read's tags and the entity's ARN with its path: IAM `Tag*` events name a role or user
+/// without it, and overrides match the ARN.
+type WithArn = (TagMap, Option<String>);
+
+/// One page of an IAM `List*Tags` answer: its tags, and the marker of the next page if any.
+type Page = (Vec<Tag>, Option<String>);
+
+fn pair(t: &Tag) -> (String, String) {
+    (t.key().to_string(), t.value().to_string())
+}
+
+fn tags(id: &str, set: &TagMap) -> Result<Vec<Tag>, CloudError> {
+    set.iter()
+        .map(|(k, v)| Tag::builder().key(k).value(v).build())
+        .collect::<Result<_, _>>()
+        .map_err(|e| super::build_error("iam:Tag", id, e))
+}
+
+/// Every page of an IAM `List*Tags` call; `page` sends the request for a marker.
+async fn pages<F, Fut>(mut page: F) -> Result<TagMap, CloudError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<Page, CloudError>>,
+{
+    let (mut tags, mut marker) = (TagMap::new(), None);
+    loop {
+        let (page_tags, next) = page(marker).await?;
+        tags.extend(page_tags.iter().map(pair));
+        marker = next;
+        if marker.is_none() {
+            return Ok(tags);
+        }
+    }
+}
+
+/// `GetRole` carries every tag (at most 50) and the ARN with its path, in one call.
+pub(in crate::aws) async fn read_role(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
+    let out = t.clients.iam.get_role().role_name(&r.id).send().await;
+    let out = out.map_err(|e| CloudError::from_sdk("iam:GetRole", &r.id, e))?;
+    let role = out.role();
+    Ok((role.map(|r| r.tags().iter().map(pair).collect()).unwrap_or_default(), role.map(|r| r.arn().to_string())))
+}
+
+pub(in crate::aws) async fn read_user(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
+    let out = t.clients.iam.get_user().user_name(&r.id).send().await;
+    let out = out.map_err(|e| CloudError::from_sdk("iam:GetUser", &r.id, e))?;
+    let user = out.user();
+    Ok((user.map(|u| u.tags().iter().map(pair).collect()).unwrap_or_default(), user.map(|u| u.arn().to_string())))
+}
+
+pub(in crate::aws) async fn read_instance_profile(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+    let (iam, id) = (&t.clients.iam, r.id.as_str());
+    pages(|marker| async move {
+        let out = iam.list_instance_profile_tags().instance_profile_name(id).set_marker(marker).send().await;
+        let out = out.map_err(|e| CloudError::from_sdk("iam:ListInstanceProfileTags", id, e))?;
+        Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+    })
+    .await
+}
+
+pub(in crate::aws) async fn read_policy(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+    let (iam, id) = (&t.clients.iam, r.id.as_str());
+    pages(|marker| async move {
+        let out = iam.list_policy_tags().policy_arn(id).set_marker(marker).send().await;
+        let out = out.map_err(|e| CloudError::from_sdk("iam:ListPolicyTags", id, e))?;
+        Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+    })
+    .await
+}
+
+pub(in crate::aws) async fn read_oidc_provider(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+    let (iam, id) = (&t.clients.iam, r.id.as_str());
+    pages(|marker| async move {
+        let out =
+            iam.list_open_id_connect_provider_tags().open_id_connect_provider_arn(id).set_marker(marker).send().await;
+        let out = out.map_err(|e| CloudError::from_sdk("iam:ListOpenIDConnectProviderTags", id, e))?;
+        Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+    })
+    .await
+}
+
+pub(in crate::aws) async fn write_role(
+    t: &Tagger,
+    r: &ResourceRef,
+    set: &TagMap,
+    _: &TagMap,
+) -> Result<(), CloudError> {
+    let call = t.clients.iam.tag_role().role_name(&r.id).set_tags(Some(tags(&r.id, set)?));
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagRole", &r.id, e))
+}
+
+pub(in crate::aws) async fn write_user(
+    t: &Tagger,
+    r: &ResourceRef,
+    set: &TagMap,
+    _: &TagMap,
+) -> Result<(), CloudError> {
+    let call = t.clients.iam.tag_user().user_name(&r.id).set_tags(Some(tags(&r.id, set)?));
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagUser", &r.id, e))
+}
+
+pub(in crate::aws) async fn write_instance_profile(
+    t: &Tagger,
+    r: &ResourceRef,
+    set: &TagMap,
+    _: &TagMap,
+) -> Result<(), CloudError> {
+    let call = t.clients.iam.tag_instance_profile().instance_profile_name(&r.id).set_tags(Some(tags(&r.id, set)?));
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagInstanceProfile", &r.id, e))
+}
+
+pub(in crate::aws) async fn write_policy(
+    t: &Tagger,
+    r: &ResourceRef,
+    set: &TagMap,
+    _: &TagMap,
+) -> Result<(), CloudError> {
+    let call = t.clients.iam.tag_policy().policy_arn(&r.id).set_tags(Some(tags(&r.id, set)?));
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagPolicy", &r.id, e))
+}
+
+pub(in crate::aws) async fn write_oidc_provider(
+    t: &Tagger,
+    r: &ResourceRef,
+    set: &TagMap,
+    _: &TagMap,
+) -> Result<(), CloudError> {
+    let call = t
+        .clients
+        .iam
+        .tag_open_id_connect_provider()
+        .open_id_connect_provider_arn(&r.id)
+        .set_tags(Some(tags(&r.id, set)?));
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagOpenIDConnectProvider", &r.id, e))
+}
+
+impl Tagger {
+    /// IAM entities of every kind tagwarden enforces, with their tags where one listing carries
+    /// them. `GetAccountAuthorizationDetails` returns roles and users with their tags (and the
+    /// instance profiles attached to the roles, with theirs), up to 1000 entities a page: one
+    /// call where `ListRoles`/`ListUsers` plus a `ListRoleTags`/`ListUserTags` per entity took
+    /// one per entity — those listings return no tags. Instance profiles attached to no role,
+    /// customer managed policies and OIDC providers are listed bare and read one by one.
+    pub async fn list_iam(&self) -> Result<Vec<(ResourceRef, Option<TagMap>)>, CloudError> {
+        use aws_sdk_iam::types::EntityType;
+        let iam = &self.clients.iam;
+        let tag_map = |tags: &[aws_sdk_iam::types::Tag]| -> TagMap {
+            tags.iter().map(|t| (t.key().to_string(), t.value().to_string())).collect()
+        };
+        let mut out: Vec<(ResourceRef, Option<TagMap>)> = Vec::new();
+        let mut marker = None;
+        loop {
+            let page = iam
+                .get_account_authorization_details()
+                .filter(EntityType::Role)
+                .filter(EntityType::User)
+                .max_items(1000)
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| CloudError::from_sdk("iam:GetAccountAuthorizationDetails", "*", e))?;
+            for role in page.role_detail_list() {
+                let Some(r) = role.arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
+                out.push((r, Some(tag_map(role.tags()))));
+                for profile in role.instance_profile_list() {
+                    let Ok(p) = ResourceRef::from_arn(profile.arn()) else { continue };
+                    if !out.iter().any(|(o, _)| o.arn == p.arn) {
+                        out.push((p, Some(tag_map(profile.tags()))));
+                    }
+                }
+            }
+            for user in page.user_detail_list() {
+                let Some(r) = user.arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
+                out.push((r, Some(tag_map(user.tags()))));
+            }
+            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let mut bare = Vec::new();
+        let mut marker = None;
+        loop {
+            let page = iam
+                .list_instance_profiles()
+                .max_items(1000)
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| CloudError::from_sdk("iam:ListInstanceProfiles", "*", e))?;
+            bare.extend(page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()));
+            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let mut marker = None;
+        loop {
+            let page = iam
+                .list_policies()
+                .scope(aws_sdk_iam::types::PolicyScopeType::Local)
+                .max_items(1000)
+                .set_marker(marker)
+                .send()
+                .await
+                .map_err(|e| CloudError::from_sdk("iam:ListPolicies", "*", e))?;
+            bare.extend(page.policies().iter().filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())));
+            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
+            if marker.is_none() {
+                break;
+            }
+        }
+        let providers = iam
+            .list_open_id_connect_providers()
+            .send()
+            .await
+            .map_err(|e| CloudError::from_sdk("iam:ListOpenIDConnectProviders", "*", e))?;
+        bare.extend(
+            providers
+                .open_id_connect_provider_list()
+                .iter()
+                .filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())),
+        );
+        // Attached instance profiles came with their tags already.
+        bare.retain(|b| !out.iter().any(|(o, _)| o.arn == b.arn));
+        out.extend(bare.into_iter().map(|r| (r, None)));
+        Ok(out)
+    }
+}

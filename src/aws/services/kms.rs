@@ -1,0 +1,50 @@
+//! KMS keys: `ListResourceTags` / `TagResource` (AWS KMS API Reference), addressed by key ARN.
+//! Its descriptor is `crate::services::SERVICES`' `kms:key`.
+
+use aws_sdk_kms::types::Tag;
+
+use super::build_error;
+use crate::aws::tags::Tagger;
+use crate::cloud_error::CloudError;
+use crate::resource::ResourceRef;
+use crate::TagMap;
+
+/// Every page (a key holds at most 50 tags, `Limit`'s maximum, so one page in practice).
+pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+    let (mut tags, mut marker) = (TagMap::new(), None);
+    loop {
+        let out = t
+            .clients
+            .kms
+            .list_resource_tags()
+            .key_id(&r.id)
+            .limit(50)
+            .set_marker(marker)
+            .send()
+            .await
+            .map_err(|e| CloudError::from_sdk("kms:ListResourceTags", &r.id, e))?;
+        tags.extend(out.tags().iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())));
+        marker = out.next_marker().filter(|_| out.truncated()).map(str::to_owned);
+        if marker.is_none() {
+            return Ok(tags);
+        }
+    }
+}
+
+/// `TagResource` adds or overwrites the keys it names and leaves the others.
+pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+    let tags = set
+        .iter()
+        .map(|(k, v)| Tag::builder().tag_key(k).tag_value(v).build())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| build_error("kms:TagResource", &r.id, e))?;
+    t.clients
+        .kms
+        .tag_resource()
+        .key_id(&r.id)
+        .set_tags(Some(tags))
+        .send()
+        .await
+        .map(drop)
+        .map_err(|e| CloudError::from_sdk("kms:TagResource", &r.id, e))
+}
