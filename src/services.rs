@@ -122,224 +122,250 @@ const TAGGED: &[&str] = &["tag:GetResources"];
 
 use Change::{Created, Tagged};
 
+/// The descriptors, in the order they are matched (the first matching kind wins).
 pub const SERVICES: &[Service] = &[
-    Service {
-        kind: "ec2:*",
-        api: Api::Ec2,
-        arn: "arn:{partition}:ec2:{region}:{account}:volume/{id}",
-        source: "ec2.amazonaws.com",
-        events: &[
-            ("RunInstances", Created, Ids::RunInstances),
-            ("CreateVolume", Created, Ids::Ec2Response("volumeId")),
-            ("CreateSecurityGroup", Created, Ids::Ec2Response("groupId")),
-            ("CreateNetworkInterface", Created, Ids::Ec2Response("networkInterfaceId")),
-            ("CreateSnapshot", Created, Ids::Ec2Response("snapshotId")),
-            ("CreateImage", Created, Ids::Ec2Response("imageId")),
-            ("AllocateAddress", Created, Ids::Ec2Response("allocationId")),
-            ("CreateNatGateway", Created, Ids::Ec2Response("natGatewayId")),
-            ("CreateVpc", Created, Ids::Ec2Response("vpcId")),
-            ("CreateSubnet", Created, Ids::Ec2Response("subnetId")),
-            ("CreateRouteTable", Created, Ids::Ec2Response("routeTableId")),
-            ("CreateInternetGateway", Created, Ids::Ec2Response("internetGatewayId")),
-            ("CreateVpcEndpoint", Created, Ids::Ec2Response("vpcEndpointId")),
-            ("CreateLaunchTemplate", Created, Ids::Ec2Response("launchTemplateId")),
-            ("CreateTags", Tagged, Ids::Ec2ResourcesSet),
-            ("DeleteTags", Tagged, Ids::Ec2ResourcesSet),
-        ],
-        read: "ec2:DescribeTags",
-        write: "ec2:CreateTags",
-        list: TAGGED,
-        batch: Batch::Shared(1000),
-        why: "CreateTags names up to 1000 resources sharing one delta; TagResources 20",
-    },
-    Service {
-        kind: "s3:bucket",
-        api: Api::S3,
-        arn: "arn:{partition}:s3:::{id}",
-        source: "s3.amazonaws.com",
-        events: &[
-            ("CreateBucket", Created, Ids::S3Bucket),
-            ("PutBucketTagging", Tagged, Ids::S3Bucket),
-            ("DeleteBucketTagging", Tagged, Ids::S3Bucket),
-        ],
-        read: "s3:GetBucketTagging",
-        write: "s3:PutBucketTagging",
-        list: TAGGED,
-        batch: Batch::Reread,
-        why: "GetBucketTagging reads the bucket's own tags (the Tagging API's index lags); PutBucketTagging replaces the set, so it is re-read right before the write",
-    },
-    // Classic ELB shares the event source and names with ELBv2; `apiVersion` 2012-06-01 tells it.
-    Service {
-        kind: "elasticloadbalancing:classic-loadbalancer",
-        api: Api::ElbClassic,
-        arn: "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/{id}",
-        source: "elasticloadbalancing.amazonaws.com",
-        events: &[
-            ("CreateLoadBalancer", Created, Ids::ElbClassicNames),
-            ("AddTags", Tagged, Ids::ElbClassicNames),
-            ("RemoveTags", Tagged, Ids::ElbClassicNames),
-        ],
-        read: "elasticloadbalancing:DescribeTags",
-        write: "elasticloadbalancing:AddTags",
-        list: TAGGED,
-        batch: Batch::Alone,
-        why: "the Classic ELB API (AddTags takes one name) costs the same per load balancer as TagResources and is the one the emulator implements",
-    },
-    Service {
-        kind: "elasticloadbalancing:*",
-        api: Api::Elbv2,
-        arn: "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/app/{id}/50dc6c495c0c9188",
-        source: "elasticloadbalancing.amazonaws.com",
-        events: &[
-            ("CreateLoadBalancer", Created, Ids::ElbResponse("loadBalancers", "loadBalancerArn")),
-            ("CreateTargetGroup", Created, Ids::ElbResponse("targetGroups", "targetGroupArn")),
-            ("CreateListener", Created, Ids::ElbResponse("listeners", "listenerArn")),
-            ("CreateRule", Created, Ids::ElbResponse("rules", "ruleArn")),
-            ("AddTags", Tagged, Ids::ElbRequestArns),
-            ("RemoveTags", Tagged, Ids::ElbRequestArns),
-        ],
-        read: "elasticloadbalancing:DescribeTags",
-        write: "elasticloadbalancing:AddTags",
-        list: &["tag:GetResources", "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules"],
-        batch: Batch::Alone,
-        why: "ELBv2 DescribeTags/AddTags (one ARN per AddTags, as the service enforces); listeners and rules too, which the Tagging API does not list",
-    },
-    // Route 53 is global: its events arrive in us-east-1, like IAM's.
-    Service {
-        kind: "route53:*",
-        api: Api::Route53,
-        arn: "arn:{partition}:route53:::hostedzone/{id}",
-        source: "route53.amazonaws.com",
-        events: &[
-            ("CreateHostedZone", Created, Ids::Route53Created("hostedZone", "hostedzone")),
-            ("CreateHealthCheck", Created, Ids::Route53Created("healthCheck", "healthcheck")),
-            ("ChangeTagsForResource", Tagged, Ids::Route53Tagged),
-        ],
-        read: "route53:ListTagsForResource",
-        write: "route53:ChangeTagsForResource",
-        list: &["route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources"],
-        batch: Batch::Alone,
-        why: "Route 53 is global: ChangeTagsForResource (10 tags a call) and ListTagsForResources, which see hosted zones and health checks wherever the function runs",
-    },
-    Service {
-        kind: "iam:role",
-        api: Api::IamRole,
-        arn: "arn:{partition}:iam::{account}:role/{id}",
-        source: "iam.amazonaws.com",
-        events: &[
-            ("CreateRole", Created, Ids::IamNamed("roleName", Some("role"))),
-            ("TagRole", Tagged, Ids::IamNamed("roleName", None)),
-            ("UntagRole", Tagged, Ids::IamNamed("roleName", None)),
-        ],
-        read: "iam:GetRole",
-        write: "iam:TagRole",
-        list: &["iam:GetAccountAuthorizationDetails"],
-        batch: Batch::Alone,
-        why: "the Tagging API does not cover IAM roles; GetRole carries the tags and the ARN with its path",
-    },
-    Service {
-        kind: "iam:user",
-        api: Api::IamUser,
-        arn: "arn:{partition}:iam::{account}:user/{id}",
-        source: "iam.amazonaws.com",
-        events: &[
-            ("CreateUser", Created, Ids::IamNamed("userName", Some("user"))),
-            ("TagUser", Tagged, Ids::IamNamed("userName", None)),
-            ("UntagUser", Tagged, Ids::IamNamed("userName", None)),
-        ],
-        read: "iam:GetUser",
-        write: "iam:TagUser",
-        list: &["iam:GetAccountAuthorizationDetails"],
-        batch: Batch::Alone,
-        why: "the Tagging API does not cover IAM users",
-    },
-    Service {
-        kind: "iam:instance-profile",
-        api: Api::IamInstanceProfile,
-        arn: "arn:{partition}:iam::{account}:instance-profile/{id}",
-        source: "iam.amazonaws.com",
-        events: &[
-            ("CreateInstanceProfile", Created, Ids::IamNamed("instanceProfileName", Some("instanceProfile"))),
-            ("TagInstanceProfile", Tagged, Ids::IamNamed("instanceProfileName", None)),
-            ("UntagInstanceProfile", Tagged, Ids::IamNamed("instanceProfileName", None)),
-        ],
-        read: "iam:ListInstanceProfileTags",
-        write: "iam:TagInstanceProfile",
-        list: &["iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles"],
-        batch: Batch::Alone,
-        why: "IAM's own Tag* calls; profiles attached to a role come with its listing",
-    },
-    Service {
-        kind: "iam:policy",
-        api: Api::IamPolicy,
-        arn: "arn:{partition}:iam::{account}:policy/{id}",
-        source: "iam.amazonaws.com",
-        events: &[
-            ("CreatePolicy", Created, Ids::Arn("/policy/arn")),
-            ("TagPolicy", Tagged, Ids::Arn("policyArn")),
-            ("UntagPolicy", Tagged, Ids::Arn("policyArn")),
-        ],
-        read: "iam:ListPolicyTags",
-        write: "iam:TagPolicy",
-        list: &["iam:ListPolicies"],
-        batch: Batch::Alone,
-        why: "IAM's own Tag* calls",
-    },
-    Service {
-        kind: "iam:oidc-provider",
-        api: Api::IamOidcProvider,
-        arn: "arn:{partition}:iam::{account}:oidc-provider/{id}",
-        source: "iam.amazonaws.com",
-        events: &[
-            ("CreateOpenIDConnectProvider", Created, Ids::Arn("/openIDConnectProviderArn")),
-            ("TagOpenIDConnectProvider", Tagged, Ids::Arn("openIDConnectProviderArn")),
-            ("UntagOpenIDConnectProvider", Tagged, Ids::Arn("openIDConnectProviderArn")),
-        ],
-        read: "iam:ListOpenIDConnectProviderTags",
-        write: "iam:TagOpenIDConnectProvider",
-        list: &["iam:ListOpenIDConnectProviders"],
-        batch: Batch::Alone,
-        why: "IAM's own Tag* calls",
-    },
-    // KMS developer guide, "Logging AWS KMS API calls": CreateKey's `responseElements.keyMetadata.arn`;
-    // TagResource / UntagResource name the key in `requestParameters.keyId`, by ARN or by key id.
-    Service {
-        kind: "kms:key",
-        api: Api::Kms,
-        arn: "arn:{partition}:kms:{region}:{account}:key/{id}",
-        source: "kms.amazonaws.com",
-        events: &[
-            ("CreateKey", Created, Ids::Arn("/keyMetadata/arn")),
-            ("TagResource", Tagged, Ids::IdOrArn("keyId")),
-            ("UntagResource", Tagged, Ids::IdOrArn("keyId")),
-        ],
-        read: "kms:ListResourceTags",
-        write: "kms:TagResource",
-        list: TAGGED,
-        batch: Batch::Alone,
-        why: "ListResourceTags reads the key itself, where the Tagging API's index lags a new key's tags; TagResource names one key",
-    },
-    // EFS has no API of its own here (the Tagging API serves it), but its events are parsed.
-    Service {
-        kind: "elasticfilesystem:*",
-        api: Api::Tagging,
-        arn: "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/{id}",
-        source: "elasticfilesystem.amazonaws.com",
-        events: &[
-            ("CreateFileSystem", Created, Ids::Efs(Some("/fileSystemArn"))),
-            ("CreateAccessPoint", Created, Ids::Efs(Some("/accessPointArn"))),
-            ("TagResource", Tagged, Ids::Efs(None)),
-            ("UntagResource", Tagged, Ids::Efs(None)),
-            ("CreateTags", Tagged, Ids::Efs(None)),
-            ("DeleteTags", Tagged, Ids::Efs(None)),
-        ],
-        read: TAGGING.read,
-        write: TAGGING.write,
-        list: TAGGED,
-        batch: TAGGING.batch,
-        why: "the Tagging API, as any other service; its CloudTrail events are parsed so a new file system is tagged at once",
-    },
+    EC2,
+    S3,
+    ELB_CLASSIC,
+    ELBV2,
+    ROUTE53,
+    IAM_ROLE,
+    IAM_USER,
+    IAM_INSTANCE_PROFILE,
+    IAM_POLICY,
+    IAM_OIDC_PROVIDER,
+    KMS,
+    EFS,
 ];
+
+pub const EC2: Service = Service {
+    kind: "ec2:*",
+    api: Api::Ec2,
+    arn: "arn:{partition}:ec2:{region}:{account}:volume/{id}",
+    source: "ec2.amazonaws.com",
+    events: &[
+        ("RunInstances", Created, Ids::RunInstances),
+        ("CreateVolume", Created, Ids::Ec2Response("volumeId")),
+        ("CreateSecurityGroup", Created, Ids::Ec2Response("groupId")),
+        ("CreateNetworkInterface", Created, Ids::Ec2Response("networkInterfaceId")),
+        ("CreateSnapshot", Created, Ids::Ec2Response("snapshotId")),
+        ("CreateImage", Created, Ids::Ec2Response("imageId")),
+        ("AllocateAddress", Created, Ids::Ec2Response("allocationId")),
+        ("CreateNatGateway", Created, Ids::Ec2Response("natGatewayId")),
+        ("CreateVpc", Created, Ids::Ec2Response("vpcId")),
+        ("CreateSubnet", Created, Ids::Ec2Response("subnetId")),
+        ("CreateRouteTable", Created, Ids::Ec2Response("routeTableId")),
+        ("CreateInternetGateway", Created, Ids::Ec2Response("internetGatewayId")),
+        ("CreateVpcEndpoint", Created, Ids::Ec2Response("vpcEndpointId")),
+        ("CreateLaunchTemplate", Created, Ids::Ec2Response("launchTemplateId")),
+        ("CreateTags", Tagged, Ids::Ec2ResourcesSet),
+        ("DeleteTags", Tagged, Ids::Ec2ResourcesSet),
+    ],
+    read: "ec2:DescribeTags",
+    write: "ec2:CreateTags",
+    list: TAGGED,
+    batch: Batch::Shared(1000),
+    why: "CreateTags names up to 1000 resources sharing one delta; TagResources 20",
+};
+
+pub const S3: Service = Service {
+    kind: "s3:bucket",
+    api: Api::S3,
+    arn: "arn:{partition}:s3:::{id}",
+    source: "s3.amazonaws.com",
+    events: &[
+        ("CreateBucket", Created, Ids::S3Bucket),
+        ("PutBucketTagging", Tagged, Ids::S3Bucket),
+        ("DeleteBucketTagging", Tagged, Ids::S3Bucket),
+    ],
+    read: "s3:GetBucketTagging",
+    write: "s3:PutBucketTagging",
+    list: TAGGED,
+    batch: Batch::Reread,
+    why: "GetBucketTagging reads the bucket's own tags (the Tagging API's index lags); PutBucketTagging replaces the set, so it is re-read right before the write",
+};
+
+// Classic ELB shares the event source and names with ELBv2; `apiVersion` 2012-06-01 tells it.
+pub const ELB_CLASSIC: Service = Service {
+    kind: "elasticloadbalancing:classic-loadbalancer",
+    api: Api::ElbClassic,
+    arn: "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/{id}",
+    source: "elasticloadbalancing.amazonaws.com",
+    events: &[
+        ("CreateLoadBalancer", Created, Ids::ElbClassicNames),
+        ("AddTags", Tagged, Ids::ElbClassicNames),
+        ("RemoveTags", Tagged, Ids::ElbClassicNames),
+    ],
+    read: "elasticloadbalancing:DescribeTags",
+    write: "elasticloadbalancing:AddTags",
+    list: TAGGED,
+    batch: Batch::Alone,
+    why: "the Classic ELB API (AddTags takes one name) costs the same per load balancer as TagResources and is the one the emulator implements",
+};
+
+pub const ELBV2: Service = Service {
+    kind: "elasticloadbalancing:*",
+    api: Api::Elbv2,
+    arn: "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/app/{id}/50dc6c495c0c9188",
+    source: "elasticloadbalancing.amazonaws.com",
+    events: &[
+        ("CreateLoadBalancer", Created, Ids::ElbResponse("loadBalancers", "loadBalancerArn")),
+        ("CreateTargetGroup", Created, Ids::ElbResponse("targetGroups", "targetGroupArn")),
+        ("CreateListener", Created, Ids::ElbResponse("listeners", "listenerArn")),
+        ("CreateRule", Created, Ids::ElbResponse("rules", "ruleArn")),
+        ("AddTags", Tagged, Ids::ElbRequestArns),
+        ("RemoveTags", Tagged, Ids::ElbRequestArns),
+    ],
+    read: "elasticloadbalancing:DescribeTags",
+    write: "elasticloadbalancing:AddTags",
+    list: &["tag:GetResources", "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules"],
+    batch: Batch::Alone,
+    why: "ELBv2 DescribeTags/AddTags (one ARN per AddTags, as the service enforces); listeners and rules too, which the Tagging API does not list",
+};
+
+// Route 53 is global: its events arrive in us-east-1, like IAM's.
+pub const ROUTE53: Service = Service {
+    kind: "route53:*",
+    api: Api::Route53,
+    arn: "arn:{partition}:route53:::hostedzone/{id}",
+    source: "route53.amazonaws.com",
+    events: &[
+        ("CreateHostedZone", Created, Ids::Route53Created("hostedZone", "hostedzone")),
+        ("CreateHealthCheck", Created, Ids::Route53Created("healthCheck", "healthcheck")),
+        ("ChangeTagsForResource", Tagged, Ids::Route53Tagged),
+    ],
+    read: "route53:ListTagsForResource",
+    write: "route53:ChangeTagsForResource",
+    list: &["route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources"],
+    batch: Batch::Alone,
+    why: "Route 53 is global: ChangeTagsForResource (10 tags a call) and ListTagsForResources, which see hosted zones and health checks wherever the function runs",
+};
+
+pub const IAM_ROLE: Service = Service {
+    kind: "iam:role",
+    api: Api::IamRole,
+    arn: "arn:{partition}:iam::{account}:role/{id}",
+    source: "iam.amazonaws.com",
+    events: &[
+        ("CreateRole", Created, Ids::IamNamed("roleName", Some("role"))),
+        ("TagRole", Tagged, Ids::IamNamed("roleName", None)),
+        ("UntagRole", Tagged, Ids::IamNamed("roleName", None)),
+    ],
+    read: "iam:GetRole",
+    write: "iam:TagRole",
+    list: &["iam:GetAccountAuthorizationDetails"],
+    batch: Batch::Alone,
+    why: "the Tagging API does not cover IAM roles; GetRole carries the tags and the ARN with its path",
+};
+
+pub const IAM_USER: Service = Service {
+    kind: "iam:user",
+    api: Api::IamUser,
+    arn: "arn:{partition}:iam::{account}:user/{id}",
+    source: "iam.amazonaws.com",
+    events: &[
+        ("CreateUser", Created, Ids::IamNamed("userName", Some("user"))),
+        ("TagUser", Tagged, Ids::IamNamed("userName", None)),
+        ("UntagUser", Tagged, Ids::IamNamed("userName", None)),
+    ],
+    read: "iam:GetUser",
+    write: "iam:TagUser",
+    list: &["iam:GetAccountAuthorizationDetails"],
+    batch: Batch::Alone,
+    why: "the Tagging API does not cover IAM users",
+};
+
+pub const IAM_INSTANCE_PROFILE: Service = Service {
+    kind: "iam:instance-profile",
+    api: Api::IamInstanceProfile,
+    arn: "arn:{partition}:iam::{account}:instance-profile/{id}",
+    source: "iam.amazonaws.com",
+    events: &[
+        ("CreateInstanceProfile", Created, Ids::IamNamed("instanceProfileName", Some("instanceProfile"))),
+        ("TagInstanceProfile", Tagged, Ids::IamNamed("instanceProfileName", None)),
+        ("UntagInstanceProfile", Tagged, Ids::IamNamed("instanceProfileName", None)),
+    ],
+    read: "iam:ListInstanceProfileTags",
+    write: "iam:TagInstanceProfile",
+    list: &["iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles"],
+    batch: Batch::Alone,
+    why: "IAM's own Tag* calls; profiles attached to a role come with its listing",
+};
+
+pub const IAM_POLICY: Service = Service {
+    kind: "iam:policy",
+    api: Api::IamPolicy,
+    arn: "arn:{partition}:iam::{account}:policy/{id}",
+    source: "iam.amazonaws.com",
+    events: &[
+        ("CreatePolicy", Created, Ids::Arn("/policy/arn")),
+        ("TagPolicy", Tagged, Ids::Arn("policyArn")),
+        ("UntagPolicy", Tagged, Ids::Arn("policyArn")),
+    ],
+    read: "iam:ListPolicyTags",
+    write: "iam:TagPolicy",
+    list: &["iam:ListPolicies"],
+    batch: Batch::Alone,
+    why: "IAM's own Tag* calls",
+};
+
+pub const IAM_OIDC_PROVIDER: Service = Service {
+    kind: "iam:oidc-provider",
+    api: Api::IamOidcProvider,
+    arn: "arn:{partition}:iam::{account}:oidc-provider/{id}",
+    source: "iam.amazonaws.com",
+    events: &[
+        ("CreateOpenIDConnectProvider", Created, Ids::Arn("/openIDConnectProviderArn")),
+        ("TagOpenIDConnectProvider", Tagged, Ids::Arn("openIDConnectProviderArn")),
+        ("UntagOpenIDConnectProvider", Tagged, Ids::Arn("openIDConnectProviderArn")),
+    ],
+    read: "iam:ListOpenIDConnectProviderTags",
+    write: "iam:TagOpenIDConnectProvider",
+    list: &["iam:ListOpenIDConnectProviders"],
+    batch: Batch::Alone,
+    why: "IAM's own Tag* calls",
+};
+
+// KMS developer guide, "Logging AWS KMS API calls": CreateKey's `responseElements.keyMetadata.arn`;
+// TagResource / UntagResource name the key in `requestParameters.keyId`, by ARN or by key id.
+pub const KMS: Service = Service {
+    kind: "kms:key",
+    api: Api::Kms,
+    arn: "arn:{partition}:kms:{region}:{account}:key/{id}",
+    source: "kms.amazonaws.com",
+    events: &[
+        ("CreateKey", Created, Ids::Arn("/keyMetadata/arn")),
+        ("TagResource", Tagged, Ids::IdOrArn("keyId")),
+        ("UntagResource", Tagged, Ids::IdOrArn("keyId")),
+    ],
+    read: "kms:ListResourceTags",
+    write: "kms:TagResource",
+    list: TAGGED,
+    batch: Batch::Alone,
+    why: "ListResourceTags reads the key itself, where the Tagging API's index lags a new key's tags; TagResource names one key",
+};
+
+// EFS has no API of its own here (the Tagging API serves it), but its events are parsed.
+pub const EFS: Service = Service {
+    kind: "elasticfilesystem:*",
+    api: Api::Tagging,
+    arn: "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/{id}",
+    source: "elasticfilesystem.amazonaws.com",
+    events: &[
+        ("CreateFileSystem", Created, Ids::Efs(Some("/fileSystemArn"))),
+        ("CreateAccessPoint", Created, Ids::Efs(Some("/accessPointArn"))),
+        ("TagResource", Tagged, Ids::Efs(None)),
+        ("UntagResource", Tagged, Ids::Efs(None)),
+        ("CreateTags", Tagged, Ids::Efs(None)),
+        ("DeleteTags", Tagged, Ids::Efs(None)),
+    ],
+    read: TAGGING.read,
+    write: TAGGING.write,
+    list: TAGGED,
+    batch: TAGGING.batch,
+    why:
+        "the Tagging API, as any other service; its CloudTrail events are parsed so a new file system is tagged at once",
+};
 
 /// The generic path: every other ARN, 20 per `TagResources`.
 pub const TAGGING: Service = Service {

@@ -8,6 +8,7 @@ use super::batch_name;
 use crate::aws::tags::Tagger;
 use crate::cloud_error::{CloudError, ErrorClass};
 use crate::resource::ResourceRef;
+use crate::services::EC2;
 use crate::TagMap;
 
 /// One resource's tags. `DescribeTags` answers an empty list for an id that does not exist: where
@@ -26,7 +27,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
             .set_next_token(token)
             .send()
             .await
-            .map_err(|e| CloudError::from_sdk("ec2:DescribeTags", id, e))?;
+            .map_err(|e| CloudError::from_sdk(EC2.read, id, e))?;
         tags.extend(
             out.tags()
                 .iter()
@@ -78,7 +79,7 @@ impl Tagger {
             .send()
             .await
             .map(drop)
-            .map_err(|e| CloudError::from_sdk("ec2:CreateTags", &batch_name(ids), e))
+            .map_err(|e| CloudError::from_sdk(EC2.write, &batch_name(ids), e))
     }
 
     /// The tags of many EC2 resources in as few `DescribeTags` calls as the filter allows: each
@@ -100,7 +101,7 @@ impl Tagger {
                     .set_next_token(token)
                     .send()
                     .await
-                    .map_err(|e| CloudError::from_sdk("ec2:DescribeTags", &batch_name(chunk), e))?;
+                    .map_err(|e| CloudError::from_sdk(EC2.read, &batch_name(chunk), e))?;
                 for t in out.tags() {
                     let (Some(id), Some(key)) = (t.resource_id(), t.key()) else { continue };
                     found

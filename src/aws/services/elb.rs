@@ -7,6 +7,7 @@ use super::{arn_name, build_error};
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
+use crate::services::{ELBV2, ELB_CLASSIC};
 use crate::TagMap;
 
 /// ELBv2 `DescribeTags` names at most 20 resources.
@@ -20,7 +21,7 @@ pub(in crate::aws) async fn read_v2(t: &Tagger, r: &ResourceRef) -> Result<TagMa
         .resource_arns(&r.id)
         .send()
         .await
-        .map_err(|e| CloudError::from_sdk("elasticloadbalancing:DescribeTags", &r.id, e))?;
+        .map_err(|e| CloudError::from_sdk(ELBV2.read, &r.id, e))?;
     let tags = out.tag_descriptions().iter().flat_map(|d| d.tags());
     Ok(tags.map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())).collect())
 }
@@ -35,7 +36,7 @@ pub(in crate::aws) async fn write_v2(t: &Tagger, r: &ResourceRef, set: &TagMap, 
         .send()
         .await
         .map(drop)
-        .map_err(|e| CloudError::from_sdk("elasticloadbalancing:AddTags", &r.id, e))
+        .map_err(|e| CloudError::from_sdk(ELBV2.write, &r.id, e))
 }
 
 pub(in crate::aws) async fn read_classic(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
@@ -46,7 +47,7 @@ pub(in crate::aws) async fn read_classic(t: &Tagger, r: &ResourceRef) -> Result<
         .load_balancer_names(arn_name(&r.id))
         .send()
         .await
-        .map_err(|e| CloudError::from_sdk("elasticloadbalancing:DescribeTags", &r.id, e))?;
+        .map_err(|e| CloudError::from_sdk(ELB_CLASSIC.read, &r.id, e))?;
     let tags = out.tag_descriptions().iter().flat_map(|d| d.tags());
     Ok(tags.map(|t| (t.key().to_string(), t.value().unwrap_or_default().to_string())).collect())
 }
@@ -61,7 +62,7 @@ pub(in crate::aws) async fn write_classic(
         .iter()
         .map(|(k, v)| aws_sdk_elasticloadbalancing::types::Tag::builder().key(k).value(v).build())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| build_error("elasticloadbalancing:AddTags", &r.id, e))?;
+        .map_err(|e| build_error(ELB_CLASSIC.write, &r.id, e))?;
     t.clients
         .elb
         .add_tags()
@@ -70,7 +71,7 @@ pub(in crate::aws) async fn write_classic(
         .send()
         .await
         .map(drop)
-        .map_err(|e| CloudError::from_sdk("elasticloadbalancing:AddTags", &r.id, e))
+        .map_err(|e| CloudError::from_sdk(ELB_CLASSIC.write, &r.id, e))
 }
 
 impl Tagger {
@@ -114,7 +115,7 @@ impl Tagger {
                 .set_resource_arns(Some(chunk.to_vec()))
                 .send()
                 .await
-                .map_err(|e| CloudError::from_sdk("elasticloadbalancing:DescribeTags", &chunk[0], e))?;
+                .map_err(|e| CloudError::from_sdk(ELB_CLASSIC.read, &chunk[0], e))?;
             for d in described.tag_descriptions() {
                 let Some(r) = d.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
                 let tags = d

@@ -9,6 +9,7 @@ use aws_sdk_iam::types::Tag;
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
+use crate::services::{IAM_INSTANCE_PROFILE, IAM_OIDC_PROVIDER, IAM_POLICY, IAM_ROLE, IAM_USER};
 use crate::TagMap;
 
 /// A read's tags and the entity's ARN with its path: IAM `Tag*` events name a role or user
@@ -49,14 +50,14 @@ where
 /// `GetRole` carries every tag (at most 50) and the ARN with its path, in one call.
 pub(in crate::aws) async fn read_role(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
     let out = t.clients.iam.get_role().role_name(&r.id).send().await;
-    let out = out.map_err(|e| CloudError::from_sdk("iam:GetRole", &r.id, e))?;
+    let out = out.map_err(|e| CloudError::from_sdk(IAM_ROLE.read, &r.id, e))?;
     let role = out.role();
     Ok((role.map(|r| r.tags().iter().map(pair).collect()).unwrap_or_default(), role.map(|r| r.arn().to_string())))
 }
 
 pub(in crate::aws) async fn read_user(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
     let out = t.clients.iam.get_user().user_name(&r.id).send().await;
-    let out = out.map_err(|e| CloudError::from_sdk("iam:GetUser", &r.id, e))?;
+    let out = out.map_err(|e| CloudError::from_sdk(IAM_USER.read, &r.id, e))?;
     let user = out.user();
     Ok((user.map(|u| u.tags().iter().map(pair).collect()).unwrap_or_default(), user.map(|u| u.arn().to_string())))
 }
@@ -65,7 +66,7 @@ pub(in crate::aws) async fn read_instance_profile(t: &Tagger, r: &ResourceRef) -
     let (iam, id) = (&t.clients.iam, r.id.as_str());
     pages(|marker| async move {
         let out = iam.list_instance_profile_tags().instance_profile_name(id).set_marker(marker).send().await;
-        let out = out.map_err(|e| CloudError::from_sdk("iam:ListInstanceProfileTags", id, e))?;
+        let out = out.map_err(|e| CloudError::from_sdk(IAM_INSTANCE_PROFILE.read, id, e))?;
         Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
     })
     .await
@@ -75,7 +76,7 @@ pub(in crate::aws) async fn read_policy(t: &Tagger, r: &ResourceRef) -> Result<T
     let (iam, id) = (&t.clients.iam, r.id.as_str());
     pages(|marker| async move {
         let out = iam.list_policy_tags().policy_arn(id).set_marker(marker).send().await;
-        let out = out.map_err(|e| CloudError::from_sdk("iam:ListPolicyTags", id, e))?;
+        let out = out.map_err(|e| CloudError::from_sdk(IAM_POLICY.read, id, e))?;
         Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
     })
     .await
@@ -86,7 +87,7 @@ pub(in crate::aws) async fn read_oidc_provider(t: &Tagger, r: &ResourceRef) -> R
     pages(|marker| async move {
         let out =
             iam.list_open_id_connect_provider_tags().open_id_connect_provider_arn(id).set_marker(marker).send().await;
-        let out = out.map_err(|e| CloudError::from_sdk("iam:ListOpenIDConnectProviderTags", id, e))?;
+        let out = out.map_err(|e| CloudError::from_sdk(IAM_OIDC_PROVIDER.read, id, e))?;
         Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
     })
     .await
@@ -99,7 +100,7 @@ pub(in crate::aws) async fn write_role(
     _: &TagMap,
 ) -> Result<(), CloudError> {
     let call = t.clients.iam.tag_role().role_name(&r.id).set_tags(Some(tags(&r.id, set)?));
-    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagRole", &r.id, e))
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_ROLE.write, &r.id, e))
 }
 
 pub(in crate::aws) async fn write_user(
@@ -109,7 +110,7 @@ pub(in crate::aws) async fn write_user(
     _: &TagMap,
 ) -> Result<(), CloudError> {
     let call = t.clients.iam.tag_user().user_name(&r.id).set_tags(Some(tags(&r.id, set)?));
-    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagUser", &r.id, e))
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_USER.write, &r.id, e))
 }
 
 pub(in crate::aws) async fn write_instance_profile(
@@ -119,7 +120,7 @@ pub(in crate::aws) async fn write_instance_profile(
     _: &TagMap,
 ) -> Result<(), CloudError> {
     let call = t.clients.iam.tag_instance_profile().instance_profile_name(&r.id).set_tags(Some(tags(&r.id, set)?));
-    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagInstanceProfile", &r.id, e))
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_INSTANCE_PROFILE.write, &r.id, e))
 }
 
 pub(in crate::aws) async fn write_policy(
@@ -129,7 +130,7 @@ pub(in crate::aws) async fn write_policy(
     _: &TagMap,
 ) -> Result<(), CloudError> {
     let call = t.clients.iam.tag_policy().policy_arn(&r.id).set_tags(Some(tags(&r.id, set)?));
-    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagPolicy", &r.id, e))
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_POLICY.write, &r.id, e))
 }
 
 pub(in crate::aws) async fn write_oidc_provider(
@@ -144,7 +145,7 @@ pub(in crate::aws) async fn write_oidc_provider(
         .tag_open_id_connect_provider()
         .open_id_connect_provider_arn(&r.id)
         .set_tags(Some(tags(&r.id, set)?));
-    call.send().await.map(drop).map_err(|e| CloudError::from_sdk("iam:TagOpenIDConnectProvider", &r.id, e))
+    call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_OIDC_PROVIDER.write, &r.id, e))
 }
 
 impl Tagger {

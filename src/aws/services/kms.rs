@@ -7,6 +7,7 @@ use super::build_error;
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
+use crate::services::KMS;
 use crate::TagMap;
 
 /// Every page (a key holds at most 50 tags, `Limit`'s maximum, so one page in practice).
@@ -22,7 +23,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
             .set_marker(marker)
             .send()
             .await
-            .map_err(|e| CloudError::from_sdk("kms:ListResourceTags", &r.id, e))?;
+            .map_err(|e| CloudError::from_sdk(KMS.read, &r.id, e))?;
         tags.extend(out.tags().iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())));
         marker = out.next_marker().filter(|_| out.truncated()).map(str::to_owned);
         if marker.is_none() {
@@ -37,7 +38,7 @@ pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: 
         .iter()
         .map(|(k, v)| Tag::builder().tag_key(k).tag_value(v).build())
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| build_error("kms:TagResource", &r.id, e))?;
+        .map_err(|e| build_error(KMS.write, &r.id, e))?;
     t.clients
         .kms
         .tag_resource()
@@ -46,5 +47,5 @@ pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: 
         .send()
         .await
         .map(drop)
-        .map_err(|e| CloudError::from_sdk("kms:TagResource", &r.id, e))
+        .map_err(|e| CloudError::from_sdk(KMS.write, &r.id, e))
 }

@@ -5,6 +5,7 @@ use super::arn_name;
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
+use crate::services::ROUTE53;
 use crate::TagMap;
 
 /// Route 53 `ChangeTagsForResource`: `AddTags` holds at most 10 tags (Route 53 API reference);
@@ -32,7 +33,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
         .resource_id(zone)
         .send()
         .await
-        .map_err(|e| CloudError::from_sdk("route53:ListTagsForResource", &r.id, e))?;
+        .map_err(|e| CloudError::from_sdk(ROUTE53.read, &r.id, e))?;
     let tags = out.resource_tag_set().map(|s| s.tags()).unwrap_or_default();
     Ok(tags
         .iter()
@@ -53,7 +54,7 @@ pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: 
             .set_add_tags(Some(chunk.to_vec()))
             .send()
             .await
-            .map_err(|e| CloudError::from_sdk("route53:ChangeTagsForResource", &r.id, e))?;
+            .map_err(|e| CloudError::from_sdk(ROUTE53.write, &r.id, e))?;
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ use super::build_error;
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
+use crate::services::S3;
 use crate::TagMap;
 
 /// A bucket without tags answers `NoSuchTagSet`: no tags, not an error.
@@ -14,7 +15,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
     match t.clients.s3.get_bucket_tagging().bucket(&r.id).send().await {
         Ok(out) => Ok(out.tag_set().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect()),
         Err(e) if e.code() == Some("NoSuchTagSet") => Ok(TagMap::new()),
-        Err(e) => Err(CloudError::from_sdk("s3:GetBucketTagging", &r.id, e)),
+        Err(e) => Err(CloudError::from_sdk(S3.read, &r.id, e)),
     }
 }
 
@@ -38,11 +39,11 @@ pub(in crate::aws) async fn write(
             .iter()
             .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(k).value(v).build())
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| build_error("s3:PutBucketTagging", bucket, e))?;
+            .map_err(|e| build_error(S3.write, bucket, e))?;
         let tagging = aws_sdk_s3::types::Tagging::builder()
             .set_tag_set(Some(tags))
             .build()
-            .map_err(|e| build_error("s3:PutBucketTagging", bucket, e))?;
+            .map_err(|e| build_error(S3.write, bucket, e))?;
         match t.clients.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await {
             Ok(_) => return Ok(()),
             Err(e) if e.code() == Some("OperationAborted") && attempt + 1 < t.not_found.attempts => {
@@ -50,7 +51,7 @@ pub(in crate::aws) async fn write(
                 attempt += 1;
                 base = read(t, r).await?;
             }
-            Err(e) => return Err(CloudError::from_sdk("s3:PutBucketTagging", bucket, e)),
+            Err(e) => return Err(CloudError::from_sdk(S3.write, bucket, e)),
         }
     }
 }

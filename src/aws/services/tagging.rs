@@ -6,6 +6,7 @@ use crate::aws::tags::Tagger;
 use crate::cloud::{Cloud, OWNED};
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
+use crate::services::TAGGING;
 use crate::TagMap;
 
 /// `GetResources` answers only for resources that carry (or once carried) tags: an absent ARN
@@ -19,7 +20,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
         .resource_arn_list(arn)
         .send()
         .await
-        .map_err(|e| CloudError::from_sdk("tag:GetResources", &r.id, e))?;
+        .map_err(|e| CloudError::from_sdk(TAGGING.read, &r.id, e))?;
     let tags = out.resource_tag_mapping_list().iter().flat_map(|m| m.tags());
     Ok(tags.map(|t| (t.key().to_string(), t.value().to_string())).collect())
 }
@@ -44,14 +45,14 @@ impl Tagger {
             .set_tags(Some(set.iter().map(|(k, v)| (k.clone(), v.clone())).collect()))
             .send()
             .await
-            .map_err(|e| CloudError::from_sdk("tag:TagResources", &super::batch_name(arns), e))?;
+            .map_err(|e| CloudError::from_sdk(TAGGING.write, &super::batch_name(arns), e))?;
         let failed = out.failed_resources_map().into_iter().flatten();
         Ok(failed
             .map(|(arn, info)| {
                 let code = info.error_code().map(|c| c.as_str().to_string()).unwrap_or_else(|| "Unknown".into());
                 let message = info.error_message().unwrap_or_default();
                 let class = crate::aws::error::classify_tagging_failure(&code, message, Some(info.status_code()));
-                (arn.clone(), CloudError::aws("tag:TagResources", arn, &code, message, class))
+                (arn.clone(), CloudError::aws(TAGGING.write, arn, &code, message, class))
             })
             .collect())
     }
@@ -85,7 +86,7 @@ impl Tagger {
                 .await
             {
                 Ok(page) => page,
-                Err(e) => return (found, Some(CloudError::from_sdk("tag:GetResources", &owner_key, e))),
+                Err(e) => return (found, Some(CloudError::from_sdk(TAGGING.read, &owner_key, e))),
             };
             for m in page.resource_tag_mapping_list() {
                 let Some(r) = m.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
