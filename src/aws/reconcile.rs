@@ -93,6 +93,8 @@ impl Reconciler {
 }
 
 impl Adapter for Tagger {
+    type Group = Api;
+
     fn cloud(&self) -> Cloud {
         Cloud::Aws
     }
@@ -150,11 +152,11 @@ impl Adapter for Tagger {
 
     /// EC2 `CreateTags` and `TagResources` name many resources sharing one delta; S3's
     /// `PutBucketTagging` replaces the set; every other API takes one resource a call.
-    fn batching(&self, r: &ResourceRef) -> Batching {
+    fn batching(&self, r: &ResourceRef) -> Batching<Api> {
         let row = kinds::row_of(r);
         match row.api {
-            Api::Ec2 => Batching::Shared { group: row.kind, max: self.ec2_batch.min(row.batch) },
-            Api::Tagging => Batching::Shared { group: row.kind, max: row.batch },
+            Api::Ec2 => Batching::Shared { group: row.api, max: self.ec2_batch.min(row.batch) },
+            Api::Tagging => Batching::Shared { group: row.api, max: row.batch },
             Api::S3 => Batching::Reread,
             _ => Batching::Alone,
         }
@@ -162,11 +164,11 @@ impl Adapter for Tagger {
 
     async fn write_shared(
         &self,
-        group: &'static str,
+        group: Api,
         resources: &[&ResourceRef],
         set: &TagMap,
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
-        if group == kinds::TAGGING.kind {
+        if group == Api::Tagging {
             let arn = |r: &ResourceRef| r.arn.clone().unwrap_or_else(|| r.id.clone());
             let arns: Vec<String> = resources.iter().map(|r| arn(r)).collect();
             let names: Vec<&str> = arns.iter().map(String::as_str).collect();

@@ -105,6 +105,8 @@ struct Scoped<'a> {
 }
 
 impl Adapter for Scoped<'_> {
+    type Group = std::convert::Infallible;
+
     fn cloud(&self) -> Cloud {
         Cloud::Azure
     }

@@ -63,6 +63,9 @@ pub struct Read {
 /// What a cloud does differently.
 #[allow(async_fn_in_trait)]
 pub trait Adapter: Send + Sync {
+    /// What the resources whose writes share a call have in common (AWS: the API); a cloud that
+    /// never shares a call names none (`std::convert::Infallible`).
+    type Group: Copy + Ord + std::fmt::Debug + Send + Sync;
     fn cloud(&self) -> Cloud;
     async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError>;
     /// The tags of a resource a listing just named: "not found" is returned at once, since it
@@ -108,7 +111,7 @@ pub trait Adapter: Send + Sync {
         Unindexed::default()
     }
     /// How a sweep sends the write of `r`.
-    fn batching(&self, r: &ResourceRef) -> Batching {
+    fn batching(&self, r: &ResourceRef) -> Batching<Self::Group> {
         let _ = r;
         Batching::Alone
     }
@@ -116,7 +119,7 @@ pub trait Adapter: Send + Sync {
     /// success, the positions in `resources` it failed for.
     async fn write_shared(
         &self,
-        group: &'static str,
+        group: Self::Group,
         resources: &[&ResourceRef],
         set: &TagMap,
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {

@@ -82,11 +82,12 @@ pub(super) struct Run {
     pub(super) locks_held: bool,
 }
 
-/// How a sweep sends the write of one resource.
+/// How a sweep sends the write of one resource; `G`, what resources sharing a call have in common
+/// ([`Adapter::Group`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Batching {
+pub enum Batching<G> {
     /// In one call with other resources of `group` that need the same tags, up to `max` a call.
-    Shared { group: &'static str, max: usize },
+    Shared { group: G, max: usize },
     /// One call of its own.
     Alone,
     /// One call of its own, re-read and re-planned right before: the write replaces the whole set.
@@ -102,16 +103,16 @@ pub(super) struct Planned {
 }
 
 /// One unit of the write phase.
-pub(super) enum Job {
+pub(super) enum Job<G> {
     /// Listed without tags: read, planned and written by the engine's reconcile.
     Read(ResourceRef),
     /// A planned write that replaces the set: the same, for planned resource `i`.
     Reread(usize),
     /// Planned resources sharing a delta, in one call where the adapter allows it.
-    Write { batching: Batching, set: TagMap, members: Vec<usize> },
+    Write { batching: Batching<G>, set: TagMap, members: Vec<usize> },
 }
 
-impl Job {
+impl<G> Job<G> {
     fn size(&self) -> u64 {
         match self {
             Job::Write { members, .. } => members.len() as u64,
@@ -207,7 +208,7 @@ impl Engine {
         cloud: &A,
         policies: &Policies,
         planned: &[Planned],
-        jobs: Vec<Job>,
+        jobs: Vec<Job<A::Group>>,
         how: Run,
     ) -> (Vec<Record>, Vec<Record>) {
         let mut read = Vec::new();
@@ -268,7 +269,7 @@ impl Engine {
         cloud: &A,
         policies: &Policies,
         planned: &[Planned],
-        job: Job,
+        job: Job<A::Group>,
         how: Run,
     ) -> Vec<Done> {
         let past = how.stop_at.is_some_and(|t| Instant::now() >= t);
@@ -309,7 +310,7 @@ impl Engine {
         &self,
         cloud: &A,
         planned: &[Planned],
-        batching: Batching,
+        batching: Batching<A::Group>,
         set: &TagMap,
         members: Vec<usize>,
     ) -> Vec<(usize, Result<(), CloudError>)> {
@@ -340,7 +341,7 @@ impl Engine {
         &self,
         cloud: &A,
         planned: &[Planned],
-        batching: Batching,
+        batching: Batching<A::Group>,
         set: &TagMap,
         members: &[usize],
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
@@ -432,8 +433,8 @@ fn since(record: Record, seen_ms: u64) -> Record {
 }
 
 /// The planned writes as jobs: shared calls grouped by identical delta, the rest alone.
-pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job> {
-    let mut groups: BTreeMap<(Batching, &TagMap), Vec<usize>> = BTreeMap::new();
+pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job<A::Group>> {
+    let mut groups: BTreeMap<(Batching<A::Group>, &TagMap), Vec<usize>> = BTreeMap::new();
     let mut jobs = Vec::new();
     for (i, p) in planned.iter().enumerate() {
         if !p.plan.writes() {
