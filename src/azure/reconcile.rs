@@ -16,7 +16,7 @@ use super::arm::ArmClient;
 use super::blob_store::BlobPolicyStore;
 use crate::cloud::Cloud;
 use crate::cloud_error::CloudError;
-use crate::enforce::sweep::{Listing, SweepOptions};
+use crate::enforce::sweep::Listing;
 use crate::enforce::{Adapter, Current, Engine, Read};
 use crate::events::Event;
 use crate::policy::cache::LoadedPolicy;
@@ -40,10 +40,7 @@ pub struct Reconciler {
 
 impl Reconciler {
     pub fn new(arm: ArmClient, store: BlobPolicyStore, own: Vec<String>) -> Self {
-        let mut engine = Engine::new(DEFAULT_CONCURRENCY);
-        // Every write is one resource's Merge, at the pace of the reconciles.
-        engine.sweep = SweepOptions { concurrency: DEFAULT_CONCURRENCY, ..SweepOptions::default() };
-        Reconciler { arm, store, own, sweep_scopes: Vec::new(), engine }
+        Reconciler { arm, store, own, sweep_scopes: Vec::new(), engine: Engine::new(DEFAULT_CONCURRENCY) }
     }
 
     fn scoped(&self) -> Scoped<'_> {

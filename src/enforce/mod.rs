@@ -140,6 +140,7 @@ pub struct Engine {
     in_flight: ResourceLocks,
     /// How many resources are reconciled at once, across every event of an invocation.
     permits: Semaphore,
+    /// Resources reconciled at once, and a sweep's or a batch's write calls in flight.
     concurrency: usize,
     /// Plan without writing.
     pub dry_run: bool,
@@ -150,7 +151,7 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// At most `concurrency` (at least 1) resources reconciled at once.
+    /// At most `concurrency` (at least 1) resources reconciled, and calls in flight, at once.
     pub fn new(concurrency: usize) -> Self {
         let concurrency = concurrency.max(1);
         Engine {

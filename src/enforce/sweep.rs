@@ -60,8 +60,6 @@ pub struct Unindexed {
 
 #[derive(Debug, Clone, Copy)]
 pub struct SweepOptions {
-    /// Write calls in flight at once.
-    pub concurrency: usize,
     /// Extra attempts for a write still throttled after the client's own retries, and their waits.
     pub throttled: Backoff,
 }
@@ -69,7 +67,7 @@ pub struct SweepOptions {
 impl Default for SweepOptions {
     fn default() -> Self {
         let throttled = Backoff { attempts: 4, first: Duration::from_millis(500), max: Duration::from_secs(8) };
-        SweepOptions { concurrency: 4, throttled }
+        SweepOptions { throttled }
     }
 }
 
@@ -200,7 +198,7 @@ impl Engine {
         out
     }
 
-    /// Run `jobs`, at most the sweep's concurrency at once, starting none after `stop_at` (what
+    /// Run `jobs`, at most the engine's concurrency at once, starting none after `stop_at` (what
     /// is left is `deferred`, retryable, saying why); then the records of the resources the jobs
     /// read, and the record of each planned resource, in order. A correction's lag is the caller's.
     pub(super) async fn run_jobs<A: Adapter>(
@@ -220,7 +218,7 @@ impl Engine {
         self.report("write", 0, size);
         let mut results = stream::iter(jobs)
             .map(|job| async move { self.run(cloud, policies, planned, job, how).await })
-            .buffer_unordered(self.sweep.concurrency.max(1));
+            .buffer_unordered(self.concurrency);
         while let Some(finished) = results.next().await {
             for d in finished {
                 done += 1;

@@ -32,7 +32,7 @@ pub struct Args {
     /// Plan only; exit 2 when any owned resource has drifted.
     #[arg(long)]
     dry_run: bool,
-    /// Write calls in flight at once.
+    /// Resources reconciled, and write calls in flight, at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
     /// EC2 resources per CreateTags call (the API takes at most 1000).
@@ -266,9 +266,9 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
         Tagger::new(clients.clone()),
         policy_store(&clients, location.clone(), std::time::Duration::ZERO),
         Vec::new(),
-    );
+    )
+    .with_concurrency(args.concurrency);
     reconciler.engine.dry_run = args.dry_run;
-    reconciler.engine.sweep.concurrency = args.concurrency;
     reconciler.tagger.ec2_batch = usize::from(args.ec2_batch);
     let (bar, callback) = progress();
     reconciler.engine.progress = callback;
@@ -325,7 +325,6 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let mut reconciler = Reconciler::new(arm, store, Vec::new());
     reconciler.sweep_scopes = args.scope.clone();
     reconciler.engine = tagwarden::enforce::Engine::new(args.concurrency.max(1));
-    reconciler.engine.sweep.concurrency = args.concurrency.max(1);
     reconciler.engine.dry_run = args.dry_run;
     let (bar, callback) = progress();
     reconciler.engine.progress = callback;
