@@ -9,8 +9,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
+use tagwarden::aws::adapter::Reconciler;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, s3};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::events::{self, Event};

@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::json;
+use tagwarden::aws::adapter::Reconciler;
 use tagwarden::aws::function;
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::events;

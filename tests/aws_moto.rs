@@ -9,9 +9,9 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tagwarden::aws::adapter::Reconciler;
 use tagwarden::aws::function::{self, Invoked};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::cloud_error::Backoff;

@@ -9,9 +9,9 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tagwarden::aws::adapter::Reconciler;
 use tagwarden::aws::function as lambda;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::azure::function::{Delivered, Handler};

@@ -14,8 +14,8 @@
 
 use std::time::Duration;
 
+use super::adapter::DEFAULT_CONCURRENCY;
 use super::policy_store::PolicyLocation;
-use super::reconcile::DEFAULT_CONCURRENCY;
 use crate::config::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

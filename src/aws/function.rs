@@ -18,7 +18,7 @@ use aws_lambda_events::event::s3::S3Event;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use serde_json::{json, Value};
 
-use super::reconcile::Reconciler;
+use super::adapter::Reconciler;
 use crate::cloud::Cloud;
 use crate::events;
 use crate::policy::store::{Layout, PolicySource};

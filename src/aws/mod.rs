@@ -4,6 +4,7 @@
 //! Configuration is the standard AWS SDK environment (region, credentials, `AWS_ENDPOINT_URL`),
 //! so the same code runs against AWS and against a local emulator.
 
+pub mod adapter;
 pub mod calls;
 pub mod config;
 pub mod discover;
@@ -11,7 +12,6 @@ pub mod error;
 pub mod function;
 pub mod kinds;
 pub mod policy_store;
-pub mod reconcile;
 pub mod tags;
 
 use std::time::Duration;

@@ -27,12 +27,12 @@ use base64::Engine as _;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
+use super::adapter::Reconciler;
 use super::arm::ArmClient;
 use super::blob_store::blob_policy_store;
 use super::config::Config;
 use super::identity::ManagedIdentity;
 use super::metrics::MetricsPublisher;
-use super::reconcile::Reconciler;
 use super::server::{Request, Response};
 use crate::calls::CallCounter;
 use crate::cloud_error::CloudError;

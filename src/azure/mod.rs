@@ -17,6 +17,7 @@
 //! Deliberately not here: event parsing (`crate::events`), the tag rules (`crate::policy::validate`) and the
 //! decision what to write (`crate::plan`) — this module only moves bytes and applies decisions.
 
+pub mod adapter;
 pub mod arm;
 pub mod blob_store;
 pub mod config;
@@ -24,7 +25,6 @@ pub mod error;
 pub mod function;
 pub mod identity;
 pub mod metrics;
-pub mod reconcile;
 pub mod server;
 
 use std::time::Duration;

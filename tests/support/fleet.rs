@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use aws_sdk_sts::config::Credentials;
 use serde_json::{json, Value};
+use tagwarden::aws::adapter::Reconciler;
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::cloud_error::Backoff;

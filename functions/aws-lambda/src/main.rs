@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::Value;
+use tagwarden::aws::adapter::Reconciler;
 use tagwarden::aws::config::Config;
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::policy_store;
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::rate_limit::RateLimit;

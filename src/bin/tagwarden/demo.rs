@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
+use tagwarden::aws::adapter::Reconciler;
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, elbv2, iam, s3};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;

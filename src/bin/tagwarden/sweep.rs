@@ -249,8 +249,8 @@ async fn timed(
 
 #[cfg(feature = "aws")]
 async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
+    use tagwarden::aws::adapter::Reconciler;
     use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-    use tagwarden::aws::reconcile::Reconciler;
     use tagwarden::aws::tags::Tagger;
     use tagwarden::aws::Clients;
 
@@ -290,11 +290,11 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
 #[cfg(feature = "azure")]
 async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     use std::sync::Arc;
+    use tagwarden::azure::adapter::Reconciler;
     use tagwarden::azure::arm::arm_audience;
     use tagwarden::azure::arm::ArmClient;
     use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
     use tagwarden::azure::identity::ManagedIdentity;
-    use tagwarden::azure::reconcile::Reconciler;
     use tagwarden::calls::CallCounter;
 
     let location: BlobLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
