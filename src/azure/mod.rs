@@ -1,5 +1,5 @@
 //! The Azure side (DESIGN.md §4–§8): the ARM Tags API client, managed-identity tokens, the policy
-//! store on Blob storage, Azure Monitor custom metrics, the reconciler, and the Functions
+//! store on Blob storage, Azure Monitor custom metrics, the engine's adapter, and the Functions
 //! custom-handler protocol that the `tagwarden-azure-function` binary serves.
 //!
 //! Everything talks plain HTTPS through one `reqwest` client (rustls on ring). No Azure SDK crate:

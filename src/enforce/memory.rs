@@ -82,7 +82,9 @@ pub fn resource(id: &str) -> ResourceRef {
 }
 
 impl Adapter for Memory {
+    type Source = Documents;
     type Group = ();
+    const CONCURRENCY: usize = 4;
 
     fn cloud(&self) -> Cloud {
         Cloud::Aws
