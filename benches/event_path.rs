@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, s3};
 use tagwarden::aws::tags::Tagger;
+use tagwarden::enforce::Engine;
 use tagwarden::events::{self, Event};
 
 const EVENTS: usize = 200;
@@ -69,7 +69,7 @@ async fn main() {
         })
         .collect();
     let location: PolicyLocation = format!("s3://{bucket}/p.json").parse().expect("location");
-    let reconciler = Reconciler::new(
+    let engine = Engine::new(
         Tagger::new(clients.clone()),
         policy_store(&clients, location, Duration::from_secs(60)),
         Vec::new(),
@@ -84,7 +84,7 @@ async fn main() {
         clients.calls.reset();
         let started = Instant::now();
         let outcomes: Vec<_> =
-            stream::iter(&events).map(|e| reconciler.handle_event(e)).buffer_unordered(concurrency).collect().await;
+            stream::iter(&events).map(|e| engine.handle_event(e, None)).buffer_unordered(concurrency).collect().await;
         let elapsed = started.elapsed();
         assert!(outcomes.iter().all(|o| !o.must_retry()), "an event failed");
         let n = EVENTS as f64;

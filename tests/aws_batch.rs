@@ -1,5 +1,5 @@
 //! One SQS batch of ten messages through the Lambda's handler, messages side by side (bounded by
-//! the reconciler's concurrency) versus one at a time, with every AWS call slowed by a fixed 30 ms
+//! the engine's concurrency) versus one at a time, with every AWS call slowed by a fixed 30 ms
 //! in the fault proxy so the figure is about round trips, not moto's speed. Both must end the same:
 //! the same batch item failures (only the messages that failed), one write per drifted resource
 //! (a duplicate message for a resource in the same batch writes nothing), every owned resource in
@@ -41,8 +41,8 @@ async fn run_batch(concurrency: usize) -> Run {
     direct.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("policy");
     let spec = FleetSpec { instances: 5, foreign_instances: 1, buckets: 1, roles: 1, target_groups: 1 };
     let fleet = Fleet::create(&direct, &account, &spec).await;
-    let rec = fleet::reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::from_secs(300))
-        .with_concurrency(concurrency);
+    let mut rec = fleet::reconciler(&via, &account, &format!("s3://{bucket}/p.json"), Duration::from_secs(300));
+    rec.set_concurrency(concurrency);
     // The policy is read once before the batch, as on a warm function.
     rec.store.current(true).await.0.expect("the policy is valid");
 

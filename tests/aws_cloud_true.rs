@@ -82,16 +82,16 @@ async fn sweep_rereads_a_bucket_before_replacing_its_tags() {
     let strict = &support::moto().strict;
     strict.set_tagging_lag(&env.akid, Duration::from_secs(3600));
     let mut rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
-    rec.engine.dry_run = true;
-    let listed = rec.sweep(true).await;
+    rec.dry_run = true;
+    let listed = rec.sweep(true, None, None).await;
     assert_eq!(listed.records.iter().filter(|r| r.status == Status::WouldApply).count(), 2);
     // Changes after the listing, which the lagging index does not show yet.
     env.put_bucket_tags(&late.id, &[(OWNER, "owned"), ("keep", "1"), ("late", "added")]).await;
     env.put_bucket_tags(&handed.id, &[(OWNER, "shared"), ("keep", "1")]).await;
 
-    rec.engine.dry_run = false;
+    rec.dry_run = false;
     let fired = strict.fired().get("tagging-index-lag").copied().unwrap_or(0);
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     assert!(strict.fired()["tagging-index-lag"] > fired, "the sweep listed from the lagging index");
     let after = env.read(&late).await;
     assert!(has(&after, &[("late", "added"), ("keep", "1"), (OWNER, "owned")]), "{after:?}");
@@ -112,7 +112,7 @@ async fn bucket_with_system_tags_is_written_and_keeps_them() {
     support::moto().strict.add_s3_system_tags(&b.id, &system);
     let rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
     let event = events::parse_one(event_for(&b, &env.account, "e-cfn").as_bytes()).expect("event");
-    let out = rec.handle_event(&event).await;
+    let out = rec.handle_event(&event, None).await;
     assert_eq!(out.records[0].status, Status::Applied, "{:?}", out.records[0].error);
     let after = env.read(&b).await;
     assert!(has(&after, &system) && has(&after, DESIRED) && has(&after, &[("keep", "1")]), "{after:?}");
@@ -127,7 +127,7 @@ async fn bucket_with_system_tags_is_written_and_keeps_them() {
         ],
     )
     .await;
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     let r = out.records.iter().find(|r| r.resource.contains("cfn")).expect("record");
     assert_eq!(r.status, Status::Applied, "{:?}", r.error);
 }
@@ -156,7 +156,7 @@ async fn iam_keys_compare_ignoring_case() {
     let r = role(&env.clients, "case-role", "/", &[(OWNER, "owned"), ("Team", "ops"), ("ENV", "prod")]).await;
     let rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
     let event = events::parse_one(event_for(&r, &env.account, "e-case").as_bytes()).expect("event");
-    let out = rec.handle_event(&event).await;
+    let out = rec.handle_event(&event, None).await;
     let record = &out.records[0];
     assert_eq!(record.status, Status::Applied, "{:?}", record.error);
     let changed: Vec<&str> = record.changes.iter().map(|c| c.key.as_str()).collect();
@@ -166,7 +166,7 @@ async fn iam_keys_compare_ignoring_case() {
     let teams: Vec<_> = after.iter().filter(|(k, _)| k.eq_ignore_ascii_case("team")).collect();
     assert_eq!(teams, [(&"team".to_string(), &"platform".to_string())], "{after:?}");
     env.clients.calls.reset();
-    let again = rec.handle_event(&event).await;
+    let again = rec.handle_event(&event, None).await;
     assert_eq!(again.records[0].status, Status::Unchanged);
     assert_eq!(env.clients.calls.writes(), 0);
 }
@@ -185,12 +185,12 @@ async fn iam_event_uses_the_real_arn_with_its_path() {
     let rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
     let event = events::parse_one(event_for(&r, &env.account, "e-path").as_bytes()).expect("event");
     assert!(!event.resources[0].arn.as_deref().unwrap_or_default().contains("/openshift/"), "the event has no path");
-    let out = rec.handle_event(&event).await;
+    let out = rec.handle_event(&event, None).await;
     assert_eq!(out.records[0].status, Status::Applied, "{:?}", out.records[0].error);
     let after = env.read(&r).await;
     assert!(has(&after, &[("team", "platform"), ("pool", "control")]), "{after:?}");
     // The sweep agrees: nothing left to write.
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     assert!(out.records.iter().all(|r| r.status != Status::Applied), "{:?}", out.records);
 }
 
@@ -217,7 +217,7 @@ async fn elbv2_writes_one_arn_per_call() {
     let rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
     let refused = support::moto().strict.fired().get("elbv2-add-tags-one-arn").copied().unwrap_or(0);
     env.clients.calls.reset();
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     assert_eq!(out.records.iter().filter(|r| r.status == Status::Applied).count(), 3, "{:?}", out.records);
     let calls = env.clients.calls.snapshot();
     let add_tags: u64 = calls.iter().filter(|(op, _)| op.ends_with(":AddTags")).map(|(_, n)| n).sum();
@@ -246,7 +246,7 @@ async fn one_unreadable_iam_entity_fails_alone() {
     let b = managed_policy(&env.clients, "policy-b", &[(OWNER, "owned")]).await;
     let rec = reconciler(&via, &account, &location, Duration::ZERO);
     proxy.set_rules(vec![Rule::new(Some("iam"), Some("ListPolicyTags"), Fault::AccessDenied, When::Always).budget(1)]);
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let failed: Vec<_> = out.records.iter().filter(|r| r.status == Status::Failed).collect();
     assert_eq!(failed.len(), 1, "{:?}", out.records);
@@ -275,7 +275,7 @@ async fn iam_roles_and_users_are_listed_with_their_tags_in_bulk() {
     role(&env.clients, "foreign", "/", &[("kubernetes.io/cluster/other-x9k2p", "owned")]).await;
     let rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
     env.clients.calls.reset();
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     let applied = out.records.iter().filter(|r| r.status == Status::Applied && r.resource_type == "iam:role");
     assert_eq!(applied.count(), 12, "{:?}", out.records);
     let calls = env.clients.calls.snapshot();
@@ -330,7 +330,7 @@ async fn nothing_starts_past_the_deadline() {
     let inv = function::handle_until(&rec, &json!({"tagwarden": "sweep"}), Some(soon)).await;
     assert_eq!(env.clients.calls.writes(), 0);
     assert!(inv.error.is_some(), "the deferred sweep asks to be run again");
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     assert!(out.records.iter().any(|r| r.status == Status::Applied));
 }
 
@@ -370,7 +370,7 @@ async fn volumes_attached_after_the_event_are_waited_for() {
         later.ec2.attach_volume().volume_id(&v).instance_id(&i).device("/dev/sda1").send().await.expect("attach");
     });
     let mut rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
-    rec.tagger.not_found = tagwarden::cloud_error::Backoff {
+    rec.adapter.not_found = tagwarden::cloud_error::Backoff {
         attempts: 8,
         first: Duration::from_millis(100),
         max: Duration::from_millis(400),
@@ -382,7 +382,7 @@ async fn volumes_attached_after_the_event_are_waited_for() {
         .replace("111122223333", &env.account)
         .replace("eu-west-1", "us-east-1");
     let event = events::parse_one(text.as_bytes()).expect("event");
-    let out = rec.handle_event(&event).await;
+    let out = rec.handle_event(&event, None).await;
     attach.await.expect("attached");
     let record = out.records.iter().find(|r| r.resource_type == "ec2:volume").expect("the volume was reconciled");
     assert_eq!(record.status, Status::Applied, "{:?}", out.records);
@@ -410,10 +410,10 @@ async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
         When::Always,
     )]);
 
-    let out = rec.sweep(true).await;
+    let out = rec.sweep(true, None, None).await;
     assert!(out.error.is_none(), "the sweep went on: {:?}", out.error);
     let desired = tags(DESIRED);
-    let (wrong, applied) = fleet.check(&rec.tagger, &desired, &|_| true).await;
+    let (wrong, applied) = fleet.check(&rec.adapter, &desired, &|_| true).await;
     assert!(wrong.is_empty(), "every listed owned resource is corrected: {wrong:#?}");
     assert_eq!(applied, fleet.owned.len());
     let listing: Vec<_> = out.records.iter().filter(|r| r.is_listing()).collect();
@@ -430,13 +430,13 @@ async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
         report.failures.iter().any(|f| f.resource_type == "iam:GetAccountAuthorizationDetails"),
         "the status report shows the failed listing: {report:?}"
     );
-    assert!(!rec.tagger.read(&role).await.expect("role").contains_key("team"), "the role was not listed");
+    assert!(!rec.adapter.read(&role).await.expect("role").contains_key("team"), "the role was not listed");
 
     // The guardrail lifted: the next sweep lists IAM again and corrects the role.
     proxy.clear_rules();
-    let out = rec.sweep(true).await;
+    let out = rec.sweep(true, None, None).await;
     assert_eq!(out.failed(), 0, "{:#?}", out.records);
-    assert_eq!(rec.tagger.read(&role).await.expect("role").get("team").map(String::as_str), Some("platform"));
+    assert_eq!(rec.adapter.read(&role).await.expect("role").get("team").map(String::as_str), Some("platform"));
     let report = tagwarden::status::store_io::read(&rec.store, None).await.expect("read").expect("a status report");
     assert!(report.failures.is_empty(), "{report:?}");
 }

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use tagwarden::aws::function;
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::enforce::Engine;
 use tagwarden::events;
 use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;
@@ -153,7 +153,7 @@ impl Account {
     }
 }
 
-fn reconciler(a: &Account, location: &str) -> Reconciler {
+fn reconciler(a: &Account, location: &str) -> Engine<Tagger> {
     fleet::reconciler(&a.clients, &a.account, location, Duration::from_secs(300))
 }
 
@@ -188,7 +188,7 @@ async fn one_deployment_enforces_every_cluster_in_the_account() {
     multi.clients.calls.reset();
     let mut ignored = 0;
     for event in &events {
-        let out = set.handle_event(event).await;
+        let out = set.handle_event(event, None).await;
         assert!(out.error.is_none(), "{:?}", out.error);
         ignored += out.metrics.events_ignored;
         for r in &out.records {
@@ -204,13 +204,13 @@ async fn one_deployment_enforces_every_cluster_in_the_account() {
     // Ten deployments, one per cluster, as before.
     let single = account().await;
     let events = single.events();
-    let deployments: Vec<Reconciler> = (0..CLUSTERS)
+    let deployments: Vec<Engine<Tagger>> = (0..CLUSTERS)
         .map(|i| reconciler(&single, &format!("s3://{}/clusters/{}/10-cluster.yaml", single.bucket, infra(i))))
         .collect();
     single.clients.calls.reset();
     for event in &events {
         for d in &deployments {
-            let out = d.handle_event(event).await;
+            let out = d.handle_event(event, None).await;
             assert!(out.error.is_none() || out.error.as_deref().is_some_and(|e| e.contains("no valid policy")));
         }
     }
@@ -250,7 +250,7 @@ async fn one_deployment_enforces_every_cluster_in_the_account() {
         .collect();
     multi.clients.ec2.create_tags().set_resources(Some(instances)).tags(env_dev).send().await.expect("drift");
     multi.clients.calls.reset();
-    let out = set.sweep(true).await;
+    let out = set.sweep(true, None, None).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let valid = CLUSTERS - 1;
     let applied = out.records.iter().filter(|r| r.status == Status::Applied).count();
@@ -324,7 +324,7 @@ async fn a_resource_owned_by_two_clusters_is_a_conflict_and_not_written() {
     let before = a.tags(r).await;
     let event = event_naming(r, &a.account, "e");
     a.clients.calls.reset();
-    let out = set.handle_event(&event).await;
+    let out = set.handle_event(&event, None).await;
     assert_eq!(out.records.len(), 1);
     let record = &out.records[0];
     assert_eq!(record.status, Status::Failed);
@@ -339,7 +339,7 @@ async fn a_resource_owned_by_two_clusters_is_a_conflict_and_not_written() {
 
     let foreign = &a.owned[FOREIGN][0];
     let event = event_naming(foreign, &a.account, "f");
-    let out = set.handle_event(&event).await;
+    let out = set.handle_event(&event, None).await;
     assert_eq!(out.metrics.events_ignored, 1);
     assert_eq!(out.records[0].status, Status::NotOwned);
     assert!(out.records[0].reason.as_deref().is_some_and(|r| r.contains(FOREIGN)), "{:?}", out.records[0]);

@@ -289,7 +289,7 @@ async fn every_owned_resource_is_enforced_by_sweep_and_events() {
 
     // The sweep: everything in line at the first run, nothing failed, nothing dropped.
     fleet.clients.calls.reset();
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let by_status: BTreeMap<String, usize> = out.records.iter().fold(BTreeMap::new(), |mut m, r| {
         *m.entry(format!("{} {}", r.resource_type, r.status.as_str())).or_default() += 1;
@@ -318,7 +318,7 @@ async fn every_owned_resource_is_enforced_by_sweep_and_events() {
     fleet.check("after the first sweep").await;
 
     fleet.clients.calls.reset();
-    let again = rec.sweep(false).await;
+    let again = rec.sweep(false, None, None).await;
     assert_eq!(fleet.clients.calls.writes(), 0, "second sweep wrote: {:?}", fleet.clients.calls.snapshot());
     assert!(again.records.iter().all(|r| r.status == Status::Unchanged || r.status == Status::NotOwned));
 
@@ -333,7 +333,7 @@ async fn every_owned_resource_is_enforced_by_sweep_and_events() {
                        "tags": {OWNER: "owned", "keep": "1", "team": "legacy", "env": "prod"}}
         });
         let event = events::parse_one(event.to_string().as_bytes()).expect("tag change event");
-        let out = rec.handle_event(&event).await;
+        let out = rec.handle_event(&event, None).await;
         assert_eq!(out.records.len(), 1, "{r}");
         assert_eq!(out.records[0].status, Status::Applied, "{r}: {:?}", out.records[0].error);
     }
@@ -365,7 +365,7 @@ async fn unsupported_types_are_reported_not_dropped() {
     clients.ec2.create_tags().resources(&vpc).tags(owned).send().await.expect("tag vpc");
 
     let rec = reconciler(&clients, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     assert!(out.error.is_none() && !out.must_retry(), "{:?}", out.records);
     let queue = out
         .records

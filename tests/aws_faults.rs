@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use fault_proxy::{Fault, FaultProxy, Rule, When};
 use fleet::{Fleet, FleetSpec, Rng, Sqs};
 use serde_json::{json, Value};
+use tagwarden::aws::adapter::DEFAULT_CONCURRENCY;
 use tagwarden::aws::function;
-use tagwarden::aws::reconcile::DEFAULT_CONCURRENCY;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::resource::ResourceRef;
 

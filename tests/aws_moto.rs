@@ -11,11 +11,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tagwarden::aws::function::{self, Invoked};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::cloud_error::Backoff;
+use tagwarden::enforce::{Current, Engine};
 use tagwarden::events::{self, Event};
+use tagwarden::policy::clusters::Policies;
 use tagwarden::report::{Record, Status};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
@@ -68,12 +69,12 @@ impl Env {
             .expect("put policy");
     }
 
-    /// A reconciler reading `s3://<bucket>/<key>`, re-checking the policy on every call.
-    fn reconciler(&self, location: &str) -> Reconciler {
+    /// An engine reading `s3://<bucket>/<key>`, re-checking the policy on every call.
+    fn reconciler(&self, location: &str) -> Engine<Tagger> {
         let store = policy_store(&self.clients, location.parse::<PolicyLocation>().expect("location"), Duration::ZERO);
         let mut tagger = Tagger::new(self.clients.clone());
         tagger.not_found = Backoff { attempts: 3, first: Duration::from_millis(20), max: Duration::from_millis(50) };
-        Reconciler::new(tagger, store, vec![self.own_role()])
+        Engine::new(tagger, store, vec![self.own_role()])
     }
 
     fn own_role(&self) -> String {
@@ -124,8 +125,8 @@ impl Env {
     }
 }
 
-async fn run(r: &Reconciler, event: &Event) -> tagwarden::report::Outcome {
-    let out = r.handle_event(event).await;
+async fn run(r: &Engine<Tagger>, event: &Event) -> tagwarden::report::Outcome {
+    let out = r.handle_event(event, None).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     out
 }
@@ -192,7 +193,8 @@ async fn resource_level_overrides_win_and_conflicts_are_reported() {
     let worker = env.instance(&[("role", "worker")], Some("owned")).await;
     let other = env.instance(&[("role", "master")], Some("owned")).await;
     for r in [&worker, &other] {
-        let out = rec.reconcile(&rec.store.current(false).await.0.expect("policy"), r, None).await;
+        let policy = Policies::one(rec.store.current(false).await.0.expect("policy"));
+        let out = rec.reconcile(&policy, r, Current::Read).await;
         assert_eq!(out.status, Status::Applied, "{out:?}");
         assert!(!out.superseded.is_empty());
     }
@@ -231,7 +233,7 @@ async fn tag_limit_writes_nothing() {
     let before = env.tags(&instance).await;
     let policy = rec.store.current(false).await.0.expect("policy");
     env.clients.calls.reset();
-    let out = rec.reconcile(&policy, &instance, None).await;
+    let out = rec.reconcile(&Policies::one(policy), &instance, Current::Read).await;
     assert_eq!(out.status, Status::LimitExceeded);
     assert_eq!(env.clients.calls.writes(), 0);
     assert_eq!(env.tags(&instance).await, before);
@@ -429,7 +431,7 @@ async fn rejected_policy_is_reported_and_ssm_source_works() {
         .expect("parameter");
     let rec = env.reconciler("ssm:/tagwarden/policy");
     let instance = env.instance(&[], Some("owned")).await;
-    let out = rec.sweep(true).await;
+    let out = rec.sweep(true, None, None).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     assert!(
         out.records.iter().any(|r| r.resource.contains(&instance.id) && r.status == Status::Applied),
@@ -459,7 +461,7 @@ async fn sweep_fixes_everything_then_makes_zero_writes() {
         .send()
         .await
         .expect("user");
-    let out = rec.sweep(true).await;
+    let out = rec.sweep(true, None, None).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     let applied = out.records.iter().filter(|r| r.status == Status::Applied).count();
     assert_eq!(applied, 5, "two instances, their two volumes, the user: {:?}", out.records);
@@ -468,7 +470,7 @@ async fn sweep_fixes_everything_then_makes_zero_writes() {
     }
     assert!(!env.tags(&foreign).await.contains_key("team"));
     env.clients.calls.reset();
-    let again = rec.sweep(false).await;
+    let again = rec.sweep(false, None, None).await;
     assert!(again.records.iter().all(|r| r.status == Status::Unchanged));
     // Zero tag writes (the status report is an object write, not a tag write).
     assert_eq!(env.clients.calls.writes(), 0, "{:?}", env.clients.calls.snapshot());
@@ -574,7 +576,7 @@ async fn sweep_batches_identical_deltas_and_isolates_a_failing_resource() {
     );
     env.publish("p.yaml", &policy).await;
     let mut rec = env.reconciler(&format!("s3://{}/p.yaml", env.bucket));
-    rec.tagger.ec2_batch = 4;
+    rec.adapter.ec2_batch = 4;
     let mut instances = Vec::new();
     for _ in 0..9 {
         instances.push(env.instance(&[], Some("owned")).await);
@@ -584,7 +586,7 @@ async fn sweep_batches_identical_deltas_and_isolates_a_failing_resource() {
     let filler: Vec<(&str, &str)> = filler.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let full = env.instance(&filler, Some("owned")).await;
     env.clients.calls.reset();
-    let out = rec.sweep(true).await;
+    let out = rec.sweep(true, None, None).await;
     assert!(out.error.is_none(), "{:?}", out.error);
     // 10 instances and their 10 volumes share one delta: 5 batches of 4, and the failing batch is
     // split (2 + 2 calls) until only the full instance is left out.
@@ -614,9 +616,9 @@ async fn sweep_batches_identical_deltas_and_isolates_a_failing_resource() {
         }
         v
     };
-    rec.tagger.ec2_batch = 1000;
+    rec.adapter.ec2_batch = 1000;
     env.clients.calls.reset();
-    let out = rec.sweep(false).await;
+    let out = rec.sweep(false, None, None).await;
     let applied = out.records.iter().filter(|r| r.status == Status::Applied).count();
     assert_eq!(applied, 11, "5 instances, their 5 volumes, the formerly full one: {:?}", out.records);
     assert_eq!(env.clients.calls.snapshot().get("EC2:CreateTags"), Some(&1));

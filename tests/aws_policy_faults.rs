@@ -18,9 +18,9 @@ use fault_proxy::{Fault, FaultProxy, Rule, When};
 use fleet::{Fleet, FleetSpec};
 use serde_json::{json, Value};
 use tagwarden::aws::function;
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::enforce::Engine;
 use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;
 
@@ -49,11 +49,11 @@ impl Env {
         self.direct.s3.put_object().bucket(&self.bucket).key("p.json").body(body).send().await.expect("put");
     }
 
-    fn reconciler(&self) -> Reconciler {
+    fn reconciler(&self) -> Engine<Tagger> {
         fleet::reconciler(&self.via, &self.account, &format!("s3://{}/p.json", self.bucket), Duration::ZERO)
     }
 
-    async fn event(&self, rec: &Reconciler, r: &ResourceRef) -> function::Invocation {
+    async fn event(&self, rec: &Engine<Tagger>, r: &ResourceRef) -> function::Invocation {
         let body = fleet::event_for(r, &self.account, "e");
         function::handle(rec, &json!({"Records": [{"messageId": "m", "eventSource": "aws:sqs", "body": body}]})).await
     }
@@ -123,7 +123,7 @@ async fn broken_policies_keep_the_last_known_good_version_or_fail_closed() {
         assert_eq!(env.team(resource).await.as_deref(), Some("platform"), "{what}");
         // A sweep meanwhile runs on the last known good version, and its status report says
         // what is wrong with the published policy, never `ok`.
-        let out = warm.sweep(false).await;
+        let out = warm.sweep(false, None, None).await;
         assert!(out.error.is_none(), "{what}: {:?}", out.error);
         let report = env.report().await;
         let rejected = matches!(what, "truncated" | "invalid version");
@@ -137,6 +137,7 @@ async fn broken_policies_keep_the_last_known_good_version_or_fail_closed() {
         let out = cold
             .handle_event(
                 &tagwarden::events::parse_one(fleet::event_for(resource, &env.account, "c").as_bytes()).unwrap(),
+                None,
             )
             .await;
         let error = out.error.clone().expect("fail closed");
@@ -181,7 +182,7 @@ async fn a_policy_change_mid_sweep_applies_one_version_per_sweep() {
     .budget(1)]);
     let sweeping = {
         let rec = rec.clone();
-        tokio::spawn(async move { rec.sweep(true).await })
+        tokio::spawn(async move { rec.sweep(true, None, None).await })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     env.publish(&fleet::infrastructure(&[("team", "compute"), ("env", "prod")])).await;

@@ -31,8 +31,9 @@ use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use support::fault_proxy::FaultProxy;
 use tagwarden::aws::function;
-use tagwarden::aws::reconcile::Reconciler;
+use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::enforce::Engine;
 use tagwarden::rate_limit::RateLimit;
 use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;
@@ -178,7 +179,7 @@ impl Pass {
 /// through an event source mapping of `batch`/`window` with at most `CONCURRENCY` invocations at
 /// once; count the calls at `proxy`.
 async fn pass(
-    rec: &Reconciler,
+    rec: &Engine<Tagger>,
     proxy: &FaultProxy,
     count: usize,
     rate: f64,
@@ -273,7 +274,7 @@ async fn a_scale_up_costs_tens_of_calls_not_thousands_and_never_starves_the_clus
 
     // After: the module's batch and window, EC2 writes paced.
     let mut rec = reconciler(&via, &account, &location, Duration::from_secs(60));
-    rec.tagger.ec2_writes = Some(RateLimit::per_second(WRITES_PER_SECOND));
+    rec.adapter.ec2_writes = Some(RateLimit::per_second(WRITES_PER_SECOND));
     let after = pass(&rec, &proxy, events, rate, BATCH, WINDOW, &make).await;
     println!("{}", after.line(&format!("after (batch {BATCH}, window {WINDOW:?}, {WRITES_PER_SECOND}/s)")));
     let again = pass(&rec, &proxy, events, rate, BATCH, WINDOW, &make).await;
@@ -297,7 +298,7 @@ async fn a_scale_up_costs_tens_of_calls_not_thousands_and_never_starves_the_clus
     let desired = tags(DESIRED);
     for (instance, volume) in &launched {
         for r in [instance, volume] {
-            let now = rec.tagger.read(r).await.expect("read back");
+            let now = rec.adapter.read(r).await.expect("read back");
             assert!(desired.iter().all(|(k, v)| now.get(k) == Some(v)), "{r}: {now:?}");
             assert_eq!(now.get("machine").map(String::as_str), Some("keep-me"), "{r}");
         }

@@ -133,7 +133,7 @@ async fn forged_events_never_make_a_foreign_resource_writable() {
     .replace("eu-west-1", "us-east-1");
     let run = tagwarden::events::parse_one(fixture.as_bytes()).expect("event");
     clients.calls.reset();
-    let out = rec.handle_event(&run).await;
+    let out = rec.handle_event(&run, None).await;
     assert!(out.records.iter().all(|r| r.status != Status::Applied), "{:?}", out.records);
     assert_eq!(clients.calls.writes(), 0, "{:?}", clients.calls.snapshot());
 
@@ -164,7 +164,7 @@ async fn forged_events_never_make_a_foreign_resource_writable() {
     let mut honest = forged.clone();
     honest["resources"] = json!([format!("arn:aws:ec2:us-east-1:{account}:instance/{}", mine.id)]);
     let ev = tagwarden::events::parse_one(honest.to_string().as_bytes()).expect("event");
-    let out = rec.handle_event(&ev).await;
+    let out = rec.handle_event(&ev, None).await;
     assert_eq!(out.records[0].status, Status::Applied, "{:?}", out.records);
     let r: &ResourceRef = &mine;
     assert_eq!(Tagger::new(clients.clone()).read(r).await.expect("read")["team"], "platform");

@@ -241,12 +241,12 @@ async fn policy_from_a_blob_prefix_is_layered_and_skips_the_status_report() {
     assert_eq!(env.fake.tags(&worker).expect("w")["team"], "platform");
     assert_eq!(env.fake.tags(&worker).expect("w")["env"], "prod");
     assert_eq!(env.handler.calls.get("blob:ListBlobs"), 2, "one listing per event (POLICY_TTL=0)");
-    assert_eq!(env.handler.reconciler.store.downloads(), 2, "each layer downloaded once; the status report never");
+    assert_eq!(env.handler.engine.store.downloads(), 2, "each layer downloaded once; the status report never");
 
     // A new layer: only it is downloaded.
     env.publish("layers/20-more.yaml", "env: staging\n").await;
     env.deliver_with(&json!([eg_event(&worker, "Microsoft.Compute/virtualMachines/write", SOMEONE)]), &[]).await;
-    assert_eq!(env.handler.reconciler.store.downloads(), 3);
+    assert_eq!(env.handler.engine.store.downloads(), 3);
     assert_eq!(env.fake.tags(&worker).expect("w")["env"], "staging");
 }
 
@@ -254,7 +254,7 @@ async fn policy_from_a_blob_prefix_is_layered_and_skips_the_status_report() {
 async fn policy_blob_etag_last_known_good_and_status_report() {
     let name = "cluster/infrastructure.yaml";
     let env = Env::new(name, &[(name, &infrastructure(&[("team", "platform")], &[]))]).await;
-    let store = &env.handler.reconciler.store;
+    let store = &env.handler.engine.store;
     let (policy, change) = store.current(false).await;
     assert!(matches!(change, Some(PolicyChange::Loaded { .. })), "{change:?}");
     let v1 = policy.expect("policy").policy.version.clone();
@@ -515,7 +515,7 @@ async fn policy_blob_created_is_answered_at_once_and_the_queue_sweeps() {
     }
     let (status, _) = env.invoke("sweep", "timer", timer()).await;
     assert_eq!(status, 200);
-    let downloads = env.handler.reconciler.store.downloads();
+    let downloads = env.handler.engine.store.downloads();
 
     // A new version: Event Grid's BlobCreated reaches `drift` (and a webhook subscription). It is
     // answered at once, having re-read the policy, without listing, reading or writing any resource.
@@ -531,7 +531,7 @@ async fn policy_blob_created_is_answered_at_once_and_the_queue_sweeps() {
     assert_eq!(env.fake.arm_calls(), Vec::<String>::new(), "no ARM call in the Event Grid delivery");
     assert_eq!(env.handler.calls.to_service("arm:"), 0, "{:?}", env.handler.calls.snapshot());
     assert_eq!((body["ReturnValue"]["events"].as_u64(), body["ReturnValue"]["resources"].as_u64()), (Some(1), Some(0)));
-    assert_eq!(env.handler.reconciler.store.downloads(), downloads + 1, "the new layer was read and validated");
+    assert_eq!(env.handler.engine.store.downloads(), downloads + 1, "the new layer was read and validated");
     assert!(disks.iter().all(|d| env.fake.tags(d).expect("disk")["team"] == "platform"), "nothing written yet");
 
     // An invalid version is rejected there too (reported, last good kept), still without ARM.

@@ -92,7 +92,7 @@ async fn many_events_with_duplicates_and_reordering_end_right_with_one_merge_per
     // Duplicates handled at the same moment wait for each other and re-read: one Merge each.
     assert_eq!(writes, drifted, "one Merge per drifted resource for one policy version: {calls:?}");
     // One policy download for the whole run (a warm function, ETag-checked once a minute).
-    assert_eq!(handler.reconciler.store.downloads(), 1, "{calls:?}");
+    assert_eq!(handler.engine.store.downloads(), 1, "{calls:?}");
     // Memory: no growth proportional to the events handled (64 MiB is far above what the
     // test's own bookkeeping needs).
     assert!(rss_after < rss_before + 64 * 1024, "RSS grew from {rss_before} KiB to {rss_after} KiB: {samples:?}");

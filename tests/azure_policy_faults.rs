@@ -336,7 +336,7 @@ async fn a_policy_change_mid_sweep_applies_one_version_per_sweep() {
     let docs = [("layers/00-base.json", infrastructure(&[("team", "platform"), ("env", "prod")], &[]))];
     let refs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (*n, t.as_str())).collect();
     let mut env = Env::new("layers/", &refs).await;
-    env.handler.reconciler.engine = tagwarden::enforce::Engine::new(1);
+    env.handler.engine.set_concurrency(1);
     const N: usize = 12;
     let disks: Vec<String> = (0..N).map(|i| rid("Microsoft.Compute/disks", &format!("disk-{i:02}"))).collect();
     for d in &disks {

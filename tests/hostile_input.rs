@@ -11,12 +11,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tagwarden::aws::function as lambda;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::azure::function::{Delivered, Handler};
 use tagwarden::azure::server::Request;
 use tagwarden::cloud::Cloud;
+use tagwarden::enforce::Engine;
 use tagwarden::events::{self, MAX_EVENT_BYTES};
 use tagwarden::policy::load::MAX_DOCUMENT_BYTES;
 use tagwarden::trigger::Trigger;
@@ -32,7 +32,7 @@ fn oversized_event() -> String {
     .to_string()
 }
 
-async fn lambda_reconciler() -> Reconciler {
+async fn lambda_reconciler() -> Engine<Tagger> {
     let config = tagwarden::aws::config_loader()
         .expect("network settings")
         .endpoint_url(CLOSED)
@@ -42,7 +42,7 @@ async fn lambda_reconciler() -> Reconciler {
         .await;
     let clients = Clients::new(&config);
     let store = policy_store(&clients, "s3://b/p.yaml".parse::<PolicyLocation>().unwrap(), Duration::ZERO);
-    Reconciler::new(Tagger::new(clients), store, Vec::new())
+    Engine::new(Tagger::new(clients), store, Vec::new())
 }
 
 fn azure_handler() -> Handler {
@@ -75,12 +75,12 @@ async fn the_lambda_refuses_oversized_sqs_bodies_and_events_without_a_call() {
     let inv = lambda::handle(&rec, &batch).await;
     // Handed back, so SQS finally dead-letters it with its body; nothing was called.
     assert_eq!(inv.response, json!({"batchItemFailures": [{"itemIdentifier": "big"}]}));
-    assert_eq!(rec.tagger.clients.calls.total(), 0);
+    assert_eq!(rec.adapter.clients.calls.total(), 0);
     let direct: Value = serde_json::from_str(&big).unwrap();
     let inv = lambda::handle(&rec, &direct).await;
     let err = inv.error.expect("a direct oversized event fails the invocation");
     assert!(err.contains("larger than the 1048576-byte limit"), "{err}");
-    assert_eq!(rec.tagger.clients.calls.total(), 0);
+    assert_eq!(rec.adapter.clients.calls.total(), 0);
 }
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 //! - `TAGWARDEN_POLICY`: `s3://bucket/key`, `s3://bucket/prefix/` or `ssm:/parameter/name`;
 //! - `POLICY_TTL`: seconds between policy re-checks on a warm function (default 60);
 //! - `TAGWARDEN_SELF_ROLE_ARN`: the function's role, whose own calls are not reconciled;
-//! - `TAGWARDEN_CONCURRENCY`: resources reconciled at once across an SQS batch (default 10, 1–64);
+//! - `TAGWARDEN_CONCURRENCY`: resources reconciled, and calls in flight, at once in an invocation
+//!   (an SQS batch or a sweep; default 10, 1–64);
 //! - `TAGWARDEN_EC2_WRITES_PER_SECOND`: the function's own EC2 `CreateTags` calls a second (default
 //!   2, 1–100), well under the account's refill of 10 a second that the cluster's controllers share.
 //!
@@ -13,8 +14,8 @@
 
 use std::time::Duration;
 
+use super::adapter::DEFAULT_CONCURRENCY;
 use super::policy_store::PolicyLocation;
-use super::reconcile::DEFAULT_CONCURRENCY;
 use crate::config::ConfigError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

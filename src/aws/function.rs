@@ -18,8 +18,9 @@ use aws_lambda_events::event::s3::S3Event;
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use serde_json::{json, Value};
 
-use super::reconcile::Reconciler;
+use super::tags::Tagger;
 use crate::cloud::Cloud;
+use crate::enforce::Engine;
 use crate::events;
 use crate::policy::store::{Layout, PolicySource};
 use crate::report::Outcome;
@@ -69,8 +70,8 @@ pub fn invoked_by(payload: &Value) -> Invoked {
     Invoked::Trigger(trigger)
 }
 
-pub async fn handle(reconciler: &Reconciler, payload: &Value) -> Invocation {
-    handle_until(reconciler, payload, None).await
+pub async fn handle(engine: &Engine<Tagger>, payload: &Value) -> Invocation {
+    handle_until(engine, payload, None).await
 }
 
 /// How long before the invocation's deadline no new work starts: enough for the work already
@@ -83,13 +84,13 @@ pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
 /// SQS messages as batch item failures, an event's unstarted resources as a failure of that event,
 /// a sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
 /// redone, they re-read as unchanged).
-pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Option<Instant>) -> Invocation {
+pub async fn handle_until(engine: &Engine<Tagger>, payload: &Value, deadline: Option<Instant>) -> Invocation {
     let stop_at = deadline.map(|d| {
         let reserve = DEADLINE_RESERVE.min(d.saturating_duration_since(Instant::now()) / 5);
         d.checked_sub(reserve).unwrap_or(d)
     });
     let past = || stop_at.is_some_and(|t| Instant::now() >= t);
-    let calls_before = reconciler.tagger.clients.calls.total();
+    let calls_before = engine.adapter.clients.calls.total();
     let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
     let mut metrics = Metrics::default();
     let mut records = Vec::new();
@@ -134,7 +135,7 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
                 }
                 handled.push((id, None));
             }
-            let outcomes = reconciler.handle_events_until(&events, stop_at).await;
+            let outcomes = engine.handle_events(&events, stop_at).await;
             for (i, out) in at.into_iter().zip(outcomes) {
                 handled[i].1 = Some(out);
             }
@@ -164,7 +165,7 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
         None => {}
         Some(Trigger::Events(raw)) => match events::parse_one(&raw) {
             Ok(event) => {
-                let out = reconciler.handle_event_until(&event, stop_at).await;
+                let out = engine.handle_event(&event, stop_at).await;
                 let failed = out.failed();
                 let retry = out.must_retry();
                 let error = absorb(&mut inv, out);
@@ -176,14 +177,14 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
         },
         Some(Trigger::OwnStatusReport) => inv.response = json!({"ignored": "own status report"}),
         Some(trigger @ (Trigger::Sweep | Trigger::PolicyChanged(_))) => {
-            let set_prefix = match reconciler.store.source.layout() {
+            let set_prefix = match engine.store.source.layout() {
                 Layout::Set(prefix) => Some(prefix),
                 _ => None,
             };
             let only = trigger.changed_clusters(set_prefix.as_deref());
             let force = matches!(trigger, Trigger::PolicyChanged(_));
             // Boxed: the sweep's future is deep, and every caller's type would nest it.
-            let out = Box::pin(reconciler.sweep_clusters(force, only.as_deref(), stop_at)).await;
+            let out = Box::pin(engine.sweep(force, only.as_deref(), stop_at)).await;
             let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
             let retry = out.must_retry();
             let error = absorb(&mut inv, out);
@@ -194,9 +195,9 @@ pub async fn handle_until(reconciler: &Reconciler, payload: &Value, deadline: Op
         }
     }
     if !metrics.is_empty() {
-        metrics.api_calls = reconciler.tagger.clients.calls.total().saturating_sub(calls_before);
+        metrics.api_calls = engine.adapter.clients.calls.total().saturating_sub(calls_before);
         let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
-        let deployment = match reconciler.store.is_set() {
+        let deployment = match engine.store.is_set() {
             true => ALL_CLUSTERS,
             false => infra_id.as_deref().unwrap_or("unknown"),
         };

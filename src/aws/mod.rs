@@ -1,16 +1,16 @@
 //! The AWS side: SDK clients, reading and writing tags per service, the policy store (S3 or SSM),
-//! and the reconciler that the Lambda and the CLI drive.
+//! and the engine's adapter over them; the Lambda and the CLI drive the engine (`crate::enforce`).
 //!
 //! Configuration is the standard AWS SDK environment (region, credentials, `AWS_ENDPOINT_URL`),
 //! so the same code runs against AWS and against a local emulator.
 
+pub mod adapter;
 pub mod calls;
 pub mod config;
 pub mod discover;
 pub mod error;
 pub mod function;
 pub mod policy_store;
-pub mod reconcile;
 mod services;
 pub mod tags;
 

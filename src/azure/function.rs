@@ -27,15 +27,16 @@ use base64::Engine as _;
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 
+use super::adapter::ArmTagger;
 use super::arm::ArmClient;
 use super::blob_store::blob_policy_store;
 use super::config::Config;
 use super::identity::ManagedIdentity;
 use super::metrics::MetricsPublisher;
-use super::reconcile::Reconciler;
 use super::server::{Request, Response};
 use crate::calls::CallCounter;
 use crate::cloud_error::CloudError;
+use crate::enforce::Engine;
 use crate::events;
 use crate::policy::store::{Layout, PolicySource};
 use crate::report::Outcome;
@@ -47,7 +48,7 @@ pub const SWEEP_QUEUE_FUNCTION: &str = "sweep-queue";
 
 /// Everything an invocation needs, built once at start-up and shared by every invocation.
 pub struct Handler {
-    pub reconciler: Reconciler,
+    pub engine: Engine<ArmTagger>,
     pub metrics: Option<MetricsPublisher>,
     /// Every request the clients sent, by operation.
     pub calls: CallCounter,
@@ -82,13 +83,13 @@ impl Handler {
             Some(identity.clone()),
             calls.clone(),
         );
-        let mut reconciler = Reconciler::new(arm, store, config.own.clone());
-        reconciler.sweep_scopes = config.sweep_scopes.clone();
+        let engine =
+            Engine::new(ArmTagger { arm, sweep_scopes: config.sweep_scopes.clone() }, store, config.own.clone());
         let metrics = config
             .metrics
             .as_ref()
             .map(|m| MetricsPublisher::new(http.clone(), &m.endpoint, &m.resource_id, identity.clone(), calls.clone()));
-        Ok(Handler { reconciler, metrics, calls })
+        Ok(Handler { engine, metrics, calls })
     }
 
     /// Answer one HTTP request.
@@ -184,15 +185,15 @@ impl Handler {
                 out.metrics.events_ignored = 1;
                 out
             }
-            Trigger::Sweep => self.reconciler.sweep(false).await,
-            Trigger::PolicyChanged(_) if delivered == Delivered::Now => self.reconciler.recheck_policy().await,
+            Trigger::Sweep => self.engine.sweep(false, None, None).await,
+            Trigger::PolicyChanged(_) if delivered == Delivered::Now => self.engine.recheck_policy().await,
             trigger @ Trigger::PolicyChanged(_) => {
-                let set_prefix = match self.reconciler.store.source.layout() {
+                let set_prefix = match self.engine.store.source.layout() {
                     Layout::Set(prefix) => Some(prefix),
                     _ => None,
                 };
                 let only = trigger.changed_clusters(set_prefix.as_deref());
-                let mut out = self.reconciler.sweep_clusters(true, only.as_deref()).await;
+                let mut out = self.engine.sweep(true, only.as_deref(), None).await;
                 out.metrics.events_received += 1;
                 out
             }
@@ -201,8 +202,8 @@ impl Handler {
                     // Side by side, in order; the per-resource lock keeps one write per resource.
                     // Indices, not references (rust-lang/rust#102211: `&T` closures and `Send`).
                     let outs = stream::iter(0..list.len())
-                        .map(|i| self.reconciler.handle_event(&list[i]))
-                        .buffered(self.reconciler.engine.concurrency())
+                        .map(|i| self.engine.handle_event(&list[i], None))
+                        .buffered(self.engine.concurrency())
                         .collect::<Vec<_>>()
                         .await;
                     let mut all = Outcome::default();
@@ -226,7 +227,7 @@ impl Handler {
         if out.metrics.is_empty() {
             return;
         }
-        let deployment = match self.reconciler.store.is_set() {
+        let deployment = match self.engine.store.is_set() {
             true => crate::report::ALL_CLUSTERS,
             false => out.infra_id.as_deref().unwrap_or("unknown"),
         };

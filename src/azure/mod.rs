@@ -1,5 +1,5 @@
 //! The Azure side (DESIGN.md §4–§8): the ARM Tags API client, managed-identity tokens, the policy
-//! store on Blob storage, Azure Monitor custom metrics, the reconciler, and the Functions
+//! store on Blob storage, Azure Monitor custom metrics, the engine's adapter, and the Functions
 //! custom-handler protocol that the `tagwarden-azure-function` binary serves.
 //!
 //! Everything talks plain HTTPS through one `reqwest` client (rustls on ring). No Azure SDK crate:
@@ -17,6 +17,7 @@
 //! Deliberately not here: event parsing (`crate::events`), the tag rules (`crate::policy::validate`) and the
 //! decision what to write (`crate::plan`) — this module only moves bytes and applies decisions.
 
+pub mod adapter;
 pub mod arm;
 pub mod blob_store;
 pub mod config;
@@ -24,7 +25,6 @@ pub mod error;
 pub mod function;
 pub mod identity;
 pub mod metrics;
-pub mod reconcile;
 pub mod server;
 
 use std::time::Duration;

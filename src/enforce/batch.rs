@@ -20,7 +20,6 @@ use crate::cloud_error::CloudError;
 use crate::events::Event;
 use crate::plan;
 use crate::policy::clusters::{Owner, Policies};
-use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -36,32 +35,26 @@ struct Target {
     tags: Option<Result<TagMap, CloudError>>,
 }
 
-impl Engine {
+impl<A: Adapter> Engine<A> {
     /// Reconcile every resource the `events` name (and imply), once each, starting none after
     /// `stop_at`; one outcome per event, in order. Ignored and own events make no call at all;
     /// with no valid policy nothing is written, and every event's outcome says why.
-    pub async fn handle_events<A: Adapter, S: PolicySource>(
-        &self,
-        cloud: &A,
-        store: &PolicyStore<S>,
-        own: &[String],
-        events: &[Event],
-        stop_at: Option<Instant>,
-    ) -> Vec<Outcome> {
+    pub async fn handle_events(&self, events: &[Event], stop_at: Option<Instant>) -> Vec<Outcome> {
+        let cloud = self.cloud();
         let mut outs: Vec<Outcome> = events.iter().map(|_| Outcome::default()).collect();
         let mut active = Vec::new();
         for (i, event) in events.iter().enumerate() {
             outs[i].metrics.events_received = 1;
-            if event.is_ignored() || event.is_from(own) {
+            if event.is_ignored() || event.is_from(&self.own) {
                 outs[i].metrics.events_ignored = 1;
-                tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(own), "event ignored");
+                tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(&self.own), "event ignored");
             } else {
                 active.push(i);
             }
         }
         let Some(&first) = active.first() else { return outs };
         let mut read_policy = Outcome::default();
-        let policies = super::load_policies(store, &mut read_policy, false).await;
+        let policies = super::load_policies(&self.store, &mut read_policy, false).await;
         let error = read_policy.error.clone();
         outs[first].absorb(read_policy);
         let Some(policies) = policies else {
@@ -71,9 +64,9 @@ impl Engine {
             return outs;
         };
         let version = policies.version();
-        let mut targets = self.targets(cloud, &policies, events, &active, &mut outs, &version).await;
+        let mut targets = self.targets(&policies, events, &active, &mut outs, &version).await;
         let mut keys: Vec<(String, usize)> =
-            targets.iter().enumerate().map(|(i, t)| (lock_key(cloud.cloud(), &t.resource), i)).collect();
+            targets.iter().enumerate().map(|(i, t)| (lock_key(cloud, &t.resource), i)).collect();
         keys.sort();
         let mut held = Vec::with_capacity(keys.len());
         keys.dedup_by(|a, b| a.0 == b.0);
@@ -88,14 +81,14 @@ impl Engine {
 
         if stop_at.is_some_and(|t| Instant::now() >= t) {
             for t in &targets {
-                let record = Record::failed(cloud.cloud(), &t.resource, &version, String::new());
+                let record = Record::failed(cloud, &t.resource, &version, String::new());
                 deliver(&mut outs, events, t, record.failing(Failure::Transient, DEFERRED.to_string()));
             }
             return outs;
         }
         let unknown: Vec<usize> = (0..targets.len()).filter(|&i| targets[i].tags.is_none()).collect();
         let refs: Vec<&ResourceRef> = unknown.iter().map(|&i| &targets[i].resource).collect();
-        let reads = cloud.read_all(&refs, self.concurrency()).await;
+        let reads = self.adapter.read_all(&refs, self.concurrency).await;
         for (i, read) in unknown.into_iter().zip(reads) {
             targets[i].tags = Some(read.map(|Read { tags, arn }| {
                 let r = &mut targets[i].resource;
@@ -113,15 +106,15 @@ impl Engine {
             let current = match t.tags.as_ref() {
                 Some(Ok(tags)) => tags.clone(),
                 Some(Err(e)) => {
-                    let record = Record::failed(cloud.cloud(), &t.resource, &version, String::new());
+                    let record = Record::failed(cloud, &t.resource, &version, String::new());
                     records[i] = Some(e.clone().into_record(record));
                     continue;
                 }
                 None => continue,
             };
-            match answer_to(&policies, cloud.cloud(), &t.resource, &current) {
+            match answer_to(&policies, cloud, &t.resource, &current) {
                 Ok(policy) => {
-                    let plan = plan::plan(&policy.policy, cloud.cloud(), &policy.infra_id, &t.resource, &current);
+                    let plan = plan::plan(&policy.policy, cloud, &policy.infra_id, &t.resource, &current);
                     let (policy, resource, started) = (policy.clone(), t.resource.clone(), Instant::now());
                     planned.push(Planned { policy, resource, current, plan, started });
                     whose.push(i);
@@ -129,9 +122,9 @@ impl Engine {
                 Err(record) => records[i] = Some(*record),
             }
         }
-        let jobs = if self.dry_run { Vec::new() } else { batches(cloud, &planned) };
+        let jobs = if self.dry_run { Vec::new() } else { batches(&self.adapter, &planned) };
         let how = Run { stop_at, deferred: DEFERRED, locks_held: true };
-        let (_, written) = self.run_jobs(cloud, &policies, &planned, jobs, how).await;
+        let (_, written) = self.run_jobs(&policies, &planned, jobs, how).await;
         drop(held);
         for (record, i) in written.into_iter().zip(whose) {
             records[i] = Some(record);
@@ -146,9 +139,8 @@ impl Engine {
 
     /// Every resource the active events name or imply, once, with the events that name it; its
     /// tags where an event's hint spares the read (they say no enforced cluster owns it).
-    async fn targets<A: Adapter>(
+    async fn targets(
         &self,
-        cloud: &A,
         policies: &Policies,
         events: &[Event],
         active: &[usize],
@@ -157,7 +149,8 @@ impl Engine {
     ) -> Vec<Target> {
         let mut targets: Vec<Target> = Vec::new();
         let mut at: HashMap<String, usize> = HashMap::new();
-        let mut add = |r: ResourceRef, known: Option<TagMap>, event: usize| match at.get(&identity(cloud.cloud(), &r)) {
+        let cloud = self.cloud();
+        let mut add = |r: ResourceRef, known: Option<TagMap>, event: usize| match at.get(&identity(cloud, &r)) {
             Some(&i) => {
                 let t: &mut Target = &mut targets[i];
                 if !t.events.contains(&event) {
@@ -169,7 +162,7 @@ impl Engine {
                 }
             }
             None => {
-                at.insert(identity(cloud.cloud(), &r), targets.len());
+                at.insert(identity(cloud, &r), targets.len());
                 targets.push(Target { resource: r, events: vec![event], tags: known.map(Ok) });
             }
         };
@@ -179,13 +172,13 @@ impl Engine {
             let hint = event
                 .tags
                 .clone()
-                .filter(|t| matches!(policies.owner(cloud.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
+                .filter(|t| matches!(policies.owner(cloud, "", t), Owner::NotOwned | Owner::Unpublished(_)));
             for r in &event.resources {
                 add(r.clone(), hint.clone(), i);
             }
         }
         let implying: Vec<&Event> = active.iter().map(|&i| &events[i]).collect();
-        let implied = cloud.implied_all(&implying, version).await;
+        let implied = self.adapter.implied_all(&implying, version).await;
         for (n, r, tags) in implied.found {
             add(r, tags, active[n]);
         }
@@ -214,17 +207,11 @@ fn deliver(outs: &mut [Outcome], events: &[Event], t: &Target, record: Record) {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;
-    use std::time::Duration;
 
-    use super::super::memory::{tags, Documents, Memory};
-    use super::super::tests::{tag_change, OWNED, POLICY};
+    use super::super::memory::{tags, Memory};
+    use super::super::tests::{engine, tag_change, OWNED, POLICY};
     use super::*;
-    use crate::policy::store::Layout;
     use crate::report::Status;
-
-    fn store(policy: &str) -> PolicyStore<Documents> {
-        PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", policy)]), Duration::ZERO)
-    }
 
     fn event(id: &str, resources: &[&str]) -> Event {
         Event { id: Some(id.into()), ..tag_change(resources) }
@@ -249,7 +236,8 @@ mod tests {
             event("e3", &["i-3", "i-4", "i-foreign"]),
             event("e4", &["i-1", "i-2", "i-3"]),
         ];
-        let outs = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, None).await;
+        let engine = engine(cloud, POLICY);
+        let (outs, cloud) = (engine.handle_events(&events, None).await, &engine.adapter);
         assert_eq!(cloud.reads.load(Ordering::Relaxed), 5, "each resource read once");
         // i-1..3 share one delta, two a call (the in-memory cloud's batch): two calls.
         assert_eq!(cloud.writes(), 2);
@@ -271,7 +259,7 @@ mod tests {
             outs.iter().map(|o| o.metrics.by_type.values().map(|c| c.resources_evaluated).sum::<u64>()).sum();
         assert_eq!(evaluated, 5);
 
-        let again = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, None).await;
+        let again = engine.handle_events(&events, None).await;
         assert_eq!(cloud.writes(), 2, "a batch after a batch writes nothing");
         assert!(again
             .iter()
@@ -283,14 +271,10 @@ mod tests {
     /// resources at once write them once (the second waits, reads again, finds nothing to do).
     #[tokio::test]
     async fn concurrent_batches_naming_one_resource_write_it_once() {
-        let cloud = Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED]))]);
-        let (engine, store) = (Engine::new(4), store(POLICY));
+        let engine = engine(Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED]))]), POLICY);
         let (a, b) = (vec![event("a", &["i-1", "i-2"])], vec![event("b", &["i-2", "i-1"])]);
-        let (x, y) = tokio::join!(
-            engine.handle_events(&cloud, &store, &[], &a, None),
-            engine.handle_events(&cloud, &store, &[], &b, None)
-        );
-        assert_eq!(cloud.writes(), 1, "one shared write for both resources, once");
+        let (x, y) = tokio::join!(engine.handle_events(&a, None), engine.handle_events(&b, None));
+        assert_eq!(engine.adapter.writes(), 1, "one shared write for both resources, once");
         let applied = x.iter().chain(&y).flat_map(|o| &o.records).filter(|r| r.status == Status::Applied).count();
         assert_eq!(applied, 2, "{x:?} {y:?}");
     }
@@ -302,37 +286,38 @@ mod tests {
             ..Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED])), ("vol-1", tags(&[OWNED]))])
         };
         let events = vec![event("e1", &["i-1"]), event("e2", &["i-2"]), event("e3", &["vol-1"])];
-        let outs = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, None).await;
+        let outs = engine(cloud, POLICY).handle_events(&events, None).await;
         let status: Vec<Status> = outs.iter().map(|o| o.records[0].status).collect();
         assert_eq!(status, [Status::Applied, Status::Failed, Status::Applied]);
         assert_eq!(outs[1].records[0].failure, Some(Failure::Permanent), "reported, never redelivered");
 
-        let throttled = Memory { throttled: true, ..Memory::with(&[("i-1", tags(&[OWNED]))]) };
-        let outs = Engine::new(4).handle_events(&throttled, &store(POLICY), &[], &events[..1], None).await;
+        let throttled = engine(Memory { throttled: true, ..Memory::with(&[("i-1", tags(&[OWNED]))]) }, POLICY);
+        let outs = throttled.handle_events(&events[..1], None).await;
         assert!(outs[0].must_retry(), "throttled after the retries: handed back");
     }
 
     #[tokio::test]
     async fn without_a_valid_policy_nothing_is_read_and_every_event_fails_closed() {
-        let cloud = Memory::with(&[("i-1", tags(&[OWNED]))]);
         let invalid = "version: 1\ninfraID: c-1\ntags: {Name: web}\n";
+        let engine = engine(Memory::with(&[("i-1", tags(&[OWNED]))]), invalid);
         let events = vec![event("e1", &["i-1"]), event("e2", &["i-1"])];
-        let outs = Engine::new(4).handle_events(&cloud, &store(invalid), &[], &events, None).await;
-        assert_eq!((cloud.reads.load(Ordering::Relaxed), cloud.writes()), (0, 0));
+        let outs = engine.handle_events(&events, None).await;
+        assert_eq!((engine.adapter.reads.load(Ordering::Relaxed), engine.adapter.writes()), (0, 0));
         assert!(outs.iter().all(|o| o.error.is_some() && o.must_retry()), "{outs:?}");
         assert_eq!(outs.iter().map(|o| o.metrics.policy_rejected).sum::<u64>(), 1, "counted once");
     }
 
     #[tokio::test]
     async fn a_dry_run_writes_nothing_and_past_the_deadline_nothing_starts() {
-        let cloud = Memory::with(&[("i-1", tags(&[OWNED]))]);
+        let mut engine = engine(Memory::with(&[("i-1", tags(&[OWNED]))]), POLICY);
         let events = vec![event("e1", &["i-1"])];
-        let mut engine = Engine::new(4);
         engine.dry_run = true;
-        let outs = engine.handle_events(&cloud, &store(POLICY), &[], &events, None).await;
-        assert_eq!((outs[0].records[0].status, cloud.writes()), (Status::WouldApply, 0));
+        let outs = engine.handle_events(&events, None).await;
+        assert_eq!((outs[0].records[0].status, engine.adapter.writes()), (Status::WouldApply, 0));
 
-        let outs = Engine::new(4).handle_events(&cloud, &store(POLICY), &[], &events, Some(Instant::now())).await;
+        engine.dry_run = false;
+        let outs = engine.handle_events(&events, Some(Instant::now())).await;
+        let cloud = &engine.adapter;
         assert_eq!((cloud.reads.load(Ordering::Relaxed), cloud.writes()), (1, 0), "no read or write started");
         assert!(outs[0].must_retry());
     }

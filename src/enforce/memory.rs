@@ -82,6 +82,10 @@ pub fn resource(id: &str) -> ResourceRef {
 }
 
 impl Adapter for Memory {
+    type Source = Documents;
+    type Group = ();
+    const CONCURRENCY: usize = 4;
+
     fn cloud(&self) -> Cloud {
         Cloud::Aws
     }
@@ -142,9 +146,9 @@ impl Adapter for Memory {
         beside
     }
 
-    fn batching(&self, r: &ResourceRef) -> Batching {
+    fn batching(&self, r: &ResourceRef) -> Batching<()> {
         match &r.id {
-            id if id.starts_with("i-") => Batching::Shared { group: "ec2", max: 2 },
+            id if id.starts_with("i-") => Batching::Shared { group: (), max: 2 },
             id if id.starts_with("bucket-") => Batching::Reread,
             _ => Batching::Alone,
         }
@@ -152,7 +156,7 @@ impl Adapter for Memory {
 
     async fn write_shared(
         &self,
-        _group: &'static str,
+        _group: (),
         resources: &[&ResourceRef],
         set: &TagMap,
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {

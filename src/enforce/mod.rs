@@ -3,8 +3,13 @@
 //! fresh), planned against the policy of the cluster that owns it (one of a cluster set's, found
 //! from the tags read), written at most once, and recorded ([`Engine::reconcile`]). What differs
 //! between clouds is an [`Adapter`]: how tags are read and written, how owned resources are
-//! listed, and how writes are grouped. `aws::reconcile` and `azure::reconcile` are the adapters
-//! and the entry points the functions and the CLI call.
+//! listed, and how writes are grouped (`aws::adapter`, `azure::adapter`). An [`Engine`] owns its
+//! cloud's adapter, its policy store and the function's own identities; the functions and the CLI
+//! call it directly.
+//!
+//! Loop safety takes two guards: an event the function's own identities caused is dropped before
+//! any call, and planning is idempotent, so an own write read back finds no drift (the only guard
+//! for AWS's `Tag Change on Resource`, which names no caller).
 //!
 //! The invariants it holds, unit-tested below against an in-memory cloud: a resource is written
 //! at most once per policy version however many events name it at once (a duplicate waits for
@@ -63,6 +68,13 @@ pub struct Read {
 /// What a cloud does differently.
 #[allow(async_fn_in_trait)]
 pub trait Adapter: Send + Sync {
+    /// Where this cloud's policies are published.
+    type Source: PolicySource;
+    /// What the resources whose writes share a call have in common (AWS: the API); a cloud that
+    /// never shares a call names none (`std::convert::Infallible`).
+    type Group: Copy + Ord + std::fmt::Debug + Send + Sync;
+    /// Resources reconciled at once, and calls in flight, unless the engine is told otherwise.
+    const CONCURRENCY: usize;
     fn cloud(&self) -> Cloud;
     async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError>;
     /// The tags of a resource a listing just named: "not found" is returned at once, since it
@@ -107,8 +119,12 @@ pub trait Adapter: Send + Sync {
         let _ = owned;
         Unindexed::default()
     }
+    /// Why this cloud cannot sweep, if it cannot (it was given nowhere to list).
+    fn cannot_sweep(&self) -> Option<&'static str> {
+        None
+    }
     /// How a sweep sends the write of `r`.
-    fn batching(&self, r: &ResourceRef) -> Batching {
+    fn batching(&self, r: &ResourceRef) -> Batching<Self::Group> {
         let _ = r;
         Batching::Alone
     }
@@ -116,7 +132,7 @@ pub trait Adapter: Send + Sync {
     /// success, the positions in `resources` it failed for.
     async fn write_shared(
         &self,
-        group: &'static str,
+        group: Self::Group,
         resources: &[&ResourceRef],
         set: &TagMap,
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
@@ -131,12 +147,21 @@ pub trait Adapter: Send + Sync {
     }
 }
 
-pub struct Engine {
+/// The enforcement engine over one cloud: its adapter, its policy store, and the function's own
+/// identities, whose events are not reconciled.
+pub struct Engine<A: Adapter> {
+    /// How this cloud reads, writes and lists tags.
+    pub adapter: A,
+    /// Where the policies are, with the one in force cached.
+    pub store: PolicyStore<A::Source>,
+    /// The function's own identities (its role ARN; its principal and client ids).
+    own: Vec<String>,
     /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
     /// re-reads and finds no drift, so a policy version costs one write per resource.
     in_flight: ResourceLocks,
     /// How many resources are reconciled at once, across every event of an invocation.
     permits: Semaphore,
+    /// Resources reconciled at once, and a sweep's or a batch's write calls in flight.
     concurrency: usize,
     /// Plan without writing.
     pub dry_run: bool,
@@ -146,11 +171,15 @@ pub struct Engine {
     pub progress: Option<Progress>,
 }
 
-impl Engine {
-    /// At most `concurrency` (at least 1) resources reconciled at once.
-    pub fn new(concurrency: usize) -> Self {
-        let concurrency = concurrency.max(1);
+impl<A: Adapter> Engine<A> {
+    /// The engine over `adapter` and `store`, ignoring the events `own` (the function's role ARN,
+    /// principal or client ids) caused; `A::CONCURRENCY` resources at once.
+    pub fn new(adapter: A, store: PolicyStore<A::Source>, own: Vec<String>) -> Self {
+        let concurrency = A::CONCURRENCY.max(1);
         Engine {
+            adapter,
+            store,
+            own,
             in_flight: ResourceLocks::default(),
             permits: Semaphore::new(concurrency),
             concurrency,
@@ -160,35 +189,45 @@ impl Engine {
         }
     }
 
-    /// The same engine with at most `n` (at least 1) resources reconciled at once.
-    pub fn with_concurrency(self, n: usize) -> Self {
-        Engine { dry_run: self.dry_run, sweep: self.sweep, progress: self.progress, ..Engine::new(n) }
+    /// At most `n` (at least 1) resources reconciled, and calls in flight, at once.
+    pub fn set_concurrency(&mut self, n: usize) {
+        self.concurrency = n.max(1);
+        self.permits = Semaphore::new(self.concurrency);
     }
 
     pub fn concurrency(&self) -> usize {
         self.concurrency
     }
 
+    fn cloud(&self) -> Cloud {
+        self.adapter.cloud()
+    }
+
+    /// Re-read the policy now (a conditional GET, then validate and cache; a rejected version is
+    /// counted and reported, and the last good one stays in force). Lists, reads and writes no
+    /// resource: a policy change delivered where there is no time to sweep.
+    pub async fn recheck_policy(&self) -> Outcome {
+        let mut out = Outcome::default();
+        out.metrics.events_received = 1;
+        if let Some(policies) = load_policies(&self.store, &mut out, true).await {
+            tracing::info!(version = %policies.version(), "policy re-checked; the sweep runs from the queue");
+        }
+        out
+    }
+
     /// Reconcile every resource an event names (and implies), starting none after `stop_at`: the
     /// ones left are reported as deferred (retryable), so the event comes back and finds the
     /// finished ones unchanged. Ignored and own events make no call at all; with no valid policy,
     /// nothing is written and `error` says why.
-    pub async fn handle_event<A: Adapter, S: PolicySource>(
-        &self,
-        cloud: &A,
-        store: &PolicyStore<S>,
-        own: &[String],
-        event: &Event,
-        stop_at: Option<Instant>,
-    ) -> Outcome {
+    pub async fn handle_event(&self, event: &Event, stop_at: Option<Instant>) -> Outcome {
         let mut out = Outcome::default();
         out.metrics.events_received = 1;
-        if event.is_ignored() || event.is_from(own) {
+        if event.is_ignored() || event.is_from(&self.own) {
             out.metrics.events_ignored = 1;
-            tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(own), "event ignored");
+            tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(&self.own), "event ignored");
             return out;
         }
-        let Some(policies) = load_policies(store, &mut out, false).await else { return out };
+        let Some(policies) = load_policies(&self.store, &mut out, false).await else { return out };
         let version = policies.version();
         // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
         // whoever can put an event on the bus can claim a foreign resource is owned. They only
@@ -196,10 +235,10 @@ impl Engine {
         let hint = event
             .tags
             .clone()
-            .filter(|t| matches!(policies.owner(cloud.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
+            .filter(|t| matches!(policies.owner(self.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
         let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
             event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
-        let (implied, failed) = cloud.implied(event, &version).await;
+        let (implied, failed) = self.adapter.implied(event, &version).await;
         targets.extend(implied);
         for record in failed {
             out.push(record);
@@ -212,10 +251,10 @@ impl Engine {
                 async move {
                     if stop_at.is_some_and(|t| Instant::now() >= t) {
                         let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
-                        return Record::failed(cloud.cloud(), r, version, why.clone()).failing(Failure::Transient, why);
+                        return Record::failed(self.cloud(), r, version, why.clone()).failing(Failure::Transient, why);
                     }
                     let current = known.as_ref().map_or(Current::Read, Current::Known);
-                    self.reconcile(cloud, policies, r, current).await.in_line_since(event.occurred_at_ms, epoch_ms())
+                    self.reconcile(policies, r, current).await.in_line_since(event.occurred_at_ms, epoch_ms())
                 }
             })
             .buffered(self.concurrency)
@@ -229,14 +268,8 @@ impl Engine {
     }
 
     /// Read (unless the tags are known), find its cluster's policy, plan and write one resource.
-    pub async fn reconcile<A: Adapter>(
-        &self,
-        cloud: &A,
-        policies: &Policies,
-        r: &ResourceRef,
-        current: Current<'_>,
-    ) -> Record {
-        let held = self.in_flight.acquire(&lock_key(cloud.cloud(), r)).await;
+    pub async fn reconcile(&self, policies: &Policies, r: &ResourceRef, current: Current<'_>) -> Record {
+        let held = self.in_flight.acquire(&lock_key(self.cloud(), r)).await;
         // The resource's lock first, then a permit: whoever holds a permit never waits for a lock,
         // so the two cannot deadlock. The semaphore is never closed.
         let _permit = self.permits.acquire().await;
@@ -245,25 +278,19 @@ impl Engine {
             Current::Known(_) if held.waited => Current::Read,
             current => current,
         };
-        self.reconcile_held(cloud, policies, r, current).await
+        self.reconcile_held(policies, r, current).await
     }
 
     /// [`Engine::reconcile`] for a caller that holds the resource's lock already (a batch).
-    pub(crate) async fn reconcile_held<A: Adapter>(
-        &self,
-        cloud: &A,
-        policies: &Policies,
-        r: &ResourceRef,
-        mode: Current<'_>,
-    ) -> Record {
+    pub(crate) async fn reconcile_held(&self, policies: &Policies, r: &ResourceRef, mode: Current<'_>) -> Record {
         let start = Instant::now();
         let version = policies.version();
         let version = &version;
         let mut resource = std::borrow::Cow::Borrowed(r);
         let read = match mode {
             Current::Known(tags) => Ok(Read { tags: tags.clone(), arn: None }),
-            Current::Read => cloud.read(r).await,
-            Current::Listed => cloud.read_listed(r).await,
+            Current::Read => self.adapter.read(r).await,
+            Current::Listed => self.adapter.read_listed(r).await,
         };
         let current = match read {
             Ok(read) => {
@@ -273,26 +300,26 @@ impl Engine {
                 read.tags
             }
             Err(e) if e.class == ErrorClass::NotFound && matches!(mode, Current::Listed) => {
-                return Record::gone(cloud.cloud(), r, version, e.to_string());
+                return Record::gone(self.cloud(), r, version, e.to_string());
             }
-            Err(e) => return e.into_record(Record::failed(cloud.cloud(), r, version, String::new())),
+            Err(e) => return e.into_record(Record::failed(self.cloud(), r, version, String::new())),
         };
         let r = resource.as_ref();
-        let policy = match answer_to(policies, cloud.cloud(), r, &current) {
+        let policy = match answer_to(policies, self.cloud(), r, &current) {
             Ok(p) => p,
             Err(record) => return *record,
         };
-        let plan = plan::plan(&policy.policy, cloud.cloud(), &policy.infra_id, r, &current);
+        let plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, r, &current);
         let mut written = false;
         let mut error = None;
         if plan.writes() && !self.dry_run {
-            match cloud.write(r, &plan.set, &current).await {
+            match self.adapter.write(r, &plan.set, &current).await {
                 Ok(()) => written = true,
                 Err(e) => error = Some(e),
             }
         }
         let elapsed = start.elapsed().as_millis() as u64;
-        let mut record = Record::from_plan(cloud.cloud(), &policy.policy, &plan, written, elapsed);
+        let mut record = Record::from_plan(self.cloud(), &policy.policy, &plan, written, elapsed);
         if policies.is_set() {
             record.infra_id = Some(policy.infra_id.clone());
         }
@@ -454,6 +481,13 @@ mod tests {
         }
     }
 
+    /// An engine over `cloud`, with `policy` as its one policy document, re-read on every call.
+    pub(super) fn engine(cloud: Memory, policy: &str) -> Engine<Memory> {
+        let store =
+            PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", policy)]), Duration::ZERO);
+        Engine::new(cloud, store, Vec::new())
+    }
+
     fn policy() -> Policies {
         let (policy, infra_id) = check(Cloud::Aws, vec![("p.yaml".into(), POLICY.to_string())]).expect("valid");
         Policies::one(std::sync::Arc::new(LoadedPolicy { policy, infra_id, fingerprint: "fp".into() }))
@@ -462,12 +496,10 @@ mod tests {
     #[tokio::test]
     async fn duplicates_at_once_write_once_and_nothing_is_removed() {
         let r = resource("i-0abc");
-        let cloud = Memory::with(&[(&r.id, tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]))]);
-        let engine = Engine::new(8);
-        let p = policy();
+        let engine = engine(Memory::with(&[(&r.id, tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]))]), POLICY);
+        let (p, cloud) = (policy(), &engine.adapter);
         // Ten events name the resource at once (a create, its tag change, redeliveries).
-        let records =
-            futures_util::future::join_all((0..10).map(|_| engine.reconcile(&cloud, &p, &r, Current::Read))).await;
+        let records = futures_util::future::join_all((0..10).map(|_| engine.reconcile(&p, &r, Current::Read))).await;
         assert_eq!(cloud.writes(), 1, "one write per resource per policy version");
         assert_eq!(records.iter().filter(|r| r.status == Status::Applied).count(), 1);
         assert_eq!(
@@ -476,7 +508,7 @@ mod tests {
             "unmanaged keys survive"
         );
         // Read again: in line, nothing to do.
-        let again = engine.reconcile(&cloud, &p, &r, Current::Read).await;
+        let again = engine.reconcile(&p, &r, Current::Read).await;
         assert_eq!((again.status, cloud.writes()), (Status::Unchanged, 1));
     }
 
@@ -484,25 +516,23 @@ mod tests {
     async fn dry_run_not_owned_and_failures_are_records() {
         let p = policy();
         let r = resource("i-0def");
-        let mut engine = Engine::new(1);
-        engine.dry_run = true;
-        let cloud = Memory::with(&[(&r.id, tags(&[OWNED]))]);
-        assert_eq!(engine.reconcile(&cloud, &p, &r, Current::Read).await.status, Status::WouldApply);
-        assert_eq!(cloud.writes(), 0, "a dry run writes nothing");
+        let mut dry = engine(Memory::with(&[(&r.id, tags(&[OWNED]))]), POLICY);
+        dry.dry_run = true;
+        assert_eq!(dry.reconcile(&p, &r, Current::Read).await.status, Status::WouldApply);
+        assert_eq!(dry.adapter.writes(), 0, "a dry run writes nothing");
 
-        let engine = Engine::new(1);
-        let foreign = Memory::with(&[(&r.id, tags(&[("kubernetes.io/cluster/other", "owned")]))]);
-        assert_eq!(engine.reconcile(&foreign, &p, &r, Current::Read).await.status, Status::NotOwned);
-        assert_eq!(foreign.writes(), 0);
+        let foreign = engine(Memory::with(&[(&r.id, tags(&[("kubernetes.io/cluster/other", "owned")]))]), POLICY);
+        assert_eq!(foreign.reconcile(&p, &r, Current::Read).await.status, Status::NotOwned);
+        assert_eq!(foreign.adapter.writes(), 0);
 
-        let missing = Memory::default();
-        let record = engine.reconcile(&missing, &p, &r, Current::Read).await;
+        let missing = engine(Memory::default(), POLICY);
+        let record = missing.reconcile(&p, &r, Current::Read).await;
         assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
         assert!(record.error.as_deref().is_some_and(|e| e.contains("NotFound")), "{record:?}");
-        let gone = engine.reconcile(&missing, &p, &r, Current::Listed).await;
+        let gone = missing.reconcile(&p, &r, Current::Listed).await;
         assert_eq!((gone.status, gone.failure), (Status::Gone, None), "deleted after its listing: {gone:?}");
-        let throttled = Memory { throttled: true, ..Memory::with(&[(&r.id, tags(&[OWNED]))]) };
-        let record = engine.reconcile(&throttled, &p, &r, Current::Read).await;
+        let throttled = engine(Memory { throttled: true, ..Memory::with(&[(&r.id, tags(&[OWNED]))]) }, POLICY);
+        let record = throttled.reconcile(&p, &r, Current::Read).await;
         assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
     }
 
@@ -511,24 +541,20 @@ mod tests {
     /// policy nothing is written and the delivery fails closed.
     #[tokio::test]
     async fn events_hand_back_what_a_retry_can_fix_and_fail_closed() {
-        let store =
-            PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", POLICY)]), Duration::ZERO);
-        let engine = Engine::new(4);
         let event = tag_change(&["i-0a"]);
-        let cloud = Memory { throttled: true, ..Memory::with(&[("i-0a", tags(&[OWNED]))]) };
-        let out = engine.handle_event(&cloud, &store, &[], &event, None).await;
+        let throttled = engine(Memory { throttled: true, ..Memory::with(&[("i-0a", tags(&[OWNED]))]) }, POLICY);
+        let out = throttled.handle_event(&event, None).await;
         assert!(out.must_retry(), "throttled after the client's retries: handed back");
 
-        let cloud = Memory { refuse: ["i-0a".to_string()].into(), ..Memory::with(&[("i-0a", tags(&[OWNED]))]) };
-        let out = engine.handle_event(&cloud, &store, &[], &event, None).await;
+        let refused = Memory { refuse: ["i-0a".to_string()].into(), ..Memory::with(&[("i-0a", tags(&[OWNED]))]) };
+        let out = engine(refused, POLICY).handle_event(&event, None).await;
         assert_eq!(out.records[0].failure, Some(Failure::Permanent));
         assert!(!out.must_retry(), "a permanent failure is reported, never redelivered");
 
-        let invalid = "version: 1\ninfraID: c-1\ntags: {Name: web}\n";
-        let store =
-            PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", invalid)]), Duration::ZERO);
-        let cloud = Memory::with(&[("i-0a", tags(&[OWNED]))]);
-        let out = engine.handle_event(&cloud, &store, &[], &event, None).await;
+        let invalid =
+            engine(Memory::with(&[("i-0a", tags(&[OWNED]))]), "version: 1\ninfraID: c-1\ntags: {Name: web}\n");
+        let out = invalid.handle_event(&event, None).await;
+        let cloud = &invalid.adapter;
         assert_eq!((cloud.writes(), cloud.reads.load(Ordering::Relaxed), out.metrics.policy_rejected), (0, 0, 1));
         assert!(out.error.is_some() && out.must_retry(), "no valid policy: fail closed, {out:?}");
     }

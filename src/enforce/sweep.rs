@@ -30,7 +30,6 @@ use crate::cloud_error::{Backoff, CloudError, ErrorClass};
 use crate::plan::{self, Plan};
 use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::Policies;
-use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record, Status};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -60,8 +59,6 @@ pub struct Unindexed {
 
 #[derive(Debug, Clone, Copy)]
 pub struct SweepOptions {
-    /// Write calls in flight at once.
-    pub concurrency: usize,
     /// Extra attempts for a write still throttled after the client's own retries, and their waits.
     pub throttled: Backoff,
 }
@@ -69,7 +66,7 @@ pub struct SweepOptions {
 impl Default for SweepOptions {
     fn default() -> Self {
         let throttled = Backoff { attempts: 4, first: Duration::from_millis(500), max: Duration::from_secs(8) };
-        SweepOptions { concurrency: 4, throttled }
+        SweepOptions { throttled }
     }
 }
 
@@ -82,11 +79,12 @@ pub(super) struct Run {
     pub(super) locks_held: bool,
 }
 
-/// How a sweep sends the write of one resource.
+/// How a sweep sends the write of one resource; `G`, what resources sharing a call have in common
+/// ([`Adapter::Group`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Batching {
+pub enum Batching<G> {
     /// In one call with other resources of `group` that need the same tags, up to `max` a call.
-    Shared { group: &'static str, max: usize },
+    Shared { group: G, max: usize },
     /// One call of its own.
     Alone,
     /// One call of its own, re-read and re-planned right before: the write replaces the whole set.
@@ -102,16 +100,16 @@ pub(super) struct Planned {
 }
 
 /// One unit of the write phase.
-pub(super) enum Job {
+pub(super) enum Job<G> {
     /// Listed without tags: read, planned and written by the engine's reconcile.
     Read(ResourceRef),
     /// A planned write that replaces the set: the same, for planned resource `i`.
     Reread(usize),
     /// Planned resources sharing a delta, in one call where the adapter allows it.
-    Write { batching: Batching, set: TagMap, members: Vec<usize> },
+    Write { batching: Batching<G>, set: TagMap, members: Vec<usize> },
 }
 
-impl Job {
+impl<G> Job<G> {
     fn size(&self) -> u64 {
         match self {
             Job::Write { members, .. } => members.len() as u64,
@@ -131,30 +129,26 @@ enum Done {
     Deferred(usize),
 }
 
-impl Engine {
+impl<A: Adapter> Engine<A> {
     /// Plan (and, unless dry-run, write) every resource the clusters named in `only` own (every
     /// cluster with `None`), starting no write after `stop_at`; `force` re-reads the policy now.
-    pub async fn sweep<A: Adapter, S: PolicySource>(
-        &self,
-        cloud: &A,
-        store: &PolicyStore<S>,
-        force: bool,
-        only: Option<&[String]>,
-        stop_at: Option<Instant>,
-    ) -> Outcome {
+    pub async fn sweep(&self, force: bool, only: Option<&[String]>, stop_at: Option<Instant>) -> Outcome {
+        if let Some(why) = self.adapter.cannot_sweep() {
+            return Outcome { error: Some(why.to_string()), ..Outcome::default() };
+        }
         let mut out = Outcome::default();
-        let Some(policies) = super::load_policies(store, &mut out, force).await else { return out };
+        let Some(policies) = super::load_policies(&self.store, &mut out, force).await else { return out };
         let version = policies.version();
         let swept: Vec<Arc<LoadedPolicy>> =
             policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
-        let Discovered { targets, unreadable, failed } = self.discover(cloud, &policies, &swept).await;
+        let Discovered { targets, unreadable, failed } = self.discover(&policies, &swept).await;
         // A resource or a listing that could not be read is reported on its own; the rest is swept.
         for (r, e) in unreadable {
-            out.push(e.into_record(Record::failed(cloud.cloud(), &r, &version, String::new())));
+            out.push(e.into_record(Record::failed(self.cloud(), &r, &version, String::new())));
         }
         for (infra_id, e) in failed {
             tracing::warn!(error = %e, "a listing failed; sweeping what the others found");
-            let mut record = Record::listing_failed(cloud.cloud(), &e, &version);
+            let mut record = Record::listing_failed(self.cloud(), &e, &version);
             record.infra_id = infra_id.filter(|_| policies.is_set());
             out.push(record);
         }
@@ -171,9 +165,9 @@ impl Engine {
                 continue;
             };
             let started = Instant::now();
-            match answer_to(&policies, cloud.cloud(), &resource, &current) {
+            match answer_to(&policies, self.cloud(), &resource, &current) {
                 Ok(policy) => {
-                    let plan = plan::plan(&policy.policy, cloud.cloud(), &policy.infra_id, &resource, &current);
+                    let plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, &resource, &current);
                     planned.push(Planned { policy: policy.clone(), resource, current, plan, started });
                 }
                 // Owned by two clusters: reported, never written.
@@ -182,11 +176,11 @@ impl Engine {
         }
         self.report("plan", total, total);
         if !self.dry_run {
-            jobs.extend(batches(cloud, &planned));
+            jobs.extend(batches(&self.adapter, &planned));
         }
 
         let how = Run { stop_at, deferred: DEFERRED, locks_held: false };
-        let (read, written) = self.run_jobs(cloud, &policies, &planned, jobs, how).await;
+        let (read, written) = self.run_jobs(&policies, &planned, jobs, how).await;
         for record in read {
             out.push(record);
         }
@@ -194,20 +188,19 @@ impl Engine {
             out.push(since(record, seen_ms));
         }
         if !self.dry_run {
-            report_sweeps(store, &policies, &swept, &out.records).await;
+            report_sweeps(&self.store, &policies, &swept, &out.records).await;
         }
         out
     }
 
-    /// Run `jobs`, at most the sweep's concurrency at once, starting none after `stop_at` (what
+    /// Run `jobs`, at most the engine's concurrency at once, starting none after `stop_at` (what
     /// is left is `deferred`, retryable, saying why); then the records of the resources the jobs
     /// read, and the record of each planned resource, in order. A correction's lag is the caller's.
-    pub(super) async fn run_jobs<A: Adapter>(
+    pub(super) async fn run_jobs(
         &self,
-        cloud: &A,
         policies: &Policies,
         planned: &[Planned],
-        jobs: Vec<Job>,
+        jobs: Vec<Job<A::Group>>,
         how: Run,
     ) -> (Vec<Record>, Vec<Record>) {
         let mut read = Vec::new();
@@ -218,8 +211,8 @@ impl Engine {
         let mut done = 0;
         self.report("write", 0, size);
         let mut results = stream::iter(jobs)
-            .map(|job| async move { self.run(cloud, policies, planned, job, how).await })
-            .buffer_unordered(self.sweep.concurrency.max(1));
+            .map(|job| async move { self.run(policies, planned, job, how).await })
+            .buffer_unordered(self.concurrency);
         while let Some(finished) = results.next().await {
             for d in finished {
                 done += 1;
@@ -240,14 +233,14 @@ impl Engine {
             }
             let ok = matches!(written[i], Some(Ok(())));
             let elapsed = p.started.elapsed().as_millis() as u64;
-            let mut record = Record::from_plan(cloud.cloud(), &p.policy.policy, &p.plan, ok, elapsed);
+            let mut record = Record::from_plan(self.cloud(), &p.policy.policy, &p.plan, ok, elapsed);
             if policies.is_set() {
                 record.infra_id = Some(p.policy.infra_id.clone());
             }
             out.push(match written[i].take() {
                 // Deleted since it was listed or read: nothing left to enforce.
                 Some(Err(e)) if e.class == ErrorClass::NotFound => {
-                    Record::gone(cloud.cloud(), &p.resource, &p.policy.policy.version, e.to_string())
+                    Record::gone(self.cloud(), &p.resource, &p.policy.policy.version, e.to_string())
                 }
                 Some(Err(e)) => e.into_record(record),
                 None if deferred[i] => record.failing(Failure::Transient, how.deferred.to_string()),
@@ -263,23 +256,16 @@ impl Engine {
         }
     }
 
-    async fn run<A: Adapter>(
-        &self,
-        cloud: &A,
-        policies: &Policies,
-        planned: &[Planned],
-        job: Job,
-        how: Run,
-    ) -> Vec<Done> {
+    async fn run(&self, policies: &Policies, planned: &[Planned], job: Job<A::Group>, how: Run) -> Vec<Done> {
         let past = how.stop_at.is_some_and(|t| Instant::now() >= t);
         match job {
             Job::Read(r) if past => {
                 let why = how.deferred.to_string();
-                let record = Record::failed(cloud.cloud(), &r, &policies.version(), why.clone());
+                let record = Record::failed(self.cloud(), &r, &policies.version(), why.clone());
                 vec![Done::Record(record.failing(Failure::Transient, why))]
             }
             Job::Read(r) => {
-                let record = self.reconcile(cloud, policies, &r, Current::Listed).await;
+                let record = self.reconcile(policies, &r, Current::Listed).await;
                 // The listing carried no tags: the drift was first seen by this reconcile's read.
                 let seen = epoch_ms().saturating_sub(record.latency_ms);
                 vec![Done::Record(since(record, seen))]
@@ -288,14 +274,14 @@ impl Engine {
             Job::Reread(i) => {
                 let r = &planned[i].resource;
                 let record = match how.locks_held {
-                    true => self.reconcile_held(cloud, policies, r, Current::Listed).await,
-                    false => self.reconcile(cloud, policies, r, Current::Listed).await,
+                    true => self.reconcile_held(policies, r, Current::Listed).await,
+                    false => self.reconcile(policies, r, Current::Listed).await,
                 };
                 vec![Done::Replaced(i, record)]
             }
             Job::Write { members, .. } if past => members.into_iter().map(Done::Deferred).collect(),
             Job::Write { batching, set, members } => self
-                .write_split(cloud, planned, batching, &set, members)
+                .write_split(planned, batching, &set, members)
                 .await
                 .into_iter()
                 .map(|(i, result)| Done::Written(i, result))
@@ -305,18 +291,17 @@ impl Engine {
 
     /// Send one write; on a failure that is not throttling, send each half again, down to single
     /// resources, so one bad resource does not fail its neighbours.
-    async fn write_split<A: Adapter>(
+    async fn write_split(
         &self,
-        cloud: &A,
         planned: &[Planned],
-        batching: Batching,
+        batching: Batching<A::Group>,
         set: &TagMap,
         members: Vec<usize>,
     ) -> Vec<(usize, Result<(), CloudError>)> {
         let mut done = Vec::with_capacity(members.len());
         let mut queue = vec![members];
         while let Some(members) = queue.pop() {
-            match self.send(cloud, planned, batching, set, &members).await {
+            match self.send(planned, batching, set, &members).await {
                 Ok(failed) => {
                     done.extend(members.iter().enumerate().map(|(at, i)| match failed.iter().find(|(f, _)| *f == at) {
                         Some((_, e)) => (*i, Err(e.clone())),
@@ -336,11 +321,10 @@ impl Engine {
 
     /// One call for `members`, throttling waited out; on success, the positions in `members` it
     /// failed for (a shared call may answer per resource).
-    async fn send<A: Adapter>(
+    async fn send(
         &self,
-        cloud: &A,
         planned: &[Planned],
-        batching: Batching,
+        batching: Batching<A::Group>,
         set: &TagMap,
         members: &[usize],
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
@@ -349,11 +333,11 @@ impl Engine {
             let result = match batching {
                 Batching::Shared { group, .. } => {
                     let resources: Vec<&ResourceRef> = members.iter().map(|i| &planned[*i].resource).collect();
-                    cloud.write_shared(group, &resources, set).await
+                    self.adapter.write_shared(group, &resources, set).await
                 }
                 Batching::Alone | Batching::Reread => {
                     let p = &planned[members[0]];
-                    cloud.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
+                    self.adapter.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
                 }
             };
             match result {
@@ -369,25 +353,25 @@ impl Engine {
     /// Every resource the swept clusters own: each cluster's owned listing, then what the adapter
     /// lists beside it, kept where a swept cluster owns it (or claims it in a conflict); and every
     /// listing that failed, with the cluster it was for (`None`: for all of them).
-    async fn discover<A: Adapter>(&self, cloud: &A, policies: &Policies, swept: &[Arc<LoadedPolicy>]) -> Discovered {
+    async fn discover(&self, policies: &Policies, swept: &[Arc<LoadedPolicy>]) -> Discovered {
         let mut found: Vec<Listed> = Vec::new();
         let mut failed = Vec::new();
         let mut seen = HashSet::new();
         for policy in swept {
             let before = found.len() as u64;
             let pages = |n: usize| self.report("discover", before + n as u64, 0);
-            let (listed, errors) = cloud.list_owned(&policy.infra_id, &pages).await;
+            let (listed, errors) = self.adapter.list_owned(&policy.infra_id, &pages).await;
             for (r, tags) in listed {
                 // Owned by two swept clusters: listed twice, reported once.
-                if seen.insert(identity(cloud.cloud(), &r)) {
+                if seen.insert(identity(self.cloud(), &r)) {
                     found.push((r, tags));
                 }
             }
             failed.extend(errors.into_iter().map(|e| (Some(policy.infra_id.clone()), e)));
         }
-        let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, cloud.cloud(), r, tags) {
+        let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, self.cloud(), r, tags) {
             Ok(p) => {
-                ownership_for(cloud.cloud(), &r.kind, &p.infra_id, tags) == Ownership::Owned
+                ownership_for(self.cloud(), &r.kind, &p.infra_id, tags) == Ownership::Owned
                     && swept.iter().any(|s| s.infra_id == p.infra_id)
             }
             Err(record) => {
@@ -395,9 +379,9 @@ impl Engine {
                     && record.infra_id.as_ref().is_some_and(|id| swept.iter().any(|s| &s.infra_id == id))
             }
         };
-        let beside = cloud.list_unindexed(&found).await;
+        let beside = self.adapter.list_unindexed(&found).await;
         for (r, tags) in beside.found {
-            if ours(&r, &tags) && seen.insert(identity(cloud.cloud(), &r)) {
+            if ours(&r, &tags) && seen.insert(identity(self.cloud(), &r)) {
                 found.push((r, Some(tags)));
             }
         }
@@ -432,8 +416,8 @@ fn since(record: Record, seen_ms: u64) -> Record {
 }
 
 /// The planned writes as jobs: shared calls grouped by identical delta, the rest alone.
-pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job> {
-    let mut groups: BTreeMap<(Batching, &TagMap), Vec<usize>> = BTreeMap::new();
+pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job<A::Group>> {
+    let mut groups: BTreeMap<(Batching<A::Group>, &TagMap), Vec<usize>> = BTreeMap::new();
     let mut jobs = Vec::new();
     for (i, p) in planned.iter().enumerate() {
         if !p.plan.writes() {
@@ -461,17 +445,11 @@ pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::memory::{tags, Documents, Memory};
+    use super::super::memory::{tags, Memory};
+    use super::super::tests::{engine, OWNED, POLICY};
     use super::*;
-    use crate::policy::store::Layout;
 
-    const OWNED: (&str, &str) = ("kubernetes.io/cluster/c-1", "owned");
-    const POLICY: &str = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\n";
     const IN_LINE: [(&str, &str); 3] = [OWNED, ("team", "platform"), ("env", "prod")];
-
-    fn store() -> PolicyStore<Documents> {
-        PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", POLICY)]), Duration::ZERO)
-    }
 
     fn status_of(out: &Outcome, id: &str) -> Status {
         out.records.iter().find(|r| r.resource.ends_with(id)).map(|r| r.status).unwrap_or(Status::Disabled)
@@ -488,8 +466,9 @@ mod tests {
             ("i-9", tags(&IN_LINE)),
             ("i-foreign", tags(&[("kubernetes.io/cluster/other", "owned")])),
         ]);
-        let (engine, store) = (Engine::new(4), store());
-        let out = engine.sweep(&cloud, &store, true, None, None).await;
+        let engine = engine(cloud, POLICY);
+        let (cloud, store) = (&engine.adapter, &engine.store);
+        let out = engine.sweep(true, None, None).await;
         // i-1..3 share one delta, two a call; vol-1 is written alone; i-9 needs nothing.
         assert_eq!(cloud.writes(), 3);
         assert_eq!(out.records.len(), 5, "every owned resource is a record: {:?}", out.records);
@@ -501,7 +480,7 @@ mod tests {
         assert_eq!(cloud.get("i-foreign"), tags(&[("kubernetes.io/cluster/other", "owned")]));
         assert!(store.source.statuses.lock().expect("statuses").contains_key(&None), "the status report is written");
 
-        let again = engine.sweep(&cloud, &store, true, None, None).await;
+        let again = engine.sweep(true, None, None).await;
         assert_eq!(cloud.writes(), 3, "a sweep after a sweep writes nothing");
         assert!(again.records.iter().all(|r| r.status == Status::Unchanged));
     }
@@ -512,27 +491,23 @@ mod tests {
             refuse: ["i-2".to_string()].into(),
             ..Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED]))])
         };
-        let out = Engine::new(4).sweep(&cloud, &store(), true, None, None).await;
+        let engine = engine(cloud, POLICY);
+        let out = engine.sweep(true, None, None).await;
         // One shared call refused, then each half alone.
-        assert_eq!(cloud.writes(), 3);
+        assert_eq!(engine.adapter.writes(), 3);
         assert_eq!((status_of(&out, "i-1"), status_of(&out, "i-2")), (Status::Applied, Status::Failed));
         assert!(!out.must_retry(), "a permanent refusal is reported, not retried: {out:?}");
-        let report = store_report(&cloud).await;
-        assert_eq!(report, vec!["i-2".to_string()], "the refusal is in the status report");
-    }
-
-    async fn store_report(cloud: &Memory) -> Vec<String> {
-        let store = store();
-        Engine::new(1).sweep(cloud, &store, true, None, None).await;
-        let statuses = store.source.statuses.lock().expect("statuses");
-        statuses[&None].failures.iter().map(|f| f.name.clone()).collect()
+        let statuses = engine.store.source.statuses.lock().expect("statuses");
+        let report: Vec<&str> = statuses[&None].failures.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(report, ["i-2"], "the refusal is in the status report");
     }
 
     #[tokio::test]
     async fn past_the_deadline_writes_are_deferred_and_retried() {
         let cloud = Memory::with(&[("i-1", tags(&[OWNED])), ("bucket-1", tags(&[OWNED])), ("vol-1", tags(&[OWNED]))]);
-        let out = Engine::new(4).sweep(&cloud, &store(), true, None, Some(Instant::now())).await;
-        assert_eq!(cloud.writes(), 0);
+        let engine = engine(cloud, POLICY);
+        let out = engine.sweep(true, None, Some(Instant::now())).await;
+        assert_eq!(engine.adapter.writes(), 0);
         assert_eq!(out.records.len(), 3);
         assert!(out.records.iter().all(|r| r.status == Status::Failed && r.failure == Some(Failure::Transient)));
         assert!(out.must_retry());
@@ -542,9 +517,11 @@ mod tests {
     async fn a_replace_style_write_keeps_a_tag_added_after_the_listing() {
         let cloud = Memory::with(&[("bucket-1", tags(&[OWNED, ("team", "legacy")]))]);
         *cloud.added_after_listing.lock().expect("lock") = Some(("bucket-1".into(), "cost".into(), "cc-7".into()));
-        let out = Engine::new(4).sweep(&cloud, &store(), true, None, None).await;
+        let engine = engine(cloud, POLICY);
+        let out = engine.sweep(true, None, None).await;
         assert_eq!(status_of(&out, "bucket-1"), Status::Applied);
-        assert_eq!(cloud.get("bucket-1"), tags(&[OWNED, ("team", "platform"), ("env", "prod"), ("cost", "cc-7")]));
+        let want = tags(&[OWNED, ("team", "platform"), ("env", "prod"), ("cost", "cc-7")]);
+        assert_eq!(engine.adapter.get("bucket-1"), want);
     }
 
     #[tokio::test]
@@ -553,8 +530,8 @@ mod tests {
             denied_listing: true,
             ..Memory::with(&[("i-1", tags(&[OWNED])), ("vol-1", tags(&[OWNED, ("team", "legacy")]))])
         };
-        let store = store();
-        let out = Engine::new(4).sweep(&cloud, &store, true, None, None).await;
+        let engine = engine(cloud, POLICY);
+        let out = engine.sweep(true, None, None).await;
         assert!(out.error.is_none(), "the sweep went on: {out:?}");
         assert_eq!((status_of(&out, "i-1"), status_of(&out, "vol-1")), (Status::Applied, Status::Applied));
         let listing: Vec<&Record> = out.records.iter().filter(|r| r.is_listing()).collect();
@@ -563,7 +540,7 @@ mod tests {
         assert_eq!((l.status, l.resource_type.as_str()), (Status::Failed, "iam:GetAccountAuthorizationDetails"));
         assert!(error.contains("AccessDenied") && error.contains("fix: grant"), "names the call and the fix: {error}");
         assert_eq!((out.failed(), out.metrics.listing_failures), (1, 1));
-        let statuses = store.source.statuses.lock().expect("statuses");
+        let statuses = engine.store.source.statuses.lock().expect("statuses");
         let failures: Vec<&str> = statuses[&None].failures.iter().map(|f| f.resource_type.as_str()).collect();
         assert_eq!(failures, ["iam:GetAccountAuthorizationDetails"], "the status report shows the failed listing");
     }
@@ -573,7 +550,7 @@ mod tests {
         for bare_listing in [false, true] {
             let cloud = Memory { bare_listing, ..Memory::with(&[("i-1", tags(&[OWNED])), ("vol-1", tags(&[OWNED]))]) };
             *cloud.deleted_after_listing.lock().expect("lock") = Some("vol-1".into());
-            let out = Engine::new(4).sweep(&cloud, &store(), true, None, None).await;
+            let out = engine(cloud, POLICY).sweep(true, None, None).await;
             assert_eq!((status_of(&out, "i-1"), status_of(&out, "vol-1")), (Status::Applied, Status::Gone));
             assert_eq!(out.failed(), 0, "gone is not a failure: {:?}", out.records);
             assert!(!out.must_retry());
@@ -583,14 +560,15 @@ mod tests {
     #[tokio::test]
     async fn a_listing_without_tags_is_read_and_a_dry_run_writes_nothing() {
         let cloud = Memory { bare_listing: true, ..Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&IN_LINE))]) };
-        let mut engine = Engine::new(4);
+        let mut engine = engine(cloud, POLICY);
         engine.dry_run = true;
-        let store = store();
-        let out = engine.sweep(&cloud, &store, true, None, None).await;
+        let out = engine.sweep(true, None, None).await;
         assert_eq!((status_of(&out, "i-1"), status_of(&out, "i-2")), (Status::WouldApply, Status::Unchanged));
+        let cloud = &engine.adapter;
         assert_eq!((cloud.writes(), cloud.reads.load(std::sync::atomic::Ordering::Relaxed)), (0, 2));
-        assert!(store.source.statuses.lock().expect("statuses").is_empty(), "a dry run writes no report");
-        let out = Engine::new(4).sweep(&cloud, &store, true, None, None).await;
-        assert_eq!((status_of(&out, "i-1"), cloud.writes()), (Status::Applied, 1));
+        assert!(engine.store.source.statuses.lock().expect("statuses").is_empty(), "a dry run writes no report");
+        engine.dry_run = false;
+        let out = engine.sweep(true, None, None).await;
+        assert_eq!((status_of(&out, "i-1"), engine.adapter.writes()), (Status::Applied, 1));
     }
 }

@@ -13,10 +13,10 @@ use aws_sdk_sts::config::Credentials;
 use serde_json::{json, Value};
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::cloud_error::Backoff;
+use tagwarden::enforce::Engine;
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 
@@ -306,13 +306,13 @@ pub async fn publish_policy(c: &Clients, account: &str, doc: &str) -> String {
     format!("s3://{bucket}/p.json")
 }
 
-/// A reconciler over `clients` reading `s3://bucket/key`, re-checking the policy on every event.
-pub fn reconciler(clients: &Clients, account: &str, location: &str, ttl: Duration) -> Reconciler {
+/// An engine over `clients` reading `s3://bucket/key`, re-checking the policy on every event.
+pub fn reconciler(clients: &Clients, account: &str, location: &str, ttl: Duration) -> Engine<Tagger> {
     let store = policy_store(clients, location.parse::<PolicyLocation>().expect("location"), ttl);
     let mut tagger = Tagger::new(clients.clone());
     tagger.not_found = Backoff { attempts: 3, first: Duration::from_millis(10), max: Duration::from_millis(40) };
-    let mut rec = Reconciler::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")]);
-    rec.engine.sweep.throttled.first = Duration::from_millis(20);
+    let mut rec = Engine::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")]);
+    rec.sweep.throttled.first = Duration::from_millis(20);
     rec
 }
 
@@ -391,7 +391,7 @@ impl Sqs {
     }
 
     /// Drain the queue through the handler, one batch at a time.
-    pub async fn drain(&mut self, rec: &Reconciler) {
+    pub async fn drain(&mut self, rec: &Engine<Tagger>) {
         while !self.is_empty() {
             let batch = self.receive();
             let inv = function::handle(rec, &Self::payload(&batch)).await;

@@ -13,9 +13,9 @@ use serde_json::Value;
 use tagwarden::aws::config::Config;
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::policy_store;
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::enforce::Engine;
 use tagwarden::rate_limit::RateLimit;
 
 /// The invocation's deadline (milliseconds since the epoch, from the Runtime API's
@@ -55,24 +55,20 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             return Err(e.to_string().into());
         }
     };
-    let reconciler = Arc::new(
-        Reconciler::new(
-            Tagger {
-                ec2_writes: Some(RateLimit::per_second(f64::from(config.ec2_writes_per_second))),
-                ..Tagger::new(clients.clone())
-            },
-            policy_store(&clients, config.policy, config.policy_ttl),
-            config.own,
-        )
-        .with_concurrency(config.concurrency),
-    );
+    let tagger = Tagger {
+        ec2_writes: Some(RateLimit::per_second(f64::from(config.ec2_writes_per_second))),
+        ..Tagger::new(clients.clone())
+    };
+    let mut engine = Engine::new(tagger, policy_store(&clients, config.policy, config.policy_ttl), config.own);
+    engine.set_concurrency(config.concurrency);
+    let engine = Arc::new(engine);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
-        let reconciler = reconciler.clone();
+        let engine = engine.clone();
         async move {
             // Boxed: the SDK's nested futures are too deep to lay out inline.
             let deadline = deadline_of(event.context.deadline);
             let handling: std::pin::Pin<Box<dyn std::future::Future<Output = function::Invocation> + Send + '_>> =
-                Box::pin(function::handle_until(&reconciler, &event.payload, deadline));
+                Box::pin(function::handle_until(&engine, &event.payload, deadline));
             let inv = handling.await;
             // Records and EMF metrics go to stdout, one JSON document per line.
             let mut out = std::io::stdout().lock();

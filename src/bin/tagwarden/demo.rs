@@ -8,10 +8,10 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::reconcile::Reconciler;
 use tagwarden::aws::sdk::{ec2, elbv2, iam, s3};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::enforce::Engine;
 use tagwarden::publish::{publish, TagChanges};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
@@ -176,7 +176,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         published.version.as_deref().unwrap_or("-"),
         changes(&published.changes)
     );
-    let reconciler = Reconciler::new(
+    let engine = Engine::new(
         Tagger::new(clients.clone()),
         policy_store(&clients, location.clone(), Duration::from_secs(60)),
         vec![OWN_ROLE.to_string()],
@@ -197,7 +197,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     ];
     let batch = sqs_batch(&bodies);
     clients.calls.reset();
-    let inv = function::handle(&reconciler, &batch).await;
+    let inv = function::handle(&engine, &batch).await;
     if args.verbose {
         for line in &inv.lines {
             println!("   {line}");
@@ -245,7 +245,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     println!("\n== 6. loop safety: the function's own CreateTags, then the same events again");
     clients.calls.reset();
     let own =
-        function::handle(&reconciler, &sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]))
+        function::handle(&engine, &sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]))
             .await;
     println!(
         "   own CreateTags: {} API calls, {} tag writes ({})",
@@ -254,7 +254,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         own.response
     );
     clients.calls.reset();
-    let again = function::handle(&reconciler, &batch).await;
+    let again = function::handle(&engine, &batch).await;
     println!(
         "   all events again: {} API calls, {} tag writes ({})",
         clients.calls.total(),
@@ -288,7 +288,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     // What S3 sends EventBridge for the publisher's PutObject: the policy changed, sweep now.
     let object_created = json!({"detail-type": "Object Created", "source": "aws.s3",
         "detail": {"bucket": {"name": POLICY_BUCKET}, "object": {"key": "cluster/infrastructure.yaml"}}});
-    let swept = function::handle(&reconciler, &object_created).await;
+    let swept = function::handle(&engine, &object_created).await;
     println!(
         "   S3 Object Created → sweep: {} ({} API calls, {} tag writes)",
         swept.response,

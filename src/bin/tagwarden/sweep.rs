@@ -32,7 +32,7 @@ pub struct Args {
     /// Plan only; exit 2 when any owned resource has drifted.
     #[arg(long)]
     dry_run: bool,
-    /// Write calls in flight at once.
+    /// Resources reconciled, and write calls in flight, at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
     /// EC2 resources per CreateTags call (the API takes at most 1000).
@@ -250,9 +250,9 @@ async fn timed(
 #[cfg(feature = "aws")]
 async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-    use tagwarden::aws::reconcile::Reconciler;
     use tagwarden::aws::tags::Tagger;
     use tagwarden::aws::Clients;
+    use tagwarden::enforce::Engine;
 
     let location: PolicyLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
     let mut loader = tagwarden::aws::config_loader()?;
@@ -262,20 +262,17 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     let config = loader.load().await;
     tagwarden::aws::preflight(&config).await?;
     let clients = Clients::new(&config);
-    let mut reconciler = Reconciler::new(
-        Tagger::new(clients.clone()),
-        policy_store(&clients, location.clone(), std::time::Duration::ZERO),
-        Vec::new(),
-    );
-    reconciler.engine.dry_run = args.dry_run;
-    reconciler.engine.sweep.concurrency = args.concurrency;
-    reconciler.tagger.ec2_batch = usize::from(args.ec2_batch);
+    let tagger = Tagger { ec2_batch: usize::from(args.ec2_batch), ..Tagger::new(clients.clone()) };
+    let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO);
+    let mut engine = Engine::new(tagger, store, Vec::new());
+    engine.set_concurrency(args.concurrency);
+    engine.dry_run = args.dry_run;
     let (bar, callback) = progress();
-    reconciler.engine.progress = callback;
-    let (out, seconds) = timed(bar, reconciler.sweep(true)).await;
+    engine.progress = callback;
+    let (out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
     Ok(Swept {
         policy: location.to_string(),
-        is_set: reconciler.store.is_set(),
+        is_set: engine.store.is_set(),
         out,
         api_calls: clients.calls.snapshot(),
         seconds,
@@ -290,12 +287,13 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
 #[cfg(feature = "azure")]
 async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     use std::sync::Arc;
+    use tagwarden::azure::adapter::ArmTagger;
     use tagwarden::azure::arm::arm_audience;
     use tagwarden::azure::arm::ArmClient;
     use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
     use tagwarden::azure::identity::ManagedIdentity;
-    use tagwarden::azure::reconcile::Reconciler;
     use tagwarden::calls::CallCounter;
+    use tagwarden::enforce::Engine;
 
     let location: BlobLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
     if !location.has_sas() {
@@ -322,21 +320,13 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let identity = Arc::new(ManagedIdentity::given(&audience, token.trim().to_string(), calls.clone()));
     let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone()).with_audience(&audience);
     let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone());
-    let mut reconciler = Reconciler::new(arm, store, Vec::new());
-    reconciler.sweep_scopes = args.scope.clone();
-    reconciler.engine = tagwarden::enforce::Engine::new(args.concurrency.max(1));
-    reconciler.engine.sweep.concurrency = args.concurrency.max(1);
-    reconciler.engine.dry_run = args.dry_run;
+    let mut engine = Engine::new(ArmTagger { arm, sweep_scopes: args.scope.clone() }, store, Vec::new());
+    engine.set_concurrency(args.concurrency);
+    engine.dry_run = args.dry_run;
     let (bar, callback) = progress();
-    reconciler.engine.progress = callback;
-    let (out, seconds) = timed(bar, reconciler.sweep(true)).await;
-    Ok(Swept {
-        policy: location.to_string(),
-        is_set: reconciler.store.is_set(),
-        out,
-        api_calls: calls.snapshot(),
-        seconds,
-    })
+    engine.progress = callback;
+    let (out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
+    Ok(Swept { policy: location.to_string(), is_set: engine.store.is_set(), out, api_calls: calls.snapshot(), seconds })
 }
 
 #[cfg(not(feature = "azure"))]

@@ -188,7 +188,7 @@ impl Env {
     /// host), keeping what it has cached; `None` puts the configured one back.
     pub fn repoint(&mut self, policy_url: Option<&str>) {
         let url = policy_url.map_or_else(|| self.vars["TAGWARDEN_POLICY"].clone(), str::to_owned);
-        self.handler.reconciler.store.source.location = url.parse().expect("a policy URL");
+        self.handler.engine.store.source.location = url.parse().expect("a policy URL");
     }
 
     pub async fn publish(&self, name: &str, text: &str) {
@@ -294,7 +294,7 @@ pub fn build_handler(vars: &HashMap<String, String>, policy_url: Option<&str>) -
     })
     .expect("valid configuration");
     let mut handler = Handler::new(&config).expect("handler");
-    handler.reconciler.arm.retry = Retry {
+    handler.engine.adapter.arm.retry = Retry {
         attempts: 4,
         first: Duration::from_millis(10),
         max: Duration::from_millis(100),

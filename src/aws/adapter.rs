@@ -1,98 +1,35 @@
-//! The AWS reconciler: an event names resources; each is re-read, planned against the policy in
-//! force and written at most once (DESIGN.md §4, §5). The sweep does the same for every owned
-//! resource it can list, batching identical deltas.
+//! The AWS side of the engine (`crate::enforce`): the [`Tagger`] as its [`Adapter`] — which call
+//! reads and writes each kind (`super::tags`), how a sweep groups writes (EC2 `CreateTags` and the
+//! Tagging API's `TagResources` name many resources sharing one delta; S3's `PutBucketTagging`
+//! replaces the set, so it is re-read right before), and a new instance's volumes as resources its
+//! `RunInstances` event implies.
 //!
-//! Loop safety takes two guards: events made by the function's own role are ignored (the
-//! deployed patterns drop most of them already), and planning is idempotent, so an own write
-//! read back finds no drift — the only guard for `Tag Change on Resource`, which names no caller.
-//!
-//! Deliberately not here: the reconcile of one resource, the handling of an event and the sweep,
-//! which are the same on both clouds (`crate::enforce`); this file holds what makes them AWS's:
-//! the [`Tagger`] as the engine's adapter, how it groups writes (`crate::services`), and a new
-//! instance's volumes as resources its event implies. How it lists is `super::discover`.
+//! Deliberately not here: the reconcile of one resource, the handling of an event or a batch and
+//! the sweep, which are the same on both clouds (`crate::enforce`, including the loop guard that
+//! ignores the function's own role); which API serves a kind (`crate::services`); how it lists
+//! (`super::discover`); the calls themselves (`super::tags`).
 
-use std::sync::Arc;
-use std::time::Instant;
-
-use super::policy_store::PolicyStore;
+use super::policy_store::AwsSource;
 use super::tags::Tagger;
 use crate::cloud::Cloud;
 use crate::cloud_error::CloudError;
 use crate::enforce::sweep::{Batching, Listed, Listing, Unindexed};
-use crate::enforce::{Adapter, Current, Engine, Implied, Read};
+use crate::enforce::{Adapter, Implied, Read};
 use crate::events::{Event, EventKind};
-use crate::policy::cache::LoadedPolicy;
-use crate::policy::clusters::Policies;
-use crate::report::Outcome;
 use crate::report::Record;
 use crate::resource::ResourceRef;
 use crate::services::{self, Api, Batch};
 use crate::TagMap;
 
-pub struct Reconciler {
-    pub tagger: Tagger,
-    pub store: PolicyStore,
-    /// The function's own identities (its role ARN): events they made are not reconciled.
-    pub own: Vec<String>,
-    /// Locks, concurrency, dry run and the sweep's pace, shared with Azure.
-    pub engine: Engine,
-}
-
 /// Resources reconciled at once by default: ten events of an SQS batch side by side, each a read
 /// and a write, without a burst that would meet the services' request-rate limits.
 pub const DEFAULT_CONCURRENCY: usize = 10;
 
-impl Reconciler {
-    pub fn new(tagger: Tagger, store: PolicyStore, own: Vec<String>) -> Self {
-        Reconciler { tagger, store, own, engine: Engine::new(DEFAULT_CONCURRENCY) }
-    }
-
-    /// At most `n` (at least 1) resources reconciled at once.
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.engine = self.engine.with_concurrency(n);
-        self
-    }
-
-    pub fn concurrency(&self) -> usize {
-        self.engine.concurrency()
-    }
-
-    /// Reconcile every resource an event names.
-    pub async fn handle_event(&self, event: &Event) -> Outcome {
-        self.handle_event_until(event, None).await
-    }
-
-    /// [`Self::handle_event`], starting no resource after `stop_at`: the ones left are reported
-    /// as deferred (retryable), so the event comes back and finds the finished ones unchanged.
-    pub async fn handle_event_until(&self, event: &Event, stop_at: Option<Instant>) -> Outcome {
-        self.engine.handle_event(&self.tagger, &self.store, &self.own, event, stop_at).await
-    }
-
-    /// Reconcile every resource the `events` of one batch name, each once, reading and writing
-    /// them together (`crate::enforce::batch`); one outcome per event, in order.
-    pub async fn handle_events_until(&self, events: &[Event], stop_at: Option<Instant>) -> Vec<Outcome> {
-        self.engine.handle_events(&self.tagger, &self.store, &self.own, events, stop_at).await
-    }
-
-    /// Plan (and, unless dry-run, write) every owned resource; `force` re-reads the policy now.
-    pub async fn sweep(&self, force: bool) -> Outcome {
-        self.sweep_clusters(force, None, None).await
-    }
-
-    /// [`Self::sweep`] of the clusters named in `only` (every cluster with `None`), starting no
-    /// write after `stop_at`: a policy change of one cluster of a set sweeps that cluster alone.
-    pub async fn sweep_clusters(&self, force: bool, only: Option<&[String]>, stop_at: Option<Instant>) -> Outcome {
-        self.engine.sweep(&self.tagger, &self.store, force, only, stop_at).await
-    }
-
-    /// Re-read (unless the tags are `known`), plan against `policy` and write one resource.
-    pub async fn reconcile(&self, policy: &Arc<LoadedPolicy>, r: &ResourceRef, known: Option<&TagMap>) -> Record {
-        let current = known.map_or(Current::Read, Current::Known);
-        self.engine.reconcile(&self.tagger, &Policies::one(policy.clone()), r, current).await
-    }
-}
-
 impl Adapter for Tagger {
+    type Source = AwsSource;
+    type Group = Api;
+    const CONCURRENCY: usize = DEFAULT_CONCURRENCY;
+
     fn cloud(&self) -> Cloud {
         Cloud::Aws
     }
@@ -150,14 +87,14 @@ impl Adapter for Tagger {
 
     /// EC2 `CreateTags` and `TagResources` name many resources sharing one delta; S3's
     /// `PutBucketTagging` replaces the set; every other API takes one resource a call.
-    fn batching(&self, r: &ResourceRef) -> Batching {
+    fn batching(&self, r: &ResourceRef) -> Batching<Api> {
         let service = services::of(r);
         match service.batch {
             Batch::Shared(max) if service.api == Api::Ec2 => {
-                Batching::Shared { group: service.kind, max: self.ec2_batch.min(max) }
+                Batching::Shared { group: service.api, max: self.ec2_batch.min(max) }
             }
-            // Every kind the Tagging API serves shares its batches, whichever descriptor parses its events.
-            Batch::Shared(max) => Batching::Shared { group: services::TAGGING.kind, max },
+            // By API, not descriptor: EFS's own events, written like any other kind through TagResources.
+            Batch::Shared(max) => Batching::Shared { group: service.api, max },
             Batch::Reread => Batching::Reread,
             Batch::Alone => Batching::Alone,
         }
@@ -165,11 +102,11 @@ impl Adapter for Tagger {
 
     async fn write_shared(
         &self,
-        group: &'static str,
+        group: Api,
         resources: &[&ResourceRef],
         set: &TagMap,
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
-        if group == services::TAGGING.kind {
+        if group == Api::Tagging {
             let arn = |r: &ResourceRef| r.arn.clone().unwrap_or_else(|| r.id.clone());
             let arns: Vec<String> = resources.iter().map(|r| arn(r)).collect();
             let names: Vec<&str> = arns.iter().map(String::as_str).collect();
