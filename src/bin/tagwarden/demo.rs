@@ -197,7 +197,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     ];
     let batch = sqs_batch(&bodies);
     clients.calls.reset();
-    let inv = function::handle(&reconciler, &batch).await;
+    let inv = function::handle(&reconciler, batch.to_string()).await;
     if args.verbose {
         for line in &inv.lines {
             println!("   {line}");
@@ -244,9 +244,11 @@ async fn demo(args: Args) -> anyhow::Result<()> {
 
     println!("\n== 6. loop safety: the function's own CreateTags, then the same events again");
     clients.calls.reset();
-    let own =
-        function::handle(&reconciler, &sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]))
-            .await;
+    let own = function::handle(
+        &reconciler,
+        sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]).to_string(),
+    )
+    .await;
     println!(
         "   own CreateTags: {} API calls, {} tag writes ({})",
         clients.calls.total(),
@@ -254,7 +256,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         own.response
     );
     clients.calls.reset();
-    let again = function::handle(&reconciler, &batch).await;
+    let again = function::handle(&reconciler, batch.to_string()).await;
     println!(
         "   all events again: {} API calls, {} tag writes ({})",
         clients.calls.total(),
@@ -288,7 +290,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     // What S3 sends EventBridge for the publisher's PutObject: the policy changed, sweep now.
     let object_created = json!({"detail-type": "Object Created", "source": "aws.s3",
         "detail": {"bucket": {"name": POLICY_BUCKET}, "object": {"key": "cluster/infrastructure.yaml"}}});
-    let swept = function::handle(&reconciler, &object_created).await;
+    let swept = function::handle(&reconciler, object_created.to_string()).await;
     println!(
         "   S3 Object Created → sweep: {} ({} API calls, {} tag writes)",
         swept.response,
