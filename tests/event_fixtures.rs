@@ -228,3 +228,43 @@ mod lambda_payloads {
         }
     }
 }
+
+/// Every Azure fixture is read as an event or a batch, and reconciled from the very text delivered
+/// (directly, or JSON-encoded by the Functions host); anything else says what was expected.
+#[cfg(feature = "azure")]
+mod azure_deliveries {
+    use std::path::Path;
+
+    use serde_json::Value;
+    use tagwarden::azure::function::{work_of, Delivery};
+    use tagwarden::trigger::Trigger;
+
+    #[test]
+    fn every_azure_fixture_is_an_event_or_a_batch_read_from_its_own_text() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events/azure");
+        let cases = super::cases(&root);
+        assert!(cases.len() >= 20, "only {} fixtures found", cases.len());
+        for input in cases {
+            let text = std::fs::read_to_string(&input).expect("fixture");
+            let batch = text.trim_start().starts_with('[');
+            match serde_json::from_str::<Delivery>(&text) {
+                Ok(Delivery::Events(events)) if batch && !events.is_empty() => {}
+                Ok(Delivery::Event(_)) if !batch => {}
+                other => panic!("{}: {other:?}", input.display()),
+            }
+            let events = Ok(Trigger::Events(text.clone().into_bytes()));
+            assert_eq!(work_of(text.as_bytes()), events, "{}", input.display());
+            let encoded = Value::String(text.clone()).to_string();
+            assert!(matches!(serde_json::from_str(&encoded), Ok(Delivery::Text(_))), "{}", input.display());
+            assert_eq!(work_of(encoded.as_bytes()), events, "{}: as the host encodes it", input.display());
+        }
+    }
+
+    #[test]
+    fn a_delivery_of_no_known_shape_says_what_was_expected() {
+        for body in [&br#"{"hello": "world"}"#[..], br#"[{"subject": "/subscriptions/s"}]"#, b"42"] {
+            let e = work_of(body).expect_err(&String::from_utf8_lossy(body));
+            assert!(e.starts_with("expected an Event Grid or CloudEvents event"), "{e}");
+        }
+    }
+}

@@ -129,6 +129,25 @@ async fn the_lambda_says_what_it_expected_and_ignores_its_own_report_without_a_c
     assert_eq!(rec.tagger.clients.calls.total(), 0);
 }
 
+#[tokio::test]
+async fn the_azure_function_says_what_it_expected_without_a_call() {
+    let handler = azure_handler();
+    let post =
+        |body: &str| Request { method: "POST".into(), path: "/drift".into(), body: body.into(), ..Request::default() };
+    for (body, expected) in [
+        (r#"{"Data": {"event": {}}, "Metadata": {}}"#, "unknown variant `event`, expected one of `eventGridEvent`"),
+        (r#"{"hello": "world"}"#, "expected an Event Grid or CloudEvents event"),
+    ] {
+        let resp = handler.handle(post(body)).await;
+        let text = String::from_utf8_lossy(&resp.body).into_owned();
+        assert!(resp.status == 400 && text.contains(expected), "{body}: {} {text}", resp.status);
+    }
+    let resp = handler.handle(post(r#"{"Data": {"eventGridEvent": {"hello": "world"}}, "Metadata": {}}"#)).await;
+    let text = String::from_utf8_lossy(&resp.body).into_owned();
+    assert!(resp.status == 500 && text.contains("expected an Event Grid or CloudEvents event"), "{text}");
+    assert_eq!(handler.calls.total(), 0, "{:?}", handler.calls.snapshot());
+}
+
 #[test]
 fn oversized_policies_are_refused() {
     let big = format!("version: 1\ncloud: aws\ninfraID: c-1\ntags:\n  team: {}\n", "x".repeat(MAX_DOCUMENT_BYTES));
@@ -264,7 +283,7 @@ mod payload_routing {
                     Ok(_) => {}
                     Err(e) => prop_assert!(!e.to_string().is_empty()),
                 }
-                match work_of(p) {
+                match work_of(text.as_bytes()) {
                     Ok(Trigger::Events(raw)) => {
                         if let Err(e) = events::parse(&raw) {
                             prop_assert!(!e.to_string().is_empty());
