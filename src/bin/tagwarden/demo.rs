@@ -197,7 +197,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     ];
     let batch = sqs_batch(&bodies);
     clients.calls.reset();
-    let inv = function::handle(&reconciler, batch.to_string()).await;
+    let inv = function::handle(&reconciler, batch.clone()).await;
     if args.verbose {
         for line in &inv.lines {
             println!("   {line}");
@@ -244,11 +244,9 @@ async fn demo(args: Args) -> anyhow::Result<()> {
 
     println!("\n== 6. loop safety: the function's own CreateTags, then the same events again");
     clients.calls.reset();
-    let own = function::handle(
-        &reconciler,
-        sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]).to_string(),
-    )
-    .await;
+    let own =
+        function::handle(&reconciler, sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]))
+            .await;
     println!(
         "   own CreateTags: {} API calls, {} tag writes ({})",
         clients.calls.total(),
@@ -256,7 +254,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         own.response
     );
     clients.calls.reset();
-    let again = function::handle(&reconciler, batch.to_string()).await;
+    let again = function::handle(&reconciler, batch).await;
     println!(
         "   all events again: {} API calls, {} tag writes ({})",
         clients.calls.total(),
@@ -325,13 +323,13 @@ fn changes(c: &TagChanges) -> String {
     }
 }
 
-fn sqs_batch(bodies: &[String]) -> Value {
+fn sqs_batch(bodies: &[String]) -> String {
     let records: Vec<Value> = bodies
         .iter()
         .enumerate()
         .map(|(i, b)| json!({"messageId": format!("m{i}"), "eventSource": "aws:sqs", "body": b}))
         .collect();
-    json!({ "Records": records })
+    json!({ "Records": records }).to_string()
 }
 
 fn show(tags: &TagMap, keys: &[&str]) -> String {
