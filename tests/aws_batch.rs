@@ -62,7 +62,7 @@ async fn run_batch(concurrency: usize) -> Run {
     proxy.set_rules(vec![Rule::new(None, None, Fault::Delay(LATENCY), When::Always)]);
     via.calls.reset();
     let started = Instant::now();
-    let inv = function::handle(&rec, &json!({"Records": records})).await;
+    let inv = function::handle(&rec, json!({"Records": records}).to_string()).await;
     let elapsed = started.elapsed();
     proxy.clear_rules();
 

@@ -296,7 +296,7 @@ async fn permanent_errors_are_not_batch_item_failures() {
     proxy.set_rules(vec![Rule::new(Some("iam"), Some("TagRole"), Fault::AccessDenied, When::Always)]);
     let payload =
         json!({"Records": [{"eventSource": "aws:sqs", "messageId": "m1", "body": event_for(&r, &account, "e1")}]});
-    let inv = function::handle(&rec, &payload).await;
+    let inv = function::handle(&rec, payload.to_string()).await;
     assert_eq!(inv.response, json!({"batchItemFailures": []}));
     let record: Value = inv
         .lines
@@ -307,7 +307,7 @@ async fn permanent_errors_are_not_batch_item_failures() {
     assert_eq!((record["status"].as_str(), record["failure"].as_str()), (Some("failed"), Some("permanent")));
     // A transient one still is.
     proxy.set_rules(vec![Rule::new(Some("iam"), Some("TagRole"), Fault::Status(503), When::Always)]);
-    let inv = function::handle(&rec, &payload).await;
+    let inv = function::handle(&rec, payload.to_string()).await;
     assert_eq!(inv.response, json!({"batchItemFailures": [{"itemIdentifier": "m1"}]}));
 }
 
@@ -324,10 +324,10 @@ async fn nothing_starts_past_the_deadline() {
         .map(|i| json!({"eventSource": "aws:sqs", "messageId": format!("m{i}"), "body": event_for(&b, &env.account, &format!("e{i}"))}))
         .collect();
     env.clients.calls.reset();
-    let inv = function::handle_until(&rec, &json!({ "Records": records }), Some(soon)).await;
+    let inv = function::handle_until(&rec, json!({ "Records": records }).to_string(), Some(soon)).await;
     assert_eq!(inv.response["batchItemFailures"].as_array().map(Vec::len), Some(3));
     assert_eq!(env.clients.calls.total(), 0, "{:?}", env.clients.calls.snapshot());
-    let inv = function::handle_until(&rec, &json!({"tagwarden": "sweep"}), Some(soon)).await;
+    let inv = function::handle_until(&rec, json!({"tagwarden": "sweep"}).to_string(), Some(soon)).await;
     assert_eq!(env.clients.calls.writes(), 0);
     assert!(inv.error.is_some(), "the deferred sweep asks to be run again");
     let out = rec.sweep(false, None, None).await;

@@ -299,7 +299,7 @@ async fn one_deployment_enforces_every_cluster_in_the_account() {
                "bucket": {"name": multi.bucket, "ownerIdentity": {"principalId": "A3NL1KOZZKExample"}, "arn": format!("arn:aws:s3:::{}", multi.bucket)},
                "object": {"key": key, "size": 120, "eTag": "d41d8cd98f00b204e9800998ecf8427e", "sequencer": "0055AED6DCD90281E5"}}
     }]});
-    let inv = function::handle(&set, &notification).await;
+    let inv = function::handle(&set, notification.to_string()).await;
     assert!(inv.error.is_none(), "{:?}", inv.error);
     let snapshot = multi.clients.calls.snapshot();
     assert_eq!(snapshot.get("Resource Groups Tagging API:GetResources"), Some(&1), "that cluster only: {snapshot:?}");

@@ -155,7 +155,7 @@ async fn events_under_faults_end_applied_or_dead_lettered_and_sweep_rides_out_th
         Rule::new(Some("elasticloadbalancing"), Some("AddTags"), Fault::Throttle, When::Always).budget(5),
     ]);
     via.calls.reset();
-    let inv = function::handle(&rec, &json!({"tagwarden": "sweep"})).await;
+    let inv = function::handle(&rec, json!({"tagwarden": "sweep"}).to_string()).await;
     proxy.clear_rules();
     assert!(inv.error.is_none(), "{:?} {:?}", inv.error, inv.lines);
     let swept = inv.response["sweep"].as_u64().expect("sweep count");

@@ -76,7 +76,7 @@ async fn many_events_with_duplicates_and_reordering_end_right_with_one_write_per
             .map(|batch| {
                 let rec = &rec;
                 async move {
-                    let inv = function::handle(rec, &Sqs::payload(&batch)).await;
+                    let inv = function::handle(rec, Sqs::payload(&batch).to_string()).await;
                     (batch, inv)
                 }
             })

@@ -55,7 +55,11 @@ impl Env {
 
     async fn event(&self, rec: &Engine<Tagger>, r: &ResourceRef) -> function::Invocation {
         let body = fleet::event_for(r, &self.account, "e");
-        function::handle(rec, &json!({"Records": [{"messageId": "m", "eventSource": "aws:sqs", "body": body}]})).await
+        function::handle(
+            rec,
+            json!({"Records": [{"messageId": "m", "eventSource": "aws:sqs", "body": body}]}).to_string(),
+        )
+        .await
     }
 
     /// The status report beside the policy.
@@ -196,7 +200,7 @@ async fn a_policy_change_mid_sweep_applies_one_version_per_sweep() {
         assert_eq!(env.team(r).await.as_deref(), Some("platform"), "the version the sweep started with");
     }
     // The change's own trigger (a policy-changed sweep) applies v2 everywhere.
-    let inv = function::handle(&rec, &json!({"tagwarden": "sweep"})).await;
+    let inv = function::handle(&rec, json!({"tagwarden": "sweep"}).to_string()).await;
     assert!(inv.error.is_none(), "{:?}", inv.error);
     for r in &env.fleet.owned {
         assert_eq!(env.team(r).await.as_deref(), Some("compute"));

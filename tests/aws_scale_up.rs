@@ -214,7 +214,7 @@ async fn pass(
                     json!({"eventSource": "aws:sqs", "messageId": format!("m{i}"), "body": body})
                 })
                 .collect();
-            function::handle(rec, &json!({ "Records": messages })).await
+            function::handle(rec, json!({ "Records": messages }).to_string()).await
         })
         .buffered(CONCURRENCY)
         .collect()

@@ -74,9 +74,9 @@ async fn logs_carry_no_credentials_and_no_sensitive_value() {
         .enumerate()
         .map(|(i, r)| json!({"messageId": format!("m{i}"), "eventSource": "aws:sqs", "body": fleet::event_for(r, &account, &format!("e{i}"))}))
         .collect();
-    let inv = function::handle(&rec, &json!({"Records": records})).await;
+    let inv = function::handle(&rec, json!({"Records": records}).to_string()).await;
     assert_eq!(inv.response, json!({"batchItemFailures": []}));
-    let sweep = function::handle(&rec, &json!({"tagwarden": "sweep"})).await;
+    let sweep = function::handle(&rec, json!({"tagwarden": "sweep"}).to_string()).await;
     assert!(sweep.error.is_none(), "{:?}", sweep.error);
     // The value was really written (verbatim), so it was in flight.
     let written = Tagger::new(clients.clone()).read(&fl.owned[0]).await.expect("read");
@@ -148,7 +148,7 @@ async fn forged_events_never_make_a_foreign_resource_writable() {
     clients.calls.reset();
     let inv = function::handle(
         &rec,
-        &json!({"Records": [{"messageId": "f1", "eventSource": "aws:sqs", "body": forged.to_string()}]}),
+        json!({"Records": [{"messageId": "f1", "eventSource": "aws:sqs", "body": forged.to_string()}]}).to_string(),
     )
     .await;
     assert_eq!(inv.response, json!({"batchItemFailures": []}));

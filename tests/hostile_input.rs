@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tagwarden::aws::function as lambda;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::tags::Tagger;
@@ -72,12 +72,11 @@ async fn the_lambda_refuses_oversized_sqs_bodies_and_events_without_a_call() {
     let rec = lambda_reconciler().await;
     let big = oversized_event();
     let batch = json!({"Records": [{"messageId": "big", "eventSource": "aws:sqs", "body": big}]});
-    let inv = lambda::handle(&rec, &batch).await;
+    let inv = lambda::handle(&rec, batch.to_string()).await;
     // Handed back, so SQS finally dead-letters it with its body; nothing was called.
     assert_eq!(inv.response, json!({"batchItemFailures": [{"itemIdentifier": "big"}]}));
     assert_eq!(rec.adapter.clients.calls.total(), 0);
-    let direct: Value = serde_json::from_str(&big).unwrap();
-    let inv = lambda::handle(&rec, &direct).await;
+    let inv = lambda::handle(&rec, big).await;
     let err = inv.error.expect("a direct oversized event fails the invocation");
     assert!(err.contains("larger than the 1048576-byte limit"), "{err}");
     assert_eq!(rec.adapter.clients.calls.total(), 0);
@@ -110,6 +109,42 @@ async fn the_azure_function_refuses_oversized_bodies_on_every_path() {
     // And the pure entry point.
     let out = handler.run(Trigger::Events(event.to_string().into_bytes()), Delivered::Now).await;
     assert!(out.error.expect("refused").contains("larger than"));
+    assert_eq!(handler.calls.total(), 0, "{:?}", handler.calls.snapshot());
+}
+
+#[tokio::test]
+async fn the_lambda_says_what_it_expected_and_ignores_its_own_report_without_a_call() {
+    let rec = lambda_reconciler().await;
+    let inv = lambda::handle(&rec, r#"{"hello": "world"}"#.to_string()).await;
+    let err = inv.error.expect("an unknown payload fails the invocation");
+    assert!(err.starts_with("not a payload tagwarden reads: expected an SQS batch"), "{err}");
+    // Notifications of the function's own status report: nothing to do, nothing called.
+    for own in [
+        json!({"Records": [{"eventSource": "aws:s3", "s3": {"object": {"key": "c/tagwarden-status.json"}}}]}),
+        json!({"detail-type": "Object Created", "detail": {"object": {"key": "c/tagwarden-status.json"}}}),
+    ] {
+        let inv = lambda::handle(&rec, own.to_string()).await;
+        assert_eq!((inv.response, inv.error), (json!({"ignored": "own status report"}), None), "{own}");
+    }
+    assert_eq!(rec.adapter.clients.calls.total(), 0);
+}
+
+#[tokio::test]
+async fn the_azure_function_says_what_it_expected_without_a_call() {
+    let handler = azure_handler();
+    let post =
+        |body: &str| Request { method: "POST".into(), path: "/drift".into(), body: body.into(), ..Request::default() };
+    for (body, expected) in [
+        (r#"{"Data": {"event": {}}, "Metadata": {}}"#, "unknown variant `event`, expected one of `eventGridEvent`"),
+        (r#"{"hello": "world"}"#, "expected an Event Grid or CloudEvents event"),
+    ] {
+        let resp = handler.handle(post(body)).await;
+        let text = String::from_utf8_lossy(&resp.body).into_owned();
+        assert!(resp.status == 400 && text.contains(expected), "{body}: {} {text}", resp.status);
+    }
+    let resp = handler.handle(post(r#"{"Data": {"eventGridEvent": {"hello": "world"}}, "Metadata": {}}"#)).await;
+    let text = String::from_utf8_lossy(&resp.body).into_owned();
+    assert!(resp.status == 500 && text.contains("expected an Event Grid or CloudEvents event"), "{text}");
     assert_eq!(handler.calls.total(), 0, "{:?}", handler.calls.snapshot());
 }
 
@@ -152,14 +187,14 @@ fn code_and_template_values_stay_verbatim_and_are_refused_by_the_character_rules
 }
 
 mod payload_routing {
-    //! The Lambda's payload routing (`trigger_of`, then each SQS body or the event itself through
+    //! The Lambda's payload routing (its `Payload`, then each SQS body or the event itself through
     //! the parser) and the Azure Function's (`work_of`, then the parser) on arbitrary JSON shaped
     //! like what they route on: a proptest stands in for a fuzz target here, since a fuzz build
     //! of the AWS SDK takes longer than the fuzzing itself.
 
     use proptest::prelude::*;
     use serde_json::{Map, Value};
-    use tagwarden::aws::function::{invoked_by, Invoked};
+    use tagwarden::aws::function::{EventBridge, Payload, SqsMessage};
     use tagwarden::azure::function::work_of;
     use tagwarden::events;
     use tagwarden::trigger::Trigger;
@@ -231,23 +266,24 @@ mod payload_routing {
                 }
             }
             for p in [&payload, &batch] {
-                match invoked_by(p) {
-                    Invoked::SqsBatch => {
-                        for r in p.get("Records").and_then(Value::as_array).into_iter().flatten() {
-                            let text = r.get("body").and_then(Value::as_str).unwrap_or_default();
-                            if let Err(e) = events::parse_one(text.as_bytes()) {
+                let text = p.to_string();
+                match serde_json::from_str::<Payload>(&text) {
+                    Ok(Payload::SqsBatch { records }) => {
+                        for SqsMessage::Sqs { body, .. } in records {
+                            if let Err(e) = events::parse_one(body.as_bytes()) {
                                 prop_assert!(!e.to_string().is_empty());
                             }
                         }
                     }
-                    Invoked::Trigger(Trigger::Events(raw)) => {
-                        if let Err(e) = events::parse_one(&raw) {
+                    Ok(Payload::EventBridge(EventBridge::Event)) => {
+                        if let Err(e) = events::parse_one(text.as_bytes()) {
                             prop_assert!(!e.to_string().is_empty());
                         }
                     }
-                    _ => {}
+                    Ok(_) => {}
+                    Err(e) => prop_assert!(!e.to_string().is_empty()),
                 }
-                match work_of(p) {
+                match work_of(text.as_bytes()) {
                     Ok(Trigger::Events(raw)) => {
                         if let Err(e) = events::parse(&raw) {
                             prop_assert!(!e.to_string().is_empty());

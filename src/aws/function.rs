@@ -1,5 +1,5 @@
-//! What the Lambda does with a payload. Kept here, not in the binary, so that tests drive the very
-//! same path in-process.
+//! What the Lambda does with a payload, read once as its [`Payload`]. Kept here, not in the
+//! binary, so that tests drive the very same path in-process.
 //!
 //! - An SQS batch of EventBridge events: handled together (`crate::enforce::batch`: every resource
 //!   read and written once, identical deltas in shared calls); the messages whose events failed
@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use aws_lambda_events::event::s3::S3Event;
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::event::sqs::SqsBatchResponse;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::tags::Tagger;
@@ -36,41 +36,88 @@ pub struct Invocation {
     pub error: Option<String>,
 }
 
-/// How the Lambda was invoked: an SQS batch of events (its host protocol: each message succeeds
-/// or is handed back), or one payload asking for one thing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Invoked {
-    SqsBatch,
-    Trigger(Trigger),
+/// Every payload the Lambda is invoked with, each matched by the value that makes it that shape
+/// (`eventSource`, `tagwarden`, `detail-type`), never by defaulted fields (as `aws_lambda_events`'
+/// structs would be). A bare event's text goes on to `crate::events` as it came ([`handle_until`]):
+/// serde cannot hand a `RawValue` through an untagged enum.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    rename_all_fields = "PascalCase",
+    expecting = "expected an SQS batch, an S3 notification, {\"tagwarden\": \"sweep\"} or an EventBridge event \
+                 (a detail-type; Object Created with detail.object.key, Parameter Store Change with detail.name)"
+)]
+pub enum Payload {
+    /// An SQS batch of EventBridge events, one in each message's body.
+    SqsBatch { records: Vec<SqsMessage> },
+    /// An S3 notification: the keys written beside (or as) the policy.
+    S3Notification { records: Vec<S3Record> },
+    /// The scheduled sweep's own input.
+    Sweep(SweepRequest),
+    /// One EventBridge event.
+    EventBridge(EventBridge),
 }
 
-pub fn invoked_by(payload: &Value) -> Invoked {
-    let first_source = payload.pointer("/Records/0/eventSource").and_then(Value::as_str);
-    let trigger = match first_source {
-        Some("aws:sqs") => return Invoked::SqsBatch,
-        // An S3 notification: the keys written beside (or as) the policy.
-        Some("aws:s3") => {
-            let notification: S3Event = serde_json::from_value(payload.clone()).unwrap_or_default();
-            Trigger::written(notification.records.into_iter().filter_map(|r| r.s3.object.key).collect())
-        }
-        _ if payload.get("tagwarden").and_then(Value::as_str) == Some("sweep") => Trigger::Sweep,
-        _ => match payload.get("detail-type").and_then(Value::as_str) {
-            Some("Scheduled Event") => Trigger::Sweep,
-            // EventBridge's S3 `Object Created`, and SSM's `Parameter Store Change` (its name).
-            Some("Object Created" | "Parameter Store Change") => Trigger::written(
-                ["/detail/object/key", "/detail/name"]
-                    .iter()
-                    .filter_map(|p| payload.pointer(p)?.as_str())
-                    .map(str::to_owned)
-                    .collect(),
-            ),
-            _ => Trigger::Events(serde_json::to_vec(payload).unwrap_or_default()),
-        },
-    };
-    Invoked::Trigger(trigger)
+/// An SQS message (`eventSource: aws:sqs`); its body holds one EventBridge event.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "eventSource")]
+pub enum SqsMessage {
+    #[serde(rename = "aws:sqs", rename_all = "camelCase")]
+    Sqs { message_id: String, body: String },
 }
 
-pub async fn handle(engine: &Engine<Tagger>, payload: &Value) -> Invocation {
+/// An S3 notification's record (`eventSource: aws:s3`).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "eventSource")]
+pub enum S3Record {
+    #[serde(rename = "aws:s3")]
+    S3 { s3: Written },
+}
+
+/// `{"tagwarden": "sweep"}`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "tagwarden")]
+pub enum SweepRequest {
+    #[serde(rename = "sweep")]
+    Sweep,
+}
+
+/// An EventBridge event, by its `detail-type`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "detail-type")]
+pub enum EventBridge {
+    /// The schedule's rule: a sweep.
+    #[serde(rename = "Scheduled Event")]
+    Scheduled,
+    /// S3 wrote an object of the policy's bucket.
+    #[serde(rename = "Object Created")]
+    ObjectCreated { detail: Written },
+    /// SSM changed a parameter of the policy (its `name`).
+    #[serde(rename = "Parameter Store Change")]
+    ParameterStoreChange { detail: Parameter },
+    /// Any other: read by `crate::events` (a CloudTrail call, a tag change, or one it ignores).
+    #[serde(other)]
+    Event,
+}
+
+/// An object written: `{"object": {"key": …}}` (an S3 record's `s3`, `Object Created`'s detail).
+#[derive(Debug, Deserialize)]
+pub struct Written {
+    pub object: Key,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Key {
+    pub key: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Parameter {
+    pub name: String,
+}
+
+/// Handle one payload, the invocation's JSON text.
+pub async fn handle(engine: &Engine<Tagger>, payload: String) -> Invocation {
     handle_until(engine, payload, None).await
 }
 
@@ -84,7 +131,7 @@ pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
 /// SQS messages as batch item failures, an event's unstarted resources as a failure of that event,
 /// a sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
 /// redone, they re-read as unchanged).
-pub async fn handle_until(engine: &Engine<Tagger>, payload: &Value, deadline: Option<Instant>) -> Invocation {
+pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Option<Instant>) -> Invocation {
     let stop_at = deadline.map(|d| {
         let reserve = DEADLINE_RESERVE.min(d.saturating_duration_since(Instant::now()) / 5);
         d.checked_sub(reserve).unwrap_or(d)
@@ -102,25 +149,29 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: &Value, deadline: Op
         infra_id = infra_id.take().or(out.infra_id);
         out.error
     };
-    let trigger = match invoked_by(payload) {
-        Invoked::Trigger(trigger) => Some(trigger),
-        Invoked::SqsBatch => {
-            let batch: SqsEvent = match serde_json::from_value(payload.clone()) {
-                Ok(batch) => batch,
-                Err(e) => {
-                    // No message can be named as failed: the whole batch comes back.
-                    inv.error = Some(format!("not an SQS batch: {e}"));
-                    return inv;
-                }
-            };
+    let trigger = match serde_json::from_str::<Payload>(&payload) {
+        Err(e) => {
+            inv.error = Some(format!("not a payload tagwarden reads: {e}"));
+            return inv;
+        }
+        Ok(Payload::S3Notification { records: written }) => {
+            Some(Trigger::written(written.into_iter().map(|S3Record::S3 { s3 }| s3.object.key).collect()))
+        }
+        Ok(Payload::Sweep(_)) => Some(Trigger::Sweep),
+        Ok(Payload::EventBridge(event)) => Some(match event {
+            EventBridge::Scheduled => Trigger::Sweep,
+            EventBridge::ObjectCreated { detail } => Trigger::written(vec![detail.object.key]),
+            EventBridge::ParameterStoreChange { detail } => Trigger::written(vec![detail.name]),
+            // Read by `crate::events` from the text as it came.
+            EventBridge::Event => Trigger::Events(payload.into_bytes()),
+        }),
+        Ok(Payload::SqsBatch { records: messages }) => {
             // Every event of the batch at once: each resource read and written once, in shared
             // calls (`crate::enforce::batch`). A message that is not an event, or that arrives
             // past the deadline, is handed back unstarted.
-            let mut handled: Vec<(String, Option<Outcome>)> = Vec::with_capacity(batch.records.len());
+            let mut handled: Vec<(String, Option<Outcome>)> = Vec::with_capacity(messages.len());
             let (mut events, mut at) = (Vec::new(), Vec::new());
-            for message in &batch.records {
-                let id = message.message_id.clone().unwrap_or_default();
-                let body = message.body.as_deref().unwrap_or_default();
+            for SqsMessage::Sqs { message_id: id, body } in messages {
                 if past() {
                     tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
                 } else {
@@ -152,9 +203,7 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: &Value, deadline: Op
                     None => true,
                 };
                 if failed {
-                    let mut failure = BatchItemFailure::default();
-                    failure.item_identifier = id;
-                    response.batch_item_failures.push(failure);
+                    response.add_failure(id);
                 }
             }
             inv.response = serde_json::to_value(&response).unwrap_or_default();
@@ -206,43 +255,4 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: &Value, deadline: Op
         }
     }
     inv
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn triggers() {
-        assert_eq!(invoked_by(&json!({"Records": [{"eventSource": "aws:sqs", "body": "{}"}]})), Invoked::SqsBatch);
-        // The S3 event message structure (S3 user guide, "Event message structure", version 2.1).
-        let s3 = |key: &str| {
-            json!({"Records": [{
-                "eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
-                "eventTime": "2026-11-24T12:00:00.000Z", "eventName": "ObjectCreated:Put",
-                "userIdentity": {"principalId": "AWS:AROAEXAMPLE:tagwarden"},
-                "requestParameters": {"sourceIPAddress": "203.0.113.10"},
-                "responseElements": {"x-amz-request-id": "C3D13FE58DE4C810", "x-amz-id-2": "FMyUVURIY8/IgAtTv8xRjskZQpcIZ9KG4V5Wp6S7S/JRWeUWerMUE5JgHvANOjpD"},
-                "s3": {"s3SchemaVersion": "1.0", "configurationId": "policy",
-                       "bucket": {"name": "policy", "ownerIdentity": {"principalId": "A3NL1KOZZKExample"}, "arn": "arn:aws:s3:::policy"},
-                       "object": {"key": key, "size": 1024, "eTag": "d41d8cd98f00b204e9800998ecf8427e", "sequencer": "0055AED6DCD90281E5"}}
-            }]})
-        };
-        let trigger = |payload: &Value| match invoked_by(payload) {
-            Invoked::Trigger(t) => t,
-            Invoked::SqsBatch => panic!("not a batch: {payload}"),
-        };
-        let changed = |names: &[&str]| Trigger::PolicyChanged(names.iter().map(|n| n.to_string()).collect());
-        assert_eq!(trigger(&s3("cluster/10-infra.yaml")), changed(&["cluster/10-infra.yaml"]));
-        assert_eq!(trigger(&s3("cluster/tagwarden-status.json")), Trigger::OwnStatusReport);
-        let ssm = json!({"detail-type": "Parameter Store Change", "detail": {"name": "/tw/clusters/c-4", "operation": "Update"}});
-        assert_eq!(trigger(&ssm), changed(&["/tw/clusters/c-4"]));
-        let created =
-            json!({"detail-type": "Object Created", "detail": {"object": {"key": "p/tagwarden-status.json"}}});
-        assert_eq!(trigger(&created), Trigger::OwnStatusReport);
-        assert_eq!(trigger(&json!({"tagwarden": "sweep"})), Trigger::Sweep);
-        assert_eq!(trigger(&json!({"detail-type": "Scheduled Event", "source": "aws.events"})), Trigger::Sweep);
-        let call = json!({"detail-type": "AWS API Call via CloudTrail"});
-        assert_eq!(trigger(&call), Trigger::Events(call.to_string().into_bytes()));
-    }
 }

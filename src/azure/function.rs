@@ -4,9 +4,9 @@
 //! Two ways in (reference/azure.md §2, §1.8):
 //! - **The Functions host** (`eventGridTrigger` / `timerTrigger` / `queueTrigger`):
 //!   `POST /<function>` with `{"Data": {<binding>: <value>}, "Metadata": {…}}`, answered with
-//!   `{"Outputs": {}, "Logs": [...], "ReturnValue": …}`. `POST /drift` carries one Event Grid event
-//!   (sometimes as a JSON string: it is parsed twice); `POST /sweep` is the timer;
-//!   `POST /sweep-queue` carries one queue message holding a policy `BlobCreated` event.
+//!   `{"Outputs": {}, "Logs": [...], "ReturnValue": …}`. The binding names the function: `drift`'s
+//!   `eventGridEvent` is one Event Grid event (sometimes as a JSON string), `sweep`'s `timer` the
+//!   timer, `sweep-queue`'s `message` one queue message holding a policy `BlobCreated` event.
 //! - **Event Grid directly** (a webhook subscription, or a local test): the body is the event array
 //!   (Event Grid schema) or a CloudEvents batch. `aeg-event-type: SubscriptionValidation` is
 //!   answered `200 {"validationResponse": code}`; CloudEvents' `OPTIONS` abuse-protection handshake
@@ -21,10 +21,14 @@
 //! and finally dead-letters. Metrics go to Azure Monitor once per invocation, best effort.
 //! `GET /` answers the host's readiness probe.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use futures_util::stream::{self, StreamExt};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
 use super::adapter::ArmTagger;
@@ -43,8 +47,6 @@ use crate::report::Outcome;
 use crate::trigger::Trigger;
 
 pub const BLOB_CREATED: &str = "Microsoft.Storage.BlobCreated";
-/// The queue-triggered function (`sweep-queue/function.json`) that runs the policy sweep.
-pub const SWEEP_QUEUE_FUNCTION: &str = "sweep-queue";
 
 /// Everything an invocation needs, built once at start-up and shared by every invocation.
 pub struct Handler {
@@ -105,19 +107,19 @@ impl Handler {
     }
 
     async fn post(&self, req: &Request) -> Response {
-        let body: Value = match serde_json::from_slice(&req.body) {
-            Ok(v) => v,
-            Err(e) => return Response::json(400, &json!({"error": format!("the body is not JSON: {e}")})),
-        };
-        let function = req.path.trim_matches('/').rsplit('/').next().unwrap_or_default().to_string();
-        if let Some(data) = body.get("Data").filter(|_| body.is_object()) {
-            return self.invocation(&function, data, &body).await;
+        // The Functions host's invocation is an object with `Data`; anything else is Event Grid
+        // delivering directly (an array, or one CloudEvent).
+        if req.body.trim_ascii_start().starts_with(b"{") {
+            match serde_json::from_slice::<HostInvocation>(&req.body) {
+                Ok(HostInvocation { data: Some(bound), metadata }) => return self.invocation(bound, metadata).await,
+                Ok(_) => {}
+                Err(e) => return Response::json(400, &json!({"error": format!("not a request tagwarden reads: {e}")})),
+            }
         }
-        // Event Grid delivering directly.
         if req.header("aeg-event-type").is_some_and(|t| t.eq_ignore_ascii_case("SubscriptionValidation")) {
             return validation(&req.body);
         }
-        let out = match work_of(&body) {
+        let out = match work_of(&req.body) {
             Ok(trigger) => self.run(trigger, Delivered::Now).await,
             Err(e) => return Response::json(400, &json!({"error": e})),
         };
@@ -127,34 +129,15 @@ impl Handler {
         Response::json(if failed { 500 } else { 200 }, &summary)
     }
 
-    /// The Functions host's `{Data, Metadata}` invocation.
-    async fn invocation(&self, function: &str, data: &Value, envelope: &Value) -> Response {
-        let method = envelope.pointer("/Metadata/sys/MethodName").and_then(Value::as_str).unwrap_or_default();
-        let is_timer = function.eq_ignore_ascii_case("sweep")
-            || method.eq_ignore_ascii_case("sweep")
-            || data.get("timer").is_some();
-        let is_queue =
-            function.eq_ignore_ascii_case(SWEEP_QUEUE_FUNCTION) || method.eq_ignore_ascii_case(SWEEP_QUEUE_FUNCTION);
-        let work = if is_timer {
-            Ok((Trigger::Sweep, Delivered::Now))
-        } else if is_queue {
-            let dequeued = envelope.pointer("/Metadata/DequeueCount").and_then(Value::as_u64);
-            tracing::info!(dequeue_count = dequeued, "policy sweep from the queue");
-            let message = data.get("message").or_else(|| data.as_object().and_then(|m| m.values().next()));
-            let message = message.ok_or_else(|| "the invocation's Data holds no queue message".to_string());
-            message.and_then(queue_work).map(|t| (t, Delivered::Queued))
-        } else {
-            // One trigger binding: `eventGridEvent`, or whatever the binding is named.
-            let value = data.get("eventGridEvent").or_else(|| data.as_object().and_then(|m| m.values().next()));
-            match value {
-                None => Err("the invocation's Data holds no event".to_string()),
-                // The host JSON-encodes string values: parse the string again.
-                Some(Value::String(s)) => serde_json::from_str::<Value>(s)
-                    .map_err(|e| format!("Data holds a string that is not JSON: {e}"))
-                    .and_then(|v| work_of(&v)),
-                Some(v) => work_of(v),
+    /// The Functions host's `{Data, Metadata}` invocation of a function, by its trigger binding.
+    async fn invocation(&self, binding: Binding<'_>, metadata: Metadata) -> Response {
+        let work = match binding {
+            Binding::Timer(_) => Ok((Trigger::Sweep, Delivered::Now)),
+            Binding::Message(message) => {
+                tracing::info!(dequeue_count = metadata.dequeue_count, "policy sweep from the queue");
+                queue_work(message.get().as_bytes()).map(|t| (t, Delivered::Queued))
             }
-            .map(|t| (t, Delivered::Now))
+            Binding::EventGridEvent(event) => work_of(event.get().as_bytes()).map(|t| (t, Delivered::Now)),
         };
         let (out, mut logs) = match work {
             Ok((trigger, delivered)) => (self.run(trigger, delivered).await, Vec::new()),
@@ -239,37 +222,79 @@ impl Handler {
     }
 }
 
-/// What a delivered payload (one event or an array) asks for.
-pub fn work_of(payload: &Value) -> Result<Trigger, String> {
-    let items: Vec<&Value> = match payload {
-        Value::Array(a) if a.is_empty() => return Err("an empty array holds no event".to_string()),
-        Value::Array(a) => a.iter().collect(),
-        Value::Object(_) => vec![payload],
-        _ => return Err("expected an Event Grid or CloudEvents event, or an array of them".to_string()),
-    };
-    let event_type =
-        |v: &Value| v.get("eventType").or_else(|| v.get("type")).and_then(Value::as_str).map(str::to_owned);
-    let blob_events: Vec<&Value> =
-        items.iter().copied().filter(|v| event_type(v).as_deref() == Some(BLOB_CREATED)).collect();
-    if blob_events.is_empty() {
-        return serde_json::to_vec(payload).map(Trigger::Events).map_err(|e| e.to_string());
-    }
-    Ok(Trigger::written(changed_blobs(&blob_events)))
+/// The Functions host's invocation, `{"Data": {<binding>: <value>}, "Metadata": {…}}`
+/// (reference/azure.md §2.3); `Data` is missing when Event Grid delivers one CloudEvent directly.
+#[derive(Deserialize)]
+struct HostInvocation<'a> {
+    #[serde(rename = "Data", borrow)]
+    data: Option<Binding<'a>>,
+    #[serde(rename = "Metadata", default)]
+    metadata: Metadata,
 }
 
-/// The names of the blobs `BlobCreated` events name (their subjects end `/blobs/<name>`).
-fn changed_blobs(events: &[&Value]) -> Vec<String> {
-    events
-        .iter()
-        .filter_map(|v| v.get("subject")?.as_str()?.split_once("/blobs/").map(|(_, name)| name.to_string()))
-        .collect()
+/// A function's one trigger binding, by the name its `function.json` gives it; a value is kept as
+/// its JSON text, which `crate::events` reads as it came.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Binding<'a> {
+    /// `drift`: one Event Grid event (resource writes, and the policy's `BlobCreated`).
+    EventGridEvent(#[serde(borrow)] &'a RawValue),
+    /// `sweep-queue`: a queue message holding a policy `BlobCreated` event.
+    Message(#[serde(borrow)] &'a RawValue),
+    /// `sweep`: the timer.
+    Timer(IgnoredAny),
+}
+
+#[derive(Default, Deserialize)]
+struct Metadata {
+    #[serde(rename = "DequeueCount")]
+    dequeue_count: Option<u64>,
+}
+
+/// What a trigger delivers (a direct POST's body, or a binding's value), told apart by shape.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "expected an Event Grid or CloudEvents event (eventType or type), an array of them, or a \
+                 string holding one"
+)]
+pub enum Delivery {
+    /// A batch: Event Grid's own schema, or CloudEvents in batch mode.
+    Events(Vec<GridEvent>),
+    /// One event: a CloudEvent, or what the host's Event Grid trigger hands over.
+    Event(GridEvent),
+    /// A delivery as text: the host JSON-encodes string values, and a queue message is its
+    /// event's JSON or base64 of it.
+    Text(String),
+}
+
+/// What says what an event asks for here: its type, and (for a blob) its subject. The rest of it is
+/// read by `crate::events`, from the same text.
+#[derive(Debug, Deserialize)]
+pub struct GridEvent {
+    /// `eventType` (Event Grid), `type` (CloudEvents).
+    #[serde(rename = "eventType", alias = "type")]
+    pub event_type: String,
+    pub subject: Option<String>,
+}
+
+/// What a delivery's text asks for: a policy change for policy `BlobCreated` events (the blobs
+/// their subjects name, `…/blobs/<name>`), unless only the function's own report was written;
+/// otherwise its events, to reconcile.
+pub fn work_of(text: &[u8]) -> Result<Trigger, String> {
+    let (events, text) = events_in(text.into(), 0)?;
+    if !events.iter().any(|e| e.event_type == BLOB_CREATED) {
+        return Ok(Trigger::Events(text.into_owned()));
+    }
+    let subjects = events.into_iter().filter(|e| e.event_type == BLOB_CREATED).filter_map(|e| e.subject);
+    Ok(Trigger::written(subjects.filter_map(|s| Some(s.split_once("/blobs/")?.1.to_string())).collect()))
 }
 
 /// What a `sweep-queue` message asks for: the policy sweep for a policy `BlobCreated` event,
 /// nothing for the function's own status report, and an error for anything else (a retry cannot
 /// help; after `maxDequeueCount` attempts the host parks the message in `<queue>-poison`).
-pub fn queue_work(message: &Value) -> Result<Trigger, String> {
-    match work_of(&queue_payload(message, 0)?)? {
+pub fn queue_work(message: &[u8]) -> Result<Trigger, String> {
+    match work_of(message)? {
         trigger @ (Trigger::PolicyChanged(_) | Trigger::OwnStatusReport) => Ok(trigger),
         Trigger::Events(_) | Trigger::Sweep => {
             Err("the sweep queue carries policy BlobCreated events only; this message holds another event".to_string())
@@ -277,26 +302,30 @@ pub fn queue_work(message: &Value) -> Result<Trigger, String> {
     }
 }
 
-/// The event a queue message holds. The host hands the message over as a JSON value or as a
-/// string (it JSON-encodes strings, reference/azure.md §2.3); the string is the event's JSON or,
-/// when the queue extension does not decode it (`messageEncoding: none`) or Event Grid's own
-/// encoding is left on, base64 of it.
-fn queue_payload(message: &Value, depth: u8) -> Result<Value, String> {
-    const MAX_DEPTH: u8 = 3;
-    let text = match message {
-        Value::Object(_) | Value::Array(_) => return Ok(message.clone()),
-        Value::String(s) if depth < MAX_DEPTH => s.trim(),
-        Value::String(_) => return Err("the queue message is encoded too many times".to_string()),
-        other => return Err(format!("the queue message is not an event: {other}")),
-    };
-    if let Ok(v) = serde_json::from_str::<Value>(text) {
-        return queue_payload(&v, depth + 1);
+/// The events a delivery's text holds, and their JSON text: the text itself, or what a string in
+/// it holds (JSON, or base64 of it, reference/azure.md §2.3), at most three strings deep. `depth`
+/// is how many strings were opened to reach `text`.
+fn events_in(text: Cow<'_, [u8]>, depth: u8) -> Result<(Vec<GridEvent>, Cow<'_, [u8]>), String> {
+    if depth > 3 {
+        return Err("the message is encoded too many times".to_string());
     }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| format!("the queue message is neither JSON nor base64 ({e})"))?;
-    let inner = std::str::from_utf8(&bytes).map_err(|e| format!("the base64 queue message is not UTF-8: {e}"))?;
-    queue_payload(&Value::String(inner.to_string()), depth + 1)
+    let delivery = match serde_json::from_slice::<Delivery>(text.trim_ascii()) {
+        Ok(delivery) => delivery,
+        // A string's content that is not JSON: base64 (no other encoding is used).
+        Err(e) if depth > 0 && !e.is_data() => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(text.trim_ascii())
+                .map_err(|e| format!("the message is neither JSON nor base64 ({e})"))?;
+            return events_in(bytes.into(), depth + 1);
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    match delivery {
+        Delivery::Text(inner) => events_in(inner.into_bytes().into(), depth + 1),
+        Delivery::Events(events) if events.is_empty() => Err("an empty array holds no event".to_string()),
+        Delivery::Events(events) => Ok((events, text)),
+        Delivery::Event(event) => Ok((vec![event], text)),
+    }
 }
 
 /// `200 {"validationResponse": code}` for Event Grid's synchronous handshake.
@@ -343,23 +372,30 @@ fn summary(out: &Outcome) -> Value {
 mod tests {
     use super::*;
 
+    fn work(delivered: &Value) -> Result<Trigger, String> {
+        work_of(delivered.to_string().as_bytes())
+    }
+
+    fn queue(message: &Value) -> Result<Trigger, String> {
+        queue_work(message.to_string().as_bytes())
+    }
+
     #[test]
     fn blob_created_routes_to_a_policy_recheck_except_our_report() {
         let blob = |subject: &str| json!({"eventType": BLOB_CREATED, "subject": subject, "data": {}});
         assert_eq!(
-            work_of(&blob("/blobServices/default/containers/policy/blobs/layers/10.yaml")),
+            work(&blob("/blobServices/default/containers/policy/blobs/layers/10.yaml")),
             Ok(Trigger::PolicyChanged(vec!["layers/10.yaml".into()]))
         );
         assert_eq!(
-            work_of(&json!([blob("/blobServices/default/containers/policy/blobs/layers/tagwarden-status.json")])),
+            work(&json!([blob("/blobServices/default/containers/policy/blobs/layers/tagwarden-status.json")])),
             Ok(Trigger::OwnStatusReport)
         );
-        assert!(matches!(
-            work_of(&json!({"eventType": "Microsoft.Resources.ResourceWriteSuccess"})),
-            Ok(Trigger::Events(_))
-        ));
-        assert!(work_of(&json!([])).is_err());
-        assert!(work_of(&json!("x")).is_err());
+        // Events are read by `crate::events` from the very text delivered.
+        let write = br#" [{"eventType": "Microsoft.Resources.ResourceWriteSuccess"}] "#;
+        assert_eq!(work_of(write), Ok(Trigger::Events(write.to_vec())));
+        assert!(work(&json!([])).is_err());
+        assert!(work(&json!("x")).is_err());
     }
 
     #[test]
@@ -374,20 +410,20 @@ mod tests {
             Value::String(b64(&text)),
             Value::String(b64(&Value::String(text.clone()).to_string())),
         ] {
-            assert_eq!(queue_work(&message), Ok(Trigger::PolicyChanged(vec!["10.yaml".into()])), "{message}");
+            assert_eq!(queue(&message), Ok(Trigger::PolicyChanged(vec!["10.yaml".into()])), "{message}");
         }
         let own = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/tagwarden-status.json"});
-        assert_eq!(queue_work(&Value::String(b64(&own.to_string()))), Ok(Trigger::OwnStatusReport));
+        assert_eq!(queue(&Value::String(b64(&own.to_string()))), Ok(Trigger::OwnStatusReport));
         let write = json!({"eventType": "Microsoft.Resources.ResourceWriteSuccess", "subject": "/subscriptions/s"});
-        assert!(queue_work(&write).unwrap_err().contains("policy BlobCreated events only"));
-        assert!(queue_work(&json!("not an event")).unwrap_err().contains("neither JSON nor base64"));
-        assert!(queue_work(&json!(42)).is_err());
+        assert!(queue(&write).unwrap_err().contains("policy BlobCreated events only"));
+        assert!(queue(&json!("not an event")).unwrap_err().contains("neither JSON nor base64"));
+        assert!(queue(&json!(42)).is_err());
         // A string that decodes to itself forever is refused, not followed.
         let mut nested = Value::String(text);
         for _ in 0..4 {
             nested = Value::String(nested.to_string());
         }
-        assert!(queue_work(&nested).unwrap_err().contains("too many times"));
+        assert!(queue(&nested).unwrap_err().contains("too many times"));
     }
 
     proptest::proptest! {
@@ -400,7 +436,7 @@ mod tests {
         ) {
             let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
             for message in [Value::String(text.clone()), Value::String(b64), json!({"eventType": text})] {
-                if let Err(e) = queue_work(&message) {
+                if let Err(e) = queue(&message) {
                     proptest::prop_assert!(!e.is_empty());
                 }
             }

@@ -394,7 +394,7 @@ impl Sqs {
     pub async fn drain(&mut self, rec: &Engine<Tagger>) {
         while !self.is_empty() {
             let batch = self.receive();
-            let inv = function::handle(rec, &Self::payload(&batch)).await;
+            let inv = function::handle(rec, Self::payload(&batch).to_string()).await;
             self.invocations += 1;
             assert!(inv.error.is_none(), "an SQS batch invocation itself never fails: {:?}", inv.error);
             self.settle(batch, &inv.response);

@@ -1,5 +1,5 @@
 //! tagwarden's AWS Lambda (`bootstrap`): wires configuration and clients once, then hands every
-//! payload to `tagwarden::aws::function::handle`.
+//! payload to `tagwarden::aws::function::handle_until`, which reads it as its `Payload`.
 //!
 //! Configuration: `tagwarden::aws::config` (validated at start-up), and the standard AWS SDK
 //! environment (region, credentials, `AWS_ENDPOINT_URL`).
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tagwarden::aws::config::Config;
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::policy_store;
@@ -62,13 +62,15 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let mut engine = Engine::new(tagger, policy_store(&clients, config.policy, config.policy_ttl), config.own);
     engine.set_concurrency(config.concurrency);
     let engine = Arc::new(engine);
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+    // The payload as its JSON text: `function` reads it once into its `Payload` (a shape it does
+    // not know is its own `TagwardenFailure`) and hands a bare event's text on as it came.
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
         let engine = engine.clone();
         async move {
             // Boxed: the SDK's nested futures are too deep to lay out inline.
             let deadline = deadline_of(event.context.deadline);
             let handling: std::pin::Pin<Box<dyn std::future::Future<Output = function::Invocation> + Send + '_>> =
-                Box::pin(function::handle_until(&engine, &event.payload, deadline));
+                Box::pin(function::handle_until(&engine, Box::<str>::from(event.payload).into_string(), deadline));
             let inv = handling.await;
             // Records and EMF metrics go to stdout, one JSON document per line.
             let mut out = std::io::stdout().lock();

@@ -197,7 +197,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     ];
     let batch = sqs_batch(&bodies);
     clients.calls.reset();
-    let inv = function::handle(&engine, &batch).await;
+    let inv = function::handle(&engine, batch.clone()).await;
     if args.verbose {
         for line in &inv.lines {
             println!("   {line}");
@@ -245,7 +245,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     println!("\n== 6. loop safety: the function's own CreateTags, then the same events again");
     clients.calls.reset();
     let own =
-        function::handle(&engine, &sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]))
+        function::handle(&engine, sqs_batch(&[fixture("own-create-tags", &[("i-0123456789abcdef0", &new_node)])]))
             .await;
     println!(
         "   own CreateTags: {} API calls, {} tag writes ({})",
@@ -254,7 +254,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         own.response
     );
     clients.calls.reset();
-    let again = function::handle(&engine, &batch).await;
+    let again = function::handle(&engine, batch).await;
     println!(
         "   all events again: {} API calls, {} tag writes ({})",
         clients.calls.total(),
@@ -288,7 +288,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     // What S3 sends EventBridge for the publisher's PutObject: the policy changed, sweep now.
     let object_created = json!({"detail-type": "Object Created", "source": "aws.s3",
         "detail": {"bucket": {"name": POLICY_BUCKET}, "object": {"key": "cluster/infrastructure.yaml"}}});
-    let swept = function::handle(&engine, &object_created).await;
+    let swept = function::handle(&engine, object_created.to_string()).await;
     println!(
         "   S3 Object Created → sweep: {} ({} API calls, {} tag writes)",
         swept.response,
@@ -323,13 +323,13 @@ fn changes(c: &TagChanges) -> String {
     }
 }
 
-fn sqs_batch(bodies: &[String]) -> Value {
+fn sqs_batch(bodies: &[String]) -> String {
     let records: Vec<Value> = bodies
         .iter()
         .enumerate()
         .map(|(i, b)| json!({"messageId": format!("m{i}"), "eventSource": "aws:sqs", "body": b}))
         .collect();
-    json!({ "Records": records })
+    json!({ "Records": records }).to_string()
 }
 
 fn show(tags: &TagMap, keys: &[&str]) -> String {
