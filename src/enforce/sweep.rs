@@ -20,19 +20,20 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 
 use super::{answer_to, report_sweeps, Adapter, Current, Engine};
 use crate::cloud::{ownership_for, Cloud, Ownership};
-use crate::cloud_error::{Backoff, CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::plan::{self, Plan};
 use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::Policies;
 use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record, Status};
 use crate::resource::ResourceRef;
+use crate::retry::Backoff;
 use crate::TagMap;
 
 /// Why a resource the sweep found was not written this time.
@@ -62,14 +63,13 @@ pub struct Unindexed {
 pub struct SweepOptions {
     /// Write calls in flight at once.
     pub concurrency: usize,
-    /// Extra attempts for a write still throttled after the client's own retries, and their waits.
+    /// Sends of a write still throttled after the client's own retries (the first included).
     pub throttled: Backoff,
 }
 
 impl Default for SweepOptions {
     fn default() -> Self {
-        let throttled = Backoff { attempts: 4, first: Duration::from_millis(500), max: Duration::from_secs(8) };
-        SweepOptions { concurrency: 4, throttled }
+        SweepOptions { concurrency: 4, throttled: Backoff::THROTTLED_WRITE }
     }
 }
 
@@ -344,9 +344,9 @@ impl Engine {
         set: &TagMap,
         members: &[usize],
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
-        let mut attempt = 0;
-        loop {
-            let result = match batching {
+        let throttled = |e: &CloudError| e.class == ErrorClass::Throttled;
+        let write = |_| async move {
+            match batching {
                 Batching::Shared { group, .. } => {
                     let resources: Vec<&ResourceRef> = members.iter().map(|i| &planned[*i].resource).collect();
                     cloud.write_shared(group, &resources, set).await
@@ -355,15 +355,9 @@ impl Engine {
                     let p = &planned[members[0]];
                     cloud.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
                 }
-            };
-            match result {
-                Err(e) if e.class == ErrorClass::Throttled && attempt < self.sweep.throttled.attempts => {
-                    tokio::time::sleep(self.sweep.throttled.delay(attempt)).await;
-                    attempt += 1;
-                }
-                other => return other,
             }
-        }
+        };
+        self.sweep.throttled.retry(throttled, write).await
     }
 
     /// Every resource the swept clusters own: each cluster's owned listing, then what the adapter
@@ -470,7 +464,7 @@ mod tests {
     const IN_LINE: [(&str, &str); 3] = [OWNED, ("team", "platform"), ("env", "prod")];
 
     fn store() -> PolicyStore<Documents> {
-        PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", POLICY)]), Duration::ZERO)
+        PolicyStore::new(Documents::new(Layout::One("p.yaml".into()), &[("p.yaml", POLICY)]), std::time::Duration::ZERO)
     }
 
     fn status_of(out: &Outcome, id: &str) -> Status {
