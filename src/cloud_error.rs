@@ -1,31 +1,31 @@
-//! What is retried, how often, and what is reported instead, for both clouds.
+//! What is retried and what is reported instead, for both clouds.
 //!
 //! Every failed cloud call is one [`CloudError`]: the call, its target, the service's answer, a
 //! hint that names the fix, and an [`ErrorClass`] given once, where the error is made
-//! (`aws::error` reads SDK error codes, `azure::error` HTTP statuses and ARM/Storage codes):
+//! (`aws::error` reads SDK error codes, `azure::error` HTTP statuses and ARM/Storage codes). The
+//! class decides what is retried; how often and how long is the one table in [`crate::retry`]:
 //!
 //! | class | retried in the call | then |
 //! |---|---|---|
-//! | `Throttled` | SDK standard mode (AWS, 5 attempts), `Retry-After` (ARM) | the event is handed back (SQS / Event Grid redelivers); a sweep's write is sent again, 4 times at most, after a [`Backoff`] of 500 ms doubling to 8 s (`enforce::sweep::SweepOptions`) |
-//! | `Transient` (network, timeout, 5xx, ARM 409 busy, S3 `OperationAborted`) | the same; ARM 409/5xx and S3 `OperationAborted` wait by [`Backoff`] | handed back |
-//! | `NotFound` right after a create | [`Backoff`]: 6 reads, 250 ms doubling to 4 s (AWS); 4 (ARM) | handed back: eventual consistency outlasts one invocation |
+//! | `Throttled` | SDK standard mode (AWS), [`Backoff::ARM_BUSY`] or ARM's `Retry-After` | the event is handed back (SQS / Event Grid redelivers); a sweep's write is sent again by [`Backoff::THROTTLED_WRITE`] (`enforce::sweep::SweepOptions`) |
+//! | `Transient` (network, timeout, 5xx, ARM 409 busy, S3 `OperationAborted`) | the same; ARM by [`Backoff::ARM_BUSY`], S3 `OperationAborted` by [`Backoff::NOT_FOUND`] | handed back |
+//! | `NotFound` right after a create | [`Backoff::NOT_FOUND`] (AWS), [`Backoff::ARM_NOT_FOUND`] | handed back: eventual consistency outlasts one invocation |
 //! | `Denied` | no | AWS: recorded as a permanent failure with the missing grant; Azure (a token refused, 401/403 without a permanent code below): handed back, since a new token or a role still propagating fixes it and Event Grid's retries outlast it |
 //! | `TagLimit` | no | recorded as `limit-exceeded`: nothing is written |
 //! | `Unsupported` | no | recorded as `unsupported`: reported, never a failure |
 //! | `Fatal` (invalid, and everything else) | no | recorded as a permanent failure and reported in the status report |
 //! | ARM's permanent codes (`ScopeLocked` 409, `ReadOnlyDisabledSubscription`, `AuthorizationFailed`, `LinkedAuthorizationFailed`, `InvalidResourceType`) | no: classified by code before status (`azure::error::PERMANENT_ARM_CODES`) | `Fatal`: recorded, with the fix (remove the lock, grant the role) |
 //!
-//! Every loop waits only between attempts: after the last one the error is returned at once, so no
-//! budget is spent sleeping for a call that will not be made.
-//!
 //! A permanent failure never fails the delivery (it would be retried for a day to the same end);
 //! a transient one always does, so nothing is dropped.
 
 use std::fmt;
-use std::time::Duration;
 
 use crate::cloud::Cloud;
 use crate::report::{Failure, Record, Status};
+// The one backoff, where the AWS tagger and the tests name it.
+pub use crate::retry::Backoff;
+use crate::retry::RetryAfter;
 
 /// A failed call to either cloud.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -45,6 +45,9 @@ pub struct CloudError {
     /// `x-ms-correlation-request-id`, and the `x-ms-client-request-id` tagwarden sent).
     pub request_ids: Vec<(&'static str, String)>,
 }
+
+// ARM's `Retry-After` is read where the answer is (`azure::arm`).
+impl RetryAfter for CloudError {}
 
 impl fmt::Display for CloudError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -240,39 +243,6 @@ impl ErrorClass {
     }
 }
 
-/// The one back-off of both clouds: `first`, doubling, at most `max`, for `attempts` tries, each
-/// wait up to a quarter longer at random so that retries of many callers spread apart. Reads of a
-/// resource not visible yet, ARM's 409/5xx without `Retry-After`, and a sweep's throttled writes
-/// all wait by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    pub attempts: u32,
-    pub first: Duration,
-    pub max: Duration,
-}
-
-impl Default for Backoff {
-    /// 6 attempts, 250 ms doubling to 4 s: about 8 s before the event is handed back.
-    fn default() -> Self {
-        Backoff { attempts: 6, first: Duration::from_millis(250), max: Duration::from_secs(4) }
-    }
-}
-
-impl Backoff {
-    /// The wait before retry number `attempt` (0-based), jitter included.
-    pub fn delay(&self, attempt: u32) -> Duration {
-        let wait = self.first.saturating_mul(1 << attempt.min(16)).min(self.max);
-        wait + jitter(wait)
-    }
-}
-
-/// Up to a quarter of `wait` more, from the clock's low bits: enough to spread retries apart.
-fn jitter(wait: Duration) -> Duration {
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    wait.mul_f64(f64::from(nanos % 1000) / 4000.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,11 +262,6 @@ mod tests {
             (Denied.failure(Cloud::Aws), Denied.failure(Cloud::Azure)),
             (Failure::Permanent, Failure::Transient)
         );
-        let b = Backoff::default();
-        for (attempt, base) in [250, 500, 1000, 2000, 4000, 4000].into_iter().enumerate() {
-            let wait = b.delay(attempt as u32).as_millis();
-            assert!((base..=base + base / 4).contains(&wait), "attempt {attempt}: {wait} ms");
-        }
     }
 
     #[test]

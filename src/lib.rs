@@ -30,6 +30,8 @@ pub mod publish;
 pub mod rate_limit;
 pub mod report;
 pub mod resource;
+#[cfg(any(feature = "aws", feature = "azure", feature = "kube"))]
+pub mod retry;
 pub mod services;
 pub mod status;
 pub mod trigger;

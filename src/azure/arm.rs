@@ -4,8 +4,8 @@
 //! never `Delete`, never a `PUT`, so every tag outside the write survives. Also lists the resources
 //! carrying the ownership tag, for the sweep.
 //!
-//! Throttling (429) waits for `Retry-After`; 5xx and 409 (resource busy) back off, except what
-//! ARM's error code says is permanent (a `ScopeLocked` lock answers 409 too). A 202 is followed by
+//! Throttling (429), 408, 409 (resource busy) and 5xx wait for `Retry-After` or back off, except
+//! what ARM's error code says is permanent (a `ScopeLocked` lock answers 409 too). A 202 is followed by
 //! ARM's documented protocol (its `Azure-AsyncOperation` monitor, else its `Location`) until ARM says
 //! the operation ended, and the write counts only if it `Succeeded`. A write is never verified by reading
 //! the tags right after it: ARM serves stale reads for seconds to minutes after a write
@@ -25,9 +25,9 @@ use serde_json::{json, Value};
 use super::identity::{ManagedIdentity, ARM_AUDIENCE};
 use crate::calls::CallCounter;
 use crate::cloud::OWNED;
-use crate::cloud_error::Backoff;
 use crate::cloud_error::{CloudError, ErrorClass};
 use crate::resource::ResourceRef;
+use crate::retry::{server_wait, Backoff, RetryAfter, ARM_POLL_TIMEOUT, MAX_RETRY_AFTER};
 use crate::TagMap;
 
 pub const API_VERSION: &str = "2021-04-01";
@@ -38,39 +38,21 @@ pub const OP_MERGE: &str = "arm:MergeTags";
 pub const OP_POLL: &str = "arm:PollOperation";
 pub const OP_LIST: &str = "arm:ListResources";
 
-/// Retry budgets. The defaults keep one event well inside Event Grid's patience; what still fails
-/// goes back to Event Grid, which retries and finally dead-letters it.
+/// Retry budgets (defaults: [`crate::retry`]). They keep one event well inside Event Grid's
+/// patience; what still fails goes back to Event Grid, which retries and finally dead-letters it.
 #[derive(Debug, Clone, Copy)]
 pub struct Retry {
-    /// Attempts per request on 429, 409, 5xx and transport errors.
-    pub attempts: u32,
-    /// First backoff (doubling) when the server names no `Retry-After`; also the poll interval.
-    pub first: Duration,
-    pub max: Duration,
-    /// A `Retry-After` longer than this is not waited for: the call fails as throttled.
-    pub max_retry_after: Duration,
+    /// Each request on 429, 408, 409, 5xx and transport errors; its `first` is also the poll interval.
+    pub busy: Backoff,
+    /// Reads of a resource that is not visible yet (404 right after its creation).
+    pub not_found: Backoff,
     /// How long a 202 is polled before the write is reported as unfinished.
     pub poll_timeout: Duration,
-    /// Reads of a resource that is not visible yet (404 right after its creation).
-    pub not_found_attempts: u32,
 }
 
 impl Default for Retry {
     fn default() -> Self {
-        Retry {
-            attempts: 5,
-            first: Duration::from_millis(500),
-            max: Duration::from_secs(8),
-            max_retry_after: Duration::from_secs(30),
-            poll_timeout: Duration::from_secs(120),
-            not_found_attempts: 4,
-        }
-    }
-}
-
-impl Retry {
-    fn backoff(&self, attempt: u32) -> Duration {
-        Backoff { attempts: self.attempts, first: self.first, max: self.max }.delay(attempt)
+        Retry { busy: Backoff::ARM_BUSY, not_found: Backoff::ARM_NOT_FOUND, poll_timeout: ARM_POLL_TIMEOUT }
     }
 }
 
@@ -135,17 +117,8 @@ impl ArmClient {
     /// The resource's tags. A 404 is retried with backoff (a resource just created may not be
     /// visible yet), then returned as a retryable `NotFound`.
     pub async fn get_tags(&self, resource_id: &str) -> Result<TagMap, CloudError> {
-        let mut attempt = 0;
-        loop {
-            match self.get_tags_listed(resource_id).await {
-                Err(e) if e.class == ErrorClass::NotFound && attempt + 1 < self.retry.not_found_attempts => {
-                    tracing::debug!(resource = resource_id, attempt, "not visible yet; retrying");
-                    tokio::time::sleep(self.retry.backoff(attempt)).await;
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        let not_found = |e: &CloudError| e.class == ErrorClass::NotFound;
+        self.retry.not_found.retry(not_found, |_| self.get_tags_listed(resource_id)).await
     }
 
     /// The tags of a resource a listing just named: a 404 means it was deleted since, and is
@@ -202,7 +175,9 @@ impl ArmClient {
     }
 
     /// Poll `monitor` until the operation ends, waiting each response's `Retry-After` (else the
-    /// first backoff), for at most [`Retry::poll_timeout`].
+    /// first backoff), for at most [`Retry::poll_timeout`]. Not a retry: each answer is a success
+    /// that says "still running", so waits do not grow; and polling sooner than an over-long
+    /// `Retry-After` asks is harmless, so it is polled at the limit instead of given up.
     async fn follow(
         &self,
         resource_id: &str,
@@ -213,7 +188,8 @@ impl ArmClient {
         let url = match &monitor {
             Monitor::AsyncOperation(u) | Monitor::Location(u) => u.clone(),
         };
-        let mut wait = first_wait.unwrap_or(self.retry.first).min(self.retry.max_retry_after);
+        let next = |asked| server_wait(asked, self.retry.busy.first).unwrap_or(MAX_RETRY_AFTER);
+        let mut wait = next(first_wait);
         loop {
             if Instant::now() + wait > deadline {
                 let why = format!("still running after {:?}; not known to have finished", self.retry.poll_timeout);
@@ -249,7 +225,7 @@ impl ArmClient {
                 // The Location of a failed operation answers with its error.
                 _ => return Err(resp.error(OP_MERGE, resource_id)),
             }
-            wait = resp.retry_after().unwrap_or(self.retry.first).min(self.retry.max_retry_after);
+            wait = next(resp.retry_after());
         }
     }
 
@@ -311,8 +287,7 @@ impl ArmClient {
     }
 
     /// One request with the retry policy for throttling and transient failures. Other statuses
-    /// (including 404 and 202) are returned for the caller to interpret. Waits only between
-    /// attempts: the last failure is returned at once.
+    /// (including 404 and 202) are returned for the caller to interpret.
     async fn send(
         &self,
         op: &'static str,
@@ -321,10 +296,11 @@ impl ArmClient {
         url: Url,
         body: Option<Value>,
     ) -> Result<Response, CloudError> {
-        let attempts = self.retry.attempts.max(1);
-        let mut attempt = 0;
-        loop {
-            let token = self.identity.token(&self.audience).await?;
+        let (method, url, body) = (&method, &url, &body);
+        // A lock or a disabled subscription answers 409 too; a token refused was retried already.
+        let busy = |Busy(e, _): &Busy| e.operation == op && e.class.is_retryable();
+        let attempt = |_| async move {
+            let token = self.identity.token(&self.audience).await.map_err(|e| Busy(e, None))?;
             // ARM logs it with the request and echoes it back: a support case can name the call.
             let client_request_id = client_request_id();
             let mut req = self
@@ -332,47 +308,24 @@ impl ArmClient {
                 .request(method.clone(), url.clone())
                 .bearer_auth(token)
                 .header("x-ms-client-request-id", &client_request_id);
-            if let Some(b) = &body {
+            if let Some(b) = body {
                 req = req.header("content-type", "application/json").body(b.to_string());
             }
             self.calls.record(op);
-            let (error, wait) = match req.send().await {
-                Ok(r) => {
-                    let resp = Response::read(r, client_request_id).await;
-                    let wait = match resp.status.as_u16() {
-                        429 => match resp.retry_after() {
-                            Some(after) if after > self.retry.max_retry_after => {
-                                let mut e = resp.error(op, target);
-                                e.message = format!(
-                                    "{} (Retry-After {after:?} exceeds the {:?} budget)",
-                                    e.message, self.retry.max_retry_after
-                                );
-                                return Err(e);
-                            }
-                            Some(after) => after,
-                            None => self.retry.backoff(attempt),
-                        },
-                        408 | 409 | 500..=599 => {
-                            resp.retry_after().unwrap_or(self.retry.backoff(attempt)).min(self.retry.max_retry_after)
-                        }
-                        _ => return Ok(resp),
-                    };
-                    let error = resp.error(op, target);
-                    // A lock, a disabled subscription: a 409 that no wait will change.
-                    if !error.class.is_retryable() {
-                        return Err(error);
-                    }
-                    (error, wait)
-                }
-                Err(e) => (CloudError::transport(op, target, &e), self.retry.backoff(attempt)),
-            };
-            attempt += 1;
-            if attempt >= attempts {
-                return Err(error);
+            let resp = req.send().await.map_err(|e| Busy(CloudError::transport(op, target, &e), None))?;
+            let resp = Response::read(resp, client_request_id).await;
+            match resp.status.as_u16() {
+                408 | 409 | 429 | 500..=599 => Err(Busy(resp.error(op, target), resp.retry_after())),
+                _ => Ok(resp),
             }
-            tracing::info!(op, target, code = error.code, attempt, wait_ms = wait.as_millis() as u64, "retrying");
-            tokio::time::sleep(wait).await;
-        }
+        };
+        self.retry.busy.retry(busy, attempt).await.map_err(|Busy(mut e, after)| {
+            // Not waited for: say why.
+            if let Some(after) = after.filter(|a| server_wait(Some(*a), Duration::ZERO).is_none()) {
+                e.message = format!("{} (Retry-After {after:?} exceeds the {MAX_RETRY_AFTER:?} budget)", e.message);
+            }
+            e
+        })
     }
 }
 
@@ -448,6 +401,17 @@ fn operation_class(code: &str, message: &str) -> ErrorClass {
             ErrorClass::Transient
         }
         class => class,
+    }
+}
+
+/// A failed attempt and the wait ARM asked for, which only the retry reads.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Busy(CloudError, Option<Duration>);
+
+impl RetryAfter for Busy {
+    fn retry_after(&self) -> Option<Duration> {
+        self.1
     }
 }
 

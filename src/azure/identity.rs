@@ -26,6 +26,7 @@ use tokio::sync::Mutex;
 
 use crate::calls::CallCounter;
 use crate::cloud_error::{CloudError, ErrorClass};
+use crate::retry::Backoff;
 
 pub const API_VERSION: &str = "2019-08-01";
 /// Audience of Azure Resource Manager.
@@ -218,33 +219,21 @@ impl ManagedIdentity {
                 return Err(CloudError::azure(OP_TOKEN, audience, None, "NoToken", why, ErrorClass::Denied));
             }
         };
-        let mut last = None;
-        for attempt in 0..3u32 {
-            if attempt > 0 {
-                tokio::time::sleep(Duration::from_millis(200 << attempt)).await;
-            }
+        let target = &target;
+        // Not retried: a token file unreadable or the identity refused (`Denied`), a bad answer (`Fatal`).
+        let retryable = |e: &CloudError| e.class.is_retryable();
+        let exchange = |_| async move {
             let request = self.request(audience)?;
             self.calls.record(OP_TOKEN);
-            let resp = match request.send().await {
-                Ok(r) => r,
-                Err(e) => {
-                    last = Some(CloudError::transport(OP_TOKEN, &target, &e));
-                    continue;
-                }
-            };
+            let resp = request.send().await.map_err(|e| CloudError::transport(OP_TOKEN, target, &e))?;
             let status = resp.status().as_u16();
             let body = resp.text().await.unwrap_or_default();
-            if status != 200 {
-                let err = self.refused(&target, status, &body);
-                if !err.class.is_retryable() {
-                    return Err(err);
-                }
-                last = Some(err);
-                continue;
+            match status {
+                200 => parse_token(target, &body),
+                _ => Err(self.refused(target, status, &body)),
             }
-            return parse_token(&target, &body);
-        }
-        Err(last.unwrap_or_else(|| CloudError::azure(OP_TOKEN, &target, None, "NoAttempt", "", ErrorClass::Transient)))
+        };
+        Backoff::TOKEN.retry(retryable, exchange).await
     }
 
     /// One token request; for Workload Identity the projected token is read afresh each time.

@@ -19,6 +19,7 @@ use kube::{Api, Client, Resource};
 use super::conditions::{Condition, Conditions, DEGRADED, PROGRESSING};
 use super::{api_error, ClusterError};
 use crate::policy::cache::PolicyState;
+use crate::retry::Backoff;
 use crate::status::StatusReport;
 
 /// The ConfigMap the manifests create for the report.
@@ -27,8 +28,6 @@ pub const DEFAULT_NAME: &str = "tagwarden-status";
 const MAX_REPORT_BYTES: usize = 256 * 1024;
 /// events.k8s.io/v1 `note` "must be at most 1kB in size" (Kubernetes API reference, Event v1).
 const MAX_NOTE_BYTES: usize = 1024;
-/// Conflicting writers are retried this many times before giving up.
-const ATTEMPTS: usize = 3;
 
 /// Data keys: one per fact `oc get configmap -o jsonpath` may want, and the report itself.
 const KEY_STATE: &str = "state";
@@ -105,11 +104,15 @@ impl StatusMirror {
         report: Option<&StatusReport>,
         conditions: Option<Conditions>,
     ) -> Result<MirrorOutcome, ClusterError> {
-        let what = self.what();
-        let mut attempt = 0;
-        let (written, previous, previous_conditions, conditions, write) = loop {
-            attempt += 1;
-            let current = self.api.get_opt(&self.name).await.map_err(|e| api_error(&what, "get", e))?;
+        let (what, conditions) = (&self.what(), &conditions);
+        // 409: Conflict on the replace, or AlreadyExists on the create: read again and decide again.
+        let conflict = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 409);
+        // The write's error is the outer one, the only one retried.
+        let attempt = |_| async move {
+            let current = match self.api.get_opt(&self.name).await {
+                Ok(current) => current,
+                Err(e) => return Ok(Err(api_error(what, "get", e))),
+            };
             let old = current.as_ref().and_then(|cm| cm.data.clone()).unwrap_or_default();
             let before: Vec<Condition> =
                 old.get(KEY_CONDITIONS).and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
@@ -121,7 +124,7 @@ impl StatusMirror {
             if let Some(c) = &conditions {
                 data.extend(conditions_data(c));
             }
-            let result = match current {
+            let (cm, previous, write) = match current {
                 None => {
                     let cm = ConfigMap {
                         metadata: ObjectMeta {
@@ -133,30 +136,24 @@ impl StatusMirror {
                         data: Some(data),
                         ..ConfigMap::default()
                     };
-                    self.api.create(&PostParams::default(), &cm).await.map(|cm| (cm, None, Write::Created))
+                    (self.api.create(&PostParams::default(), &cm).await?, None, Write::Created)
                 }
-                Some(cm) if cm.data.as_ref().map_or(data.is_empty(), |d| d == &data) => {
-                    return Ok(MirrorOutcome { configmap: Write::Unchanged, event: None, transitions: vec![] });
-                }
+                Some(cm) if cm.data.as_ref().map_or(data.is_empty(), |d| d == &data) => return Ok(Ok(None)),
                 Some(mut cm) => {
                     let previous = Summary::of_data(&old);
                     cm.data = Some(data);
                     // The resourceVersion read above makes this a conditional write: 409 if
                     // someone else wrote in between.
-                    self.api
-                        .replace(&self.name, &PostParams::default(), &cm)
-                        .await
-                        .map(|cm| (cm, Some(previous), Write::Updated))
+                    (self.api.replace(&self.name, &PostParams::default(), &cm).await?, Some(previous), Write::Updated)
                 }
             };
-            match result {
-                Ok((cm, previous, write)) => break (cm, previous, before, conditions, write),
-                // 409: Conflict on the replace, or AlreadyExists on the create.
-                Err(kube::Error::Api(s)) if s.code == 409 && attempt < ATTEMPTS => {
-                    tracing::debug!(configmap = %what, "written concurrently; reading again");
-                }
-                Err(e) => return Err(api_error(&what, "get, create and update", e)),
-            }
+            Ok(Ok(Some((cm, previous, before, conditions, write))))
+        };
+        let written = Backoff::CONFLICT.retry(conflict, attempt).await;
+        let Some((written, previous, previous_conditions, conditions, write)) =
+            written.map_err(|e| api_error(what, "get, create and update", e))??
+        else {
+            return Ok(MirrorOutcome { configmap: Write::Unchanged, event: None, transitions: vec![] });
         };
         let mut outcome = MirrorOutcome { configmap: write, event: None, transitions: vec![] };
         let object = written.object_ref(&());

@@ -20,18 +20,19 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 
 use super::{answer_to, report_sweeps, Adapter, Current, Engine};
 use crate::cloud::{ownership_for, Cloud, Ownership};
-use crate::cloud_error::{Backoff, CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::plan::{self, Plan};
 use crate::policy::cache::LoadedPolicy;
 use crate::policy::clusters::Policies;
 use crate::report::{epoch_ms, Failure, Outcome, Record, Status};
 use crate::resource::ResourceRef;
+use crate::retry::Backoff;
 use crate::TagMap;
 
 /// Why a resource the sweep found was not written this time.
@@ -59,14 +60,13 @@ pub struct Unindexed {
 
 #[derive(Debug, Clone, Copy)]
 pub struct SweepOptions {
-    /// Extra attempts for a write still throttled after the client's own retries, and their waits.
+    /// Sends of a write still throttled after the client's own retries (the first included).
     pub throttled: Backoff,
 }
 
 impl Default for SweepOptions {
     fn default() -> Self {
-        let throttled = Backoff { attempts: 4, first: Duration::from_millis(500), max: Duration::from_secs(8) };
-        SweepOptions { throttled }
+        SweepOptions { throttled: Backoff::THROTTLED_WRITE }
     }
 }
 
@@ -328,9 +328,9 @@ impl<A: Adapter> Engine<A> {
         set: &TagMap,
         members: &[usize],
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
-        let mut attempt = 0;
-        loop {
-            let result = match batching {
+        let throttled = |e: &CloudError| e.class == ErrorClass::Throttled;
+        let write = |_| async move {
+            match batching {
                 Batching::Shared { group, .. } => {
                     let resources: Vec<&ResourceRef> = members.iter().map(|i| &planned[*i].resource).collect();
                     self.adapter.write_shared(group, &resources, set).await
@@ -339,15 +339,9 @@ impl<A: Adapter> Engine<A> {
                     let p = &planned[members[0]];
                     self.adapter.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
                 }
-            };
-            match result {
-                Err(e) if e.class == ErrorClass::Throttled && attempt < self.sweep.throttled.attempts => {
-                    tokio::time::sleep(self.sweep.throttled.delay(attempt)).await;
-                    attempt += 1;
-                }
-                other => return other,
             }
-        }
+        };
+        self.sweep.throttled.retry(throttled, write).await
     }
 
     /// Every resource the swept clusters own: each cluster's owned listing, then what the adapter

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use tagwarden::publish::{PublishError, PublishOutcome};
+#[cfg(feature = "kube")]
+use tagwarden::retry::Backoff;
 
 use crate::input::{print_json, read_text};
 use crate::target::Target;
@@ -148,11 +150,6 @@ async fn from_cluster(_: &Args) -> Result<(), Failure> {
         .into())
 }
 
-/// Back-off for a document that could not be published, doubling up to the most.
-#[cfg(feature = "kube")]
-const RETRY_FIRST: Duration = Duration::from_secs(1);
-#[cfg(feature = "kube")]
-const RETRY_MAX: Duration = Duration::from_secs(60);
 /// A credential expiring within this is reported (Degraded) before it stops working.
 #[cfg(feature = "kube")]
 const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -193,7 +190,7 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
         .or_else(|| std::env::var("POD_NAMESPACE").ok())
         .unwrap_or_else(|| "tagwarden".to_string());
     let mirror = StatusMirror::new(client.clone(), &namespace, &args.status_configmap, std::env::var("POD_NAME").ok());
-    let target = connect_reporting(args, &mirror, &health).await;
+    let target = connect_reporting(args, &mirror, &health).await?;
     let target = &target;
     let restarts = Arc::new(AtomicU64::new(0));
     let changes = cluster::watch_counting(client, source, restarts.clone());
@@ -209,7 +206,7 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
     let mut latest: Option<cluster::SourceDocument> = None;
     // In a cluster set, the report mirrored is this cluster's.
     let mut own_cluster: Option<String> = None;
-    let mut backoff = RETRY_FIRST;
+    let mut failures = 0;
     let retry = tokio::time::sleep(Duration::ZERO);
     let mut retry = std::pin::pin!(retry);
     // Nothing is mirrored before the first decision: a condition then would only guess.
@@ -238,7 +235,7 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
                     facts.absent = None;
                     latest = Some(doc.clone());
                     pending = Some(doc);
-                    backoff = RETRY_FIRST;
+                    failures = 0;
                     (true, false)
                 }
             },
@@ -290,10 +287,12 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
             Err(e) => {
                 let (metric, failure) = classify(&e, target);
                 health.failed(metric);
+                // Not `Backoff::retry`: a newer document, a resync or a tick must not wait for it.
+                let backoff = Backoff::PUBLISH.delay(failures);
+                failures = failures.saturating_add(1);
                 tracing::error!(error = %e, reason = failure.reason, resource_version = doc.resource_version, retry_in_s = backoff.as_secs_f64(), "publish failed; retrying");
                 facts.failure = Some(failure);
                 retry.as_mut().reset(tokio::time::Instant::now() + backoff);
-                backoff = (backoff * 2).min(RETRY_MAX);
                 mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
             }
         }
@@ -308,38 +307,34 @@ async fn connect_reporting(
     args: &Args,
     mirror: &tagwarden::cluster::StatusMirror,
     health: &tagwarden::cluster::health::Health,
-) -> Target {
+) -> anyhow::Result<Target> {
     use tagwarden::cluster::{Conditions, Facts, PublishFailure};
-    let mut backoff = RETRY_FIRST;
-    loop {
-        match Target::connect(&args.to, args.region.as_deref(), false).await {
-            Ok(target) => return target,
-            Err(e) => {
-                let message = format!("{e:#}");
-                let lower = message.to_ascii_lowercase();
-                let (metric, reason) =
-                    if lower.contains("credential") || lower.contains("workload identity") || lower.contains("sas") {
-                        ("credentials", "CredentialsRejected")
-                    } else {
-                        ("failed", "SetupFailed")
-                    };
-                health.failed(metric);
-                health.set_ready();
-                tracing::error!(error = %message, retry_in_s = backoff.as_secs_f64(), "cannot reach the policy location; retrying");
-                let facts = Facts {
-                    location: args.to.split('?').next().unwrap_or_default().to_string(),
-                    failure: Some(PublishFailure { reason, message }),
-                    ..Facts::default()
-                };
-                let now = tagwarden::events::format_rfc3339_ms((unix_now() * 1000.0) as u64);
-                if let Err(e) = mirror.mirror_with(None, Conditions::from_facts(&facts, None, &now)).await {
-                    tracing::warn!(error = %e, "status mirror failed");
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(RETRY_MAX);
-            }
+    let attempt = |_| async move {
+        let connected = Target::connect(&args.to, args.region.as_deref(), false).await;
+        let Err(e) = connected else { return connected };
+        let message = format!("{e:#}");
+        let lower = message.to_ascii_lowercase();
+        let (metric, reason) =
+            if lower.contains("credential") || lower.contains("workload identity") || lower.contains("sas") {
+                ("credentials", "CredentialsRejected")
+            } else {
+                ("failed", "SetupFailed")
+            };
+        health.failed(metric);
+        health.set_ready();
+        tracing::error!(error = %message, "cannot reach the policy location; retrying");
+        let facts = Facts {
+            location: args.to.split('?').next().unwrap_or_default().to_string(),
+            failure: Some(PublishFailure { reason, message }),
+            ..Facts::default()
+        };
+        let now = tagwarden::events::format_rfc3339_ms((unix_now() * 1000.0) as u64);
+        if let Err(e) = mirror.mirror_with(None, Conditions::from_facts(&facts, None, &now)).await {
+            tracing::warn!(error = %e, "status mirror failed");
         }
-    }
+        Err(e)
+    };
+    Backoff::PUBLISH.retry(|_| true, attempt).await
 }
 
 #[cfg(feature = "kube")]

@@ -16,6 +16,7 @@ use tagwarden::azure::function::Handler;
 use tagwarden::azure::reqwest;
 use tagwarden::azure::server::Request;
 use tagwarden::azure::Config;
+use tagwarden::retry::Backoff;
 
 use super::azurite;
 use super::fake::{FakeAzure, IDENTITY_HEADER};
@@ -294,13 +295,11 @@ pub fn build_handler(vars: &HashMap<String, String>, policy_url: Option<&str>) -
     })
     .expect("valid configuration");
     let mut handler = Handler::new(&config).expect("handler");
+    let (first, max) = (Duration::from_millis(10), Duration::from_millis(100));
     handler.engine.adapter.arm.retry = Retry {
-        attempts: 4,
-        first: Duration::from_millis(10),
-        max: Duration::from_millis(100),
-        max_retry_after: Duration::from_secs(5),
+        busy: Backoff { attempts: 4, first, max },
+        not_found: Backoff { attempts: 2, first, max },
         poll_timeout: Duration::from_secs(5),
-        not_found_attempts: 2,
     };
     handler
 }
