@@ -10,9 +10,10 @@
 //! which kind goes through which API and batch (`crate::services`).
 
 use super::{services, Clients};
-use crate::cloud_error::{Backoff, CloudError, ErrorClass};
+use crate::cloud_error::{CloudError, ErrorClass};
 use crate::rate_limit::RateLimit;
 use crate::resource::ResourceRef;
+use crate::retry::Backoff;
 use crate::TagMap;
 
 /// Tag reads and writes for every resource type the event parser emits.
@@ -39,16 +40,7 @@ impl Tagger {
     /// The current tags and, where the read says it (IAM roles and users), the resource's real
     /// ARN: IAM `Tag*` events name a role or user without its path, and overrides match the ARN.
     pub async fn read_full(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), CloudError> {
-        let mut attempt = 0;
-        loop {
-            match self.read_once(r).await {
-                Err(e) if e.class == ErrorClass::NotFound && attempt + 1 < self.not_found.attempts => {
-                    tokio::time::sleep(self.not_found.delay(attempt)).await;
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        self.not_found.retry(|e: &CloudError| e.class == ErrorClass::NotFound, |_| self.read_once(r)).await
     }
 
     /// One read, without waiting for a resource not visible yet.

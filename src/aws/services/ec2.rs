@@ -3,6 +3,7 @@
 //! `ec2:*`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, PoisonError};
 
 use super::batch_name;
 use crate::aws::tags::Tagger;
@@ -169,65 +170,49 @@ impl Tagger {
         &self,
         instance_ids: &[&str],
     ) -> HashMap<String, Result<Vec<(String, TagMap)>, CloudError>> {
-        let mut out = HashMap::new();
-        let fail_all = |ids: &[&str], e: &CloudError, out: &mut HashMap<_, _>| {
-            for id in ids {
-                out.insert(id.to_string(), Err(e.clone()));
-            }
+        let found = Mutex::new(HashMap::new());
+        let lock = || found.lock().unwrap_or_else(PoisonError::into_inner);
+        let missing = |found: &HashMap<String, _>| -> Vec<&str> {
+            instance_ids.iter().copied().filter(|id| !found.contains_key(*id)).collect()
         };
-        let mut missing: Vec<&str> = instance_ids.to_vec();
-        let mut ebs_checked = false;
-        let mut attempt = 0;
-        loop {
-            match self.attached_volumes_many(&missing).await {
-                Ok(found) => {
-                    for (id, volumes) in found {
-                        out.insert(id, Ok(volumes));
+        let not_attached = |e: &CloudError| e.code == NOT_ATTACHED;
+        let attempt = |attempt| async move {
+            let ask = missing(&lock());
+            for (id, volumes) in self.attached_volumes_many(&ask).await? {
+                lock().insert(id, Ok(volumes));
+            }
+            let mut waiting = missing(&lock());
+            if attempt == 0 && !waiting.is_empty() {
+                // An instance-store root has no volume to wait for.
+                let ebs = self.ebs_backed_many(&waiting).await?;
+                let mut found = lock();
+                waiting.retain(|id| {
+                    let wait = ebs.contains(*id);
+                    if !wait {
+                        found.insert(id.to_string(), Ok(Vec::new()));
                     }
-                }
-                Err(e) => {
-                    fail_all(&missing, &e, &mut out);
-                    return out;
-                }
+                    wait
+                });
             }
-            missing.retain(|id| !out.contains_key(*id));
-            if missing.is_empty() {
-                return out;
-            }
-            if !ebs_checked {
-                ebs_checked = true;
-                match self.ebs_backed_many(&missing).await {
-                    // An instance-store root has no volume to wait for.
-                    Ok(ebs) => missing.retain(|id| {
-                        let wait = ebs.contains(*id);
-                        if !wait {
-                            out.insert(id.to_string(), Ok(Vec::new()));
-                        }
-                        wait
-                    }),
-                    Err(e) => {
-                        fail_all(&missing, &e, &mut out);
-                        return out;
-                    }
-                }
-                if missing.is_empty() {
-                    return out;
-                }
-            }
-            if attempt + 1 >= self.not_found.attempts {
-                let e = CloudError::aws(
+            match waiting.as_slice() {
+                [] => Ok(()),
+                ids => Err(CloudError::aws(
                     "ec2:DescribeVolumes",
-                    &batch_name(&missing),
-                    "VolumesNotAttachedYet",
+                    &batch_name(ids),
+                    NOT_ATTACHED,
                     "the EBS-backed instance has no attached volume yet",
                     ErrorClass::NotFound,
-                );
-                fail_all(&missing, &e, &mut out);
-                return out;
+                )),
             }
-            tokio::time::sleep(self.not_found.delay(attempt)).await;
-            attempt += 1;
+        };
+        let waited = self.not_found.retry(not_attached, attempt).await;
+        let mut out = found.into_inner().unwrap_or_else(PoisonError::into_inner);
+        if let Err(e) = waited {
+            for id in instance_ids {
+                out.entry(id.to_string()).or_insert_with(|| Err(e.clone()));
+            }
         }
+        out
     }
 
     /// Which of `instance_ids` have an EBS root device, in shared `DescribeInstances` calls.
@@ -251,6 +236,9 @@ impl Tagger {
         Ok(ebs)
     }
 }
+
+/// The code of the error an instance gets whose EBS volumes are still not attached.
+const NOT_ATTACHED: &str = "VolumesNotAttachedYet";
 
 /// EC2 ids named in one `resource-id` (or `attachment.instance-id`) filter. The API reference
 /// models no maximum for a filter's values; 200 keeps each query-string request small, and at

@@ -31,10 +31,10 @@ pub(in crate::aws) async fn write(
     current: &TagMap,
 ) -> Result<(), CloudError> {
     let bucket = r.id.as_str();
-    let mut base = current.clone();
-    let mut attempt = 0;
-    loop {
-        let merged: TagMap = base.iter().chain(set).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let aborted = |e: &CloudError| e.code == "OperationAborted";
+    let put = |attempt| async move {
+        let base = if attempt == 0 { current.clone() } else { read(t, r).await? };
+        let merged: TagMap = base.into_iter().chain(set.iter().map(|(k, v)| (k.clone(), v.clone()))).collect();
         let tags = merged
             .iter()
             .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(k).value(v).build())
@@ -44,14 +44,8 @@ pub(in crate::aws) async fn write(
             .set_tag_set(Some(tags))
             .build()
             .map_err(|e| build_error(S3.write, bucket, e))?;
-        match t.clients.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await {
-            Ok(_) => return Ok(()),
-            Err(e) if e.code() == Some("OperationAborted") && attempt + 1 < t.not_found.attempts => {
-                tokio::time::sleep(t.not_found.delay(attempt)).await;
-                attempt += 1;
-                base = read(t, r).await?;
-            }
-            Err(e) => return Err(CloudError::from_sdk(S3.write, bucket, e)),
-        }
-    }
+        let sent = t.clients.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await;
+        sent.map(drop).map_err(|e| CloudError::from_sdk(S3.write, bucket, e))
+    };
+    t.not_found.retry(aborted, put).await
 }
