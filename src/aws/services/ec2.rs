@@ -16,29 +16,8 @@ use crate::TagMap;
 /// eventual consistency matters (nothing found at all, not even ownership) the instance or volume
 /// is described too, which says `NotFound` for an id not visible yet.
 pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
-    let ec2 = &t.clients.ec2;
-    let id = r.id.as_str();
-    let mut tags = TagMap::new();
-    let mut token = None;
-    loop {
-        let out = ec2
-            .describe_tags()
-            .filters(ids_filter("resource-id", &[id]))
-            .max_results(1000)
-            .set_next_token(token)
-            .send()
-            .await
-            .map_err(|e| CloudError::from_sdk(EC2.read, id, e))?;
-        tags.extend(
-            out.tags()
-                .iter()
-                .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())),
-        );
-        token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
-        if token.is_none() {
-            break;
-        }
-    }
+    let (ec2, id) = (&t.clients.ec2, r.id.as_str());
+    let tags = t.ec2_describe_tags_many(&[id]).await?.remove(id).unwrap_or_default();
     if tags.is_empty() {
         match r.kind.as_str() {
             "ec2:instance" => drop(

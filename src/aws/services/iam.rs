@@ -16,9 +16,6 @@ use crate::TagMap;
 /// without it, and overrides match the ARN.
 type WithArn = (TagMap, Option<String>);
 
-/// One page of an IAM `List*Tags` answer: its tags, and the marker of the next page if any.
-type Page = (Vec<Tag>, Option<String>);
-
 fn pair(t: &Tag) -> (String, String) {
     (t.key().to_string(), t.value().to_string())
 }
@@ -30,21 +27,27 @@ fn tags(id: &str, set: &TagMap) -> Result<Vec<Tag>, CloudError> {
         .map_err(|e| super::build_error("iam:Tag", id, e))
 }
 
-/// Every page of an IAM `List*Tags` call; `page` sends the request for a marker.
-async fn pages<F, Fut>(mut page: F) -> Result<TagMap, CloudError>
+/// Every page of an IAM listing that pages by `Marker`; `page` sends the request for a marker and
+/// answers its items and, when `IsTruncated`, the next marker.
+async fn paged<T, F, Fut>(mut page: F) -> Result<Vec<T>, CloudError>
 where
     F: FnMut(Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<Page, CloudError>>,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), CloudError>>,
 {
-    let (mut tags, mut marker) = (TagMap::new(), None);
+    let (mut items, mut marker) = (Vec::new(), None);
     loop {
-        let (page_tags, next) = page(marker).await?;
-        tags.extend(page_tags.iter().map(pair));
+        let (page_items, next) = page(marker).await?;
+        items.extend(page_items);
         marker = next;
         if marker.is_none() {
-            return Ok(tags);
+            return Ok(items);
         }
     }
+}
+
+/// The marker of the next page, if the answer says there is one.
+fn next(marker: Option<&str>, truncated: bool) -> Option<String> {
+    marker.filter(|_| truncated).map(str::to_owned)
 }
 
 /// `GetRole` carries every tag (at most 50) and the ARN with its path, in one call.
@@ -64,33 +67,36 @@ pub(in crate::aws) async fn read_user(t: &Tagger, r: &ResourceRef) -> Result<Wit
 
 pub(in crate::aws) async fn read_instance_profile(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
-    pages(|marker| async move {
+    let tags = paged(|marker| async move {
         let out = iam.list_instance_profile_tags().instance_profile_name(id).set_marker(marker).send().await;
         let out = out.map_err(|e| CloudError::from_sdk(IAM_INSTANCE_PROFILE.read, id, e))?;
-        Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+        Ok((out.tags().to_vec(), next(out.marker(), out.is_truncated())))
     })
-    .await
+    .await?;
+    Ok(tags.iter().map(pair).collect())
 }
 
 pub(in crate::aws) async fn read_policy(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
-    pages(|marker| async move {
+    let tags = paged(|marker| async move {
         let out = iam.list_policy_tags().policy_arn(id).set_marker(marker).send().await;
         let out = out.map_err(|e| CloudError::from_sdk(IAM_POLICY.read, id, e))?;
-        Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+        Ok((out.tags().to_vec(), next(out.marker(), out.is_truncated())))
     })
-    .await
+    .await?;
+    Ok(tags.iter().map(pair).collect())
 }
 
 pub(in crate::aws) async fn read_oidc_provider(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
-    pages(|marker| async move {
+    let tags = paged(|marker| async move {
         let out =
             iam.list_open_id_connect_provider_tags().open_id_connect_provider_arn(id).set_marker(marker).send().await;
         let out = out.map_err(|e| CloudError::from_sdk(IAM_OIDC_PROVIDER.read, id, e))?;
-        Ok((out.tags().to_vec(), out.marker().filter(|_| out.is_truncated()).map(str::to_owned)))
+        Ok((out.tags().to_vec(), next(out.marker(), out.is_truncated())))
     })
-    .await
+    .await?;
+    Ok(tags.iter().map(pair).collect())
 }
 
 pub(in crate::aws) async fn write_role(
@@ -158,12 +164,10 @@ impl Tagger {
     pub async fn list_iam(&self) -> Result<Vec<(ResourceRef, Option<TagMap>)>, CloudError> {
         use aws_sdk_iam::types::EntityType;
         let iam = &self.clients.iam;
-        let tag_map = |tags: &[aws_sdk_iam::types::Tag]| -> TagMap {
-            tags.iter().map(|t| (t.key().to_string(), t.value().to_string())).collect()
+        let owned = |arn: Option<&str>, tags: &[Tag]| {
+            Some((ResourceRef::from_arn(arn?).ok()?, Some(tags.iter().map(pair).collect::<TagMap>())))
         };
-        let mut out: Vec<(ResourceRef, Option<TagMap>)> = Vec::new();
-        let mut marker = None;
-        loop {
+        let detailed = paged(|marker| async move {
             let page = iam
                 .get_account_authorization_details()
                 .filter(EntityType::Role)
@@ -173,57 +177,39 @@ impl Tagger {
                 .send()
                 .await
                 .map_err(|e| CloudError::from_sdk("iam:GetAccountAuthorizationDetails", "*", e))?;
+            let mut found = Vec::new();
             for role in page.role_detail_list() {
-                let Some(r) = role.arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
-                out.push((r, Some(tag_map(role.tags()))));
-                for profile in role.instance_profile_list() {
-                    let Ok(p) = ResourceRef::from_arn(profile.arn()) else { continue };
-                    if !out.iter().any(|(o, _)| o.arn == p.arn) {
-                        out.push((p, Some(tag_map(profile.tags()))));
-                    }
-                }
+                found.extend(owned(role.arn(), role.tags()));
+                found.extend(role.instance_profile_list().iter().filter_map(|p| owned(Some(p.arn()), p.tags())));
             }
-            for user in page.user_detail_list() {
-                let Some(r) = user.arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };
-                out.push((r, Some(tag_map(user.tags()))));
-            }
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
+            found.extend(page.user_detail_list().iter().filter_map(|u| owned(u.arn(), u.tags())));
+            Ok((found, next(page.marker(), page.is_truncated())))
+        })
+        .await?;
+        // A profile attached to several roles comes with each.
+        let mut out: Vec<(ResourceRef, Option<TagMap>)> = Vec::new();
+        for (r, tags) in detailed {
+            if !out.iter().any(|(o, _)| o.arn == r.arn) {
+                out.push((r, tags));
             }
         }
-        let mut bare = Vec::new();
-        let mut marker = None;
-        loop {
-            let page = iam
-                .list_instance_profiles()
-                .max_items(1000)
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| CloudError::from_sdk("iam:ListInstanceProfiles", "*", e))?;
-            bare.extend(page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()));
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
-        let mut marker = None;
-        loop {
-            let page = iam
-                .list_policies()
-                .scope(aws_sdk_iam::types::PolicyScopeType::Local)
-                .max_items(1000)
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| CloudError::from_sdk("iam:ListPolicies", "*", e))?;
-            bare.extend(page.policies().iter().filter_map(|p| p.arn().and_then(|a| ResourceRef::from_arn(a).ok())));
-            marker = page.marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
+        let mut bare = paged(|marker| async move {
+            let page = iam.list_instance_profiles().max_items(1000).set_marker(marker).send().await;
+            let page = page.map_err(|e| CloudError::from_sdk("iam:ListInstanceProfiles", "*", e))?;
+            let found = page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok());
+            Ok((found.collect(), next(page.marker(), page.is_truncated())))
+        })
+        .await?;
+        bare.extend(
+            paged(|marker| async move {
+                let local = aws_sdk_iam::types::PolicyScopeType::Local;
+                let page = iam.list_policies().scope(local).max_items(1000).set_marker(marker).send().await;
+                let page = page.map_err(|e| CloudError::from_sdk("iam:ListPolicies", "*", e))?;
+                let found = page.policies().iter().filter_map(|p| ResourceRef::from_arn(p.arn()?).ok());
+                Ok((found.collect(), next(page.marker(), page.is_truncated())))
+            })
+            .await?,
+        );
         let providers = iam
             .list_open_id_connect_providers()
             .send()
