@@ -102,6 +102,7 @@ locals {
     iam                  = "iam"
     route53              = "route53"
     elasticfilesystem    = "efs"
+    kms                  = "kms"
     tag_change           = "tag-change"
   }
 

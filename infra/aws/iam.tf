@@ -134,10 +134,12 @@ locals {
   # Issue 24 item 4: the ownership-conditioned writes, packed into as few managed policies as the
   # quotas allow (IAM User Guide, "IAM and AWS STS quotas": "Managed policy size: 6,144 characters",
   # "Managed policies attached to an IAM role: 10" by default, adjustable to 20; "IAM doesn't count
-  # white space"). Measured by scripts/test-terraform against moto: one cluster's four statements
-  # 2,435 characters, a policy of two 4,828, of two with a 27-character infraID 4,896; three would be
-  # ~7,300. So two clusters to a policy, and 20 clusters need 10 policies, the default quota.
-  # var.extra_tag_actions adds a fifth statement per cluster (~600 characters and the actions), which
+  # white space"). Measured by scripts/test-terraform against moto: one cluster's five statements
+  # 2,868 characters, a policy of two 5,693, the largest of the 20-cluster plan 5,778 (issue 26 added
+  # the KMS statement: about 430 a cluster); three would be ~8,600. So two clusters to a policy, and
+  # 20 clusters need 10 policies, the default quota. A further native service's statement would not
+  # fit two clusters: it belongs in an existing statement or needs one cluster per policy.
+  # var.extra_tag_actions adds a sixth statement per cluster (~600 characters and the actions), which
   # two clusters may not fit: then one cluster per policy, and more than
   # var.managed_policies_per_role_quota clusters are refused at plan (aws_iam_role.lambda). Each
   # policy's rendered size is checked at plan too (aws_iam_policy.owned_tag_writes). A set's groups

@@ -101,7 +101,7 @@ run "defaults" {
     error_message = "route53 event names: ${jsonencode(local.cloudtrail_event_names.route53)}"
   }
   assert {
-    condition     = toset(keys(aws_cloudwatch_event_rule.resource_events)) == toset(["ec2", "s3", "elasticloadbalancing", "iam", "route53", "elasticfilesystem", "tag_change"])
+    condition     = toset(keys(aws_cloudwatch_event_rule.resource_events)) == toset(["ec2", "s3", "elasticloadbalancing", "iam", "route53", "elasticfilesystem", "kms", "tag_change"])
     error_message = "resource-event rules: ${jsonencode(keys(aws_cloudwatch_event_rule.resource_events))}"
   }
   assert {
@@ -435,8 +435,8 @@ run "cluster_set_s3" {
   assert {
     condition = alltrue([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : length([
       for k, d in data.aws_iam_policy_document.owned_tag_writes : [for st in d.statement : st.sid if contains([for c in st.condition : "${c.test} ${c.variable} ${jsonencode(c.values)}"], "StringEquals aws:ResourceTag/kubernetes.io/cluster/${id} [\"owned\"]")]
-    if contains(local.tag_write_groups[k], id)][0]) == 4])
-    error_message = "each cluster's four write statements must be conditioned on that cluster's ownership tag, in its group's policy"
+    if contains(local.tag_write_groups[k], id)][0]) == 5])
+    error_message = "each cluster's five write statements must be conditioned on that cluster's ownership tag, in its group's policy"
   }
   assert {
     condition     = [for st in data.aws_iam_policy_document.owned_tag_writes["01"].statement : st.sid] == ["WriteOwnedEc2Tags1", "WriteOwnedElbTags1", "WriteOwnedIamTags1", "WriteOwnedKmsTags1", "WriteOwnedTagsViaTaggingApi1", "WriteOwnedEc2Tags2", "WriteOwnedElbTags2", "WriteOwnedIamTags2", "WriteOwnedKmsTags2", "WriteOwnedTagsViaTaggingApi2"] && [for st in data.aws_iam_policy_document.owned_tag_writes["02"].statement : st.sid] == ["WriteOwnedEc2Tags", "WriteOwnedElbTags", "WriteOwnedIamTags", "WriteOwnedKmsTags", "WriteOwnedTagsViaTaggingApi"]

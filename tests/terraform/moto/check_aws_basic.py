@@ -38,6 +38,8 @@ EVENT_NAMES = {
     # Issue 11: Route 53 (global, us-east-1) and EFS.
     "route53": ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"],
     "elasticfilesystem": ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"],
+    # Issue 26: KMS keys, natively.
+    "kms": ["CreateKey", "TagResource", "UntagResource"],
 }
 CODE_ACTIONS = {
     "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
@@ -51,6 +53,7 @@ CODE_ACTIONS = {
     "tag:GetResources", "tag:TagResources",
     "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
     "route53:ListTagsForResource", "route53:ChangeTagsForResource",
+    "kms:ListResourceTags", "kms:TagResource",
     "ssm:GetParameter", "ssm:GetParametersByPath", "ssm:PutParameter",
     "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 }
@@ -233,6 +236,7 @@ def tag_write_cases():
     clb = f"arn:aws:elasticloadbalancing:{REGION}:{acct}:loadbalancer/{INFRA_ID}-ingress"
     fs = f"arn:aws:elasticfilesystem:{REGION}:{acct}:file-system/fs-0123456789abcdef0"
     ap = f"arn:aws:elasticfilesystem:{REGION}:{acct}:access-point/fsap-0123456789abcdef0"
+    key = f"arn:aws:kms:{REGION}:{acct}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     zone, hc = "arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ", "arn:aws:route53:::healthcheck/0123abcd-0000-1111-2222-333344445555"
     return [
         ("EC2 instance, owned", "ec2:CreateTags", i, req(owned), True),
@@ -255,6 +259,12 @@ def tag_write_cases():
         ("EFS file system, owned, writing Name", "elasticfilesystem:TagResource", fs, req(owned, ["Name"]), False),
         ("EFS file system in another account, owned", "elasticfilesystem:TagResource", fs.replace(acct, "210987654321"), req(owned), False),
         ("EFS UntagResource, owned", "elasticfilesystem:UntagResource", fs, req(owned), False),
+        ("KMS key, owned", "kms:TagResource", key, req(owned), True),
+        ("KMS key, not owned", "kms:TagResource", key, req({}), False),
+        ("KMS key, owned, writing kubernetes.io/x", "kms:TagResource", key, req(owned, ["kubernetes.io/x"]), False),
+        ("KMS key in another account, owned", "kms:TagResource", key.replace(acct, "210987654321"), req(owned), False),
+        ("KMS UntagResource, owned", "kms:UntagResource", key, req(owned), False),
+        ("KMS key's tags, read", "kms:ListResourceTags", key, {}, True),
         ("SNS topic, owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
         ("SNS topic, not owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
         ("RDS, owned (not granted)", "rds:AddTagsToResource", f"arn:aws:rds:{REGION}:{acct}:db:d", req(owned), False),
