@@ -93,8 +93,9 @@ locals {
     if(k != "iam" || var.enable_iam_events) && (k != "route53" || var.enable_route53_events) && (k != "tag_change" || var.enable_tag_change_events)
   }
 
-  # Rule names: <name>-<infra_id>-<suffix>. The elasticloadbalancing rule keeps its name "elbv2"
-  # (an existing rule is updated in place, not replaced), though it carries Classic ELB events too.
+  # Rule names: <name>-<infra_id>-<suffix>, the suffix the service's key unless named here. The
+  # elasticloadbalancing rule keeps its name "elbv2" (an existing rule is updated in place, not
+  # replaced), though it carries Classic ELB events too.
   rule_suffix = {
     ec2                  = "ec2"
     s3                   = "s3"
@@ -102,7 +103,6 @@ locals {
     iam                  = "iam"
     route53              = "route53"
     elasticfilesystem    = "efs"
-    kms                  = "kms"
     tag_change           = "tag-change"
   }
 
@@ -139,7 +139,7 @@ locals {
 resource "aws_cloudwatch_event_rule" "resource_events" {
   for_each = local.enabled_event_rules
 
-  name          = "${local.name}-${local.rule_suffix[each.key]}"
+  name          = "${local.name}-${lookup(local.rule_suffix, each.key, each.key)}"
   description   = "tagwarden ${local.label}: ${each.key == "tag_change" ? "Tag Change on Resource" : "${each.key} CloudTrail calls"} -> ${local.name}-events queue"
   event_pattern = local.rendered_event_patterns[each.key]
   tags          = local.tags
