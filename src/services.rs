@@ -3,7 +3,8 @@
 //! their ids are, the ARN shape, the read, write and list calls (as IAM actions), how many
 //! resources one write may name and why that API rather than the generic one. The event parser
 //! (`crate::events::cloudtrail`), the AWS adapter's reads, writes and batching (`crate::aws`), the
-//! sweep's listings, tests/iam_policy.rs and the README's table are driven from [`SERVICES`].
+//! sweep's listings, and tests/iam_policy.rs (the role's grants, the EventBridge patterns and the
+//! README's table) are driven from [`SERVICES`].
 //!
 //! A kind no descriptor names goes through the Resource Groups Tagging API ([`TAGGING`]), which
 //! AWS documents for nearly every taggable service, so any ARN the cluster owns has a path; a type
@@ -398,45 +399,6 @@ pub fn all() -> impl Iterator<Item = &'static Service> {
     SERVICES.iter().chain([&TAGGING])
 }
 
-/// The event names tagwarden handles, per CloudTrail `eventSource`, sorted; the deployment's
-/// EventBridge patterns must list the same.
-pub fn handled_events() -> Vec<(&'static str, Vec<&'static str>)> {
-    let mut out: Vec<(&str, Vec<&str>)> = Vec::new();
-    for s in SERVICES.iter().filter(|s| !s.events.is_empty()) {
-        let names = s.events.iter().map(|(n, _, _)| *n);
-        match out.iter_mut().find(|(source, _)| *source == s.source) {
-            Some((_, list)) => list.extend(names),
-            None => out.push((s.source, names.collect())),
-        }
-    }
-    for (_, names) in &mut out {
-        names.sort_unstable();
-        names.dedup();
-    }
-    out
-}
-
-/// The README's table of services, one row per descriptor (tests/iam_policy.rs holds the README
-/// to it).
-pub fn markdown_table() -> String {
-    let mut out = String::from(
-        "| kinds | read | write | batch | listed by | CloudTrail events | why |\n|---|---|---|---|---|---|---|\n",
-    );
-    for s in all() {
-        let batch = match s.batch {
-            Batch::Alone => "1".to_string(),
-            Batch::Reread => "1, re-read first".to_string(),
-            Batch::Shared(n) => n.to_string(),
-        };
-        let list = s.list.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", ");
-        let kind = if s.kind == "*" { "any other".to_string() } else { format!("`{}`", s.kind) };
-        let events = s.events.iter().map(|(n, _, _)| *n).collect::<Vec<_>>().join(", ");
-        let events = if events.is_empty() { "`Tag Change on Resource`".to_string() } else { events };
-        out.push_str(&format!("| {kind} | `{}` | `{}` | {batch} | {list} | {events} | {} |\n", s.read, s.write, s.why));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,13 +439,5 @@ mod tests {
             assert!(s.list.iter().all(|l| !crate::calls::is_write(l)), "{}", s.kind);
             assert_eq!(s.events.is_empty(), s.source.is_empty(), "{}", s.kind);
         }
-    }
-
-    #[test]
-    fn events_are_listed_per_source() {
-        let events = handled_events();
-        let elb = events.iter().find(|(s, _)| *s == "elasticloadbalancing.amazonaws.com").expect("elb");
-        assert!(elb.1.contains(&"CreateRule") && elb.1.windows(2).all(|w| w[0] < w[1]));
-        assert!(events.iter().any(|(s, names)| *s == "kms.amazonaws.com" && names.contains(&"CreateKey")));
     }
 }

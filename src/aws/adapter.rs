@@ -145,13 +145,4 @@ impl Adapter for Tagger {
         }
         all
     }
-
-    /// A new instance's volumes are not in its RunInstances event.
-    async fn implied(&self, event: &Event, version: &str) -> (Vec<(ResourceRef, Option<TagMap>)>, Vec<Record>) {
-        let all = self.implied_all(&[event], version).await;
-        (
-            all.found.into_iter().map(|(_, r, tags)| (r, tags)).collect(),
-            all.failed.into_iter().map(|(_, r)| r).collect(),
-        )
-    }
 }

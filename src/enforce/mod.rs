@@ -91,22 +91,12 @@ pub trait Adapter: Send + Sync {
         // Indices, not references: see `handle_event`.
         stream::iter(0..resources.len()).map(|i| self.read(resources[i])).buffered(concurrency.max(1)).collect().await
     }
-    /// Resources an event implies but does not name (a new instance's volumes), with their tags
-    /// when the listing carries them; a lookup that failed is a record.
-    async fn implied(&self, event: &Event, version: &str) -> (Vec<(ResourceRef, Option<TagMap>)>, Vec<Record>) {
-        let _ = (event, version);
-        (Vec::new(), Vec::new())
-    }
-    /// [`Adapter::implied`] for the events of a batch at once: each resource and each failure
-    /// with the position of its event in `events`.
+    /// Resources the events of a batch imply but do not name (a new instance's volumes), each
+    /// with the position of its event and its tags when the lookup carries them; a lookup that
+    /// failed is a record of its event.
     async fn implied_all(&self, events: &[&Event], version: &str) -> Implied {
-        let mut all = Implied::default();
-        for (n, event) in events.iter().enumerate() {
-            let (found, failed) = self.implied(event, version).await;
-            all.found.extend(found.into_iter().map(|(r, tags)| (n, r, tags)));
-            all.failed.extend(failed.into_iter().map(|record| (n, record)));
-        }
-        all
+        let _ = (events, version);
+        Implied::default()
     }
     /// Every resource cluster `infra_id`'s ownership tag marks, with its tags when the listing
     /// carries them; `pages` is told how many were found so far as pages arrive. A listing that
@@ -238,9 +228,9 @@ impl<A: Adapter> Engine<A> {
             .filter(|t| matches!(policies.owner(self.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
         let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
             event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
-        let (implied, failed) = self.adapter.implied(event, &version).await;
-        targets.extend(implied);
-        for record in failed {
+        let implied = self.adapter.implied_all(&[event], &version).await;
+        targets.extend(implied.found.into_iter().map(|(_, r, tags)| (r, tags)));
+        for (_, record) in implied.failed {
             out.push(record);
         }
         // Indices, not references, into the stream: a closure over `&T` trips rustc's

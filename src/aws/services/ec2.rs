@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
-use super::batch_name;
+use super::{batch_name, next, paged};
 use crate::aws::tags::Tagger;
 use crate::cloud_error::{CloudError, ErrorClass};
 use crate::resource::ResourceRef;
@@ -69,30 +69,20 @@ impl Tagger {
     pub async fn ec2_describe_tags_many(&self, ids: &[&str]) -> Result<HashMap<String, TagMap>, CloudError> {
         let mut found: HashMap<String, TagMap> = HashMap::new();
         for chunk in ids.chunks(EC2_IDS_PER_DESCRIBE) {
-            let filter = ids_filter("resource-id", chunk);
-            let mut token = None;
-            loop {
-                let out = self
-                    .clients
-                    .ec2
-                    .describe_tags()
-                    .filters(filter.clone())
-                    .max_results(1000)
-                    .set_next_token(token)
-                    .send()
-                    .await
-                    .map_err(|e| CloudError::from_sdk(EC2.read, &batch_name(chunk), e))?;
-                for t in out.tags() {
-                    let (Some(id), Some(key)) = (t.resource_id(), t.key()) else { continue };
-                    found
-                        .entry(id.to_string())
-                        .or_default()
-                        .insert(key.to_string(), t.value().unwrap_or_default().to_string());
-                }
-                token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
-                if token.is_none() {
-                    break;
-                }
+            let (ec2, filter) = (&self.clients.ec2, &ids_filter("resource-id", chunk));
+            let tags = paged(|token| async move {
+                let out =
+                    ec2.describe_tags().filters(filter.clone()).max_results(1000).set_next_token(token).send().await;
+                let out = out.map_err(|e| CloudError::from_sdk(EC2.read, &batch_name(chunk), e))?;
+                Ok((out.tags().to_vec(), next(out.next_token(), true)))
+            })
+            .await?;
+            for t in &tags {
+                let (Some(id), Some(key)) = (t.resource_id(), t.key()) else { continue };
+                found
+                    .entry(id.to_string())
+                    .or_default()
+                    .insert(key.to_string(), t.value().unwrap_or_default().to_string());
             }
         }
         Ok(found)
@@ -106,33 +96,23 @@ impl Tagger {
     ) -> Result<HashMap<String, Vec<(String, TagMap)>>, CloudError> {
         let mut found: HashMap<String, Vec<(String, TagMap)>> = HashMap::new();
         for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
-            let filter = ids_filter("attachment.instance-id", chunk);
-            let mut token = None;
-            loop {
-                let out = self
-                    .clients
-                    .ec2
-                    .describe_volumes()
-                    .filters(filter.clone())
-                    .max_results(500)
-                    .set_next_token(token)
-                    .send()
-                    .await
-                    .map_err(|e| CloudError::from_sdk("ec2:DescribeVolumes", &batch_name(chunk), e))?;
-                for v in out.volumes() {
-                    let Some(volume) = v.volume_id() else { continue };
-                    let tags: TagMap = v
-                        .tags()
-                        .iter()
-                        .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()))
-                        .collect();
-                    for instance in v.attachments().iter().filter_map(|a| a.instance_id()) {
-                        found.entry(instance.to_string()).or_default().push((volume.to_string(), tags.clone()));
-                    }
-                }
-                token = out.next_token().filter(|t| !t.is_empty()).map(str::to_owned);
-                if token.is_none() {
-                    break;
+            let (ec2, filter) = (&self.clients.ec2, &ids_filter("attachment.instance-id", chunk));
+            let volumes = paged(|token| async move {
+                let out =
+                    ec2.describe_volumes().filters(filter.clone()).max_results(500).set_next_token(token).send().await;
+                let out = out.map_err(|e| CloudError::from_sdk("ec2:DescribeVolumes", &batch_name(chunk), e))?;
+                Ok((out.volumes().to_vec(), next(out.next_token(), true)))
+            })
+            .await?;
+            for v in &volumes {
+                let Some(volume) = v.volume_id() else { continue };
+                let tags: TagMap = v
+                    .tags()
+                    .iter()
+                    .map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string()))
+                    .collect();
+                for instance in v.attachments().iter().filter_map(|a| a.instance_id()) {
+                    found.entry(instance.to_string()).or_default().push((volume.to_string(), tags.clone()));
                 }
             }
         }

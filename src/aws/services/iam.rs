@@ -6,6 +6,7 @@
 
 use aws_sdk_iam::types::Tag;
 
+use super::{next, paged};
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
@@ -25,29 +26,6 @@ fn tags(id: &str, set: &TagMap) -> Result<Vec<Tag>, CloudError> {
         .map(|(k, v)| Tag::builder().key(k).value(v).build())
         .collect::<Result<_, _>>()
         .map_err(|e| super::build_error("iam:Tag", id, e))
-}
-
-/// Every page of an IAM listing that pages by `Marker`; `page` sends the request for a marker and
-/// answers its items and, when `IsTruncated`, the next marker.
-async fn paged<T, F, Fut>(mut page: F) -> Result<Vec<T>, CloudError>
-where
-    F: FnMut(Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), CloudError>>,
-{
-    let (mut items, mut marker) = (Vec::new(), None);
-    loop {
-        let (page_items, next) = page(marker).await?;
-        items.extend(page_items);
-        marker = next;
-        if marker.is_none() {
-            return Ok(items);
-        }
-    }
-}
-
-/// The marker of the next page, if the answer says there is one.
-fn next(marker: Option<&str>, truncated: bool) -> Option<String> {
-    marker.filter(|_| truncated).map(str::to_owned)
 }
 
 /// `GetRole` carries every tag (at most 50) and the ARN with its path, in one call.

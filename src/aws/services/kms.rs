@@ -3,7 +3,7 @@
 
 use aws_sdk_kms::types::Tag;
 
-use super::build_error;
+use super::{build_error, next, paged};
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
@@ -12,24 +12,14 @@ use crate::TagMap;
 
 /// Every page (a key holds at most 50 tags, `Limit`'s maximum, so one page in practice).
 pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
-    let (mut tags, mut marker) = (TagMap::new(), None);
-    loop {
-        let out = t
-            .clients
-            .kms
-            .list_resource_tags()
-            .key_id(&r.id)
-            .limit(50)
-            .set_marker(marker)
-            .send()
-            .await
-            .map_err(|e| CloudError::from_sdk(KMS.read, &r.id, e))?;
-        tags.extend(out.tags().iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())));
-        marker = out.next_marker().filter(|_| out.truncated()).map(str::to_owned);
-        if marker.is_none() {
-            return Ok(tags);
-        }
-    }
+    let kms = &t.clients.kms;
+    let tags = paged(|marker| async move {
+        let out = kms.list_resource_tags().key_id(&r.id).limit(50).set_marker(marker).send().await;
+        let out = out.map_err(|e| CloudError::from_sdk(KMS.read, &r.id, e))?;
+        Ok((out.tags().to_vec(), next(out.next_marker(), out.truncated())))
+    })
+    .await?;
+    Ok(tags.iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())).collect())
 }
 
 /// `TagResource` adds or overwrites the keys it names and leaves the others.

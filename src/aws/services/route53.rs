@@ -1,7 +1,7 @@
 //! Route 53 hosted zones and health checks: `ListTagsForResource` / `ChangeTagsForResource`, and
 //! their listing. Route 53 is global. Its descriptor is `crate::services::SERVICES`' `route53:*`.
 
-use super::arn_name;
+use super::{arn_name, next, paged};
 use crate::aws::tags::Tagger;
 use crate::cloud_error::CloudError;
 use crate::resource::ResourceRef;
@@ -67,36 +67,20 @@ impl Tagger {
         use aws_sdk_route53::types::TagResourceType;
         let route53 = &self.clients.route53;
         let partition = crate::resource::partition(&self.clients.region);
-        let mut zones = Vec::new();
-        let mut marker = None;
-        loop {
-            let page = route53
-                .list_hosted_zones()
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| CloudError::from_sdk("route53:ListHostedZones", "*", e))?;
-            zones.extend(page.hosted_zones().iter().map(|z| z.id().trim_start_matches("/hostedzone/").to_string()));
-            marker = page.next_marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
-        let mut checks = Vec::new();
-        let mut marker = None;
-        loop {
-            let page = route53
-                .list_health_checks()
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| CloudError::from_sdk("route53:ListHealthChecks", "*", e))?;
-            checks.extend(page.health_checks().iter().map(|h| h.id().to_string()));
-            marker = page.next_marker().filter(|_| page.is_truncated()).map(str::to_owned);
-            if marker.is_none() {
-                break;
-            }
-        }
+        let zones = paged(|marker| async move {
+            let page = route53.list_hosted_zones().set_marker(marker).send().await;
+            let page = page.map_err(|e| CloudError::from_sdk("route53:ListHostedZones", "*", e))?;
+            let ids = page.hosted_zones().iter().map(|z| z.id().trim_start_matches("/hostedzone/").to_string());
+            Ok((ids.collect(), next(page.next_marker(), page.is_truncated())))
+        })
+        .await?;
+        let checks = paged(|marker| async move {
+            let page = route53.list_health_checks().set_marker(marker).send().await;
+            let page = page.map_err(|e| CloudError::from_sdk("route53:ListHealthChecks", "*", e))?;
+            let ids = page.health_checks().iter().map(|h| h.id().to_string());
+            Ok((ids.collect(), next(page.next_marker(), page.is_truncated())))
+        })
+        .await?;
         let mut out = Vec::new();
         for (ids, rtype, kind) in
             [(zones, TagResourceType::Hostedzone, "hostedzone"), (checks, TagResourceType::Healthcheck, "healthcheck")]
