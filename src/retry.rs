@@ -36,12 +36,6 @@ pub struct Backoff {
     pub max: Duration,
 }
 
-impl Default for Backoff {
-    fn default() -> Self {
-        Self::NOT_FOUND
-    }
-}
-
 const fn backoff(attempts: u32, first_ms: u64, max_ms: u64) -> Backoff {
     Backoff { attempts, first: Duration::from_millis(first_ms), max: Duration::from_millis(max_ms) }
 }
@@ -161,7 +155,7 @@ mod tests {
     #[test]
     fn waits_double_to_the_most_with_up_to_a_quarter_more() {
         for (attempt, base) in [250, 500, 1000, 2000, 4000, 4000].into_iter().enumerate() {
-            assert!(around(Backoff::default().delay(attempt as u32), base), "attempt {attempt}");
+            assert!(around(Backoff::NOT_FOUND.delay(attempt as u32), base), "attempt {attempt}");
         }
         assert_eq!(Backoff::CONFLICT.delay(2), Duration::ZERO);
         assert!(around(Backoff::PUBLISH.delay(u32::MAX - 1), 60_000));

@@ -94,8 +94,6 @@ pub struct Service {
     pub api: Api,
     /// The ARN of one resource, `{partition}`, `{region}`, `{account}` and `{id}` filled in.
     pub arn: &'static str,
-    /// The CloudTrail `eventSource` of [`Service::events`].
-    pub source: &'static str,
     /// The CloudTrail events that name its resources, and where their ids are.
     pub events: &'static [(&'static str, Change, Ids)],
     /// The read of one resource's tags.
@@ -109,6 +107,12 @@ pub struct Service {
 }
 
 impl Service {
+    /// The service's prefix in ARNs and IAM actions (`ec2`, `kms`, …); the CloudTrail
+    /// `eventSource` of its events is that followed by `.amazonaws.com`.
+    pub fn service(&self) -> &'static str {
+        self.kind.split(':').next().unwrap_or(self.kind)
+    }
+
     /// The ARN of resource `id` in this descriptor's shape.
     pub fn arn_of(&self, id: &str, region: &str, account: &str) -> String {
         self.arn
@@ -143,7 +147,6 @@ pub const EC2: Service = Service {
     kind: "ec2:*",
     api: Api::Ec2,
     arn: "arn:{partition}:ec2:{region}:{account}:volume/{id}",
-    source: "ec2.amazonaws.com",
     events: &[
         ("RunInstances", Created, Ids::RunInstances),
         ("CreateVolume", Created, Ids::Ec2Response("volumeId")),
@@ -173,7 +176,6 @@ pub const S3: Service = Service {
     kind: "s3:bucket",
     api: Api::S3,
     arn: "arn:{partition}:s3:::{id}",
-    source: "s3.amazonaws.com",
     events: &[
         ("CreateBucket", Created, Ids::S3Bucket),
         ("PutBucketTagging", Tagged, Ids::S3Bucket),
@@ -191,7 +193,6 @@ pub const ELB_CLASSIC: Service = Service {
     kind: "elasticloadbalancing:classic-loadbalancer",
     api: Api::ElbClassic,
     arn: "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/{id}",
-    source: "elasticloadbalancing.amazonaws.com",
     events: &[
         ("CreateLoadBalancer", Created, Ids::ElbClassicNames),
         ("AddTags", Tagged, Ids::ElbClassicNames),
@@ -208,7 +209,6 @@ pub const ELBV2: Service = Service {
     kind: "elasticloadbalancing:*",
     api: Api::Elbv2,
     arn: "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/app/{id}/50dc6c495c0c9188",
-    source: "elasticloadbalancing.amazonaws.com",
     events: &[
         ("CreateLoadBalancer", Created, Ids::ElbResponse("loadBalancers", "loadBalancerArn")),
         ("CreateTargetGroup", Created, Ids::ElbResponse("targetGroups", "targetGroupArn")),
@@ -229,7 +229,6 @@ pub const ROUTE53: Service = Service {
     kind: "route53:*",
     api: Api::Route53,
     arn: "arn:{partition}:route53:::hostedzone/{id}",
-    source: "route53.amazonaws.com",
     events: &[
         ("CreateHostedZone", Created, Ids::Route53Created("hostedZone", "hostedzone")),
         ("CreateHealthCheck", Created, Ids::Route53Created("healthCheck", "healthcheck")),
@@ -246,7 +245,6 @@ pub const IAM_ROLE: Service = Service {
     kind: "iam:role",
     api: Api::IamRole,
     arn: "arn:{partition}:iam::{account}:role/{id}",
-    source: "iam.amazonaws.com",
     events: &[
         ("CreateRole", Created, Ids::IamNamed("roleName", Some("role"))),
         ("TagRole", Tagged, Ids::IamNamed("roleName", None)),
@@ -263,7 +261,6 @@ pub const IAM_USER: Service = Service {
     kind: "iam:user",
     api: Api::IamUser,
     arn: "arn:{partition}:iam::{account}:user/{id}",
-    source: "iam.amazonaws.com",
     events: &[
         ("CreateUser", Created, Ids::IamNamed("userName", Some("user"))),
         ("TagUser", Tagged, Ids::IamNamed("userName", None)),
@@ -280,7 +277,6 @@ pub const IAM_INSTANCE_PROFILE: Service = Service {
     kind: "iam:instance-profile",
     api: Api::IamInstanceProfile,
     arn: "arn:{partition}:iam::{account}:instance-profile/{id}",
-    source: "iam.amazonaws.com",
     events: &[
         ("CreateInstanceProfile", Created, Ids::IamNamed("instanceProfileName", Some("instanceProfile"))),
         ("TagInstanceProfile", Tagged, Ids::IamNamed("instanceProfileName", None)),
@@ -297,7 +293,6 @@ pub const IAM_POLICY: Service = Service {
     kind: "iam:policy",
     api: Api::IamPolicy,
     arn: "arn:{partition}:iam::{account}:policy/{id}",
-    source: "iam.amazonaws.com",
     events: &[
         ("CreatePolicy", Created, Ids::Arn("/policy/arn")),
         ("TagPolicy", Tagged, Ids::Arn("policyArn")),
@@ -314,7 +309,6 @@ pub const IAM_OIDC_PROVIDER: Service = Service {
     kind: "iam:oidc-provider",
     api: Api::IamOidcProvider,
     arn: "arn:{partition}:iam::{account}:oidc-provider/{id}",
-    source: "iam.amazonaws.com",
     events: &[
         ("CreateOpenIDConnectProvider", Created, Ids::Arn("/openIDConnectProviderArn")),
         ("TagOpenIDConnectProvider", Tagged, Ids::Arn("openIDConnectProviderArn")),
@@ -333,7 +327,6 @@ pub const KMS: Service = Service {
     kind: "kms:key",
     api: Api::Kms,
     arn: "arn:{partition}:kms:{region}:{account}:key/{id}",
-    source: "kms.amazonaws.com",
     events: &[
         ("CreateKey", Created, Ids::Arn("/keyMetadata/arn")),
         ("TagResource", Tagged, Ids::IdOrArn("keyId")),
@@ -351,7 +344,6 @@ pub const EFS: Service = Service {
     kind: "elasticfilesystem:*",
     api: Api::Tagging,
     arn: "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/{id}",
-    source: "elasticfilesystem.amazonaws.com",
     events: &[
         ("CreateFileSystem", Created, Ids::Efs(Some("/fileSystemArn"))),
         ("CreateAccessPoint", Created, Ids::Efs(Some("/accessPointArn"))),
@@ -373,7 +365,6 @@ pub const TAGGING: Service = Service {
     kind: "*",
     api: Api::Tagging,
     arn: "arn:{partition}:sns:{region}:{account}:{id}",
-    source: "",
     events: &[],
     read: "tag:GetResources",
     write: "tag:TagResources",
@@ -437,7 +428,6 @@ mod tests {
             assert!(crate::calls::is_write(s.write), "{}: {}", s.kind, s.write);
             assert!(!crate::calls::is_write(s.read), "{}: {}", s.kind, s.read);
             assert!(s.list.iter().all(|l| !crate::calls::is_write(l)), "{}", s.kind);
-            assert_eq!(s.events.is_empty(), s.source.is_empty(), "{}", s.kind);
         }
     }
 }

@@ -126,7 +126,9 @@ fn the_service_descriptors_name_the_calls_the_code_makes() {
 /// The event names the parser handles, per CloudTrail `eventSource`, from the descriptors.
 fn handled_events() -> BTreeSet<(String, String)> {
     let services = tagwarden::services::SERVICES.iter();
-    services.flat_map(|s| s.events.iter().map(|(name, _, _)| (s.source.to_string(), name.to_string()))).collect()
+    services
+        .flat_map(|s| s.events.iter().map(|(name, _, _)| (format!("{}.amazonaws.com", s.service()), name.to_string())))
+        .collect()
 }
 
 /// The README's table of services, one row per descriptor.

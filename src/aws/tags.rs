@@ -29,7 +29,7 @@ pub struct Tagger {
 
 impl Tagger {
     pub fn new(clients: Clients) -> Self {
-        Tagger { clients, not_found: Backoff::default(), ec2_batch: 1000, ec2_writes: None }
+        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch: 1000, ec2_writes: None }
     }
 
     /// The resource's current tags, waiting out eventual consistency.

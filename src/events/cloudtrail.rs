@@ -124,8 +124,8 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
     let mut of_source = services::SERVICES
         .iter()
         .filter(|s| {
-            s.source == event_source
-                && (s.source != "elasticloadbalancing.amazonaws.com" || (s.api == Api::ElbClassic) == classic)
+            s.service() == event.service
+                && (s.service() != "elasticloadbalancing" || (s.api == Api::ElbClassic) == classic)
         })
         .peekable();
     if of_source.peek().is_none() {

@@ -15,7 +15,7 @@ use crate::TagMap;
 /// One resource's tags. `DescribeTags` answers an empty list for an id that does not exist: where
 /// eventual consistency matters (nothing found at all, not even ownership) the instance or volume
 /// is described too, which says `NotFound` for an id not visible yet.
-pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (ec2, id) = (&t.clients.ec2, r.id.as_str());
     let tags = t.ec2_describe_tags_many(&[id]).await?.remove(id).unwrap_or_default();
     if tags.is_empty() {
@@ -40,7 +40,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
     Ok(tags)
 }
 
-pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     t.ec2_create_tags(&[r.id.as_str()], set).await
 }
 

@@ -13,7 +13,7 @@ use crate::TagMap;
 /// ELBv2 `DescribeTags` names at most 20 resources.
 const ELBV2_DESCRIBE_TAGS_MAX: usize = 20;
 
-pub(in crate::aws) async fn read_v2(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read_v2(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let out = t
         .clients
         .elbv2
@@ -26,7 +26,7 @@ pub(in crate::aws) async fn read_v2(t: &Tagger, r: &ResourceRef) -> Result<TagMa
     Ok(tags.map(|t| (t.key().unwrap_or_default().to_string(), t.value().unwrap_or_default().to_string())).collect())
 }
 
-pub(in crate::aws) async fn write_v2(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+pub(super) async fn write_v2(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let tags = set.iter().map(|(k, v)| aws_sdk_elasticloadbalancingv2::types::Tag::builder().key(k).value(v).build());
     t.clients
         .elbv2
@@ -39,7 +39,7 @@ pub(in crate::aws) async fn write_v2(t: &Tagger, r: &ResourceRef, set: &TagMap, 
         .map_err(|e| CloudError::from_sdk(ELBV2.write, &r.id, e))
 }
 
-pub(in crate::aws) async fn read_classic(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read_classic(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let out = t
         .clients
         .elb
@@ -52,12 +52,7 @@ pub(in crate::aws) async fn read_classic(t: &Tagger, r: &ResourceRef) -> Result<
     Ok(tags.map(|t| (t.key().to_string(), t.value().unwrap_or_default().to_string())).collect())
 }
 
-pub(in crate::aws) async fn write_classic(
-    t: &Tagger,
-    r: &ResourceRef,
-    set: &TagMap,
-    _: &TagMap,
-) -> Result<(), CloudError> {
+pub(super) async fn write_classic(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let tags = set
         .iter()
         .map(|(k, v)| aws_sdk_elasticloadbalancing::types::Tag::builder().key(k).value(v).build())

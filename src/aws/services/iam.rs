@@ -29,21 +29,21 @@ fn tags(id: &str, set: &TagMap) -> Result<Vec<Tag>, CloudError> {
 }
 
 /// `GetRole` carries every tag (at most 50) and the ARN with its path, in one call.
-pub(in crate::aws) async fn read_role(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
+pub(super) async fn read_role(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
     let out = t.clients.iam.get_role().role_name(&r.id).send().await;
     let out = out.map_err(|e| CloudError::from_sdk(IAM_ROLE.read, &r.id, e))?;
     let role = out.role();
     Ok((role.map(|r| r.tags().iter().map(pair).collect()).unwrap_or_default(), role.map(|r| r.arn().to_string())))
 }
 
-pub(in crate::aws) async fn read_user(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
+pub(super) async fn read_user(t: &Tagger, r: &ResourceRef) -> Result<WithArn, CloudError> {
     let out = t.clients.iam.get_user().user_name(&r.id).send().await;
     let out = out.map_err(|e| CloudError::from_sdk(IAM_USER.read, &r.id, e))?;
     let user = out.user();
     Ok((user.map(|u| u.tags().iter().map(pair).collect()).unwrap_or_default(), user.map(|u| u.arn().to_string())))
 }
 
-pub(in crate::aws) async fn read_instance_profile(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read_instance_profile(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
     let tags = paged(|marker| async move {
         let out = iam.list_instance_profile_tags().instance_profile_name(id).set_marker(marker).send().await;
@@ -54,7 +54,7 @@ pub(in crate::aws) async fn read_instance_profile(t: &Tagger, r: &ResourceRef) -
     Ok(tags.iter().map(pair).collect())
 }
 
-pub(in crate::aws) async fn read_policy(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read_policy(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
     let tags = paged(|marker| async move {
         let out = iam.list_policy_tags().policy_arn(id).set_marker(marker).send().await;
@@ -65,7 +65,7 @@ pub(in crate::aws) async fn read_policy(t: &Tagger, r: &ResourceRef) -> Result<T
     Ok(tags.iter().map(pair).collect())
 }
 
-pub(in crate::aws) async fn read_oidc_provider(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read_oidc_provider(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
     let tags = paged(|marker| async move {
         let out =
@@ -77,27 +77,17 @@ pub(in crate::aws) async fn read_oidc_provider(t: &Tagger, r: &ResourceRef) -> R
     Ok(tags.iter().map(pair).collect())
 }
 
-pub(in crate::aws) async fn write_role(
-    t: &Tagger,
-    r: &ResourceRef,
-    set: &TagMap,
-    _: &TagMap,
-) -> Result<(), CloudError> {
+pub(super) async fn write_role(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let call = t.clients.iam.tag_role().role_name(&r.id).set_tags(Some(tags(&r.id, set)?));
     call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_ROLE.write, &r.id, e))
 }
 
-pub(in crate::aws) async fn write_user(
-    t: &Tagger,
-    r: &ResourceRef,
-    set: &TagMap,
-    _: &TagMap,
-) -> Result<(), CloudError> {
+pub(super) async fn write_user(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let call = t.clients.iam.tag_user().user_name(&r.id).set_tags(Some(tags(&r.id, set)?));
     call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_USER.write, &r.id, e))
 }
 
-pub(in crate::aws) async fn write_instance_profile(
+pub(super) async fn write_instance_profile(
     t: &Tagger,
     r: &ResourceRef,
     set: &TagMap,
@@ -107,17 +97,12 @@ pub(in crate::aws) async fn write_instance_profile(
     call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_INSTANCE_PROFILE.write, &r.id, e))
 }
 
-pub(in crate::aws) async fn write_policy(
-    t: &Tagger,
-    r: &ResourceRef,
-    set: &TagMap,
-    _: &TagMap,
-) -> Result<(), CloudError> {
+pub(super) async fn write_policy(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let call = t.clients.iam.tag_policy().policy_arn(&r.id).set_tags(Some(tags(&r.id, set)?));
     call.send().await.map(drop).map_err(|e| CloudError::from_sdk(IAM_POLICY.write, &r.id, e))
 }
 
-pub(in crate::aws) async fn write_oidc_provider(
+pub(super) async fn write_oidc_provider(
     t: &Tagger,
     r: &ResourceRef,
     set: &TagMap,

@@ -11,7 +11,7 @@ use crate::services::KMS;
 use crate::TagMap;
 
 /// Every page (a key holds at most 50 tags, `Limit`'s maximum, so one page in practice).
-pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let kms = &t.clients.kms;
     let tags = paged(|marker| async move {
         let out = kms.list_resource_tags().key_id(&r.id).limit(50).set_marker(marker).send().await;
@@ -23,7 +23,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
 }
 
 /// `TagResource` adds or overwrites the keys it names and leaves the others.
-pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let tags = set
         .iter()
         .map(|(k, v)| Tag::builder().tag_key(k).tag_value(v).build())

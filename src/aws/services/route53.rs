@@ -23,7 +23,7 @@ fn target(r: &ResourceRef) -> (aws_sdk_route53::types::TagResourceType, &str) {
     (rtype, arn_name(arn))
 }
 
-pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (rtype, zone) = target(r);
     let out = t
         .clients
@@ -41,7 +41,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
         .collect())
 }
 
-pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let (rtype, zone) = target(r);
     let tags: Vec<_> =
         set.iter().map(|(k, v)| aws_sdk_route53::types::Tag::builder().key(k).value(v).build()).collect();

@@ -11,7 +11,7 @@ use crate::services::S3;
 use crate::TagMap;
 
 /// A bucket without tags answers `NoSuchTagSet`: no tags, not an error.
-pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     match t.clients.s3.get_bucket_tagging().bucket(&r.id).send().await {
         Ok(out) => Ok(out.tag_set().iter().map(|t| (t.key().to_string(), t.value().to_string())).collect()),
         Err(e) if e.code() == Some("NoSuchTagSet") => Ok(TagMap::new()),
@@ -24,12 +24,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
 /// tags (CloudFormation's, CDK's): S3 refuses a PUT without them ("System Tags cannot be
 /// removed by requester") and refuses any `aws:` key it does not hold already. On
 /// `OperationAborted` (a concurrent change to the bucket) the set is re-read and merged again.
-pub(in crate::aws) async fn write(
-    t: &Tagger,
-    r: &ResourceRef,
-    set: &TagMap,
-    current: &TagMap,
-) -> Result<(), CloudError> {
+pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError> {
     let bucket = r.id.as_str();
     let aborted = |e: &CloudError| e.code == "OperationAborted";
     let put = |attempt| async move {

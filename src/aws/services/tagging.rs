@@ -11,7 +11,7 @@ use crate::TagMap;
 
 /// `GetResources` answers only for resources that carry (or once carried) tags: an absent ARN
 /// reads as untagged, hence not owned.
-pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let arn = r.arn.as_deref().unwrap_or(&r.id);
     let out = t
         .clients
@@ -25,7 +25,7 @@ pub(in crate::aws) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, 
     Ok(tags.map(|t| (t.key().to_string(), t.value().to_string())).collect())
 }
 
-pub(in crate::aws) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
     let arn = r.arn.as_deref().unwrap_or(&r.id);
     match t.tag_resources(&[arn], set).await?.into_iter().next() {
         Some((_, e)) => Err(e),
