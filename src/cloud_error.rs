@@ -7,9 +7,9 @@
 //!
 //! | class | retried in the call | then |
 //! |---|---|---|
-//! | `Throttled` | SDK standard mode (AWS), [`Backoff::ARM_BUSY`] or ARM's `Retry-After` | the event is handed back (SQS / Event Grid redelivers); a sweep's write is sent again by [`Backoff::THROTTLED_WRITE`] (`enforce::sweep::SweepOptions`) |
-//! | `Transient` (network, timeout, 5xx, ARM 409 busy, S3 `OperationAborted`) | the same; ARM by [`Backoff::ARM_BUSY`], S3 `OperationAborted` by [`Backoff::NOT_FOUND`] | handed back |
-//! | `NotFound` right after a create | [`Backoff::NOT_FOUND`] (AWS), [`Backoff::ARM_NOT_FOUND`] | handed back: eventual consistency outlasts one invocation |
+//! | `Throttled` | SDK standard mode (AWS), [`Backoff::ARM_BUSY`](crate::retry::Backoff::ARM_BUSY) or ARM's `Retry-After` | the event is handed back (SQS / Event Grid redelivers); a sweep's write is sent again by [`Backoff::THROTTLED_WRITE`](crate::retry::Backoff::THROTTLED_WRITE) (`enforce::sweep::SweepOptions`) |
+//! | `Transient` (network, timeout, 5xx, ARM 409 busy, S3 `OperationAborted`) | the same; ARM by [`Backoff::ARM_BUSY`](crate::retry::Backoff::ARM_BUSY), S3 `OperationAborted` by [`Backoff::NOT_FOUND`](crate::retry::Backoff::NOT_FOUND) | handed back |
+//! | `NotFound` right after a create | [`Backoff::NOT_FOUND`](crate::retry::Backoff::NOT_FOUND) (AWS), [`Backoff::ARM_NOT_FOUND`](crate::retry::Backoff::ARM_NOT_FOUND) | handed back: eventual consistency outlasts one invocation |
 //! | `Denied` | no | AWS: recorded as a permanent failure with the missing grant; Azure (a token refused, 401/403 without a permanent code below): handed back, since a new token or a role still propagating fixes it and Event Grid's retries outlast it |
 //! | `TagLimit` | no | recorded as `limit-exceeded`: nothing is written |
 //! | `Unsupported` | no | recorded as `unsupported`: reported, never a failure |
@@ -24,7 +24,6 @@ use std::fmt;
 use crate::cloud::Cloud;
 use crate::report::{Failure, Record, Status};
 // The one backoff, where the AWS tagger and the tests name it.
-pub use crate::retry::Backoff;
 use crate::retry::RetryAfter;
 
 /// A failed call to either cloud.

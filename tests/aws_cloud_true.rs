@@ -370,11 +370,8 @@ async fn volumes_attached_after_the_event_are_waited_for() {
         later.ec2.attach_volume().volume_id(&v).instance_id(&i).device("/dev/sda1").send().await.expect("attach");
     });
     let mut rec = reconciler(&env.clients, &env.account, &env.location, Duration::ZERO);
-    rec.adapter.not_found = tagwarden::cloud_error::Backoff {
-        attempts: 8,
-        first: Duration::from_millis(100),
-        max: Duration::from_millis(400),
-    };
+    rec.adapter.not_found =
+        tagwarden::retry::Backoff { attempts: 8, first: Duration::from_millis(100), max: Duration::from_millis(400) };
     let path = format!("{}/tests/fixtures/events/aws/ec2-run-instances-sso.json", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(path).expect("fixture");
     let text = text

@@ -13,12 +13,12 @@ use tagwarden::aws::function::{self, Payload};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
-use tagwarden::cloud_error::Backoff;
 use tagwarden::enforce::{Current, Engine};
 use tagwarden::events::{self, Event};
 use tagwarden::policy::clusters::Policies;
 use tagwarden::report::{Record, Status};
 use tagwarden::resource::ResourceRef;
+use tagwarden::retry::Backoff;
 use tagwarden::TagMap;
 
 const INFRA: &str = "mycluster-7xk2p";

@@ -15,9 +15,9 @@ use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
-use tagwarden::cloud_error::Backoff;
 use tagwarden::enforce::Engine;
 use tagwarden::resource::ResourceRef;
+use tagwarden::retry::Backoff;
 use tagwarden::TagMap;
 
 pub const INFRA: &str = "mycluster-7xk2p";
