@@ -90,11 +90,12 @@ impl Adapter for Tagger {
     fn batching(&self, r: &ResourceRef) -> Batching<Api> {
         let service = services::of(r);
         match service.batch {
-            Batch::Shared(max) if service.api == Api::Ec2 => {
-                Batching::Shared { group: service.api, max: self.ec2_batch.min(max) }
+            // Grouped by API, not descriptor: EFS has its own events but is written, like any other
+            // kind, through TagResources. EC2's batch is bounded by `ec2_batch` too.
+            Batch::Shared(max) => {
+                let max = if service.api == Api::Ec2 { self.ec2_batch.min(max) } else { max };
+                Batching::Shared { group: service.api, max }
             }
-            // By API, not descriptor: EFS's own events, written like any other kind through TagResources.
-            Batch::Shared(max) => Batching::Shared { group: service.api, max },
             Batch::Reread => Batching::Reread,
             Batch::Alone => Batching::Alone,
         }
