@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::sweep::{batches, identity, Planned, Run};
-use super::{answer_to, for_event, lock_key, Adapter, Engine, Read};
+use super::{answer_to, for_event, hint, lock_key, Adapter, Engine, Read};
 use crate::cloud_error::CloudError;
 use crate::events::Event;
 use crate::plan;
-use crate::policy::clusters::{Owner, Policies};
+use crate::policy::clusters::Policies;
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -168,13 +168,9 @@ impl<A: Adapter> Engine<A> {
         };
         for &i in active {
             let event = &events[i];
-            // Event-carried tags are a hint, never proof of ownership (see `handle_event`).
-            let hint = event
-                .tags
-                .clone()
-                .filter(|t| matches!(policies.owner(cloud, "", t), Owner::NotOwned | Owner::Unpublished(_)));
+            // Event-carried tags are a hint, never proof of ownership (see `super::hint`).
             for r in &event.resources {
-                add(r.clone(), hint.clone(), i);
+                add(r.clone(), hint(policies, cloud, r, event.tags.as_ref()), i);
             }
         }
         let implying: Vec<&Event> = active.iter().map(|&i| &events[i]).collect();

@@ -219,15 +219,11 @@ impl<A: Adapter> Engine<A> {
         }
         let Some(policies) = load_policies(&self.store, &mut out, false).await else { return out };
         let version = policies.version();
-        // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
-        // whoever can put an event on the bus can claim a foreign resource is owned. They only
-        // spare the read of a resource they say no enforced cluster owns; a claim is re-read.
-        let hint = event
-            .tags
-            .clone()
-            .filter(|t| matches!(policies.owner(self.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
-        let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
-            event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
+        let mut targets: Vec<(ResourceRef, Option<TagMap>)> = event
+            .resources
+            .iter()
+            .map(|r| (r.clone(), hint(&policies, self.cloud(), r, event.tags.as_ref())))
+            .collect();
         let implied = self.adapter.implied_all(&[event], &version).await;
         targets.extend(implied.found.into_iter().map(|(_, r, tags)| (r, tags)));
         for (_, record) in implied.failed {
@@ -346,6 +342,20 @@ fn for_event(out: &mut Outcome, event: &Event, record: Record) -> Record {
         out.infra_id = record.infra_id.clone();
     }
     Record { event_id: event.id.clone(), ..record }
+}
+
+/// Event-carried tags (`Tag Change on Resource`) as a stand-in for a read of `r`, if they may be:
+/// they are a hint, never proof of ownership, since whoever can put an event on the bus can claim
+/// anything. They spare the read only when, read the way `r`'s service compares keys (IAM and
+/// Azure ignore case: `Kubernetes.io/cluster/<id>` is the ownership tag on a role), they say no
+/// enforced cluster owns `r`, and the plan made from them writes nothing. A claim of ownership or
+/// a conflict is re-read, so a hint never makes writable what a fresh read would not.
+fn hint(policies: &Policies, cloud: Cloud, r: &ResourceRef, tags: Option<&TagMap>) -> Option<TagMap> {
+    let tags = tags?;
+    let unclaimed = matches!(policies.owner(cloud, &r.kind, tags), Owner::NotOwned | Owner::Unpublished(_));
+    let writes = answer_to(policies, cloud, r, tags)
+        .is_ok_and(|p| plan::plan(&p.policy, cloud, &p.infra_id, r, tags).writes());
+    (unclaimed && !writes).then(|| tags.clone())
 }
 
 /// The policy a resource with `tags` is planned against, or the record of why it is left alone:
