@@ -18,10 +18,11 @@
 //! clusters is never written.
 
 mod batch;
+mod coalesce;
 pub mod sweep;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
@@ -37,6 +38,7 @@ use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
+pub use coalesce::POLICY_SWEEP_WINDOW;
 use sweep::{Batching, Listing, Progress, SweepOptions, Unindexed};
 
 /// Resources the events of a batch imply, by the position of their event, with their tags when
@@ -159,6 +161,10 @@ pub struct Engine<A: Adapter> {
     pub sweep: SweepOptions,
     /// Told how a sweep is going (the CLI draws a progress bar).
     pub progress: Option<Progress>,
+    /// A cluster's policy-change sweeps are at least this far apart ([`POLICY_SWEEP_WINDOW`]).
+    pub policy_window: Duration,
+    /// When each cluster was last swept for a policy change, and what was listed beside it.
+    coalesce: coalesce::Coalesce,
 }
 
 impl<A: Adapter> Engine<A> {
@@ -176,6 +182,8 @@ impl<A: Adapter> Engine<A> {
             dry_run: false,
             sweep: SweepOptions::default(),
             progress: None,
+            policy_window: POLICY_SWEEP_WINDOW,
+            coalesce: coalesce::Coalesce::default(),
         }
     }
 
