@@ -90,6 +90,15 @@ impl Coalesce {
         Next::Sweep(pending)
     }
 
+    /// A sweep of `keys` that must be retried covers nothing: its redelivery sweeps again.
+    fn forget(&self, keys: &[String]) {
+        if let Ok(mut started) = self.started.lock() {
+            for k in keys {
+                started.remove(k);
+            }
+        }
+    }
+
     /// What the listings beside the owned one found each of `clusters` owning, if every one was
     /// listed less than `window` ago.
     pub(super) fn beside(&self, clusters: &[&str], window: Duration) -> Option<Vec<Listed>> {
@@ -177,12 +186,62 @@ impl<A: Adapter> Engine<A> {
                     tokio::time::sleep(wait).await;
                 }
                 Next::Sweep(keys) => {
-                    let only: Option<Vec<String>> = (keys != [EVERY]).then_some(keys);
+                    let only: Option<Vec<String>> = (keys != [EVERY]).then(|| keys.clone());
                     let mut out = Box::pin(self.sweep_with(true, only.as_deref(), stop_at, true)).await;
+                    if out.must_retry() {
+                        self.coalesce.forget(&keys);
+                    }
                     out.metrics.events_received += 1;
                     return out;
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::super::memory::{tags, Memory};
+    use super::super::tests::{engine, OWNED, POLICY};
+    use crate::report::epoch_ms;
+    use crate::retry::Backoff;
+
+    fn names(n: &[&str]) -> Vec<String> {
+        n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[tokio::test]
+    async fn only_policy_documents_are_swept_once_a_window_and_a_later_change_is_never_dropped() {
+        let mut engine = engine(Memory::with(&[("i-1", tags(&[OWNED]))]), POLICY);
+        engine.policy_window = Duration::from_millis(300);
+        let out = engine.policy_changed(&names(&["x.txt", "tagwarden-status.json"]), None, true, None).await;
+        assert!(out.records.is_empty() && out.metrics.events_ignored == 1, "{out:?}");
+        let before = epoch_ms() - 5_000;
+        let first = engine.policy_changed(&names(&["p.yaml"]), Some(before), true, None).await;
+        assert_eq!(first.records.len(), 1, "swept: {first:?}");
+        let covered = engine.policy_changed(&names(&["p.yaml"]), Some(before + 1), true, None).await;
+        assert!(covered.records.is_empty() && covered.metrics.events_ignored == 1, "read by the first: {covered:?}");
+        // Written after the first sweep started: swept, once the window has passed.
+        let soon = Some(Instant::now() + Duration::from_millis(10));
+        let deferred = engine.policy_changed(&names(&["p.yaml"]), Some(epoch_ms()), true, soon).await;
+        assert!(deferred.must_retry() && deferred.records.is_empty(), "the deadline comes first: handed back");
+        let at = Instant::now();
+        let later = engine.policy_changed(&names(&["p.yaml"]), Some(epoch_ms()), true, None).await;
+        assert_eq!(later.records.len(), 1, "{later:?}");
+        assert!(at.elapsed() >= Duration::from_millis(200), "waited out the window: {:?}", at.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_sweep_that_failed_covers_nothing() {
+        let cloud = Memory { throttled: true, ..Memory::with(&[("i-1", tags(&[OWNED, ("team", "x")]))]) };
+        let mut engine = engine(cloud, POLICY);
+        engine.sweep.throttled = Backoff { attempts: 1, ..Backoff::THROTTLED_WRITE };
+        let before = epoch_ms() - 5_000;
+        let failed = engine.policy_changed(&names(&["p.yaml"]), Some(before), true, None).await;
+        assert!(failed.must_retry(), "{failed:?}");
+        let again = engine.policy_changed(&names(&["p.yaml"]), Some(before), true, None).await;
+        assert_eq!(again.records.len(), 1, "its redelivery sweeps again: {again:?}");
     }
 }
