@@ -254,3 +254,53 @@ async fn a_concurrent_bucket_tag_write_is_never_lost_and_no_ownership_tag_is_dro
     assert_eq!(now.get("cost-center").map(String::as_str), Some("42"), "the other writer's key is kept: {now:?}");
     assert_eq!(now.get("team").map(String::as_str), Some("platform"), "merged back: {now:?} {out:?}");
 }
+
+/// What no read can see: a second writer's `PutBucketTagging` landing between tagwarden's last
+/// read and its put, which tagwarden's put replaces. That writer's own event carries the set it
+/// put; read back without one of its keys, the keys lost are counted as conflicts of the event
+/// (and logged naming the writer), so the window is visible.
+#[tokio::test]
+async fn a_write_lost_in_the_window_no_read_can_close_is_reported_by_its_own_event() {
+    use std::sync::Arc;
+    let proxy = FaultProxy::start(&support::moto().endpoint).await;
+    let (via, direct, account) = fleet::account_via(&proxy.endpoint, ATTEMPT_TIMEOUT).await;
+    let location = fleet::publish_policy(&direct, &account, &fleet::infrastructure(&[("team", "platform")])).await;
+    let rec = fleet::reconciler(&via, &account, &location, Duration::ZERO);
+    let tagging = |pairs: &[(&str, &str)]| {
+        let tags: Vec<_> = pairs
+            .iter()
+            .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+            .collect();
+        aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging")
+    };
+    let initial = [(fleet::OWNER, "owned"), ("team", "legacy")];
+    direct.s3.create_bucket().bucket("race-c").send().await.expect("bucket");
+    direct.s3.put_bucket_tagging().bucket("race-c").tagging(tagging(&initial)).send().await.expect("tags");
+    // Bob's put lands right after tagwarden's last read before its put (the second read).
+    let bob_set = [(fleet::OWNER, "owned"), ("team", "legacy"), ("cost-center", "42")];
+    let (writer, put) = (direct.clone(), tagging(&bob_set));
+    proxy.after(
+        "GetBucketTagging",
+        2,
+        Arc::new(move || {
+            let (w, put) = (writer.clone(), put.clone());
+            Box::pin(async move {
+                w.s3.put_bucket_tagging().bucket("race-c").tagging(put).send().await.expect("bob's put");
+            })
+        }),
+    );
+    let r = ResourceRef::s3_bucket("race-c", "us-east-1");
+    let ours = tagwarden::events::parse_one(fleet::event_for(&r, &account, "e-1").as_bytes()).expect("event");
+    let out = rec.handle_event(&ours, None).await;
+    let now = Tagger::new(direct.clone()).read(&r).await.expect("read");
+    assert!(!now.contains_key("cost-center"), "the window exists (S3 has no conditional tagging): {now:?} {out:?}");
+
+    // Bob's own PutBucketTagging event, with the set he put.
+    let mut event: Value = serde_json::from_str(&fleet::event_for(&r, &account, "bob-1")).expect("json");
+    let tags: Vec<Value> = bob_set.iter().map(|(k, v)| json!({"Key": k, "Value": v})).collect();
+    event["detail"]["requestParameters"]["Tagging"]["TagSet"]["Tag"] = json!(tags);
+    let bob = tagwarden::events::parse_one(event.to_string().as_bytes()).expect("event");
+    let outs = rec.handle_events(&[bob], None).await;
+    let conflicts = outs[0].metrics.by_type.get("s3:bucket").map(|c| c.conflicts);
+    assert_eq!(conflicts, Some(1), "the lost key is a conflict of bob's event: {outs:?}");
+}

@@ -235,6 +235,20 @@ mod lambda_payloads {
 /// Every Azure fixture is read as an event or a batch, and reconciled from the very text delivered
 /// (directly, or JSON-encoded by the Functions host); anything else says what was expected.
 #[cfg(feature = "azure")]
+/// S3's `PutBucketTagging` event carries the whole set it put (reference/aws.md §5): an array of
+/// capitalised `Key`/`Value`, or one object for one tag.
+#[test]
+fn put_bucket_tagging_carries_the_set_it_put() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events/aws/s3-put-bucket-tagging.json");
+    let text = std::fs::read_to_string(path).expect("fixture");
+    let event = tagwarden::events::parse_one(text.as_bytes()).expect("event");
+    let want: tagwarden::TagMap = [("Owner", "bob"), ("Env", "dev")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(event.replaced_with, Some(want));
+    let one = text.replace(r#"[{"Value": "bob", "Key": "Owner"}, {"Value": "dev", "Key": "Env"}]"#, r#"{"Value": "bob", "Key": "Owner"}"#);
+    let event = tagwarden::events::parse_one(one.as_bytes()).expect("event");
+    assert_eq!(event.replaced_with.map(|t| t.len()), Some(1), "one tag, as an object");
+}
+
 mod azure_deliveries {
     use std::path::Path;
 

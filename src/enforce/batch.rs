@@ -97,6 +97,9 @@ impl<A: Adapter> Engine<A> {
                 }
                 tags
             }));
+            if let Some(Ok(now)) = &targets[i].tags {
+                self.lost_since(&targets[i], now, events, &mut outs);
+            }
         }
 
         // Each resource planned on its own, exactly as a single event's.
@@ -182,6 +185,33 @@ impl<A: Adapter> Engine<A> {
             outs[active[n]].push(record);
         }
         targets
+    }
+}
+
+impl<A: Adapter> Engine<A> {
+    /// A replace-style write (S3 `PutBucketTagging`) whose event carries the set it put, read
+    /// back without some of its keys: another replace landed after it (tagwarden's own, between its
+    /// last read and its put, is the window `aws::services::s3` cannot close). The keys lost are
+    /// counted as conflicts of the event and logged, naming who put them.
+    fn lost_since(&self, t: &Target, now: &TagMap, events: &[Event], outs: &mut [Outcome]) {
+        if !matches!(self.adapter.batching(&t.resource), super::sweep::Batching::Reread) {
+            return;
+        }
+        for &e in &t.events {
+            let Some(put) = &events[e].replaced_with else { continue };
+            // Absent, not changed: tagwarden never removes a key, but it does correct a value.
+            let lost: Vec<&String> = put.keys().filter(|k| !now.contains_key(*k)).collect();
+            if lost.is_empty() {
+                continue;
+            }
+            let by = events[e].actor.as_deref().unwrap_or("an unknown caller");
+            tracing::warn!(
+                resource = %t.resource, event = events[e].id, by, ?lost,
+                "tags another writer put were replaced since: a concurrent replace of the whole set"
+            );
+            let counters = outs[e].metrics.by_type.entry(t.resource.kind.clone()).or_default();
+            counters.conflicts += lost.len() as u64;
+        }
     }
 }
 

@@ -483,6 +483,7 @@ mod tests {
             resources: ids.iter().map(|id| resource(id)).collect(),
             principals: Vec::new(),
             tags: None,
+            replaced_with: None,
             validation_code: None,
             id: Some("e-1".into()),
             occurred_at_ms: None,
