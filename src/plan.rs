@@ -153,8 +153,18 @@ mod tests {
     #[test]
     fn ownership_namespaces_are_never_written_whatever_the_desired_set() {
         let cases = [
-            (Cloud::Aws, "arn:aws:iam::111122223333:role/r", "kubernetes.io/cluster/c-1", "Sigs.k8s.io/Cluster-Api-Provider-Aws/cluster/other"),
-            (Cloud::Aws, "arn:aws:ec2:us-east-1:111122223333:instance/i-1", "kubernetes.io/cluster/c-1", "sigs.k8s.io/cluster-api-provider-aws/cluster/c-1"),
+            (
+                Cloud::Aws,
+                "arn:aws:iam::111122223333:role/r",
+                "kubernetes.io/cluster/c-1",
+                "Sigs.k8s.io/Cluster-Api-Provider-Aws/cluster/other",
+            ),
+            (
+                Cloud::Aws,
+                "arn:aws:ec2:us-east-1:111122223333:instance/i-1",
+                "kubernetes.io/cluster/c-1",
+                "sigs.k8s.io/cluster-api-provider-aws/cluster/c-1",
+            ),
             (
                 Cloud::Azure,
                 "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d",

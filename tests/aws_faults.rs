@@ -221,12 +221,20 @@ async fn a_concurrent_bucket_tag_write_is_never_lost_and_no_ownership_tag_is_dro
     let event = tagwarden::events::parse_one(fleet::event_for(&r, &account, "e-a").as_bytes()).expect("event");
     let first = rec.handle_event(&event, None).await;
     let now = read("race-a").await;
-    assert_eq!(now.get(other_owner).map(String::as_str), Some("shared"), "the ownership tag was dropped: {now:?} {first:?}");
+    assert_eq!(
+        now.get(other_owner).map(String::as_str),
+        Some("shared"),
+        "the ownership tag was dropped: {now:?} {first:?}"
+    );
     // Re-planned on redelivery (a fresh read), it is written with everything kept.
     let again = rec.handle_event(&event, None).await;
     let now = read("race-a").await;
     assert_eq!(
-        (now.get(other_owner).map(String::as_str), now.get("team").map(String::as_str), now.get("keep").map(String::as_str)),
+        (
+            now.get(other_owner).map(String::as_str),
+            now.get("team").map(String::as_str),
+            now.get("keep").map(String::as_str)
+        ),
         (Some("shared"), Some("platform"), Some("me")),
         "{now:?} {first:?} {again:?}"
     );

@@ -356,8 +356,7 @@ async fn deliveries_from_topics_the_deployment_never_subscribed_to_are_refused()
     assert!(body["error"].as_str().is_some_and(|e| e.contains("refused 2 event(s)")), "{body:#}");
     let mut blob = support::env::blob_created("p.yaml");
     blob["topic"] = json!(storage.replace("/s/", "/other/"));
-    let (status, body) =
-        env.invoke("sweep-queue", "message", support::env::queue_message(&blob)).await;
+    let (status, body) = env.invoke("sweep-queue", "message", support::env::queue_message(&blob)).await;
     assert_eq!(status, 500, "{body:#}");
     assert!(env.fake.arm_calls().is_empty(), "nothing read or written: {:?}", env.fake.arm_calls());
 
@@ -365,6 +364,7 @@ async fn deliveries_from_topics_the_deployment_never_subscribed_to_are_refused()
     ev["topic"] = json!(format!("/subscriptions/{SUB}").to_uppercase());
     let body = env.drift(ev).await;
     assert_eq!(body["ReturnValue"]["by_status"], json!({"applied": 1}), "{body:#}");
-    let (status, _) = env.invoke("sweep-queue", "message", support::env::queue_message(&support::env::blob_created("p.yaml"))).await;
+    let (status, _) =
+        env.invoke("sweep-queue", "message", support::env::queue_message(&support::env::blob_created("p.yaml"))).await;
     assert_eq!(status, 200);
 }

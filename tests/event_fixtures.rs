@@ -242,9 +242,13 @@ fn put_bucket_tagging_carries_the_set_it_put() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events/aws/s3-put-bucket-tagging.json");
     let text = std::fs::read_to_string(path).expect("fixture");
     let event = tagwarden::events::parse_one(text.as_bytes()).expect("event");
-    let want: tagwarden::TagMap = [("Owner", "bob"), ("Env", "dev")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let want: tagwarden::TagMap =
+        [("Owner", "bob"), ("Env", "dev")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     assert_eq!(event.replaced_with, Some(want));
-    let one = text.replace(r#"[{"Value": "bob", "Key": "Owner"}, {"Value": "dev", "Key": "Env"}]"#, r#"{"Value": "bob", "Key": "Owner"}"#);
+    let one = text.replace(
+        r#"[{"Value": "bob", "Key": "Owner"}, {"Value": "dev", "Key": "Env"}]"#,
+        r#"{"Value": "bob", "Key": "Owner"}"#,
+    );
     let event = tagwarden::events::parse_one(one.as_bytes()).expect("event");
     assert_eq!(event.replaced_with.map(|t| t.len()), Some(1), "one tag, as an object");
 }
@@ -273,7 +277,12 @@ mod azure_deliveries {
             assert_eq!(work_of(text.as_bytes(), &Topics::default()), events, "{}", input.display());
             let encoded = Value::String(text.clone()).to_string();
             assert!(matches!(serde_json::from_str(&encoded), Ok(Delivery::Text(_))), "{}", input.display());
-            assert_eq!(work_of(encoded.as_bytes(), &Topics::default()), events, "{}: as the host encodes it", input.display());
+            assert_eq!(
+                work_of(encoded.as_bytes(), &Topics::default()),
+                events,
+                "{}: as the host encodes it",
+                input.display()
+            );
         }
     }
 

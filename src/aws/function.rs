@@ -158,13 +158,16 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Op
             return inv;
         }
         Ok(Payload::S3Notification { records: written }) => {
-            let at: Vec<Option<&str>> = written.iter().map(|S3Record::S3 { event_time, .. }| event_time.as_deref()).collect();
+            let at: Vec<Option<&str>> =
+                written.iter().map(|S3Record::S3 { event_time, .. }| event_time.as_deref()).collect();
             Some(Trigger::written(written.iter().map(|S3Record::S3 { s3, .. }| s3.object.key.clone()).collect(), &at))
         }
         Ok(Payload::Sweep(_)) => Some(Trigger::Sweep),
         Ok(Payload::EventBridge(event)) => Some(match event {
             EventBridge::Scheduled => Trigger::Sweep,
-            EventBridge::ObjectCreated { detail, time } => Trigger::written(vec![detail.object.key], &[time.as_deref()]),
+            EventBridge::ObjectCreated { detail, time } => {
+                Trigger::written(vec![detail.object.key], &[time.as_deref()])
+            }
             EventBridge::ParameterStoreChange { detail, time } => {
                 Trigger::written(vec![detail.name], &[time.as_deref()])
             }

@@ -302,7 +302,10 @@ mod tests {
         let mut v = BASE.to_vec();
         v.push(("TAGWARDEN_EVENT_TOPICS", "/subscriptions/s,my-topic"));
         let e = cfg(&v).expect_err("not an id").to_string();
-        assert!(e.contains("TAGWARDEN_EVENT_TOPICS") && e.contains("my-topic") && e.contains("/subscriptions/SUB"), "{e}");
+        assert!(
+            e.contains("TAGWARDEN_EVENT_TOPICS") && e.contains("my-topic") && e.contains("/subscriptions/SUB"),
+            "{e}"
+        );
     }
 
     #[test]

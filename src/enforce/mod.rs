@@ -361,8 +361,8 @@ fn for_event(out: &mut Outcome, event: &Event, record: Record) -> Record {
 fn hint(policies: &Policies, cloud: Cloud, r: &ResourceRef, tags: Option<&TagMap>) -> Option<TagMap> {
     let tags = tags?;
     let unclaimed = matches!(policies.owner(cloud, &r.kind, tags), Owner::NotOwned | Owner::Unpublished(_));
-    let writes = answer_to(policies, cloud, r, tags)
-        .is_ok_and(|p| plan::plan(&p.policy, cloud, &p.infra_id, r, tags).writes());
+    let writes =
+        answer_to(policies, cloud, r, tags).is_ok_and(|p| plan::plan(&p.policy, cloud, &p.infra_id, r, tags).writes());
     (unclaimed && !writes).then(|| tags.clone())
 }
 

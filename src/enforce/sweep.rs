@@ -387,13 +387,12 @@ impl<A: Adapter> Engine<A> {
             Ok(p) => (ownership_for(self.cloud(), &r.kind, &p.infra_id, tags) == Ownership::Owned
                 && ids.contains(&p.infra_id.as_str()))
             .then(|| p.infra_id.clone()),
-            Err(record) => {
-                record.infra_id.filter(|id| record.status == Status::Failed && ids.contains(&id.as_str()))
-            }
+            Err(record) => record.infra_id.filter(|id| record.status == Status::Failed && ids.contains(&id.as_str())),
         };
         let beside = self.adapter.list_unindexed(&found).await;
         let complete = beside.failed.is_empty() && beside.unreadable.is_empty();
-        let mut by_cluster: HashMap<String, Vec<ResourceRef>> = ids.iter().map(|id| (id.to_string(), Vec::new())).collect();
+        let mut by_cluster: HashMap<String, Vec<ResourceRef>> =
+            ids.iter().map(|id| (id.to_string(), Vec::new())).collect();
         for (r, tags) in beside.found {
             let Some(owner) = ours(&r, &tags) else { continue };
             if seen.insert(identity(self.cloud(), &r)) {

@@ -187,7 +187,8 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
                     Some(one @ Value::Object(_)) => vec![one],
                     _ => Vec::new(),
                 };
-                let pair = |t: &Value| Some((t.get("Key")?.as_str()?.to_string(), t.get("Value")?.as_str()?.to_string()));
+                let pair =
+                    |t: &Value| Some((t.get("Key")?.as_str()?.to_string(), t.get("Value")?.as_str()?.to_string()));
                 replaced_with = Some(items.into_iter().filter_map(pair).collect());
             }
         }

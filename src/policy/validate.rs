@@ -336,14 +336,16 @@ mod tests {
         ] {
             assert_eq!(rules(Cloud::Aws, k, "owned"), [Rule::ReservedPrefix], "{k}");
         }
-        for k in ["sigs.k8s.io_cluster-api-provider-azure_cluster_my-cluster", "SIGS.k8s.io_cluster-api-provider-azure_role"]
+        for k in
+            ["sigs.k8s.io_cluster-api-provider-azure_cluster_my-cluster", "SIGS.k8s.io_cluster-api-provider-azure_role"]
         {
             assert_eq!(rules(Cloud::Azure, k, "owned"), [Rule::ReservedPrefix], "{k}");
         }
         assert!(rules(Cloud::Aws, "sigs.k8s.io/other", "v").is_empty(), "only the provider's namespace");
         let v = check_tag(Cloud::Azure, "sigs.k8s.io_cluster-api-provider-azure_cluster_c", "owned", "spec");
         let m = &v[0].message;
-        for part in ["\"sigs.k8s.io_cluster-api-provider-azure_cluster_c\"", "Cluster API", "any case", "choose a key"] {
+        for part in ["\"sigs.k8s.io_cluster-api-provider-azure_cluster_c\"", "Cluster API", "any case", "choose a key"]
+        {
             assert!(m.contains(part), "{part:?} missing in {m}");
         }
         assert_eq!(v[0].rule.to_string(), "reserved-prefix");

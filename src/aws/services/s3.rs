@@ -77,8 +77,10 @@ pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, current: &T
             return Ok(());
         }
         // Replaced meanwhile by another writer: merge into what is there now, never dropping it.
-        let changed: Vec<&String> = merged.keys().chain(after.keys()).filter(|k| merged.get(*k) != after.get(*k)).collect();
-        let why = format!("another writer replaced the tag set right after this write (keys {changed:?}); merging again");
+        let changed: Vec<&String> =
+            merged.keys().chain(after.keys()).filter(|k| merged.get(*k) != after.get(*k)).collect();
+        let why =
+            format!("another writer replaced the tag set right after this write (keys {changed:?}); merging again");
         tracing::warn!(bucket, "{why}");
         Err(CloudError::aws(S3.write, bucket, CONCURRENT, &why, ErrorClass::Transient))
     };
