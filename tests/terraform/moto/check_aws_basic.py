@@ -213,6 +213,8 @@ def _condition_holds(op, key, want, ctx):
         return (have is None) == (want == ["true"])
     if op == "StringEquals":
         return have is not None and any(v in want for v in as_list(have))
+    if op == "ForAllValues:StringNotLike":  # the reserved-key guard before issue 35 (judges older policies)
+        return have is None or all(not any(_like(w, v) for w in want) for v in as_list(have))
     if op == "ForAllValues:StringNotEqualsIgnoreCase":
         return have is None or all(v.lower() not in {w.lower() for w in want} for v in as_list(have))
     if op == "ArnNotEquals":  # no wildcards in the policies judged here; a missing key matches
