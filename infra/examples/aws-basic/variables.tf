@@ -48,3 +48,9 @@ variable "route53_hosted_zone_ids" {
   type        = list(string)
   default     = []
 }
+
+variable "route53_health_check_ids" {
+  description = "The cluster's own Route 53 health checks whose tags the function may write; none by default (the module's `route53_writable_resources`)."
+  type        = list(string)
+  default     = []
+}

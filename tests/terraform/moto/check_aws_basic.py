@@ -26,6 +26,7 @@ REGION = "eu-west-1"  # tests/terraform/moto/aws-basic.tfvars
 INFRA_ID = "mycluster-7xk2p"
 ACCOUNT = "123456789012"  # moto's
 WRITABLE_ZONE = "Z0123456789ABCDEFGHIJ"  # route53_hosted_zone_ids in aws-basic.tfvars
+WRITABLE_HEALTH_CHECK = "0123abcd-0000-1111-2222-333344445555"  # route53_health_check_ids there
 
 # The contract, written out independently of the Terraform so a typo there is caught here.
 EVENT_NAMES = {
@@ -162,8 +163,9 @@ def statement_problems(doc, policy_bucket):
             if sorted(as_list(st["Resource"])) != sorted(r53) or cond:
                 problems.append(f"{st.get('Sid')}: Route 53 tag reads on {st['Resource']} with {cond} (want {r53}, no condition)")
         if "route53:ChangeTagsForResource" in acts:
-            if as_list(st["Resource"]) != [f"arn:aws:route53:::hostedzone/{WRITABLE_ZONE}"] or cond:
-                problems.append(f"{st.get('Sid')}: Route 53 tag writes on {st['Resource']} with {cond} (want the listed zone only)")
+            want = [f"arn:aws:route53:::hostedzone/{WRITABLE_ZONE}", f"arn:aws:route53:::healthcheck/{WRITABLE_HEALTH_CHECK}"]
+            if sorted(as_list(st["Resource"])) != sorted(want) or cond:
+                problems.append(f"{st.get('Sid')}: Route 53 tag writes on {st['Resource']} with {cond} (want the listed zone and health check only)")
         # The Tagging API's TagResources has no resource type: "*", alone, unconditioned; each ARN is
         # authorized again as the owning service's action (conditioned above).
         if "tag:TagResources" in acts and (acts != {"tag:TagResources"} or as_list(st["Resource"]) != ["*"] or cond):
@@ -292,7 +294,7 @@ def tag_write_cases():
     fs = f"arn:aws:elasticfilesystem:{REGION}:{acct}:file-system/fs-0123456789abcdef0"
     ap = f"arn:aws:elasticfilesystem:{REGION}:{acct}:access-point/fsap-0123456789abcdef0"
     key = f"arn:aws:kms:{REGION}:{acct}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    zone, hc = f"arn:aws:route53:::hostedzone/{WRITABLE_ZONE}", "arn:aws:route53:::healthcheck/0123abcd-0000-1111-2222-333344445555"
+    zone, hc = f"arn:aws:route53:::hostedzone/{WRITABLE_ZONE}", f"arn:aws:route53:::healthcheck/{WRITABLE_HEALTH_CHECK}"
     return [
         ("EC2 instance, owned", "ec2:CreateTags", i, req(owned), True),
         ("EC2 instance, not owned", "ec2:CreateTags", i, req({}), False),
@@ -326,7 +328,8 @@ def tag_write_cases():
         # Route 53 puts no tag keys in the request context. Issue 35: only the listed zone is writable.
         ("Route 53 hosted zone, listed", "route53:ChangeTagsForResource", zone, {}, True),
         ("Route 53 hosted zone, not listed", "route53:ChangeTagsForResource", "arn:aws:route53:::hostedzone/ZOTHERZONE0000000", {}, False),
-        ("Route 53 health check, not listed", "route53:ChangeTagsForResource", hc, {}, False),
+        ("Route 53 health check, listed", "route53:ChangeTagsForResource", hc, {}, True),
+        ("Route 53 health check, not listed", "route53:ChangeTagsForResource", "arn:aws:route53:::healthcheck/ffffffff-0000-1111-2222-333344445555", {}, False),
         ("Route 53 health check tags, read", "route53:ListTagsForResource", hc, {}, True),
         ("Route 53 traffic policy", "route53:ChangeTagsForResource", "arn:aws:route53:::trafficpolicy/x", {}, False),
         ("Route 53 hosted zone tags, one", "route53:ListTagsForResource", zone, {}, True),
