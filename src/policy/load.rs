@@ -117,6 +117,9 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
             fix,
         )));
     }
+    if let Some((doc, text)) = docs.iter().find(|(_, t)| t.len() > MAX_DOCUMENT_BYTES) {
+        return Err(PolicyError::TooLarge { doc: doc.clone(), size: text.len(), max: MAX_DOCUMENT_BYTES });
+    }
     let bytes: usize = docs.iter().map(|(_, t)| t.len()).sum();
     if bytes > MAX_CLUSTER_BYTES {
         let fix = "a real policy is a few kilobytes: drop what the cluster does not need";

@@ -40,13 +40,15 @@ pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, po
             docs.push((path.display().to_string(), read_text(path)?));
         }
     }
+    // Loaded first: its limits refuse before any document is parsed (issue 35).
+    let policy = policy::load(docs.clone())?;
     let kinds = docs
         .iter()
         .map(|(name, text)| policy::load::detect(name, text).map(|k| (name.clone(), k)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut kinds = kinds;
     kinds.sort();
-    Ok((policy::load(docs)?, kinds))
+    Ok((policy, kinds))
 }
 
 #[cfg(feature = "aws")]
