@@ -29,7 +29,9 @@ use tokio::sync::Mutex;
 
 use super::cache::{Fetched, LoadedPolicy, PolicyCache, PolicyChange, PolicyUnavailable, Standing};
 use super::clusters::{cluster_of, valid_infra_id, Policies};
-use super::load::{over_limit, MAX_CLUSTER_BYTES, MAX_CLUSTER_DOCUMENTS, MAX_SET_BYTES, MAX_SET_DOCUMENTS};
+use super::load::{
+    over_limit, MAX_CLUSTER_BYTES, MAX_CLUSTER_DOCUMENTS, MAX_DOCUMENT_BYTES, MAX_SET_BYTES, MAX_SET_DOCUMENTS,
+};
 use super::STATUS_REPORT_NAME;
 use crate::cloud::Cloud;
 
@@ -525,6 +527,13 @@ impl<S: PolicySource> PolicyStore<S> {
         }
         .unwrap_or_else(|| self.location());
         // What the listing already shows, before anything is downloaded.
+        let oversized = listed.iter().find(|l| l.size.is_some_and(|n| n > MAX_DOCUMENT_BYTES as u64));
+        if let Some(l) = oversized.filter(|_| budget.limited) {
+            let (name, size) = (self.source.location_of(&l.name), l.size.unwrap_or_default() as usize);
+            let fix = "a real policy is a few kilobytes: publish a smaller document";
+            let why = over_limit(&name, size, "bytes", "MAX_DOCUMENT_BYTES", MAX_DOCUMENT_BYTES, fix);
+            return Ok(refused(st, fingerprint, why));
+        }
         let sized: u64 = listed.iter().filter_map(|l| l.size).sum();
         if let Some(why) = limits(&location, listed.len(), sized, budget) {
             return Ok(refused(st, fingerprint, why));
@@ -660,7 +669,6 @@ fn refused(st: &mut PolicyCache, fingerprint: String, why: String) -> Option<Fet
 
 #[cfg(test)]
 mod tests {
-    use super::super::load::MAX_DOCUMENT_BYTES;
     use super::*;
     use crate::enforce::memory::Documents;
 
