@@ -316,3 +316,16 @@ fn plan_hashes_sensitive_values() {
         assert!(stdout.contains("sha256:") && stdout.contains("team"), "{stdout}");
     }
 }
+
+/// Issue 35: the in-cluster publisher takes `--to` from the ConfigMap `policy-location`, which
+/// anyone with view reads: a SAS there is refused with the fix, before anything else is done.
+#[test]
+fn the_in_cluster_publisher_refuses_a_sas_in_its_location() {
+    let to = "https://acct.blob.core.windows.net/policy/clusters/*/?sv=2022-11-02&sig=SECRET";
+    let (code, _, err) = run(&["publish", "--from-cluster", "--watch", "--to", to, "--cluster", "c-1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Workload Identity") && err.contains("tagwarden-blob-sas") && !err.contains("SECRET"),
+        "{err}"
+    );
+}

@@ -303,3 +303,27 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         assert_eq!(function.clusters().await.expect("listed"), ["c-1", "c-2"], "a status report is not a cluster");
     }
 }
+
+/// Issue 35, through the binary: `publish --to <set>` never lets the document pick its folder. A
+/// file needs --cluster, which the document must name too; a sensitive value is printed hashed.
+#[tokio::test]
+async fn the_cli_publishes_into_a_set_only_where_it_is_told() {
+    let (clients, account, env) = support::account_with_env().await;
+    let b = bucket(&clients, &account).await;
+    let set = format!("s3://{b}/clusters/*/");
+    let evil = doc("c-2", "team: evil");
+    let (code, out, _) = cli(&env, &["publish", "--from", "-", "--to", &set], Some(&evil));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("refused") && out.contains("pass --cluster c-2"), "{out}");
+    let (code, out, _) = cli(&env, &["publish", "--from", "-", "--to", &set, "--cluster", "c-1"], Some(&evil));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("names infraID \"c-2\", but it is published for cluster c-1"), "{out}");
+    let listed = clients.s3.list_objects_v2().bucket(&b).send().await.expect("list");
+    assert_eq!(listed.key_count(), Some(0), "nothing was written");
+
+    let own = "version: 1\ninfraID: c-1\nsensitive: [cost-center]\ntags: {team: a, cost-center: '4711-secret'}\n";
+    let (code, out, err) = cli(&env, &["publish", "--from", "-", "--to", &set, "--cluster", "c-1"], Some(own));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("published s3://{b}/clusters/c-1/10-cluster.yaml")), "{out}");
+    assert!(out.contains("+ team=a") && out.contains("+ cost-center=sha256:") && !out.contains("4711"), "{out}");
+}
