@@ -152,12 +152,19 @@ pub mod store_io {
         NotAReport { location: String, message: String },
     }
 
-    /// Write `report` beside the policy (of cluster `cluster` in a set).
+    /// Write `report` beside the policy (of cluster `cluster` in a set). In a set, only for a
+    /// cluster the deployment enforces ([`PolicyStore::enforces`]): a folder a publisher named
+    /// (an unlisted cluster, a name with `/` or `..`) never gets one, so no publisher chooses
+    /// where the function writes.
     pub async fn write<S: PolicySource>(
         store: &PolicyStore<S>,
         cluster: Option<&str>,
         report: &StatusReport,
     ) -> Result<(), S::Error> {
+        if let Some(c) = cluster.filter(|c| !store.enforces(c)) {
+            tracing::warn!(cluster = c, "no status report for a cluster the deployment does not enforce");
+            return Ok(());
+        }
         let text = match store.source.max_status_bytes() {
             // Failures are dropped from the report to fit.
             Some(max) => report.to_json_within(max),

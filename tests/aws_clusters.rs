@@ -153,8 +153,13 @@ impl Account {
     }
 }
 
+/// A deployment reading `location`; a set's lists the clusters `0..CLUSTERS` (`TAGWARDEN_CLUSTERS`).
 fn reconciler(a: &Account, location: &str) -> Engine<Tagger> {
-    fleet::reconciler(&a.clients, &a.account, location, Duration::from_secs(300))
+    let mut engine = fleet::reconciler(&a.clients, &a.account, location, Duration::from_secs(300));
+    if location.ends_with("*/") {
+        engine.store.set_clusters(Some((0..CLUSTERS).map(infra).collect()));
+    }
+    engine
 }
 
 /// API calls: those on resources (reads and writes), those on the policy store, the writes.
@@ -363,7 +368,7 @@ async fn cli_sweeps_and_reports_each_cluster() {
     for i in 0..2 {
         run_instances(&clients, 1, &[(owner_key(&infra(i)), "owned".to_string())]).await;
     }
-    let cli = |args: &[&str]| {
+    let cli_status = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
             .args(args)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
@@ -375,7 +380,14 @@ async fn cli_sweeps_and_reports_each_cluster() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
+    let cli = cli_status;
     let set = format!("s3://{bucket}/clusters/*/");
+    let (code, _, err) = cli(&["sweep", "--policy", &set, "--dry-run"]);
+    assert_eq!(code, 3, "a set is swept only for the clusters named: {err}");
+    assert!(err.contains("--cluster INFRA_ID"), "{err}");
+    let (a, b, refused) = (infra(0), infra(1), infra(INVALID));
+    let clusters = ["--cluster", a.as_str(), "--cluster", b.as_str(), "--cluster", refused.as_str()];
+    let cli = |args: &[&str]| cli(&[args, &clusters[..]].concat());
     let (code, out, err) = cli(&["sweep", "--policy", &set, "--dry-run"]);
     assert_eq!(code, 2, "drift in a dry run: {out}{err}");
     for i in 0..2 {
@@ -387,7 +399,7 @@ async fn cli_sweeps_and_reports_each_cluster() {
     let json: serde_json::Value = serde_json::from_str(&out).expect("json");
     assert_eq!(json["clusters"].as_array().map(Vec::len), Some(2), "{json}");
     assert_eq!((json["written"].as_u64(), json["clusters"][0]["written"].as_u64()), (Some(2), Some(1)), "{json}");
-    let (code, out, err) = cli(&["status", "--policy", &set]);
+    let (code, out, err) = cli_status(&["status", "--policy", &set]);
     assert_eq!(code, 0, "both clusters in force, nothing failed: {out}{err}");
     assert!(
         out.contains(&format!("== cluster {}", infra(0))) && out.contains(&format!("== cluster {}", infra(1))),
@@ -395,7 +407,6 @@ async fn cli_sweeps_and_reports_each_cluster() {
     );
 
     // A third cluster whose only document is refused: the summary lists it, with why (exit 1).
-    let refused = infra(INVALID);
     let body = policy(INVALID);
     assert!(body.contains("aws:"), "the refusal must come from an aws: key: {body}");
     let key = format!("clusters/{refused}/10-cluster.yaml");
@@ -537,4 +548,59 @@ async fn a_later_change_waits_for_the_window_and_reuses_the_account_listings() {
     assert!(started.elapsed() >= rec.policy_window, "waited out the window: {:?}", started.elapsed());
     assert!(first_global > 0 && second_global == 0, "{first_global} then {second_global}");
     assert_eq!(a.tags(&role).await.get("team").map(String::as_str), Some("t-0"), "the role re-read and fixed");
+}
+
+/// Issue 35, a set's trust boundaries on a cold deployment: a layer another publisher writes into
+/// a cluster's folder naming no infraID (it would add its tags) or a third one (it would get the
+/// cluster's whole policy rejected, so nothing of it enforced), and a folder of a cluster the
+/// deployment does not list (it would be enforced). Each is refused alone and reported; the
+/// clusters' own layers stay in force; the unlisted folder gets no status report.
+#[tokio::test]
+async fn a_foreign_layer_or_an_unlisted_folder_changes_no_cluster() {
+    let a = account().await;
+    let put = |key: String, body: String| {
+        let s3 = a.clients.s3.clone();
+        let bucket = a.bucket.clone();
+        async move { s3.put_object().bucket(bucket).key(key).body(body.into_bytes().into()).send().await.expect("put") }
+    };
+    let (nameless, third) = (infra(1), infra(2));
+    put(format!("clusters/{nameless}/20-extra.yaml"), "version: 1\ntags: {team: evil, env: evil}\n".into()).await;
+    put(
+        format!("clusters/{third}/20-extra.yaml"),
+        format!("version: 1\ninfraID: {}\ntags: {{team: evil}}\n", infra(0)),
+    )
+    .await;
+    put(
+        format!("clusters/{FOREIGN}/10-cluster.yaml"),
+        format!("version: 1\ninfraID: {FOREIGN}\ntags: {{team: evil}}\n"),
+    )
+    .await;
+    let set = reconciler(&a, &format!("s3://{}/clusters/*/", a.bucket));
+    let out = set.sweep(true, None, None).await;
+    assert!(out.error.is_none(), "{:?}", out.error);
+    a.check().await;
+
+    let errors = |id: &str| -> String {
+        out.rejected.iter().filter(|r| r.cluster.as_deref() == Some(id)).flat_map(|r| r.errors.clone()).collect()
+    };
+    assert!(errors(&nameless).contains("\"20-extra.yaml\"") && errors(&nameless).contains("names no infraID"));
+    assert!(errors(&third).contains(&format!("names infraID \"{}\", not {third}", infra(0))), "{}", errors(&third));
+    assert!(errors(FOREIGN).contains("does not list") && errors(FOREIGN).contains("infra_ids"), "{}", errors(FOREIGN));
+    for id in [&nameless, &third] {
+        let r = out.rejected.iter().find(|r| r.cluster.as_deref() == Some(id.as_str())).expect("reported");
+        assert!(r.in_force.is_some(), "{id}'s own layers are in force: {r:?}");
+    }
+    let status = |key: String| {
+        let s3 = a.clients.s3.clone();
+        let bucket = a.bucket.clone();
+        async move { s3.get_object().bucket(bucket).key(key).send().await.ok() }
+    };
+    assert!(status(format!("clusters/{FOREIGN}/tagwarden-status.json")).await.is_none(), "no report for it");
+    let report = status(format!("clusters/{nameless}/tagwarden-status.json")).await.expect("its report");
+    let text = String::from_utf8(report.body.collect().await.expect("body").to_vec()).expect("utf-8");
+    assert!(text.contains("rejected-keeping-last-good") && text.contains("names no infraID"), "{text}");
+
+    // Reported once: the next re-check says nothing new of the unlisted folder.
+    let again = set.sweep(true, None, None).await;
+    assert!(again.rejected.iter().all(|r| r.cluster.as_deref() != Some(FOREIGN)), "{:?}", again.rejected);
 }

@@ -579,14 +579,20 @@ async fn policy_blob_created_is_answered_at_once_and_the_queue_sweeps() {
 #[tokio::test]
 async fn a_cluster_set_enforces_each_cluster_on_its_own() {
     let doc = |id: &str, team: &str| format!("version: 1\ncloud: azure\ninfraID: {id}\ntags: {{team: {team}}}\n");
-    let env = Env::new(
+    let env = Env::with(
         "clusters/*/",
         &[
             ("clusters/az-a/10-cluster.yaml", &doc("az-a", "a")),
             ("clusters/az-b/10-cluster.yaml", &doc("az-b", "b")),
-            // The folder names az-c, the document az-x: rejected, and az-c is not enforced.
+            // Issue 35: a layer another publisher wrote into az-b's folder, naming no infraID:
+            // refused alone, az-b's own layer is in force.
+            ("clusters/az-b/20-extra.yaml", "version: 1\ncloud: azure\ntags: {team: evil}\n"),
+            // The folder names az-c, the document az-x: refused, and az-c is not enforced.
             ("clusters/az-c/10-cluster.yaml", &doc("az-x", "c")),
+            // A folder of a cluster the deployment does not list: never loaded.
+            ("clusters/foreign/10-cluster.yaml", &doc("foreign", "evil")),
         ],
+        &[("TAGWARDEN_CLUSTERS", "az-a,az-b,az-c")],
     )
     .await;
     let owner = |id: &str| format!("kubernetes.io_cluster.{id}");
@@ -604,7 +610,15 @@ async fn a_cluster_set_enforces_each_cluster_on_its_own() {
     let rejected = azurite::get_blob(&env.http, &env.container, "clusters/az-c/tagwarden-status.json").await;
     let rejected: Value = serde_json::from_str(&rejected.expect("az-c's report")).expect("json");
     assert_eq!(rejected["policy"]["state"], "unavailable", "{rejected:#}");
-    assert!(rejected["policy"]["errors"][0].as_str().unwrap_or_default().contains("not of az-c"), "{rejected:#}");
+    assert!(rejected["policy"]["errors"].to_string().contains("names infraID \\\"az-x\\\", not az-c"), "{rejected:#}");
+    let b = azurite::get_blob(&env.http, &env.container, "clusters/az-b/tagwarden-status.json").await;
+    let b: Value = serde_json::from_str(&b.expect("az-b's report")).expect("json");
+    assert!(
+        b["policy"]["errors"].to_string().contains("\\\"20-extra.yaml\\\""),
+        "the refused layer is reported: {b:#}"
+    );
+    let foreign = azurite::get_blob(&env.http, &env.container, "clusters/foreign/tagwarden-status.json").await;
+    assert!(foreign.is_none(), "no report for an unlisted cluster's folder");
 
     // The timer sweeps both enforced clusters; each gets its own report.
     let (status, body) = env.invoke("sweep", "timer", timer()).await;
@@ -613,7 +627,8 @@ async fn a_cluster_set_enforces_each_cluster_on_its_own() {
         let report =
             azurite::get_blob(&env.http, &env.container, &format!("clusters/{id}/tagwarden-status.json")).await;
         let report: Value = serde_json::from_str(&report.expect("report")).expect("json");
-        assert_eq!(report["policy"]["state"], "ok", "{id}: {report:#}");
+        let state = if id == "az-b" { "rejected-keeping-last-good" } else { "ok" };
+        assert_eq!(report["policy"]["state"], state, "{id} (az-b's extra layer stays refused): {report:#}");
     }
 
     // az-b's policy changes: the queued sweep lists az-b only.

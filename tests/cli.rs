@@ -238,3 +238,94 @@ fn missing_aws_settings_are_one_line_each() {
     assert!(err.contains("AWS_ENDPOINT_URL=http://127.0.0.1:9") && err.contains("reachable"), "{err}");
     assert!(!err.contains("DispatchFailure {"), "no debug chain: {err}");
 }
+
+/// Issue 35: what would exhaust the function's memory or time is refused before it is parsed or
+/// compiled, naming the limit: too many overrides (9,863 globs took 270 MB and 24 s), a glob with
+/// too many wildcards, too many documents, too many bytes together.
+#[test]
+fn validate_refuses_what_passes_a_limit_naming_it() {
+    let mut big = String::from("version: 1\ncloud: aws\ninfraID: c-1\ntags: {team: a}\noverrides:\n");
+    for i in 0..9863 {
+        big.push_str(&format!("  - selector: {{type: 'ec2:*{i}*', id: 'arn:aws:ec2:*:*:instance/i-*{i:05}*x*y*'}}\n    tags: {{pool: p{i}}}\n"));
+    }
+    let started = std::time::Instant::now();
+    let (code, _, err) = run(&["validate", write_temp("overrides.yaml", &big).to_str().expect("path")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("9863 overrides and resourceTagsByType entries is over the limit of 200 (MAX_OVERRIDES)"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "refused before compiling: {:?}",
+        started.elapsed()
+    );
+
+    let glob = "version: 1\ncloud: aws\ninfraID: c-1\noverrides:\n  - selector: {id: 'a*b*c*d*e*f*g*h*i*'}\n    tags: {a: b}\n";
+    let (code, _, err) = run(&["validate", write_temp("glob.yaml", glob).to_str().expect("path")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "overrides[0].selector.id: 9 wildcards in one glob is over the limit of 8 (MAX_PATTERN_WILDCARDS)"
+        ),
+        "{err}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("tagwarden-cli-docs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    for i in 0..21 {
+        std::fs::write(dir.join(format!("{i:02}.yaml")), format!("k{i}: v\n")).expect("write");
+    }
+    let (code, _, err) = run(&["validate", "--cloud", "aws", dir.to_str().expect("path")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("21 documents is over the limit of 20 (MAX_CLUSTER_DOCUMENTS)"), "{err}");
+    let half = format!("pad: {}\n", "x".repeat(600 * 1024));
+    let (a, b) = (write_temp("a.yaml", &half), write_temp("b.yaml", &half));
+    let (code, _, err) = run(&["validate", "--cloud", "aws", a.to_str().expect("a"), b.to_str().expect("b")]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is over the limit of 1048576 (MAX_CLUSTER_BYTES)"), "{err}");
+}
+
+/// Issue 35: `plan` prints a value the policy marks sensitive as a hash, as the function logs it.
+#[test]
+fn plan_hashes_sensitive_values() {
+    let policy = write_temp(
+        "sensitive.yaml",
+        "version: 1\ncloud: aws\ninfraID: c-1\nsensitive: [cost-center]\ntags: {cost-center: '4711-secret', team: a}\n",
+    );
+    let current =
+        write_temp("sensitive-current.json", r#"{"kubernetes.io/cluster/c-1": "owned", "cost-center": "0000-old"}"#);
+    let args = [
+        "plan",
+        "--policy",
+        policy.to_str().expect("p"),
+        "--resource",
+        "i-0abc",
+        "--current",
+        current.to_str().expect("c"),
+    ];
+    for json in [true, false] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+            .args(args)
+            .args(json.then_some("--json"))
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert!(!stdout.contains("4711-secret") && !stdout.contains("0000-old"), "{stdout}");
+        assert!(stdout.contains("sha256:") && stdout.contains("team"), "{stdout}");
+    }
+}
+
+/// Issue 35: the in-cluster publisher takes `--to` from the ConfigMap `policy-location`, which
+/// anyone with view reads: a SAS there is refused with the fix, before anything else is done.
+#[test]
+fn the_in_cluster_publisher_refuses_a_sas_in_its_location() {
+    let to = "https://acct.blob.core.windows.net/policy/clusters/*/?sv=2022-11-02&sig=SECRET";
+    let (code, _, err) = run(&["publish", "--from-cluster", "--watch", "--to", to, "--cluster", "c-1"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Workload Identity") && err.contains("tagwarden-blob-sas") && !err.contains("SECRET"),
+        "{err}"
+    );
+}

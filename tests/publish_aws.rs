@@ -41,7 +41,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let v1 = doc("c-1", "team: a, env: dev, gone: x");
-    let created = publish(&store, &v1, false).await.expect("created");
+    let created = publish(&store, &v1, None, false).await.expect("created");
     assert_eq!((created.result, created.infra_id.as_deref()), ("written", Some("c-1")));
     assert_eq!(created.changes.added.len(), 3);
     assert_eq!(puts(&clients, "S3:PutObject"), 1);
@@ -51,15 +51,15 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     let (loaded, _) = function.current(true).await;
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
-    let again = publish(&store, &v1, false).await.expect("unchanged");
+    let again = publish(&store, &v1, None, false).await.expect("unchanged");
     assert_eq!((again.result, again.version.clone()), ("unchanged", created.version.clone()));
     assert_eq!(puts(&clients, "S3:PutObject"), 1, "an unchanged document is not rewritten");
 
     let v2 = doc("c-1", "team: b, env: dev, cost: '1'");
-    let dry = publish(&store, &v2, true).await.expect("dry run");
+    let dry = publish(&store, &v2, None, true).await.expect("dry run");
     assert_eq!(dry.result, "would-write");
     assert_eq!(puts(&clients, "S3:PutObject"), 1, "--dry-run writes nothing");
-    let updated = publish(&store, &v2, false).await.expect("updated");
+    let updated = publish(&store, &v2, None, false).await.expect("updated");
     assert_eq!(updated.result, "written");
     assert_ne!(updated.version, created.version);
     assert_eq!(updated.changes.changed["team"], ["a".to_string(), "b".to_string()]);
@@ -67,7 +67,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     assert_eq!(updated.changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
 
     // Invalid: every violation listed, nothing written, the published version untouched.
-    let invalid = publish(&store, &doc("c-1", "aws:team: a, Name: n"), false).await.expect("refused");
+    let invalid = publish(&store, &doc("c-1", "aws:team: a, Name: n"), None, false).await.expect("refused");
     assert_eq!(invalid.result, "refused");
     assert!(!invalid.violations.is_empty(), "{invalid:?}");
     assert_eq!(puts(&clients, "S3:PutObject"), 2);
@@ -116,9 +116,9 @@ async fn s3_prefix_layer_is_checked_with_the_other_layers() {
     let loc: PolicyLocation = format!("s3://{b}/layers/").parse().expect("location");
     let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
-    let clash = publish(&store, &doc("c-2", "a: b"), false).await.expect("refused");
+    let clash = publish(&store, &doc("c-2", "a: b"), None, false).await.expect("refused");
     assert_eq!(clash.result, "refused", "the layers would name two clusters: {clash:?}");
-    let ok = publish(&store, &doc("c-1", "team: a"), false).await.expect("written");
+    let ok = publish(&store, &doc("c-1", "team: a"), None, false).await.expect("written");
     assert_eq!((ok.result, ok.location.as_str()), ("written", format!("s3://{b}/layers/10-cluster.yaml").as_str()));
     assert_eq!(ok.changes.added.keys().collect::<Vec<_>>(), ["team"], "the defaults were in force already");
     let (loaded, _) = policy_store(&clients, loc, Duration::ZERO).current(true).await;
@@ -133,11 +133,11 @@ async fn ssm_versions_guard_the_parameter() {
     let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let v1 = doc("c-1", "team: a");
-    assert_eq!(publish(&store, &v1, false).await.expect("created").version.as_deref(), Some("1"));
-    assert_eq!(publish(&store, &v1, false).await.expect("same").result, "unchanged");
+    assert_eq!(publish(&store, &v1, None, false).await.expect("created").version.as_deref(), Some("1"));
+    assert_eq!(publish(&store, &v1, None, false).await.expect("same").result, "unchanged");
     assert_eq!(puts(&clients, "SSM:PutParameter"), 1);
     let v2 = doc("c-1", "team: b");
-    assert_eq!(publish(&store, &v2, false).await.expect("updated").version.as_deref(), Some("2"));
+    assert_eq!(publish(&store, &v2, None, false).await.expect("updated").version.as_deref(), Some("2"));
 
     // A stale reader is refused before its put; a creator racing another creator too.
     let stale = store.read("/tagwarden/policy").await.expect("read").expect("v2");
@@ -228,7 +228,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         let loc: PolicyLocation = set.parse().expect("location");
         let store = policy_store(&clients, loc.clone(), Duration::ZERO);
         for id in ["c-1", "c-2"] {
-            let out = publish(&store, &doc(id, &format!("team: t-{id}")), false).await.expect("published");
+            let out = publish(&store, &doc(id, &format!("team: t-{id}")), Some(id), false).await.expect("published");
             assert_eq!((out.result, out.infra_id.as_deref()), ("written", Some(id)), "{set}");
             let expected = match &loc {
                 PolicyLocation::S3Set { .. } => format!("s3://{b}/clusters/{id}/10-cluster.yaml"),
@@ -236,10 +236,22 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
             };
             assert_eq!(out.location, expected);
         }
-        let nameless = publish(&store, "version: 1\ntags: {team: x}\n", false).await.expect("refused");
-        assert!(nameless.violations[0].contains("names none"), "{:?}", nameless.violations);
+        let nameless = publish(&store, "version: 1\ntags: {team: x}\n", Some("c-3"), false).await.expect("refused");
+        assert!(nameless.violations[0].contains("names no infraID"), "{:?}", nameless.violations);
+        // Issue 35: the document alone never picks the folder; one for another cluster is refused.
+        let unnamed = publish(&store, &doc("c-2", "team: evil"), None, false).await.expect("refused");
+        assert!(unnamed.violations[0].contains("--cluster c-2"), "{:?}", unnamed.violations);
+        let other = publish(&store, &doc("c-2", "team: evil"), Some("c-1"), false).await.expect("refused");
+        assert_eq!(other.result, "refused");
+        assert!(
+            other.violations[0].contains("names infraID \"c-2\", but it is published for cluster c-1"),
+            "{other:?}"
+        );
+        let hostile = publish(&store, &doc("../c-2", "team: evil"), Some("../c-2"), false).await.expect("refused");
+        assert!(hostile.violations[0].contains("is not an infraID"), "{hostile:?}");
 
-        let function = policy_store(&clients, loc.clone(), Duration::ZERO);
+        let function =
+            policy_store(&clients, loc.clone(), Duration::ZERO).with_clusters(Some(vec!["c-1".into(), "c-2".into()]));
         let (policies, changes) = function.policies(true).await;
         let policies = policies.expect("both clusters are in force");
         assert_eq!(policies.iter().map(|p| p.infra_id.as_str()).collect::<Vec<_>>(), ["c-1", "c-2"], "{set}");
@@ -263,13 +275,55 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         let policies = policies.expect("c-1 is still in force");
         assert_eq!(policies.len(), 2, "c-2 keeps its last good version");
         let rejected = changes.iter().find(|(c, _)| c == "c-2").expect("c-2 changed");
-        assert!(format!("{:?}", rejected.1).contains("not of c-2"), "{rejected:?}");
+        assert!(format!("{:?}", rejected.1).contains("names infraID \\\"c-3\\\", not c-2"), "{rejected:?}");
 
         // Each cluster's status report beside its own policy.
         let report = StatusReport::new(Cloud::Aws, &set, Some("v".into()), Vec::new(), Vec::new());
         tagwarden::status::store_io::write(&function, Some("c-1"), &report).await.expect("status written");
         assert!(tagwarden::status::store_io::read(&function, Some("c-1")).await.expect("read").is_some(), "{set}");
         assert!(tagwarden::status::store_io::read(&function, Some("c-2")).await.expect("read").is_none(), "{set}");
+        // Issue 35: a name a publisher chose never leads the report anywhere else.
+        for hostile in ["../c-1", "c-1/../../x", "c-9", "c-1%2F..", ""] {
+            tagwarden::status::store_io::write(&function, Some(hostile), &report).await.expect("nothing to write");
+        }
+        let keys = match &loc {
+            PolicyLocation::S3Set { .. } => {
+                let listed = clients.s3.list_objects_v2().bucket(&b).send().await.expect("list");
+                listed.contents().iter().filter_map(|o| o.key()).map(str::to_owned).collect::<Vec<_>>()
+            }
+            _ => {
+                let path = format!("/tw-{account}");
+                let listed =
+                    clients.ssm.get_parameters_by_path().path(path).recursive(true).send().await.expect("list");
+                listed.parameters().iter().filter_map(|p| p.name()).map(str::to_owned).collect()
+            }
+        };
+        let statuses: Vec<&String> = keys.iter().filter(|k| k.contains("status")).collect();
+        assert_eq!(statuses.len(), 1, "only c-1's report: {keys:?}");
         assert_eq!(function.clusters().await.expect("listed"), ["c-1", "c-2"], "a status report is not a cluster");
     }
+}
+
+/// Issue 35, through the binary: `publish --to <set>` never lets the document pick its folder. A
+/// file needs --cluster, which the document must name too; a sensitive value is printed hashed.
+#[tokio::test]
+async fn the_cli_publishes_into_a_set_only_where_it_is_told() {
+    let (clients, account, env) = support::account_with_env().await;
+    let b = bucket(&clients, &account).await;
+    let set = format!("s3://{b}/clusters/*/");
+    let evil = doc("c-2", "team: evil");
+    let (code, out, _) = cli(&env, &["publish", "--from", "-", "--to", &set], Some(&evil));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("refused") && out.contains("pass --cluster c-2"), "{out}");
+    let (code, out, _) = cli(&env, &["publish", "--from", "-", "--to", &set, "--cluster", "c-1"], Some(&evil));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("names infraID \"c-2\", but it is published for cluster c-1"), "{out}");
+    let listed = clients.s3.list_objects_v2().bucket(&b).send().await.expect("list");
+    assert_eq!(listed.key_count(), Some(0), "nothing was written");
+
+    let own = "version: 1\ninfraID: c-1\nsensitive: [cost-center]\ntags: {team: a, cost-center: '4711-secret'}\n";
+    let (code, out, err) = cli(&env, &["publish", "--from", "-", "--to", &set, "--cluster", "c-1"], Some(own));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("published s3://{b}/clusters/c-1/10-cluster.yaml")), "{out}");
+    assert!(out.contains("+ team=a") && out.contains("+ cost-center=sha256:") && !out.contains("4711"), "{out}");
 }

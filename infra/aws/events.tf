@@ -36,6 +36,12 @@ locals {
   # partition); outside us-east-1 their rules see only what modules/global_event_forwarding sends.
   global_services = ["iam", "route53"]
 
+  # Issue 35: every pattern matches `account` = this account. The default bus also receives events
+  # that other accounts put on it when its resource policy lets them (cross-account event buses,
+  # organization-wide rules); "account" is the top-level field naming "The 12-digit number
+  # identifying an AWS account" the event is from (EventBridge User Guide, "AWS service event
+  # metadata"), and only this account's resources are the function's to enforce.
+
   # Calls made by the function's own role are dropped here (loop safety, DESIGN.md §5). A bare
   # nested anything-but would also drop every caller without sessionContext.sessionIssuer.arn (IAM
   # users, root, AWS services); the $or keeps them (reference/aws.md §1.7, verified in moto).
@@ -49,6 +55,7 @@ locals {
   cloudtrail_patterns = {
     for svc, names in local.cloudtrail_event_names : svc => {
       source        = ["aws.${svc}"]
+      account       = [local.account_id]
       "detail-type" = ["AWS API Call via CloudTrail"]
       detail = merge({
         eventSource = ["${svc}.amazonaws.com"]
@@ -79,6 +86,7 @@ locals {
     # Emitted by the tagging service itself; carries no caller, so only idempotence protects here.
     tag_change = {
       source        = ["aws.tag"]
+      account       = [local.account_id]
       "detail-type" = ["Tag Change on Resource"]
       detail = merge(concat(
         [for c in local.owned_tag_clauses : c if length(local.owned_tag_clauses) == 1],
@@ -115,6 +123,7 @@ locals {
 
   ssm_change_pattern = local.use_ssm ? jsonencode({
     source        = ["aws.ssm"]
+    account       = [local.account_id]
     "detail-type" = ["Parameter Store Change"]
     detail = {
       # A cluster set: every parameter under the set's path (its status reports are outside it).

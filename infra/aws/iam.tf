@@ -98,21 +98,60 @@ locals {
   generic_tag_action_list = distinct(concat(flatten([for s in local.generic_tag_actions : s.actions]), var.extra_tag_actions))
 
   # Ownership condition (DESIGN.md §9) and a guard that the function never writes reserved keys
-  # (ownership tags, Name, kubernetes.io/ and openshift.io/ namespaces; DESIGN.md §3-4). aws:TagKeys
-  # only lists the keys being written, so it suits the additive APIs; S3's replace-style
-  # PutBucketTagging sends the ownership tag back and cannot use it.
-  reserved_key_patterns = ["kubernetes.io/*", "*.kubernetes.io/*", "openshift.io/*", "*.openshift.io/*"]
+  # (ownership tags, Name, the kubernetes.io/, openshift.io/ and k8s.io/ namespaces; DESIGN.md §3-4).
+  #
+  # Issue 35: the guard is case-blind. IAM compares condition key names without regard to case
+  # ("Condition key names are not case-sensitive", IAM User Guide, "IAM JSON policy elements:
+  # Condition"), so a tag `Kubernetes.io/cluster/<id>` satisfies another policy's
+  # `aws:ResourceTag/kubernetes.io/cluster/<id>`, and IAM's own tag keys are case-insensitive (a
+  # role cannot carry both `Team` and `team`; "Tag naming rules", IAM User Guide, "Tags for AWS
+  # Identity and Access Management resources"): writing the variant overwrites the real key. But
+  # StringLike/StringNotLike are case-sensitive and IAM has no case-insensitive wildcard operator
+  # (StringEqualsIgnoreCase / StringNotEqualsIgnoreCase take no wildcards; IAM User Guide, "IAM
+  # JSON policy elements: Condition operators", String condition operators). A wildcard covers
+  # every case of a letter only as `?`, which also admits any other character; enumerating both
+  # cases of every letter would take 2^10 patterns for "kubernetes" alone. So each reserved domain
+  # is matched with its first three letters in both cases (8 patterns) and `?` for its other
+  # letters: exact on case (no variant escapes) and wider only by keys whose domain starts with
+  # the same three letters, has the same length and layout, and is not the reserved one (e.g.
+  # `kubxxxxxxx.io/`): such a key is refused too, and reported as AccessDenied. Each domain also
+  # as a subdomain (`*.<domain>/`). k8s.io covers Cluster API's `sigs.k8s.io/cluster-api-provider-aws/`
+  # ownership keys; HyperShift uses `kubernetes.io/cluster/<infraID>` like OpenShift.
+  # The patterns sit in one explicit Deny (DenyReservedTagKeys, ForAnyValue:StringLike): an
+  # explicit Deny wins over every Allow of the role ("Policy evaluation logic", IAM User Guide).
+  reserved_domains = ["kubernetes.io", "openshift.io", "k8s.io"]
+  # Per domain, the positions of its first three letters (the ones spelled out in both cases).
+  reserved_spelled = { for d in local.reserved_domains : d => slice([for i, c in split("", d) : i if lower(c) != upper(c)], 0, 3) }
+  reserved_key_patterns = flatten([for d in local.reserved_domains : [
+    for cases in setproduct([0, 1], [0, 1], [0, 1]) : [
+      for form in ["%s/*", "*.%s/*"] : format(form, join("", [
+        for i, c in split("", d) : (
+          lower(c) == upper(c) ? c : # not a letter: literal
+          !contains(local.reserved_spelled[d], i) ? "?" :
+          cases[index(local.reserved_spelled[d], i)] == 1 ? upper(c) : lower(c)
+        )
+      ]))
+    ]
+  ]])
+  # Every tag write whose service puts aws:TagKeys in the request context (the Allows below carry
+  # Null aws:TagKeys=false, so none is granted without it). Not S3's PutBucketTagging, Route 53's
+  # ChangeTagsForResource or tag:TagResources: none of them evaluates aws:TagKeys (Service
+  # Authorization Reference), a Deny on it would never apply.
+  guarded_tag_write_actions = distinct(concat(
+    local.code_actions.ec2.tag_write, local.code_actions.elasticloadbalancing.tag_write,
+    local.code_actions.iam.tag_write, local.code_actions.kms.tag_write, local.generic_tag_action_list,
+  ))
 
   # Issue 17 item 7: the guard must fail closed. "The ForAllValues set operator also returns true if
   # there are no context keys in the request. You can prevent missing context keys [...] from
   # evaluating to true by including a Null condition operator in your policy with a value of false"
   # (IAM User Guide, "Multivalued context key examples", reference_policies_condition_examples-
-  # multi-valued-context-keys). Every tag-write statement below therefore carries three conditions on
-  # aws:TagKeys: Null=false, ForAllValues:StringNotLike the reserved namespaces, and
-  # ForAllValues:StringNotEqualsIgnoreCase Name. Checked by tests/terraform/moto/check_aws_basic.py.
+  # multi-valued-context-keys). Every tag-write Allow below therefore carries two conditions on
+  # aws:TagKeys: Null=false (a service that puts no tag keys in the request gets no write) and
+  # ForAllValues:StringNotEqualsIgnoreCase Name (case-blind, exact). The reserved namespaces are
+  # refused by DenyReservedTagKeys (inline policy). Checked by tests/terraform/moto/check_aws_basic.py.
   tag_keys_guard = [
     { test = "Null", values = ["false"] },
-    { test = "ForAllValues:StringNotLike", values = local.reserved_key_patterns },
     { test = "ForAllValues:StringNotEqualsIgnoreCase", values = ["Name"] },
   ]
 
@@ -187,8 +226,15 @@ locals {
     "${local.arn_prefix}:elasticloadbalancing:${local.region}:${local.account_id}:${t}/*"
   ]
   # Route 53 ARNs carry neither region nor account (arn:aws:route53:::hostedzone/Z...); an identity
-  # policy only ever reaches this account's zones and health checks.
+  # policy only ever reaches this account's zones and health checks. Reads cover every zone and
+  # health check (ownership is learned by reading their tags); writes only those listed in
+  # var.route53_writable_resources (issue 35): Route 53 evaluates no tag condition key, so the id
+  # is the only limit IAM can draw.
   route53_resource_arns = [for t in ["hostedzone", "healthcheck"] : "${local.arn_prefix}:route53:::${t}/*"]
+  route53_writable_arns = distinct(flatten([for id, r in var.route53_writable_resources : concat(
+    [for z in r.hosted_zone_ids : "${local.arn_prefix}:route53:::hostedzone/${z}"],
+    [for h in r.health_check_ids : "${local.arn_prefix}:route53:::healthcheck/${h}"],
+  )]))
   # KMS evaluates aws:ResourceTag/${TagKey} and aws:TagKeys for TagResource on the key resource
   # type, and authorizes ListResourceTags on it (Service Authorization Reference, "Actions,
   # resources, and condition keys for AWS Key Management Service").
@@ -315,18 +361,22 @@ data "aws_iam_policy_document" "lambda" {
   # The tag writes conditioned on ownership are in one managed policy per cluster, below.
 
   # Not conditioned on ownership: Route 53 does not evaluate aws:ResourceTag. Its Service
-  # Authorization Reference entry lists no aws:ResourceTag, aws:RequestTag or aws:TagKeys key, for
-  # ChangeTagsForResource or any resource type ("you can tag Amazon Route 53 hosted zones [...] but
-  # you can't restrict access to those resources with tags", AWS re:Post Knowledge Center,
-  # "authorization-iam-tags"). An ownership condition would never match (deny everything), and so
-  # would the fail-closed aws:TagKeys guard, so neither is attached. The limit is the resource type
-  # (hosted zones and health checks, this account: ChangeTagsForResource requires one of them) and
-  # the code's ownership check before every write. ChangeTagsForResource can also remove tags;
-  # IAM cannot separate the two, and the code only ever sends AddTags.
-  statement {
-    sid       = "WriteRoute53Tags"
-    actions   = local.code_actions.route53.tag_write
-    resources = local.route53_resource_arns
+  # Authorization Reference entry lists no condition key at all for ChangeTagsForResource (resource
+  # types hostedzone* and healthcheck*, no aws:ResourceTag, aws:RequestTag or aws:TagKeys; "you can
+  # tag Amazon Route 53 hosted zones [...] but you can't restrict access to those resources with
+  # tags", AWS re:Post Knowledge Center, "authorization-iam-tags"). An ownership condition would
+  # never match, so the only limit IAM can draw is the resource: issue 35, the hosted zones and
+  # health checks listed per cluster in var.route53_writable_resources, and none by default (then
+  # the function reports each owned zone's drift as a write failure, AccessDenied, naming the
+  # grant). ChangeTagsForResource can also remove tags; IAM cannot separate the two, and the code
+  # only ever sends AddTags.
+  dynamic "statement" {
+    for_each = length(local.route53_writable_arns) > 0 ? [1] : []
+    content {
+      sid       = "WriteListedRoute53Tags"
+      actions   = local.code_actions.route53.tag_write
+      resources = local.route53_writable_arns
+    }
   }
 
   # The generic path (Resource Groups Tagging API). TagResources has no resource type or condition
@@ -341,11 +391,41 @@ data "aws_iam_policy_document" "lambda" {
   # Not conditioned on ownership: S3 does not evaluate aws:ResourceTag for PutBucketTagging on
   # general purpose buckets. Bucket-tag ABAC exists only for buckets with ABAC enabled, and those
   # reject PutBucketTagging altogether (tags go through s3:TagResource there). The limits are the
-  # bucket name patterns (var.s3_bucket_name_patterns) and the code's ownership check.
+  # bucket name patterns (var.s3_bucket_name_patterns), the account, and the code's ownership check.
+  # Issue 35: a bucket ARN names no account, so a bucket of that name in another account that
+  # grants this role would match the pattern; s3:ResourceAccount ("Filters access by the resource
+  # owner AWS account ID", one of the keys the Service Authorization Reference lists for
+  # PutBucketTagging: s3:authType, s3:ResourceAccount, s3:signatureAge, s3:signatureversion,
+  # s3:TlsVersion, s3:x-amz-content-sha256) pins it to this account. That list has no aws:TagKeys
+  # and no aws:RequestTag: S3 puts neither in PutBucketTagging's request context (inferred from
+  # the reference; parliament's copy of it agrees), so no tag-key guard can be written for this
+  # replace-style call: an Allow conditioned on them would refuse every bucket, a Deny would never
+  # apply. The code guards the keys of a bucket write (and verifies the write).
   statement {
     sid       = "WriteBucketTags"
     actions   = local.code_actions.s3.tag_write
     resources = local.s3_bucket_arns
+
+    condition {
+      test     = "StringEquals"
+      variable = "s3:ResourceAccount"
+      values   = [local.account_id]
+    }
+  }
+
+  # Issue 35: the reserved namespaces in every case (local.reserved_key_patterns), refused for every
+  # tag write that carries aws:TagKeys, whichever Allow would grant it.
+  statement {
+    sid       = "DenyReservedTagKeys"
+    effect    = "Deny"
+    actions   = local.guarded_tag_write_actions
+    resources = ["*"]
+
+    condition {
+      test     = "ForAnyValue:StringLike"
+      variable = "aws:TagKeys"
+      values   = local.reserved_key_patterns
+    }
   }
 
   # --- Policy source and status report -------------------------------------------------------------

@@ -55,6 +55,9 @@ locals {
   policy_uri = (local.ssm_set ? "ssm:${local.ssm_path}*" : local.use_ssm ? "ssm:${aws_ssm_parameter.policy[0].name}" :
   "s3://${local.bucket_name}/${local.s3_set ? "${local.s3_prefix}*/" : local.s3_layered ? var.policy_prefix : local.s3_key}")
 
+  # Issue 35: reserved by default, one above the queue mapping's maximum (variables.tf).
+  reserved_concurrency = coalesce(var.reserved_concurrent_executions, var.sqs_maximum_concurrency + 1)
+
   sns_topic_arn = var.alarm_sns_topic_arn != null ? var.alarm_sns_topic_arn : (var.create_sns_topic ? aws_sns_topic.alarms[0].arn : null)
 }
 
@@ -83,7 +86,7 @@ resource "aws_lambda_function" "this" {
   source_code_hash               = filebase64sha256(var.lambda_zip)
   memory_size                    = var.memory_size
   timeout                        = var.timeout
-  reserved_concurrent_executions = var.reserved_concurrent_executions
+  reserved_concurrent_executions = local.reserved_concurrency
   kms_key_arn                    = var.kms_key_arn
   code_signing_config_arn        = var.code_signing_config_arn
 
@@ -95,6 +98,9 @@ resource "aws_lambda_function" "this" {
       RUST_LOG                = var.log_level
       # Issue 25: the pace of the function's own EC2 CreateTags, per running instance.
       TAGWARDEN_EC2_WRITES_PER_SECOND = tostring(var.ec2_writes_per_second)
+      # Issue 35: the infraIDs this deployment enforces; the function enforces no other folder or
+      # parameter of the set, and a set deployment without it enforces nothing (fails closed).
+      TAGWARDEN_CLUSTERS = join(",", local.clusters)
     }
   }
 
@@ -119,11 +125,11 @@ resource "aws_lambda_function" "this" {
     # greater than the function's reserved concurrency", Lambda Developer Guide, "Configuring
     # maximum concurrency for Amazon SQS event sources").
     precondition {
-      condition     = var.reserved_concurrent_executions != 0
+      condition     = local.reserved_concurrency != 0
       error_message = "reserved_concurrent_executions = 0 throttles every invocation: the function would never run. Use -1 (unreserved) or a number >= sqs_maximum_concurrency."
     }
     precondition {
-      condition     = var.reserved_concurrent_executions == -1 || var.reserved_concurrent_executions >= var.sqs_maximum_concurrency
+      condition     = local.reserved_concurrency == -1 || local.reserved_concurrency >= var.sqs_maximum_concurrency
       error_message = "reserved_concurrent_executions must be -1 (unreserved) or at least sqs_maximum_concurrency (the queue mapping's maximum concurrency); below that Lambda throttles the queue mapping's invocations. Leave room above it for the sweep and policy-change invocations."
     }
     precondition {

@@ -150,10 +150,10 @@ output "sns_topic_arn" {
 }
 
 output "ec2_writes_per_second_bound" {
-  description = "EC2 CreateTags calls a second the function makes at most: `per_invocation` (`ec2_writes_per_second`, TAGWARDEN_EC2_WRITES_PER_SECOND), `event_path` (x `sqs_maximum_concurrency`: the queue mapping's invocations together, account-wide) and `all_invocations` (x `reserved_concurrent_executions` when it is set, else null: each sweep or policy-change invocation running beside the event path adds `per_invocation`). Compare with the account's CreateTags refill (10/s by default), which the cluster's controllers share."
+  description = "EC2 CreateTags calls a second the function makes at most: `per_invocation` (`ec2_writes_per_second`, TAGWARDEN_EC2_WRITES_PER_SECOND), `event_path` (x `sqs_maximum_concurrency`: the queue mapping's invocations together, account-wide) and `all_invocations` (x the reserved concurrency, by default `sqs_maximum_concurrency` + 1; null when `reserved_concurrent_executions` = -1: each sweep or policy-change invocation running beside the event path adds `per_invocation`). Compare with the account's CreateTags refill (10/s by default), which the cluster's controllers share."
   value = {
     per_invocation  = var.ec2_writes_per_second
     event_path      = var.ec2_writes_per_second * var.sqs_maximum_concurrency
-    all_invocations = var.reserved_concurrent_executions == -1 ? null : var.ec2_writes_per_second * var.reserved_concurrent_executions
+    all_invocations = local.reserved_concurrency == -1 ? null : var.ec2_writes_per_second * local.reserved_concurrency
   }
 }

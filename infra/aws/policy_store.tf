@@ -157,20 +157,37 @@ resource "aws_s3_object" "cluster_policy" {
 }
 
 # Policy change -> sweep. Single document: the filter is the exact key, so the status report next
-# to it never triggers the function. Layered: the filter is the prefix, which also matches the
-# status report `<prefix>tagwarden-status.json`; S3 filters cannot exclude one key, so the function
-# must ignore notifications for that key (it skips it as a layer anyway). A cluster set: the set's
-# prefix; the function sweeps only the clusters whose folder the written keys are in.
+# to it never triggers the function. Layered and cluster set: issue 35, only policy documents
+# under the prefix trigger a sweep, so that any other object written there (`x.txt`) does not. A
+# filter holds at most one prefix and one suffix rule ("The same type of filter rule cannot be used
+# more than once. For example, you cannot specify two prefix rules", S3KeyFilter; "Configuring
+# event notifications using object key name filtering", Amazon S3 User Guide), so each suffix the
+# function reads as a policy document (.yaml, .yml, .json) is a configuration of its own; their
+# suffixes do not overlap, as S3 requires of configurations for the same event type. The status
+# report `tagwarden-status.json` ends in .json too, and a filter cannot exclude one name: its
+# notification still reaches the function, which ignores it. A cluster set: the function sweeps
+# only the clusters whose folder the written keys are in.
+locals {
+  policy_suffixes = [".yaml", ".yml", ".json"]
+  policy_notification_filters = !local.use_s3 ? {} : local.s3_set || local.s3_layered ? {
+    for sfx in local.policy_suffixes : "tagwarden-policy-change${replace(sfx, ".", "-")}" => { prefix = local.s3_prefix, suffix = sfx }
+  } : { "tagwarden-policy-change" = { prefix = local.s3_key, suffix = null } }
+}
+
 resource "aws_s3_bucket_notification" "policy" {
   count = local.use_s3 ? 1 : 0
 
   bucket = aws_s3_bucket.policy[0].id
 
-  lambda_function {
-    id                  = "tagwarden-policy-change"
-    lambda_function_arn = aws_lambda_function.this.arn
-    events              = ["s3:ObjectCreated:*"]
-    filter_prefix       = local.s3_set || local.s3_layered ? local.s3_prefix : local.s3_key
+  dynamic "lambda_function" {
+    for_each = local.policy_notification_filters
+    content {
+      id                  = lambda_function.key
+      lambda_function_arn = aws_lambda_function.this.arn
+      events              = ["s3:ObjectCreated:*"]
+      filter_prefix       = lambda_function.value.prefix
+      filter_suffix       = lambda_function.value.suffix
+    }
   }
 
   depends_on = [aws_lambda_permission.policy_bucket]

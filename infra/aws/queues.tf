@@ -67,6 +67,45 @@ data "aws_iam_policy_document" "events_queue" {
     }
   }
 
+  # Issue 35: the Allow above admits only the rules, but an identity policy elsewhere in the account
+  # (sqs:SendMessage on "*") would still reach the queue and inject events that the function treats
+  # as delivered by the rules. An explicit Deny wins over any Allow ("Policy evaluation logic", IAM
+  # User Guide), for every principal of every account. aws:SourceArn is set only when a service
+  # calls on a resource's behalf ("aws:SourceArn", IAM User Guide, "AWS global condition context
+  # keys"); for any other caller the key is missing, and ArnNotEquals on a missing key is true
+  # ("IAM JSON policy elements: Condition operators"), so the Deny applies. Nothing else sends to
+  # this queue: the function only receives from it; the sweep schedule, the policy-change rule and
+  # the S3 notification invoke the function directly; modules/global_event_forwarding puts events
+  # on this region's bus, where the rules (their ARNs here) send them on; SQS itself moves failed
+  # messages to the DLQ. A redrive from the DLQ runs with the caller's permissions: those callers
+  # are var.events_queue_redrive_principal_arns.
+  statement {
+    sid       = "DenyAllButTheRules"
+    effect    = "Deny"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.events.arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotEquals"
+      variable = "aws:SourceArn"
+      values   = local.event_rule_arns
+    }
+
+    dynamic "condition" {
+      for_each = length(var.events_queue_redrive_principal_arns) > 0 ? [1] : []
+      content {
+        test     = "ArnNotEquals"
+        variable = "aws:PrincipalArn"
+        values   = var.events_queue_redrive_principal_arns
+      }
+    }
+  }
+
   statement {
     sid       = "DenyInsecureTransport"
     effect    = "Deny"

@@ -133,14 +133,16 @@ variable "timeout" {
   }
 }
 
+# Issue 35: reserved by default, so that a storm of policy writes (each an asynchronous
+# invocation) cannot run more instances than the documented EC2 write bound counts.
 variable "reserved_concurrent_executions" {
-  description = "Reserved concurrency for the function; -1 leaves it unreserved. Event concurrency is already capped by `sqs_maximum_concurrency` on the queue mapping. When set, it must be at least `sqs_maximum_concurrency` (better one more, for the sweep); it then also caps the function's EC2 CreateTags account-wide at `ec2_writes_per_second` x this. 0 (never run) is refused at plan."
+  description = "Reserved concurrency for the function. Default (null): `sqs_maximum_concurrency` + 1 (3 with the defaults): the queue mapping's invocations plus one sweep or policy-change invocation, so every invocation together makes at most `ec2_writes_per_second` x this EC2 CreateTags a second (2 x 3 = 6/s, against the account's CreateTags refill of 10/s that the cluster's controllers share; output `ec2_writes_per_second_bound.all_invocations`). Invocations beyond it are throttled: Lambda retries asynchronous ones (sweep, policy change) and the queue redelivers events. -1 leaves the function unreserved (then nothing bounds a burst of policy-change invocations). A number must be at least `sqs_maximum_concurrency`; 0 (never run) is refused at plan."
   type        = number
-  default     = -1
+  default     = null
 
   validation {
-    condition     = var.reserved_concurrent_executions >= -1 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions
-    error_message = "reserved_concurrent_executions must be -1 (unreserved) or a non-negative whole number."
+    condition     = var.reserved_concurrent_executions == null ? true : var.reserved_concurrent_executions >= -1 && floor(var.reserved_concurrent_executions) == var.reserved_concurrent_executions
+    error_message = "reserved_concurrent_executions must be null (sqs_maximum_concurrency + 1), -1 (unreserved) or a non-negative whole number."
   }
 }
 
@@ -329,6 +331,35 @@ variable "s3_bucket_name_patterns" {
   }
 }
 
+# Issue 35: Route 53's ChangeTagsForResource evaluates no tag condition key (Service Authorization
+# Reference, "Actions, resources, and condition keys for Amazon Route 53"), so without ids the role
+# could rewrite the tags of every hosted zone and health check of the account.
+variable "route53_writable_resources" {
+  description = "Route 53 hosted zones and health checks whose tags the function may write, per cluster (infraID => ids), e.g. `{ \"mycluster-7xk2p\" = { hosted_zone_ids = [\"Z0123456789ABCDEFGHIJ\"] } }` (the cluster's private zone: `aws route53 list-hosted-zones-by-name --dns-name <cluster domain>`). Route 53 cannot condition a tag write on the ownership tag, so the role gets ChangeTagsForResource only on these ids. Default `{}`: no Route 53 tag write at all; the function still reads every zone's and health check's tags, and reports each owned one that drifts as a write failure (AccessDenied, naming the grant) in the status report and the WriteFailures metric."
+  type = map(object({
+    hosted_zone_ids  = optional(list(string), [])
+    health_check_ids = optional(list(string), [])
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition     = alltrue([for id in keys(var.route53_writable_resources) : contains(coalesce(var.infra_ids, compact([var.infra_id])), id)])
+    error_message = "route53_writable_resources is keyed by infraID: every key must be infra_id or listed in infra_ids."
+  }
+
+  # Hosted zone ids: "Z" and up to 32 upper-case letters and digits; health check ids are UUIDs
+  # (Route 53 API Reference, GetHostedZone Id and GetHealthCheck HealthCheckId, "Length
+  # Constraints: Maximum length of 32" and "64"). Without the "/hostedzone/" prefix.
+  validation {
+    condition = alltrue(flatten([for r in values(var.route53_writable_resources) : concat(
+      [for z in r.hosted_zone_ids : can(regex("^Z[A-Z0-9]{1,31}$", z))],
+      [for h in r.health_check_ids : can(regex("^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", h))],
+    )]))
+    error_message = "route53_writable_resources: hosted_zone_ids are ids such as \"Z0123456789ABCDEFGHIJ\" (no \"/hostedzone/\" prefix), health_check_ids are UUIDs."
+  }
+}
+
 variable "extra_tag_actions" {
   description = "Tag actions of further services for the generic write path (Resource Groups Tagging API `TagResources`, which needs the resource's own service action too), e.g. `[\"sns:TagResource\", \"rds:AddTagsToResource\"]`. Granted on `*` but only for resources carrying the cluster's ownership tag and never for reserved keys; a service that does not evaluate `aws:ResourceTag` for its tag action refuses the write (reported as a write failure). EFS (`elasticfilesystem:TagResource`) is always granted."
   type        = list(string)
@@ -436,6 +467,19 @@ variable "ec2_writes_per_second" {
   validation {
     condition     = var.ec2_writes_per_second >= 1 && var.ec2_writes_per_second <= 100 && floor(var.ec2_writes_per_second) == var.ec2_writes_per_second
     error_message = "ec2_writes_per_second must be a whole number between 1 and 100 (the account's CreateTags bucket holds 100 tokens, refilled at 10 a second)."
+  }
+}
+
+# Issue 35: the events queue denies sqs:SendMessage to everyone but the module's EventBridge rules.
+variable "events_queue_redrive_principal_arns" {
+  description = "IAM roles or users (ARNs) that may still send to the events queue besides the module's EventBridge rules: whoever redrives the dead-letter queue into it after a fix (SQS StartMessageMoveTask sends with the caller's permissions). Every other principal, in this account or any other, is refused sqs:SendMessage by an explicit Deny in the queue policy, so nothing can inject events the rules did not match."
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for a in var.events_queue_redrive_principal_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", a))])
+    error_message = "events_queue_redrive_principal_arns must be IAM role or user ARNs (arn:aws:iam::<account>:role/<name>)."
   }
 }
 

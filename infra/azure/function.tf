@@ -27,7 +27,11 @@ locals {
     TAGWARDEN_METRICS_RESOURCE_ID = local.function_app_id
     TAGWARDEN_METRICS_REGION      = var.location
     TAGWARDEN_SWEEP_SCOPES        = join(",", sort(tolist(local.enforcement_scopes)))
-    RUST_LOG                      = var.log_level
+    # Issue 35: the infraIDs this deployment enforces (nothing else of the set), and the Event Grid
+    # system topics whose deliveries the function accepts (the ARM topics, created or existing).
+    TAGWARDEN_CLUSTERS     = join(",", local.clusters)
+    TAGWARDEN_EVENT_TOPICS = join(",", sort([for t in values(local.arm_topics) : t.id]))
+    RUST_LOG               = var.log_level
   }
 
   # Not part of the contract, read by the host or by function.json.

@@ -2,10 +2,10 @@
 # happens to share a built-in's name cannot be picked up by mistake):
 #
 #   who                         role                           scope
-#   code identity (UAI)         Tag Contributor                each enforcement scope
+#   code identity (UAI)         tagwarden tag writer (custom)  each enforcement scope
 #   code identity               Reader                         each enforcement scope
 #   code identity               Storage Blob Data Reader       policy container
-#   code identity               Storage Blob Data Contributor  policy container, ABAC: status blob only
+#   code identity               tagwarden blob writer (custom) policy container, ABAC: status blob only
 #   code identity               Monitoring Metrics Publisher   the Function App (custom metrics)
 #   code identity               Monitoring Metrics Publisher   Application Insights (Entra ingestion)
 #   platform identity (UAI)     Storage Blob Data Contributor  runtime account (host state + package)
@@ -15,12 +15,12 @@
 #   policy topic identity       Storage Queue Data Message Sender     sweep queue (Event Grid delivery)
 #   each system topic identity  Storage Blob Data Contributor  dead-letter container
 #   policy_writer_principal_ids Storage Blob Data Contributor  policy container
+#   cluster_publisher_principal_ids  tagwarden blob writer (custom)  policy container, ABAC: <prefix><infraID>/ only
 #
 # No Owner, Contributor or User Access Administrator anywhere; no role at management-group scope.
 
 locals {
   role_ids = {
-    tag_contributor                = "4a9ae827-6dc8-4573-8ac7-8239d42aa03f" # Tag Contributor
     reader                         = "acdd72a7-3385-48ef-bd42-f606fba81ae7" # Reader
     storage_blob_data_reader       = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1" # Storage Blob Data Reader
     storage_blob_data_contributor  = "ba92f5b4-2d11-453d-a403-e96b0029c9fe" # Storage Blob Data Contributor
@@ -66,18 +66,70 @@ locals {
   EOT
 }
 
-# Tag Contributor: write access to Microsoft.Resources/tags (the PATCH .../tags/default Merge the
-# code makes) without any access to the resources themselves. Scoped to the enforcement scopes
+# Issue 35: custom roles in place of Tag Contributor and Storage Blob Data Contributor, each with
+# only what the code does. Tag Contributor (4a9ae827-...) holds Microsoft.Resources/tags/* and also
+# Microsoft.Resources/deployments/* (create and run ARM deployments), Microsoft.Insights/alertRules/*,
+# Microsoft.Support/* and Microsoft.Authorization/*/read (azure-docs, role-based-access-control/
+# built-in-roles/management-and-governance.md, "Tag Contributor"). The code (src/azure/arm.rs) reads
+# and merges tags through Microsoft.Resources/tags/default (GET, PATCH Merge: "To apply tags, you
+# must have write access to the Microsoft.Resources/tags resource type", azure-resource-manager/
+# management/tag-resources.md) and lists a scope's resources (GET .../resources?$filter=tagName):
+# Microsoft.Resources/tags/read and /write (no tags/delete), and the resource-group and resource
+# reads (operation names from azure-docs, role-based-access-control/permissions/
+# management-and-governance.md, "Microsoft.Resources").
+resource "azurerm_role_definition" "tag_writer" {
+  name        = "tagwarden tag writer (${local.name}-${local.suffix})"
+  scope       = local.subscription_id
+  description = "tagwarden ${local.label}: read resources and their tags, merge tags (Microsoft.Resources/tags read and write only; no deployments, no tag delete)."
+
+  permissions {
+    actions = [
+      "Microsoft.Resources/subscriptions/resourceGroups/read",
+      "Microsoft.Resources/subscriptions/resourceGroups/resources/read",
+      "Microsoft.Resources/subscriptions/resources/read",
+      "Microsoft.Resources/tags/read",
+      "Microsoft.Resources/tags/write",
+    ]
+    not_actions = []
+  }
+
+  assignable_scopes = [local.subscription_id]
+}
+
+# Storage Blob Data Contributor (ba92f5b4-...) also carries the control-plane actions
+# Microsoft.Storage/storageAccounts/blobServices/containers/delete, /read and /write (azure-docs,
+# built-in-roles/storage.md): whoever holds it on the container can delete the policy container.
+# This role has only blob data actions: read, write (create or overwrite) and add (append), no
+# delete, and no control-plane action. Assigned at the container, under an ABAC condition each time.
+resource "azurerm_role_definition" "blob_writer" {
+  name        = "tagwarden blob writer (${local.name}-${local.suffix})"
+  scope       = local.subscription_id
+  description = "tagwarden ${local.label}: read and write blobs (data actions only: no delete, no container management); assigned with an ABAC condition on the blob path."
+
+  permissions {
+    actions = []
+    data_actions = [
+      "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read",
+      "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write",
+      "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/add/action",
+    ]
+  }
+
+  assignable_scopes = [local.subscription_id]
+}
+
+# The tag writer (custom, above; formerly Tag Contributor): write access to Microsoft.Resources/tags
+# (the PATCH .../tags/default Merge the code makes) without any access to the resources themselves. Scoped to the enforcement scopes
 # only; the ownership tag is checked in code because Azure RBAC conditions cannot read resource
 # tags for ARM control-plane writes.
 resource "azurerm_role_assignment" "tag_contributor" {
   for_each = local.enforcement_scopes
 
   scope              = each.value
-  role_definition_id = "/subscriptions/${split("/", each.value)[2]}/providers/Microsoft.Authorization/roleDefinitions/${local.role_ids.tag_contributor}"
+  role_definition_id = azurerm_role_definition.tag_writer.role_definition_resource_id
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
-  description        = "tagwarden ${local.label}: write tags on owned resources (Microsoft.Resources/tags)."
+  description        = "tagwarden ${local.label}: write tags on owned resources (Microsoft.Resources/tags read and write, custom role)."
 }
 
 # Reader: the sweep lists resources (Resource Graph / resources?$filter=tagName) and the event path
@@ -103,16 +155,51 @@ resource "azurerm_role_assignment" "policy_reader" {
   description        = "tagwarden ${local.label}: read the policy."
 }
 
-# Storage Blob Data Contributor on the policy container, conditioned (ABAC) to the status report
-# blob: the function can write tagwarden-status.json and nothing else — never the policy itself.
+# The blob writer (custom, data actions only) on the policy container, conditioned (ABAC) to the
+# status report blob: the function can write tagwarden-status.json and nothing else — never the policy itself.
 resource "azurerm_role_assignment" "status_report_writer" {
   scope              = local.policy_container_scope
-  role_definition_id = local.role_def.storage_blob_data_contributor
+  role_definition_id = azurerm_role_definition.blob_writer.role_definition_resource_id
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
   condition_version  = "2.0"
   condition          = local.status_report_condition
   description        = "tagwarden ${local.label}: write only ${local.status_blob} (ABAC condition on the blob path)."
+}
+
+# Issue 35: each cluster's publisher writes only its own folder of the set. "@Resource[Microsoft.
+# Storage/storageAccounts/blobServices/containers/blobs:path]" is the blob's path within its container
+# (no container name), and StringStartsWith compares its beginning (azure-docs, role-based-access-
+# control/conditions-format.md and storage/blobs/storage-auth-abac-attributes.md, "Blob path";
+# condition version 2.0). The condition applies to the writes (write, add); the publisher still reads
+# and lists the container (List Blobs carries no blob path, a path condition on reads would refuse
+# it; reading another folder reveals a policy, never changes one).
+locals {
+  cluster_publisher_condition = { for id in keys(var.cluster_publisher_principal_ids) : id => <<-EOT
+    (
+     (
+      !(ActionMatches{'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write'})
+      AND
+      !(ActionMatches{'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/add/action'})
+     )
+     OR
+     (
+      @Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringStartsWith '${local.set_prefix}${id}/'
+     )
+    )
+  EOT
+  }
+}
+
+resource "azurerm_role_assignment" "cluster_publishers" {
+  for_each = var.cluster_publisher_principal_ids
+
+  scope              = local.policy_container_scope
+  role_definition_id = azurerm_role_definition.blob_writer.role_definition_resource_id
+  principal_id       = each.value
+  condition_version  = "2.0"
+  condition          = local.cluster_publisher_condition[each.key]
+  description        = "tagwarden ${local.label}: cluster ${each.key} publishes its policy, only under ${local.set_prefix}${each.key}/ (ABAC condition on the blob path)."
 }
 
 # Monitoring Metrics Publisher on the Function App: the custom metrics REST API only accepts metrics

@@ -266,6 +266,19 @@ variable "blob_retention_days" {
   }
 }
 
+# Issue 35: one cluster's publisher must not write another cluster's folder of the set.
+variable "cluster_publisher_principal_ids" {
+  description = "A cluster set's publishers: infraID => the object id of that cluster's publisher identity (the managed identity ccoctl creates from its CredentialsRequest). Each gets the blob writer role (blob read, write, add; no delete, no container management) on the policy container, with an ABAC condition that limits its writes to `<policy_prefix><infraID>/`. The default for a set; `policy_writer_principal_ids` writes the whole container."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for id, p in var.cluster_publisher_principal_ids : contains(coalesce(var.infra_ids, []), id) && can(regex("^[0-9a-fA-F-]{36}$", p))])
+    error_message = "cluster_publisher_principal_ids needs infra_ids: its keys are infraIDs listed there, its values object ids (GUIDs)."
+  }
+}
+
 variable "policy_writer_principal_ids" {
   description = "Object ids of principals (a pipeline, an operator group) that may write policy blobs: Storage Blob Data Contributor on the policy container. The Terraform caller needs this too when `policy_document`/`policy_layers` are set. The function itself never gets it unconditioned."
   type        = list(string)

@@ -3,6 +3,8 @@
 //!
 //! - `TAGWARDEN_POLICY`: `s3://bucket/key`, `s3://bucket/prefix/` or `ssm:/parameter/name`;
 //! - `POLICY_TTL`: seconds between policy re-checks on a warm function (default 60);
+//! - `TAGWARDEN_CLUSTERS`: the infraIDs the function enforces, comma-separated; required for a
+//!   cluster set (`crate::config::clusters`);
 //! - `TAGWARDEN_SELF_ROLE_ARN`: the function's role, whose own calls are not reconciled;
 //! - `TAGWARDEN_CONCURRENCY`: resources reconciled, and calls in flight, at once in an invocation
 //!   (an SQS batch or a sweep; default 10, 1–64);
@@ -22,6 +24,8 @@ use crate::config::ConfigError;
 pub struct Config {
     pub policy: PolicyLocation,
     pub policy_ttl: Duration,
+    /// The clusters enforced (`TAGWARDEN_CLUSTERS`): a set's others are never loaded.
+    pub clusters: Option<Vec<String>>,
     /// The function's own role: events it caused are not reconciled.
     pub own: Vec<String>,
     pub concurrency: usize,
@@ -55,6 +59,8 @@ impl Config {
             fix,
         })?;
         let policy_ttl = crate::config::policy_ttl(var("POLICY_TTL"))?;
+        let set = matches!(policy, PolicyLocation::S3Set { .. } | PolicyLocation::SsmSet { .. });
+        let clusters = crate::config::clusters(var("TAGWARDEN_CLUSTERS"), set)?;
         let own = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
         let concurrency = match var("TAGWARDEN_CONCURRENCY") {
             None => DEFAULT_CONCURRENCY,
@@ -76,7 +82,7 @@ impl Config {
                 fix: format!("set it to e.g. {DEFAULT_EC2_WRITES_PER_SECOND}, or unset it for the default"),
             })?,
         };
-        Ok(Config { policy, policy_ttl, own, concurrency, ec2_writes_per_second })
+        Ok(Config { policy, policy_ttl, clusters, own, concurrency, ec2_writes_per_second })
     }
 }
 
@@ -107,6 +113,10 @@ mod tests {
         assert_eq!(c.ec2_writes_per_second, DEFAULT_EC2_WRITES_PER_SECOND);
         let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_EC2_WRITES_PER_SECOND", "0")]).expect_err("rate");
         assert!(e.to_string().contains("TAGWARDEN_EC2_WRITES_PER_SECOND") && e.to_string().contains("e.g. 2"), "{e}");
+        let e = from(&[("TAGWARDEN_POLICY", "s3://b/clusters/*/")]).expect_err("a set lists its clusters");
+        assert!(e.to_string().starts_with("TAGWARDEN_CLUSTERS is not set"), "{e}");
+        let c = from(&[("TAGWARDEN_POLICY", "ssm:/tw/*"), ("TAGWARDEN_CLUSTERS", "a-1,b-2")]).expect("set");
+        assert_eq!(c.clusters, Some(vec!["a-1".to_string(), "b-2".to_string()]));
         for bad in ["0", "65", "ten"] {
             let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_CONCURRENCY", bad)]).expect_err(bad);
             assert!(e.to_string().contains("from 1 to 64"), "{e}");

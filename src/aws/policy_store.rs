@@ -251,7 +251,8 @@ impl PolicySource for AwsSource {
                 .map_err(|e| CloudError::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
             for o in page.contents() {
                 let name = o.key().unwrap_or_default().to_string();
-                out.push(ListedObject { name, etag: o.e_tag().unwrap_or_default().to_string() });
+                let size = o.size().and_then(|n| u64::try_from(n).ok());
+                out.push(ListedObject { name, etag: o.e_tag().unwrap_or_default().to_string(), size });
             }
             token = page.next_continuation_token().map(str::to_owned);
             if token.is_none() {
@@ -355,7 +356,7 @@ impl PolicySource for AwsSource {
     }
 
     async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, CloudError> {
-        let target = self.location.status_location_for(cluster);
+        let target = self.status_target(cluster)?;
         match &target {
             PolicyLocation::S3Object { bucket, key } => match get_object(&self.clients, bucket, key, None).await {
                 Ok(found) => Ok(found.map(|o| o.text)),
@@ -376,7 +377,7 @@ impl PolicySource for AwsSource {
     }
 
     async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), CloudError> {
-        let target = self.location.status_location_for(cluster);
+        let target = self.status_target(cluster)?;
         match &target {
             PolicyLocation::S3Object { bucket, key } => {
                 let body = text.as_bytes().to_vec();
@@ -411,6 +412,23 @@ impl PolicySource for AwsSource {
 }
 
 impl AwsSource {
+    /// Where cluster `cluster`'s status report is: only ever `<prefix><infraID>/` of the set (or
+    /// `<path>-status/<infraID>`), never where a name with `/` or `..` would lead.
+    fn status_target(&self, cluster: Option<&str>) -> Result<PolicyLocation, CloudError> {
+        if let Some(why) = cluster.and_then(|c| policy::clusters::valid_infra_id(c).err()) {
+            let op = if self.location.bucket().is_some() { "s3:PutObject" } else { "ssm:PutParameter" };
+            let message = format!("no status report for it: {why}");
+            return Err(CloudError::aws(
+                op,
+                &self.location.to_string(),
+                "InvalidClusterName",
+                &message,
+                ErrorClass::Fatal,
+            ));
+        }
+        Ok(self.location.status_location_for(cluster))
+    }
+
     /// A set's parameters, one level under `path`, with their versions.
     async fn list_parameters(&self, path: &str) -> Result<Vec<ListedObject>, CloudError> {
         let mut out = Vec::new();
@@ -430,6 +448,7 @@ impl AwsSource {
                 out.push(ListedObject {
                     name: p.name().unwrap_or_default().to_string(),
                     etag: p.version().to_string(),
+                    size: p.value().map(|v| v.len() as u64),
                 });
             }
             token = page.next_token().map(str::to_owned);

@@ -225,6 +225,19 @@ impl BlobSource {
     }
 }
 
+impl BlobSource {
+    /// Where cluster `cluster`'s status report is: only ever `<prefix><infraID>/` of the set, never
+    /// where a name with `/` or `..` would lead (the URL parser would resolve `..`).
+    fn status_name(&self, cluster: Option<&str>) -> Result<String, CloudError> {
+        if let Some(why) = cluster.and_then(|c| policy::clusters::valid_infra_id(c).err()) {
+            let message = format!("no status report for it: {why}");
+            let location = self.location.to_string();
+            return Err(CloudError::azure(OP_PUT, &location, None, "InvalidClusterName", &message, ErrorClass::Fatal));
+        }
+        Ok(self.location.status_name(cluster))
+    }
+}
+
 /// A store for `location`, re-checked at most every `ttl`.
 pub fn blob_policy_store(
     location: BlobLocation,
@@ -318,7 +331,8 @@ impl PolicySource for BlobSource {
             for blob in xml_elements(&body, "Blob") {
                 let Some(name) = xml_text(blob, "Name") else { continue };
                 let etag = normalize_etag(&xml_text(blob, "Etag").unwrap_or_default());
-                out.push(ListedObject { name, etag });
+                let size = xml_text(blob, "Content-Length").and_then(|n| n.trim().parse().ok());
+                out.push(ListedObject { name, etag, size });
             }
             marker = xml_text(&body, "NextMarker").filter(|m| !m.is_empty());
             if marker.is_none() {
@@ -376,7 +390,7 @@ impl PolicySource for BlobSource {
     }
 
     async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, CloudError> {
-        match self.get(&self.location.status_name(cluster), None).await {
+        match self.get(&self.status_name(cluster)?, None).await {
             Ok(found) => Ok(found.map(|o| o.text)),
             Err(e) if e.status == Some(404) => Ok(None),
             Err(e) => Err(e),
@@ -385,7 +399,7 @@ impl PolicySource for BlobSource {
 
     /// The status report beside the policy (a block blob).
     async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), CloudError> {
-        let name = self.location.status_name(cluster);
+        let name = self.status_name(cluster)?;
         let target = self.location.display_name(&name);
         let body = text.as_bytes().to_vec();
         let req = self
@@ -552,6 +566,21 @@ mod tests {
         let report = crate::status::StatusReport::new(Cloud::Azure, &store.location(), None, Vec::new(), Vec::new());
         let e = crate::status::store_io::write(&store, None, &report).await.expect_err("unreachable").to_string();
         assert!(e.contains("tagwarden-status.json") && !e.contains("SECRET"), "{e}");
+    }
+
+    /// Issue 35: a cluster name with `/` or `..` never becomes a status report's blob (the URL
+    /// parser would resolve `..` out of the set's folder); refused before any request.
+    #[tokio::test]
+    async fn a_status_report_only_in_a_clusters_own_folder() {
+        let location = loc("http://127.0.0.1:9/devstoreaccount1/policy/clusters/*/?sig=S");
+        let store = blob_policy_store(location, Duration::ZERO, reqwest::Client::new(), None, CallCounter::default());
+        for hostile in ["..", "../../x", "a-1/../b", "a%2F..", ""] {
+            let e = store.source.put_status(Some(hostile), "{}").await.expect_err(hostile);
+            assert_eq!(e.code, "InvalidClusterName", "{e}");
+            let e = store.source.get_status(Some(hostile)).await.expect_err(hostile);
+            assert_eq!(e.code, "InvalidClusterName", "{e}");
+        }
+        assert_eq!(store.source.calls.total(), 0, "nothing was sent");
     }
 
     #[test]

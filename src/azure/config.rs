@@ -50,6 +50,8 @@ pub struct Config {
     pub port: u16,
     pub policy: BlobLocation,
     pub policy_ttl: Duration,
+    /// The clusters enforced (`TAGWARDEN_CLUSTERS`): a set's others are never loaded.
+    pub clusters: Option<Vec<String>>,
     /// `TAGWARDEN_HTTP_TIMEOUT`: how long one HTTP request may take before it is retried.
     pub http_timeout: Duration,
     pub arm_endpoint: Url,
@@ -98,6 +100,7 @@ impl Config {
             fix: problem,
         })?;
         let policy_ttl = crate::config::policy_ttl(var("POLICY_TTL"))?;
+        let clusters = crate::config::clusters(var("TAGWARDEN_CLUSTERS"), policy.is_set)?;
         let http_timeout = match var("TAGWARDEN_HTTP_TIMEOUT") {
             None => DEFAULT_HTTP_TIMEOUT,
             Some(s) => s.parse::<u64>().ok().filter(|n| (1..=600).contains(n)).ok_or_else(|| ConfigError::Invalid {
@@ -219,6 +222,7 @@ impl Config {
             port,
             policy,
             policy_ttl,
+            clusters,
             http_timeout: Duration::from_secs(http_timeout),
             arm_endpoint,
             arm_audience,
@@ -330,6 +334,11 @@ mod tests {
         let mut v = BASE.to_vec();
         v.push(("TAGWARDEN_SWEEP_SCOPES", "/subscriptions/s,/subscriptions/s/resourceGroups/rg/providers/X/y/z"));
         assert!(cfg(&v).expect_err("scope").to_string().contains("TAGWARDEN_SWEEP_SCOPES"));
+        let mut v = BASE.to_vec();
+        v[0] = ("TAGWARDEN_POLICY", "https://acct.blob.core.windows.net/policy/clusters/*/");
+        assert!(cfg(&v).expect_err("set").to_string().starts_with("TAGWARDEN_CLUSTERS is not set"));
+        v.push(("TAGWARDEN_CLUSTERS", "a-1"));
+        assert_eq!(cfg(&v).expect("set").clusters, Some(vec!["a-1".to_string()]));
         let mut v = BASE.to_vec();
         v.push(("TAGWARDEN_ARM_ENDPOINT", "management.azure.com"));
         assert!(cfg(&v).expect_err("arm").to_string().contains("TAGWARDEN_ARM_ENDPOINT"));

@@ -85,7 +85,8 @@ impl Handler {
             http.clone(),
             Some(identity.clone()),
             calls.clone(),
-        );
+        )
+        .with_clusters(config.clusters.clone());
         let engine =
             Engine::new(ArmTagger { arm, sweep_scopes: config.sweep_scopes.clone() }, store, config.own.clone());
         let metrics = config

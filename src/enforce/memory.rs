@@ -215,7 +215,7 @@ impl PolicySource for Documents {
         Ok(docs
             .iter()
             .filter(|(n, _)| n.starts_with(prefix))
-            .map(|(n, t)| Document { name: n.clone(), etag: etag(t) })
+            .map(|(n, t)| Document { name: n.clone(), etag: etag(t), size: Some(t.len() as u64) })
             .collect())
     }
     fn no_documents(&self) -> CloudError {

@@ -453,7 +453,7 @@ pub async fn report_sweeps<S: PolicySource>(
 }
 
 #[cfg(test)]
-mod memory;
+pub(crate) mod memory;
 
 #[cfg(test)]
 mod tests {

@@ -95,6 +95,20 @@ pub struct Fetched {
     pub fingerprint: String,
     /// `(name, text)`, in any order: they are layered in name order.
     pub documents: Vec<(String, String)>,
+    /// Why documents of this version were refused before they were read (a limit a listing
+    /// showed passed): with none left, the version is rejected whole.
+    pub refused: Vec<String>,
+}
+
+impl Fetched {
+    pub fn new(fingerprint: String, documents: Vec<(String, String)>) -> Self {
+        Fetched { fingerprint, documents, refused: Vec::new() }
+    }
+
+    /// A version refused whole before it was read, for `why`.
+    pub fn refused(fingerprint: String, why: String) -> Self {
+        Fetched { fingerprint, documents: Vec::new(), refused: vec![why] }
+    }
 }
 
 #[derive(Default)]
@@ -102,8 +116,12 @@ pub struct PolicyCache {
     good: Option<Arc<LoadedPolicy>>,
     /// Fingerprint of the last version seen, good or rejected: not parsed again.
     seen: Option<String>,
-    /// In a cluster set, the infraID the cluster's key names: a policy for another is rejected.
+    /// In a cluster set, the infraID the cluster's key names: a layer that does not name it is
+    /// refused alone.
     expected_infra_id: Option<String>,
+    /// A single policy's deployment that lists its clusters (`TAGWARDEN_CLUSTERS`): a policy
+    /// for another cluster is rejected.
+    listed: Option<Vec<String>>,
     /// Document name → (ETag, text): a prefix re-downloads only what changed.
     // Read by `policy::store`, which only the cloud features build.
     #[cfg_attr(not(any(feature = "aws", feature = "azure")), allow(dead_code))]
@@ -117,6 +135,11 @@ impl PolicyCache {
     /// The cache of the cluster a set keeps under `infra_id`.
     pub fn for_cluster(infra_id: &str) -> Self {
         PolicyCache { expected_infra_id: Some(infra_id.to_string()), ..PolicyCache::default() }
+    }
+
+    /// The cache of a single policy whose deployment lists `listed` clusters (`None`: any).
+    pub fn single(listed: Option<Vec<String>>) -> Self {
+        PolicyCache { listed, ..PolicyCache::default() }
     }
 
     /// Whether a valid version has ever been read.
@@ -140,7 +163,7 @@ impl PolicyCache {
         match fetched {
             Ok(found) => {
                 self.read_error = None;
-                Ok(found.map(|f| self.accept(cloud, location, f.fingerprint, f.documents)))
+                Ok(found.map(|f| self.accept(cloud, location, f)))
             }
             Err(e) if self.good.is_some() => {
                 tracing::warn!(location, error = %e, "policy re-check failed; keeping the last known good version");
@@ -175,17 +198,28 @@ impl PolicyCache {
         Standing { state, errors }
     }
 
-    fn accept(
-        &mut self,
-        cloud: Cloud,
-        location: &str,
-        fingerprint: String,
-        docs: Vec<(String, String)>,
-    ) -> PolicyChange {
+    fn accept(&mut self, cloud: Cloud, location: &str, fetched: Fetched) -> PolicyChange {
+        let Fetched { fingerprint, documents, mut refused } = fetched;
         self.seen = Some(fingerprint.clone());
-        let checked = check(cloud, docs).and_then(|(policy, infra_id)| match &self.expected_infra_id {
-            Some(key) if *key != infra_id => Err(vec![format!(
-                "{location} holds the policy of cluster {infra_id}, not of {key}: a cluster's policy must be under its own infraID (move it under {infra_id}, or correct its infraID)"
+        let read = documents.len();
+        let documents = match &self.expected_infra_id {
+            Some(key) => own_layers(key, location, documents, &mut refused),
+            None => documents,
+        };
+        let checked =
+            if documents.is_empty() && !refused.is_empty() { Err(Vec::new()) } else { check(cloud, documents) };
+        let checked = match (checked, &self.expected_infra_id) {
+            // Every layer that was read was refused: fail closed for this cluster alone.
+            (Err(mut errors), Some(key)) if read > 0 && errors.is_empty() => {
+                errors.push(format!("no layer of {location} names cluster {key}: nothing of it is put in force (the version in force before, if any, stays); publish its policy with infraID {key} there"));
+                Err(errors)
+            }
+            (checked, _) => checked,
+        };
+        let checked = checked.and_then(|(policy, infra_id)| match &self.listed {
+            Some(listed) if !listed.contains(&infra_id) => Err(vec![format!(
+                "{location} holds the policy of cluster {infra_id}, which this deployment does not list (TAGWARDEN_CLUSTERS={}): add {infra_id} to the deployment's infra_ids, or publish the policy of a listed cluster there",
+                listed.join(",")
             )]),
             _ => Ok((policy, infra_id)),
         });
@@ -193,17 +227,54 @@ impl PolicyCache {
             Ok((policy, infra_id)) => {
                 let version = policy.version.clone();
                 self.good = Some(Arc::new(LoadedPolicy { policy, infra_id, fingerprint }));
-                self.last_rejection = None;
                 tracing::info!(location, version, "policy loaded");
-                PolicyChange::Loaded { version }
+                if refused.is_empty() {
+                    self.last_rejection = None;
+                    PolicyChange::Loaded { version }
+                } else {
+                    // The valid layers are in force; the refused ones are reported as a rejection.
+                    tracing::error!(location, errors = ?refused, "policy layers refused; the cluster's own layers are in force");
+                    self.last_rejection = Some(refused.clone());
+                    PolicyChange::Rejected { errors: refused }
+                }
             }
-            Err(errors) => {
+            Err(mut errors) => {
+                errors.extend(refused);
                 tracing::error!(location, ?errors, "policy rejected; keeping the last known good version");
                 self.last_rejection = Some(errors.clone());
                 PolicyChange::Rejected { errors }
             }
         }
     }
+}
+
+/// A set's cluster `key`: the layers that name its infraID themselves. A layer that names no
+/// infraID or another one is refused alone (into `refused`, with the fix), so no publisher can
+/// add tags to another cluster's policy or get it rejected by writing into its folder. A layer
+/// that cannot be read is kept: the whole version is rejected for it, as for any invalid layer.
+fn own_layers(
+    key: &str,
+    location: &str,
+    documents: Vec<(String, String)>,
+    refused: &mut Vec<String>,
+) -> Vec<(String, String)> {
+    documents
+        .into_iter()
+        .filter(|(name, text)| {
+            let why = match policy::load::declared_infra_id(name, text) {
+                Ok(Some(id)) if id == key => return true,
+                Err(_) => return true,
+                Ok(Some(other)) => format!(
+                    "layer {name:?} of {location} names infraID {other:?}, not {key}: refused, and the cluster's other layers stay in force; publish it into the folder of {other}, or correct its infraID to {key}"
+                ),
+                Ok(None) => format!(
+                    "layer {name:?} of {location} names no infraID: refused, and the cluster's other layers stay in force; every layer of a cluster set names its cluster: add infraID: {key} (or status.infrastructureName in an Infrastructure object)"
+                ),
+            };
+            refused.push(why);
+            false
+        })
+        .collect()
 }
 
 /// Load, validate and check a candidate version for `cloud`, with the function's rules: what the
@@ -229,10 +300,10 @@ mod tests {
     use super::*;
 
     fn doc(tags: &str) -> Fetched {
-        Fetched {
-            fingerprint: format!("fp-{tags}"),
-            documents: vec![("p.yaml".into(), format!("version: 1\ninfraID: c-1\ntags: {{{tags}}}\n"))],
-        }
+        Fetched::new(
+            format!("fp-{tags}"),
+            vec![("p.yaml".into(), format!("version: 1\ninfraID: c-1\ntags: {{{tags}}}\n"))],
+        )
     }
 
     #[test]
@@ -263,10 +334,10 @@ mod tests {
         assert_eq!(cache.record(Cloud::Aws, "l", Ok::<Option<Fetched>, String>(None)), Ok(None));
         assert_eq!(cache.standing().state, PolicyState::RejectedKeepingLastGood);
         // A policy for the other cloud is rejected.
-        let other = Fetched {
-            fingerprint: "fp-az".to_string(),
-            documents: vec![("p.yaml".into(), "version: 1\ncloud: azure\ninfraID: c\ntags: {a: b}\n".into())],
-        };
+        let other = Fetched::new(
+            "fp-az".to_string(),
+            vec![("p.yaml".into(), "version: 1\ncloud: azure\ninfraID: c\ntags: {a: b}\n".into())],
+        );
         let change = cache.record(Cloud::Aws, "l", Ok::<_, String>(Some(other))).expect("kept");
         assert!(matches!(change, Some(PolicyChange::Rejected { errors }) if errors[0].contains("azure")));
     }
@@ -276,7 +347,8 @@ mod tests {
         let mut cache = PolicyCache::for_cluster("c-2");
         let change = cache.record(Cloud::Aws, "s3://b/clusters/c-2/", Ok::<_, String>(Some(doc("team: a"))));
         let Ok(Some(PolicyChange::Rejected { errors })) = change else { panic!("{change:?}") };
-        assert!(errors[0].contains("cluster c-1, not of c-2"), "{errors:?}");
+        assert!(errors.iter().any(|e| e.contains("names infraID \"c-1\", not c-2")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.contains("no layer of s3://b/clusters/c-2/ names cluster c-2")), "{errors:?}");
         assert!(!cache.has_good());
         let mut cache = PolicyCache::for_cluster("c-1");
         let change = cache.record(Cloud::Aws, "s3://b/clusters/c-1/", Ok::<_, String>(Some(doc("team: a"))));

@@ -120,6 +120,28 @@ pub fn cluster_of(prefix: &str, name: &str) -> Option<String> {
     (!cluster.is_empty()).then(|| cluster.to_string())
 }
 
+/// The longest infraID taken: OpenShift's are 27 characters (a cluster name cut to 21, `-`, 5
+/// random); a set's folder or parameter of any other length is no cluster's.
+pub const MAX_INFRA_ID_LEN: usize = 64;
+
+/// Whether `id` can be a cluster's infraID, and so the one path segment of its folder (and of
+/// its status report) in a set: a letter or digit, then letters, digits, `-`, `_` or `.`.
+/// OpenShift's are lowercase letters, digits and `-`. Nothing else (no `/`, `..`, `%`, `?`,
+/// spaces), so a name a publisher chose can never lead a write outside the set's
+/// `<prefix><infraID>/`.
+pub fn valid_infra_id(id: &str) -> Result<(), String> {
+    let mut chars = id.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if first_ok && rest_ok && id.len() <= MAX_INFRA_ID_LEN {
+        Ok(())
+    } else {
+        Err(format!(
+            "{id:?} is not an infraID: expected a letter or digit, then letters, digits, '-', '_' or '.', at most {MAX_INFRA_ID_LEN} characters (the cluster's status.infrastructureName, e.g. mycluster-7xk2p)"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,5 +185,16 @@ mod tests {
         assert_eq!(cluster_of("/tagwarden/clusters/", "/tagwarden/clusters/c-3").as_deref(), Some("c-3"));
         assert_eq!(cluster_of("clusters/", "clusters//x.yaml"), None);
         assert_eq!(cluster_of("clusters/", "other/a-1/x.yaml"), None);
+    }
+
+    #[test]
+    fn an_infra_id_is_one_plain_path_segment() {
+        for ok in ["mycluster-7xk2p", "a", "A1.b_c-d", &"x".repeat(MAX_INFRA_ID_LEN)] {
+            assert_eq!(valid_infra_id(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "..", ".", "../b-2", "a/b", "a%2Fb", "-a", "a b", "a?x", "a#x", "é", "a\\b", &"x".repeat(65)] {
+            let e = valid_infra_id(bad).expect_err(bad);
+            assert!(e.contains("not an infraID") && e.contains("status.infrastructureName"), "{e}");
+        }
     }
 }

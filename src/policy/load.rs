@@ -17,8 +17,35 @@ use serde_json::{Map, Value};
 use super::{installer_yaml, Limits, Override, Pattern, Policy, Selector, Tag, TagSelector};
 use crate::cloud::Cloud;
 
+// The limits on what one deployment reads (issue 35), the one place they are set. A real policy
+// is a few kilobytes in one to three documents with a handful of overrides; these leave two orders
+// of magnitude of room and keep the worst case a deployment can be sent well inside the Lambda's
+// default 256 MB: a set's text at most `MAX_SET_BYTES`, one policy's parse at most
+// `MAX_CLUSTER_BYTES` and `MAX_OVERRIDES` globs of at most `MAX_PATTERN_BYTES`. The store refuses
+// what a listing already shows over a limit before it downloads anything, and counts while it reads
+// what the listing does not size; `load` refuses before parsing. Every refusal names its limit.
+
 /// Larger documents are refused: a real policy is a few kilobytes.
 pub const MAX_DOCUMENT_BYTES: usize = 1024 * 1024;
+/// Documents in one policy: a single prefix's, or one cluster's folder in a set.
+pub const MAX_CLUSTER_DOCUMENTS: usize = 20;
+/// Bytes of all the documents of one policy together.
+pub const MAX_CLUSTER_BYTES: usize = 1024 * 1024;
+/// Documents of every cluster a set deployment enforces, together.
+pub const MAX_SET_DOCUMENTS: usize = 1000;
+/// Bytes of every cluster a set deployment enforces, together.
+pub const MAX_SET_BYTES: usize = 16 * 1024 * 1024;
+/// Overrides (and `limits.resourceTagsByType` entries) in one policy, all documents together.
+pub const MAX_OVERRIDES: usize = 200;
+/// Bytes of one glob (an override's `type` or `id`, a `resourceTagsByType` key).
+pub const MAX_PATTERN_BYTES: usize = 256;
+/// Wildcards (`*`, `?`, `[`, `{`) in one glob.
+pub const MAX_PATTERN_WILDCARDS: usize = 8;
+
+/// A limit that was passed: `{scope}: {found} {what} is over the limit of {limit} ({name}); {fix}`.
+pub fn over_limit(scope: &str, found: usize, what: &str, name: &str, limit: usize, fix: &str) -> String {
+    format!("{scope}: {found} {what} is over the limit of {limit} ({name}); {fix}")
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
@@ -36,6 +63,9 @@ pub enum PolicyError {
         "policy documents disagree on {field}: {first} says {a:?}, {second} says {b:?}; make them agree or drop one"
     )]
     Conflict { field: &'static str, first: String, a: String, second: String, b: String },
+    /// One of the limits above: the message names it and the fix ([`over_limit`]).
+    #[error("{0}")]
+    OverLimit(String),
 }
 
 /// The document kinds tagwarden reads.
@@ -75,6 +105,33 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
     if docs.is_empty() {
         return Err(PolicyError::Empty);
     }
+    // Refused before anything is parsed.
+    if docs.len() > MAX_CLUSTER_DOCUMENTS {
+        let fix = "merge documents: a policy is usually one to three";
+        return Err(PolicyError::OverLimit(over_limit(
+            "policy",
+            docs.len(),
+            "documents",
+            "MAX_CLUSTER_DOCUMENTS",
+            MAX_CLUSTER_DOCUMENTS,
+            fix,
+        )));
+    }
+    if let Some((doc, text)) = docs.iter().find(|(_, t)| t.len() > MAX_DOCUMENT_BYTES) {
+        return Err(PolicyError::TooLarge { doc: doc.clone(), size: text.len(), max: MAX_DOCUMENT_BYTES });
+    }
+    let bytes: usize = docs.iter().map(|(_, t)| t.len()).sum();
+    if bytes > MAX_CLUSTER_BYTES {
+        let fix = "a real policy is a few kilobytes: drop what the cluster does not need";
+        return Err(PolicyError::OverLimit(over_limit(
+            "policy",
+            bytes,
+            "bytes in all its documents",
+            "MAX_CLUSTER_BYTES",
+            MAX_CLUSTER_BYTES,
+            fix,
+        )));
+    }
     docs.sort_by(|a, b| a.0.cmp(&b.0));
     let mut policy = Policy {
         documents: Vec::with_capacity(docs.len()),
@@ -91,7 +148,8 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
     let mut cloud_from: Option<String> = None;
     let mut infra_from: Option<String> = None;
     for (doc_index, (name, text)) in docs.into_iter().enumerate() {
-        let layer = parse_document(&name, &text)?.1;
+        let globs = policy.overrides.len() + policy.limits.resource_tags_by_type.len();
+        let layer = parse_document(&name, &text, MAX_OVERRIDES.saturating_sub(globs))?.1;
         if let Some(c) = layer.cloud {
             match (policy.cloud, &cloud_from) {
                 (Some(prev), Some(first)) if prev != c => {
@@ -150,10 +208,17 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
 
 /// Detect a document's kind; exposed for `tagwarden validate` to say what it read.
 pub fn detect(name: &str, text: &str) -> Result<DocumentKind, PolicyError> {
-    parse_document(name, text).map(|(k, _)| k)
+    parse_document(name, text, MAX_OVERRIDES).map(|(k, _)| k)
 }
 
-fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), PolicyError> {
+/// The infraID one document names by itself (`status.infrastructureName`, or `infraID` in a
+/// tagwarden.yaml), if any: a set's layer must name its folder's.
+pub fn declared_infra_id(name: &str, text: &str) -> Result<Option<String>, PolicyError> {
+    parse_document(name, text, MAX_OVERRIDES).map(|(_, layer)| layer.infra_id)
+}
+
+/// One document, with room for `globs` more overrides and per-type limits in its policy.
+fn parse_document(name: &str, text: &str, globs: usize) -> Result<(DocumentKind, Layer), PolicyError> {
     if text.len() > MAX_DOCUMENT_BYTES {
         return Err(PolicyError::TooLarge { doc: name.to_string(), size: text.len(), max: MAX_DOCUMENT_BYTES });
     }
@@ -220,7 +285,7 @@ fn parse_document(name: &str, text: &str) -> Result<(DocumentKind, Layer), Polic
     }
     const NATIVE_KEYS: &[&str] = &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "enforce"];
     if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
-        return Ok((DocumentKind::Native, d.native(Value::Object(obj))?));
+        return Ok((DocumentKind::Native, d.native(Value::Object(obj), globs)?));
     }
     // Also `{}`: an empty set of desired tags is valid and plans no write.
     if obj.values().all(is_scalar) {
@@ -327,6 +392,35 @@ impl Doc<'_> {
         Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status: p.user_tags, ..Layer::default() })
     }
 
+    /// A glob at `path`, refused before it is compiled when it is longer or has more wildcards
+    /// than the limits allow.
+    fn glob(&self, path: &str, p: &str) -> Result<Pattern, PolicyError> {
+        let wildcards = p.chars().filter(|c| matches!(c, '*' | '?' | '[' | '{')).count();
+        let scope = format!("policy {}: {path}", self.name);
+        let fix = "a resource type or name pattern needs a few wildcards: write a simpler glob";
+        if p.len() > MAX_PATTERN_BYTES {
+            return Err(PolicyError::OverLimit(over_limit(
+                &scope,
+                p.len(),
+                "bytes of glob",
+                "MAX_PATTERN_BYTES",
+                MAX_PATTERN_BYTES,
+                fix,
+            )));
+        }
+        if wildcards > MAX_PATTERN_WILDCARDS {
+            return Err(PolicyError::OverLimit(over_limit(
+                &scope,
+                wildcards,
+                "wildcards in one glob",
+                "MAX_PATTERN_WILDCARDS",
+                MAX_PATTERN_WILDCARDS,
+                fix,
+            )));
+        }
+        Pattern::new(p).map_err(|e| self.field(path, format!("bad glob {p:?}: {e}")))
+    }
+
     fn tag_map(&self, m: &Map<String, Value>, path: &str) -> Result<Vec<(String, String)>, PolicyError> {
         m.iter()
             .map(|(k, v)| {
@@ -337,7 +431,31 @@ impl Doc<'_> {
             .collect()
     }
 
-    fn native(&self, value: Value) -> Result<Layer, PolicyError> {
+    fn native(&self, value: Value, globs: usize) -> Result<Layer, PolicyError> {
+        // Counted before anything is compiled: globs are what costs (issue 35).
+        let entries = |p: &str| match value.pointer(p) {
+            Some(Value::Array(a)) => a.len(),
+            Some(Value::Object(o)) => o.len(),
+            _ => 0,
+        };
+        let found = entries("/overrides") + entries("/limits/resourceTagsByType");
+        if found > globs {
+            let earlier = MAX_OVERRIDES - globs;
+            let what = match earlier {
+                0 => "overrides and resourceTagsByType entries".to_string(),
+                n => format!("overrides and resourceTagsByType entries (with the {n} of earlier documents)"),
+            };
+            let fix = "merge overrides that set the same tags (one glob covers many resources)";
+            let scope = format!("policy {}", self.name);
+            return Err(PolicyError::OverLimit(over_limit(
+                &scope,
+                found + earlier,
+                &what,
+                "MAX_OVERRIDES",
+                MAX_OVERRIDES,
+                fix,
+            )));
+        }
         let doc: NativeDoc = serde_json::from_value(value).map_err(|e| self.field("tagwarden.yaml", e.to_string()))?;
         if doc.version != 1 {
             return Err(self.field(
@@ -350,11 +468,7 @@ impl Doc<'_> {
         for (i, o) in doc.overrides.into_iter().enumerate() {
             let path = format!("overrides[{i}]");
             let pattern = |p: Option<String>, field: &str| -> Result<Option<Pattern>, PolicyError> {
-                p.map(|p| {
-                    Pattern::new(&p)
-                        .map_err(|e| self.field(&format!("{path}.selector.{field}"), format!("bad glob {p:?}: {e}")))
-                })
-                .transpose()
+                p.map(|p| self.glob(&format!("{path}.selector.{field}"), &p)).transpose()
             };
             let s = o.selector;
             if s.resource_type.is_none() && s.id.is_none() && s.tag.is_none() {
@@ -373,8 +487,7 @@ impl Doc<'_> {
         let limits = doc.limits.unwrap_or_default();
         let mut by_type = Vec::new();
         for (p, n) in limits.resource_tags_by_type {
-            let pat = Pattern::new(&p)
-                .map_err(|e| self.field("limits.resourceTagsByType", format!("bad glob {p:?}: {e}")))?;
+            let pat = self.glob("limits.resourceTagsByType", &p)?;
             by_type.push((pat, n));
         }
         for (field, n) in [("limits.userTags", limits.user_tags), ("limits.resourceTags", limits.resource_tags)] {

@@ -54,6 +54,21 @@ impl TagChanges {
     pub fn is_empty(&self) -> bool {
         self.added.is_empty() && self.changed.is_empty() && self.removed.is_empty()
     }
+
+    /// The same changes with the values of keys `policies` mark sensitive as hashes, as the
+    /// function logs them (`Policy::loggable`): a publisher's output is a log too.
+    pub fn masked(self, policies: &[&crate::policy::Policy]) -> Self {
+        let show = |k: &str, v: String| match policies.iter().find(|p| p.loggable(k, &v) != v.as_str()) {
+            Some(p) => p.loggable(k, &v).into_owned(),
+            None => v,
+        };
+        let map = |m: TagMap| m.into_iter().map(|(k, v)| (k.clone(), show(&k, v))).collect();
+        TagChanges {
+            added: map(self.added),
+            changed: self.changed.into_iter().map(|(k, [o, n])| (k.clone(), [show(&k, o), show(&k, n)])).collect(),
+            removed: map(self.removed),
+        }
+    }
 }
 
 /// What `publish` decided before writing.
@@ -87,8 +102,11 @@ pub fn decide(cloud: Cloud, name: &str, text: &str, others: &[(String, String)],
         return Verdict::Unchanged;
     }
     // What is published now may itself be invalid (or absent): then every tag is an addition.
-    let old = check(cloud, with(current)).map(|(p, _)| p.base_tags(cloud)).unwrap_or_default();
-    Verdict::Write { changes: TagChanges::between(&old, &new.base_tags(cloud)), infra_id }
+    let old = check(cloud, with(current)).ok().map(|(p, _)| p);
+    let changes =
+        TagChanges::between(&old.as_ref().map(|p| p.base_tags(cloud)).unwrap_or_default(), &new.base_tags(cloud));
+    let changes = changes.masked(&[Some(&new), old.as_ref()].into_iter().flatten().collect::<Vec<_>>());
+    Verdict::Write { changes, infra_id }
 }
 
 /// How a publish ended.
@@ -123,10 +141,15 @@ impl PublishOutcome {
 /// Publish `text` to `store`'s location (its object, or the cluster layer of its prefix): refuse
 /// what the function would reject, skip what is already published, and otherwise write it
 /// conditionally on the version read.
+///
+/// Into a cluster set, the folder is `cluster`, which the caller names or proves (`--cluster`,
+/// or the cluster's own Infrastructure object), never the document alone: a document must name
+/// that same infraID, or it is refused. Without `cluster`, a set refuses (the fix is the flag).
 #[cfg(any(feature = "aws", feature = "azure"))]
 pub async fn publish<S: PolicySource>(
     store: &PolicyStore<S>,
     text: &str,
+    cluster: Option<&str>,
     dry_run: bool,
 ) -> Result<PublishOutcome, PublishError> {
     let cloud_error = |e: S::Error| PublishError::Cloud(Box::new(e));
@@ -137,15 +160,12 @@ pub async fn publish<S: PolicySource>(
             let others: Vec<(String, String)> = others.into_iter().filter(|(n, _)| n != CLUSTER_LAYER).collect();
             (format!("{prefix}{CLUSTER_LAYER}"), CLUSTER_LAYER.to_string(), others)
         }
-        // A set: the document goes under the infraID it names, beside that cluster's other layers.
+        // A set: the document goes into the folder named for it, which it must name itself, beside
+        // that cluster's other layers.
         Layout::Set(prefix) => {
-            let infra_id = match crate::policy::load(vec![(CLUSTER_LAYER.to_string(), text.to_string())]) {
-                Ok(p) => p.infra_id,
-                Err(e) => return Ok(PublishOutcome::refused(store.location(), vec![e.to_string()])),
-            };
-            let Some(infra_id) = infra_id else {
-                let why = "a cluster set keeps each cluster's policy under its infraID, and this document names none (status.infrastructureName, or infraID in a tagwarden.yaml)";
-                return Ok(PublishOutcome::refused(store.location(), vec![why.to_string()]));
+            let infra_id = match set_folder(text, cluster) {
+                Ok(id) => id,
+                Err(why) => return Ok(PublishOutcome::refused(store.location(), vec![why])),
             };
             // Entries without an extension (SSM parameters) are each a cluster's whole policy.
             if store.source.is_document(&format!("{prefix}{infra_id}")) {
@@ -190,6 +210,28 @@ pub async fn publish<S: PolicySource>(
         ("written", Some(written))
     };
     Ok(PublishOutcome { location, result, version, infra_id: Some(infra_id), changes, violations: Vec::new() })
+}
+
+/// The folder of a set a document goes into: `cluster`, which the document must name itself (as
+/// the function requires of every layer), and a valid infraID. The document alone never chooses.
+pub fn set_folder(text: &str, cluster: Option<&str>) -> Result<String, String> {
+    let declared = crate::policy::load::declared_infra_id(CLUSTER_LAYER, text).map_err(|e| e.to_string())?;
+    let Some(cluster) = cluster else {
+        return Err(format!(
+            "a cluster set keeps each cluster's policy in the folder of its infraID, and a publisher names that folder, not the document: pass --cluster {} (or publish --from-cluster, which reads it from the cluster's Infrastructure object)",
+            declared.as_deref().unwrap_or("INFRA_ID")
+        ));
+    };
+    crate::policy::clusters::valid_infra_id(cluster)?;
+    match declared {
+        Some(id) if id == cluster => Ok(id),
+        Some(id) => Err(format!(
+            "the document names infraID {id:?}, but it is published for cluster {cluster}: the function refuses a layer that does not name its folder's cluster; publish the policy of {cluster}, or correct the document's infraID"
+        )),
+        None => Err(format!(
+            "the document names no infraID, and every layer of a cluster set must name its cluster: add infraID: {cluster} (or publish the Infrastructure object, whose status.infrastructureName names it)"
+        )),
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -239,6 +281,41 @@ mod tests {
             panic!("a write")
         };
         assert_eq!(changes.added.len(), 3);
+    }
+
+    /// Issue 35: into a set, the folder is named by the publisher and proven by the document.
+    #[test]
+    fn a_sets_folder_is_named_not_taken_from_the_document() {
+        assert_eq!(set_folder(&doc("a: b"), Some("c-1")), Ok("c-1".to_string()));
+        let e = set_folder(&doc("a: b"), None).expect_err("no folder named");
+        assert!(e.contains("pass --cluster c-1") && e.contains("--from-cluster"), "{e}");
+        let e = set_folder(&doc("a: b"), Some("c-2")).expect_err("another cluster's folder");
+        assert!(e.contains("names infraID \"c-1\", but it is published for cluster c-2"), "{e}");
+        let e = set_folder("version: 1\ntags: {a: b}\n", Some("c-2")).expect_err("names none");
+        assert!(e.contains("add infraID: c-2"), "{e}");
+        let hostile = "version: 1\ninfraID: ../c-2\ntags: {a: b}\n";
+        assert!(set_folder(hostile, Some("../c-2")).expect_err("not a folder").contains("is not an infraID"));
+    }
+
+    /// Issue 35: the publisher prints sensitive values as the function logs them, hashed.
+    #[test]
+    fn sensitive_values_are_printed_as_hashes() {
+        let old = "version: 1\ninfraID: c-1\nsensitive: [cost-center]\ntags: {cost-center: '4711', team: a}\n";
+        let new = "version: 1\ninfraID: c-1\nsensitive: [Cost-Center]\ntags: {cost-center: '4712', team: b, x: y}\n";
+        let Verdict::Write { changes, .. } = decide(Cloud::Aws, "p.yaml", new, &[], Some(old)) else {
+            panic!("a write")
+        };
+        let shown = serde_json::to_string(&changes).expect("json");
+        assert!(!shown.contains("4711") && !shown.contains("4712") && shown.contains("sha256:"), "{shown}");
+        assert_eq!(changes.changed["team"], ["a".to_string(), "b".to_string()], "others are shown");
+        let Verdict::Write { changes, .. } = decide(Cloud::Aws, "p.yaml", &doc("cost-center: '1'"), &[], Some(old))
+        else {
+            panic!("a write")
+        };
+        assert!(
+            changes.changed["cost-center"].iter().all(|v| v.starts_with("sha256:")),
+            "sensitive before: {changes:?}"
+        );
     }
 
     #[test]

@@ -65,7 +65,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         account,
         ..Tagger::new(clients.clone())
     };
-    let mut engine = Engine::new(tagger, policy_store(&clients, config.policy, config.policy_ttl), config.own);
+    let store = policy_store(&clients, config.policy, config.policy_ttl).with_clusters(config.clusters);
+    let mut engine = Engine::new(tagger, store, config.own);
     engine.set_concurrency(config.concurrency);
     let engine = Arc::new(engine);
     // The payload as its JSON text: `function` reads it once into its `Payload` (a shape it does

@@ -15,6 +15,8 @@
 //!   string is passed through; without one, a managed-identity token for storage is used);
 //! - `TAGWARDEN_ARM_ENDPOINT`: default `https://management.azure.com`;
 //! - `POLICY_TTL`: seconds between policy re-checks on a warm instance (default 60);
+//! - `TAGWARDEN_CLUSTERS`: the infraIDs enforced, comma-separated; required for a cluster set
+//!   (`…/PREFIX/*/`), whose folders of other clusters are never loaded;
 //! - `TAGWARDEN_HTTP_TIMEOUT`: seconds one HTTP request may take before it is retried (default 30);
 //! - `IDENTITY_ENDPOINT`, `IDENTITY_HEADER`: set by App Service for the managed identity;
 //! - `TAGWARDEN_SELF_CLIENT_ID`, `TAGWARDEN_SELF_PRINCIPAL_ID`: the function's own identity —

@@ -33,6 +33,12 @@ module "tagwarden" {
   # resources of, written through the Tagging API under the ownership condition.
   extra_tag_actions = var.extra_tag_actions
 
+  # Route 53 cannot condition a tag write on the ownership tag: only the zones named here are
+  # writable (none by default; an owned zone's drift is then reported as AccessDenied).
+  route53_writable_resources = length(concat(var.route53_hosted_zone_ids, var.route53_health_check_ids)) == 0 ? {} : {
+    (var.infra_id) = { hosted_zone_ids = var.route53_hosted_zone_ids, health_check_ids = var.route53_health_check_ids }
+  }
+
   sweep_schedule   = "rate(1 hour)"
   create_sns_topic = true
 

@@ -42,3 +42,15 @@ variable "extra_tag_actions" {
   type        = list(string)
   default     = []
 }
+
+variable "route53_hosted_zone_ids" {
+  description = "The cluster's own Route 53 hosted zones (its private zone, `aws route53 list-hosted-zones-by-name --dns-name <cluster domain>`) whose tags the function may write; none by default (the module's `route53_writable_resources`)."
+  type        = list(string)
+  default     = []
+}
+
+variable "route53_health_check_ids" {
+  description = "The cluster's own Route 53 health checks whose tags the function may write; none by default (the module's `route53_writable_resources`)."
+  type        = list(string)
+  default     = []
+}

@@ -169,7 +169,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     let location: PolicyLocation =
         format!("s3://{POLICY_BUCKET}/cluster/infrastructure.yaml").parse().map_err(anyhow::Error::msg)?;
     let target = policy_store(&clients, location.clone(), Duration::ZERO);
-    let published = publish(&target, INFRASTRUCTURE, false).await?;
+    let published = publish(&target, INFRASTRUCTURE, None, false).await?;
     println!(
         "   {} (version {}): {}",
         published.result,
@@ -275,9 +275,9 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         "- {key: cost-center, value: \"5151\"}\n        - {key: owner-team, value: sre}",
     );
     let invalid = edited.replace("owner-team", "aws:owner-team");
-    let refused = publish(&target, &invalid, false).await?;
+    let refused = publish(&target, &invalid, None, false).await?;
     println!("   a typo'd edit (aws:owner-team) is {}: {}", refused.result, refused.violations.join("; "));
-    let republished = publish(&target, &edited, false).await?;
+    let republished = publish(&target, &edited, None, false).await?;
     println!(
         "   {} (version {}): {}",
         republished.result,

@@ -21,7 +21,7 @@ pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, po
             continue;
         }
         if path.is_dir() {
-            let mut found = 0;
+            let mut files = Vec::new();
             let entries =
                 std::fs::read_dir(path).with_context(|| format!("cannot read policy directory {}", path.display()))?;
             for entry in entries {
@@ -29,24 +29,42 @@ pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, po
                 let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let policy_ext = matches!(file.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"));
                 if file.is_file() && policy_ext && !name.starts_with('.') && name != policy::STATUS_REPORT_NAME {
-                    docs.push((name, read_text(&file)?));
-                    found += 1;
+                    files.push((name, file));
                 }
             }
-            if found == 0 {
+            if files.is_empty() {
                 bail!("policy directory {} holds no .yaml, .yml or .json file", path.display());
+            }
+            // Counted before anything is read, as the function counts a listing.
+            let max = policy::load::MAX_CLUSTER_DOCUMENTS;
+            if files.len() > max {
+                let fix = "merge documents: a policy is usually one to three";
+                let why = policy::load::over_limit(
+                    &path.display().to_string(),
+                    files.len(),
+                    "documents",
+                    "MAX_CLUSTER_DOCUMENTS",
+                    max,
+                    fix,
+                );
+                return Err(policy::PolicyError::OverLimit(why).into());
+            }
+            for (name, file) in files {
+                docs.push((name, read_text(&file)?));
             }
         } else {
             docs.push((path.display().to_string(), read_text(path)?));
         }
     }
+    // Loaded first: its limits refuse before any document is parsed (issue 35).
+    let policy = policy::load(docs.clone())?;
     let kinds = docs
         .iter()
         .map(|(name, text)| policy::load::detect(name, text).map(|k| (name.clone(), k)))
         .collect::<Result<Vec<_>, _>>()?;
     let mut kinds = kinds;
     kinds.sort();
-    Ok((policy::load(docs)?, kinds))
+    Ok((policy, kinds))
 }
 
 #[cfg(feature = "aws")]

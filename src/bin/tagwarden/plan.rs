@@ -70,13 +70,28 @@ pub fn run(args: Args) -> Result<(), Failure> {
         );
         return Err(Failure::Invalid(None));
     }
-    let plan = plan::plan(&policy, cloud, &infra_id, &resource, &current);
+    let plan = shown(&policy, plan::plan(&policy, cloud, &infra_id, &resource, &current));
     if args.json {
         print_json(&PlanOutput { plan: &plan, infra_id: &infra_id, policy_version: &policy.version })?;
     } else {
         print_human(&plan, cloud, &infra_id)?;
     }
     Ok(())
+}
+
+/// The plan as it may be printed: values of keys the policy marks sensitive are hashes, as the
+/// function logs them.
+fn shown(policy: &tagwarden::policy::Policy, mut p: plan::Plan) -> plan::Plan {
+    let hide = |k: &str, v: &str| policy.loggable(k, v).into_owned();
+    p.set = p.set.iter().map(|(k, v)| (k.clone(), hide(k, v))).collect();
+    for c in &mut p.changes {
+        c.old = c.old.as_deref().map(|v| hide(&c.key, v));
+        c.new = hide(&c.key, &c.new);
+    }
+    for s in &mut p.superseded {
+        s.value = hide(&s.key, &s.value);
+    }
+    p
 }
 
 fn print_human(p: &plan::Plan, cloud: Cloud, infra_id: &str) -> anyhow::Result<()> {

@@ -54,9 +54,15 @@ pub struct Args {
     #[arg(long, value_name = "ADDR", requires = "watch")]
     listen: Option<std::net::SocketAddr>,
     /// Where the function reads the policy: s3://bucket/key, s3://bucket/prefix/ (written as
-    /// 10-cluster.yaml), ssm:/parameter/name, or a blob URL with a SAS.
+    /// 10-cluster.yaml), ssm:/parameter/name, or a blob URL with a SAS; or a cluster set
+    /// (s3://bucket/prefix/*/, ssm:/path/*, …/PREFIX/*/), with --cluster.
     #[arg(long, value_name = "DEST")]
     to: String,
+    /// Into a cluster set: the cluster (infraID) whose folder the policy goes into; the document
+    /// must name the same. With --from-cluster and the Infrastructure object, its
+    /// status.infrastructureName is used (and this, if given, must equal it).
+    #[arg(long, value_name = "INFRA_ID")]
+    cluster: Option<String>,
     /// AWS region (default: the SDK's, from AWS_REGION or the profile).
     #[arg(long)]
     region: Option<String>,
@@ -84,9 +90,29 @@ async fn run_async(args: Args) -> Result<(), Failure> {
     } else {
         read_text(&path)?
     };
-    let outcome = target.publish(&text, args.dry_run).await.map_err(publish_error)?;
+    let outcome = target.publish(&text, args.cluster.as_deref(), args.dry_run).await.map_err(publish_error)?;
     show(&outcome, args.json, false)?;
     ended(&outcome)
+}
+
+/// The cluster a set's folder is for, with --from-cluster: the Infrastructure object's own
+/// status.infrastructureName (the cluster says who it is; `--cluster`, if given, must agree), or
+/// for a ConfigMap source, `--cluster` alone (a ConfigMap is anyone's to edit in its namespace).
+#[cfg(feature = "kube")]
+fn proven_cluster(
+    args: &Args,
+    source: &tagwarden::cluster::ClusterSource,
+    doc: &tagwarden::cluster::SourceDocument,
+) -> Result<Option<String>, String> {
+    use tagwarden::cluster::ClusterSource;
+    let ClusterSource::Infrastructure = source else { return Ok(args.cluster.clone()) };
+    let own = tagwarden::policy::load::declared_infra_id(&doc.name, &doc.text).ok().flatten();
+    match (own, &args.cluster) {
+        (Some(own), Some(flag)) if own != *flag => Err(format!(
+            "--cluster {flag} contradicts the cluster's Infrastructure object, whose status.infrastructureName is {own}: drop --cluster, or run this publisher in cluster {flag}"
+        )),
+        (own, flag) => Ok(own.or_else(|| flag.clone())),
+    }
 }
 
 /// A lost race is a write that did not land (exit 2: run again); anything else kept the
@@ -169,11 +195,15 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
         })?,
         None => ClusterSource::Infrastructure,
     };
+    if args.watch {
+        refuse_sas_in_location(&args.to).map_err(|e| Failure::Invalid(Some(e)))?;
+    }
     let client = cluster::client(args.kubeconfig.as_deref()).await?;
     if !args.watch {
         let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
         let doc = cluster::read_once(&client, &source).await?;
-        let outcome = target.publish(&doc.text, args.dry_run).await.map_err(publish_error)?;
+        let cluster = proven_cluster(args, &source, &doc).map_err(|e| Failure::Invalid(Some(anyhow::anyhow!(e))))?;
+        let outcome = target.publish(&doc.text, cluster.as_deref(), args.dry_run).await.map_err(publish_error)?;
         show(&outcome, args.json, false)?;
         return ended(&outcome);
     }
@@ -193,7 +223,7 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
     let target = connect_reporting(args, &mirror, &health).await?;
     let target = &target;
     let restarts = Arc::new(AtomicU64::new(0));
-    let changes = cluster::watch_counting(client, source, restarts.clone());
+    let changes = cluster::watch_counting(client, source.clone(), restarts.clone());
     let mut changes = std::pin::pin!(changes);
     let mut tick = tokio::time::interval(Duration::from_secs(args.status_interval));
     let resync_every = Duration::from_secs(args.resync);
@@ -257,7 +287,10 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
         };
         health.watch_restarted(restarts.load(Ordering::Relaxed));
         let Some(doc) = pending.as_ref().filter(|_| attempt) else { continue };
-        let published = target.publish(&doc.text, args.dry_run).await;
+        let published = match proven_cluster(args, &source, doc) {
+            Ok(cluster) => target.publish(&doc.text, cluster.as_deref(), args.dry_run).await,
+            Err(why) => Ok(PublishOutcome::refused(facts.location.clone(), vec![why])),
+        };
         // Ready once a first publish was decided (even a failed one: `Degraded` says why).
         health.set_ready();
         decided = true;
@@ -340,6 +373,20 @@ async fn connect_reporting(
 #[cfg(feature = "kube")]
 fn unix_now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or_default()
+}
+
+/// The in-cluster publisher (`--watch`) takes its location from the ConfigMap `tagwarden-settings`
+/// (`policy-location`), which anyone with `view` on the namespace reads: a SAS there is a
+/// credential in the open, refused with the fix (deploy/kubernetes/README.md).
+#[cfg(feature = "kube")]
+fn refuse_sas_in_location(to: &str) -> anyhow::Result<()> {
+    let blob = to.starts_with("https://") || to.starts_with("http://");
+    match to.split_once('?') {
+        Some((plain, query)) if blob && !query.is_empty() => anyhow::bail!(
+            "the policy location {plain}?… carries a SAS query string, and policy-location comes from a ConfigMap that anyone with view on the namespace reads: set policy-location to the plain URL {plain} and authenticate with Workload Identity (deploy/kubernetes/README.md), or put the SAS in the Secret tagwarden-blob-sas (TAGWARDEN_BLOB_SAS); then rotate this SAS, it has been exposed"
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// A credential that expires within [`EXPIRY_WARNING`], said before it happens.

@@ -18,6 +18,11 @@ pub struct Args {
     /// with its SAS (…/CONTAINER/BLOB?SAS, …/PREFIX/?SAS, …/PREFIX/*/?SAS).
     #[arg(long, value_name = "SRC")]
     policy: String,
+    /// A cluster (infraID) to sweep; repeat for several. A cluster set is swept only for the
+    /// clusters named here (as the function enforces only those of TAGWARDEN_CLUSTERS); for a
+    /// single policy, its infraID must be one of them.
+    #[arg(long = "cluster", value_name = "INFRA_ID")]
+    clusters: Vec<String>,
     /// AWS region (default: the SDK's, from AWS_REGION or the profile).
     #[arg(long)]
     region: Option<String>,
@@ -57,6 +62,9 @@ struct Summary {
     /// Why the single policy's newer version was rejected (the one in force was swept).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     rejected: Vec<String>,
+    /// A set's clusters that published a policy but were not named with --cluster: not swept.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_named: Vec<String>,
     seconds: f64,
     api_calls: BTreeMap<String, u64>,
     records: Vec<Record>,
@@ -130,6 +138,9 @@ impl Counts {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
+    if let Some(why) = args.clusters.iter().find_map(|c| tagwarden::policy::clusters::valid_infra_id(c).err()) {
+        return Err(Failure::Invalid(Some(anyhow::anyhow!("--cluster {why}"))));
+    }
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     let azure = args.policy.starts_with("https://") || args.policy.starts_with("http://");
     let swept = if azure {
@@ -145,6 +156,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         println!("policy        {} (version {})", summary.policy, summary.policy_version.as_deref().unwrap_or("-"));
         if !summary.rejected.is_empty() {
             println!("rejected      a newer policy: {}; the version above stays in force", summary.rejected.join("; "));
+        }
+        if !summary.not_named.is_empty() {
+            println!("not swept     {} (not named with --cluster)", summary.not_named.join(", "));
         }
         for c in &summary.clusters {
             let version = c.policy_version.as_deref().unwrap_or("-");
@@ -263,7 +277,9 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     tagwarden::aws::preflight(&config).await?;
     let clients = Clients::new(&config);
     let tagger = Tagger { ec2_batch: usize::from(args.ec2_batch), ..Tagger::new(clients.clone()) };
-    let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO);
+    let set = matches!(location, PolicyLocation::S3Set { .. } | PolicyLocation::SsmSet { .. });
+    let clusters = listed(args, set, &location)?;
+    let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO).with_clusters(clusters);
     let mut engine = Engine::new(tagger, store, Vec::new());
     engine.set_concurrency(args.concurrency);
     engine.dry_run = args.dry_run;
@@ -296,6 +312,7 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::enforce::Engine;
 
     let location: BlobLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
+    let clusters = listed(args, location.is_set, &location)?;
     if !location.has_sas() {
         anyhow::bail!(
             "{location}: the CLI reads the policy blob with a SAS only; append one to the URL (az storage blob generate-sas --as-user …)"
@@ -319,7 +336,8 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let audience = arm_audience(&endpoint, std::env::var("TAGWARDEN_ARM_AUDIENCE").ok().as_deref());
     let identity = Arc::new(ManagedIdentity::given(&audience, token.trim().to_string(), calls.clone()));
     let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone()).with_audience(&audience);
-    let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone());
+    let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone())
+        .with_clusters(clusters);
     let mut engine = Engine::new(ArmTagger { arm, sweep_scopes: args.scope.clone() }, store, Vec::new());
     engine.set_concurrency(args.concurrency);
     engine.dry_run = args.dry_run;
@@ -334,11 +352,29 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     anyhow::bail!("{}: this build has no Azure support; build tagwarden with --features azure", args.policy)
 }
 
+/// The clusters to sweep (`--cluster`): a set needs them, as the function needs
+/// TAGWARDEN_CLUSTERS; a single policy is checked against them when given.
+#[cfg(any(feature = "aws", feature = "azure"))]
+fn listed(args: &Args, set: bool, location: &impl std::fmt::Display) -> anyhow::Result<Option<Vec<String>>> {
+    if set && args.clusters.is_empty() {
+        anyhow::bail!(
+            "{location} is a cluster set, swept only for the clusters you name: pass --cluster INFRA_ID for each (tagwarden status --policy {location} lists those that published)"
+        );
+    }
+    Ok((!args.clusters.is_empty()).then(|| args.clusters.clone()))
+}
+
 fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
-    let Swept { policy, is_set, out, api_calls, seconds } = swept;
+    let Swept { policy, is_set, mut out, api_calls, seconds } = swept;
     if let Some(e) = &out.error {
         return Err(anyhow::anyhow!("{e}").into());
     }
+    // A set's folders of clusters not named: the user's choice, not a rejected policy.
+    let (rejected, unnamed): (Vec<_>, Vec<_>) = std::mem::take(&mut out.rejected)
+        .into_iter()
+        .partition(|r| r.cluster.as_ref().is_none_or(|c| args.clusters.contains(c)));
+    out.rejected = rejected;
+    let not_named = unnamed.into_iter().filter_map(|r| r.cluster).collect();
     let mut clusters: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
     for r in &out.records {
         if let Some(id) = &r.infra_id {
@@ -376,6 +412,7 @@ fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
         totals: Counts::of(out.records.iter()),
         clusters,
         rejected,
+        not_named,
         seconds,
         api_calls,
         records: out.records,

@@ -79,12 +79,18 @@ impl Target {
         )
     }
 
-    pub async fn publish(&self, text: &str, dry_run: bool) -> Result<PublishOutcome, PublishError> {
+    /// Publish `text`; into a cluster set, into the folder of `cluster` (which it must name).
+    pub async fn publish(
+        &self,
+        text: &str,
+        cluster: Option<&str>,
+        dry_run: bool,
+    ) -> Result<PublishOutcome, PublishError> {
         match self {
             #[cfg(feature = "aws")]
-            Target::Aws(store) => publish::publish(store, text, dry_run).await,
+            Target::Aws(store) => publish::publish(store, text, cluster, dry_run).await,
             #[cfg(feature = "azure")]
-            Target::Blob(store) => publish::publish(store, text, dry_run).await,
+            Target::Blob(store) => publish::publish(store, text, cluster, dry_run).await,
         }
     }
 

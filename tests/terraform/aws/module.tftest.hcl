@@ -177,8 +177,42 @@ run "batching_defaults" {
     error_message = "visibility timeout ${aws_sqs_queue.events.visibility_timeout_seconds}, want 6 x timeout + window = 1802"
   }
   assert {
-    condition     = output.ec2_writes_per_second_bound.per_invocation == 2 && output.ec2_writes_per_second_bound.event_path == 4 && output.ec2_writes_per_second_bound.all_invocations == null
+    condition     = output.ec2_writes_per_second_bound.per_invocation == 2 && output.ec2_writes_per_second_bound.event_path == 4 && output.ec2_writes_per_second_bound.all_invocations == 6
     error_message = "ec2_writes_per_second_bound: ${jsonencode(output.ec2_writes_per_second_bound)}"
+  }
+  # Issue 35 item 5: reserved concurrency by default (sqs_maximum_concurrency + 1 = 3), so the
+  # documented bound (2 x 3 = 6 CreateTags a second) holds under a storm of policy writes.
+  assert {
+    condition     = aws_lambda_function.this.reserved_concurrent_executions == 3
+    error_message = "reserved concurrency by default: ${aws_lambda_function.this.reserved_concurrent_executions}, want 3"
+  }
+  # Issue 35 item 7: the function enforces the infraIDs its deployment lists.
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"] == "mycluster-7xk2p"
+    error_message = "TAGWARDEN_CLUSTERS: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+  }
+  # Issue 35 item 1: no Route 53 tag write unless zones or health checks are listed.
+  assert {
+    condition     = length(local.route53_writable_arns) == 0
+    error_message = "Route 53 writes by default: ${jsonencode(local.route53_writable_arns)}"
+  }
+  # Issue 35 item 4: every rule pattern names this account.
+  assert {
+    condition     = alltrue([for k, p in local.event_patterns : p.account == ["123456789012"]]) && length(local.event_patterns) == 8
+    error_message = "every event pattern must match account = [this account]"
+  }
+  # Issue 35 item 3: the reserved namespaces in both cases of their first three letters, `?` for
+  # the other letters (exact on case), as a key and as a subdomain: 3 domains x 8 x 2.
+  assert {
+    condition = (length(local.reserved_key_patterns) == 48 &&
+      contains(local.reserved_key_patterns, "kub???????.??/*") && contains(local.reserved_key_patterns, "*.KuB???????.??/*") &&
+    contains(local.reserved_key_patterns, "OPe??????.??/*") && contains(local.reserved_key_patterns, "*.K8s.I?/*"))
+    error_message = "reserved_key_patterns: ${jsonencode(local.reserved_key_patterns)}"
+  }
+  # Issue 35 item 6: a single document's notification is its exact key (nothing else triggers).
+  assert {
+    condition     = join(",", keys(local.policy_notification_filters)) == "tagwarden-policy-change" && local.policy_notification_filters["tagwarden-policy-change"].prefix == "tagwarden/policy.yaml"
+    error_message = "notification filters: ${jsonencode(local.policy_notification_filters)}"
   }
   # Issue 25's metrics: CallsPerCorrection beside ComplianceLag (widgets 11 and 12, after the
   # header and ten searches), then ListingFailures; the listing-failures alarm.
@@ -368,11 +402,15 @@ run "extra_tag_actions_added_under_the_ownership_condition" {
       conditions = toset([
         "StringEquals aws:ResourceTag/kubernetes.io/cluster/mycluster-7xk2p",
         "Null aws:TagKeys",
-        "ForAllValues:StringNotLike aws:TagKeys",
         "ForAllValues:StringNotEqualsIgnoreCase aws:TagKeys",
       ])
     }
     error_message = "WriteOwnedTagsExtraServices must grant the extra actions under the ownership condition and the aws:TagKeys guard"
+  }
+  # Issue 35: the extra actions are under the case-blind reserved-key Deny too.
+  assert {
+    condition     = contains(local.guarded_tag_write_actions, "sns:TagResource") && contains(local.guarded_tag_write_actions, "rds:AddTagsToResource")
+    error_message = "guarded_tag_write_actions: ${jsonencode(local.guarded_tag_write_actions)}"
   }
 }
 
@@ -628,4 +666,82 @@ run "infra_ids_all_refused" {
     infra_ids = ["dev-a1b2c", "all"]
   }
   expect_failures = [var.infra_ids]
+}
+
+# Issue 35 item 1: Route 53 tag writes only on the zones and health checks listed per cluster.
+run "route53_writes_only_listed_ids" {
+  command = plan
+
+  variables {
+    route53_writable_resources = {
+      "mycluster-7xk2p" = { hosted_zone_ids = ["Z0123456789ABCDEFGHIJ"], health_check_ids = ["0123abcd-0000-1111-2222-333344445555"] }
+    }
+  }
+
+  assert {
+    condition     = jsonencode(local.route53_writable_arns) == jsonencode(["arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ", "arn:aws:route53:::healthcheck/0123abcd-0000-1111-2222-333344445555"])
+    error_message = "Route 53 writable ARNs: ${jsonencode(local.route53_writable_arns)}"
+  }
+}
+
+run "route53_writes_keyed_by_a_listed_cluster" {
+  command = plan
+
+  variables {
+    route53_writable_resources = { "other-abcde" = { hosted_zone_ids = ["Z0123456789ABCDEFGHIJ"] } }
+  }
+
+  expect_failures = [var.route53_writable_resources]
+}
+
+run "route53_zone_id_without_prefix" {
+  command = plan
+
+  variables {
+    route53_writable_resources = { "mycluster-7xk2p" = { hosted_zone_ids = ["/hostedzone/Z0123456789ABCDEFGHIJ"] } }
+  }
+
+  expect_failures = [var.route53_writable_resources]
+}
+
+# Issue 35 items 5 and 7: a set's reserved concurrency follows the mapping's maximum; its
+# TAGWARDEN_CLUSTERS lists every infraID; its notifications are one per policy suffix.
+run "cluster_set_reserved_concurrency_clusters_and_notifications" {
+  command = plan
+
+  variables {
+    infra_id                = null
+    infra_ids               = ["dev-a1b2c", "prod-g5h6i"]
+    sqs_maximum_concurrency = 5
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.reserved_concurrent_executions == 6 && output.ec2_writes_per_second_bound.all_invocations == 12
+    error_message = "reserved concurrency ${aws_lambda_function.this.reserved_concurrent_executions}, bound ${jsonencode(output.ec2_writes_per_second_bound)}"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"] == "dev-a1b2c,prod-g5h6i"
+    error_message = "TAGWARDEN_CLUSTERS: ${aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"]}"
+  }
+  assert {
+    condition = jsonencode(local.policy_notification_filters) == jsonencode({
+      "tagwarden-policy-change-json" = { prefix = "clusters/", suffix = ".json" }
+      "tagwarden-policy-change-yaml" = { prefix = "clusters/", suffix = ".yaml" }
+      "tagwarden-policy-change-yml"  = { prefix = "clusters/", suffix = ".yml" }
+    })
+    error_message = "notification filters: ${jsonencode(local.policy_notification_filters)}"
+  }
+}
+
+run "reserved_concurrency_unreserved_on_request" {
+  command = plan
+
+  variables {
+    reserved_concurrent_executions = -1
+  }
+
+  assert {
+    condition     = aws_lambda_function.this.reserved_concurrent_executions == -1 && output.ec2_writes_per_second_bound.all_invocations == null
+    error_message = "-1 must leave the function unreserved"
+  }
 }

@@ -27,7 +27,7 @@ CLUSTERS_EXAMPLE = ROOT / "infra/examples/azure-clusters"
 CONTRACT_KEYS = [
     "TAGWARDEN_POLICY", "TAGWARDEN_ARM_ENDPOINT", "POLICY_TTL", "TAGWARDEN_SELF_PRINCIPAL_ID",
     "TAGWARDEN_SELF_CLIENT_ID", "TAGWARDEN_METRICS_RESOURCE_ID", "TAGWARDEN_METRICS_REGION",
-    "TAGWARDEN_SWEEP_SCOPES", "RUST_LOG",
+    "TAGWARDEN_SWEEP_SCOPES", "RUST_LOG", "TAGWARDEN_CLUSTERS", "TAGWARDEN_EVENT_TOPICS",
 ]
 METRICS = [
     "EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
@@ -53,12 +53,14 @@ FORBIDDEN_ROLES = {
     "Owner": "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
     "Contributor": "b24988ac-6180-42a0-ab88-20f7382dd24c",
     "User Access Administrator": "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9",
+    # Issue 35: includes Microsoft.Resources/deployments/*; replaced by the custom tag writer role.
+    "Tag Contributor": "4a9ae827-6dc8-4573-8ac7-8239d42aa03f",
 }
 # azurerm resource types without a `tags` argument.
 UNTAGGABLE = {
     "azurerm_role_assignment", "azurerm_storage_container", "azurerm_storage_blob",
     "azurerm_storage_management_policy", "azurerm_eventgrid_system_topic_event_subscription",
-    "azurerm_storage_queue",
+    "azurerm_storage_queue", "azurerm_role_definition",
 }
 
 results: list[tuple[bool, str, str]] = []
@@ -359,7 +361,7 @@ def main() -> int:
     # Role assignments.
     role_ids = L.get("role_ids", {})
     check("role id table matches the built-in role ids",
-          role_ids == {"tag_contributor": ROLE_IDS["Tag Contributor"], "reader": ROLE_IDS["Reader"],
+          role_ids == {"reader": ROLE_IDS["Reader"],
                        "storage_blob_data_reader": ROLE_IDS["Storage Blob Data Reader"],
                        "storage_blob_data_contributor": ROLE_IDS["Storage Blob Data Contributor"],
                        "monitoring_metrics_publisher": ROLE_IDS["Monitoring Metrics Publisher"],
@@ -370,10 +372,11 @@ def main() -> int:
     ra = {n: b for (t, n), b in R.items() if t == "azurerm_role_assignment"}
     expect = {
         # name: (role key, scope expression, principal expression)
-        "tag_contributor": ("tag_contributor", "${each.value}", "${local.code_principal_id}"),
+        "tag_contributor": ("azurerm_role_definition.tag_writer", "${each.value}", "${local.code_principal_id}"),
         "reader": ("reader", "${each.value}", "${local.code_principal_id}"),
         "policy_reader": ("storage_blob_data_reader", "${local.policy_container_scope}", "${local.code_principal_id}"),
-        "status_report_writer": ("storage_blob_data_contributor", "${local.policy_container_scope}", "${local.code_principal_id}"),
+        "status_report_writer": ("azurerm_role_definition.blob_writer", "${local.policy_container_scope}", "${local.code_principal_id}"),
+        "cluster_publishers": ("azurerm_role_definition.blob_writer", "${local.policy_container_scope}", "${each.value}"),
         "metrics_publisher": ("monitoring_metrics_publisher", "${azurerm_function_app_flex_consumption.this.id}", "${local.code_principal_id}"),
         "dead_letter_writer": ("storage_blob_data_contributor", "${local.dead_letter_container_scope}", "${each.value}"),
         "runtime_storage": ("storage_blob_data_contributor", "${azurerm_storage_account.runtime.id}", "${azurerm_user_assigned_identity.platform.principal_id}"),
@@ -424,6 +427,29 @@ def main() -> int:
           sr.get("condition_version") == "2.0"
           and all(f"ActionMatches{{'Microsoft.Storage/storageAccounts/blobServices/containers/{a}'}}" in cond for a in write_actions)
           and """@Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] ${local.cluster_set ? "StringLike" : "StringEquals"} '${local.status_blob}'""" in cond)
+    # Issue 35 items 9-10: custom roles with only what the code does; each publisher of a set writes
+    # only its own folder (ABAC on the blob path).
+    rdef = {n: b for (t, n), b in R.items() if t == "azurerm_role_definition"}
+    tw = first(rdef.get("tag_writer", {}).get("permissions")) or {}
+    check("issue 35: tag writer role = resource reads + Microsoft.Resources/tags read and write (no deployments, no tag delete)",
+          sorted(norm(tw.get("actions", []))) == sorted([
+              "Microsoft.Resources/subscriptions/resourceGroups/read",
+              "Microsoft.Resources/subscriptions/resourceGroups/resources/read",
+              "Microsoft.Resources/subscriptions/resources/read",
+              "Microsoft.Resources/tags/read", "Microsoft.Resources/tags/write"])
+          and not tw.get("data_actions"), f"got {tw}")
+    bw = first(rdef.get("blob_writer", {}).get("permissions")) or {}
+    blob = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/"
+    check("issue 35: blob writer role = blob read, write, add data actions only (no delete, no container control plane)",
+          sorted(norm(bw.get("data_actions", []))) == sorted([blob + "read", blob + "write", blob + "add/action"])
+          and not norm(bw.get("actions", [])), f"got {bw}")
+    cp = ra.get("cluster_publishers", {})
+    pcond = str(L.get("cluster_publisher_condition"))
+    check("issue 35: each cluster publisher writes only <prefix><infraID>/ (ABAC 2.0, blobs:path StringStartsWith)",
+          cp.get("for_each") == "${var.cluster_publisher_principal_ids}" and cp.get("condition_version") == "2.0"
+          and cp.get("condition") == "${local.cluster_publisher_condition[each.key]}"
+          and "@Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringStartsWith '${local.set_prefix}${id}/'" in pcond
+          and all(f"ActionMatches{{'{blob}{a}'}}" in pcond for a in ("write", "add/action")), f"got {cp} {pcond}")
     every_ra_described = [n for n, b in ra.items() if not b.get("description")]
     check("every role assignment has a description", not every_ra_described, f"{every_ra_described}")
     all_text = mod_text + ex_text

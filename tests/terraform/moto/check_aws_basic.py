@@ -11,6 +11,7 @@ Environment: MOTO_ENDPOINT (https://127.0.0.1:<port>, self-signed).
 """
 import json
 import os
+import random
 import re
 import sys
 import time
@@ -23,6 +24,9 @@ urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
 
 REGION = "eu-west-1"  # tests/terraform/moto/aws-basic.tfvars
 INFRA_ID = "mycluster-7xk2p"
+ACCOUNT = "123456789012"  # moto's
+WRITABLE_ZONE = "Z0123456789ABCDEFGHIJ"  # route53_hosted_zone_ids in aws-basic.tfvars
+WRITABLE_HEALTH_CHECK = "0123abcd-0000-1111-2222-333344445555"  # route53_health_check_ids there
 
 # The contract, written out independently of the Terraform so a typo there is caught here.
 EVENT_NAMES = {
@@ -128,8 +132,9 @@ def statement_problems(doc, policy_bucket):
     ARNs (item 8), the cluster bucket pattern (item 6), the unconditioned ListBucket (item 13)."""
     problems = []
     key = f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}"
-    reserved = {"kubernetes.io/*", "*.kubernetes.io/*", "openshift.io/*", "*.openshift.io/*"}
     for st in doc["Statement"]:
+        if st["Effect"] == "Deny":
+            continue  # judged by the evaluator (tag_write_cases, reserved_key_cases)
         acts = set(as_list(st["Action"]))
         cond = st.get("Condition", {})
         service_tag_writes = {"ec2:CreateTags", "elasticloadbalancing:AddTags"} | GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS
@@ -140,8 +145,6 @@ def statement_problems(doc, policy_bucket):
             # request without aws:TagKeys, so Null aws:TagKeys = false must accompany it.
             if cond.get("Null", {}).get("aws:TagKeys") != "false":
                 problems.append(f"{st.get('Sid')}: ForAllValues guard without Null aws:TagKeys=false (fails open)")
-            if set(as_list(cond.get("ForAllValues:StringNotLike", {}).get("aws:TagKeys", []))) != reserved:
-                problems.append(f"{st.get('Sid')}: reserved-namespace guard {cond.get('ForAllValues:StringNotLike')}")
             if as_list(cond.get("ForAllValues:StringNotEqualsIgnoreCase", {}).get("aws:TagKeys", [])) != ["Name"]:
                 problems.append(f"{st.get('Sid')}: Name guard {cond.get('ForAllValues:StringNotEqualsIgnoreCase')}")
         if any(k.startswith("ForAllValues:") for k in cond) and cond.get("Null", {}).get("aws:TagKeys") != "false":
@@ -154,10 +157,15 @@ def statement_problems(doc, policy_bucket):
                 problems.append(f"AddTags resources {st['Resource']} != {sorted(want)}")
         # Issue 11: Route 53 evaluates no tag condition keys; its statements are scoped to hosted
         # zones and health checks and must carry no condition (one would never match: deny all).
+        # Issue 35: reads on every zone and health check, writes only on the listed zone.
         r53 = [f"arn:aws:route53:::{t}/*" for t in ("hostedzone", "healthcheck")]
-        if acts & {"route53:ListTagsForResource", "route53:ListTagsForResources", "route53:ChangeTagsForResource"}:
+        if acts & {"route53:ListTagsForResource", "route53:ListTagsForResources"}:
             if sorted(as_list(st["Resource"])) != sorted(r53) or cond:
-                problems.append(f"{st.get('Sid')}: Route 53 tag actions on {st['Resource']} with {cond} (want {r53}, no condition)")
+                problems.append(f"{st.get('Sid')}: Route 53 tag reads on {st['Resource']} with {cond} (want {r53}, no condition)")
+        if "route53:ChangeTagsForResource" in acts:
+            want = [f"arn:aws:route53:::hostedzone/{WRITABLE_ZONE}", f"arn:aws:route53:::healthcheck/{WRITABLE_HEALTH_CHECK}"]
+            if sorted(as_list(st["Resource"])) != sorted(want) or cond:
+                problems.append(f"{st.get('Sid')}: Route 53 tag writes on {st['Resource']} with {cond} (want the listed zone and health check only)")
         # The Tagging API's TagResources has no resource type: "*", alone, unconditioned; each ARN is
         # authorized again as the owning service's action (conditioned above).
         if "tag:TagResources" in acts and (acts != {"tag:TagResources"} or as_list(st["Resource"]) != ["*"] or cond):
@@ -182,11 +190,17 @@ def statement_problems(doc, policy_bucket):
 
 
 # ---------------------------------------------------------------------------------------------
-# A small evaluator of the role's Allow statements, so that "who may write what" is checked as IAM
-# would decide it, not only as text: a request is allowed when one statement matches its action,
-# its resource and every condition (the policy has no Deny). It knows exactly the operators iam.tf
-# uses and raises on any other, never matching silently. Condition keys a service does not put in
-# the request context (Route 53: no aws:ResourceTag, no aws:TagKeys) are simply absent, as in IAM.
+# A small evaluator of the role's statements, so that "who may write what" is checked as IAM would
+# decide it, not only as text: a request is allowed when one Allow statement matches its action, its
+# resource and every condition, and no Deny statement matches ("an explicit deny in any policy
+# overrides any allows", IAM User Guide, "Policy evaluation logic"). It knows exactly the operators
+# the module uses and raises on any other, never matching silently. Condition keys a service does
+# not put in the request context (Route 53: no aws:ResourceTag, no aws:TagKeys; S3 PutBucketTagging:
+# no aws:TagKeys) are simply absent, as in IAM. Issue 35: condition key *names* are matched without
+# regard to case ("Condition key names are not case-sensitive", IAM User Guide, "IAM JSON policy
+# elements: Condition"), so a resource tagged `Kubernetes.io/cluster/x` has
+# aws:ResourceTag/kubernetes.io/cluster/x; values are compared as each operator says (StringLike:
+# case-sensitive; ...IgnoreCase: not).
 
 def _like(pattern, value):
     """IAM wildcard match: * any run, ? one character, case-sensitive."""
@@ -195,30 +209,73 @@ def _like(pattern, value):
 
 
 def _condition_holds(op, key, want, ctx):
-    want, have = as_list(want), ctx.get(key)
+    want = as_list(want)
+    have = {k.lower(): v for k, v in ctx.items()}.get(key.lower())
     if op == "Null":
         return (have is None) == (want == ["true"])
     if op == "StringEquals":
         return have is not None and any(v in want for v in as_list(have))
-    if op == "ForAllValues:StringNotLike":
+    if op == "ForAllValues:StringNotLike":  # the reserved-key guard before issue 35 (judges older policies)
         return have is None or all(not any(_like(w, v) for w in want) for v in as_list(have))
     if op == "ForAllValues:StringNotEqualsIgnoreCase":
         return have is None or all(v.lower() not in {w.lower() for w in want} for v in as_list(have))
+    if op == "ArnNotEquals":  # no wildcards in the policies judged here; a missing key matches
+        return have is None or all(v not in want for v in as_list(have))
+    if op == "ForAnyValue:StringLike":
+        return have is not None and any(any(_like(w, v) for w in want) for v in as_list(have))
     raise ValueError(f"the test evaluator does not know condition operator {op}")
 
 
+def _matches(st, action, arn, ctx):
+    if not any(_like(a.lower(), action.lower()) for a in as_list(st["Action"])):
+        return False
+    if not any(_like(r, arn) for r in as_list(st["Resource"])):
+        return False
+    return all(_condition_holds(op, k, v, ctx) for op, kv in st.get("Condition", {}).items() for k, v in kv.items())
+
+
 def allowed_by(doc, action, arn, ctx):
-    """The Sid of the first statement allowing the request, else None."""
+    """The Sid of the first statement allowing the request, else None (also when a Deny matches)."""
+    if any(st["Effect"] == "Deny" and _matches(st, action, arn, ctx) for st in doc["Statement"]):
+        return None
     for st in doc["Statement"]:
-        if st["Effect"] != "Allow":
-            continue
-        if not any(_like(a.lower(), action.lower()) for a in as_list(st["Action"])):
-            continue
-        if not any(_like(r, arn) for r in as_list(st["Resource"])):
-            continue
-        if all(_condition_holds(op, k, v, ctx) for op, kv in st.get("Condition", {}).items() for k, v in kv.items()):
+        if st["Effect"] == "Allow" and _matches(st, action, arn, ctx):
             return st.get("Sid") or "(no sid)"
     return None
+
+
+def case_variants(key, n=24, seed=35):
+    """`key` in other cases: upper, title, swapped, and n random mixes (deterministic)."""
+    rnd = random.Random(f"{seed}{key}")
+    out = {key.upper(), key.title(), key.swapcase(), key[0].upper() + key[1:]}
+    for _ in range(n):
+        out.add("".join(c.upper() if rnd.random() < 0.5 else c.lower() for c in key))
+    out.discard(key)
+    return sorted(out)
+
+
+# Issue 35: the reserved namespaces (DESIGN.md §3-4; Cluster API's AWS provider; HyperShift writes
+# kubernetes.io/cluster/<infraID> like OpenShift), each as written and in other cases, and keys that
+# only look alike, which stay writable.
+RESERVED_KEYS = ["kubernetes.io/cluster/other-abcde", f"kubernetes.io/cluster/{INFRA_ID}", "openshift.io/x",
+                 "sigs.k8s.io/cluster-api-provider-aws/cluster/other", "k8s.io/x", "node.kubernetes.io/role",
+                 "foo.openshift.io/x", "name"]
+FREE_KEYS = ["team", "app.example.io/x", "kubeflow.org/x", "kubernetes-team", "openshift-version",
+             "mycompany.io/cost-center", "example.k8s-tools.io/x", "K8s-Team"]
+
+
+def reserved_key_cases(arns):
+    """(case, action, ARN, context, allowed?) for every guarded tag write: a reserved key in any
+    case is refused, a free key is written. `arns`: action => an owned resource's ARN."""
+    owned = {f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}": "owned"}
+    cases = []
+    for action, arn in arns.items():
+        for key in RESERVED_KEYS:
+            for k in [key] + case_variants(key):
+                cases.append((f"{action} writing {k}", action, arn, dict(owned, **{"aws:TagKeys": ["team", k]}), False))
+        for k in FREE_KEYS:
+            cases.append((f"{action} writing {k}", action, arn, dict(owned, **{"aws:TagKeys": [k]}), True))
+    return cases
 
 
 def tag_write_cases():
@@ -237,7 +294,7 @@ def tag_write_cases():
     fs = f"arn:aws:elasticfilesystem:{REGION}:{acct}:file-system/fs-0123456789abcdef0"
     ap = f"arn:aws:elasticfilesystem:{REGION}:{acct}:access-point/fsap-0123456789abcdef0"
     key = f"arn:aws:kms:{REGION}:{acct}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-    zone, hc = "arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ", "arn:aws:route53:::healthcheck/0123abcd-0000-1111-2222-333344445555"
+    zone, hc = f"arn:aws:route53:::hostedzone/{WRITABLE_ZONE}", f"arn:aws:route53:::healthcheck/{WRITABLE_HEALTH_CHECK}"
     return [
         ("EC2 instance, owned", "ec2:CreateTags", i, req(owned), True),
         ("EC2 instance, not owned", "ec2:CreateTags", i, req({}), False),
@@ -268,9 +325,12 @@ def tag_write_cases():
         ("SNS topic, owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
         ("SNS topic, not owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
         ("RDS, owned (not granted)", "rds:AddTagsToResource", f"arn:aws:rds:{REGION}:{acct}:db:d", req(owned), False),
-        # Route 53 puts no tag keys in the request context.
-        ("Route 53 hosted zone", "route53:ChangeTagsForResource", zone, {}, True),
-        ("Route 53 health check", "route53:ChangeTagsForResource", hc, {}, True),
+        # Route 53 puts no tag keys in the request context. Issue 35: only the listed zone is writable.
+        ("Route 53 hosted zone, listed", "route53:ChangeTagsForResource", zone, {}, True),
+        ("Route 53 hosted zone, not listed", "route53:ChangeTagsForResource", "arn:aws:route53:::hostedzone/ZOTHERZONE0000000", {}, False),
+        ("Route 53 health check, listed", "route53:ChangeTagsForResource", hc, {}, True),
+        ("Route 53 health check, not listed", "route53:ChangeTagsForResource", "arn:aws:route53:::healthcheck/ffffffff-0000-1111-2222-333344445555", {}, False),
+        ("Route 53 health check tags, read", "route53:ListTagsForResource", hc, {}, True),
         ("Route 53 traffic policy", "route53:ChangeTagsForResource", "arn:aws:route53:::trafficpolicy/x", {}, False),
         ("Route 53 hosted zone tags, one", "route53:ListTagsForResource", zone, {}, True),
         ("Route 53 hosted zone tags, batch", "route53:ListTagsForResources", zone, {}, True),
@@ -278,9 +338,18 @@ def tag_write_cases():
         ("Route 53 health checks listed", "route53:ListHealthChecks", "*", {}, True),
         ("IAM role, owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role", req(owned), True),
         ("IAM role, not owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/OrganizationAccountAccessRole", req({}), False),
-        ("cluster bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{INFRA_ID}-image-registry-{REGION}-abc", {}, True),
-        ("other bucket", "s3:PutBucketTagging", "arn:aws:s3:::payroll", {}, False),
-    ]
+        # S3 evaluates s3:ResourceAccount for PutBucketTagging, and no tag keys (issue 35).
+        ("cluster bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{INFRA_ID}-image-registry-{REGION}-abc", {"s3:ResourceAccount": acct}, True),
+        ("cluster-named bucket in another account", "s3:PutBucketTagging", f"arn:aws:s3:::{INFRA_ID}-image-registry-{REGION}-abc", {"s3:ResourceAccount": "210987654321"}, False),
+        ("other bucket", "s3:PutBucketTagging", "arn:aws:s3:::payroll", {"s3:ResourceAccount": acct}, False),
+        # IAM matches condition key names without regard to case: a case variant of the ownership
+        # tag reads as the ownership tag. This is why the variants must never be written.
+        ("EC2 instance tagged Kubernetes.io/cluster/<infraID>=owned", "ec2:CreateTags", i, req({owned_key.upper(): "owned"}), True),
+    ] + reserved_key_cases({
+        "ec2:CreateTags": i, "elasticloadbalancing:AddTags": clb, "elasticfilesystem:TagResource": fs, "kms:TagResource": key,
+        "sns:TagResource": f"arn:aws:sns:{REGION}:{acct}:t", "iam:TagRole": f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role",
+        "iam:TagUser": f"arn:aws:iam::{acct}:user/{INFRA_ID}-cloud-credential",
+    })
 
 
 def resources_phase(tf):
@@ -297,6 +366,7 @@ def resources_phase(tf):
             p = patterns[svc]
             want = {
                 "source": [f"aws.{svc}"],
+                "account": [ACCOUNT],  # issue 35: this account's events only
                 "detail-type": ["AWS API Call via CloudTrail"],
                 "detail": {
                     "eventSource": [f"{svc}.amazonaws.com"],
@@ -312,7 +382,7 @@ def resources_phase(tf):
                 return f"{svc}: {json.dumps(p)} != {json.dumps(want)}"
         # Issue 17 item 9: only owned resources' tag changes (detail.tags carries the full tag set).
         # Issue 11: of every service (no detail.service filter).
-        tc = {"source": ["aws.tag"], "detail-type": ["Tag Change on Resource"],
+        tc = {"source": ["aws.tag"], "account": [ACCOUNT], "detail-type": ["Tag Change on Resource"],
               "detail": {"tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
         if patterns["tag_change"] != tc:
             return f"tag_change: {patterns['tag_change']}"
@@ -403,6 +473,20 @@ def resources_phase(tf):
         qp = json.loads(a["Policy"])
         if not any(s.get("Principal") == {"Service": "events.amazonaws.com"} for s in qp["Statement"]):
             return "queue policy does not admit EventBridge"
+        # Issue 35: every sender but the module's rules is refused by an explicit Deny (moto does not
+        # enforce queue policies: judged by the evaluator, the Deny alone deciding).
+        rules = list(out["event_rule_arns"].values())
+        deny = {"Statement": [dict(st, Effect="Allow") for st in qp["Statement"]
+                              if st["Effect"] == "Deny" and st.get("Sid") == "DenyAllButTheRules"]}
+        q = out["events_queue_arn"]
+        for case, ctx, denied in [
+            ("EventBridge from a module rule", {"aws:SourceArn": rules[0]}, False),
+            ("EventBridge from every module rule", {"aws:SourceArn": rules[-1]}, False),
+            ("EventBridge from another rule", {"aws:SourceArn": f"arn:aws:events:{REGION}:{ACCOUNT}:rule/other"}, True),
+            ("a role of this account (no aws:SourceArn)", {"aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:role/admin"}, True),
+        ]:
+            if bool(allowed_by(deny, "sqs:SendMessage", q, ctx)) != denied:
+                return f"queue policy: {case} {'not ' if denied else ''}denied"
         d = sqs.get_queue_attributes(QueueUrl=out["dlq_url"], AttributeNames=["All"])["Attributes"]
         if d.get("SqsManagedSseEnabled") != "true" or int(d["MessageRetentionPeriod"]) != 1209600:
             return f"dlq attributes {d}"
@@ -418,10 +502,15 @@ def resources_phase(tf):
         if got != (BATCH_SIZE, BATCHING_WINDOW, {"MaximumConcurrency": MAXIMUM_CONCURRENCY}):
             return f"BatchSize, MaximumBatchingWindowInSeconds, ScalingConfig {got}"
         bound = out["ec2_writes_per_second_bound"]
+        # Issue 35: reserved concurrency by default, the mapping's maximum + 1, so the bound of every
+        # invocation together holds without configuration.
         want = {"per_invocation": EC2_WRITES_PER_SECOND, "event_path": EC2_WRITES_PER_SECOND * MAXIMUM_CONCURRENCY,
-                "all_invocations": None}
+                "all_invocations": EC2_WRITES_PER_SECOND * (MAXIMUM_CONCURRENCY + 1)}
         if bound != want:
             return f"ec2_writes_per_second_bound {bound}, want {want}"
+        reserved = lam.get_function_concurrency(FunctionName=out["function_name"]).get("ReservedConcurrentExecutions")
+        if reserved != MAXIMUM_CONCURRENCY + 1:
+            return f"reserved concurrency {reserved}, want {MAXIMUM_CONCURRENCY + 1}"
         return None
 
     def bucket_denies_non_tls_and_is_private():
@@ -477,8 +566,10 @@ def resources_phase(tf):
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
             problems.append(f"forbidden actions {bad}")
-        if any(st["Effect"] != "Allow" or "NotAction" in st or "NotResource" in st for st in doc["Statement"]):
-            problems.append("unexpected Deny/NotAction/NotResource")
+        # Issue 35: one Deny, the case-blind reserved-key guard; no NotAction/NotResource.
+        denies = [st.get("Sid") for st in doc["Statement"] if st["Effect"] != "Allow"]
+        if denies != ["DenyReservedTagKeys"] or any("NotAction" in st or "NotResource" in st for st in doc["Statement"]):
+            problems.append(f"unexpected Deny {denies} or NotAction/NotResource")
         problems += statement_problems(doc, out["policy_bucket_name"])
         return "; ".join(problems) or None
 
@@ -496,7 +587,8 @@ def resources_phase(tf):
         env = f["Environment"]["Variables"]
         want_env = {"TAGWARDEN_POLICY": out["policy_uri"], "TAGWARDEN_SELF_ROLE_ARN": role_arn,
                     "POLICY_TTL": "60", "RUST_LOG": "info",
-                    "TAGWARDEN_EC2_WRITES_PER_SECOND": str(EC2_WRITES_PER_SECOND)}
+                    "TAGWARDEN_EC2_WRITES_PER_SECOND": str(EC2_WRITES_PER_SECOND),
+                    "TAGWARDEN_CLUSTERS": INFRA_ID}
         if env != want_env:
             return f"environment {env}"
         if (f["Runtime"], f["Handler"], f["Architectures"]) != ("provided.al2023", "bootstrap", ["arm64"]):

@@ -36,7 +36,16 @@ def write_cases(bucket):
             (f"EC2 instance owned by {c}", "ec2:CreateTags", i, owned(c), True),
             (f"IAM role owned by {c}", "iam:TagRole", role, owned(c), True),
             (f"EC2 instance owned by {c}, writing Name", "ec2:CreateTags", i, owned(c, ["Name"]), False),
-            (f"{c}'s bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{c}-image-registry-{REGION}-abc", {}, True),
+            (f"{c}'s bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{c}-image-registry-{REGION}-abc", {"s3:ResourceAccount": ACCOUNT}, True),
+            # Issue 35: a case variant of a listed cluster's ownership key is refused, as is Cluster API's.
+            (f"EC2 instance owned by {c}, writing Kubernetes.io/cluster/{FOREIGN}", "ec2:CreateTags", i,
+             owned(c, ["Kubernetes.io/cluster/" + FOREIGN]), False),
+            (f"IAM role owned by {c}, writing KUBERNETES.IO/CLUSTER/<another listed cluster>", "iam:TagRole", role,
+             owned(c, [f"KUBERNETES.IO/CLUSTER/{CLUSTERS[(CLUSTERS.index(c) + 1) % len(CLUSTERS)]}".upper()]), False),
+            (f"IAM role owned by {c}, writing Sigs.K8s.io/cluster-api-provider-aws/cluster/x", "iam:TagRole", role,
+             owned(c, ["Sigs.K8s.io/cluster-api-provider-aws/cluster/x"]), False),
+            # Route 53: no zone is listed in this example, so no Route 53 tag write at all.
+            (f"{c}: a hosted zone", "route53:ChangeTagsForResource", "arn:aws:route53:::hostedzone/Z0123456789ABCDEFGHIJ", {}, False),
             (f"{c}'s status report", "s3:PutObject", f"arn:aws:s3:::{bucket}/clusters/{c}/tagwarden-status.json", {}, True),
             (f"{c}'s policy (the function never writes it)", "s3:PutObject", f"arn:aws:s3:::{bucket}/clusters/{c}/10-cluster.yaml", {}, False),
             (f"{c}'s policy read", "s3:GetObject", f"arn:aws:s3:::{bucket}/clusters/{c}/10-cluster.yaml", {}, True),
@@ -45,7 +54,7 @@ def write_cases(bucket):
         (f"EC2 instance owned by {FOREIGN} (not in the set)", "ec2:CreateTags", i, owned(FOREIGN), False),
         (f"IAM role owned by {FOREIGN}", "iam:TagRole", role, owned(FOREIGN), False),
         ("EC2 instance owned by nobody", "ec2:CreateTags", i, {"aws:TagKeys": ["team"]}, False),
-        (f"{FOREIGN}'s bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{FOREIGN}-image-registry", {}, False),
+        (f"{FOREIGN}'s bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{FOREIGN}-image-registry", {"s3:ResourceAccount": ACCOUNT}, False),
     ]
     return cases
 
@@ -73,6 +82,9 @@ def main():
             return f"policy_uri {out['policy_uri']}, env {env['TAGWARDEN_POLICY']}, function {out['function_name']}"
         if sorted(out["infra_ids"]) != sorted(CLUSTERS):
             return f"infra_ids {out['infra_ids']}"
+        # Issue 35 item 7: the function enforces exactly the listed infraIDs.
+        if sorted(env.get("TAGWARDEN_CLUSTERS", "").split(",")) != sorted(CLUSTERS):
+            return f"TAGWARDEN_CLUSTERS {env.get('TAGWARDEN_CLUSTERS')}"
         return None
 
     def each_cluster_policy_in_its_folder():
@@ -80,9 +92,13 @@ def main():
             body = s3.get_object(Bucket=bucket, Key=f"clusters/{c}/10-cluster.yaml")["Body"].read().decode()
             if f"infrastructureName: {c}" not in body:
                 return f"clusters/{c}/10-cluster.yaml lacks infrastructureName: {c}"
-        rules = s3.get_bucket_notification_configuration(Bucket=bucket)["LambdaFunctionConfigurations"][0]["Filter"]["Key"]["FilterRules"]
-        if {r["Name"].lower(): r["Value"] for r in rules}.get("prefix") != "clusters/":
-            return f"notification filter {rules}"
+        # Issue 35: only policy documents under the set's prefix trigger a sweep: one configuration
+        # per suffix (a filter holds one prefix and one suffix rule).
+        confs = s3.get_bucket_notification_configuration(Bucket=bucket)["LambdaFunctionConfigurations"]
+        filters = sorted(tuple(sorted((r["Name"].lower(), r["Value"]) for r in c["Filter"]["Key"]["FilterRules"])) for c in confs)
+        want = sorted(((("prefix", "clusters/"), ("suffix", sfx))) for sfx in (".json", ".yaml", ".yml"))
+        if filters != want or {c["LambdaFunctionArn"] for c in confs} != {out["function_arn"]}:
+            return f"notification filters {filters}, want {want}"
         return None
 
     def one_write_policy_per_cluster():
