@@ -35,14 +35,33 @@ impl Cloud {
         }
     }
 
-    /// True for any cluster's ownership tag, not only ours: tagwarden never writes one. In any
-    /// case, also on AWS: IAM compares keys case-insensitively, so `Kubernetes.io/cluster/x` is
-    /// the ownership tag there.
-    pub fn is_ownership_key(self, key: &str) -> bool {
+    /// The namespace of the keys by which Cluster API's provider for this cloud marks what its
+    /// clusters own, and their roles; HyperShift's hosted clusters are provisioned by these
+    /// providers, so this is their namespace too (inferred: HyperShift drives CAPA/CAPZ).
+    /// - CAPA (kubernetes-sigs/cluster-api-provider-aws, `api/v1beta2/tags.go`):
+    ///   `NameAWSProviderPrefix = "sigs.k8s.io/cluster-api-provider-aws/"`, ownership
+    ///   `…/cluster/<name>=owned|shared` (`NameAWSProviderOwned`), also `…/role`, `…/managed`;
+    /// - CAPZ (kubernetes-sigs/cluster-api-provider-azure, `api/v1beta1/tags.go`):
+    ///   `NameAzureProviderPrefix = "sigs.k8s.io_cluster-api-provider-azure_"`, ownership
+    ///   `…cluster_<name>=owned|shared` (`ClusterTagKey`), also `…role`.
+    pub fn cluster_api_namespace(self) -> &'static str {
         match self {
-            Cloud::Aws => starts_with_ignore_case(key, "kubernetes.io/cluster/"),
-            Cloud::Azure => starts_with_ignore_case(key, "kubernetes.io_cluster."),
+            Cloud::Aws => "sigs.k8s.io/cluster-api-provider-aws/",
+            Cloud::Azure => "sigs.k8s.io_cluster-api-provider-azure_",
         }
+    }
+
+    /// True for any cluster's ownership tag, not only ours, whoever provisioned the cluster
+    /// (OpenShift's installer, Cluster API, HyperShift): tagwarden never writes one. In any case,
+    /// also on AWS: IAM compares keys case-insensitively, so `Kubernetes.io/cluster/x` is the
+    /// ownership tag there. On Azure also the cloud provider's own spelling
+    /// `kubernetes.io_cluster_<id>` (CAPZ `NameKubernetesAzureCloudProviderPrefix`).
+    pub fn is_ownership_key(self, key: &str) -> bool {
+        let openshift: &[&str] = match self {
+            Cloud::Aws => &["kubernetes.io/cluster/"],
+            Cloud::Azure => &["kubernetes.io_cluster.", "kubernetes.io_cluster_"],
+        };
+        openshift.iter().chain([&self.cluster_api_namespace()]).any(|p| starts_with_ignore_case(key, p))
     }
 
     /// Keys tagwarden must never write, whatever a policy says: ownership tags, `Name`, and the
@@ -244,6 +263,15 @@ mod tests {
         }
         assert!(!Cloud::Aws.is_protected_key("team"));
         assert!(Cloud::Azure.is_protected_key("kubernetes.io_cluster.x"));
+        // Cluster API's (and so HyperShift's) ownership namespaces, in any case.
+        for k in ["sigs.k8s.io/cluster-api-provider-aws/cluster/c-1", "SIGS.k8s.io/Cluster-API-Provider-AWS/role"] {
+            assert!(Cloud::Aws.is_protected_key(k), "{k}");
+        }
+        for k in ["sigs.k8s.io_cluster-api-provider-azure_cluster_c-1", "Sigs.K8s.io_cluster-api-provider-azure_role"] {
+            assert!(Cloud::Azure.is_protected_key(k), "{k}");
+        }
+        assert!(Cloud::Azure.is_protected_key("kubernetes.io_cluster_c-1"));
+        assert!(!Cloud::Aws.is_protected_key("sigs.k8s.io/other"));
         assert!(!Cloud::Azure.is_protected_key("aws:x"));
     }
 

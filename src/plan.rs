@@ -138,3 +138,50 @@ pub fn plan_desired(
     }
     plan
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tags(pairs: &[(&str, &str)]) -> TagMap {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    /// Even if validation were bypassed, no plan writes an ownership key of any provisioner:
+    /// OpenShift's, or Cluster API's (CAPA on AWS, CAPZ on Azure, also HyperShift's), in any
+    /// case (IAM and Azure compare keys ignoring it).
+    #[test]
+    fn ownership_namespaces_are_never_written_whatever_the_desired_set() {
+        let cases = [
+            (
+                Cloud::Aws,
+                "arn:aws:iam::111122223333:role/r",
+                "kubernetes.io/cluster/c-1",
+                "Sigs.k8s.io/Cluster-Api-Provider-Aws/cluster/other",
+            ),
+            (
+                Cloud::Aws,
+                "arn:aws:ec2:us-east-1:111122223333:instance/i-1",
+                "kubernetes.io/cluster/c-1",
+                "sigs.k8s.io/cluster-api-provider-aws/cluster/c-1",
+            ),
+            (
+                Cloud::Azure,
+                "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d",
+                "kubernetes.io_cluster.c-1",
+                "SIGS.K8S.IO_cluster-api-provider-azure_cluster_other",
+            ),
+        ];
+        for (cloud, id, owner, reserved) in cases {
+            let r = match cloud {
+                Cloud::Aws => ResourceRef::from_arn(id),
+                Cloud::Azure => ResourceRef::from_arm_id(id),
+            }
+            .expect("resource");
+            let current = tags(&[(owner, "owned")]);
+            let want = tags(&[(reserved, "owned"), ("team", "platform")]);
+            let plan = plan_desired(cloud, "c-1", true, &r, &current, Desired::from_map(&want), 50);
+            assert_eq!(plan.set, tags(&[("team", "platform")]), "{cloud} {reserved}");
+        }
+    }
+}

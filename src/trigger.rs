@@ -3,7 +3,6 @@
 //! `azure::function`); what stays with each cloud is only its host protocol (SQS batches and their
 //! partial failures; the Functions host's invocations and its sweep queue).
 
-use crate::policy::clusters::cluster_of;
 use crate::policy::STATUS_REPORT_NAME;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,9 +11,10 @@ pub enum Trigger {
     Events(Vec<u8>),
     /// The scheduled sweep.
     Sweep,
-    /// Objects were written where the policy is (S3 keys, SSM parameter names, blob names):
-    /// re-read the policy now.
-    PolicyChanged(Vec<String>),
+    /// Objects were written where the policy is (S3 keys, SSM parameter names, blob names), the
+    /// last at `at_ms` (ms since the epoch, by the storage service's clock) when the notification
+    /// says: re-read the policy now, and sweep what it changed (`Engine::policy_changed`).
+    PolicyChanged { objects: Vec<String>, at_ms: Option<u64> },
     /// Only the function's own status report was written: nothing to do.
     OwnStatusReport,
 }
@@ -22,22 +22,15 @@ pub enum Trigger {
 impl Trigger {
     /// A notification that `objects` were written where the policy is: a policy change, unless
     /// every one of them is the status report the function itself writes beside the policy.
-    pub fn written(objects: Vec<String>) -> Trigger {
+    /// `at` is each notification's time (RFC 3339), if it has one.
+    pub fn written(objects: Vec<String>, at: &[Option<&str>]) -> Trigger {
         let own = |o: &String| o.rsplit('/').next() == Some(STATUS_REPORT_NAME);
         if !objects.is_empty() && objects.iter().all(own) {
             Trigger::OwnStatusReport
         } else {
-            Trigger::PolicyChanged(objects)
+            let at_ms = at.iter().map(|t| t.and_then(crate::events::parse_rfc3339_ms)).collect::<Option<Vec<u64>>>();
+            Trigger::PolicyChanged { objects, at_ms: at_ms.and_then(|t| t.into_iter().max()) }
         }
-    }
-
-    /// For a cluster set under `set_prefix`, the clusters whose policy a change names: only those
-    /// are swept. `None` (sweep every cluster) for a single policy, or when the change names
-    /// something outside every cluster (or nothing).
-    pub fn changed_clusters(&self, set_prefix: Option<&str>) -> Option<Vec<String>> {
-        let (Trigger::PolicyChanged(objects), Some(prefix)) = (self, set_prefix) else { return None };
-        let clusters: Option<Vec<String>> = objects.iter().map(|o| cluster_of(prefix, o)).collect();
-        clusters.filter(|c| !c.is_empty())
     }
 }
 
@@ -47,18 +40,18 @@ mod tests {
 
     #[test]
     fn a_write_beside_the_policy_is_a_change_unless_it_is_our_report() {
-        let written = |names: &[&str]| Trigger::written(names.iter().map(|n| n.to_string()).collect());
+        let written = |names: &[&str]| Trigger::written(names.iter().map(|n| n.to_string()).collect(), &[None]);
         assert_eq!(written(&["cluster/tagwarden-status.json"]), Trigger::OwnStatusReport);
-        assert!(
-            matches!(written(&["p/10.yaml", "p/tagwarden-status.json"]), Trigger::PolicyChanged(o) if o.len() == 2)
-        );
-        assert_eq!(written(&[]), Trigger::PolicyChanged(Vec::new()));
-
-        let change = written(&["clusters/c-3/10-cluster.yaml"]);
-        assert_eq!(change.changed_clusters(Some("clusters/")), Some(vec!["c-3".to_string()]));
-        assert_eq!(change.changed_clusters(None), None, "a single policy sweeps everything");
-        assert_eq!(written(&["elsewhere.yaml"]).changed_clusters(Some("clusters/")), None);
-        assert_eq!(written(&[]).changed_clusters(Some("clusters/")), None);
-        assert_eq!(Trigger::Sweep.changed_clusters(Some("clusters/")), None);
+        assert!(matches!(
+            written(&["p/10.yaml", "p/tagwarden-status.json"]),
+            Trigger::PolicyChanged { objects, at_ms: None } if objects.len() == 2
+        ));
+        let at = [Some("2026-11-21T10:00:01.5Z"), Some("2026-11-21T10:00:00Z")];
+        let Trigger::PolicyChanged { at_ms, .. } = Trigger::written(vec!["a.yaml".into(), "b.yaml".into()], &at) else {
+            panic!("a change")
+        };
+        assert_eq!(at_ms, crate::events::parse_rfc3339_ms("2026-11-21T10:00:01.5Z"), "the last write");
+        let unknown = Trigger::written(vec!["a.yaml".into()], &[Some("2026-11-21T10:00:00Z"), None]);
+        assert!(matches!(unknown, Trigger::PolicyChanged { at_ms: None, .. }), "one time unknown: now");
     }
 }

@@ -203,7 +203,14 @@ async fn one_deployment_enforces_every_cluster_in_the_account() {
     let one = calls(&multi.clients);
     multi.check().await;
     assert_eq!(one.writes, drifted as u64, "one write per drifted resource of the nine valid clusters");
-    assert_eq!(one.resource - one.writes, total_events as u64, "one read per event, whatever the number of clusters");
+    // S3's replace-style write reads the set again right before its put and once after it
+    // (`aws::services::s3`): two more reads per bucket written.
+    let s3_rereads = 2 * (CLUSTERS - 1) as u64;
+    assert_eq!(
+        one.resource - one.writes,
+        total_events as u64 + s3_rereads,
+        "one read per event, whatever the number of clusters"
+    );
     assert_eq!(ignored, 2 * (INSTANCES + 1) as u64, "the invalid and the foreign cluster's events are ignored");
 
     // Ten deployments, one per cluster, as before.
@@ -223,7 +230,7 @@ async fn one_deployment_enforces_every_cluster_in_the_account() {
     single.check().await;
     assert_eq!(ten.writes, one.writes, "the same writes");
     // Nine valid deployments each read every event's resource; the invalid one fails closed.
-    assert_eq!(ten.resource - ten.writes, ((CLUSTERS - 1) * total_events) as u64);
+    assert_eq!(ten.resource - ten.writes, ((CLUSTERS - 1) * total_events) as u64 + s3_rereads);
 
     println!(
         "CLUSTERS {CLUSTERS} clusters (one invalid) + 1 foreign, {total_events} events, {drifted} drifted resources"
@@ -424,6 +431,123 @@ async fn cli_sweeps_and_reports_each_cluster() {
             && out.contains("nothing of this cluster is enforced"),
         "{out}"
     );
+}
+
+/// An S3 notification of `keys`, written at `at_ms`, as the policy bucket sends it to the Lambda.
+fn written(keys: &[&str], at_ms: u64) -> String {
+    let at = tagwarden::events::format_rfc3339_ms(at_ms);
+    let records: Vec<_> =
+        keys.iter().map(|k| json!({"eventSource": "aws:s3", "eventTime": at, "s3": {"object": {"key": k}}})).collect();
+    json!({"Records": records}).to_string()
+}
+
+fn now_ms() -> u64 {
+    tagwarden::report::epoch_ms()
+}
+
+/// The whole-account listings (IAM, Route 53).
+fn global_listings(c: &Clients) -> u64 {
+    let s = c.calls.snapshot();
+    let global = |op: &str| {
+        op.starts_with("IAM:List") || op == "IAM:GetAccountAuthorizationDetails" || op.starts_with("Route 53:List")
+    };
+    s.iter().filter(|(op, _)| global(op)).map(|(_, n)| n).sum()
+}
+
+/// Policy-change storms (issue 35): objects written under the set's prefix that are no policy
+/// document (`x.txt`, the status report) cost no call; a burst of writes of one cluster's layer
+/// sweeps that cluster once (every notification after the sweep started is already covered by
+/// it), never the other nine. Before and after are printed (`--nocapture`).
+#[tokio::test]
+async fn policy_notifications_sweep_only_policy_documents_only_their_cluster_once() {
+    let a = account().await;
+    let rec = reconciler(&a, &format!("s3://{}/clusters/*/", a.bucket));
+    let c = &a.clients;
+    let layer = format!("clusters/{}/10-cluster.yaml", infra(0));
+    let not_policies = [
+        "x.txt".to_string(),
+        "clusters/x.txt".to_string(),
+        format!("clusters/{}/x.txt", infra(0)),
+        format!("clusters/{}/tagwarden-status.json", infra(0)),
+    ];
+    c.calls.reset();
+    for key in &not_policies {
+        let inv = function::handle(&rec, written(&[key], now_ms())).await;
+        assert!(inv.error.is_none(), "{key}: {:?}", inv.error);
+    }
+    let for_nothing = c.calls.total();
+
+    // Five writes of cluster 0's layer, notified a moment later (each notification after the
+    // first sweep started): one sweep of cluster 0.
+    let at = now_ms() - 3_000;
+    c.calls.reset();
+    let mut swept = 0;
+    for n in 0..5 {
+        let inv = function::handle(&rec, written(&[&layer], at + n)).await;
+        assert!(inv.error.is_none(), "{:?}", inv.error);
+        swept += inv.response["sweep"].as_u64().unwrap_or_default();
+    }
+    let (burst, burst_global, burst_writes) = (c.calls.total(), global_listings(c), c.calls.writes());
+    println!(
+        "STORM: 4 non-policy notifications: {for_nothing} calls; 5 notifications of one cluster's layer: \
+         {swept} resources swept, {burst} calls ({burst_global} IAM/Route 53 listings, {burst_writes} writes)"
+    );
+    assert_eq!(for_nothing, 0, "a notification of something that is no policy document costs nothing");
+    assert_eq!(swept, (INSTANCES + 1) as u64, "cluster 0's resources, swept once: {swept}");
+    assert_eq!(burst_writes, 2, "cluster 0 alone: its instances in one CreateTags, its bucket in one put");
+    for (id, resources) in &a.owned {
+        for r in resources {
+            let tags = a.tags(r).await;
+            let expected = if *id == infra(0) { "t-0" } else { "someone-else" };
+            assert_eq!(tags.get("team").map(String::as_str), Some(expected), "{r} of {id}");
+        }
+    }
+}
+
+/// A change after a cluster's policy-change sweep started waits out the window (one sweep per
+/// cluster per window), is then swept without listing IAM and Route 53 again (what they found
+/// the cluster owning is re-read instead), and a drift on the cluster's IAM role is still fixed.
+#[tokio::test]
+async fn a_later_change_waits_for_the_window_and_reuses_the_account_listings() {
+    let a = account().await;
+    let mut rec = reconciler(&a, &format!("s3://{}/clusters/*/", a.bucket));
+    rec.policy_window = Duration::from_secs(5);
+    let c = &a.clients;
+    let role = c
+        .iam
+        .create_role()
+        .role_name("cl00-worker")
+        .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
+        .tags(aws_sdk_iam::types::Tag::builder().key(owner_key(&infra(0))).value("owned").build().expect("tag"))
+        .send()
+        .await
+        .expect("role");
+    let role = ResourceRef::from_arn(role.role().expect("role").arn()).expect("arn");
+    let layer = format!("clusters/{}/10-cluster.yaml", infra(0));
+
+    c.calls.reset();
+    let started = std::time::Instant::now();
+    let inv = function::handle(&rec, written(&[&layer], now_ms())).await;
+    assert!(inv.error.is_none(), "{:?}", inv.error);
+    let (first, first_global) = (c.calls.total(), global_listings(c));
+    assert_eq!(a.tags(&role).await.get("team").map(String::as_str), Some("t-0"));
+
+    // The role drifts; the layer is written again, after the first sweep started.
+    let drift = aws_sdk_iam::types::Tag::builder().key("team").value("drifted").build().expect("tag");
+    c.iam.tag_role().role_name("cl00-worker").tags(drift).send().await.expect("drift");
+    c.calls.reset();
+    let second_at = std::time::Instant::now();
+    let inv = function::handle(&rec, written(&[&layer], now_ms())).await;
+    assert!(inv.error.is_none(), "{:?}", inv.error);
+    let (second, second_global) = (c.calls.total(), global_listings(c));
+    println!(
+        "STORM: first policy sweep of one cluster {first} calls ({first_global} IAM/Route 53 listings); a second \
+         within the window took {:?}, {second} calls ({second_global} IAM/Route 53 listings)",
+        second_at.elapsed()
+    );
+    assert!(started.elapsed() >= rec.policy_window, "waited out the window: {:?}", started.elapsed());
+    assert!(first_global > 0 && second_global == 0, "{first_global} then {second_global}");
+    assert_eq!(a.tags(&role).await.get("team").map(String::as_str), Some("t-0"), "the role re-read and fixed");
 }
 
 /// Issue 35, a set's trust boundaries on a cold deployment: a layer another publisher writes into

@@ -177,3 +177,138 @@ async fn events_under_faults_end_applied_or_dead_lettered_and_sweep_rides_out_th
         calls.get("IAM:TagRole"),
     );
 }
+
+/// S3's `PutBucketTagging` replaces the whole set and cannot be made conditional, so another
+/// writer's change racing tagwarden's must never be lost silently, and an ownership tag never
+/// dropped. The proxy lets a second writer (straight to moto) put the bucket's tags at the worst
+/// moments of one reconcile: right after the plan's read (it adds another cluster's ownership
+/// tag: the write is re-planned, never merged on the stale read), and right after tagwarden's put
+/// (from a stale read of its own: the lost keys are merged back, the writer's kept).
+#[tokio::test]
+async fn a_concurrent_bucket_tag_write_is_never_lost_and_no_ownership_tag_is_dropped() {
+    use std::sync::Arc;
+    let proxy = FaultProxy::start(&support::moto().endpoint).await;
+    let (via, direct, account) = fleet::account_via(&proxy.endpoint, ATTEMPT_TIMEOUT).await;
+    let location = fleet::publish_policy(&direct, &account, &fleet::infrastructure(&[("team", "platform")])).await;
+    let rec = fleet::reconciler(&via, &account, &location, Duration::ZERO);
+    let put_tags = |c: tagwarden::aws::Clients, bucket: String, pairs: Vec<(&'static str, &'static str)>| async move {
+        let tags: Vec<_> = pairs
+            .iter()
+            .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+            .collect();
+        let tagging = aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging");
+        c.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await.expect("the other writer's put");
+    };
+    let other_owner = "kubernetes.io/cluster/other-1";
+    let initial = vec![(fleet::OWNER, "owned"), ("team", "legacy"), ("keep", "me")];
+    let read = |bucket: &str| {
+        let t = Tagger::new(direct.clone());
+        let r = ResourceRef::s3_bucket(bucket, "us-east-1");
+        async move { t.read(&r).await.expect("read") }
+    };
+
+    // Right after the plan's read, another writer marks the bucket shared by another cluster.
+    direct.s3.create_bucket().bucket("race-a").send().await.expect("bucket");
+    put_tags(direct.clone(), "race-a".into(), initial.clone()).await;
+    let (writer, mut racing) = (direct.clone(), initial.clone());
+    racing.push((other_owner, "shared"));
+    proxy.after(
+        "GetBucketTagging",
+        1,
+        Arc::new(move || Box::pin(put_tags(writer.clone(), "race-a".into(), racing.clone()))),
+    );
+    let r = ResourceRef::s3_bucket("race-a", "us-east-1");
+    let event = tagwarden::events::parse_one(fleet::event_for(&r, &account, "e-a").as_bytes()).expect("event");
+    let first = rec.handle_event(&event, None).await;
+    let now = read("race-a").await;
+    assert_eq!(
+        now.get(other_owner).map(String::as_str),
+        Some("shared"),
+        "the ownership tag was dropped: {now:?} {first:?}"
+    );
+    // Re-planned on redelivery (a fresh read), it is written with everything kept.
+    let again = rec.handle_event(&event, None).await;
+    let now = read("race-a").await;
+    assert_eq!(
+        (
+            now.get(other_owner).map(String::as_str),
+            now.get("team").map(String::as_str),
+            now.get("keep").map(String::as_str)
+        ),
+        (Some("shared"), Some("platform"), Some("me")),
+        "{now:?} {first:?} {again:?}"
+    );
+
+    // Right after tagwarden's put, a writer working from a stale read replaces the set.
+    direct.s3.create_bucket().bucket("race-b").send().await.expect("bucket");
+    put_tags(direct.clone(), "race-b".into(), initial.clone()).await;
+    let (writer, mut stale) = (direct.clone(), initial.clone());
+    stale.push(("cost-center", "42"));
+    proxy.after(
+        "PutBucketTagging",
+        1,
+        Arc::new(move || Box::pin(put_tags(writer.clone(), "race-b".into(), stale.clone()))),
+    );
+    let r = ResourceRef::s3_bucket("race-b", "us-east-1");
+    let event = tagwarden::events::parse_one(fleet::event_for(&r, &account, "e-b").as_bytes()).expect("event");
+    let out = rec.handle_event(&event, None).await;
+    let now = read("race-b").await;
+    let applied = out.records.iter().all(|r| r.status == tagwarden::report::Status::Applied);
+    assert!(
+        !applied || (now.get("team").map(String::as_str) == Some("platform") && now.contains_key("cost-center")),
+        "reported applied, yet the write was lost or the other writer's key dropped: {now:?} {out:?}"
+    );
+    assert_eq!(now.get(fleet::OWNER).map(String::as_str), Some("owned"));
+    assert_eq!(now.get("cost-center").map(String::as_str), Some("42"), "the other writer's key is kept: {now:?}");
+    assert_eq!(now.get("team").map(String::as_str), Some("platform"), "merged back: {now:?} {out:?}");
+}
+
+/// What no read can see: a second writer's `PutBucketTagging` landing between tagwarden's last
+/// read and its put, which tagwarden's put replaces. That writer's own event carries the set it
+/// put; read back without one of its keys, the keys lost are counted as conflicts of the event
+/// (and logged naming the writer), so the window is visible.
+#[tokio::test]
+async fn a_write_lost_in_the_window_no_read_can_close_is_reported_by_its_own_event() {
+    use std::sync::Arc;
+    let proxy = FaultProxy::start(&support::moto().endpoint).await;
+    let (via, direct, account) = fleet::account_via(&proxy.endpoint, ATTEMPT_TIMEOUT).await;
+    let location = fleet::publish_policy(&direct, &account, &fleet::infrastructure(&[("team", "platform")])).await;
+    let rec = fleet::reconciler(&via, &account, &location, Duration::ZERO);
+    let tagging = |pairs: &[(&str, &str)]| {
+        let tags: Vec<_> = pairs
+            .iter()
+            .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+            .collect();
+        aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging")
+    };
+    let initial = [(fleet::OWNER, "owned"), ("team", "legacy")];
+    direct.s3.create_bucket().bucket("race-c").send().await.expect("bucket");
+    direct.s3.put_bucket_tagging().bucket("race-c").tagging(tagging(&initial)).send().await.expect("tags");
+    // Bob's put lands right after tagwarden's last read before its put (the second read).
+    let bob_set = [(fleet::OWNER, "owned"), ("team", "legacy"), ("cost-center", "42")];
+    let (writer, put) = (direct.clone(), tagging(&bob_set));
+    proxy.after(
+        "GetBucketTagging",
+        2,
+        Arc::new(move || {
+            let (w, put) = (writer.clone(), put.clone());
+            Box::pin(async move {
+                w.s3.put_bucket_tagging().bucket("race-c").tagging(put).send().await.expect("bob's put");
+            })
+        }),
+    );
+    let r = ResourceRef::s3_bucket("race-c", "us-east-1");
+    let ours = tagwarden::events::parse_one(fleet::event_for(&r, &account, "e-1").as_bytes()).expect("event");
+    let out = rec.handle_event(&ours, None).await;
+    let now = Tagger::new(direct.clone()).read(&r).await.expect("read");
+    assert!(!now.contains_key("cost-center"), "the window exists (S3 has no conditional tagging): {now:?} {out:?}");
+
+    // Bob's own PutBucketTagging event, with the set he put.
+    let mut event: Value = serde_json::from_str(&fleet::event_for(&r, &account, "bob-1")).expect("json");
+    let tags: Vec<Value> = bob_set.iter().map(|(k, v)| json!({"Key": k, "Value": v})).collect();
+    event["detail"]["requestParameters"]["Tagging"]["TagSet"]["Tag"] = json!(tags);
+    let bob = tagwarden::events::parse_one(event.to_string().as_bytes()).expect("event");
+    let outs = rec.handle_events(&[bob], None).await;
+    let conflicts = outs[0].metrics.by_type.get("s3:bucket").map(|c| c.conflicts);
+    assert_eq!(conflicts, Some(1), "the lost key is a conflict of bob's event: {outs:?}");
+}

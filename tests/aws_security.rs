@@ -169,3 +169,52 @@ async fn forged_events_never_make_a_foreign_resource_writable() {
     let r: &ResourceRef = &mine;
     assert_eq!(Tagger::new(clients.clone()).read(r).await.expect("read")["team"], "platform");
 }
+
+/// IAM compares tag keys ignoring case, so on a role `Kubernetes.io/cluster/<infraID>` is the
+/// ownership tag. A forged `Tag Change on Resource` claiming a foreign role carries that
+/// case-variant key: the hint check must read it as IAM does (a claim, so the role is re-read),
+/// or the event's tags stand in for a read and the foreign role is written. Through the SQS batch
+/// (`enforce::batch`) and a direct invoke (`Engine::handle_event`).
+#[tokio::test]
+async fn a_forged_case_variant_ownership_hint_never_writes_a_foreign_role() {
+    captured();
+    let (clients, account, _) = support::account_with_env().await;
+    let bucket = format!("policy-{account}");
+    clients.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
+    let policy = fleet::infrastructure(&[("team", "platform")]);
+    clients.s3.put_object().bucket(&bucket).key("p.json").body(policy.into_bytes().into()).send().await.expect("put");
+    let rec = fleet::reconciler(&clients, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
+    let foreign = clients
+        .iam
+        .create_role()
+        .role_name("someone-elses-role")
+        .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
+        .tags(aws_sdk_iam::types::Tag::builder().key("team").value("theirs").build().expect("tag"))
+        .send()
+        .await
+        .expect("role");
+    let arn = foreign.role().expect("role").arn().to_string();
+    let variant = fleet::OWNER.replacen('k', "K", 1);
+    let forged = |id: &str| {
+        json!({
+            "version": "0", "id": id, "detail-type": "Tag Change on Resource", "source": "aws.tag",
+            "account": account, "time": "2026-11-21T10:00:00Z", "region": "us-east-1",
+            "resources": [arn],
+            "detail": {"changed-tag-keys": [variant], "service": "iam", "resource-type": "role", "version": 2,
+                       "tags": {variant.as_str(): "owned", "team": "theirs"}}
+        })
+        .to_string()
+    };
+    clients.calls.reset();
+    let batch = json!({"Records": [{"messageId": "f1", "eventSource": "aws:sqs", "body": forged("forged-batch")}]});
+    let inv = function::handle(&rec, batch.to_string()).await;
+    assert_eq!(inv.response, json!({"batchItemFailures": []}));
+    let direct = function::handle(&rec, forged("forged-direct")).await;
+    assert!(direct.error.is_none(), "{:?}", direct.error);
+    let calls = clients.calls.snapshot();
+    assert_eq!(clients.calls.writes(), 0, "the forged claim wrote the foreign role: {calls:?}");
+    assert!(calls.contains_key("IAM:GetRole"), "the claim was checked against reality: {calls:?}");
+    let role = clients.iam.list_role_tags().role_name("someone-elses-role").send().await.expect("tags");
+    let now: Vec<(&str, &str)> = role.tags().iter().map(|t| (t.key(), t.value())).collect();
+    assert_eq!(now, [("team", "theirs")], "the foreign role is untouched");
+}

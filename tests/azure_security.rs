@@ -329,3 +329,42 @@ async fn forged_events_never_write_a_resource_that_is_not_owned() {
         foreign.len()
     );
 }
+
+/// Event Grid deliveries are worked on only from the topics the deployment subscribes to
+/// (`TAGWARDEN_EVENT_TOPICS`, compared ignoring case as ARM IDs are): a resource write from
+/// another subscription's topic, in either schema, directly or through the host, and a policy
+/// `BlobCreated` from another storage account through the sweep queue, are refused and counted,
+/// with nothing read or written; the configured topics still work, in any case.
+#[tokio::test]
+async fn deliveries_from_topics_the_deployment_never_subscribed_to_are_refused() {
+    let storage = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy";
+    let topics = format!("/subscriptions/{SUB},{storage}");
+    let env = Env::with("p.yaml", &[("p.yaml", &sensitive_policy(""))], &[("TAGWARDEN_EVENT_TOPICS", &topics)]).await;
+    let vm = rid(VM, "master-0");
+    env.fake.put_resource(&vm, &[(OWNER, "owned")]);
+    let foreign_topic = format!("/subscriptions/{OTHER_SUB}");
+    let mut ev = eg_event(&vm, VM_WRITE, SOMEONE);
+    ev["topic"] = json!(foreign_topic);
+
+    let (status, body) = env.invoke("drift", "eventGridEvent", ev.clone()).await;
+    assert_eq!(status, 500, "refused, so kept for the dead-letter container: {body:#}");
+    let error = body["ReturnValue"]["error"].as_str().unwrap_or_default();
+    assert!(error.contains(&foreign_topic) && error.contains("TAGWARDEN_EVENT_TOPICS"), "{body:#}");
+    assert_eq!((&body["ReturnValue"]["events"], &body["ReturnValue"]["ignored"]), (&json!(1), &json!(1)), "{body:#}");
+    let (status, body) = env.deliver(&json!([cloud_event(&ev), cloud_event(&ev)])).await;
+    assert_eq!(status, 403, "{body:#}");
+    assert!(body["error"].as_str().is_some_and(|e| e.contains("refused 2 event(s)")), "{body:#}");
+    let mut blob = support::env::blob_created("p.yaml");
+    blob["topic"] = json!(storage.replace("/s/", "/other/"));
+    let (status, body) = env.invoke("sweep-queue", "message", support::env::queue_message(&blob)).await;
+    assert_eq!(status, 500, "{body:#}");
+    assert!(env.fake.arm_calls().is_empty(), "nothing read or written: {:?}", env.fake.arm_calls());
+
+    // The subscribed topics, in another case: worked on.
+    ev["topic"] = json!(format!("/subscriptions/{SUB}").to_uppercase());
+    let body = env.drift(ev).await;
+    assert_eq!(body["ReturnValue"]["by_status"], json!({"applied": 1}), "{body:#}");
+    let (status, _) =
+        env.invoke("sweep-queue", "message", support::env::queue_message(&support::env::blob_created("p.yaml"))).await;
+    assert_eq!(status, 200);
+}

@@ -180,7 +180,10 @@ mod lambda_payloads {
         }]});
         match read(&s3) {
             Ok(Payload::S3Notification { records }) => match &records[..] {
-                [S3Record::S3 { s3 }] => assert_eq!(s3.object.key, "cluster/10-infra.yaml"),
+                [S3Record::S3 { s3, event_time }] => {
+                    assert_eq!(s3.object.key, "cluster/10-infra.yaml");
+                    assert!(event_time.is_some(), "the time the policy changes from");
+                }
                 other => panic!("{other:?}"),
             },
             other => panic!("{other:?}"),
@@ -189,7 +192,7 @@ mod lambda_payloads {
         let created = json!({"detail-type": "Object Created", "source": "aws.s3",
             "detail": {"bucket": {"name": "policy"}, "object": {"key": "p/tagwarden-status.json", "size": 10}}});
         match read(&created) {
-            Ok(Payload::EventBridge(EventBridge::ObjectCreated { detail })) => {
+            Ok(Payload::EventBridge(EventBridge::ObjectCreated { detail, .. })) => {
                 assert_eq!(detail.object.key, "p/tagwarden-status.json")
             }
             other => panic!("{other:?}"),
@@ -197,7 +200,7 @@ mod lambda_payloads {
         let ssm = json!({"detail-type": "Parameter Store Change", "source": "aws.ssm",
             "detail": {"name": "/tw/clusters/c-4", "operation": "Update"}});
         match read(&ssm) {
-            Ok(Payload::EventBridge(EventBridge::ParameterStoreChange { detail })) => {
+            Ok(Payload::EventBridge(EventBridge::ParameterStoreChange { detail, .. })) => {
                 assert_eq!(detail.name, "/tw/clusters/c-4")
             }
             other => panic!("{other:?}"),
@@ -232,11 +235,29 @@ mod lambda_payloads {
 /// Every Azure fixture is read as an event or a batch, and reconciled from the very text delivered
 /// (directly, or JSON-encoded by the Functions host); anything else says what was expected.
 #[cfg(feature = "azure")]
+/// S3's `PutBucketTagging` event carries the whole set it put (reference/aws.md §5): an array of
+/// capitalised `Key`/`Value`, or one object for one tag.
+#[test]
+fn put_bucket_tagging_carries_the_set_it_put() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/events/aws/s3-put-bucket-tagging.json");
+    let text = std::fs::read_to_string(path).expect("fixture");
+    let event = tagwarden::events::parse_one(text.as_bytes()).expect("event");
+    let want: tagwarden::TagMap =
+        [("Owner", "bob"), ("Env", "dev")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(event.replaced_with, Some(want));
+    let one = text.replace(
+        r#"[{"Value": "bob", "Key": "Owner"}, {"Value": "dev", "Key": "Env"}]"#,
+        r#"{"Value": "bob", "Key": "Owner"}"#,
+    );
+    let event = tagwarden::events::parse_one(one.as_bytes()).expect("event");
+    assert_eq!(event.replaced_with.map(|t| t.len()), Some(1), "one tag, as an object");
+}
+
 mod azure_deliveries {
     use std::path::Path;
 
     use serde_json::Value;
-    use tagwarden::azure::function::{work_of, Delivery};
+    use tagwarden::azure::function::{work_of, Delivery, Topics};
     use tagwarden::trigger::Trigger;
 
     #[test]
@@ -253,18 +274,23 @@ mod azure_deliveries {
                 other => panic!("{}: {other:?}", input.display()),
             }
             let events = Ok(Trigger::Events(text.clone().into_bytes()));
-            assert_eq!(work_of(text.as_bytes()), events, "{}", input.display());
+            assert_eq!(work_of(text.as_bytes(), &Topics::default()), events, "{}", input.display());
             let encoded = Value::String(text.clone()).to_string();
             assert!(matches!(serde_json::from_str(&encoded), Ok(Delivery::Text(_))), "{}", input.display());
-            assert_eq!(work_of(encoded.as_bytes()), events, "{}: as the host encodes it", input.display());
+            assert_eq!(
+                work_of(encoded.as_bytes(), &Topics::default()),
+                events,
+                "{}: as the host encodes it",
+                input.display()
+            );
         }
     }
 
     #[test]
     fn a_delivery_of_no_known_shape_says_what_was_expected() {
         for body in [&br#"{"hello": "world"}"#[..], br#"[{"subject": "/subscriptions/s"}]"#, b"42"] {
-            let e = work_of(body).expect_err(&String::from_utf8_lossy(body));
-            assert!(e.starts_with("expected an Event Grid or CloudEvents event"), "{e}");
+            let e = work_of(body, &Topics::default()).expect_err(&String::from_utf8_lossy(body)).to_string();
+            assert!(e.starts_with("not an event tagwarden reads: expected an Event Grid or CloudEvents event"), "{e}");
         }
     }
 }

@@ -195,7 +195,7 @@ mod payload_routing {
     use proptest::prelude::*;
     use serde_json::{Map, Value};
     use tagwarden::aws::function::{EventBridge, Payload, SqsMessage};
-    use tagwarden::azure::function::work_of;
+    use tagwarden::azure::function::{work_of, Topics};
     use tagwarden::events;
     use tagwarden::trigger::Trigger;
 
@@ -283,14 +283,14 @@ mod payload_routing {
                     Ok(_) => {}
                     Err(e) => prop_assert!(!e.to_string().is_empty()),
                 }
-                match work_of(text.as_bytes()) {
+                match work_of(text.as_bytes(), &Topics::default()) {
                     Ok(Trigger::Events(raw)) => {
                         if let Err(e) = events::parse(&raw) {
                             prop_assert!(!e.to_string().is_empty());
                         }
                     }
                     Ok(_) => {}
-                    Err(e) => prop_assert!(!e.is_empty()),
+                    Err(e) => prop_assert!(!e.to_string().is_empty()),
                 }
             }
         }

@@ -22,7 +22,6 @@ use super::tags::Tagger;
 use crate::cloud::Cloud;
 use crate::enforce::Engine;
 use crate::events;
-use crate::policy::store::{Layout, PolicySource};
 use crate::report::Outcome;
 use crate::report::{by_cluster, Metrics, ALL_CLUSTERS};
 use crate::trigger::Trigger;
@@ -71,7 +70,11 @@ pub enum SqsMessage {
 #[serde(tag = "eventSource")]
 pub enum S3Record {
     #[serde(rename = "aws:s3")]
-    S3 { s3: Written },
+    S3 {
+        s3: Written,
+        #[serde(rename = "eventTime")]
+        event_time: Option<String>,
+    },
 }
 
 /// `{"tagwarden": "sweep"}`.
@@ -91,10 +94,10 @@ pub enum EventBridge {
     Scheduled,
     /// S3 wrote an object of the policy's bucket.
     #[serde(rename = "Object Created")]
-    ObjectCreated { detail: Written },
+    ObjectCreated { detail: Written, time: Option<String> },
     /// SSM changed a parameter of the policy (its `name`).
     #[serde(rename = "Parameter Store Change")]
-    ParameterStoreChange { detail: Parameter },
+    ParameterStoreChange { detail: Parameter, time: Option<String> },
     /// Any other: read by `crate::events` (a CloudTrail call, a tag change, or one it ignores).
     #[serde(other)]
     Event,
@@ -155,13 +158,19 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Op
             return inv;
         }
         Ok(Payload::S3Notification { records: written }) => {
-            Some(Trigger::written(written.into_iter().map(|S3Record::S3 { s3 }| s3.object.key).collect()))
+            let at: Vec<Option<&str>> =
+                written.iter().map(|S3Record::S3 { event_time, .. }| event_time.as_deref()).collect();
+            Some(Trigger::written(written.iter().map(|S3Record::S3 { s3, .. }| s3.object.key.clone()).collect(), &at))
         }
         Ok(Payload::Sweep(_)) => Some(Trigger::Sweep),
         Ok(Payload::EventBridge(event)) => Some(match event {
             EventBridge::Scheduled => Trigger::Sweep,
-            EventBridge::ObjectCreated { detail } => Trigger::written(vec![detail.object.key]),
-            EventBridge::ParameterStoreChange { detail } => Trigger::written(vec![detail.name]),
+            EventBridge::ObjectCreated { detail, time } => {
+                Trigger::written(vec![detail.object.key], &[time.as_deref()])
+            }
+            EventBridge::ParameterStoreChange { detail, time } => {
+                Trigger::written(vec![detail.name], &[time.as_deref()])
+            }
             // Read by `crate::events` from the text as it came.
             EventBridge::Event => Trigger::Events(payload.into_bytes()),
         }),
@@ -225,15 +234,14 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Op
             Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
         },
         Some(Trigger::OwnStatusReport) => inv.response = json!({"ignored": "own status report"}),
-        Some(trigger @ (Trigger::Sweep | Trigger::PolicyChanged(_))) => {
-            let set_prefix = match engine.store.source.layout() {
-                Layout::Set(prefix) => Some(prefix),
-                _ => None,
-            };
-            let only = trigger.changed_clusters(set_prefix.as_deref());
-            let force = matches!(trigger, Trigger::PolicyChanged(_));
+        Some(trigger @ (Trigger::Sweep | Trigger::PolicyChanged { .. })) => {
             // Boxed: the sweep's future is deep, and every caller's type would nest it.
-            let out = Box::pin(engine.sweep(force, only.as_deref(), stop_at)).await;
+            let out = match trigger {
+                Trigger::PolicyChanged { objects, at_ms } => {
+                    Box::pin(engine.policy_changed(&objects, at_ms, true, stop_at)).await
+                }
+                _ => Box::pin(engine.sweep(false, None, stop_at)).await,
+            };
             let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
             let retry = out.must_retry();
             let error = absorb(&mut inv, out);

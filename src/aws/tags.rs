@@ -25,11 +25,14 @@ pub struct Tagger {
     pub ec2_batch: usize,
     /// Paces every EC2 `CreateTags` (the account's bucket is the cluster's too; `crate::rate_limit`).
     pub ec2_writes: Option<RateLimit>,
+    /// The account the resources are in, when known: S3 tagging calls name it as the
+    /// `ExpectedBucketOwner`, so a same-named bucket of another account is refused by S3.
+    pub account: Option<String>,
 }
 
 impl Tagger {
     pub fn new(clients: Clients) -> Self {
-        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch: 1000, ec2_writes: None }
+        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch: 1000, ec2_writes: None, account: None }
     }
 
     /// The resource's current tags, waiting out eventual consistency.

@@ -64,6 +64,10 @@ pub struct Config {
     pub metrics: Option<MetricsConfig>,
     /// Subscription or resource-group IDs the sweep lists owned resources in.
     pub sweep_scopes: Vec<String>,
+    /// `TAGWARDEN_EVENT_TOPICS`: the Event Grid topics whose deliveries are accepted, as every
+    /// event names its topic (`topic`, CloudEvents `source`); `None` (unset) accepts any
+    /// (`super::function::Topics` says why).
+    pub event_topics: Option<Vec<String>>,
 }
 
 impl Config {
@@ -193,6 +197,27 @@ impl Config {
             // Default: the subscription the function itself lives in.
             None => metrics.as_ref().and_then(|m| subscription_of(&m.resource_id)).into_iter().collect(),
         };
+        let event_topics = match var("TAGWARDEN_EVENT_TOPICS") {
+            None => None,
+            Some(s) => Some(
+                s.split(',')
+                    .map(|t| t.trim().trim_end_matches('/'))
+                    .filter(|t| !t.is_empty())
+                    .map(|t| match t.starts_with('/') && t.len() > 1 {
+                        true => Ok(t.to_string()),
+                        false => Err(ConfigError::Invalid {
+                            var: "TAGWARDEN_EVENT_TOPICS",
+                            value: t.to_string(),
+                            problem: "is not an ARM resource ID".into(),
+                            fix: "a comma-separated list of the ARM IDs Event Grid names as the events' topic: \
+                                  /subscriptions/SUB for a subscription system topic, its resource group's or \
+                                  storage account's ID for theirs"
+                                .into(),
+                        }),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
         Ok(Config {
             port,
             policy,
@@ -205,6 +230,7 @@ impl Config {
             own,
             metrics,
             sweep_scopes,
+            event_topics,
         })
     }
 }
@@ -268,6 +294,22 @@ mod tests {
         assert_eq!(c.own, ["p-1", "c-1"]);
         assert_eq!(c.identity.client_id.as_deref(), Some("c-1"));
         assert_eq!(c.port, 40001);
+        assert_eq!(c.event_topics, None);
+    }
+
+    #[test]
+    fn event_topics_are_a_list_of_arm_ids() {
+        let mut v = BASE.to_vec();
+        v.push(("TAGWARDEN_EVENT_TOPICS", " /subscriptions/S1/ , /subscriptions/s2/resourceGroups/rg,"));
+        let c = cfg(&v).expect("config");
+        assert_eq!(c.event_topics.expect("set"), ["/subscriptions/S1", "/subscriptions/s2/resourceGroups/rg"]);
+        let mut v = BASE.to_vec();
+        v.push(("TAGWARDEN_EVENT_TOPICS", "/subscriptions/s,my-topic"));
+        let e = cfg(&v).expect_err("not an id").to_string();
+        assert!(
+            e.contains("TAGWARDEN_EVENT_TOPICS") && e.contains("my-topic") && e.contains("/subscriptions/SUB"),
+            "{e}"
+        );
     }
 
     #[test]

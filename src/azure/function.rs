@@ -42,7 +42,6 @@ use crate::calls::CallCounter;
 use crate::cloud_error::CloudError;
 use crate::enforce::Engine;
 use crate::events;
-use crate::policy::store::{Layout, PolicySource};
 use crate::report::Outcome;
 use crate::trigger::Trigger;
 
@@ -51,6 +50,8 @@ pub const BLOB_CREATED: &str = "Microsoft.Storage.BlobCreated";
 /// Everything an invocation needs, built once at start-up and shared by every invocation.
 pub struct Handler {
     pub engine: Engine<ArmTagger>,
+    /// The Event Grid topics whose deliveries are worked on.
+    pub topics: Topics,
     pub metrics: Option<MetricsPublisher>,
     /// Every request the clients sent, by operation.
     pub calls: CallCounter,
@@ -92,7 +93,14 @@ impl Handler {
             .metrics
             .as_ref()
             .map(|m| MetricsPublisher::new(http.clone(), &m.endpoint, &m.resource_id, identity.clone(), calls.clone()));
-        Ok(Handler { engine, metrics, calls })
+        let topics = Topics(config.event_topics.clone());
+        if topics.0.is_none() {
+            tracing::warn!(
+                "TAGWARDEN_EVENT_TOPICS is unset: deliveries from every Event Grid topic are accepted; set it to the \
+                 ARM IDs of the topics this function subscribes to (the Terraform module does)"
+            );
+        }
+        Ok(Handler { engine, topics, metrics, calls })
     }
 
     /// Answer one HTTP request.
@@ -120,9 +128,16 @@ impl Handler {
         if req.header("aeg-event-type").is_some_and(|t| t.eq_ignore_ascii_case("SubscriptionValidation")) {
             return validation(&req.body);
         }
-        let out = match work_of(&req.body) {
+        let out = match work_of(&req.body, &self.topics) {
             Ok(trigger) => self.run(trigger, Delivered::Now).await,
-            Err(e) => return Response::json(400, &json!({"error": e})),
+            // Event Grid retries neither 400 nor 403: dead-lettered at once, where it can be seen.
+            Err(e @ Refused::Unreadable(_)) => return Response::json(400, &json!({"error": e.to_string()})),
+            Err(refused) => {
+                let out = refused.into_outcome();
+                let body = json!({"error": out.error});
+                self.finish(out).await;
+                return Response::json(403, &body);
+            }
         };
         let failed = out.must_retry();
         let summary = summary(&out);
@@ -136,16 +151,19 @@ impl Handler {
             Binding::Timer(_) => Ok((Trigger::Sweep, Delivered::Now)),
             Binding::Message(message) => {
                 tracing::info!(dequeue_count = metadata.dequeue_count, "policy sweep from the queue");
-                queue_work(message.get().as_bytes()).map(|t| (t, Delivered::Queued))
+                queue_work(message.get().as_bytes(), &self.topics).map(|t| (t, Delivered::Queued))
             }
-            Binding::EventGridEvent(event) => work_of(event.get().as_bytes()).map(|t| (t, Delivered::Now)),
+            Binding::EventGridEvent(event) => {
+                work_of(event.get().as_bytes(), &self.topics).map(|t| (t, Delivered::Now))
+            }
         };
         let (out, mut logs) = match work {
             Ok((trigger, delivered)) => (self.run(trigger, delivered).await, Vec::new()),
-            Err(e) => {
-                // Not an event: a retry cannot help, but failing keeps it for the dead-letter container.
-                let out = Outcome { error: Some(e.clone()), ..Outcome::default() };
-                (out, vec![format!("not an event tagwarden reads: {e}")])
+            // A retry cannot help, but failing keeps it for the dead-letter container (or the
+            // poison queue).
+            Err(refused) => {
+                let log = refused.to_string();
+                (refused.into_outcome(), vec![log])
             }
         };
         let failed = out.must_retry();
@@ -170,16 +188,10 @@ impl Handler {
                 out
             }
             Trigger::Sweep => self.engine.sweep(false, None, None).await,
-            Trigger::PolicyChanged(_) if delivered == Delivered::Now => self.engine.recheck_policy().await,
-            trigger @ Trigger::PolicyChanged(_) => {
-                let set_prefix = match self.engine.store.source.layout() {
-                    Layout::Set(prefix) => Some(prefix),
-                    _ => None,
-                };
-                let only = trigger.changed_clusters(set_prefix.as_deref());
-                let mut out = self.engine.sweep(true, only.as_deref(), None).await;
-                out.metrics.events_received += 1;
-                out
+            // Delivered now, only re-checked (Event Grid wants its answer within 30 s); from the
+            // queue, swept.
+            Trigger::PolicyChanged { objects, at_ms } => {
+                self.engine.policy_changed(&objects, at_ms, delivered == Delivered::Queued, None).await
             }
             Trigger::Events(raw) => match events::parse(&raw) {
                 Ok(list) => {
@@ -269,37 +281,99 @@ pub enum Delivery {
     Text(String),
 }
 
-/// What says what an event asks for here: its type, and (for a blob) its subject. The rest of it is
-/// read by `crate::events`, from the same text.
+/// What says what an event asks for here: its type, its topic, (for a blob) its subject and when
+/// it happened. The rest of it is read by `crate::events`, from the same text.
 #[derive(Debug, Deserialize)]
 pub struct GridEvent {
     /// `eventType` (Event Grid), `type` (CloudEvents).
     #[serde(rename = "eventType", alias = "type")]
     pub event_type: String,
+    /// `topic` (Event Grid), `source` (CloudEvents).
+    #[serde(alias = "source")]
+    pub topic: Option<String>,
     pub subject: Option<String>,
+    /// `eventTime` (Event Grid), `time` (CloudEvents).
+    #[serde(rename = "eventTime", alias = "time")]
+    pub time: Option<String>,
+}
+
+/// The Event Grid topics whose deliveries are worked on (`TAGWARDEN_EVENT_TOPICS`), by the topic
+/// every event names: Event Grid writes it itself ("Full resource path to the event source. This
+/// field isn't writeable. Event Grid provides this value", `EventGridEvent.topic`, Azure Functions
+/// reference), as CloudEvents' `source` (reference/azure.md §1: `/subscriptions/{id}` for a
+/// subscription's system topic). ARM IDs compare ignoring case.
+///
+/// Unset, every topic is accepted, with a warning at start-up: the Terraform module always sets
+/// it, and a deployment made by hand (or a test harness) that has not is better told than silently
+/// stopped from enforcing. Deliveries reach the handler only through the Functions host's keyed
+/// Event Grid trigger or the sweep queue, so the list is a second line, not the only one.
+#[derive(Debug, Clone, Default)]
+pub struct Topics(pub Option<Vec<String>>);
+
+impl Topics {
+    pub fn accepts(&self, topic: Option<&str>) -> bool {
+        let Some(list) = &self.0 else { return true };
+        topic.is_some_and(|t| list.iter().any(|a| a.eq_ignore_ascii_case(t.trim_end_matches('/'))))
+    }
+}
+
+/// Why a delivery is not worked on. Both fail the delivery: a retry cannot help, but Event Grid
+/// dead-letters it (the queue parks it in `<queue>-poison`), where it can be seen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("not an event tagwarden reads: {0}")]
+    Unreadable(String),
+    #[error(
+        "refused {events} event(s) from Event Grid topic {topic:?}, which is not one of TAGWARDEN_EVENT_TOPICS: if \
+         the function subscribes to that topic, add it there (the Terraform module sets it from its system topics); \
+         otherwise something delivers events this deployment never subscribed to"
+    )]
+    Topic { topic: String, events: u64 },
+}
+
+impl Refused {
+    /// The outcome of a refused delivery: its events counted as received and ignored, the reason
+    /// as its error (so the delivery fails and is kept).
+    pub fn into_outcome(self) -> Outcome {
+        let mut out = Outcome::default();
+        if let Refused::Topic { topic, events } = &self {
+            tracing::warn!(topic, events, "delivery refused: {self}");
+            out.metrics.events_received = *events;
+            out.metrics.events_ignored = *events;
+        }
+        out.error = Some(self.to_string());
+        out
+    }
 }
 
 /// What a delivery's text asks for: a policy change for policy `BlobCreated` events (the blobs
 /// their subjects name, `…/blobs/<name>`), unless only the function's own report was written;
-/// otherwise its events, to reconcile.
-pub fn work_of(text: &[u8]) -> Result<Trigger, String> {
-    let (events, text) = events_in(text.into(), 0)?;
+/// otherwise its events, to reconcile. Refused whole when one of its events is from a topic
+/// `topics` does not accept (one delivery comes from one subscription, so from one topic).
+pub fn work_of(text: &[u8], topics: &Topics) -> Result<Trigger, Refused> {
+    let (events, text) = events_in(text.into(), 0).map_err(Refused::Unreadable)?;
+    if let Some(e) = events.iter().find(|e| !topics.accepts(e.topic.as_deref())) {
+        let topic = e.topic.clone().unwrap_or_else(|| "(none)".to_string());
+        return Err(Refused::Topic { topic, events: events.len() as u64 });
+    }
     if !events.iter().any(|e| e.event_type == BLOB_CREATED) {
         return Ok(Trigger::Events(text.into_owned()));
     }
-    let subjects = events.into_iter().filter(|e| e.event_type == BLOB_CREATED).filter_map(|e| e.subject);
-    Ok(Trigger::written(subjects.filter_map(|s| Some(s.split_once("/blobs/")?.1.to_string())).collect()))
+    let blobs: Vec<&GridEvent> = events.iter().filter(|e| e.event_type == BLOB_CREATED).collect();
+    let at: Vec<Option<&str>> = blobs.iter().map(|e| e.time.as_deref()).collect();
+    let names = blobs.iter().filter_map(|e| Some(e.subject.as_deref()?.split_once("/blobs/")?.1.to_string()));
+    Ok(Trigger::written(names.collect(), &at))
 }
 
 /// What a `sweep-queue` message asks for: the policy sweep for a policy `BlobCreated` event,
 /// nothing for the function's own status report, and an error for anything else (a retry cannot
 /// help; after `maxDequeueCount` attempts the host parks the message in `<queue>-poison`).
-pub fn queue_work(message: &[u8]) -> Result<Trigger, String> {
-    match work_of(message)? {
-        trigger @ (Trigger::PolicyChanged(_) | Trigger::OwnStatusReport) => Ok(trigger),
-        Trigger::Events(_) | Trigger::Sweep => {
-            Err("the sweep queue carries policy BlobCreated events only; this message holds another event".to_string())
-        }
+pub fn queue_work(message: &[u8], topics: &Topics) -> Result<Trigger, Refused> {
+    match work_of(message, topics)? {
+        trigger @ (Trigger::PolicyChanged { .. } | Trigger::OwnStatusReport) => Ok(trigger),
+        Trigger::Events(_) | Trigger::Sweep => Err(Refused::Unreadable(
+            "the sweep queue carries policy BlobCreated events only; this message holds another event".to_string(),
+        )),
     }
 }
 
@@ -373,12 +447,12 @@ fn summary(out: &Outcome) -> Value {
 mod tests {
     use super::*;
 
-    fn work(delivered: &Value) -> Result<Trigger, String> {
-        work_of(delivered.to_string().as_bytes())
+    fn work(delivered: &Value) -> Result<Trigger, Refused> {
+        work_of(delivered.to_string().as_bytes(), &Topics::default())
     }
 
     fn queue(message: &Value) -> Result<Trigger, String> {
-        queue_work(message.to_string().as_bytes())
+        queue_work(message.to_string().as_bytes(), &Topics::default()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -386,7 +460,7 @@ mod tests {
         let blob = |subject: &str| json!({"eventType": BLOB_CREATED, "subject": subject, "data": {}});
         assert_eq!(
             work(&blob("/blobServices/default/containers/policy/blobs/layers/10.yaml")),
-            Ok(Trigger::PolicyChanged(vec!["layers/10.yaml".into()]))
+            Ok(Trigger::PolicyChanged { objects: vec!["layers/10.yaml".into()], at_ms: None })
         );
         assert_eq!(
             work(&json!([blob("/blobServices/default/containers/policy/blobs/layers/tagwarden-status.json")])),
@@ -394,7 +468,7 @@ mod tests {
         );
         // Events are read by `crate::events` from the very text delivered.
         let write = br#" [{"eventType": "Microsoft.Resources.ResourceWriteSuccess"}] "#;
-        assert_eq!(work_of(write), Ok(Trigger::Events(write.to_vec())));
+        assert_eq!(work_of(write, &Topics::default()), Ok(Trigger::Events(write.to_vec())));
         assert!(work(&json!([])).is_err());
         assert!(work(&json!("x")).is_err());
     }
@@ -411,7 +485,8 @@ mod tests {
             Value::String(b64(&text)),
             Value::String(b64(&Value::String(text.clone()).to_string())),
         ] {
-            assert_eq!(queue(&message), Ok(Trigger::PolicyChanged(vec!["10.yaml".into()])), "{message}");
+            let change = Trigger::PolicyChanged { objects: vec!["10.yaml".into()], at_ms: None };
+            assert_eq!(queue(&message), Ok(change), "{message}");
         }
         let own = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/tagwarden-status.json"});
         assert_eq!(queue(&Value::String(b64(&own.to_string()))), Ok(Trigger::OwnStatusReport));

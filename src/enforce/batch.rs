@@ -15,11 +15,11 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::sweep::{batches, identity, Planned, Run};
-use super::{answer_to, for_event, lock_key, Adapter, Engine, Read};
+use super::{answer_to, for_event, hint, lock_key, Adapter, Engine, Read};
 use crate::cloud_error::CloudError;
 use crate::events::Event;
 use crate::plan;
-use crate::policy::clusters::{Owner, Policies};
+use crate::policy::clusters::Policies;
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -97,6 +97,9 @@ impl<A: Adapter> Engine<A> {
                 }
                 tags
             }));
+            if let Some(Ok(now)) = &targets[i].tags {
+                self.lost_since(&targets[i], now, events, &mut outs);
+            }
         }
 
         // Each resource planned on its own, exactly as a single event's.
@@ -168,13 +171,9 @@ impl<A: Adapter> Engine<A> {
         };
         for &i in active {
             let event = &events[i];
-            // Event-carried tags are a hint, never proof of ownership (see `handle_event`).
-            let hint = event
-                .tags
-                .clone()
-                .filter(|t| matches!(policies.owner(cloud, "", t), Owner::NotOwned | Owner::Unpublished(_)));
+            // Event-carried tags are a hint, never proof of ownership (see `super::hint`).
             for r in &event.resources {
-                add(r.clone(), hint.clone(), i);
+                add(r.clone(), hint(policies, cloud, r, event.tags.as_ref()), i);
             }
         }
         let implying: Vec<&Event> = active.iter().map(|&i| &events[i]).collect();
@@ -186,6 +185,33 @@ impl<A: Adapter> Engine<A> {
             outs[active[n]].push(record);
         }
         targets
+    }
+}
+
+impl<A: Adapter> Engine<A> {
+    /// A replace-style write (S3 `PutBucketTagging`) whose event carries the set it put, read
+    /// back without some of its keys: another replace landed after it (tagwarden's own, between its
+    /// last read and its put, is the window `aws::services::s3` cannot close). The keys lost are
+    /// counted as conflicts of the event and logged, naming who put them.
+    fn lost_since(&self, t: &Target, now: &TagMap, events: &[Event], outs: &mut [Outcome]) {
+        if !matches!(self.adapter.batching(&t.resource), super::sweep::Batching::Reread) {
+            return;
+        }
+        for &e in &t.events {
+            let Some(put) = &events[e].replaced_with else { continue };
+            // Absent, not changed: tagwarden never removes a key, but it does correct a value.
+            let lost: Vec<&String> = put.keys().filter(|k| !now.contains_key(*k)).collect();
+            if lost.is_empty() {
+                continue;
+            }
+            let by = events[e].actor.as_deref().unwrap_or("an unknown caller");
+            tracing::warn!(
+                resource = %t.resource, event = events[e].id, by, ?lost,
+                "tags another writer put were replaced since: a concurrent replace of the whole set"
+            );
+            let counters = outs[e].metrics.by_type.entry(t.resource.kind.clone()).or_default();
+            counters.conflicts += lost.len() as u64;
+        }
     }
 }
 

@@ -18,10 +18,11 @@
 //! clusters is never written.
 
 mod batch;
+mod coalesce;
 pub mod sweep;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
 use tokio::sync::Semaphore;
@@ -37,6 +38,7 @@ use crate::policy::store::{PolicySource, PolicyStore};
 use crate::report::{epoch_ms, Failure, Outcome, Record};
 use crate::resource::ResourceRef;
 use crate::TagMap;
+pub use coalesce::POLICY_SWEEP_WINDOW;
 use sweep::{Batching, Listing, Progress, SweepOptions, Unindexed};
 
 /// Resources the events of a batch imply, by the position of their event, with their tags when
@@ -159,6 +161,10 @@ pub struct Engine<A: Adapter> {
     pub sweep: SweepOptions,
     /// Told how a sweep is going (the CLI draws a progress bar).
     pub progress: Option<Progress>,
+    /// A cluster's policy-change sweeps are at least this far apart ([`POLICY_SWEEP_WINDOW`]).
+    pub policy_window: Duration,
+    /// When each cluster was last swept for a policy change, and what was listed beside it.
+    coalesce: coalesce::Coalesce,
 }
 
 impl<A: Adapter> Engine<A> {
@@ -176,6 +182,8 @@ impl<A: Adapter> Engine<A> {
             dry_run: false,
             sweep: SweepOptions::default(),
             progress: None,
+            policy_window: POLICY_SWEEP_WINDOW,
+            coalesce: coalesce::Coalesce::default(),
         }
     }
 
@@ -219,15 +227,11 @@ impl<A: Adapter> Engine<A> {
         }
         let Some(policies) = load_policies(&self.store, &mut out, false).await else { return out };
         let version = policies.version();
-        // Event-carried tags (`Tag Change on Resource`) are a hint, never proof of ownership:
-        // whoever can put an event on the bus can claim a foreign resource is owned. They only
-        // spare the read of a resource they say no enforced cluster owns; a claim is re-read.
-        let hint = event
-            .tags
-            .clone()
-            .filter(|t| matches!(policies.owner(self.cloud(), "", t), Owner::NotOwned | Owner::Unpublished(_)));
-        let mut targets: Vec<(ResourceRef, Option<TagMap>)> =
-            event.resources.iter().map(|r| (r.clone(), hint.clone())).collect();
+        let mut targets: Vec<(ResourceRef, Option<TagMap>)> = event
+            .resources
+            .iter()
+            .map(|r| (r.clone(), hint(&policies, self.cloud(), r, event.tags.as_ref())))
+            .collect();
         let implied = self.adapter.implied_all(&[event], &version).await;
         targets.extend(implied.found.into_iter().map(|(_, r, tags)| (r, tags)));
         for (_, record) in implied.failed {
@@ -348,6 +352,20 @@ fn for_event(out: &mut Outcome, event: &Event, record: Record) -> Record {
     Record { event_id: event.id.clone(), ..record }
 }
 
+/// Event-carried tags (`Tag Change on Resource`) as a stand-in for a read of `r`, if they may be:
+/// they are a hint, never proof of ownership, since whoever can put an event on the bus can claim
+/// anything. They spare the read only when, read the way `r`'s service compares keys (IAM and
+/// Azure ignore case: `Kubernetes.io/cluster/<id>` is the ownership tag on a role), they say no
+/// enforced cluster owns `r`, and the plan made from them writes nothing. A claim of ownership or
+/// a conflict is re-read, so a hint never makes writable what a fresh read would not.
+fn hint(policies: &Policies, cloud: Cloud, r: &ResourceRef, tags: Option<&TagMap>) -> Option<TagMap> {
+    let tags = tags?;
+    let unclaimed = matches!(policies.owner(cloud, &r.kind, tags), Owner::NotOwned | Owner::Unpublished(_));
+    let writes =
+        answer_to(policies, cloud, r, tags).is_ok_and(|p| plan::plan(&p.policy, cloud, &p.infra_id, r, tags).writes());
+    (unclaimed && !writes).then(|| tags.clone())
+}
+
 /// The policy a resource with `tags` is planned against, or the record of why it is left alone:
 /// with one policy, everything is planned (the plan says what is not owned); in a set, a resource
 /// owned by no enforced cluster is not owned, one owned by a cluster with no valid policy here is
@@ -465,6 +483,7 @@ mod tests {
             resources: ids.iter().map(|id| resource(id)).collect(),
             principals: Vec::new(),
             tags: None,
+            replaced_with: None,
             validation_code: None,
             id: Some("e-1".into()),
             occurred_at_ms: None,

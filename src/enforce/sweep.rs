@@ -18,7 +18,7 @@
 //! the next sweep lists again. A resource listed and then deleted before its read or write is
 //! `gone`: counted, not a failure.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -133,6 +133,19 @@ impl<A: Adapter> Engine<A> {
     /// Plan (and, unless dry-run, write) every resource the clusters named in `only` own (every
     /// cluster with `None`), starting no write after `stop_at`; `force` re-reads the policy now.
     pub async fn sweep(&self, force: bool, only: Option<&[String]>, stop_at: Option<Instant>) -> Outcome {
+        self.sweep_with(force, only, stop_at, false).await
+    }
+
+    /// [`Engine::sweep`]; with `reuse`, what the listings beside the owned one found each swept
+    /// cluster owning less than a policy window ago is re-read instead of listed again
+    /// (`super::coalesce`).
+    pub(super) async fn sweep_with(
+        &self,
+        force: bool,
+        only: Option<&[String]>,
+        stop_at: Option<Instant>,
+        reuse: bool,
+    ) -> Outcome {
         if let Some(why) = self.adapter.cannot_sweep() {
             return Outcome { error: Some(why.to_string()), ..Outcome::default() };
         }
@@ -141,7 +154,7 @@ impl<A: Adapter> Engine<A> {
         let version = policies.version();
         let swept: Vec<Arc<LoadedPolicy>> =
             policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
-        let Discovered { targets, unreadable, failed } = self.discover(&policies, &swept).await;
+        let Discovered { targets, unreadable, failed } = self.discover(&policies, &swept, reuse).await;
         // A resource or a listing that could not be read is reported on its own; the rest is swept.
         for (r, e) in unreadable {
             out.push(e.into_record(Record::failed(self.cloud(), &r, &version, String::new())));
@@ -347,7 +360,7 @@ impl<A: Adapter> Engine<A> {
     /// Every resource the swept clusters own: each cluster's owned listing, then what the adapter
     /// lists beside it, kept where a swept cluster owns it (or claims it in a conflict); and every
     /// listing that failed, with the cluster it was for (`None`: for all of them).
-    async fn discover(&self, policies: &Policies, swept: &[Arc<LoadedPolicy>]) -> Discovered {
+    async fn discover(&self, policies: &Policies, swept: &[Arc<LoadedPolicy>], reuse: bool) -> Discovered {
         let mut found: Vec<Listed> = Vec::new();
         let mut failed = Vec::new();
         let mut seen = HashSet::new();
@@ -363,21 +376,32 @@ impl<A: Adapter> Engine<A> {
             }
             failed.extend(errors.into_iter().map(|e| (Some(policy.infra_id.clone()), e)));
         }
+        let ids: Vec<&str> = swept.iter().map(|p| p.infra_id.as_str()).collect();
+        if let Some(known) = reuse.then(|| self.coalesce.beside(&ids, self.policy_window)).flatten() {
+            found.extend(known.into_iter().filter(|(r, _)| seen.insert(identity(self.cloud(), r))));
+            self.report("discover", found.len() as u64, found.len() as u64);
+            return Discovered { targets: found, unreadable: Vec::new(), failed };
+        }
+        // The swept cluster a resource is owned by (or claimed by, in a conflict), if any.
         let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, self.cloud(), r, tags) {
-            Ok(p) => {
-                ownership_for(self.cloud(), &r.kind, &p.infra_id, tags) == Ownership::Owned
-                    && swept.iter().any(|s| s.infra_id == p.infra_id)
-            }
-            Err(record) => {
-                record.status == Status::Failed
-                    && record.infra_id.as_ref().is_some_and(|id| swept.iter().any(|s| &s.infra_id == id))
-            }
+            Ok(p) => (ownership_for(self.cloud(), &r.kind, &p.infra_id, tags) == Ownership::Owned
+                && ids.contains(&p.infra_id.as_str()))
+            .then(|| p.infra_id.clone()),
+            Err(record) => record.infra_id.filter(|id| record.status == Status::Failed && ids.contains(&id.as_str())),
         };
         let beside = self.adapter.list_unindexed(&found).await;
+        let complete = beside.failed.is_empty() && beside.unreadable.is_empty();
+        let mut by_cluster: HashMap<String, Vec<ResourceRef>> =
+            ids.iter().map(|id| (id.to_string(), Vec::new())).collect();
         for (r, tags) in beside.found {
-            if ours(&r, &tags) && seen.insert(identity(self.cloud(), &r)) {
+            let Some(owner) = ours(&r, &tags) else { continue };
+            if seen.insert(identity(self.cloud(), &r)) {
+                by_cluster.entry(owner).or_default().push(r.clone());
                 found.push((r, Some(tags)));
             }
+        }
+        if complete {
+            self.coalesce.remember(by_cluster);
         }
         failed.extend(beside.failed.into_iter().map(|e| (None, e)));
         self.report("discover", found.len() as u64, found.len() as u64);

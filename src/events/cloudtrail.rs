@@ -104,6 +104,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
         resources: Vec::new(),
         principals,
         tags: None,
+        replaced_with: None,
         validation_code: None,
         id: d.event_id.or_else(|| env.id.clone()),
         // The API call's own time; EventBridge's envelope time is when it was delivered.
@@ -144,6 +145,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
     let region = event.region.clone().unwrap_or_default();
     let account = event.account.clone().unwrap_or_default();
     let mut resources = Vec::new();
+    let mut replaced_with = None;
     match ids {
         Ids::RunInstances => {
             if let Some(raw) = d.response_elements.filter(|r| r.get() != "null") {
@@ -171,8 +173,23 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
             }
         }
         Ids::S3Bucket => {
-            if let Some(bucket) = request()?.get("bucketName").and_then(Value::as_str) {
+            let req = request()?;
+            if let Some(bucket) = req.get("bucketName").and_then(Value::as_str) {
                 resources.push(ResourceRef::s3_bucket(bucket, &region));
+            }
+            // `PutBucketTagging` replaces the whole set: the one it asked for is the bucket's
+            // complete set after the call (reference/aws.md §5: `Tagging.TagSet.Tag`, an array, or
+            // an object for one tag, with capitalised `Key`/`Value`).
+            if event.event_name == "PutBucketTagging" {
+                let tag = req.pointer("/Tagging/TagSet/Tag");
+                let items = match tag {
+                    Some(Value::Array(items)) => items.iter().collect(),
+                    Some(one @ Value::Object(_)) => vec![one],
+                    _ => Vec::new(),
+                };
+                let pair =
+                    |t: &Value| Some((t.get("Key")?.as_str()?.to_string(), t.get("Value")?.as_str()?.to_string()));
+                replaced_with = Some(items.into_iter().filter_map(pair).collect());
             }
         }
         Ids::ElbResponse(list, field) => {
@@ -259,7 +276,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
     if resources.is_empty() {
         return Ok(event.ignored(IgnoreReason::NoResources));
     }
-    Ok(Event { kind, resources, ..event })
+    Ok(Event { kind, resources, replaced_with, ..event })
 }
 
 /// `arn:…:route53:::hostedzone/Z…` from an id with or without its `/hostedzone/` prefix.

@@ -87,6 +87,7 @@ pub(super) fn parse(
         resources: Vec::new(),
         principals,
         tags: None,
+        replaced_with: None,
         validation_code: None,
         id,
         occurred_at_ms: None,

@@ -100,6 +100,10 @@ pub struct Event {
     /// The resource's complete tag set, when the event carries it (`Tag Change on Resource`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<TagMap>,
+    /// The set a replace-style write put (S3 `PutBucketTagging`): never a hint (a later write may
+    /// have changed it), only compared with what is read back (`enforce::batch`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced_with: Option<TagMap>,
     /// The code to answer Event Grid's validation handshake with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub validation_code: Option<String>,
@@ -262,6 +266,7 @@ fn aws_unsupported(env: &Envelope<'_>, detail_type: &str) -> Event {
         resources: Vec::new(),
         principals: Vec::new(),
         tags: None,
+        replaced_with: None,
         validation_code: None,
         id: env.id.clone(),
         occurred_at_ms: env.occurred_at_ms(),

@@ -42,6 +42,7 @@ pub(super) fn parse(env: &Envelope<'_>, detail: &RawValue) -> Result<Event, Even
             .map_err(|e| EventError::Shape(e.to_string()))?,
         principals: Vec::new(),
         tags: d.tags,
+        replaced_with: None,
         validation_code: None,
         id: env.id.clone(),
         occurred_at_ms: env.occurred_at_ms(),

@@ -117,6 +117,7 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
                         .to_string(),
                 );
             }
+            reserve_cluster_api(cloud, key, &mut push);
             if let Some(m) = AWS_RESERVED_NS.captures(key) {
                 let ns = m.get(2).map_or(String::new(), |g| g.as_str().to_ascii_lowercase());
                 push(
@@ -154,6 +155,7 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
             if key.eq_ignore_ascii_case("name") {
                 push(Rule::ReservedKey, "the key \"name\" (any case) is reserved; choose another key".to_string());
             }
+            reserve_cluster_api(cloud, key, &mut push);
             if let Some(p) = AZURE_RESERVED_PREFIXES.iter().find(|p| starts_with_ignore_case(key, p)) {
                 push(
                     Rule::ReservedPrefix,
@@ -163,6 +165,22 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
         }
     }
     out
+}
+
+/// Cluster API's ownership namespace for `cloud` (and so HyperShift's: `Cloud::cluster_api_namespace`
+/// cites the providers' sources) is reserved as the ownership tag is, in any case: a user tag
+/// there would claim or disown a resource for a CAPA/CAPZ cluster.
+fn reserve_cluster_api(cloud: Cloud, key: &str, push: &mut impl FnMut(Rule, String)) {
+    let ns = cloud.cluster_api_namespace();
+    if starts_with_ignore_case(key, ns) {
+        push(
+            Rule::ReservedPrefix,
+            format!(
+                "keys starting with {ns:?} (any case) are reserved for Cluster API's ownership and role tags \
+                 (also HyperShift's); remove the tag or choose a key outside that namespace"
+            ),
+        );
+    }
 }
 
 /// Describe the characters a rule rejects, e.g. `"*" and "#"`.
@@ -302,6 +320,32 @@ mod tests {
         assert_eq!(v.len(), 1);
         let m = &v[0].message;
         for part in ["\"x.Kubernetes.IO/y\"", "kubernetes.io/ namespace", "any case", "choose a key"] {
+            assert!(m.contains(part), "{part:?} missing in {m}");
+        }
+        assert_eq!(v[0].rule.to_string(), "reserved-prefix");
+    }
+
+    /// Cluster API's ownership namespaces (CAPA on AWS, CAPZ on Azure; HyperShift uses them too)
+    /// are reserved like the ownership tag, in any case, naming the key, the rule and the fix.
+    #[test]
+    fn cluster_api_ownership_namespaces_are_reserved() {
+        for k in [
+            "sigs.k8s.io/cluster-api-provider-aws/cluster/mycluster-7xk2p",
+            "sigs.k8s.io/cluster-api-provider-aws/role",
+            "Sigs.K8s.IO/Cluster-API-Provider-AWS/cluster/x",
+        ] {
+            assert_eq!(rules(Cloud::Aws, k, "owned"), [Rule::ReservedPrefix], "{k}");
+        }
+        for k in
+            ["sigs.k8s.io_cluster-api-provider-azure_cluster_my-cluster", "SIGS.k8s.io_cluster-api-provider-azure_role"]
+        {
+            assert_eq!(rules(Cloud::Azure, k, "owned"), [Rule::ReservedPrefix], "{k}");
+        }
+        assert!(rules(Cloud::Aws, "sigs.k8s.io/other", "v").is_empty(), "only the provider's namespace");
+        let v = check_tag(Cloud::Azure, "sigs.k8s.io_cluster-api-provider-azure_cluster_c", "owned", "spec");
+        let m = &v[0].message;
+        for part in ["\"sigs.k8s.io_cluster-api-provider-azure_cluster_c\"", "Cluster API", "any case", "choose a key"]
+        {
             assert!(m.contains(part), "{part:?} missing in {m}");
         }
         assert_eq!(v[0].rule.to_string(), "reserved-prefix");

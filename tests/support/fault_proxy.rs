@@ -110,7 +110,12 @@ struct Inner {
     /// When each request arrived, by `service:operation` (rates over time).
     arrivals: Mutex<Vec<(std::time::Instant, String)>>,
     retry_after_secs: u64,
+    /// `(operation, nth, seen, hook)`: run after the nth answer of that operation (see `after`).
+    hooks: Mutex<Vec<(String, u64, u64, Hook)>>,
 }
+
+/// Something done while a client waits for an answer: a concurrent writer.
+pub type Hook = Arc<dyn Fn() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
 
 pub struct FaultProxy {
     pub endpoint: String,
@@ -142,6 +147,7 @@ impl FaultProxy {
             requests: Mutex::default(),
             arrivals: Mutex::default(),
             retry_after_secs: 1,
+            hooks: Mutex::default(),
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind the fault proxy");
         let endpoint = format!("http://{}", listener.local_addr().expect("address"));
@@ -193,6 +199,13 @@ impl FaultProxy {
         self.inner.arrivals.lock().unwrap().iter().filter(|(_, o)| o == op).map(|(t, _)| *t).collect()
     }
 
+    /// Run `hook` once the `nth` request of `operation` (`GetBucketTagging`, …) has been answered
+    /// upstream, before that answer is returned: whatever it writes lands between the client's
+    /// request and the next one.
+    pub fn after(&self, operation: &str, nth: u64, hook: Hook) {
+        self.inner.hooks.lock().unwrap().push((operation.to_string(), nth, 0, hook));
+    }
+
     /// Forget the requests seen so far.
     pub fn reset_requests(&self) {
         self.inner.requests.lock().unwrap().clear();
@@ -221,7 +234,22 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Result<Response<Fu
         Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
         Some(fault) => return Ok(error_response(&service, &fault, inner.retry_after_secs)),
     }
-    forward(inner.upstream, parts, body).await
+    let answer = forward(inner.upstream, parts, body).await;
+    let due: Vec<Hook> = inner
+        .hooks
+        .lock()
+        .unwrap()
+        .iter_mut()
+        .filter(|(op, ..)| *op == operation)
+        .filter_map(|(_, nth, seen, hook)| {
+            *seen += 1;
+            (*seen == *nth).then(|| hook.clone())
+        })
+        .collect();
+    for hook in due {
+        hook().await;
+    }
+    answer
 }
 
 fn choose(inner: &Inner, service: &str, operation: &str) -> Option<Fault> {

@@ -55,8 +55,14 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             return Err(e.to_string().into());
         }
     };
+    // The function's account, from its role's ARN (`arn:aws:iam::<account>:role/…`): S3 tagging
+    // calls name it as the expected bucket owner.
+    let account = config.own.iter().find_map(|arn| {
+        arn.split(':').nth(4).filter(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit())).map(str::to_owned)
+    });
     let tagger = Tagger {
         ec2_writes: Some(RateLimit::per_second(f64::from(config.ec2_writes_per_second))),
+        account,
         ..Tagger::new(clients.clone())
     };
     let store = policy_store(&clients, config.policy, config.policy_ttl).with_clusters(config.clusters);

@@ -96,12 +96,14 @@ pub fn envelope(function: &str, binding: &str, value: Value) -> String {
     .to_string()
 }
 
-/// Event Grid's `Microsoft.Storage.BlobCreated` for blob `name` of the policy container.
+/// Event Grid's `Microsoft.Storage.BlobCreated` for blob `name` of the policy container, written
+/// now.
 pub fn blob_created(name: &str) -> Value {
+    let now = tagwarden::events::format_rfc3339_ms(tagwarden::report::epoch_ms());
     json!({
         "topic": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy",
         "subject": format!("/blobServices/default/containers/policy/blobs/{name}"),
-        "eventType": "Microsoft.Storage.BlobCreated", "id": super::suffix(), "eventTime": "2026-11-21T10:00:00Z",
+        "eventType": "Microsoft.Storage.BlobCreated", "id": super::suffix(), "eventTime": now,
         "data": {"api": "PutBlob", "url": format!("https://policy.blob.core.windows.net/policy/{name}")},
         "dataVersion": "", "metadataVersion": "1"
     })
@@ -295,6 +297,8 @@ pub fn build_handler(vars: &HashMap<String, String>, policy_url: Option<&str>) -
     })
     .expect("valid configuration");
     let mut handler = Handler::new(&config).expect("handler");
+    // Every policy change a test delivers is swept at once, never held for a coalescing window.
+    handler.engine.policy_window = Duration::ZERO;
     let (first, max) = (Duration::from_millis(10), Duration::from_millis(100));
     handler.engine.adapter.arm.retry = Retry {
         busy: Backoff { attempts: 4, first, max },
