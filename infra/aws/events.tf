@@ -128,7 +128,7 @@ locals {
     detail = {
       # A cluster set: every parameter under the set's path (its status reports are outside it).
       # (Through JSON: the two filters have different types, which a conditional cannot return.)
-      name      = jsondecode(local.ssm_set ? jsonencode([{ prefix = local.ssm_path }]) : jsonencode([aws_ssm_parameter.policy[0].name]))
+      name      = jsondecode(local.ssm_set ? jsonencode([{ prefix = local.ssm_path }]) : jsonencode([local.ssm_parameter_name]))
       operation = ["Create", "Update"]
       # Issue 17 item 10: a failed create/update is also a "Parameter Store Change" event, with the
       # reason in detail.exception ("If an operation fails, the notification includes an error

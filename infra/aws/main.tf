@@ -46,17 +46,28 @@ locals {
   # SSM mode: one parameter, or a cluster set: one parameter per cluster under a path, and the
   # status reports under the sibling path "<path>-status/", outside the set (GetParametersByPath
   # on the set never returns them, and the change rule never fires for them).
-  ssm_set       = local.use_ssm && local.cluster_set
-  ssm_path      = local.ssm_set ? coalesce(var.policy_parameter_path, "/${var.name}/clusters/") : null
-  parameter_arn = local.use_ssm && !local.ssm_set ? aws_ssm_parameter.policy[0].arn : null
+  ssm_set  = local.use_ssm && local.cluster_set
+  ssm_path = local.ssm_set ? coalesce(var.policy_parameter_path, "/${var.name}/clusters/") : null
+  # Computed, not read from the parameter (issue 36): the parameter is created after the change
+  # rule and the function (so its first value starts a sweep), which name it.
+  ssm_parameter_name = local.use_ssm && !local.ssm_set ? coalesce(var.policy_parameter_name, "/${var.name}/${var.infra_id}/policy") : null
+  parameter_arn      = local.use_ssm && !local.ssm_set ? "arn:${local.partition}:ssm:${local.region}:${local.account_id}:parameter${local.ssm_parameter_name}" : null
 
   # TAGWARDEN_POLICY, the function's contract: s3://bucket/key | s3://bucket/prefix/ | ssm:/name,
   # and for a cluster set s3://bucket/prefix/*/ | ssm:/path/*.
-  policy_uri = (local.ssm_set ? "ssm:${local.ssm_path}*" : local.use_ssm ? "ssm:${aws_ssm_parameter.policy[0].name}" :
+  policy_uri = (local.ssm_set ? "ssm:${local.ssm_path}*" : local.use_ssm ? "ssm:${local.ssm_parameter_name}" :
   "s3://${local.bucket_name}/${local.s3_set ? "${local.s3_prefix}*/" : local.s3_layered ? var.policy_prefix : local.s3_key}")
 
   # Issue 35: reserved by default, one above the queue mapping's maximum (variables.tf).
   reserved_concurrency = coalesce(var.reserved_concurrent_executions, var.sqs_maximum_concurrency + 1)
+
+  # Issue 36: the package's manifest (scripts/package-lambda, scripts/lib/artifact_manifest.py).
+  # Read leniently here: the function's preconditions say what is wrong with it and how to fix it.
+  lambda_manifest_path = coalesce(var.lambda_manifest, "${var.lambda_zip}.json")
+  lambda_manifest      = fileexists(local.lambda_manifest_path) ? try(jsondecode(file(local.lambda_manifest_path)), {}) : null
+  lambda_zip_sha256    = filesha256(var.lambda_zip)
+  # The manifest's architecture; a placeholder only while a precondition refuses the plan anyway.
+  lambda_architecture = try(local.lambda_manifest.architecture, "arm64")
 
   sns_topic_arn = var.alarm_sns_topic_arn != null ? var.alarm_sns_topic_arn : (var.create_sns_topic ? aws_sns_topic.alarms[0].arn : null)
 }
@@ -81,7 +92,7 @@ resource "aws_lambda_function" "this" {
   role                           = aws_iam_role.lambda.arn
   runtime                        = "provided.al2023"
   handler                        = "bootstrap"
-  architectures                  = [var.architecture]
+  architectures                  = [local.lambda_architecture]
   filename                       = var.lambda_zip
   source_code_hash               = filebase64sha256(var.lambda_zip)
   memory_size                    = var.memory_size
@@ -118,6 +129,23 @@ resource "aws_lambda_function" "this" {
   ]
 
   lifecycle {
+    # Issue 36: the package and its manifest belong together (scripts/package-lambda writes both).
+    precondition {
+      condition     = local.lambda_manifest != null
+      error_message = "No manifest beside ${var.lambda_zip}: expected ${local.lambda_manifest_path}. Build the package with scripts/package-lambda (it writes <zip>.json: architecture, sha256, version), or set lambda_manifest to its path."
+    }
+    precondition {
+      condition     = try(local.lambda_manifest.sha256, "") == local.lambda_zip_sha256
+      error_message = "The manifest ${local.lambda_manifest_path} is not the manifest of ${var.lambda_zip}: its sha256 is ${try(local.lambda_manifest.sha256, "missing")}, the zip's is ${local.lambda_zip_sha256}. Rebuild both with scripts/package-lambda."
+    }
+    precondition {
+      condition     = contains(["arm64", "x86_64"], try(local.lambda_manifest.architecture, ""))
+      error_message = "The manifest ${local.lambda_manifest_path} names no Lambda architecture (arm64 or x86_64): ${jsonencode(try(local.lambda_manifest.architecture, null))}. Rebuild the package with scripts/package-lambda."
+    }
+    precondition {
+      condition     = var.architecture == null || var.architecture == try(local.lambda_manifest.architecture, "")
+      error_message = "architecture = \"${coalesce(var.architecture, "-")}\" but ${var.lambda_zip} was built for ${try(local.lambda_manifest.architecture, "an unknown architecture")} (its manifest): a function on the wrong architecture never starts. Drop architecture (the manifest decides), or rebuild with ARCH=${coalesce(var.architecture, "-")} scripts/package-lambda."
+    }
     # Issue 17 item 11. Reserved concurrency 0 throttles every invocation ("setting reserved
     # concurrency to zero [...] stops all invocations", Lambda Developer Guide, "Configuring reserved
     # concurrency"); below the queue mapping's maximum concurrency the mapping's own invocations are

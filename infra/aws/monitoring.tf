@@ -206,6 +206,23 @@ resource "aws_sns_topic" "alarms" {
   tags              = local.tags
 }
 
+resource "aws_sns_topic_subscription" "alarms" {
+  for_each = { for s in var.alarm_subscriptions : "${s.protocol}:${s.endpoint}" => s }
+
+  topic_arn = local.sns_topic_arn
+  protocol  = each.value.protocol
+  endpoint  = each.value.endpoint
+  # HTTPS: SNS wraps the alarm in its JSON envelope; the endpoint confirms the subscription once.
+  endpoint_auto_confirms = false
+
+  lifecycle {
+    precondition {
+      condition     = local.sns_topic_arn != null
+      error_message = "alarm_subscriptions needs an alarm topic: set create_sns_topic = true, or alarm_sns_topic_arn."
+    }
+  }
+}
+
 resource "aws_cloudwatch_dashboard" "this" {
   dashboard_name = local.name
   dashboard_body = jsonencode(local.dashboard_body)
@@ -291,4 +308,70 @@ resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   alarm_actions       = local.alarm_actions
   ok_actions          = local.alarm_actions
   tags                = local.tags
+}
+
+# Issue 36: silence. Both alarms read one time series of the deployment's InfraID (dimensions
+# Cloud, InfraID: src/report.rs, emf_lines) in 1-hour periods, and count missing data as breaching:
+# the failure they look for is that nothing arrives at all.
+locals {
+  # rate(N minute(s)|hour(s)|day(s)) in seconds; null for a cron() schedule.
+  sweep_rate = regex("^(?:rate\\(([0-9]+) (minute|minutes|hour|hours|day|days)\\))?", var.sweep_schedule)
+  sweep_interval_seconds = local.sweep_rate[0] == null ? null : tonumber(local.sweep_rate[0]) * lookup(
+    { minute = 60, minutes = 60, hour = 3600, hours = 3600, day = 86400, days = 86400 }, local.sweep_rate[1]
+  )
+  sweep_alarm_hours = var.sweep_alarm_after_hours != null ? var.sweep_alarm_after_hours : (
+  local.sweep_interval_seconds == null ? null : max(1, ceil(2 * local.sweep_interval_seconds / 3600)))
+}
+
+resource "aws_cloudwatch_metric_alarm" "no_events" {
+  count = var.no_events_alarm_hours == null ? 0 : 1
+
+  alarm_name          = "${local.name}-no-events"
+  alarm_description   = "tagwarden ${local.label}: no event reached the function for ${var.no_events_alarm_hours} h. Check that a CloudTrail trail records management events (aws cloudtrail describe-trails; get-event-selectors), that the rules are enabled, the events queue's age, and the forwarding dead-letter queue in us-east-1 (README, Troubleshooting). Turn off with no_events_alarm_hours = null where the cluster's resources may rightly stay unchanged that long."
+  namespace           = local.metric_namespace
+  metric_name         = "EventsReceived"
+  dimensions          = { Cloud = "aws", InfraID = local.deployment_infra_id }
+  statistic           = "Sum"
+  period              = 3600
+  evaluation_periods  = var.no_events_alarm_hours
+  datapoints_to_alarm = var.no_events_alarm_hours
+  comparison_operator = "LessThanThreshold"
+  threshold           = 1
+  treat_missing_data  = "breaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = local.tags
+}
+
+# SweepsCompleted: 1 per sweep (scheduled or policy change) that ran to its end, emitted by the
+# function as an EMF metric (namespace TagWarden, dimensions Cloud, InfraID = the deployment's).
+resource "aws_cloudwatch_metric_alarm" "no_sweep" {
+  count = var.sweep_alarm ? 1 : 0
+
+  alarm_name          = "${local.name}-no-sweep"
+  alarm_description   = "tagwarden ${local.label}: no sweep completed for ${coalesce(local.sweep_alarm_hours, 0)} h (schedule ${var.sweep_schedule}). Check the function's errors and duration (a sweep that times out never completes), the sweep rule, and the dead-letter queue ${aws_sqs_queue.dlq.name} (README, Troubleshooting)."
+  namespace           = local.metric_namespace
+  metric_name         = "SweepsCompleted"
+  dimensions          = { Cloud = "aws", InfraID = local.deployment_infra_id }
+  statistic           = "Sum"
+  period              = 3600
+  evaluation_periods  = coalesce(local.sweep_alarm_hours, 1)
+  datapoints_to_alarm = coalesce(local.sweep_alarm_hours, 1)
+  comparison_operator = "LessThanThreshold"
+  threshold           = 1
+  treat_missing_data  = "breaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = local.sweep_alarm_hours != null
+      error_message = "sweep_schedule ${var.sweep_schedule} is not a rate(): set sweep_alarm_after_hours (hours without a completed sweep before the alarm), or sweep_alarm = false."
+    }
+    precondition {
+      condition     = coalesce(local.sweep_alarm_hours, 1) <= 168
+      error_message = "The sweep alarm would wait ${coalesce(local.sweep_alarm_hours, 1)} h (twice ${var.sweep_schedule}); CloudWatch evaluates at most 168 one-hour periods. Set sweep_alarm_after_hours <= 168, or sweep_alarm = false."
+    }
+  }
 }

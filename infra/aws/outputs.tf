@@ -157,3 +157,13 @@ output "ec2_writes_per_second_bound" {
     all_invocations = local.reserved_concurrency == -1 ? null : var.ec2_writes_per_second * local.reserved_concurrency
   }
 }
+
+output "trail_arn" {
+  description = "The CloudTrail trail this module created (create_trail), else null."
+  value       = one(aws_cloudtrail.this[*].arn)
+}
+
+output "trail_bucket_name" {
+  description = "The trail's log bucket (create_trail), else null."
+  value       = one(aws_s3_bucket.trail[*].id)
+}

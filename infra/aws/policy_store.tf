@@ -118,7 +118,18 @@ resource "aws_s3_bucket_policy" "policy" {
   depends_on = [aws_s3_bucket_public_access_block.policy]
 }
 
-# Optional initial content. Later edits are ordinary uploads (or Terraform changes to these values).
+# Optional initial content: created once, then never compared again (issue 36, one owner per
+# thing). The policy belongs to whoever publishes it afterwards — the cluster's publisher
+# (`tagwarden publish --from-cluster --watch`) or an operator's `tagwarden publish`: a later apply
+# must not put Terraform's copy back (and force a sweep with it) over what they published, so
+# every argument is ignored after creation ("ignore_changes = all": Terraform "will never update
+# the object", Terraform language docs, "The lifecycle Meta-Argument"). Changing the input later
+# changes nothing; publish the new policy instead. If the object is deleted, the next apply creates
+# it again from the input.
+#
+# depends_on the notification (issue 36): the first version's Object Created event must find the
+# notification in place, so that it starts a sweep right after the deploy and the first
+# corrections do not wait for the schedule.
 resource "aws_s3_object" "policy" {
   count = local.s3_key != null && var.policy_document != null ? 1 : 0
 
@@ -126,11 +137,17 @@ resource "aws_s3_object" "policy" {
   key          = local.s3_key
   content      = var.policy_document
   content_type = endswith(local.s3_key, ".json") ? "application/json" : "application/yaml"
-  tags         = local.tags
 
-  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy]
+  lifecycle {
+    ignore_changes = all
+  }
+
+  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy, aws_s3_bucket_notification.policy]
 }
 
+# Layers are Terraform's own objects (e.g. a `00-defaults.yaml` kept in code): Terraform updates
+# them. The publisher's layer (10-cluster.yaml) is refused as a name here (variables.tf), so no
+# object has two owners.
 resource "aws_s3_object" "policy_layer" {
   for_each = local.s3_layered ? var.policy_layers : {}
 
@@ -140,10 +157,11 @@ resource "aws_s3_object" "policy_layer" {
   content_type = endswith(each.key, ".json") ? "application/json" : "application/yaml"
   tags         = local.tags
 
-  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy]
+  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy, aws_s3_bucket_notification.policy]
 }
 
-# A cluster set's initial policies, one folder per cluster (the name `tagwarden publish` uses).
+# A cluster set's initial policies, one folder per cluster, at the key `tagwarden publish` writes:
+# the cluster's publisher owns them after creation (as aws_s3_object.policy above).
 resource "aws_s3_object" "cluster_policy" {
   for_each = local.s3_set ? var.cluster_policy_documents : {}
 
@@ -151,9 +169,12 @@ resource "aws_s3_object" "cluster_policy" {
   key          = "${local.s3_prefix}${each.key}/10-cluster.yaml"
   content      = each.value
   content_type = "application/yaml"
-  tags         = local.tags
 
-  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy]
+  lifecycle {
+    ignore_changes = all
+  }
+
+  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy, aws_s3_bucket_notification.policy]
 }
 
 # Policy change -> sweep. Single document: the filter is the exact key, so the status report next
@@ -212,14 +233,19 @@ resource "aws_ssm_parameter" "policy" {
   #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret (DESIGN.md §2), so SecureString would only add a KMS dependency.
   count = local.use_ssm && !local.ssm_set ? 1 : 0
 
-  name        = coalesce(var.policy_parameter_name, "/${var.name}/${var.infra_id}/policy")
+  name        = local.ssm_parameter_name
   description = "tagwarden desired-tag policy for cluster ${var.infra_id}"
   type        = "String"
   tier        = "Standard"
   value       = coalesce(var.policy_document, "-")
   tags        = local.tags
 
+  # Issue 36: the initial value only; the publisher owns it afterwards (see aws_s3_object.policy).
+  # The change rule exists first, so the first version starts a sweep.
+  depends_on = [aws_cloudwatch_event_target.policy_change, aws_lambda_permission.policy_change]
+
   lifecycle {
+    ignore_changes = [value, description, tier, type]
     precondition {
       condition     = var.policy_document != null
       error_message = "policy_source = \"ssm\" needs policy_document: an SSM parameter cannot be created empty."
@@ -238,4 +264,11 @@ resource "aws_ssm_parameter" "cluster_policy" {
   tier        = "Standard"
   value       = each.value
   tags        = local.tags
+
+  # Issue 36: the initial value only; the cluster's publisher owns it afterwards.
+  depends_on = [aws_cloudwatch_event_target.policy_change, aws_lambda_permission.policy_change]
+
+  lifecycle {
+    ignore_changes = [value, description, tier, type]
+  }
 }

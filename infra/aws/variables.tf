@@ -91,7 +91,7 @@ variable "tags" {
 ################################################################################
 
 variable "lambda_zip" {
-  description = "Path to the packaged Lambda zip containing the `bootstrap` executable (built for `provided.al2023` and `architecture`)."
+  description = "Path to the packaged Lambda zip containing the `bootstrap` executable for `provided.al2023`, as `scripts/package-lambda` writes it, with its manifest beside it (`<zip>.json`)."
   type        = string
 
   validation {
@@ -100,14 +100,22 @@ variable "lambda_zip" {
   }
 }
 
-variable "architecture" {
-  description = "Instruction set of the `bootstrap` binary in `lambda_zip`."
+# Issue 36: the architecture comes from the artifact. A zip built for x86_64 deployed as arm64 (the
+# old defaults of scripts/package-lambda and of this module) is a function that never starts.
+variable "lambda_manifest" {
+  description = "Path to the zip's manifest (JSON: name, version, git_commit, architecture, rust_target, rustc_version, sha256), written by `scripts/package-lambda` beside the zip. Default (null): `<lambda_zip>.json`. The function's architecture is the manifest's; a missing manifest, or one whose sha256 is not the zip's, is refused at plan."
   type        = string
-  default     = "arm64"
+  default     = null
+}
+
+variable "architecture" {
+  description = "Optional check of the manifest's architecture (`arm64` or `x86_64`): the plan is refused unless the manifest says the same. Default (null): the function runs on the manifest's architecture."
+  type        = string
+  default     = null
 
   validation {
-    condition     = contains(["arm64", "x86_64"], var.architecture)
-    error_message = "architecture must be \"arm64\" or \"x86_64\"."
+    condition     = var.architecture == null ? true : contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be null (the manifest's), \"arm64\" or \"x86_64\"."
   }
 }
 
@@ -218,7 +226,7 @@ variable "policy_prefix" {
 }
 
 variable "policy_document" {
-  description = "Optional policy content. S3 single-document mode: written to `policy_key`. SSM mode: the parameter's value (required there, since a parameter cannot be empty). Nothing in a policy is secret."
+  description = "Optional initial policy content, written once: S3 single-document mode to `policy_key`, SSM mode as the parameter's first value (required there, since a parameter cannot be empty). Afterwards the policy belongs to its publisher (`tagwarden publish`, the cluster's publisher): a later apply never writes it again, and changing this input changes nothing. Default (null, S3): no policy object until the cluster publishes one (the function enforces nothing until then). Nothing in a policy is secret."
   type        = string
   default     = null
 
@@ -237,10 +245,16 @@ variable "policy_layers" {
     condition     = alltrue([for k in keys(var.policy_layers) : can(regex("^[A-Za-z0-9!_.*'()-]{1,255}$", k)) && k != "tagwarden-status.json"])
     error_message = "policy_layers keys must be plain object names (no '/') and must not be tagwarden-status.json."
   }
+
+  # Issue 36, one owner per object: 10-cluster.yaml is the layer the cluster's publisher writes.
+  validation {
+    condition     = !contains(keys(var.policy_layers), "10-cluster.yaml")
+    error_message = "policy_layers must not contain 10-cluster.yaml: that is the layer the cluster's publisher (tagwarden publish) writes and owns. Name Terraform's layers otherwise, e.g. 00-defaults.yaml or 20-overrides.yaml."
+  }
 }
 
 variable "cluster_policy_documents" {
-  description = "Cluster set (`infra_ids`) only, optional: initial policy per cluster, infraID => content. S3: written to `<policy_prefix><infraID>/10-cluster.yaml`; SSM: the parameter `<policy_parameter_path><infraID>`. Usually each cluster publishes its own (`tagwarden publish`); a cluster without a policy is not enforced, and its events are counted as ignored."
+  description = "Cluster set (`infra_ids`) only, optional: initial policy per cluster, infraID => content, written once. S3: `<policy_prefix><infraID>/10-cluster.yaml`; SSM: the parameter `<policy_parameter_path><infraID>`. Afterwards each belongs to its cluster's publisher (`tagwarden publish`): a later apply never writes it again. Usually each cluster publishes its own from the start; a cluster without a policy is not enforced, and its events are counted as ignored."
   type        = map(string)
   default     = {}
 
@@ -526,6 +540,25 @@ variable "alarm_sns_topic_arn" {
   }
 }
 
+# Issue 36: alarms that reach nobody are no alarms.
+variable "alarm_subscriptions" {
+  description = "Who receives the alarms: subscriptions to the alarm topic (the one this module creates, `create_sns_topic`, or `alarm_sns_topic_arn`), e.g. `[{ protocol = \"email\", endpoint = \"ops@example.com\" }]` or `[{ protocol = \"https\", endpoint = \"https://events.example.com/aws-sns\" }]`. An e-mail subscription waits for its recipient to follow the link in AWS's confirmation mail; an HTTPS endpoint must confirm the SubscriptionConfirmation message it is sent (SNS Developer Guide, \"Fanout to HTTP/S endpoints\")."
+  type = list(object({
+    protocol = string
+    endpoint = string
+  }))
+  default  = []
+  nullable = false
+
+  validation {
+    condition = alltrue([for s in var.alarm_subscriptions : (
+      (s.protocol == "email" && can(regex("^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$", s.endpoint))) ||
+      (s.protocol == "https" && startswith(s.endpoint, "https://"))
+    )])
+    error_message = "alarm_subscriptions: protocol \"email\" with an e-mail address, or \"https\" with an https:// URL."
+  }
+}
+
 variable "alarm_period_seconds" {
   description = "Evaluation period of the alarms."
   type        = number
@@ -546,4 +579,76 @@ variable "compliance_lag_p99_threshold_ms" {
     condition     = var.compliance_lag_p99_threshold_ms >= 1000 && var.compliance_lag_p99_threshold_ms <= 86400000
     error_message = "compliance_lag_p99_threshold_ms must be between 1000 (1 s) and 86400000 (1 day)."
   }
+}
+
+# Issue 36: alarms that notice silence. Every other alarm treats missing data as fine, so a
+# deployment that receives nothing (no trail, a rule that matches nothing, a broken forwarder)
+# would look healthy for ever.
+variable "no_events_alarm_hours" {
+  description = "Alarm when the function has received no event at all (metric EventsReceived, the deployment's InfraID) for this many hours: no trail, a rule that matches nothing, events dropped before the queue. Missing data counts as breaching. null turns it off (an account where the cluster's resources may rightly stay unchanged for longer). Evaluated in 1-hour periods (CloudWatch allows at most 7 days of periods of an hour: PutMetricAlarm, Period)."
+  type        = number
+  default     = 24
+
+  validation {
+    condition     = var.no_events_alarm_hours == null ? true : var.no_events_alarm_hours >= 1 && var.no_events_alarm_hours <= 168 && floor(var.no_events_alarm_hours) == var.no_events_alarm_hours
+    error_message = "no_events_alarm_hours must be null (off) or a whole number of hours from 1 to 168 (CloudWatch's 7-day evaluation limit)."
+  }
+}
+
+variable "sweep_alarm" {
+  description = "Alarm when no sweep completed within twice the sweep schedule's interval, rounded up to whole hours (metric SweepsCompleted, the deployment's InfraID; missing data counts as breaching). With a cron() schedule set `sweep_alarm_after_hours`."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "sweep_alarm_after_hours" {
+  description = "Hours without a completed sweep before the sweep alarm fires. Default (null): twice the `rate()` of `sweep_schedule`, rounded up to whole hours (2 for the default rate(1 hour)); required with a cron() schedule."
+  type        = number
+  default     = null
+
+  validation {
+    condition     = var.sweep_alarm_after_hours == null ? true : var.sweep_alarm_after_hours >= 1 && var.sweep_alarm_after_hours <= 168 && floor(var.sweep_alarm_after_hours) == var.sweep_alarm_after_hours
+    error_message = "sweep_alarm_after_hours must be null or a whole number of hours from 1 to 168."
+  }
+}
+
+################################################################################
+# CloudTrail (issue 36)
+################################################################################
+
+variable "create_trail" {
+  description = "Create a multi-Region CloudTrail trail of management events (read and write), with its own encrypted, versioned, TLS-only bucket `<name>-trail-<account>`. Without a trail recording management events the function receives no creation events at all (only the sweep corrects). Leave false when the account already has one (`aws cloudtrail describe-trails`, then `aws cloudtrail get-event-selectors --trail-name <name>`: README, \"Is a trail recording?\"); a second trail of management events costs money (the first copy of management events is free, further copies are charged: AWS CloudTrail pricing)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "trail_bucket_name" {
+  description = "Name of the trail's bucket (create_trail). Default: `<name>-trail-<account id>`."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.trail_bucket_name == null ? true : can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.trail_bucket_name))
+    error_message = "trail_bucket_name must be a valid S3 bucket name (3-63 lowercase letters, digits, '.' and '-')."
+  }
+}
+
+variable "trail_log_retention_days" {
+  description = "Days the trail's log files are kept in its bucket (create_trail)."
+  type        = number
+  default     = 365
+
+  validation {
+    condition     = var.trail_log_retention_days >= 1 && floor(var.trail_log_retention_days) == var.trail_log_retention_days
+    error_message = "trail_log_retention_days must be a whole number >= 1."
+  }
+}
+
+variable "trail_bucket_force_destroy" {
+  description = "Allow `terraform destroy` to delete the trail's bucket with its log files in it (create_trail). Default false: the logs are an audit record; empty the bucket before destroying (README, \"Uninstall\")."
+  type        = bool
+  default     = false
+  nullable    = false
 }

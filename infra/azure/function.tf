@@ -193,6 +193,24 @@ resource "azapi_resource_action" "app_settings" {
 resource "terraform_data" "package" {
   count = var.function_zip == null ? 0 : 1
 
+  # Issue 36: the package and its manifest belong together (scripts/package-azure-function writes
+  # <zip>.json); Flex Consumption runs Linux on x86-64, so a package for another machine is refused
+  # here instead of failing to start after the publish.
+  lifecycle {
+    precondition {
+      condition     = local.function_manifest != null
+      error_message = "No manifest beside ${coalesce(var.function_zip, "-")}: expected ${coalesce(var.function_zip, "-")}.json. Build the package with scripts/package-azure-function (it writes <zip>.json: architecture, sha256, version)."
+    }
+    precondition {
+      condition     = try(local.function_manifest.sha256, "") == local.function_zip_sha256
+      error_message = "The manifest ${coalesce(var.function_zip, "-")}.json is not the manifest of ${coalesce(var.function_zip, "-")} (sha256 ${try(local.function_manifest.sha256, "missing")}, the zip's ${local.function_zip_sha256}). Rebuild both with scripts/package-azure-function."
+    }
+    precondition {
+      condition     = try(local.function_manifest.architecture, "") == "x86_64" && try(local.function_manifest.rust_target, "") == "x86_64-unknown-linux-gnu"
+      error_message = "${coalesce(var.function_zip, "-")} was built for ${try(local.function_manifest.rust_target, "an unknown target")}; the Flex Consumption plan runs Linux on x86-64 (x86_64-unknown-linux-gnu). Rebuild with scripts/package-azure-function."
+    }
+  }
+
   triggers_replace = [
     azurerm_function_app_flex_consumption.this.id,
     filesha256(var.function_zip),

@@ -58,11 +58,13 @@ locals {
   policy_url = "${local.policy_container_url}/${local.cluster_set ? "${local.set_prefix}*/" : local.layered ? var.policy_prefix : local.policy_blob}"
   status_url = "${local.policy_container_url}/${local.status_blob}"
 
-  # Scopes for Tag Contributor + Reader and for the ARM event topics. Issue 17 item 14 / DESIGN.md §9
-  # ("Tag Contributor scoped as narrowly as possible"): default to the cluster's resource group
-  # (OpenShift IPI: "<infra_id>-rg"), never silently to the whole subscription; in a set, each
-  # cluster's resource group.
-  enforcement_scopes  = toset(coalesce(var.enforcement_scopes, [for id in local.clusters : "${local.subscription_id}/resourceGroups/${id}-rg"]))
+  # Scopes for the tag writer role + Reader and for the ARM event topics. Issue 17 item 14 /
+  # DESIGN.md §9 ("Tag Contributor scoped as narrowly as possible"): never silently the whole
+  # subscription. Issue 36: and never a guessed name either ("<infra_id>-rg" is only IPI's default;
+  # an install-config resourceGroupName or ARO's managed resource group are named otherwise): the
+  # caller passes the cluster's resource group as the cluster reports it (the Infrastructure
+  # object's status.platformStatus.azure.resourceGroupName).
+  enforcement_scopes  = toset(var.enforcement_scopes)
   rg_scopes           = [for s in local.enforcement_scopes : s if strcontains(lower(s), "/resourcegroups/")]
   subscription_scopes = [for s in local.enforcement_scopes : s if !strcontains(lower(s), "/resourcegroups/")]
   # A resource group inside a listed subscription would deliver every event twice (two topics).
@@ -74,6 +76,11 @@ locals {
   # The policy-change sweep queue (issue 17 item 2) and the deployment gate (item 3).
   sweep_queue_name  = var.sweep_queue_name
   package_published = var.function_zip != null || var.package_published
+
+  # Issue 36: the package's manifest (scripts/package-azure-function), read leniently: the
+  # package's preconditions (function.tf) say what is wrong and how to fix it.
+  function_manifest   = var.function_zip == null ? null : (fileexists("${var.function_zip}.json") ? try(jsondecode(file("${var.function_zip}.json")), {}) : null)
+  function_zip_sha256 = var.function_zip == null ? "" : filesha256(var.function_zip)
 }
 
 resource "azurerm_resource_group" "this" {

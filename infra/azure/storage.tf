@@ -150,7 +150,11 @@ resource "azurerm_storage_management_policy" "policy" {
   }
 }
 
-# Optional initial policy content (data-plane writes: provider `storage_use_azuread = true`).
+# Optional initial policy content (data-plane writes: provider `storage_use_azuread = true`),
+# written once (issue 36, one owner per thing): afterwards the policy belongs to its publisher
+# (`tagwarden publish`, the cluster's publisher), and a later apply never puts Terraform's copy
+# back ("ignore_changes = all": Terraform never updates the object). It is written after the
+# policy-change subscription exists, so its first version starts a sweep at once.
 resource "azurerm_storage_blob" "policy_document" {
   count = var.policy_document != null && local.policy_blob != null ? 1 : 0
 
@@ -161,11 +165,16 @@ resource "azurerm_storage_blob" "policy_document" {
   content_type           = "application/yaml"
   source_content         = var.policy_document
 
+  lifecycle {
+    ignore_changes = all
+  }
+
   # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
-  depends_on = [time_sleep.role_propagation]
+  depends_on = [time_sleep.role_propagation, azurerm_eventgrid_system_topic_event_subscription.policy]
 }
 
-# A cluster set's initial policies, one folder per cluster (the name `tagwarden publish` uses).
+# A cluster set's initial policies, one folder per cluster (the name `tagwarden publish` uses),
+# written once: each cluster's publisher owns its own afterwards (as policy_document above).
 resource "azurerm_storage_blob" "cluster_policy" {
   for_each = local.cluster_set ? var.cluster_policy_documents : {}
 
@@ -176,8 +185,12 @@ resource "azurerm_storage_blob" "cluster_policy" {
   content_type           = "application/yaml"
   source_content         = each.value
 
+  lifecycle {
+    ignore_changes = all
+  }
+
   # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
-  depends_on = [time_sleep.role_propagation]
+  depends_on = [time_sleep.role_propagation, azurerm_eventgrid_system_topic_event_subscription.policy]
 }
 
 resource "azurerm_storage_blob" "policy_layers" {

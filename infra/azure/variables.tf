@@ -28,7 +28,7 @@ variable "infra_id" {
 }
 
 variable "infra_ids" {
-  description = "A cluster set (issue 12): every cluster of the subscription this one deployment enforces. Each cluster publishes its own policy under `<policy_prefix><infraID>/` (default prefix `clusters/`), and the function applies to each resource the policy of the cluster whose `kubernetes.io_cluster.<infraID>=owned` tag it carries. Without `enforcement_scopes`, each cluster's `<infraID>-rg` is a scope. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
+  description = "A cluster set (issue 12): every cluster of the subscription this one deployment enforces. Each cluster publishes its own policy under `<policy_prefix><infraID>/` (default prefix `clusters/`), and the function applies to each resource the policy of the cluster whose `kubernetes.io_cluster.<infraID>=owned` tag it carries. Each cluster's resource group goes into `enforcement_scopes`. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
   type        = list(string)
   default     = null
 
@@ -114,7 +114,7 @@ variable "create_resource_group" {
 ################################################################################
 
 variable "function_zip" {
-  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger), `sweep-queue/function.json` (queueTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (the files are in `functions/azure-function/`; `scripts/package-azure-function` builds the zip). Published during apply with `az functionapp deployment source config-zip` (One Deploy, which Flex Consumption supports; needs the Azure CLI logged in on the machine running Terraform), republished when the file's hash changes; the ARM event subscriptions are created after the `drift` function exists. null: publish it yourself and set `package_published = true` (see README, \"Deploying the package\")."
+  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger), `sweep-queue/function.json` (queueTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (the files are in `functions/azure-function/`; `scripts/package-azure-function` builds the zip and its manifest `<zip>.json`, which must be beside it: checked at plan). Published during apply with `az functionapp deployment source config-zip` (One Deploy, which Flex Consumption supports; needs the Azure CLI logged in on the machine running Terraform), republished when the file's hash changes; the ARM event subscriptions are created after the `drift` function exists. null: publish it yourself and set `package_published = true` (see README, \"Deploying the package\")."
   type        = string
   default     = null
 
@@ -239,8 +239,8 @@ variable "policy_layers" {
   default     = {}
 
   validation {
-    condition     = alltrue([for k in keys(var.policy_layers) : can(regex("^[A-Za-z0-9!_.*'()-]{1,255}$", k)) && k != "tagwarden-status.json"])
-    error_message = "policy_layers keys must be plain blob names (no '/') and must not be tagwarden-status.json."
+    condition     = alltrue([for k in keys(var.policy_layers) : can(regex("^[A-Za-z0-9!_.*'()-]{1,255}$", k)) && k != "tagwarden-status.json" && k != "10-cluster.yaml"])
+    error_message = "policy_layers keys must be plain blob names (no '/') and must not be tagwarden-status.json or 10-cluster.yaml (the layer the cluster's publisher writes and owns, issue 36)."
   }
 }
 
@@ -295,17 +295,17 @@ variable "policy_writer_principal_ids" {
 ################################################################################
 
 variable "enforcement_scopes" {
-  description = "ARM scopes where the function gets Tag Contributor and Reader and from which ARM write events reach it: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`) or, deliberately, subscription ids (`/subscriptions/<id>`), all in the deployment's subscription. Default (null): the cluster's resource group `<infra_id>-rg` (OpenShift IPI) in the current subscription — the narrow scope DESIGN.md §9 asks for; add the network and DNS groups when they are separate. Each scope gets its own Event Grid system topic (or uses one from `existing_system_topics`)."
+  description = "ARM scopes where the function gets the tag writer role and Reader and from which ARM write events reach it: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`) or, deliberately, subscription ids (`/subscriptions/<id>`), all in the deployment's subscription. Required (issue 36: no guessed `<infra_id>-rg`): each cluster's resource group as the cluster reports it, `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`, plus `networkResourceGroupName` when the VNet is elsewhere. On ARO the managed resource group refuses tag writes to customer principals (deny assignment): see README, \"Azure Red Hat OpenShift\". Each scope gets its own Event Grid system topic (or uses one from `existing_system_topics`)."
   type        = list(string)
-  default     = null
+  nullable    = false
 
   # Issue 17 item 14: no silent whole-subscription default; an empty list would grant nothing and
   # receive nothing, so it is refused too.
   validation {
-    condition = var.enforcement_scopes == null ? true : length(var.enforcement_scopes) > 0 && alltrue([for s in var.enforcement_scopes : can(regex(
+    condition = length(var.enforcement_scopes) > 0 && alltrue([for s in var.enforcement_scopes : can(regex(
       "^/subscriptions/[0-9a-fA-F-]{36}(/resourceGroups/[-A-Za-z0-9_.()]{1,90})?$", s
     ))])
-    error_message = "enforcement_scopes must be null (default: the cluster's resource group <infra_id>-rg) or a non-empty list of resource group ids (/subscriptions/<guid>/resourceGroups/<name>) or subscription ids (/subscriptions/<guid>)."
+    error_message = "enforcement_scopes must be a non-empty list of resource group ids (/subscriptions/<guid>/resourceGroups/<name>: the cluster's, from its Infrastructure object's status.platformStatus.azure.resourceGroupName) or subscription ids (/subscriptions/<guid>)."
   }
 }
 

@@ -1,6 +1,6 @@
 """Validate the rendered install bundles (scripts/test-kubernetes runs this; no API server here).
 
-    validate.py [--self-test] BUNDLE...
+    validate.py [--template] [--self-test] BUNDLE...
 
 Every object of every bundle is validated, none skipped:
   * built-in kinds against the Kubernetes JSON schemas kubernetes-validate ships, strictly (unknown
@@ -20,6 +20,10 @@ version, a restricted pod, least-privilege RBAC, no secret in a ConfigMap.
 
 It writes the PrometheusRule's groups as a Prometheus rule file beside each bundle's name in
 $RULES_DIR (for promtool) when that is set.
+
+--template: the bundles are the committed templates, whose image is the placeholder
+set-your-registry.invalid/tagwarden (issue 36); without it that image is refused, since nobody can
+pull it: what an install builds must name the registry the image was pushed to.
 
 --self-test breaks copies of the bundles in known ways and fails unless each break is reported, so
 that a validator that silently passes everything cannot go unnoticed.
@@ -41,7 +45,11 @@ ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = ROOT / "tests/fixtures/schemas"
 # 1.33: OpenShift 4.20's Kubernetes; 1.37: the newest schemas kubernetes-validate ships.
 K8S_VERSIONS = ["1.33.0", "1.37.0"]
-IMAGE = "ghcr.io/tagwarden/tagwarden"
+# Issue 36: nobody publishes an image under a name these manifests could know; the committed
+# bundles carry this placeholder (".invalid" never resolves: RFC 2606, section 2), and an install
+# sets its own registry in an overlay (README, "The image"). Refused unless --template.
+PLACEHOLDER_REPO = "set-your-registry.invalid/tagwarden"
+IMAGE = PLACEHOLDER_REPO
 CCO_NAMESPACE = "openshift-cloud-credential-operator"
 CRD_FILES = {
     ("cloudcredential.openshift.io/v1", "CredentialsRequest"): "credentialsrequests.cloudcredential.openshift.io.crd.yaml",
@@ -227,7 +235,7 @@ def mount_for(container, volume):
     return next((m for m in container.get("volumeMounts", []) if m["name"] == volume), None)
 
 
-def wiring_checks(docs, path, version, fail):
+def wiring_checks(docs, path, version, fail, template):
     bundle = Path(path).name
     by_kind = {}
     for d in docs:
@@ -273,10 +281,16 @@ def wiring_checks(docs, path, version, fail):
     env = env_of(c)
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
 
-    # The image: Cargo.toml's version (optionally pinned by digest too), or a bare digest.
+    # The image: <registry>/<path>/tagwarden at Cargo.toml's version (optionally pinned by digest
+    # too), or by a bare digest; the placeholder registry only in the committed templates.
     image = c["image"]
-    if not re.fullmatch(re.escape(f"{IMAGE}:{version}") + r"(@sha256:[0-9a-f]{64})?|" + re.escape(IMAGE) + r"@sha256:[0-9a-f]{64}", image):
-        fail(f"{path}: image {image} is neither {IMAGE}:{version} (Cargo.toml's version) nor pinned by digest")
+    repo = re.fullmatch(r"([a-z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9._-]+)*/tagwarden)(?::([A-Za-z0-9._-]+))?(@sha256:[0-9a-f]{64})?", image)
+    if not repo or not (repo.group(2) == version or (repo.group(2) is None and repo.group(3))):
+        fail(f"{path}: image {image} is neither <registry>/tagwarden:{version} (Cargo.toml's version) nor pinned by digest")
+    elif repo.group(1) == PLACEHOLDER_REPO and not template:
+        fail(f"{path}: image {image} is the placeholder, which nobody can pull: build and push the image to your "
+             f"registry and set it in your overlay's images: (name {PLACEHOLDER_REPO}, newName <registry>/tagwarden), "
+             "deploy/kubernetes/README.md, \"The image\"")
 
     # The command line the Rust side implements.
     args = c.get("args", [])
@@ -438,16 +452,17 @@ def version_of_cargo():
     return re.search(r'^version\s*=\s*"([^"]+)"', (ROOT / "Cargo.toml").read_text(), re.M).group(1)
 
 
-def run(bundles, crds, provider, version):
-    """{path: docs} -> list of failures."""
+def run(bundles, crds, provider, version, template):
+    """{path: docs} -> list of failures. template: the committed bundles, whose image is the
+    placeholder an install replaces."""
     failures = []
     for path, docs in bundles.items():
         schema_checks(docs, path, crds, provider, failures.append)
-        wiring_checks(docs, path, version, failures.append)
+        wiring_checks(docs, path, version, failures.append, template)
     return failures
 
 
-def self_test(bundles, crds, provider, version):
+def self_test(bundles, crds, provider, version, template):
     """Break copies of the bundles in known ways; each break must be reported, and for its reason.
     Returns how many breaks were tried and the ones that went unnoticed."""
     def first(b, bundle, kind):
@@ -528,19 +543,25 @@ def self_test(bundles, crds, provider, version):
     for what, phrase, breaker in breaks:
         broken = copy.deepcopy(bundles)
         breaker({Path(p).name: docs for p, docs in broken.items()})
-        reported = run(broken, crds, provider, version)
+        reported = run(broken, crds, provider, version, template)
         if not any(phrase in f for f in reported):
             missed.append(f"{what} (reported instead: {reported[:2]})")
-    return len(breaks), missed
+    # Issue 36: the placeholder image outside the templates (an install that skipped the setting).
+    if template:
+        reported = run(bundles, crds, provider, version, False)
+        if not any("is the placeholder, which nobody can pull" in f for f in reported):
+            missed.append(f"the placeholder image in an install (reported instead: {reported[:2]})")
+    return len(breaks) + (1 if template else 0), missed
 
 
 def main(argv):
     do_self_test = "--self-test" in argv
-    paths = [a for a in argv if a != "--self-test"]
+    template = "--template" in argv
+    paths = [a for a in argv if a not in ("--self-test", "--template")]
     bundles = {p: [d for d in yaml.safe_load_all(open(p)) if d] for p in paths}
     crds, provider = load_crd_validators()
     version = version_of_cargo()
-    failures = run(bundles, crds, provider, version)
+    failures = run(bundles, crds, provider, version, template)
     for f in failures:
         print("FAIL", f)
     if failures:
@@ -549,7 +570,8 @@ def main(argv):
     print(f"schemas: {objects} objects in {len(paths)} bundles valid (built-in kinds against Kubernetes "
           f"{' and '.join(K8S_VERSIONS)}, strict; {len(CRD_FILES)} CRD kinds against their vendored CRDs, "
           "strict; providerSpec against the Go types)")
-    print(f"wiring: image {IMAGE}:{version}, namespaces, Secret/token paths, ports, probes, ServiceMonitor, "
+    images = sorted({d["spec"]["template"]["spec"]["containers"][0]["image"] for docs in bundles.values() for d in docs if d.get("kind") == "Deployment"})
+    print(f"wiring: image {', '.join(images)}{' (the templates: placeholder allowed)' if template else ''}, namespaces, Secret/token paths, ports, probes, ServiceMonitor, "
           "restricted pod, least-privilege RBAC, no secret in a ConfigMap")
     rules_dir = os.environ.get("RULES_DIR")
     if rules_dir:
@@ -558,7 +580,7 @@ def main(argv):
             if text:
                 (Path(rules_dir) / f"{Path(p).stem}.rules.yaml").write_text(text)
     if do_self_test:
-        count, missed = self_test(bundles, crds, provider, version)
+        count, missed = self_test(bundles, crds, provider, version, template)
         for m in missed:
             print("FAIL self-test: this break went unreported:", m)
         if missed:

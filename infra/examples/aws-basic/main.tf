@@ -14,17 +14,16 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
-  infra_id     = var.infra_id
-  lambda_zip   = var.lambda_zip
-  architecture = var.architecture
+  infra_id = var.infra_id
+  # The function's architecture is the package's: scripts/package-lambda writes <zip>.json beside it.
+  lambda_zip = var.lambda_zip
 
-  policy_source = "s3"
-  policy_key    = "tagwarden/infrastructure.yaml"
-  policy_document = templatefile("${path.module}/policy/infrastructure.yaml.tftpl", {
-    infra_id  = var.infra_id
-    region    = var.region
-    user_tags = var.user_tags
-  })
+  # The policy is the cluster's own (issue 36: no tags invented here). Nothing is written unless
+  # initial_policy is given; then only once: afterwards `tagwarden publish` (from the cluster, or
+  # the in-cluster publisher) owns the object.
+  policy_source   = "s3"
+  policy_key      = "tagwarden/infrastructure.yaml"
+  policy_document = var.initial_policy
 
   # s3_bucket_name_patterns defaults to ["<infra_id>-*"]: OpenShift's only cluster bucket (the image
   # registry's) is named "<infra_id>-image-registry-...".
@@ -39,8 +38,10 @@ module "tagwarden" {
     (var.infra_id) = { hosted_zone_ids = var.route53_hosted_zone_ids, health_check_ids = var.route53_health_check_ids }
   }
 
-  sweep_schedule   = "rate(1 hour)"
-  create_sns_topic = true
+  sweep_schedule      = "rate(1 hour)"
+  create_sns_topic    = true
+  alarm_subscriptions = [for e in var.alarm_emails : { protocol = "email", endpoint = e }]
+  create_trail        = var.create_trail
 
   tags = var.tags
 }
@@ -56,6 +57,7 @@ module "global_event_forwarding" {
   name                 = "tagwarden-${var.infra_id}"
   event_patterns       = module.tagwarden.global_event_patterns
   target_event_bus_arn = module.tagwarden.event_bus_arn
+  alarm_subscriptions  = [for e in var.alarm_emails : { protocol = "email", endpoint = e }]
   tags                 = var.tags
 }
 

@@ -42,3 +42,8 @@ output "global_forwarding_dlq_arn" {
   description = "The us-east-1 dead-letter queue of IAM and Route 53 events the function's bus did not accept (null when the region is us-east-1)."
   value       = one(module.global_event_forwarding[*].dlq_arn)
 }
+
+output "global_forwarding_dlq_url" {
+  description = "The URL of that dead-letter queue, for `aws sqs receive-message --region us-east-1` (null when the region is us-east-1)."
+  value       = one(module.global_event_forwarding[*].dlq_url)
+}

@@ -14,19 +14,22 @@ variable "lambda_zip" {
   type        = string
 }
 
-variable "architecture" {
-  description = "Architecture the zip was built for (arm64 or x86_64)."
+variable "initial_policy" {
+  description = "Optional: the cluster's Infrastructure object, written once as the first policy: `-var initial_policy=\"$(oc get infrastructure cluster -o yaml)\"`. Default (null): no policy until it is published (`tagwarden publish`, or the in-cluster publisher); the function enforces nothing before."
   type        = string
-  default     = "arm64"
+  default     = null
 }
 
-variable "user_tags" {
-  description = "The cluster's user tags, as the Infrastructure object publishes them (`status.platformStatus.aws.resourceTags`)."
-  type        = map(string)
-  default = {
-    cost-center = "4711"
-    team        = "platform"
-  }
+variable "alarm_emails" {
+  description = "Who receives the alarms (e-mail; each address confirms AWS's subscription mail once). Also the forwarding dead-letter queue's alarm in us-east-1."
+  type        = list(string)
+  default     = []
+}
+
+variable "create_trail" {
+  description = "Create a multi-Region management-events CloudTrail trail (the module's `create_trail`). Only when the account has none: `aws cloudtrail describe-trails`."
+  type        = bool
+  default     = false
 }
 
 variable "tags" {

@@ -1,7 +1,7 @@
 # tagwarden for every cluster of one account and region: one deployment, three clusters (issue
 # 12). Each cluster keeps its own policy under clusters/<infraID>/ in the policy bucket; the
 # function applies to each resource the policy of the cluster that owns it. Adding a cluster is one
-# entry in var.clusters and one apply.
+# entry in var.infra_ids and one apply.
 
 provider "aws" {
   region = var.region
@@ -16,25 +16,20 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
-  infra_ids    = keys(var.clusters)
-  lambda_zip   = var.lambda_zip
-  architecture = var.architecture
+  infra_ids  = var.infra_ids
+  lambda_zip = var.lambda_zip
 
-  policy_source = "s3"
-  # Each cluster's first policy; later, each cluster publishes its own (`tagwarden publish`).
-  cluster_policy_documents = {
-    for id, user_tags in var.clusters : id => templatefile("${path.module}/policy/infrastructure.yaml.tftpl", {
-      infra_id  = id
-      region    = var.region
-      user_tags = user_tags
-    })
-  }
+  # Each cluster publishes its own policy (issue 36: no tags invented here); initial_policies
+  # writes a first version once, for the clusters it names.
+  policy_source            = "s3"
+  cluster_policy_documents = var.initial_policies
 
   # s3_bucket_name_patterns defaults to ["<infraID>-*"] for each cluster.
   extra_tag_actions = var.extra_tag_actions
 
-  sweep_schedule   = "rate(1 hour)"
-  create_sns_topic = true
+  sweep_schedule      = "rate(1 hour)"
+  create_sns_topic    = true
+  alarm_subscriptions = [for e in var.alarm_emails : { protocol = "email", endpoint = e }]
 
   tags = var.tags
 }
@@ -50,5 +45,6 @@ module "global_event_forwarding" {
   name                 = "tagwarden"
   event_patterns       = module.tagwarden.global_event_patterns
   target_event_bus_arn = module.tagwarden.event_bus_arn
+  alarm_subscriptions  = [for e in var.alarm_emails : { protocol = "email", endpoint = e }]
   tags                 = var.tags
 }

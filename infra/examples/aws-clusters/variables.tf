@@ -4,25 +4,26 @@ variable "region" {
   default     = "eu-west-1"
 }
 
-variable "clusters" {
-  description = "The account's clusters: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`) => its user tags, as its Infrastructure object publishes them."
-  type        = map(map(string))
-  default = {
-    "dev-a1b2c"   = { team = "platform", environment = "dev" }
-    "stage-d3e4f" = { team = "platform", environment = "stage" }
-    "prod-g5h6i"  = { team = "platform", environment = "prod", cost-center = "4711" }
-  }
+variable "infra_ids" {
+  description = "The account's clusters: each one's infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'` in each)."
+  type        = list(string)
+}
+
+variable "initial_policies" {
+  description = "Optional first policies, infraID => that cluster's Infrastructure object (`oc get infrastructure cluster -o yaml`), each written once to `clusters/<infraID>/10-cluster.yaml`; afterwards each cluster's publisher owns its own."
+  type        = map(string)
+  default     = {}
+}
+
+variable "alarm_emails" {
+  description = "Who receives the alarms (e-mail; each address confirms AWS's subscription mail once)."
+  type        = list(string)
+  default     = []
 }
 
 variable "lambda_zip" {
   description = "Path to the packaged tagwarden Lambda zip (`bootstrap` inside)."
   type        = string
-}
-
-variable "architecture" {
-  description = "Architecture the zip was built for (arm64 or x86_64)."
-  type        = string
-  default     = "arm64"
 }
 
 variable "tags" {

@@ -9,23 +9,23 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
-  infra_id     = var.infra_id
-  lambda_zip   = var.lambda_zip
-  architecture = var.architecture
+  infra_id   = var.infra_id
+  lambda_zip = var.lambda_zip
 
-  policy_source = "ssm"
-  policy_document = templatefile("${path.module}/policy/infrastructure.yaml.tftpl", {
-    infra_id  = var.infra_id
-    region    = var.region
-    user_tags = var.user_tags
-  })
+  # An SSM parameter cannot be created empty: the first value is the cluster's own Infrastructure
+  # object, given explicitly (issue 36: no tags invented here), written once; afterwards the
+  # publisher owns the parameter.
+  policy_source      = "ssm"
+  policy_document    = var.initial_policy
   policy_ttl_seconds = 300
 
   enable_iam_events     = var.region == "us-east-1"
   enable_route53_events = var.region == "us-east-1"
   sweep_schedule        = "cron(15 */6 * * ? *)"
-  alarm_sns_topic_arn   = var.alarm_sns_topic_arn
-  log_retention_days    = 90
+  # Twice the 6-hour schedule: a cron() has no interval the module could read.
+  sweep_alarm_after_hours = 12
+  alarm_sns_topic_arn     = var.alarm_sns_topic_arn
+  log_retention_days      = 90
 
   tags = var.tags
 }

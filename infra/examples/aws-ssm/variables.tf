@@ -14,25 +14,15 @@ variable "lambda_zip" {
   type        = string
 }
 
-variable "architecture" {
-  description = "Architecture the zip was built for (arm64 or x86_64)."
-  type        = string
-  default     = "arm64"
-}
-
 variable "alarm_sns_topic_arn" {
   description = "Existing SNS topic for the alarms (null: alarms without notifications)."
   type        = string
   default     = null
 }
 
-variable "user_tags" {
-  description = "The cluster's user tags, as the Infrastructure object publishes them (`status.platformStatus.aws.resourceTags`)."
-  type        = map(string)
-  default = {
-    cost-center = "4711"
-    team        = "platform"
-  }
+variable "initial_policy" {
+  description = "The cluster's Infrastructure object, the parameter's first value (written once): `-var initial_policy=\"$(oc get infrastructure cluster -o yaml)\"`. Required: an SSM parameter cannot be empty."
+  type        = string
 }
 
 variable "tags" {

@@ -27,19 +27,17 @@ module "tagwarden" {
   # Only for publishing outside Terraform (CI): see README.
   package_published = var.package_published
 
-  # OpenShift IPI puts the cluster's resources in "<infra_id>-rg" (plus the network resource group
-  # when the VNet is pre-existing). Only these scopes get Tag Contributor and Reader.
-  enforcement_scopes = concat(
-    ["/subscriptions/${var.subscription_id}/resourceGroups/${var.infra_id}-rg"],
-    [for rg in var.extra_resource_groups : "/subscriptions/${var.subscription_id}/resourceGroups/${rg}"],
-  )
+  # The cluster's resource group as the cluster reports it (issue 36: not a guessed
+  # "<infra_id>-rg"): `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`,
+  # plus the network resource group when the VNet is pre-existing. Only these scopes get the tag
+  # writer role and Reader. On ARO this is the managed resource group, whose deny assignment
+  # refuses tag writes (README, "Azure Red Hat OpenShift").
+  enforcement_scopes = [for rg in concat([var.resource_group], var.extra_resource_groups) : "/subscriptions/${var.subscription_id}/resourceGroups/${rg}"]
 
-  policy_blob = "tagwarden/infrastructure.yaml"
-  policy_document = templatefile("${path.module}/policy/infrastructure.yaml.tftpl", {
-    infra_id  = var.infra_id
-    location  = var.location
-    user_tags = var.user_tags
-  })
+  # The policy is the cluster's own (issue 36: no tags invented here): nothing is written unless
+  # initial_policy is given, then only once; afterwards `tagwarden publish` owns the blob.
+  policy_blob     = "tagwarden/infrastructure.yaml"
+  policy_document = var.initial_policy
   # The caller of `terraform apply` uploads the policy: it needs blob write on the policy container.
   policy_writer_principal_ids = [data.azurerm_client_config.current.object_id]
 

@@ -31,19 +31,26 @@ variable "package_published" {
   default     = false
 }
 
+variable "resource_group" {
+  description = "The cluster's resource group, as the cluster reports it: `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'` (IPI: `<infraID>-rg` unless install-config named one; ARO: the managed resource group, `aro-…`)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[-A-Za-z0-9_.()]{1,90}$", var.resource_group))
+    error_message = "resource_group must be a resource group name (1-90 letters, digits, '-', '_', '.', '(', ')'), as status.platformStatus.azure.resourceGroupName prints it."
+  }
+}
+
 variable "extra_resource_groups" {
-  description = "Further resource groups owned by the cluster (e.g. the network resource group of a pre-existing VNet)."
+  description = "Further resource groups owned by the cluster, e.g. the network resource group of a pre-existing VNet: `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.networkResourceGroupName}'` (when it differs from `resource_group`)."
   type        = list(string)
   default     = []
 }
 
-variable "user_tags" {
-  description = "The cluster's user tags, as the Infrastructure object publishes them (`status.platformStatus.azure.resourceTags`)."
-  type        = map(string)
-  default = {
-    cost-center = "4711"
-    team        = "platform"
-  }
+variable "initial_policy" {
+  description = "Optional: the cluster's Infrastructure object, written once as the first policy: `-var initial_policy=\"$(oc get infrastructure cluster -o yaml)\"`. Default (null): no policy until it is published (`tagwarden publish`, or the in-cluster publisher)."
+  type        = string
+  default     = null
 }
 
 variable "alert_emails" {

@@ -1,7 +1,7 @@
 # tagwarden for every OpenShift cluster of one Azure subscription: one deployment, three clusters
 # (issue 12). Each cluster's resource group is an enforcement scope (Tag Contributor and Reader
 # there, one Event Grid topic each); each cluster keeps its policy under clusters/<infraID>/ in the
-# policy container. Adding a cluster is one entry in var.clusters and one apply.
+# policy container. Adding a cluster is one entry in var.clusters (its infraID and resource group) and one apply.
 
 provider "azurerm" {
   features {}
@@ -29,16 +29,14 @@ module "tagwarden" {
   # Only for publishing outside Terraform (CI): see the azure-basic README.
   package_published = var.package_published
 
-  # enforcement_scopes defaults to each cluster's "<infraID>-rg" (OpenShift IPI).
+  # Each cluster's resource group(s) as the cluster reports them (issue 36: no guessed names).
+  enforcement_scopes = flatten([for id, c in var.clusters : [
+    for rg in compact([c.resource_group, c.network_resource_group]) : "/subscriptions/${var.subscription_id}/resourceGroups/${rg}"
+  ]])
 
-  # Each cluster's first policy; later, each cluster publishes its own (`tagwarden publish`).
-  cluster_policy_documents = {
-    for id, user_tags in var.clusters : id => templatefile("${path.module}/policy/infrastructure.yaml.tftpl", {
-      infra_id  = id
-      location  = var.location
-      user_tags = user_tags
-    })
-  }
+  # Each cluster publishes its own policy (issue 36: no tags invented here); initial_policies
+  # writes a first version once, for the clusters it names.
+  cluster_policy_documents = var.initial_policies
   # The caller of `terraform apply` uploads the policies: it needs blob write on the policy container.
   policy_writer_principal_ids = [data.azurerm_client_config.current.object_id]
 

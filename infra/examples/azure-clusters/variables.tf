@@ -15,13 +15,17 @@ variable "location" {
 }
 
 variable "clusters" {
-  description = "The subscription's clusters: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`) => its user tags, as its Infrastructure object publishes them."
-  type        = map(map(string))
-  default = {
-    "dev-a1b2c"   = { team = "platform", environment = "dev" }
-    "stage-d3e4f" = { team = "platform", environment = "stage" }
-    "prod-g5h6i"  = { team = "platform", environment = "prod", cost-center = "4711" }
-  }
+  description = "The subscription's clusters: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`) => its resource group (`{.status.platformStatus.azure.resourceGroupName}`) and, when the VNet is elsewhere, its network resource group (`{.status.platformStatus.azure.networkResourceGroupName}`)."
+  type = map(object({
+    resource_group         = string
+    network_resource_group = optional(string)
+  }))
+}
+
+variable "initial_policies" {
+  description = "Optional first policies, infraID => that cluster's Infrastructure object (`oc get infrastructure cluster -o yaml`), each written once to `clusters/<infraID>/10-cluster.yaml`; afterwards each cluster's publisher owns its own."
+  type        = map(string)
+  default     = {}
 }
 
 variable "function_zip" {

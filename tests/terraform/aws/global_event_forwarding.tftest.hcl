@@ -110,3 +110,28 @@ run "rule_name_over_64_characters_refused" {
   }
   expect_failures = [aws_cloudwatch_event_rule.this]
 }
+
+# Issue 36: the forwarding dead-letter queue is alarmed, in us-east-1, and the alarm reaches the
+# subscribers through a topic of its own region.
+run "dead_letter_queue_alarmed" {
+  command = plan
+  variables {
+    alarm_subscriptions = [{ protocol = "email", endpoint = "ops@example.com" }]
+  }
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.dlq_not_empty.metric_name == "ApproximateNumberOfMessagesVisible" && aws_cloudwatch_metric_alarm.dlq_not_empty.dimensions["QueueName"] == "tagwarden-mycluster-7xk2p-forward-dlq"
+    error_message = "the forwarding DLQ's alarm watches the queue's visible messages"
+  }
+  assert {
+    condition     = length(aws_sns_topic.alarms) == 1 && length(aws_sns_topic_subscription.alarms) == 1
+    error_message = "a us-east-1 topic with the subscription"
+  }
+}
+
+run "dead_letter_queue_alarmed_without_subscribers" {
+  command = plan
+  assert {
+    condition     = length(aws_sns_topic.alarms) == 0 && length(aws_cloudwatch_metric_alarm.dlq_not_empty.alarm_actions) == 0
+    error_message = "no subscribers: the alarm exists (console, API) without a topic"
+  }
+}

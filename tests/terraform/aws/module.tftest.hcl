@@ -745,3 +745,193 @@ run "reserved_concurrency_unreserved_on_request" {
     error_message = "-1 must leave the function unreserved"
   }
 }
+
+################################################################################
+# Issue 36: from nothing to the first correction
+################################################################################
+
+# The architecture comes from the package's manifest (scripts/package-lambda writes <zip>.json);
+# the fixtures are made by scripts/test-terraform (manifest_fixtures) in tests/fixtures/.
+run "architecture_from_the_manifest_arm64" {
+  command = plan
+  variables {
+    lambda_zip = "tests/fixtures/arm64.zip"
+  }
+  assert {
+    condition     = aws_lambda_function.this.architectures == tolist(["arm64"])
+    error_message = "architectures ${jsonencode(aws_lambda_function.this.architectures)}, the manifest says arm64"
+  }
+}
+
+run "architecture_from_the_manifest_x86_64" {
+  command = plan
+  variables {
+    lambda_zip = "tests/fixtures/x86_64.zip"
+  }
+  assert {
+    condition     = aws_lambda_function.this.architectures == tolist(["x86_64"])
+    error_message = "architectures ${jsonencode(aws_lambda_function.this.architectures)}, the manifest says x86_64"
+  }
+}
+
+run "zip_without_manifest_refused" {
+  command = plan
+  variables {
+    lambda_zip = "tests/fixtures/no-manifest.zip"
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "manifest_of_another_zip_refused" {
+  command = plan
+  variables {
+    lambda_zip = "tests/fixtures/stale.zip"
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "architecture_disagreeing_with_the_manifest_refused" {
+  command = plan
+  variables {
+    lambda_zip   = "tests/fixtures/x86_64.zip"
+    architecture = "arm64"
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "architecture_agreeing_with_the_manifest_ok" {
+  command = plan
+  variables {
+    lambda_zip   = "tests/fixtures/arm64.zip"
+    architecture = "arm64"
+  }
+}
+
+run "manifest_given_by_path" {
+  command = plan
+  variables {
+    lambda_zip      = "tests/fixtures/no-manifest.zip"
+    lambda_manifest = "tests/fixtures/x86_64.zip.json"
+  }
+  assert {
+    condition     = aws_lambda_function.this.architectures == tolist(["x86_64"])
+    error_message = "architectures ${jsonencode(aws_lambda_function.this.architectures)}"
+  }
+}
+
+# Alarms reach someone; silence is an alarm.
+run "alarm_subscriptions_and_silence_alarms" {
+  command = plan
+  variables {
+    create_sns_topic    = true
+    alarm_subscriptions = [{ protocol = "email", endpoint = "ops@example.com" }, { protocol = "https", endpoint = "https://hooks.example.com/sns" }]
+  }
+  assert {
+    condition     = length(aws_sns_topic_subscription.alarms) == 2 && aws_sns_topic_subscription.alarms["email:ops@example.com"].protocol == "email"
+    error_message = "subscriptions ${jsonencode(keys(aws_sns_topic_subscription.alarms))}"
+  }
+  assert {
+    condition = (aws_cloudwatch_metric_alarm.no_events[0].metric_name == "EventsReceived" && aws_cloudwatch_metric_alarm.no_events[0].evaluation_periods == 24 &&
+    aws_cloudwatch_metric_alarm.no_events[0].treat_missing_data == "breaching" && aws_cloudwatch_metric_alarm.no_events[0].dimensions["InfraID"] == "mycluster-7xk2p")
+    error_message = "no-events alarm: 24 one-hour periods of EventsReceived, missing data breaching"
+  }
+  assert {
+    condition = (aws_cloudwatch_metric_alarm.no_sweep[0].metric_name == "SweepsCompleted" && aws_cloudwatch_metric_alarm.no_sweep[0].evaluation_periods == 2 &&
+    aws_cloudwatch_metric_alarm.no_sweep[0].treat_missing_data == "breaching")
+    error_message = "no-sweep alarm: twice rate(1 hour) = 2 one-hour periods of SweepsCompleted, missing data breaching"
+  }
+}
+
+run "alarm_subscriptions_without_a_topic_refused" {
+  command = plan
+  variables {
+    alarm_subscriptions = [{ protocol = "email", endpoint = "ops@example.com" }]
+  }
+  expect_failures = [aws_sns_topic_subscription.alarms]
+}
+
+run "alarm_subscription_of_another_protocol_refused" {
+  command = plan
+  variables {
+    create_sns_topic    = true
+    alarm_subscriptions = [{ protocol = "sms", endpoint = "+15555550100" }]
+  }
+  expect_failures = [var.alarm_subscriptions]
+}
+
+run "silence_alarms_follow_the_schedule_and_turn_off" {
+  command = plan
+  variables {
+    sweep_schedule        = "rate(90 minutes)"
+    no_events_alarm_hours = null
+  }
+  assert {
+    condition     = length(aws_cloudwatch_metric_alarm.no_events) == 0 && aws_cloudwatch_metric_alarm.no_sweep[0].evaluation_periods == 3
+    error_message = "no_events_alarm_hours = null turns the no-events alarm off; twice rate(90 minutes) is 3 h"
+  }
+}
+
+run "sweep_alarm_with_a_cron_schedule_needs_hours" {
+  command = plan
+  variables {
+    sweep_schedule = "cron(15 */6 * * ? *)"
+  }
+  expect_failures = [aws_cloudwatch_metric_alarm.no_sweep]
+}
+
+run "sweep_alarm_with_a_cron_schedule_and_hours" {
+  command = plan
+  variables {
+    sweep_schedule          = "cron(15 */6 * * ? *)"
+    sweep_alarm_after_hours = 12
+  }
+  assert {
+    condition     = aws_cloudwatch_metric_alarm.no_sweep[0].evaluation_periods == 12
+    error_message = "sweep_alarm_after_hours = 12: 12 one-hour periods"
+  }
+}
+
+# One owner per thing: no policy object unless one is given; the publisher's layer is not
+# Terraform's.
+run "no_policy_object_by_default" {
+  command = plan
+  assert {
+    condition     = length(aws_s3_object.policy) == 0 && length(aws_s3_object.policy_layer) == 0 && length(aws_s3_object.cluster_policy) == 0
+    error_message = "without policy_document the module writes no policy"
+  }
+}
+
+run "publisher_layer_refused_as_a_terraform_layer" {
+  command = plan
+  variables {
+    policy_prefix = "tagwarden/"
+    policy_layers = { "10-cluster.yaml" = "x: 1" }
+  }
+  expect_failures = [var.policy_layers]
+}
+
+# The trail, only on request.
+run "no_trail_by_default" {
+  command = plan
+  assert {
+    condition     = length(aws_cloudtrail.this) == 0 && length(aws_s3_bucket.trail) == 0
+    error_message = "create_trail defaults to false"
+  }
+}
+
+run "trail_on_request" {
+  command = plan
+  variables {
+    create_trail = true
+  }
+  assert {
+    condition = (aws_cloudtrail.this[0].is_multi_region_trail && aws_cloudtrail.this[0].include_global_service_events &&
+      aws_cloudtrail.this[0].enable_log_file_validation && aws_cloudtrail.this[0].event_selector[0].include_management_events &&
+    aws_cloudtrail.this[0].event_selector[0].read_write_type == "All" && aws_s3_bucket.trail[0].bucket == "tagwarden-mycluster-7xk2p-trail-123456789012")
+    error_message = "the trail: multi-Region, global service events, validation, management events read and write, its own bucket"
+  }
+  assert {
+    condition     = local.trail_arn == "arn:aws:cloudtrail:eu-west-1:123456789012:trail/tagwarden-mycluster-7xk2p-trail"
+    error_message = "the bucket policy's aws:SourceArn must be the trail's ARN: ${local.trail_arn}"
+  }
+}

@@ -13,6 +13,7 @@ Usage: check_azure_hcl.py [repo root]   (default: the current directory)
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -395,14 +396,13 @@ def main() -> int:
     check("Tag Contributor and Reader for_each the enforcement scopes",
           ra.get("tag_contributor", {}).get("for_each") == "${local.enforcement_scopes}"
           and ra.get("reader", {}).get("for_each") == "${local.enforcement_scopes}")
-    # Issue 17 item 14: the default scope is the cluster's resource group, not the subscription.
+    # Issue 17 item 14: never the subscription by default. Issue 36: never a guessed "<infra_id>-rg"
+    # either: the scopes are required, and the examples take the resource group the cluster reports.
     es_local = str(L.get("enforcement_scopes"))
     es_valid = json.dumps(first(V.get("enforcement_scopes", {}).get("validation")))
-    check("item 14: enforcement_scopes default null -> the cluster's resource group <infra_id>-rg; empty list refused",
-          "default" in V.get("enforcement_scopes", {}) and V["enforcement_scopes"]["default"] is None
-          and "coalesce(var.enforcement_scopes" in es_local
-          and '[for id in local.clusters : "${local.subscription_id}/resourceGroups/${id}-rg"]' in es_local
-          and "toset([local.subscription_id])" not in es_local
+    check("item 14 / issue 36: enforcement_scopes required (no default, no <infra_id>-rg guess); empty list refused",
+          "enforcement_scopes" in V and "default" not in V["enforcement_scopes"]
+          and es_local == "${toset(var.enforcement_scopes)}" and "resourceGroups/${id}-rg" not in mod_text
           and "length(var.enforcement_scopes) > 0" in es_valid, f"local={es_local}")
     dl = ra.get("dead_letter_writer", {})
     check("item 1: dead-letter writer role for every ARM topic (created or existing) and the policy topic",
@@ -515,11 +515,37 @@ def main() -> int:
     _, cx = parse_dir(CLUSTERS_EXAMPLE)
     cm = cx["module"].get("tagwarden", {})
     check_variables("azure-clusters", cx["variable"])
-    check("issue 12: example azure-clusters: three clusters, one module call with infra_ids and their documents",
+    check("issue 12 / 36: example azure-clusters: one module call with infra_ids, each cluster's resource group given, no default clusters",
           cm.get("source") == "../../azure" and cm.get("infra_ids") == "${keys(var.clusters)}"
-          and "infra_id" not in cm and len(cx["variable"].get("clusters", {}).get("default", {})) == 3
-          and "cluster_policy_documents" in cm
+          and "infra_id" not in cm and "default" not in cx["variable"].get("clusters", {})
+          and "c.resource_group" in str(cm.get("enforcement_scopes"))
+          and cm.get("cluster_policy_documents") == "${var.initial_policies}"
           and not [k for k in cm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")])
+
+    # Issue 36: one owner per thing. No example invents tags (no user_tags input, no policy
+    # template, no default that becomes a policy); the azure-basic scope is the resource group the
+    # cluster reports; initial policy blobs are written once and after their change subscription.
+    for label, d in (("azure-basic", EXAMPLE), ("azure-clusters", CLUSTERS_EXAMPLE)):
+        _, e = parse_dir(d)
+        defaults = {n: b.get("default") for n, b in e["variable"].items() if "default" in b}
+        check(f"issue 36: {label}: no user_tags input, no policy template, initial policies default to nothing",
+              "user_tags" not in e["variable"] and not os.path.exists(os.path.join(d, "policy"))
+              and defaults.get("initial_policy") is None and defaults.get("initial_policies", {}) == {},
+              f"variables {sorted(e['variable'])}, defaults {defaults}")
+    bm = ex["module"].get("tagwarden", {})
+    check("issue 36: azure-basic: enforcement scope from var.resource_group (status.platformStatus.azure.resourceGroupName), required",
+          "var.resource_group" in str(bm.get("enforcement_scopes")) and "-rg" not in str(bm.get("enforcement_scopes"))
+          and "default" not in ex["variable"].get("resource_group", {})
+          and "resourceGroupName" in str(ex["variable"].get("resource_group", {}).get("description")))
+    for n in ("policy_document", "cluster_policy"):
+        b = R.get(("azurerm_storage_blob", n), {})
+        check(f"issue 36: blob {n} written once (ignore_changes = all) after the policy-change subscription",
+              "all" in json.dumps(first(b.get("lifecycle")).get("ignore_changes"))
+              and "${azurerm_eventgrid_system_topic_event_subscription.policy}" in b.get("depends_on", []))
+    pkg_gate = json.dumps(R.get(("terraform_data", "package"), {}).get("lifecycle"))
+    check("issue 36: the package is published only with its manifest, matching sha256, built for x86_64-unknown-linux-gnu",
+          "scripts/package-azure-function" in pkg_gate and "local.function_manifest.sha256" in pkg_gate
+          and "x86_64-unknown-linux-gnu" in pkg_gate and "filesha256(var.function_zip)" in str(L.get("function_zip_sha256")))
 
     # Issue 24 item 2: the Flex app converges. The provider drops `AzureWebJobsStorage` from
     # app_settings on read and writes a keyless connection string on every create/update unless

@@ -1,7 +1,27 @@
-# Inputs of infra/examples/aws-basic for the moto test (lambda_zip is passed by the script).
-region       = "eu-west-1"
-infra_id     = "mycluster-7xk2p"
-architecture = "arm64"
+# Inputs of infra/examples/aws-basic for the moto test (lambda_zip is passed by the script; its
+# manifest says x86_64, and the function must run on x86_64 without being told: issue 36).
+region   = "eu-west-1"
+infra_id = "mycluster-7xk2p"
+# Issue 36: an explicitly given first policy (what `oc get infrastructure cluster -o yaml` prints),
+# written once; check_aws_basic.py's `ownership` step then plays the publisher and changes it.
+initial_policy = <<-EOT
+  apiVersion: config.openshift.io/v1
+  kind: Infrastructure
+  metadata:
+    name: cluster
+  status:
+    infrastructureName: mycluster-7xk2p
+    platform: AWS
+    platformStatus:
+      type: AWS
+      aws:
+        region: eu-west-1
+        resourceTags:
+          - key: cost-center
+            value: "4242"
+  EOT
+alarm_emails   = ["ops@example.com"]
+create_trail   = true
 # Exercises the extra_tag_actions statement (rendered, linted by parliament, evaluated).
 extra_tag_actions = ["sns:TagResource"]
 # Issue 35: one writable hosted zone and health check (the evaluator checks that they, and no other,

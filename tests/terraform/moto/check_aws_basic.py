@@ -591,7 +591,8 @@ def resources_phase(tf):
                     "TAGWARDEN_CLUSTERS": INFRA_ID}
         if env != want_env:
             return f"environment {env}"
-        if (f["Runtime"], f["Handler"], f["Architectures"]) != ("provided.al2023", "bootstrap", ["arm64"]):
+        # Issue 36: the architecture is the package manifest's (x86_64 here), not a default.
+        if (f["Runtime"], f["Handler"], f["Architectures"]) != ("provided.al2023", "bootstrap", ["x86_64"]):
             return f"runtime {f['Runtime']} handler {f['Handler']} arch {f['Architectures']}"
         if f.get("DeadLetterConfig", {}).get("TargetArn") != out["dlq_arn"]:
             return f"dead letter config {f.get('DeadLetterConfig')}"
@@ -623,7 +624,7 @@ def resources_phase(tf):
     def alarms_exist_with_sns():
         names = {f"tagwarden-{INFRA_ID}-{s}"
                  for s in ("write-failures", "policy-rejected", "listing-failures", "lambda-errors", "dlq-not-empty",
-                           "compliance-lag-p99")}
+                           "compliance-lag-p99", "no-events", "no-sweep")}
         got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix=f"tagwarden-{INFRA_ID}")["MetricAlarms"]}
         if set(got) != names:
             return f"alarms {sorted(got)}"
@@ -631,7 +632,20 @@ def resources_phase(tf):
         lag = got[f"tagwarden-{INFRA_ID}-compliance-lag-p99"]
         if lag.get("ExtendedStatistic") != "p99" or lag["Threshold"] != 300000 or lag.get("MetricName") != "ComplianceLag":
             return f"compliance-lag alarm: {lag.get('ExtendedStatistic')} {lag['Threshold']} {lag.get('MetricName')}"
+        # Issue 36: silence is an alarm: no events for 24 h, no sweep for 2 h (twice rate(1 hour)),
+        # missing data breaching, on the deployment's own series.
+        silence = {f"tagwarden-{INFRA_ID}-no-events": ("EventsReceived", 24), f"tagwarden-{INFRA_ID}-no-sweep": ("SweepsCompleted", 2)}
+        for n, (metric, periods) in silence.items():
+            a = got[n]
+            dims = {d["Name"]: d["Value"] for d in a.get("Dimensions", [])}
+            if (a.get("MetricName"), a.get("Namespace"), dims, a["Period"], a["EvaluationPeriods"], a.get("TreatMissingData"),
+                    a["ComparisonOperator"], a["Threshold"], a["AlarmActions"]) != (
+                    metric, "TagWarden", {"Cloud": "aws", "InfraID": INFRA_ID}, 3600, periods, "breaching",
+                    "LessThanThreshold", 1, [topic]):
+                return f"{n}: {a}"
         for n, a in got.items():
+            if n in silence:
+                continue
             want = 300000 if a is lag else 0
             if a["AlarmActions"] != [topic] or a["Threshold"] != want or a["ComparisonOperator"] != "GreaterThanThreshold":
                 return f"{n}: actions {a['AlarmActions']} threshold {a['Threshold']} {a['ComparisonOperator']}"
@@ -641,6 +655,53 @@ def resources_phase(tf):
         q = got[f"tagwarden-{INFRA_ID}-listing-failures"].get("Metrics", [])
         if not q or q[0].get("Expression") != f"SELECT SUM(ListingFailures) FROM \"TagWarden\" WHERE InfraID = '{INFRA_ID}'":
             return f"listing-failures query {q}"
+        # Issue 36: someone receives them (alarm_emails), in eu-west-1 and, for the forwarding
+        # dead-letter queue, in us-east-1.
+        subs = client("sns").list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
+        if [(x["Protocol"], x["Endpoint"]) for x in subs] != [("email", "ops@example.com")]:
+            return f"alarm topic subscriptions {subs}"
+        east = client("cloudwatch", "us-east-1").describe_alarms(AlarmNamePrefix=f"tagwarden-{INFRA_ID}-forward")["MetricAlarms"]
+        if [a["AlarmName"] for a in east] != [f"tagwarden-{INFRA_ID}-forward-dlq-not-empty"]:
+            return f"us-east-1 alarms {[a['AlarmName'] for a in east]}"
+        dims = {d["Name"]: d["Value"] for d in east[0]["Dimensions"]}
+        if dims != {"QueueName": f"tagwarden-{INFRA_ID}-forward-dlq"} or len(east[0]["AlarmActions"]) != 1:
+            return f"forwarding DLQ alarm {east[0]}"
+        east_subs = client("sns", "us-east-1").list_subscriptions_by_topic(TopicArn=east[0]["AlarmActions"][0])["Subscriptions"]
+        if [(x["Protocol"], x["Endpoint"]) for x in east_subs] != [("email", "ops@example.com")]:
+            return f"us-east-1 alarm topic subscriptions {east_subs}"
+        return None
+
+    def trail_records_management_events():
+        # Issue 36: create_trail = true: multi-Region, management events read and write, logging,
+        # log file validation, into its own private TLS-only bucket whose policy is CloudTrail's.
+        ct = client("cloudtrail")
+        trails = [t for t in ct.describe_trails()["trailList"] if t["Name"] == f"tagwarden-{INFRA_ID}-trail"]
+        if len(trails) != 1:
+            return f"trails {ct.describe_trails()['trailList']}"
+        t = trails[0]
+        if not (t["IsMultiRegionTrail"] and t["IncludeGlobalServiceEvents"] and t["LogFileValidationEnabled"]):
+            return f"trail {t}"
+        if not ct.get_trail_status(Name=t["TrailARN"])["IsLogging"]:
+            return "trail is not logging"
+        sel = ct.get_event_selectors(TrailName=t["TrailARN"]).get("EventSelectors", [])
+        if [(e["ReadWriteType"], e["IncludeManagementEvents"]) for e in sel] != [("All", True)]:
+            return f"event selectors {sel}"
+        b = t["S3BucketName"]
+        pol = json.loads(s3.get_bucket_policy(Bucket=b)["Policy"])
+        by_sid = {st.get("Sid"): st for st in pol["Statement"]}
+        acl, write = by_sid.get("AWSCloudTrailAclCheck"), by_sid.get("AWSCloudTrailWrite")
+        if not acl or not write or "DenyInsecureTransport" not in by_sid:
+            return f"trail bucket policy sids {sorted(by_sid)}"
+        if (acl["Principal"], acl["Action"], acl["Condition"]) != ({"Service": "cloudtrail.amazonaws.com"}, "s3:GetBucketAcl",
+                                                                    {"StringEquals": {"aws:SourceArn": t["TrailARN"]}}):
+            return f"acl check statement {acl}"
+        if (write["Action"], write["Resource"], write["Condition"]) != (
+                "s3:PutObject", f"arn:aws:s3:::{b}/AWSLogs/{ACCOUNT}/*",
+                {"StringEquals": {"aws:SourceArn": t["TrailARN"], "s3:x-amz-acl": "bucket-owner-full-control"}}):
+            return f"write statement {write}"
+        enc = s3.get_bucket_encryption(Bucket=b)["ServerSideEncryptionConfiguration"]["Rules"][0]
+        if enc["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] != "AES256":
+            return f"trail bucket encryption {enc}"
         return None
 
     def tags_on_resources():
@@ -666,7 +727,8 @@ def resources_phase(tf):
          role_allows_exactly_the_owned_tag_writes),
         ("Lambda runtime/handler/arch/env/DLQ and log group", lambda_contract),
         ("dashboard searches every TagWarden metric", dashboard_searches_every_metric),
-        ("alarms exist with SNS actions", alarms_exist_with_sns),
+        ("alarms exist with SNS actions, silence alarms, e-mail subscriptions, the forwarding DLQ's alarm", alarms_exist_with_sns),
+        ("create_trail: multi-Region management-events trail, CloudTrail's bucket policy, encrypted", trail_records_management_events),
         ("tags var reaches resources", tags_on_resources),
     ]:
         check(name, fn)
@@ -801,9 +863,31 @@ def routing_phase(tf):
         None if not drain(out["dlq_url"]) else "dead letters present"))
 
 
+def publish_phase(tf):
+    """Issue 36: play the publisher. It writes the policy object as `tagwarden publish` does
+    (src/aws/policy_store.rs: PutObject with the key's content type, conditional on the ETag it
+    read, no tags); scripts/test-terraform then requires the next plan to change nothing."""
+    out = tf["tagwarden"]
+    s3 = client("s3")
+    b, key = out["policy_bucket_name"], "tagwarden/infrastructure.yaml"
+
+    def publisher_writes_the_policy():
+        etag = s3.head_object(Bucket=b, Key=key)["ETag"]
+        body = s3.get_object(Bucket=b, Key=key)["Body"].read().decode()
+        published = body.replace('value: "4242"', 'value: "5151"')
+        if published == body:
+            return "the initial policy lacks cost-center 4242"
+        s3.put_object(Bucket=b, Key=key, Body=published.encode(), ContentType="application/yaml", IfMatch=etag)
+        if s3.get_object(Bucket=b, Key=key)["Body"].read().decode() != published:
+            return "the published version was not read back"
+        return None
+
+    check("the publisher writes a new policy version (PutObject, If-Match, no tags)", publisher_writes_the_policy)
+
+
 def main():
     tf = {k: v["value"] for k, v in json.load(open(sys.argv[1])).items()}
-    {"resources": resources_phase, "routing": routing_phase}[sys.argv[2]](tf)
+    {"resources": resources_phase, "routing": routing_phase, "publish": publish_phase}[sys.argv[2]](tf)
     if failures:
         print(f"check_aws_basic {sys.argv[2]}: {len(failures)} check(s) failed")
         sys.exit(1)

@@ -139,7 +139,8 @@ def main():
 
     def alarms_per_cluster():
         want = ({f"tagwarden-{c}-write-failures" for c in CLUSTERS} | {f"tagwarden-{c}-compliance-lag-p99" for c in CLUSTERS}
-                | {"tagwarden-policy-rejected", "tagwarden-listing-failures", "tagwarden-lambda-errors", "tagwarden-dlq-not-empty"})
+                | {"tagwarden-policy-rejected", "tagwarden-listing-failures", "tagwarden-lambda-errors", "tagwarden-dlq-not-empty",
+                   "tagwarden-no-events", "tagwarden-no-sweep"})
         got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix="tagwarden-")["MetricAlarms"]}
         if set(got) != want:
             return f"alarms: extra {sorted(set(got) - want)} missing {sorted(want - set(got))}"
@@ -152,6 +153,12 @@ def main():
         for name in ("tagwarden-policy-rejected", "tagwarden-listing-failures"):
             if "InfraID = 'all'" not in got[name]["Metrics"][0]["Expression"]:
                 return f"{name} must watch the deployment's InfraID 'all'"
+        # Issue 36: a set's silence is the deployment's (EventsReceived and SweepsCompleted carry
+        # InfraID "all": src/report.rs, by_cluster).
+        for name in ("tagwarden-no-events", "tagwarden-no-sweep"):
+            dims = {d["Name"]: d["Value"] for d in got[name]["Dimensions"]}
+            if dims != {"Cloud": "aws", "InfraID": "all"}:
+                return f"{name} dimensions {dims}"
         return None
 
     def dashboard_line_per_cluster():

@@ -163,3 +163,46 @@ moved {
   from = aws_cloudwatch_event_target.this
   to   = aws_cloudwatch_event_target.this["iam"]
 }
+
+################################################################################
+# The dead-letter queue's alarm (issue 36)
+################################################################################
+
+locals {
+  create_topic  = var.alarm_sns_topic_arn == null && length(var.alarm_subscriptions) > 0
+  alarm_topic   = var.alarm_sns_topic_arn != null ? var.alarm_sns_topic_arn : (local.create_topic ? aws_sns_topic.alarms[0].arn : null)
+  alarm_actions = local.alarm_topic == null ? [] : [local.alarm_topic]
+}
+
+resource "aws_sns_topic" "alarms" {
+  count = local.create_topic ? 1 : 0
+
+  name              = "${var.name}-forward-alarms"
+  kms_master_key_id = "alias/aws/sns"
+  tags              = var.tags
+}
+
+resource "aws_sns_topic_subscription" "alarms" {
+  for_each = { for s in var.alarm_subscriptions : "${s.protocol}:${s.endpoint}" => s }
+
+  topic_arn = local.alarm_topic
+  protocol  = each.value.protocol
+  endpoint  = each.value.endpoint
+}
+
+resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
+  alarm_name          = "${var.name}-forward-dlq-not-empty"
+  alarm_description   = "tagwarden: IAM or Route 53 events in ${aws_sqs_queue.dlq.name} (us-east-1) could not be forwarded to ${var.target_event_bus_arn}; those resources wait for the next sweep. Inspect the messages, fix the target bus's policy or the forwarding role, then send them on (README, Operations)."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = aws_sqs_queue.dlq.name }
+  statistic           = "Maximum"
+  period              = 300
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  evaluation_periods  = 1
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = local.alarm_actions
+  ok_actions          = local.alarm_actions
+  tags                = var.tags
+}

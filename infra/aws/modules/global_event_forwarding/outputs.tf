@@ -17,3 +17,13 @@ output "dlq_url" {
   description = "URL of that dead-letter queue."
   value       = aws_sqs_queue.dlq.id
 }
+
+output "dlq_alarm_arn" {
+  description = "The alarm on the forwarding dead-letter queue (us-east-1)."
+  value       = aws_cloudwatch_metric_alarm.dlq_not_empty.arn
+}
+
+output "alarm_topic_arn" {
+  description = "The us-east-1 SNS topic the dead-letter queue's alarm notifies (given or created), else null."
+  value       = local.alarm_topic
+}

@@ -58,3 +58,32 @@ variable "maximum_retry_attempts" {
     error_message = "maximum_retry_attempts must be a whole number between 0 and 185."
   }
 }
+
+# Issue 36: the forwarding dead-letter queue is alarmed too. A CloudWatch alarm notifies SNS topics
+# of its own Region (the alarm lives in us-east-1, beside the queue), so this module creates its
+# own topic for the subscriptions, or takes one that exists in us-east-1.
+variable "alarm_sns_topic_arn" {
+  description = "Existing SNS topic in us-east-1 that receives the dead-letter queue's alarm. null: a topic `<name>-forward-alarms` is created when `alarm_subscriptions` is not empty."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.alarm_sns_topic_arn == null ? true : can(regex("^arn:aws[a-z-]*:sns:us-east-1:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", var.alarm_sns_topic_arn))
+    error_message = "alarm_sns_topic_arn must be an SNS topic ARN in us-east-1."
+  }
+}
+
+variable "alarm_subscriptions" {
+  description = "Who receives the dead-letter queue's alarm (e-mail or HTTPS), as the tagwarden module's `alarm_subscriptions`: pass the same list."
+  type = list(object({
+    protocol = string
+    endpoint = string
+  }))
+  default  = []
+  nullable = false
+
+  validation {
+    condition     = alltrue([for s in var.alarm_subscriptions : contains(["email", "https"], s.protocol)])
+    error_message = "alarm_subscriptions: protocol \"email\" or \"https\"."
+  }
+}

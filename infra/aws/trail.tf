@@ -1,0 +1,186 @@
+# Issue 36: the function sees creations only through CloudTrail ("AWS API Call via CloudTrail"
+# events reach EventBridge only for what a trail records: EventBridge User Guide, "Events from AWS
+# services"), and nothing else tells a deployment that no trail exists. An account that has a
+# trail recording management events needs none of this (check it: README, "Is a trail
+# recording?"); one that has none sets create_trail = true and gets a multi-Region trail of
+# management events (read and write) with its own encrypted bucket.
+#
+# The bucket policy is the one the CloudTrail User Guide requires ("Amazon S3 bucket policy for
+# CloudTrail"): s3:GetBucketAcl on the bucket and s3:PutObject on AWSLogs/<account>/* with
+# s3:x-amz-acl = bucket-owner-full-control, for the service principal cloudtrail.amazonaws.com,
+# each conditioned on aws:SourceArn = the trail's ARN (the guide's "security best practice"). The
+# ARN is built from the name (not read from the trail): CloudTrail checks the policy when the trail
+# is created, so the policy exists first.
+
+locals {
+  trail_name   = "${local.name}-trail"
+  trail_arn    = "arn:${local.partition}:cloudtrail:${local.region}:${local.account_id}:trail/${local.trail_name}"
+  trail_bucket = coalesce(var.trail_bucket_name, "${local.name}-trail-${local.account_id}")
+}
+
+resource "aws_s3_bucket" "trail" {
+  #checkov:skip=CKV_AWS_18: the trail's own bucket; logging its access would need a third bucket, and CloudTrail records the bucket's management calls anyway.
+  #checkov:skip=CKV_AWS_144: cross-region replication of the trail's logs is an organisation's archive decision, not tagwarden's; the bucket is versioned.
+  #checkov:skip=CKV2_AWS_62: nothing consumes the log files' creation; tagwarden reads the events from EventBridge, not from these files.
+  #checkov:skip=CKV_AWS_145: SSE-KMS with kms_key_arn, SSE-S3 (AES-256) without one, as the other buckets of the module.
+  count = var.create_trail ? 1 : 0
+
+  bucket        = local.trail_bucket
+  force_destroy = var.trail_bucket_force_destroy
+  tags          = local.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.trail_bucket) <= 63
+      error_message = "The trail's bucket name ${local.trail_bucket} is longer than S3's 63 characters: set trail_bucket_name."
+    }
+  }
+}
+
+resource "aws_s3_bucket_ownership_controls" "trail" {
+  count  = var.create_trail ? 1 : 0
+  bucket = aws_s3_bucket.trail[0].id
+  rule {
+    object_ownership = "BucketOwnerEnforced"
+  }
+}
+
+resource "aws_s3_bucket_public_access_block" "trail" {
+  count                   = var.create_trail ? 1 : 0
+  bucket                  = aws_s3_bucket.trail[0].id
+  block_public_acls       = true
+  block_public_policy     = true
+  ignore_public_acls      = true
+  restrict_public_buckets = true
+}
+
+resource "aws_s3_bucket_versioning" "trail" {
+  count  = var.create_trail ? 1 : 0
+  bucket = aws_s3_bucket.trail[0].id
+  versioning_configuration {
+    status = "Enabled"
+  }
+}
+
+resource "aws_s3_bucket_server_side_encryption_configuration" "trail" {
+  count  = var.create_trail ? 1 : 0
+  bucket = aws_s3_bucket.trail[0].id
+  rule {
+    apply_server_side_encryption_by_default {
+      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
+      kms_master_key_id = var.kms_key_arn
+    }
+    bucket_key_enabled = var.kms_key_arn != null
+  }
+}
+
+resource "aws_s3_bucket_lifecycle_configuration" "trail" {
+  count  = var.create_trail ? 1 : 0
+  bucket = aws_s3_bucket.trail[0].id
+
+  rule {
+    id     = "expire-trail-logs"
+    status = "Enabled"
+    filter {}
+    expiration {
+      days = var.trail_log_retention_days
+    }
+    noncurrent_version_expiration {
+      noncurrent_days = 1
+    }
+    abort_incomplete_multipart_upload {
+      days_after_initiation = 7
+    }
+  }
+
+  depends_on = [aws_s3_bucket_versioning.trail]
+}
+
+data "aws_iam_policy_document" "trail_bucket" {
+  count = var.create_trail ? 1 : 0
+
+  statement {
+    sid       = "AWSCloudTrailAclCheck"
+    actions   = ["s3:GetBucketAcl"]
+    resources = [aws_s3_bucket.trail[0].arn]
+    principals {
+      type        = "Service"
+      identifiers = ["cloudtrail.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceArn"
+      values   = [local.trail_arn]
+    }
+  }
+
+  statement {
+    sid       = "AWSCloudTrailWrite"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.trail[0].arn}/AWSLogs/${local.account_id}/*"]
+    principals {
+      type        = "Service"
+      identifiers = ["cloudtrail.amazonaws.com"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "s3:x-amz-acl"
+      values   = ["bucket-owner-full-control"]
+    }
+    condition {
+      test     = "StringEquals"
+      variable = "aws:SourceArn"
+      values   = [local.trail_arn]
+    }
+  }
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["s3:*"]
+    resources = [aws_s3_bucket.trail[0].arn, "${aws_s3_bucket.trail[0].arn}/*"]
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_s3_bucket_policy" "trail" {
+  count  = var.create_trail ? 1 : 0
+  bucket = aws_s3_bucket.trail[0].id
+  policy = data.aws_iam_policy_document.trail_bucket[0].json
+
+  depends_on = [aws_s3_bucket_public_access_block.trail]
+}
+
+resource "aws_cloudtrail" "this" {
+  #checkov:skip=CKV_AWS_252: no SNS notification per log file: tagwarden reads the events from EventBridge.
+  #checkov:skip=CKV2_AWS_10: no CloudWatch Logs copy: the events reach the function through EventBridge, the files are the archive.
+  #checkov:skip=CKV_AWS_35: the log files are encrypted at rest by the bucket (SSE-S3, or SSE-KMS with kms_key_arn, whose key policy must then allow cloudtrail.amazonaws.com).
+  count = var.create_trail ? 1 : 0
+
+  name                          = local.trail_name
+  s3_bucket_name                = aws_s3_bucket.trail[0].id
+  is_multi_region_trail         = true
+  include_global_service_events = true
+  enable_log_file_validation    = true
+  enable_logging                = true
+  kms_key_id                    = var.kms_key_arn
+
+  # Management events, read and write: the creations and tag changes the rules match are write
+  # events; data events (object-level S3) are not needed and cost extra.
+  event_selector {
+    read_write_type           = "All"
+    include_management_events = true
+  }
+
+  tags = local.tags
+
+  depends_on = [aws_s3_bucket_policy.trail, aws_s3_bucket_ownership_controls.trail]
+}
