@@ -27,10 +27,14 @@ locals {
     TAGWARDEN_METRICS_RESOURCE_ID = local.function_app_id
     TAGWARDEN_METRICS_REGION      = var.location
     TAGWARDEN_SWEEP_SCOPES        = join(",", sort(tolist(local.enforcement_scopes)))
-    # Issue 35: the infraIDs this deployment enforces (nothing else of the set), and the Event Grid
-    # system topics whose deliveries the function accepts (the ARM topics, created or existing).
+    # Issue 35: the infraIDs this deployment enforces (nothing else of the set), and the sources of
+    # the Event Grid system topics whose deliveries the function accepts. Event Grid writes a system
+    # topic's *source* into each event's `topic` ("Full resource path to the event source",
+    # azure-docs event-grid/event-schema.md; reference/azure.md §1), not the topic's own id: the
+    # enforcement scopes (the ARM topics' sources, created or existing, keyed by scope) and the
+    # policy storage account (its BlobCreated events reach the sweep queue).
     TAGWARDEN_CLUSTERS     = join(",", local.clusters)
-    TAGWARDEN_EVENT_TOPICS = join(",", sort([for t in values(local.arm_topics) : t.id]))
+    TAGWARDEN_EVENT_TOPICS = join(",", sort(concat(keys(local.arm_topics), [azurerm_storage_account.policy.id])))
     RUST_LOG               = var.log_level
   }
 

@@ -261,6 +261,13 @@ def main() -> int:
               contract.get("TAGWARDEN_METRICS_RESOURCE_ID") == "${local.function_app_id}"
               and "Microsoft.Web/sites/${local.function_app_name}" in str(L.get("function_app_id"))
               and fa.get("name") == "${local.function_app_name}")
+        # Issue 35: Event Grid writes a system topic's source into an event's `topic`, so the
+        # accepted list is the ARM topics' sources (their keys) and the policy storage account:
+        # the topics' own ids would refuse every delivery.
+        topics = str(contract.get("TAGWARDEN_EVENT_TOPICS"))
+        check("TAGWARDEN_EVENT_TOPICS lists the topics' sources (scopes, policy account), not the topics' ids",
+              "keys(local.arm_topics)" in topics and "azurerm_storage_account.policy.id" in topics and ".id]" not in topics.replace("policy.id]", ""),
+              topics)
     check("defaults: ARM endpoint https://management.azure.com, POLICY_TTL 60, sweep hourly",
           var_default(V, "arm_endpoint") == "https://management.azure.com" and var_default(V, "policy_ttl_seconds") == 60
           and var_default(V, "sweep_schedule") == "0 0 * * * *")
