@@ -266,6 +266,9 @@ pub struct Metrics {
     pub policy_rejected: u64,
     /// Sweep listings that failed (their resources were not swept this time).
     pub listing_failures: u64,
+    /// Sweeps (scheduled or policy change) that ran to their end: a deployment-level heartbeat,
+    /// whose absence `infra/aws`'s `no-sweep` alarm notices.
+    pub sweeps_completed: u64,
     /// Resources written into line.
     pub corrected: u64,
     /// Cloud API calls the invocation made (set by the function that counts them): over
@@ -317,6 +320,7 @@ impl Metrics {
         self.events_ignored += other.events_ignored;
         self.policy_rejected += other.policy_rejected;
         self.listing_failures += other.listing_failures;
+        self.sweeps_completed += other.sweeps_completed;
         self.corrected += other.corrected;
         self.api_calls += other.api_calls;
         self.compliance_lag_ms.extend(other.compliance_lag_ms);
@@ -346,6 +350,7 @@ impl Metrics {
             ("EventsIgnored", self.events_ignored),
             ("PolicyRejected", self.policy_rejected),
             ("ListingFailures", self.listing_failures),
+            ("SweepsCompleted", self.sweeps_completed),
         ]
         .into_iter()
         .filter(|(_, v)| *v > 0)
@@ -418,6 +423,7 @@ pub fn by_cluster(metrics: &Metrics, records: &[Record], deployment: &str) -> BT
     own.events_received = metrics.events_received;
     own.events_ignored = metrics.events_ignored;
     own.policy_rejected = metrics.policy_rejected;
+    own.sweeps_completed = metrics.sweeps_completed;
     (own.api_calls, own.corrected) = (metrics.api_calls, metrics.corrected);
     // A resource several events of a batch name has a record in each, counted once.
     let mut seen = std::collections::HashSet::new();

@@ -37,6 +37,7 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
         ("EventsIgnored", metrics.events_ignored),
         ("PolicyRejected", metrics.policy_rejected),
         ("ListingFailures", metrics.listing_failures),
+        ("SweepsCompleted", metrics.sweeps_completed),
     ] {
         if v > 0 {
             out.push(doc(name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));

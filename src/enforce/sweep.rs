@@ -202,6 +202,9 @@ impl<A: Adapter> Engine<A> {
         }
         if !self.dry_run {
             report_sweeps(&self.store, &policies, &swept, &out.records).await;
+            // The heartbeat the `no-sweep` alarm waits for: only a sweep with nothing left to retry
+            // (one that keeps running out of time never counts, so the alarm notices it).
+            out.metrics.sweeps_completed = u64::from(!out.must_retry());
         }
         out
     }
@@ -529,6 +532,7 @@ mod tests {
         assert_eq!(out.records.len(), 3);
         assert!(out.records.iter().all(|r| r.status == Status::Failed && r.failure == Some(Failure::Transient)));
         assert!(out.must_retry());
+        assert_eq!(out.metrics.sweeps_completed, 0, "a sweep that ran out of time did not complete");
     }
 
     #[tokio::test]
@@ -585,8 +589,12 @@ mod tests {
         let cloud = &engine.adapter;
         assert_eq!((cloud.writes(), cloud.reads.load(std::sync::atomic::Ordering::Relaxed)), (0, 2));
         assert!(engine.store.source.statuses.lock().expect("statuses").is_empty(), "a dry run writes no report");
+        assert_eq!(out.metrics.sweeps_completed, 0, "a dry run is no sweep the alarm may count");
         engine.dry_run = false;
         let out = engine.sweep(true, None, None).await;
         assert_eq!((status_of(&out, "i-1"), engine.adapter.writes()), (Status::Applied, 1));
+        assert_eq!(out.metrics.sweeps_completed, 1);
+        let line = out.metrics.emf_lines(Cloud::Aws, "c-1", 0).remove(0);
+        assert!(line.contains("\"SweepsCompleted\":1"), "the heartbeat is emitted: {line}");
     }
 }
