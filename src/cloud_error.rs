@@ -14,7 +14,7 @@
 //! | `TagLimit` | no | recorded as `limit-exceeded`: nothing is written |
 //! | `Unsupported` | no | recorded as `unsupported`: reported, never a failure |
 //! | `Fatal` (invalid, and everything else) | no | recorded as a permanent failure and reported in the status report |
-//! | ARM's permanent codes (`ScopeLocked` 409, `ReadOnlyDisabledSubscription`, `AuthorizationFailed`, `LinkedAuthorizationFailed`, `InvalidResourceType`) | no: classified by code before status (`azure::error::PERMANENT_ARM_CODES`) | `Fatal`: recorded, with the fix (remove the lock, grant the role) |
+//! | ARM's permanent codes (`ScopeLocked` 409, `ReadOnlyDisabledSubscription`, `AuthorizationFailed`, `LinkedAuthorizationFailed`, `InvalidResourceType`, `DenyAssignmentAuthorizationFailed`) | no: classified by code before status (`azure::error::PERMANENT_ARM_CODES`) | `Fatal`: recorded, with the fix (remove the lock, grant the role) |
 //!
 //! A permanent failure never fails the delivery (it would be retried for a day to the same end);
 //! a transient one always does, so nothing is dropped.
@@ -164,11 +164,14 @@ impl CloudError {
                 Some("the subscription is disabled or expired, so read-only: re-enable it; not retried")
             }
             ("AuthorizationFailed" | "LinkedAuthorizationFailed", "arm:MergeTags") => Some(
-                "grant the function's identity Tag Contributor on the resource's scope; not retried: the next sweep writes it once granted",
+                "grant the function's identity the tagwarden tag writer role (infra/azure: Microsoft.Resources/tags/write) on the resource's scope; not retried: the next sweep writes it once granted",
             ),
             ("AuthorizationFailed" | "LinkedAuthorizationFailed", op) if op.starts_with("arm:") => {
                 Some("grant the function's identity Reader on the resource's scope; not retried")
             }
+            ("DenyAssignmentAuthorizationFailed", _) => Some(
+                "a deny assignment on the scope (named in the message) refuses this to every principal it does not exclude, whatever roles are granted: only its owner can lift it, or leave the resource out of the cluster's scopes; not retried",
+            ),
             ("InvalidResourceType", _) => {
                 Some("ARM serves no such resource type here (a typo'd scope, or a provider not registered); not retried")
             }
@@ -179,7 +182,7 @@ impl CloudError {
         }
         match (self.class, self.operation) {
             (ErrorClass::Denied, op) if op.starts_with("arm:MergeTags") => {
-                Some("grant the function's identity Tag Contributor on the resource's scope")
+                Some("grant the function's identity the tagwarden tag writer role (infra/azure: Microsoft.Resources/tags/write) on the resource's scope")
             }
             (ErrorClass::Denied, op) if op.starts_with("arm:") => {
                 Some("grant the function's identity Reader on the resource's scope")
@@ -286,7 +289,7 @@ mod tests {
         azure.request_ids = vec![("x-ms-request-id", "r-1".into())];
         assert_eq!(
             azure.to_string(),
-            "arm:MergeTags /subscriptions/s/x: HTTP 403 AuthorizationFailed (fix: grant the function's identity Tag Contributor on the resource's scope; not retried: the next sweep writes it once granted) [x-ms-request-id r-1]"
+            "arm:MergeTags /subscriptions/s/x: HTTP 403 AuthorizationFailed (fix: grant the function's identity the tagwarden tag writer role (infra/azure: Microsoft.Resources/tags/write) on the resource's scope; not retried: the next sweep writes it once granted) [x-ms-request-id r-1]"
         );
         assert_eq!(azure.failure(), Failure::Permanent);
         let locked = CloudError::azure("arm:MergeTags", "/s", Some(409), "ScopeLocked", "", ErrorClass::Fatal);

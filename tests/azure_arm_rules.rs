@@ -114,7 +114,7 @@ async fn refusals_a_retry_cannot_fix_are_reported_not_retried() {
         env.invoke("drift", "eventGridEvent", eg_event(&disk, "Microsoft.Compute/disks/write", SOMEONE)).await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(records(&body)[0]["failure"], "permanent");
-    assert!(records(&body)[0]["error"].as_str().unwrap_or_default().contains("Tag Contributor"), "{body:#}");
+    assert!(records(&body)[0]["error"].as_str().unwrap_or_default().contains("tag writer"), "{body:#}");
     // Still retried: a token that expired in flight (a new one fixes it).
     env.fake.inject("PATCH", Fault::Status { status: 401, code: "ExpiredAuthenticationToken" });
     let (status, body) =

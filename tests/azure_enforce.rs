@@ -459,7 +459,17 @@ async fn host_envelope_with_a_string_event_and_failures() {
         .await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(statuses(&body), json!({"failed": 1}), "{body:#}");
-    assert!(body["Logs"].to_string().contains("Tag Contributor"), "{body:#}");
+    assert!(body["Logs"].to_string().contains("tag writer"), "{body:#}");
+    // A deny assignment (a managed resource group's) refuses whatever roles are granted: permanent,
+    // and its fix names the deny assignment, not a role (issue 36).
+    env.fake.inject("PATCH", Fault::Status { status: 403, code: "DenyAssignmentAuthorizationFailed" });
+    let (status, body) = env
+        .invoke("drift", "eventGridEvent", eg_event(&other, "Microsoft.Compute/virtualMachines/write", SOMEONE))
+        .await;
+    assert_eq!(status, 200, "not retried for a day: {body:#}");
+    assert_eq!(statuses(&body), json!({"failed": 1}), "{body:#}");
+    let logs = body["Logs"].to_string();
+    assert!(logs.contains("managed-rg-lockdown") && logs.contains("only its owner can lift it"), "{body:#}");
     // Not an event at all.
     let (status, _) = env.invoke("drift", "eventGridEvent", json!({"hello": "world"})).await;
     assert_eq!(status, 500);

@@ -43,12 +43,20 @@ impl CloudError {
 ///   for the action (the second on a linked resource the write touches). Event Grid's retries
 ///   would only hammer ARM for a day; the sweep picks the resource up once the role is granted.
 /// - `InvalidResourceType`: the provider serves no such type (or no Tags API on it).
+/// - `DenyAssignmentAuthorizationFailed`: a deny assignment on the scope refuses the action to
+///   every principal it does not exclude, whatever their roles ("deny assignments take precedence
+///   over role assignments", learn.microsoft.com/azure/role-based-access-control/deny-assignments).
+///   ARM answers 403 with this code and a message naming the deny assignment and its scope (the
+///   shape seen in recorded answers for managed resource groups; inferred, as no REST spec example
+///   carries it). ARO's managed resource group has one that exempts `Microsoft.Resources/tags/*`
+///   (ARO-RP `denyAssignment()`), so this names any other deny assignment: only its owner can lift it.
 pub const PERMANENT_ARM_CODES: &[&str] = &[
     "ScopeLocked",
     "ReadOnlyDisabledSubscription",
     "AuthorizationFailed",
     "LinkedAuthorizationFailed",
     "InvalidResourceType",
+    "DenyAssignmentAuthorizationFailed",
 ];
 
 /// Classify by the service's error code first, then by HTTP status.
@@ -142,7 +150,17 @@ mod tests {
         );
         let text = e.to_string();
         assert!(text.contains("HTTP 403 AuthorizationFailed: no"), "{text}");
-        assert!(text.contains("Tag Contributor"), "{text}");
+        assert!(text.contains("tag writer"), "{text}");
+        // A deny assignment is permanent whatever roles are granted, and says whose it is.
+        let deny = "The client 'x' with object id 'x' has permission to perform action 'Microsoft.Resources/tags/write' on scope '/subscriptions/s/resourceGroups/aro-rg'; however, the access is denied because of the deny assignment with name 'managed-app' and Id 'd-1' at scope '/subscriptions/s/resourceGroups/aro-rg'.";
+        assert_eq!(classify(403, "DenyAssignmentAuthorizationFailed", deny), ErrorClass::Fatal);
+        let body =
+            serde_json::json!({"error": {"code": "DenyAssignmentAuthorizationFailed", "message": deny}}).to_string();
+        let text =
+            CloudError::from_response("arm:MergeTags", "/subscriptions/s/resourceGroups/aro-rg/x", 403, None, &body)
+                .to_string();
+        assert!(text.contains("deny assignment with name 'managed-app'") && text.contains("not retried"), "{text}");
+        assert!(!text.contains("grant the function"), "no role fixes a deny assignment: {text}");
         let e = CloudError::from_response(
             "blob:GetBlob",
             "http://x/c/b",

@@ -511,6 +511,9 @@ fn injected_message(code: &str, r: &Request) -> String {
     match code {
         // azure-rest-api-specs-examples#4471 (a service principal: its object id in both places).
         "AuthorizationFailed" => format!("The client '{OBJECT_ID}' with object id '{OBJECT_ID}' does not have authorization to perform action 'Microsoft.Resources/tags/write' over scope '{scope}' or the scope is invalid. If access was recently granted, please refresh your credentials."),
+        // The wording ARM uses when a deny assignment refuses an action the roles allow (recorded
+        // answers for managed resource groups; no REST spec example carries it: inferred).
+        "DenyAssignmentAuthorizationFailed" => format!("The client '{OBJECT_ID}' with object id '{OBJECT_ID}' has permission to perform action 'Microsoft.Resources/tags/write' on scope '{scope}'; however, the access is denied because of the deny assignment with name 'managed-rg-lockdown' and Id '0b2f6a4e-1c3d-4e5f-8a9b-0c1d2e3f4a5b' at scope '{scope}'."),
         _ => "injected".to_string(),
     }
 }
