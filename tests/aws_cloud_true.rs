@@ -56,8 +56,13 @@ impl Env {
     }
 
     async fn put_bucket_tags(&self, bucket: &str, pairs: &[(&str, &str)]) {
-        let set = pairs.iter().map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
-        let tagging = tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(set.collect())).build().expect("tagging");
+        let set = pairs
+            .iter()
+            .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
+        let tagging = tagwarden::aws::sdk::s3::types::Tagging::builder()
+            .set_tag_set(Some(set.collect()))
+            .build()
+            .expect("tagging");
         self.clients.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await.expect("put tags");
     }
 
@@ -134,7 +139,9 @@ async fn bucket_with_system_tags_is_written_and_keeps_them() {
 
 async fn role(c: &Clients, name: &str, path: &str, pairs: &[(&str, &str)]) -> ResourceRef {
     let doc = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
-    let t = pairs.iter().map(|(k, v)| tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
+    let t = pairs
+        .iter()
+        .map(|(k, v)| tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
     let out = c
         .iam
         .create_role()
@@ -227,7 +234,9 @@ async fn elbv2_writes_one_arn_per_call() {
 
 async fn managed_policy(c: &Clients, name: &str, pairs: &[(&str, &str)]) -> ResourceRef {
     let doc = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:DescribeTags","Resource":"*"}]}"#;
-    let t = pairs.iter().map(|(k, v)| tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
+    let t = pairs
+        .iter()
+        .map(|(k, v)| tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
     let out = c.iam.create_policy().policy_name(name).policy_document(doc).set_tags(Some(t.collect())).send().await;
     let arn = out.expect("policy").policy().and_then(|p| p.arn()).expect("arn").to_string();
     ResourceRef::from_arn(&arn).expect("arn")

@@ -101,8 +101,13 @@ async fn account() -> Account {
             .collect();
         let name = format!("data-{}-{account}", id.to_ascii_lowercase());
         clients.s3.create_bucket().bucket(&name).send().await.expect("bucket");
-        let set = pairs.iter().map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(k).value(v).build().expect("tag"));
-        let tagging = tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(set.collect())).build().expect("tagging");
+        let set = pairs
+            .iter()
+            .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(k).value(v).build().expect("tag"));
+        let tagging = tagwarden::aws::sdk::s3::types::Tagging::builder()
+            .set_tag_set(Some(set.collect()))
+            .build()
+            .expect("tagging");
         clients.s3.put_bucket_tagging().bucket(&name).tagging(tagging).send().await.expect("bucket tags");
         resources.push(ResourceRef::s3_bucket(&name, "us-east-1"));
         owned.insert(id, resources);
@@ -518,7 +523,13 @@ async fn a_later_change_waits_for_the_window_and_reuses_the_account_listings() {
         .create_role()
         .role_name("cl00-worker")
         .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
-        .tags(tagwarden::aws::sdk::iam::types::Tag::builder().key(owner_key(&infra(0))).value("owned").build().expect("tag"))
+        .tags(
+            tagwarden::aws::sdk::iam::types::Tag::builder()
+                .key(owner_key(&infra(0)))
+                .value("owned")
+                .build()
+                .expect("tag"),
+        )
         .send()
         .await
         .expect("role");

@@ -196,7 +196,8 @@ async fn a_concurrent_bucket_tag_write_is_never_lost_and_no_ownership_tag_is_dro
             .iter()
             .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
             .collect();
-        let tagging = tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging");
+        let tagging =
+            tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging");
         c.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await.expect("the other writer's put");
     };
     let other_owner = "kubernetes.io/cluster/other-1";

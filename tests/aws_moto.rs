@@ -99,10 +99,10 @@ impl Env {
     async fn instance(&self, extra: &[(&str, &str)], owned: Option<&str>) -> ResourceRef {
         let image = self.clients.ec2.describe_images().send().await.expect("images");
         let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
-        let mut spec =
-            tagwarden::aws::sdk::ec2::types::TagSpecification::builder().resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance);
-        let mut vol =
-            tagwarden::aws::sdk::ec2::types::TagSpecification::builder().resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Volume);
+        let mut spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+            .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance);
+        let mut vol = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+            .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Volume);
         let mut all: Vec<(&str, &str)> = extra.to_vec();
         all.push(("Name", "web-1"));
         if let Some(v) = owned {

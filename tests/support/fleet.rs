@@ -125,7 +125,9 @@ impl Fleet {
                 .collect();
             c.s3.put_bucket_tagging()
                 .bucket(&name)
-                .tagging(tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(set)).build().expect("tagging"))
+                .tagging(
+                    tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(set)).build().expect("tagging"),
+                )
                 .send()
                 .await
                 .expect("bucket tags");
@@ -144,7 +146,9 @@ impl Fleet {
                 .set_tags(Some(
                     pairs
                         .iter()
-                        .map(|(k, v)| tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+                        .map(|(k, v)| {
+                            tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag")
+                        })
                         .collect(),
                 ))
                 .send()
@@ -169,9 +173,7 @@ impl Fleet {
                     .set_tags(Some(
                         pairs
                             .iter()
-                            .map(|(k, v)| {
-                                tagwarden::aws::sdk::elbv2::types::Tag::builder().key(*k).value(*v).build()
-                            })
+                            .map(|(k, v)| tagwarden::aws::sdk::elbv2::types::Tag::builder().key(*k).value(*v).build())
                             .collect(),
                     ))
                     .send()

@@ -3,11 +3,11 @@
 //! resources the cluster does not own are never written, and no write passes the tag limit.
 
 use proptest::prelude::*;
-use tagwarden::cloud::{Cloud, OWNED};
-use tagwarden::plan::{plan_desired, Decision, Plan};
-use tagwarden::policy::Desired;
-use tagwarden::resource::ResourceRef;
-use tagwarden::TagMap;
+use tagwarden_core::cloud::{Cloud, OWNED};
+use tagwarden_core::plan::{plan_desired, Decision, Plan};
+use tagwarden_core::policy::Desired;
+use tagwarden_core::resource::ResourceRef;
+use tagwarden_core::TagMap;
 
 const INFRA: &str = "c1-abcde";
 const EC2: (Cloud, &str) = (Cloud::Aws, "ec2:instance");
