@@ -56,8 +56,13 @@ impl Env {
     }
 
     async fn put_bucket_tags(&self, bucket: &str, pairs: &[(&str, &str)]) {
-        let set = pairs.iter().map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
-        let tagging = aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(set.collect())).build().expect("tagging");
+        let set = pairs
+            .iter()
+            .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
+        let tagging = tagwarden::aws::sdk::s3::types::Tagging::builder()
+            .set_tag_set(Some(set.collect()))
+            .build()
+            .expect("tagging");
         self.clients.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await.expect("put tags");
     }
 
@@ -134,7 +139,9 @@ async fn bucket_with_system_tags_is_written_and_keeps_them() {
 
 async fn role(c: &Clients, name: &str, path: &str, pairs: &[(&str, &str)]) -> ResourceRef {
     let doc = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
-    let t = pairs.iter().map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
+    let t = pairs
+        .iter()
+        .map(|(k, v)| tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
     let out = c
         .iam
         .create_role()
@@ -206,10 +213,10 @@ async fn elbv2_writes_one_arn_per_call() {
             .elbv2
             .create_target_group()
             .name(format!("tg-{i}-{}", &env.account[..6]))
-            .protocol(aws_sdk_elasticloadbalancingv2::types::ProtocolEnum::Http)
+            .protocol(tagwarden::aws::sdk::elbv2::types::ProtocolEnum::Http)
             .port(80)
             .vpc_id(&vpc)
-            .tags(aws_sdk_elasticloadbalancingv2::types::Tag::builder().key(OWNER).value("owned").build())
+            .tags(tagwarden::aws::sdk::elbv2::types::Tag::builder().key(OWNER).value("owned").build())
             .send()
             .await
             .expect("target group");
@@ -227,7 +234,9 @@ async fn elbv2_writes_one_arn_per_call() {
 
 async fn managed_policy(c: &Clients, name: &str, pairs: &[(&str, &str)]) -> ResourceRef {
     let doc = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"ec2:DescribeTags","Resource":"*"}]}"#;
-    let t = pairs.iter().map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
+    let t = pairs
+        .iter()
+        .map(|(k, v)| tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"));
     let out = c.iam.create_policy().policy_name(name).policy_document(doc).set_tags(Some(t.collect())).send().await;
     let arn = out.expect("policy").policy().and_then(|p| p.arn()).expect("arn").to_string();
     ResourceRef::from_arn(&arn).expect("arn")
@@ -339,7 +348,7 @@ async fn nothing_starts_past_the_deadline() {
 /// leaving them untagged until the next sweep.
 #[tokio::test(flavor = "multi_thread")]
 async fn volumes_attached_after_the_event_are_waited_for() {
-    use aws_sdk_ec2::types::{Filter, ResourceType, Tag, TagSpecification};
+    use tagwarden::aws::sdk::ec2::types::{Filter, ResourceType, Tag, TagSpecification};
     let env = Env::new(&infrastructure(DESIRED)).await;
     let ec2 = &env.clients.ec2;
     let image = ec2.describe_images().send().await.expect("images");
@@ -422,7 +431,7 @@ async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
         "{error}"
     );
     assert_eq!(out.metrics.listing_failures, 1);
-    let report = tagwarden::status::store_io::read(&rec.store, None).await.expect("read").expect("a status report");
+    let report = tagwarden::status_store::read(&rec.store, None).await.expect("read").expect("a status report");
     assert!(
         report.failures.iter().any(|f| f.resource_type == "iam:GetAccountAuthorizationDetails"),
         "the status report shows the failed listing: {report:?}"
@@ -434,6 +443,6 @@ async fn a_denied_listing_is_reported_and_everything_else_is_swept() {
     let out = rec.sweep(true, None, None).await;
     assert_eq!(out.failed(), 0, "{:#?}", out.records);
     assert_eq!(rec.adapter.read(&role).await.expect("role").get("team").map(String::as_str), Some("platform"));
-    let report = tagwarden::status::store_io::read(&rec.store, None).await.expect("read").expect("a status report");
+    let report = tagwarden::status_store::read(&rec.store, None).await.expect("read").expect("a status report");
     assert!(report.failures.is_empty(), "{report:?}");
 }

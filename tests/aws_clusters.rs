@@ -54,8 +54,8 @@ struct Account {
     owned: BTreeMap<String, Vec<ResourceRef>>,
 }
 
-fn ec2_tags(pairs: &[(String, String)]) -> Vec<aws_sdk_ec2::types::Tag> {
-    pairs.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(k).value(v).build()).collect()
+fn ec2_tags(pairs: &[(String, String)]) -> Vec<tagwarden::aws::sdk::ec2::types::Tag> {
+    pairs.iter().map(|(k, v)| tagwarden::aws::sdk::ec2::types::Tag::builder().key(k).value(v).build()).collect()
 }
 
 /// Clusters `0..n`'s policies, each under its infraID in the set `s3://bucket/clusters/*/`.
@@ -71,8 +71,8 @@ async fn publish_policies(clients: &Clients, bucket: &str, n: usize) {
 async fn run_instances(clients: &Clients, n: usize, pairs: &[(String, String)]) -> Vec<String> {
     let image = clients.ec2.describe_images().send().await.expect("images");
     let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
-    let spec = aws_sdk_ec2::types::TagSpecification::builder()
-        .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
+    let spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+        .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance)
         .set_tags(Some(ec2_tags(pairs)))
         .build();
     let run = clients.ec2.run_instances().image_id(&image).min_count(n as i32).max_count(n as i32);
@@ -101,8 +101,13 @@ async fn account() -> Account {
             .collect();
         let name = format!("data-{}-{account}", id.to_ascii_lowercase());
         clients.s3.create_bucket().bucket(&name).send().await.expect("bucket");
-        let set = pairs.iter().map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(k).value(v).build().expect("tag"));
-        let tagging = aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(set.collect())).build().expect("tagging");
+        let set = pairs
+            .iter()
+            .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(k).value(v).build().expect("tag"));
+        let tagging = tagwarden::aws::sdk::s3::types::Tagging::builder()
+            .set_tag_set(Some(set.collect()))
+            .build()
+            .expect("tagging");
         clients.s3.put_bucket_tagging().bucket(&name).tagging(tagging).send().await.expect("bucket tags");
         resources.push(ResourceRef::s3_bucket(&name, "us-east-1"));
         owned.insert(id, resources);
@@ -253,7 +258,7 @@ async fn one_deployment_enforces_every_cluster_in_the_account() {
 
     // A sweep of the set: each cluster discovered on its own, the same delta batched across
     // clusters, one status report per cluster beside its policy.
-    let env_dev = aws_sdk_ec2::types::Tag::builder().key("env").value("dev").build();
+    let env_dev = tagwarden::aws::sdk::ec2::types::Tag::builder().key("env").value("dev").build();
     let instances: Vec<String> = (0..CLUSTERS)
         .filter(|i| *i != INVALID)
         .flat_map(|i| &multi.owned[&infra(i)])
@@ -331,7 +336,7 @@ async fn a_resource_owned_by_two_clusters_is_a_conflict_and_not_written() {
     let a = account().await;
     let set = reconciler(&a, &format!("s3://{}/clusters/*/", a.bucket));
     let r = &a.owned[&infra(0)][0];
-    let second = aws_sdk_ec2::types::Tag::builder().key(owner_key(&infra(1))).value("owned").build();
+    let second = tagwarden::aws::sdk::ec2::types::Tag::builder().key(owner_key(&infra(1))).value("owned").build();
     a.clients.ec2.create_tags().resources(&r.id).tags(second).send().await.expect("second owner");
     let before = a.tags(r).await;
     let event = event_naming(r, &a.account, "e");
@@ -518,7 +523,13 @@ async fn a_later_change_waits_for_the_window_and_reuses_the_account_listings() {
         .create_role()
         .role_name("cl00-worker")
         .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
-        .tags(aws_sdk_iam::types::Tag::builder().key(owner_key(&infra(0))).value("owned").build().expect("tag"))
+        .tags(
+            tagwarden::aws::sdk::iam::types::Tag::builder()
+                .key(owner_key(&infra(0)))
+                .value("owned")
+                .build()
+                .expect("tag"),
+        )
         .send()
         .await
         .expect("role");
@@ -533,7 +544,7 @@ async fn a_later_change_waits_for_the_window_and_reuses_the_account_listings() {
     assert_eq!(a.tags(&role).await.get("team").map(String::as_str), Some("t-0"));
 
     // The role drifts; the layer is written again, after the first sweep started.
-    let drift = aws_sdk_iam::types::Tag::builder().key("team").value("drifted").build().expect("tag");
+    let drift = tagwarden::aws::sdk::iam::types::Tag::builder().key("team").value("drifted").build().expect("tag");
     c.iam.tag_role().role_name("cl00-worker").tags(drift).send().await.expect("drift");
     c.calls.reset();
     let second_at = std::time::Instant::now();

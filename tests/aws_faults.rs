@@ -194,9 +194,10 @@ async fn a_concurrent_bucket_tag_write_is_never_lost_and_no_ownership_tag_is_dro
     let put_tags = |c: tagwarden::aws::Clients, bucket: String, pairs: Vec<(&'static str, &'static str)>| async move {
         let tags: Vec<_> = pairs
             .iter()
-            .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+            .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
             .collect();
-        let tagging = aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging");
+        let tagging =
+            tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging");
         c.s3.put_bucket_tagging().bucket(bucket).tagging(tagging).send().await.expect("the other writer's put");
     };
     let other_owner = "kubernetes.io/cluster/other-1";
@@ -277,9 +278,9 @@ async fn a_write_lost_in_the_window_no_read_can_close_is_reported_by_its_own_eve
     let tagging = |pairs: &[(&str, &str)]| {
         let tags: Vec<_> = pairs
             .iter()
-            .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+            .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
             .collect();
-        aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging")
+        tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(tags)).build().expect("tagging")
     };
     let initial = [(fleet::OWNER, "owned"), ("team", "legacy")];
     direct.s3.create_bucket().bucket("race-c").send().await.expect("bucket");

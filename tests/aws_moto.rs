@@ -99,19 +99,19 @@ impl Env {
     async fn instance(&self, extra: &[(&str, &str)], owned: Option<&str>) -> ResourceRef {
         let image = self.clients.ec2.describe_images().send().await.expect("images");
         let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
-        let mut spec =
-            aws_sdk_ec2::types::TagSpecification::builder().resource_type(aws_sdk_ec2::types::ResourceType::Instance);
-        let mut vol =
-            aws_sdk_ec2::types::TagSpecification::builder().resource_type(aws_sdk_ec2::types::ResourceType::Volume);
+        let mut spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+            .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance);
+        let mut vol = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+            .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Volume);
         let mut all: Vec<(&str, &str)> = extra.to_vec();
         all.push(("Name", "web-1"));
         if let Some(v) = owned {
             all.push((OWNER, v));
         }
         for (k, v) in &all {
-            spec = spec.tags(aws_sdk_ec2::types::Tag::builder().key(*k).value(*v).build());
+            spec = spec.tags(tagwarden::aws::sdk::ec2::types::Tag::builder().key(*k).value(*v).build());
             if *k == OWNER {
-                vol = vol.tags(aws_sdk_ec2::types::Tag::builder().key(*k).value(*v).build());
+                vol = vol.tags(tagwarden::aws::sdk::ec2::types::Tag::builder().key(*k).value(*v).build());
             }
         }
         let mut run =
@@ -249,9 +249,9 @@ async fn s3_bucket_keeps_unmanaged_tags() {
     let set = |pairs: &[(&str, &str)]| {
         let t = pairs
             .iter()
-            .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+            .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
             .collect();
-        aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(t)).build().expect("tagging")
+        tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(t)).build().expect("tagging")
     };
     env.clients
         .s3
@@ -290,7 +290,7 @@ async fn elbv2_and_iam_resources_are_enforced() {
             .expect("subnet");
         subnets.push(s.subnet().and_then(|s| s.subnet_id()).expect("subnet id").to_string());
     }
-    let owner = aws_sdk_elasticloadbalancingv2::types::Tag::builder().key(OWNER).value("owned").build();
+    let owner = tagwarden::aws::sdk::elbv2::types::Tag::builder().key(OWNER).value("owned").build();
     let lb = env
         .clients
         .elbv2
@@ -307,7 +307,7 @@ async fn elbv2_and_iam_resources_are_enforced() {
         .elbv2
         .create_target_group()
         .name("web-tg")
-        .protocol(aws_sdk_elasticloadbalancingv2::types::ProtocolEnum::Http)
+        .protocol(tagwarden::aws::sdk::elbv2::types::ProtocolEnum::Http)
         .port(80)
         .vpc_id(&vpc_id)
         .tags(owner)
@@ -321,7 +321,7 @@ async fn elbv2_and_iam_resources_are_enforced() {
         .create_role()
         .role_name("app-task-role")
         .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
-        .tags(aws_sdk_iam::types::Tag::builder().key(OWNER).value("owned").build().expect("tag"))
+        .tags(tagwarden::aws::sdk::iam::types::Tag::builder().key(OWNER).value("owned").build().expect("tag"))
         .send()
         .await
         .expect("role");
@@ -425,7 +425,7 @@ async fn rejected_policy_is_reported_and_ssm_source_works() {
         .put_parameter()
         .name("/tagwarden/policy")
         .value(infrastructure(&[("team", "platform")], &[]))
-        .r#type(aws_sdk_ssm::types::ParameterType::String)
+        .r#type(tagwarden::aws::sdk::ssm::types::ParameterType::String)
         .send()
         .await
         .expect("parameter");
@@ -457,7 +457,7 @@ async fn sweep_fixes_everything_then_makes_zero_writes() {
         .iam
         .create_user()
         .user_name("cluster-user")
-        .tags(aws_sdk_iam::types::Tag::builder().key(OWNER).value("owned").build().expect("tag"))
+        .tags(tagwarden::aws::sdk::iam::types::Tag::builder().key(OWNER).value("owned").build().expect("tag"))
         .send()
         .await
         .expect("user");
@@ -600,7 +600,7 @@ async fn sweep_batches_identical_deltas_and_isolates_a_failing_resource() {
         assert_eq!(env.tags(r).await["team"], "platform");
     }
     // Make room on the full instance; with the default batch size the same drift is one call.
-    let filler_keys = filler.iter().map(|(k, _)| aws_sdk_ec2::types::Tag::builder().key(*k).build());
+    let filler_keys = filler.iter().map(|(k, _)| tagwarden::aws::sdk::ec2::types::Tag::builder().key(*k).build());
     env.clients
         .ec2
         .delete_tags()

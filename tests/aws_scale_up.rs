@@ -25,12 +25,12 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
 use fleet::{infrastructure, reconciler, tags, OWNER};
 use futures_util::stream::{self, StreamExt};
 use serde_json::{json, Value};
 use support::fault_proxy::FaultProxy;
 use tagwarden::aws::function;
+use tagwarden::aws::sdk::ec2::types::{ResourceType, Tag, TagSpecification};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::enforce::Engine;
@@ -116,7 +116,12 @@ async fn launch(c: &Clients, account: &str, n: usize) -> Vec<(ResourceRef, Resou
         let volumes = c
             .ec2
             .describe_volumes()
-            .filters(aws_sdk_ec2::types::Filter::builder().name("attachment.instance-id").values(&instance).build())
+            .filters(
+                tagwarden::aws::sdk::ec2::types::Filter::builder()
+                    .name("attachment.instance-id")
+                    .values(&instance)
+                    .build(),
+            )
             .send()
             .await
             .expect("volumes");

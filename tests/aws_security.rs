@@ -189,7 +189,7 @@ async fn a_forged_case_variant_ownership_hint_never_writes_a_foreign_role() {
         .create_role()
         .role_name("someone-elses-role")
         .assume_role_policy_document(r#"{"Version":"2012-10-17","Statement":[]}"#)
-        .tags(aws_sdk_iam::types::Tag::builder().key("team").value("theirs").build().expect("tag"))
+        .tags(tagwarden::aws::sdk::iam::types::Tag::builder().key("team").value("theirs").build().expect("tag"))
         .send()
         .await
         .expect("role");

@@ -1,5 +1,5 @@
 //! The Lambda's IAM role grants exactly the AWS API operations the code can call: the set is
-//! derived from the code (every SDK operation called in src/aws/), not from a hand list, and
+//! derived from the code (every SDK operation called in crates/aws/src/), not from a hand list, and
 //! compared with the `code_actions` of infra/aws/iam.tf, from which every statement is built.
 
 use std::collections::BTreeSet;
@@ -50,7 +50,7 @@ fn rust_sources(dir: &Path, out: &mut Vec<String>) {
 fn actions_called_by_code() -> BTreeSet<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut sources = Vec::new();
-    rust_sources(&root.join("src/aws"), &mut sources);
+    rust_sources(&root.join("crates/aws/src/"), &mut sources);
     // `clients.ec2.describe_tags()`, `c.s3.get_object()`, `iam.list_roles()`, across line breaks.
     let call = Regex::new(r"\b(ec2|s3|elbv2|elb|route53|iam|kms|ssm|tagging)\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)")
         .expect("regex");
@@ -99,7 +99,7 @@ fn role_grants_exactly_what_the_code_calls() {
     for must in
         ["ec2:CreateTags", "s3:PutBucketTagging", "elasticloadbalancing:AddTags", "iam:TagRole", "tag:GetResources"]
     {
-        assert!(code.contains(must), "the scan of src/aws missed {must}: {code:?}");
+        assert!(code.contains(must), "the scan of crates/aws/src/ missed {must}: {code:?}");
     }
     let extra: Vec<_> = granted.difference(&code).collect();
     let missing: Vec<_> = code.difference(&granted).collect();
@@ -111,14 +111,18 @@ fn role_grants_exactly_what_the_code_calls() {
     assert!(granted.iter().all(|a| !a.contains("Untag") && !a.contains("DeleteTags") && !a.contains("RemoveTags")));
 }
 
-/// Each service descriptor (`src/services.rs`) names the actions that read, write and list it:
+/// Each service descriptor (`crates/core/src/services.rs`) names the actions that read, write and list it:
 /// each is one the code really calls, so the descriptors cannot drift from the code or the role.
 #[test]
 fn the_service_descriptors_name_the_calls_the_code_makes() {
     let code = actions_called_by_code();
     for s in tagwarden::services::SERVICES.iter().chain([&tagwarden::services::TAGGING]) {
         for action in [s.read, s.write].iter().chain(s.list) {
-            assert!(code.contains(*action), "the {} descriptor names {action}, which src/aws never calls", s.kind);
+            assert!(
+                code.contains(*action),
+                "the {} descriptor names {action}, which crates/aws/src/ never calls",
+                s.kind
+            );
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The cluster side (`src/cluster`) against a fake Kubernetes API server that speaks the list/watch
+//! The cluster side (`crates/cluster/src/`) against a fake Kubernetes API server that speaks the list/watch
 //! protocol (`tests/support/kube_api.rs`; no real API server can run here) and serves the
 //! Infrastructure object from openshift/api's real CRD (pruning, defaulting, validation, `/status`),
 //! through kube's real client configured from a kubeconfig: reading the Infrastructure object and

@@ -14,9 +14,8 @@ use serde_json::Value;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::Clients;
 use tagwarden::cloud::Cloud;
-use tagwarden::policy::store::PolicySource;
-use tagwarden::policy::store::PutError;
-use tagwarden::publish::publish;
+use tagwarden::policy_store::PolicySource;
+use tagwarden::policy_store::PutError;
 use tagwarden::status::{ResourceFailure, StatusReport};
 
 fn doc(infra: &str, tags: &str) -> String {
@@ -41,7 +40,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let v1 = doc("c-1", "team: a, env: dev, gone: x");
-    let created = publish(&store, &v1, None, false).await.expect("created");
+    let created = store.publish(&v1, None, false).await.expect("created");
     assert_eq!((created.result, created.infra_id.as_deref()), ("written", Some("c-1")));
     assert_eq!(created.changes.added.len(), 3);
     assert_eq!(puts(&clients, "S3:PutObject"), 1);
@@ -51,15 +50,15 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     let (loaded, _) = function.current(true).await;
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
-    let again = publish(&store, &v1, None, false).await.expect("unchanged");
+    let again = store.publish(&v1, None, false).await.expect("unchanged");
     assert_eq!((again.result, again.version.clone()), ("unchanged", created.version.clone()));
     assert_eq!(puts(&clients, "S3:PutObject"), 1, "an unchanged document is not rewritten");
 
     let v2 = doc("c-1", "team: b, env: dev, cost: '1'");
-    let dry = publish(&store, &v2, None, true).await.expect("dry run");
+    let dry = store.publish(&v2, None, true).await.expect("dry run");
     assert_eq!(dry.result, "would-write");
     assert_eq!(puts(&clients, "S3:PutObject"), 1, "--dry-run writes nothing");
-    let updated = publish(&store, &v2, None, false).await.expect("updated");
+    let updated = store.publish(&v2, None, false).await.expect("updated");
     assert_eq!(updated.result, "written");
     assert_ne!(updated.version, created.version);
     assert_eq!(updated.changes.changed["team"], ["a".to_string(), "b".to_string()]);
@@ -67,7 +66,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     assert_eq!(updated.changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
 
     // Invalid: every violation listed, nothing written, the published version untouched.
-    let invalid = publish(&store, &doc("c-1", "aws:team: a, Name: n"), None, false).await.expect("refused");
+    let invalid = store.publish(&doc("c-1", "aws:team: a, Name: n"), None, false).await.expect("refused");
     assert_eq!(invalid.result, "refused");
     assert!(!invalid.violations.is_empty(), "{invalid:?}");
     assert_eq!(puts(&clients, "S3:PutObject"), 2);
@@ -116,9 +115,9 @@ async fn s3_prefix_layer_is_checked_with_the_other_layers() {
     let loc: PolicyLocation = format!("s3://{b}/layers/").parse().expect("location");
     let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
-    let clash = publish(&store, &doc("c-2", "a: b"), None, false).await.expect("refused");
+    let clash = store.publish(&doc("c-2", "a: b"), None, false).await.expect("refused");
     assert_eq!(clash.result, "refused", "the layers would name two clusters: {clash:?}");
-    let ok = publish(&store, &doc("c-1", "team: a"), None, false).await.expect("written");
+    let ok = store.publish(&doc("c-1", "team: a"), None, false).await.expect("written");
     assert_eq!((ok.result, ok.location.as_str()), ("written", format!("s3://{b}/layers/10-cluster.yaml").as_str()));
     assert_eq!(ok.changes.added.keys().collect::<Vec<_>>(), ["team"], "the defaults were in force already");
     let (loaded, _) = policy_store(&clients, loc, Duration::ZERO).current(true).await;
@@ -133,11 +132,11 @@ async fn ssm_versions_guard_the_parameter() {
     let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let v1 = doc("c-1", "team: a");
-    assert_eq!(publish(&store, &v1, None, false).await.expect("created").version.as_deref(), Some("1"));
-    assert_eq!(publish(&store, &v1, None, false).await.expect("same").result, "unchanged");
+    assert_eq!(store.publish(&v1, None, false).await.expect("created").version.as_deref(), Some("1"));
+    assert_eq!(store.publish(&v1, None, false).await.expect("same").result, "unchanged");
     assert_eq!(puts(&clients, "SSM:PutParameter"), 1);
     let v2 = doc("c-1", "team: b");
-    assert_eq!(publish(&store, &v2, None, false).await.expect("updated").version.as_deref(), Some("2"));
+    assert_eq!(store.publish(&v2, None, false).await.expect("updated").version.as_deref(), Some("2"));
 
     // A stale reader is refused before its put; a creator racing another creator too.
     let stale = store.read("/tagwarden/policy").await.expect("read").expect("v2");
@@ -203,7 +202,7 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
         "ec2:CreateTags i-0abc: UnauthorizedOperation (fix: grant ec2:CreateTags to the function's role)",
     );
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v1".into()), vec![], vec![failure]);
-    tagwarden::status::store_io::write(&policy_store(&clients, loc, Duration::ZERO), None, &report)
+    tagwarden::status_store::write(&policy_store(&clients, loc, Duration::ZERO), None, &report)
         .await
         .expect("status written");
     let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
@@ -228,7 +227,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         let loc: PolicyLocation = set.parse().expect("location");
         let store = policy_store(&clients, loc.clone(), Duration::ZERO);
         for id in ["c-1", "c-2"] {
-            let out = publish(&store, &doc(id, &format!("team: t-{id}")), Some(id), false).await.expect("published");
+            let out = store.publish(&doc(id, &format!("team: t-{id}")), Some(id), false).await.expect("published");
             assert_eq!((out.result, out.infra_id.as_deref()), ("written", Some(id)), "{set}");
             let expected = match &loc {
                 PolicyLocation::S3Set { .. } => format!("s3://{b}/clusters/{id}/10-cluster.yaml"),
@@ -236,18 +235,18 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
             };
             assert_eq!(out.location, expected);
         }
-        let nameless = publish(&store, "version: 1\ntags: {team: x}\n", Some("c-3"), false).await.expect("refused");
+        let nameless = store.publish("version: 1\ntags: {team: x}\n", Some("c-3"), false).await.expect("refused");
         assert!(nameless.violations[0].contains("names no infraID"), "{:?}", nameless.violations);
         // Issue 35: the document alone never picks the folder; one for another cluster is refused.
-        let unnamed = publish(&store, &doc("c-2", "team: evil"), None, false).await.expect("refused");
+        let unnamed = store.publish(&doc("c-2", "team: evil"), None, false).await.expect("refused");
         assert!(unnamed.violations[0].contains("--cluster c-2"), "{:?}", unnamed.violations);
-        let other = publish(&store, &doc("c-2", "team: evil"), Some("c-1"), false).await.expect("refused");
+        let other = store.publish(&doc("c-2", "team: evil"), Some("c-1"), false).await.expect("refused");
         assert_eq!(other.result, "refused");
         assert!(
             other.violations[0].contains("names infraID \"c-2\", but it is published for cluster c-1"),
             "{other:?}"
         );
-        let hostile = publish(&store, &doc("../c-2", "team: evil"), Some("../c-2"), false).await.expect("refused");
+        let hostile = store.publish(&doc("../c-2", "team: evil"), Some("../c-2"), false).await.expect("refused");
         assert!(hostile.violations[0].contains("is not an infraID"), "{hostile:?}");
 
         let function =
@@ -268,7 +267,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
             _ => {
                 let name = format!("/tw-{account}/clusters/c-2");
                 let put = clients.ssm.put_parameter().name(name).value(doc("c-3", "team: x")).overwrite(true);
-                put.r#type(aws_sdk_ssm::types::ParameterType::String).send().await.expect("put");
+                put.r#type(tagwarden::aws::sdk::ssm::types::ParameterType::String).send().await.expect("put");
             }
         }
         let (policies, changes) = function.policies(true).await;
@@ -279,12 +278,12 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
 
         // Each cluster's status report beside its own policy.
         let report = StatusReport::new(Cloud::Aws, &set, Some("v".into()), Vec::new(), Vec::new());
-        tagwarden::status::store_io::write(&function, Some("c-1"), &report).await.expect("status written");
-        assert!(tagwarden::status::store_io::read(&function, Some("c-1")).await.expect("read").is_some(), "{set}");
-        assert!(tagwarden::status::store_io::read(&function, Some("c-2")).await.expect("read").is_none(), "{set}");
+        tagwarden::status_store::write(&function, Some("c-1"), &report).await.expect("status written");
+        assert!(tagwarden::status_store::read(&function, Some("c-1")).await.expect("read").is_some(), "{set}");
+        assert!(tagwarden::status_store::read(&function, Some("c-2")).await.expect("read").is_none(), "{set}");
         // Issue 35: a name a publisher chose never leads the report anywhere else.
         for hostile in ["../c-1", "c-1/../../x", "c-9", "c-1%2F..", ""] {
-            tagwarden::status::store_io::write(&function, Some(hostile), &report).await.expect("nothing to write");
+            tagwarden::status_store::write(&function, Some(hostile), &report).await.expect("nothing to write");
         }
         let keys = match &loc {
             PolicyLocation::S3Set { .. } => {

@@ -15,9 +15,8 @@ use serde_json::Value;
 use support::azurite::{self, account_sas};
 use tagwarden::azure::blob_store::{blob_policy_store, BlobPolicyStore, OP_PUT};
 use tagwarden::cloud::Cloud;
-use tagwarden::policy::store::PolicySource;
-use tagwarden::policy::store::PutError;
-use tagwarden::publish::publish;
+use tagwarden::policy_store::PolicySource;
+use tagwarden::policy_store::PutError;
 use tagwarden::status::StatusReport;
 
 fn doc(infra: &str, tags: &str) -> String {
@@ -31,27 +30,27 @@ fn policy_store(url: &str) -> BlobPolicyStore {
 
 #[tokio::test]
 async fn blob_create_unchanged_update_refusal_and_conflicts() {
-    let http = reqwest::Client::new();
+    let http = tagwarden::azure::reqwest::Client::new();
     let container = azurite::container(&http).await;
     let url = format!("{container}/cluster/policy.yaml?{}", account_sas());
     let store = policy_store(&url);
 
     let v1 = doc("c-1", "team: a, gone: x");
-    let created = publish(&store, &v1, None, false).await.expect("created");
+    let created = store.publish(&v1, None, false).await.expect("created");
     assert_eq!((created.result, created.infra_id.as_deref()), ("written", Some("c-1")));
     assert!(!created.location.contains("sig="), "no SAS in what is shown: {}", created.location);
     let (loaded, _) = store.current(true).await;
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
-    assert_eq!(publish(&store, &v1, None, false).await.expect("same").result, "unchanged");
+    assert_eq!(store.publish(&v1, None, false).await.expect("same").result, "unchanged");
     assert_eq!(store.source.calls.get(OP_PUT), 1, "an unchanged document is not rewritten");
-    let invalid = publish(&store, &doc("c-1", "'a<b': x, 'k%': y"), None, false).await.expect("refused");
+    let invalid = store.publish(&doc("c-1", "'a<b': x, 'k%': y"), None, false).await.expect("refused");
     assert_eq!(invalid.result, "refused", "{invalid:?}");
     assert!(invalid.violations.len() >= 2, "every violation is listed: {:?}", invalid.violations);
     assert_eq!(store.source.calls.get(OP_PUT), 1, "nothing written for an invalid document");
 
     let v2 = doc("c-1", "team: b, cost: '1'");
-    let updated = publish(&store, &v2, None, false).await.expect("updated");
+    let updated = store.publish(&v2, None, false).await.expect("updated");
     assert_eq!(updated.result, "written");
     assert_eq!(updated.changes.changed["team"], ["a".to_string(), "b".to_string()]);
     assert_eq!(updated.changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
@@ -69,7 +68,7 @@ async fn blob_create_unchanged_update_refusal_and_conflicts() {
 
 #[tokio::test]
 async fn prefix_layer_and_the_cli() {
-    let http = reqwest::Client::new();
+    let http = tagwarden::azure::reqwest::Client::new();
     let container = azurite::container(&http).await;
     azurite::put_blob(&http, &container, "layers/00-defaults.yaml", &doc("c-1", "owner: platform")).await;
     let to = format!("{container}/layers/?{}", account_sas());
@@ -100,7 +99,7 @@ async fn prefix_layer_and_the_cli() {
     let (loaded, _) = store.current(true).await;
     assert_eq!(loaded.expect("layers accepted").policy.base_tags(Cloud::Azure).len(), 2);
     let report = StatusReport::new(Cloud::Azure, &store.location(), Some("v1".into()), vec![], vec![]);
-    tagwarden::status::store_io::write(&store, None, &report).await.expect("status");
+    tagwarden::status_store::write(&store, None, &report).await.expect("status");
     let (code, out) = run(&["status", "--policy", &to], "");
     assert_eq!(code, 0, "in force, nothing failed: {out}");
     assert!(out.contains("state      ok") && out.contains("failures   0") && !out.contains("sig="), "{out}");

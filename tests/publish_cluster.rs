@@ -129,7 +129,7 @@ async fn the_publisher_follows_the_cluster_and_mirrors_the_status_back() {
 
     // The function's report shows up in the cluster.
     let report = StatusReport::new(Cloud::Aws, &loc, Some("v2".into()), vec![], vec![]);
-    tagwarden::status::store_io::write(&function, None, &report).await.expect("status written");
+    tagwarden::status_store::write(&function, None, &report).await.expect("status written");
     let start = Instant::now();
     let state =
         |api: &FakeApi| api.get("configmaps", "tagwarden", "tagwarden-status").map(|c| c["data"]["state"].clone());

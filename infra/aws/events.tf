@@ -9,7 +9,7 @@
 
 locals {
   # Event names per service (DESIGN.md §5; issue 11), exactly the names the function handles per
-  # CloudTrail eventSource (src/events/cloudtrail.rs handled_events). The key is the service: the
+  # CloudTrail eventSource (crates/core/src/events/cloudtrail.rs handled_events). The key is the service: the
   # pattern below matches source aws.<key> and detail.eventSource <key>.amazonaws.com. Classic ELB
   # shares the elasticloadbalancing source and names with ELBv2 (apiVersion tells them apart in
   # the function). Route 53 is global, its events arrive in us-east-1 only, like IAM's (see

@@ -48,7 +48,7 @@ locals {
         "iam:TagInstanceProfile", "iam:TagOpenIDConnectProvider", "iam:TagPolicy", "iam:TagRole", "iam:TagUser",
       ]
     }
-    # KMS keys (src/services.rs, kms:key): the key's own tags. A key policy must delegate to IAM, as
+    # KMS keys (crates/core/src/services.rs, kms:key): the key's own tags. A key policy must delegate to IAM, as
     # the default key policy's "Enable IAM User Permissions" statement does (AWS KMS Developer Guide,
     # "Default key policy"), for these grants to count.
     kms = {

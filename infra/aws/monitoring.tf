@@ -16,13 +16,13 @@ locals {
   ]
 
   # The InfraID value of the deployment's own metrics (events received and ignored, policies
-  # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
+  # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
   # Issue 24 item 5: these exist only under the deployment's InfraID (dimensions Cloud, InfraID:
-  # src/report.rs, emf_lines and by_cluster), never under a cluster's, so a set draws them as the
+  # crates/core/src/report.rs, emf_lines and by_cluster), never under a cluster's, so a set draws them as the
   # one "all" line, not as per-cluster lines that stay empty. Issue 25: so do ListingFailures (a
-  # failed sweep listing's record names no cluster: src/report.rs, Record::listing_failed) and
+  # failed sweep listing's record names no cluster: crates/core/src/report.rs, Record::listing_failed) and
   # CallsPerCorrection (the invocation's API calls per resource corrected, drawn beside the lag).
   deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
 
@@ -311,7 +311,7 @@ resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
 }
 
 # Issue 36: silence. Both alarms read one time series of the deployment's InfraID (dimensions
-# Cloud, InfraID: src/report.rs, emf_lines) in 1-hour periods, and count missing data as breaching:
+# Cloud, InfraID: crates/core/src/report.rs, emf_lines) in 1-hour periods, and count missing data as breaching:
 # the failure they look for is that nothing arrives at all.
 locals {
   # rate(N minute(s)|hour(s)|day(s)) in seconds; null for a cron() schedule.

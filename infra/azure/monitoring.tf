@@ -15,11 +15,11 @@ locals {
   metric_dimensions = ["Cloud", "ResourceType", "InfraID"]
 
   # The InfraID value of the deployment's own metrics (events received and ignored, policies
-  # rejected): the cluster's for one cluster, "all" for a cluster set (src/report.rs, by_cluster),
+  # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
   # Issue 24 item 5: these exist only under the deployment's InfraID, with dimensions Cloud and
-  # InfraID and no ResourceType (src/azure/metrics.rs; src/report.rs, by_cluster): their tiles show
+  # InfraID and no ResourceType (crates/azure/src/metrics.rs; crates/core/src/report.rs, by_cluster): their tiles show
   # that one series, neither per-cluster nor per-ResourceType lines that stay empty. Issue 25:
   # ListingFailures too (sweep listings that failed; their records name no cluster).
   deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]

@@ -70,7 +70,7 @@ locals {
 # only what the code does. Tag Contributor (4a9ae827-...) holds Microsoft.Resources/tags/* and also
 # Microsoft.Resources/deployments/* (create and run ARM deployments), Microsoft.Insights/alertRules/*,
 # Microsoft.Support/* and Microsoft.Authorization/*/read (azure-docs, role-based-access-control/
-# built-in-roles/management-and-governance.md, "Tag Contributor"). The code (src/azure/arm.rs) reads
+# built-in-roles/management-and-governance.md, "Tag Contributor"). The code (crates/azure/src/arm.rs) reads
 # and merges tags through Microsoft.Resources/tags/default (GET, PATCH Merge: "To apply tags, you
 # must have write access to the Microsoft.Resources/tags resource type", azure-resource-manager/
 # management/tag-resources.md) and lists a scope's resources (GET .../resources?$filter=tagName):

@@ -56,8 +56,8 @@ pub struct FleetSpec {
     pub target_groups: usize,
 }
 
-fn ec2_tags(pairs: &[(&str, &str)]) -> Vec<aws_sdk_ec2::types::Tag> {
-    pairs.iter().map(|(k, v)| aws_sdk_ec2::types::Tag::builder().key(*k).value(*v).build()).collect()
+fn ec2_tags(pairs: &[(&str, &str)]) -> Vec<tagwarden::aws::sdk::ec2::types::Tag> {
+    pairs.iter().map(|(k, v)| tagwarden::aws::sdk::ec2::types::Tag::builder().key(*k).value(*v).build()).collect()
 }
 
 impl Fleet {
@@ -74,8 +74,8 @@ impl Fleet {
                 let mut left = n;
                 while left > 0 {
                     let count = left.min(500) as i32;
-                    let spec = aws_sdk_ec2::types::TagSpecification::builder()
-                        .resource_type(aws_sdk_ec2::types::ResourceType::Instance)
+                    let spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+                        .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance)
                         .set_tags(Some(ec2_tags(&pairs)))
                         .build();
                     let out = c
@@ -121,11 +121,13 @@ impl Fleet {
             };
             let set: Vec<_> = pairs
                 .iter()
-                .map(|(k, v)| aws_sdk_s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+                .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
                 .collect();
             c.s3.put_bucket_tagging()
                 .bucket(&name)
-                .tagging(aws_sdk_s3::types::Tagging::builder().set_tag_set(Some(set)).build().expect("tagging"))
+                .tagging(
+                    tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(set)).build().expect("tagging"),
+                )
                 .send()
                 .await
                 .expect("bucket tags");
@@ -144,7 +146,9 @@ impl Fleet {
                 .set_tags(Some(
                     pairs
                         .iter()
-                        .map(|(k, v)| aws_sdk_iam::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+                        .map(|(k, v)| {
+                            tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag")
+                        })
                         .collect(),
                 ))
                 .send()
@@ -163,15 +167,13 @@ impl Fleet {
                     .elbv2
                     .create_target_group()
                     .name(format!("tg-{i}"))
-                    .protocol(aws_sdk_elasticloadbalancingv2::types::ProtocolEnum::Http)
+                    .protocol(tagwarden::aws::sdk::elbv2::types::ProtocolEnum::Http)
                     .port(80)
                     .vpc_id(&vpc_id)
                     .set_tags(Some(
                         pairs
                             .iter()
-                            .map(|(k, v)| {
-                                aws_sdk_elasticloadbalancingv2::types::Tag::builder().key(*k).value(*v).build()
-                            })
+                            .map(|(k, v)| tagwarden::aws::sdk::elbv2::types::Tag::builder().key(*k).value(*v).build())
                             .collect(),
                     ))
                     .send()

@@ -1,7 +1,7 @@
 //! tagwarden's AWS Lambda (`bootstrap`): wires configuration and clients once, then hands every
-//! payload to `tagwarden::aws::function::handle_until`, which reads it as its `Payload`.
+//! payload to `tagwarden_aws::function::handle_until`, which reads it as its `Payload`.
 //!
-//! Configuration: `tagwarden::aws::config` (validated at start-up), and the standard AWS SDK
+//! Configuration: `tagwarden_aws::config` (validated at start-up), and the standard AWS SDK
 //! environment (region, credentials, `AWS_ENDPOINT_URL`).
 
 use std::io::Write;
@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::value::RawValue;
-use tagwarden::aws::config::Config;
-use tagwarden::aws::function;
-use tagwarden::aws::policy_store::policy_store;
-use tagwarden::aws::tags::Tagger;
-use tagwarden::aws::Clients;
-use tagwarden::enforce::Engine;
-use tagwarden::rate_limit::RateLimit;
+use tagwarden_aws::config::Config;
+use tagwarden_aws::function;
+use tagwarden_aws::policy_store::policy_store;
+use tagwarden_aws::tags::Tagger;
+use tagwarden_aws::Clients;
+use tagwarden_engine::enforce::Engine;
+use tagwarden_engine::rate_limit::RateLimit;
 
 /// The invocation's deadline (milliseconds since the epoch, from the Runtime API's
 /// `Lambda-Runtime-Deadline-Ms`) as an `Instant`. One that has passed already at the start is not

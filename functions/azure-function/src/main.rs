@@ -1,7 +1,7 @@
 //! tagwarden's Azure Functions custom handler (`tagwarden-azure-function`): validates its
 //! configuration, builds the clients once, then serves the Functions host on
 //! `127.0.0.1:$FUNCTIONS_CUSTOMHANDLER_PORT`. Every request goes to
-//! `tagwarden::azure::function::Handler::handle`; this binary only wires things together.
+//! `tagwarden_azure::function::Handler::handle`; this binary only wires things together.
 //!
 //! The app package is this binary plus `host.json`, `drift/function.json` (Event Grid trigger:
 //! resource writes, and policy `BlobCreated`, which only re-checks the policy),
@@ -33,8 +33,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tagwarden::azure::function::Handler;
-use tagwarden::azure::{server, Config};
+use tagwarden_azure::function::Handler;
+use tagwarden_azure::{server, Config};
 
 #[tokio::main]
 async fn main() -> ExitCode {

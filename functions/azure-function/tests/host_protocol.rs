@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::azurite;
 use support::fake::{FakeAzure, IDENTITY_HEADER};
-use tagwarden::azure::reqwest;
+use tagwarden_azure::reqwest;
 
 const SUB: &str = "11112222-3333-4444-5555-666677778888";
 const CLIENT: &str = "5e29463d-71da-4fe0-8e69-999b57db23b0";

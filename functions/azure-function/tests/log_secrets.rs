@@ -20,7 +20,7 @@ use support::env::{
     cloud_event, eg_event, envelope, rid, sas_signatures, tampered_sas, timer, Env, INFRA, OWNER, SOMEONE, SUB,
 };
 use support::fake::{Fault, IDENTITY_HEADER};
-use tagwarden::azure::reqwest;
+use tagwarden_azure::reqwest;
 
 const SECRET_VALUE: &str = "ultra-secret-4711-binary";
 const VM: &str = "Microsoft.Compute/virtualMachines";

@@ -12,7 +12,7 @@ use tagwarden::aws::sdk::{ec2, elbv2, iam, s3};
 use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
 use tagwarden::enforce::Engine;
-use tagwarden::publish::{publish, TagChanges};
+use tagwarden::publish::TagChanges;
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 
@@ -169,7 +169,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     let location: PolicyLocation =
         format!("s3://{POLICY_BUCKET}/cluster/infrastructure.yaml").parse().map_err(anyhow::Error::msg)?;
     let target = policy_store(&clients, location.clone(), Duration::ZERO);
-    let published = publish(&target, INFRASTRUCTURE, None, false).await?;
+    let published = target.publish(INFRASTRUCTURE, None, false).await?;
     println!(
         "   {} (version {}): {}",
         published.result,
@@ -275,9 +275,9 @@ async fn demo(args: Args) -> anyhow::Result<()> {
         "- {key: cost-center, value: \"5151\"}\n        - {key: owner-team, value: sre}",
     );
     let invalid = edited.replace("owner-team", "aws:owner-team");
-    let refused = publish(&target, &invalid, None, false).await?;
+    let refused = target.publish(&invalid, None, false).await?;
     println!("   a typo'd edit (aws:owner-team) is {}: {}", refused.result, refused.violations.join("; "));
-    let republished = publish(&target, &edited, None, false).await?;
+    let republished = target.publish(&edited, None, false).await?;
     println!(
         "   {} (version {}): {}",
         republished.result,
@@ -297,7 +297,7 @@ async fn demo(args: Args) -> anyhow::Result<()> {
     );
     let after = tagger.read(&resources[1].1).await?;
     println!("   drifted worker now: {}", show(&after, &["cost-center", "owner-team", "team"]));
-    let status = tagwarden::status::store_io::read(&policy_store(&clients, location, Duration::ZERO), None)
+    let status = tagwarden::status_store::read(&policy_store(&clients, location, Duration::ZERO), None)
         .await?
         .context("no status report")?;
     println!(

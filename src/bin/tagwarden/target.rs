@@ -1,7 +1,7 @@
 //! A policy location the CLI publishes to or reads the status of: S3 or SSM (feature `aws`), or a
 //! blob URL (feature `azure`).
 
-use tagwarden::publish::{self, PublishError, PublishOutcome};
+use tagwarden::publish::{PublishError, PublishOutcome};
 use tagwarden::status::StatusReport;
 
 /// A SAS for a blob location given apart from its URL, from a Secret.
@@ -88,9 +88,9 @@ impl Target {
     ) -> Result<PublishOutcome, PublishError> {
         match self {
             #[cfg(feature = "aws")]
-            Target::Aws(store) => publish::publish(store, text, cluster, dry_run).await,
+            Target::Aws(store) => store.publish(text, cluster, dry_run).await,
             #[cfg(feature = "azure")]
-            Target::Blob(store) => publish::publish(store, text, cluster, dry_run).await,
+            Target::Blob(store) => store.publish(text, cluster, dry_run).await,
         }
     }
 
@@ -112,7 +112,7 @@ impl Target {
 impl Target {
     /// Where the policy goes, as messages show it (no credential).
     pub fn location(&self) -> String {
-        use tagwarden::policy::store::PolicySource as _;
+        use tagwarden::policy_store::PolicySource as _;
         match self {
             #[cfg(feature = "aws")]
             Target::Aws(store) => store.source.location(),
@@ -147,15 +147,15 @@ impl Target {
 }
 
 #[cfg(any(feature = "aws", feature = "azure"))]
-async fn reports<S: tagwarden::policy::store::PolicySource>(
-    store: &tagwarden::policy::store::PolicyStore<S>,
+async fn reports<S: tagwarden::policy_store::PolicySource>(
+    store: &tagwarden::policy_store::PolicyStore<S>,
 ) -> anyhow::Result<Vec<(Option<String>, Option<StatusReport>)>> {
     if !store.is_set() {
-        return Ok(vec![(None, tagwarden::status::store_io::read(store, None).await?)]);
+        return Ok(vec![(None, tagwarden::status_store::read(store, None).await?)]);
     }
     let mut out = Vec::new();
     for cluster in store.clusters().await? {
-        let report = tagwarden::status::store_io::read(store, Some(&cluster)).await?;
+        let report = tagwarden::status_store::read(store, Some(&cluster)).await?;
         out.push((Some(cluster), report));
     }
     Ok(out)

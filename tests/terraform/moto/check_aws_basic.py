@@ -865,7 +865,7 @@ def routing_phase(tf):
 
 def publish_phase(tf):
     """Issue 36: play the publisher. It writes the policy object as `tagwarden publish` does
-    (src/aws/policy_store.rs: PutObject with the key's content type, conditional on the ETag it
+    (crates/aws/src/policy_store.rs: PutObject with the key's content type, conditional on the ETag it
     read, no tags); scripts/test-terraform then requires the next plan to change nothing."""
     out = tf["tagwarden"]
     s3 = client("s3")

@@ -1,4 +1,4 @@
-// Baseline: what src/azure/identity.rs + blob_store.rs do, over reqwest 0.12 (rustls, ring, webpki roots).
+// Baseline: what crates/azure/src/identity.rs + blob_store.rs do, over reqwest 0.12 (rustls, ring, webpki roots).
 use std::time::Duration;
 fn mono_ns() -> u128 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

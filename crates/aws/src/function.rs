@@ -1,0 +1,266 @@
+//! What the Lambda does with a payload, read once as its [`Payload`]. Kept here, not in the
+//! binary, so that tests drive the very same path in-process.
+//!
+//! - An SQS batch of EventBridge events: handled together (`tagwarden_engine::enforce::batch`: every resource
+//!   read and written once, identical deltas in shared calls); the messages whose events failed
+//!   are returned as `batchItemFailures`, so SQS retries only those and finally dead-letters them
+//!   with their original body.
+//! - One EventBridge event (direct invoke): a failure is an error, so EventBridge retries.
+//! - A sweep: `{"tagwarden": "sweep"}` from the schedule, an S3 notification or EventBridge
+//!   `Object Created` / `Parameter Store Change` for the policy (re-read at once).
+//!
+//! Deliberately not here: the Runtime API (`functions/aws-lambda`, through `lambda_runtime`), and
+//! configuration (`super::config`).
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_lambda_events::event::sqs::SqsBatchResponse;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::tags::Tagger;
+use tagwarden_core::cloud::Cloud;
+use tagwarden_core::events;
+use tagwarden_core::report::Outcome;
+use tagwarden_core::report::{by_cluster, Metrics, ALL_CLUSTERS};
+use tagwarden_core::trigger::Trigger;
+use tagwarden_engine::enforce::Engine;
+
+/// The result of one invocation: the response, the lines to print (outcome records, then EMF
+/// metrics), and an error when the invocation must fail.
+#[derive(Debug, Default)]
+pub struct Invocation {
+    pub response: Value,
+    pub lines: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// Every payload the Lambda is invoked with, each matched by the value that makes it that shape
+/// (`eventSource`, `tagwarden`, `detail-type`), never by defaulted fields (as `aws_lambda_events`'
+/// structs would be). A bare event's text goes on to `tagwarden_core::events` as it came ([`handle_until`]):
+/// serde cannot hand a `RawValue` through an untagged enum.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    rename_all_fields = "PascalCase",
+    expecting = "expected an SQS batch, an S3 notification, {\"tagwarden\": \"sweep\"} or an EventBridge event \
+                 (a detail-type; Object Created with detail.object.key, Parameter Store Change with detail.name)"
+)]
+pub enum Payload {
+    /// An SQS batch of EventBridge events, one in each message's body.
+    SqsBatch { records: Vec<SqsMessage> },
+    /// An S3 notification: the keys written beside (or as) the policy.
+    S3Notification { records: Vec<S3Record> },
+    /// The scheduled sweep's own input.
+    Sweep(SweepRequest),
+    /// One EventBridge event.
+    EventBridge(EventBridge),
+}
+
+/// An SQS message (`eventSource: aws:sqs`); its body holds one EventBridge event.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "eventSource")]
+pub enum SqsMessage {
+    #[serde(rename = "aws:sqs", rename_all = "camelCase")]
+    Sqs { message_id: String, body: String },
+}
+
+/// An S3 notification's record (`eventSource: aws:s3`).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "eventSource")]
+pub enum S3Record {
+    #[serde(rename = "aws:s3")]
+    S3 {
+        s3: Written,
+        #[serde(rename = "eventTime")]
+        event_time: Option<String>,
+    },
+}
+
+/// `{"tagwarden": "sweep"}`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "tagwarden")]
+pub enum SweepRequest {
+    #[serde(rename = "sweep")]
+    Sweep,
+}
+
+/// An EventBridge event, by its `detail-type`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "detail-type")]
+pub enum EventBridge {
+    /// The schedule's rule: a sweep.
+    #[serde(rename = "Scheduled Event")]
+    Scheduled,
+    /// S3 wrote an object of the policy's bucket.
+    #[serde(rename = "Object Created")]
+    ObjectCreated { detail: Written, time: Option<String> },
+    /// SSM changed a parameter of the policy (its `name`).
+    #[serde(rename = "Parameter Store Change")]
+    ParameterStoreChange { detail: Parameter, time: Option<String> },
+    /// Any other: read by `tagwarden_core::events` (a CloudTrail call, a tag change, or one it ignores).
+    #[serde(other)]
+    Event,
+}
+
+/// An object written: `{"object": {"key": …}}` (an S3 record's `s3`, `Object Created`'s detail).
+#[derive(Debug, Deserialize)]
+pub struct Written {
+    pub object: Key,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Key {
+    pub key: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Parameter {
+    pub name: String,
+}
+
+/// Handle one payload, the invocation's JSON text.
+pub async fn handle(engine: &Engine<Tagger>, payload: String) -> Invocation {
+    handle_until(engine, payload, None).await
+}
+
+/// How long before the invocation's deadline no new work starts: enough for the work already
+/// started (one SDK operation is bounded at 30 s) to finish and its results to be returned —
+/// at most this, and at most a fifth of the invocation's time, so a short timeout still works.
+pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
+
+/// [`handle`] for an invocation that must answer by `deadline`: no new work starts after
+/// `deadline - DEADLINE_RESERVE`, and what is left is handed back rather than timed out — unstarted
+/// SQS messages as batch item failures, an event's unstarted resources as a failure of that event,
+/// a sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
+/// redone, they re-read as unchanged).
+pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Option<Instant>) -> Invocation {
+    let stop_at = deadline.map(|d| {
+        let reserve = DEADLINE_RESERVE.min(d.saturating_duration_since(Instant::now()) / 5);
+        d.checked_sub(reserve).unwrap_or(d)
+    });
+    let past = || stop_at.is_some_and(|t| Instant::now() >= t);
+    let calls_before = engine.adapter.clients.calls.total();
+    let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
+    let mut metrics = Metrics::default();
+    let mut records = Vec::new();
+    let mut infra_id = None;
+    let mut absorb = |inv: &mut Invocation, out: Outcome| {
+        inv.lines.extend(out.records.iter().map(|r| r.to_json_line()));
+        metrics.merge(out.metrics);
+        records.extend(out.records);
+        infra_id = infra_id.take().or(out.infra_id);
+        out.error
+    };
+    let trigger = match serde_json::from_str::<Payload>(&payload) {
+        Err(e) => {
+            inv.error = Some(format!("not a payload tagwarden reads: {e}"));
+            return inv;
+        }
+        Ok(Payload::S3Notification { records: written }) => {
+            let at: Vec<Option<&str>> =
+                written.iter().map(|S3Record::S3 { event_time, .. }| event_time.as_deref()).collect();
+            Some(Trigger::written(written.iter().map(|S3Record::S3 { s3, .. }| s3.object.key.clone()).collect(), &at))
+        }
+        Ok(Payload::Sweep(_)) => Some(Trigger::Sweep),
+        Ok(Payload::EventBridge(event)) => Some(match event {
+            EventBridge::Scheduled => Trigger::Sweep,
+            EventBridge::ObjectCreated { detail, time } => {
+                Trigger::written(vec![detail.object.key], &[time.as_deref()])
+            }
+            EventBridge::ParameterStoreChange { detail, time } => {
+                Trigger::written(vec![detail.name], &[time.as_deref()])
+            }
+            // Read by `tagwarden_core::events` from the text as it came.
+            EventBridge::Event => Trigger::Events(payload.into_bytes()),
+        }),
+        Ok(Payload::SqsBatch { records: messages }) => {
+            // Every event of the batch at once: each resource read and written once, in shared
+            // calls (`tagwarden_engine::enforce::batch`). A message that is not an event, or that arrives
+            // past the deadline, is handed back unstarted.
+            let mut handled: Vec<(String, Option<Outcome>)> = Vec::with_capacity(messages.len());
+            let (mut events, mut at) = (Vec::new(), Vec::new());
+            for SqsMessage::Sqs { message_id: id, body } in messages {
+                if past() {
+                    tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
+                } else {
+                    match events::parse_one(body.as_bytes()) {
+                        Ok(event) => {
+                            at.push(handled.len());
+                            events.push(event);
+                        }
+                        // Not an event: retrying will not help, but the dead-letter queue keeps it.
+                        Err(e) => tracing::error!(message_id = id, error = %e, "message is not an event"),
+                    }
+                }
+                handled.push((id, None));
+            }
+            let outcomes = engine.handle_events(&events, stop_at).await;
+            for (i, out) in at.into_iter().zip(outcomes) {
+                handled[i].1 = Some(out);
+            }
+            let mut response = SqsBatchResponse::default();
+            for (id, out) in handled {
+                let failed = match out {
+                    Some(out) => {
+                        let retry = out.must_retry();
+                        if let Some(e) = absorb(&mut inv, out) {
+                            tracing::error!(message_id = id, error = e, "event not reconciled");
+                        }
+                        retry
+                    }
+                    None => true,
+                };
+                if failed {
+                    response.add_failure(id);
+                }
+            }
+            inv.response = serde_json::to_value(&response).unwrap_or_default();
+            None
+        }
+    };
+    match trigger {
+        None => {}
+        Some(Trigger::Events(raw)) => match events::parse_one(&raw) {
+            Ok(event) => {
+                let out = engine.handle_event(&event, stop_at).await;
+                let failed = out.failed();
+                let retry = out.must_retry();
+                let error = absorb(&mut inv, out);
+                if retry {
+                    inv.error = Some(error.unwrap_or_else(|| format!("{failed} resource(s) failed")));
+                }
+            }
+            Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
+        },
+        Some(Trigger::OwnStatusReport) => inv.response = json!({"ignored": "own status report"}),
+        Some(trigger @ (Trigger::Sweep | Trigger::PolicyChanged { .. })) => {
+            // Boxed: the sweep's future is deep, and every caller's type would nest it.
+            let out = match trigger {
+                Trigger::PolicyChanged { objects, at_ms } => {
+                    Box::pin(engine.policy_changed(&objects, at_ms, true, stop_at)).await
+                }
+                _ => Box::pin(engine.sweep(false, None, stop_at)).await,
+            };
+            let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
+            let retry = out.must_retry();
+            let error = absorb(&mut inv, out);
+            if retry {
+                inv.error = Some(error.unwrap_or_else(|| format!("sweep: {summary}")));
+            }
+            inv.response = summary;
+        }
+    }
+    if !metrics.is_empty() {
+        metrics.api_calls = engine.adapter.clients.calls.total().saturating_sub(calls_before);
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
+        let deployment = match engine.store.is_set() {
+            true => ALL_CLUSTERS,
+            false => infra_id.as_deref().unwrap_or("unknown"),
+        };
+        for (cluster, m) in by_cluster(&metrics, &records, deployment) {
+            inv.lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
+        }
+    }
+    inv
+}

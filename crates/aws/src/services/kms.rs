@@ -1,0 +1,41 @@
+//! KMS keys: `ListResourceTags` / `TagResource` (AWS KMS API Reference), addressed by key ARN.
+//! Its descriptor is `tagwarden_core::services::SERVICES`' `kms:key`.
+
+use aws_sdk_kms::types::Tag;
+
+use super::{build_error, next, paged};
+use crate::tags::Tagger;
+use tagwarden_core::resource::ResourceRef;
+use tagwarden_core::services::KMS;
+use tagwarden_core::TagMap;
+use tagwarden_engine::cloud_error::CloudError;
+
+/// Every page (a key holds at most 50 tags, `Limit`'s maximum, so one page in practice).
+pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
+    let kms = &t.clients.kms;
+    let tags = paged(|marker| async move {
+        let out = kms.list_resource_tags().key_id(&r.id).limit(50).set_marker(marker).send().await;
+        let out = out.map_err(|e| crate::error::from_sdk(KMS.read, &r.id, e))?;
+        Ok((out.tags().to_vec(), next(out.next_marker(), out.truncated())))
+    })
+    .await?;
+    Ok(tags.iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())).collect())
+}
+
+/// `TagResource` adds or overwrites the keys it names and leaves the others.
+pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap) -> Result<(), CloudError> {
+    let tags = set
+        .iter()
+        .map(|(k, v)| Tag::builder().tag_key(k).tag_value(v).build())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| build_error(KMS.write, &r.id, e))?;
+    t.clients
+        .kms
+        .tag_resource()
+        .key_id(&r.id)
+        .set_tags(Some(tags))
+        .send()
+        .await
+        .map(drop)
+        .map_err(|e| crate::error::from_sdk(KMS.write, &r.id, e))
+}

@@ -1,0 +1,59 @@
+//! The AWS adapter's reads and writes of one resource's tags (DESIGN.md §4): each goes to the
+//! API its descriptor in `tagwarden_core::services` names, through that service's file in
+//! `super::services`. Nothing here deletes a tag.
+//!
+//! A resource may not be visible yet right after its creation event: reads retry `NotFound`
+//! with bounded exponential backoff, then give up with a retryable error so the event goes back
+//! to the queue (and finally to the dead-letter queue) instead of being dropped.
+//!
+//! Deliberately not here: deciding what to write (`tagwarden_core::plan`), ownership (`tagwarden_core::cloud`), and
+//! which kind goes through which API and batch (`tagwarden_core::services`).
+
+use super::{services, Clients};
+use tagwarden_core::resource::ResourceRef;
+use tagwarden_core::TagMap;
+use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
+use tagwarden_engine::rate_limit::RateLimit;
+use tagwarden_engine::retry::Backoff;
+
+/// Tag reads and writes for every resource type the event parser emits.
+#[derive(Debug, Clone)]
+pub struct Tagger {
+    pub clients: Clients,
+    pub not_found: Backoff,
+    /// EC2 ids per `CreateTags` in a sweep (the API takes up to 1000).
+    pub ec2_batch: usize,
+    /// Paces every EC2 `CreateTags` (the account's bucket is the cluster's too; `tagwarden_engine::rate_limit`).
+    pub ec2_writes: Option<RateLimit>,
+    /// The account the resources are in, when known: S3 tagging calls name it as the
+    /// `ExpectedBucketOwner`, so a same-named bucket of another account is refused by S3.
+    pub account: Option<String>,
+}
+
+impl Tagger {
+    pub fn new(clients: Clients) -> Self {
+        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch: 1000, ec2_writes: None, account: None }
+    }
+
+    /// The resource's current tags, waiting out eventual consistency.
+    pub async fn read(&self, r: &ResourceRef) -> Result<TagMap, CloudError> {
+        self.read_full(r).await.map(|(tags, _)| tags)
+    }
+
+    /// The current tags and, where the read says it (IAM roles and users), the resource's real
+    /// ARN: IAM `Tag*` events name a role or user without its path, and overrides match the ARN.
+    pub async fn read_full(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), CloudError> {
+        self.not_found.retry(|e: &CloudError| e.class == ErrorClass::NotFound, |_| self.read_once(r)).await
+    }
+
+    /// One read, without waiting for a resource not visible yet.
+    pub async fn read_once(&self, r: &ResourceRef) -> Result<(TagMap, Option<String>), CloudError> {
+        services::read(self, tagwarden_core::services::of(r).api, r).await
+    }
+
+    /// Write `set` on the resource in one call. `current` is the tag set the plan was made from;
+    /// S3 needs it because `PutBucketTagging` replaces the whole set.
+    pub async fn write(&self, r: &ResourceRef, set: &TagMap, current: &TagMap) -> Result<(), CloudError> {
+        services::write(self, tagwarden_core::services::of(r).api, r, set, current).await
+    }
+}

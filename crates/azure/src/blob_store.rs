@@ -1,0 +1,599 @@
+//! The cluster-published policy on Azure (DESIGN.md §2, §6): one blob, every blob under a
+//! prefix (layered in name order), or a cluster set (`…/PREFIX/*/`: one policy per cluster under
+//! `PREFIX/<infraID>/`), read over the Blob REST API.
+//!
+//! `TAGWARDEN_POLICY` is the blob's URL, or the prefix's URL ending in `/`, on the storage
+//! account's own endpoint: `https://<account>.blob.core.windows.net/<container>/<name>`, or
+//! path-style `http://127.0.0.1:10000/devstoreaccount1/<container>/<name>` for Azurite (any IP or
+//! `localhost` host is read path-style). A SAS query string on the URL is passed through as-is;
+//! without one, requests carry a managed-identity token for `https://storage.azure.com/`.
+//!
+//! These are the calls behind the one policy store (`tagwarden_engine::policy_store`, which holds the re-check rules
+//! for both clouds): a blob fetched with `If-None-Match` (a 304 downloads nothing), a prefix listed
+//! (List Blobs XML), and the status report `tagwarden-status.json` beside the policy.
+//!
+//! Deliberately not here: shared-key signing (tests use an account SAS), blob versions/snapshots,
+//! and any XML beyond the few List Blobs elements read here.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Method, Url};
+
+use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
+use tagwarden_core::calls::CallCounter;
+use tagwarden_core::cloud::Cloud;
+use tagwarden_core::policy::{self, STATUS_REPORT_NAME};
+use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
+use tagwarden_engine::policy_store::{self, Layout, ListedObject, Object, PolicySource, PutError};
+
+/// The Blob REST API version sent as `x-ms-version`.
+pub const STORAGE_VERSION: &str = "2021-08-06";
+
+pub const OP_GET: &str = "blob:GetBlob";
+pub const OP_LIST: &str = "blob:ListBlobs";
+pub const OP_PUT: &str = "blob:PutBlob";
+
+/// Where the policy lives.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BlobLocation {
+    /// `scheme://host[:port]/[account/]container`, no query.
+    container: Url,
+    /// The blob name, or the prefix (`""` or ending in `/`).
+    pub name: String,
+    /// A SAS query string, passed through as-is. Never printed.
+    sas: Option<String>,
+    pub is_prefix: bool,
+    /// A cluster set: `name` is the prefix its clusters' folders are under.
+    pub is_set: bool,
+}
+
+impl fmt::Debug for BlobLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BlobLocation({self})")
+    }
+}
+
+/// Printed without the SAS: a SAS is a credential.
+impl fmt::Display for BlobLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.container.as_str().trim_end_matches('/'), self.name)?;
+        if self.is_set {
+            f.write_str("*/")?;
+        }
+        if self.sas.is_some() {
+            f.write_str("?<sas>")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for BlobLocation {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = "expected https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB (one document), …/CONTAINER/PREFIX/ (every document under it, ending in /) or …/CONTAINER/PREFIX/*/ (a cluster set: one policy per cluster under PREFIX/<infraID>/), optionally with a SAS query string; for Azurite http://127.0.0.1:10000/devstoreaccount1/CONTAINER/…";
+        // Messages show the URL without its query: a SAS is a credential.
+        let shown = s.split('?').next().unwrap_or_default();
+        let url = Url::parse(s).map_err(|e| format!("policy location {shown:?} is not a URL ({e}): {usage}"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("policy location {shown:?} is not an http(s) URL: {usage}"));
+        }
+        let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
+            return Err(format!("policy location {shown:?} names no host: {usage}"));
+        };
+        let path_style = host.eq_ignore_ascii_case("localhost")
+            || host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok();
+        let path = url.path().trim_start_matches('/');
+        let mut parts = path.splitn(if path_style { 3 } else { 2 }, '/');
+        let account = if path_style { parts.next().filter(|a| !a.is_empty()) } else { None };
+        if path_style && account.is_none() {
+            return Err(format!("policy location {shown:?} names no storage account (path-style URL): {usage}"));
+        }
+        let container = parts
+            .next()
+            .filter(|c| !c.is_empty())
+            .ok_or_else(|| format!("policy location {shown:?} names no container: {usage}"))?;
+        let name = percent_decode(parts.next().unwrap_or_default());
+        let mut base = url.clone();
+        base.set_query(None);
+        base.set_fragment(None);
+        base.set_path(&match account {
+            Some(a) => format!("/{a}/{container}"),
+            None => format!("/{container}"),
+        });
+        let sas = url.query().filter(|q| !q.is_empty()).map(str::to_owned);
+        let (name, is_set) = match name.strip_suffix("*/").filter(|p| p.is_empty() || p.ends_with('/')) {
+            Some(prefix) => (prefix.to_string(), true),
+            None if name.contains('*') => {
+                return Err(format!("policy location {shown:?}: a cluster set is written …/CONTAINER/PREFIX/*/ (the * alone, as the last folder): {usage}"))
+            }
+            None => (name, false),
+        };
+        let is_prefix = name.is_empty() || name.ends_with('/');
+        Ok(BlobLocation { container: base, name, sas, is_prefix, is_set })
+    }
+}
+
+impl BlobLocation {
+    pub fn has_sas(&self) -> bool {
+        self.sas.is_some()
+    }
+
+    /// Sign requests with `sas`, given apart from the URL (from a Secret, never a ConfigMap).
+    pub fn set_sas(&mut self, sas: &str) {
+        let sas = sas.trim().trim_start_matches('?');
+        self.sas = (!sas.is_empty()).then(|| sas.to_string());
+    }
+
+    /// When the SAS stops working: its signed expiry `se` (ISO 8601, date or UTC time), in ms
+    /// since the epoch.
+    pub fn sas_expiry_ms(&self) -> Option<u64> {
+        let sas = self.sas.as_deref()?;
+        let se = sas.split('&').find_map(|p| p.strip_prefix("se="))?;
+        let mut se = percent_decode(se);
+        // `az storage blob generate-sas --expiry` writes minutes only (`2026-12-01T00:00Z`), and a
+        // date alone is midnight UTC: both are ISO 8601 as the SAS documentation allows.
+        if se.len() == 10 {
+            se.push_str("T00:00:00Z");
+        } else if se.len() >= 17 && se.as_bytes().get(13) == Some(&b':') && se.as_bytes().get(16) != Some(&b':') {
+            se.insert_str(16, ":00");
+        }
+        let at = tagwarden_core::events::parse_rfc3339_ms(&se);
+        if at.is_none() {
+            tracing::warn!(se = %se, "the SAS's expiry (se) cannot be read: its expiry is not reported ahead");
+        }
+        at
+    }
+
+    /// The URL of blob `name` in the container, with the SAS.
+    pub fn blob_url(&self, name: &str) -> Url {
+        let mut u = self.container.clone();
+        if let Ok(mut segs) = u.path_segments_mut() {
+            segs.pop_if_empty();
+            for seg in name.split('/') {
+                segs.push(seg);
+            }
+        }
+        u.set_query(self.sas.as_deref());
+        u
+    }
+
+    fn list_url(&self, marker: Option<&str>) -> Url {
+        let mut u = self.container.clone();
+        u.set_query(self.sas.as_deref());
+        {
+            let mut q = u.query_pairs_mut();
+            q.append_pair("restype", "container").append_pair("comp", "list").append_pair("prefix", &self.name);
+            if let Some(m) = marker {
+                q.append_pair("marker", m);
+            }
+        }
+        u
+    }
+
+    /// Where the status report goes: beside the blob, under the prefix, or in a set under cluster
+    /// `cluster`'s folder.
+    pub fn status_name(&self, cluster: Option<&str>) -> String {
+        if let (true, Some(c)) = (self.is_set, cluster) {
+            format!("{}{c}/{STATUS_REPORT_NAME}", self.name)
+        } else if self.is_prefix {
+            format!("{}{STATUS_REPORT_NAME}", self.name)
+        } else {
+            let dir = self.name.rsplit_once('/').map(|(d, _)| format!("{d}/")).unwrap_or_default();
+            format!("{dir}{STATUS_REPORT_NAME}")
+        }
+    }
+
+    /// A blob's URL as logs may show it (no SAS).
+    pub fn display_name(&self, name: &str) -> String {
+        format!("{}/{name}", self.container.as_str().trim_end_matches('/'))
+    }
+}
+
+/// The policy store on Azure.
+pub type BlobPolicyStore = policy_store::PolicyStore<BlobSource>;
+
+/// Blob Storage as a policy [`PolicySource`].
+pub struct BlobSource {
+    pub location: BlobLocation,
+    http: reqwest::Client,
+    /// For the bearer token when the URL carries no SAS.
+    identity: Option<Arc<ManagedIdentity>>,
+    pub calls: CallCounter,
+}
+
+impl BlobSource {
+    pub fn new(
+        location: BlobLocation,
+        http: reqwest::Client,
+        identity: Option<Arc<ManagedIdentity>>,
+        calls: CallCounter,
+    ) -> Self {
+        BlobSource { location, http, identity, calls }
+    }
+
+    pub(crate) async fn request(&self, method: Method, url: Url) -> Result<reqwest::RequestBuilder, CloudError> {
+        let mut req = self.http.request(method, url).header("x-ms-version", STORAGE_VERSION);
+        if !self.location.has_sas() {
+            if let Some(id) = &self.identity {
+                req = req.bearer_auth(id.token(STORAGE_AUDIENCE).await?);
+            }
+        }
+        Ok(req)
+    }
+}
+
+impl BlobSource {
+    /// Where cluster `cluster`'s status report is: only ever `<prefix><infraID>/` of the set, never
+    /// where a name with `/` or `..` would lead (the URL parser would resolve `..`).
+    fn status_name(&self, cluster: Option<&str>) -> Result<String, CloudError> {
+        if let Some(why) = cluster.and_then(|c| policy::clusters::valid_infra_id(c).err()) {
+            let message = format!("no status report for it: {why}");
+            let location = self.location.to_string();
+            return Err(CloudError::azure(OP_PUT, &location, None, "InvalidClusterName", &message, ErrorClass::Fatal));
+        }
+        Ok(self.location.status_name(cluster))
+    }
+}
+
+/// A store for `location`, re-checked at most every `ttl`.
+pub fn blob_policy_store(
+    location: BlobLocation,
+    ttl: Duration,
+    http: reqwest::Client,
+    identity: Option<Arc<ManagedIdentity>>,
+    calls: CallCounter,
+) -> BlobPolicyStore {
+    BlobPolicyStore::new(BlobSource::new(location, http, identity, calls), ttl)
+}
+
+impl PolicySource for BlobSource {
+    type Error = CloudError;
+
+    fn cloud(&self) -> Cloud {
+        Cloud::Azure
+    }
+
+    fn location(&self) -> String {
+        self.location.to_string()
+    }
+
+    fn layout(&self) -> Layout {
+        if self.location.is_set {
+            Layout::Set(self.location.name.clone())
+        } else if self.location.is_prefix {
+            Layout::Prefix(self.location.name.clone())
+        } else {
+            Layout::One(self.location.name.clone())
+        }
+    }
+
+    /// `(ETag, text)`, or `None` on 304 Not Modified.
+    async fn get(&self, name: &str, etag: Option<&str>) -> Result<Option<Object>, CloudError> {
+        let target = self.location.display_name(name);
+        let mut req = self.request(Method::GET, self.location.blob_url(name)).await?;
+        if let Some(e) = etag {
+            req = req.header("if-none-match", e);
+        }
+        self.calls.record(OP_GET);
+        let resp = req.send().await.map_err(|e| transport(OP_GET, &target, e))?;
+        let status = resp.status().as_u16();
+        if status == 304 {
+            return Ok(None);
+        }
+        let header = |n: &str| resp.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let (etag, code) = (header("etag").unwrap_or_default(), header("x-ms-error-code"));
+        if status != 200 {
+            let body = resp.text().await.unwrap_or_default();
+            return Err(crate::error::from_response(OP_GET, &target, status, code.as_deref(), &body));
+        }
+        if resp.content_length().is_some_and(|n| n > policy::load::MAX_DOCUMENT_BYTES as u64) {
+            return Err(CloudError::azure(
+                OP_GET,
+                &target,
+                Some(200),
+                "PolicyTooLarge",
+                &format!("the limit is {} bytes", policy::load::MAX_DOCUMENT_BYTES),
+                ErrorClass::Fatal,
+            ));
+        }
+        let bytes = resp.bytes().await.map_err(|e| transport(OP_GET, &target, e))?;
+        let text = String::from_utf8(bytes.to_vec()).map_err(|_| {
+            CloudError::azure(
+                OP_GET,
+                &target,
+                Some(200),
+                "NotUtf8",
+                "a policy document must be UTF-8 text",
+                ErrorClass::Fatal,
+            )
+        })?;
+        Ok(Some(Object { etag, text }))
+    }
+
+    /// Every blob under the prefix, by name, with ETags (List Blobs XML, followed by NextMarker).
+    async fn list(&self, _prefix: &str) -> Result<Vec<ListedObject>, CloudError> {
+        let target = self.location.to_string();
+        let mut out = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let req = self.request(Method::GET, self.location.list_url(marker.as_deref())).await?;
+            self.calls.record(OP_LIST);
+            let resp = req.send().await.map_err(|e| transport(OP_LIST, &target, e))?;
+            let status = resp.status().as_u16();
+            let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let body = resp.text().await.map_err(|e| transport(OP_LIST, &target, e))?;
+            if status != 200 {
+                return Err(crate::error::from_response(OP_LIST, &target, status, code.as_deref(), &body));
+            }
+            for blob in xml_elements(&body, "Blob") {
+                let Some(name) = xml_text(blob, "Name") else { continue };
+                let etag = normalize_etag(&xml_text(blob, "Etag").unwrap_or_default());
+                let size = xml_text(blob, "Content-Length").and_then(|n| n.trim().parse().ok());
+                out.push(ListedObject { name, etag, size });
+            }
+            marker = xml_text(&body, "NextMarker").filter(|m| !m.is_empty());
+            if marker.is_none() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn no_documents(&self) -> CloudError {
+        CloudError::azure(
+            OP_LIST,
+            &self.location.to_string(),
+            None,
+            "NoPolicyDocuments",
+            "no .yaml, .yml or .json blob under the prefix: publish the policy there",
+            ErrorClass::Fatal,
+        )
+    }
+
+    fn is_absent(&self, e: &CloudError) -> bool {
+        e.status == Some(404)
+    }
+
+    fn location_of(&self, name: &str) -> String {
+        self.location.display_name(name)
+    }
+
+    async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<CloudError>> {
+        let target = self.location.display_name(name);
+        let req = self.request(Method::PUT, self.location.blob_url(name)).await.map_err(PutError::Source)?;
+        // Put Blob's conditional headers: `If-Match` replaces only that ETag, `If-None-Match: *`
+        // creates only. A lost race is 412 ConditionNotMet, or 409 BlobAlreadyExists.
+        let req = match expected {
+            Some(etag) => req.header("if-match", etag),
+            None => req.header("if-none-match", "*"),
+        };
+        let req = req
+            .header("x-ms-blob-type", "BlockBlob")
+            .header("content-type", policy_store::content_type(name))
+            .body(text.to_string());
+        self.calls.record(OP_PUT);
+        let resp = req.send().await.map_err(|e| PutError::Source(transport(OP_PUT, &target, e)))?;
+        let status = resp.status().as_u16();
+        let header = |n: &str| resp.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        match status {
+            200..=299 => Ok(header("etag").unwrap_or_default()),
+            409 | 412 => Err(PutError::Conflict { found: "a newer blob".into() }),
+            _ => {
+                let code = header("x-ms-error-code");
+                let body = resp.text().await.unwrap_or_default();
+                Err(PutError::Source(crate::error::from_response(OP_PUT, &target, status, code.as_deref(), &body)))
+            }
+        }
+    }
+
+    async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, CloudError> {
+        match self.get(&self.status_name(cluster)?, None).await {
+            Ok(found) => Ok(found.map(|o| o.text)),
+            Err(e) if e.status == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The status report beside the policy (a block blob).
+    async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), CloudError> {
+        let name = self.status_name(cluster)?;
+        let target = self.location.display_name(&name);
+        let body = text.as_bytes().to_vec();
+        let req = self
+            .request(Method::PUT, self.location.blob_url(&name))
+            .await?
+            .header("x-ms-blob-type", "BlockBlob")
+            .header("content-type", "application/json")
+            .body(body);
+        self.calls.record(OP_PUT);
+        let resp = req.send().await.map_err(|e| transport(OP_PUT, &target, e))?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let body = resp.text().await.unwrap_or_default();
+            return Err(crate::error::from_response(OP_PUT, &target, status, code.as_deref(), &body));
+        }
+        Ok(())
+    }
+}
+
+/// A request that got no response. reqwest's message names the URL it sent, query and all, and
+/// the query is the SAS, a credential: drop the URL (`target` names the blob without its SAS).
+fn transport(operation: &'static str, target: &str, e: reqwest::Error) -> CloudError {
+    crate::error::transport(operation, target, &e.without_url())
+}
+
+/// ETags compare without their quotes (headers quote them, List Blobs may not).
+fn normalize_etag(e: &str) -> String {
+    let e = e.trim();
+    if e.starts_with('"') {
+        e.to_string()
+    } else {
+        format!("\"{e}\"")
+    }
+}
+
+/// The inner text of every `<tag>…</tag>` element (no attributes, no nesting of the same tag).
+pub(crate) fn xml_elements<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
+    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
+    let mut out = Vec::new();
+    let mut rest = xml;
+    while let Some(start) = rest.find(&open) {
+        let after = &rest[start + open.len()..];
+        let Some(end) = after.find(&close) else { break };
+        out.push(&after[..end]);
+        rest = &after[end + close.len()..];
+    }
+    out
+}
+
+/// The unescaped text of the first `<tag>…</tag>`.
+pub(crate) fn xml_text(xml: &str, tag: &str) -> Option<String> {
+    xml_elements(xml, tag).first().map(|t| {
+        t.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(s: &str) -> BlobLocation {
+        s.parse().expect(s)
+    }
+
+    #[test]
+    fn a_sas_says_when_it_expires_and_a_secret_can_supply_it() {
+        let mut l = loc("https://acct.blob.core.windows.net/policy/p.yaml");
+        assert!(!l.has_sas() && l.sas_expiry_ms().is_none());
+        l.set_sas("?sv=2022-11-02&sp=rw&se=2026-12-01T00%3A00%3A00Z&sig=abc");
+        assert_eq!(l.sas_expiry_ms(), tagwarden_core::events::parse_rfc3339_ms("2026-12-01T00:00:00Z"));
+        assert_eq!(l.blob_url("p.yaml").query(), Some("sv=2022-11-02&sp=rw&se=2026-12-01T00%3A00%3A00Z&sig=abc"));
+        l.set_sas("sv=2022-11-02&se=2026-12-02&sig=x");
+        assert_eq!(
+            l.sas_expiry_ms(),
+            tagwarden_core::events::parse_rfc3339_ms("2026-12-02T00:00:00Z"),
+            "a date alone is midnight UTC"
+        );
+        l.set_sas("sv=2022-11-02&se=2026-12-03T10%3A30Z&sig=x");
+        assert_eq!(
+            l.sas_expiry_ms(),
+            tagwarden_core::events::parse_rfc3339_ms("2026-12-03T10:30:00Z"),
+            "minutes, as az writes it"
+        );
+        l.set_sas("  ");
+        assert!(!l.has_sas());
+    }
+
+    #[test]
+    fn locations() {
+        let l = loc("https://acct.blob.core.windows.net/policy/cluster/infrastructure.yaml");
+        assert!(!l.is_prefix);
+        assert_eq!(l.name, "cluster/infrastructure.yaml");
+        assert_eq!(l.status_name(None), "cluster/tagwarden-status.json");
+        assert_eq!(l.blob_url("a/b.yaml").as_str(), "https://acct.blob.core.windows.net/policy/a/b.yaml");
+
+        let l = loc("http://127.0.0.1:10000/devstoreaccount1/policy/layers/?sv=2020-08-04&sig=abc%2B");
+        assert!(l.is_prefix && l.has_sas());
+        assert_eq!(l.name, "layers/");
+        assert_eq!(l.status_name(None), "layers/tagwarden-status.json");
+        assert_eq!(
+            l.blob_url("layers/00 base.yaml").as_str(),
+            "http://127.0.0.1:10000/devstoreaccount1/policy/layers/00%20base.yaml?sv=2020-08-04&sig=abc%2B"
+        );
+        let list = l.list_url(Some("m1")).to_string();
+        assert!(list.starts_with("http://127.0.0.1:10000/devstoreaccount1/policy?sv=2020-08-04&sig=abc%2B&restype=container&comp=list&prefix=layers%2F&marker=m1"), "{list}");
+        // The SAS never appears in what is printed.
+        assert_eq!(l.to_string(), "http://127.0.0.1:10000/devstoreaccount1/policy/layers/?<sas>");
+
+        let l = loc("https://acct.blob.core.windows.net/policy");
+        assert!(l.is_prefix);
+        assert_eq!(l.status_name(None), "tagwarden-status.json");
+
+        // A cluster set.
+        let l = loc("https://acct.blob.core.windows.net/policy/clusters/*/");
+        assert!(l.is_set && l.is_prefix);
+        assert_eq!(l.name, "clusters/");
+        assert_eq!(l.status_name(Some("c-1")), "clusters/c-1/tagwarden-status.json");
+        assert_eq!(l.to_string(), "https://acct.blob.core.windows.net/policy/clusters/*/");
+        let e = "https://acct.blob.core.windows.net/policy/clusters*/".parse::<BlobLocation>().expect_err("not a set");
+        assert!(e.contains("PREFIX/*/"), "{e}");
+        for bad in [
+            "policy.yaml",
+            "s3://b/k",
+            "https://acct.blob.core.windows.net/",
+            "http://127.0.0.1:10000/devstoreaccount1",
+        ] {
+            let e = bad.parse::<BlobLocation>().expect_err(bad);
+            assert!(e.contains("CONTAINER"), "{e}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_store_names_the_blob_without_the_sas() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let location =
+            loc(&format!("http://127.0.0.1:{port}/devstoreaccount1/policy/p.yaml?sv=2020-08-04&sig=SECRET%2B"));
+        let store = blob_policy_store(location, Duration::ZERO, reqwest::Client::new(), None, CallCounter::default());
+        let (policy, _) = store.current(false).await;
+        let e = policy.expect_err("nothing listens there").to_string();
+        assert!(e.contains("Transport") && e.contains("/policy/p.yaml"), "{e}");
+        assert!(!e.contains("SECRET") && !e.contains("sig="), "the SAS leaked: {e}");
+        let e = store.documents().await.expect_err("unreachable").to_string();
+        assert!(!e.contains("SECRET"), "{e}");
+        let report =
+            tagwarden_core::status::StatusReport::new(Cloud::Azure, &store.location(), None, Vec::new(), Vec::new());
+        let e =
+            tagwarden_engine::status_store::write(&store, None, &report).await.expect_err("unreachable").to_string();
+        assert!(e.contains("tagwarden-status.json") && !e.contains("SECRET"), "{e}");
+    }
+
+    /// Issue 35: a cluster name with `/` or `..` never becomes a status report's blob (the URL
+    /// parser would resolve `..` out of the set's folder); refused before any request.
+    #[tokio::test]
+    async fn a_status_report_only_in_a_clusters_own_folder() {
+        let location = loc("http://127.0.0.1:9/devstoreaccount1/policy/clusters/*/?sig=S");
+        let store = blob_policy_store(location, Duration::ZERO, reqwest::Client::new(), None, CallCounter::default());
+        for hostile in ["..", "../../x", "a-1/../b", "a%2F..", ""] {
+            let e = store.source.put_status(Some(hostile), "{}").await.expect_err(hostile);
+            assert_eq!(e.code, "InvalidClusterName", "{e}");
+            let e = store.source.get_status(Some(hostile)).await.expect_err(hostile);
+            assert_eq!(e.code, "InvalidClusterName", "{e}");
+        }
+        assert_eq!(store.source.calls.total(), 0, "nothing was sent");
+    }
+
+    #[test]
+    fn list_blobs_xml() {
+        let xml = r#"<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="http://x/" ContainerName="policy"><Prefix>layers/</Prefix><Blobs><Blob><Name>layers/00-a&amp;b.yaml</Name><Properties><Etag>0x8D1</Etag></Properties></Blob><Blob><Name>layers/tagwarden-status.json</Name><Properties><Etag>"0x8D2"</Etag></Properties></Blob></Blobs><NextMarker /></EnumerationResults>"#;
+        let blobs = xml_elements(xml, "Blob");
+        assert_eq!(blobs.len(), 2);
+        assert_eq!(xml_text(blobs[0], "Name").as_deref(), Some("layers/00-a&b.yaml"));
+        assert_eq!(normalize_etag(&xml_text(blobs[0], "Etag").unwrap_or_default()), "\"0x8D1\"");
+        assert_eq!(normalize_etag("\"0x8D2\""), "\"0x8D2\"");
+        assert_eq!(xml_text(xml, "NextMarker"), None);
+        assert_eq!(percent_decode("a%20b%2Fc%"), "a b/c%");
+    }
+}

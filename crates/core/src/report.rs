@@ -1,0 +1,647 @@
+//! What tagwarden reports (DESIGN.md §8): one outcome record per resource reconciled, and
+//! metrics in CloudWatch Embedded Metric Format — JSON lines on stdout that CloudWatch Logs turns
+//! into metrics without an API call. Pure: the binaries decide where the lines go.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cloud::Cloud;
+use crate::plan::{self, Plan};
+use crate::policy::{Policy, Superseded};
+
+pub const NAMESPACE: &str = "TagWarden";
+
+/// Now, in ms since the epoch: the end of a compliance lag (the callers read the clock, so the
+/// rest of this module stays pure).
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// How one resource's reconcile ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Applied,
+    Unchanged,
+    NotOwned,
+    LimitExceeded,
+    Disabled,
+    /// Planned but not written (`--dry-run`).
+    WouldApply,
+    Failed,
+    /// Owned, but no API tagwarden has can tag this type: reported, not a failure.
+    Unsupported,
+    /// Listed by a sweep, then deleted before it was read or written: nothing to enforce.
+    Gone,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Applied => "applied",
+            Status::Unchanged => "unchanged",
+            Status::NotOwned => "not-owned",
+            Status::LimitExceeded => "limit-exceeded",
+            Status::Disabled => "disabled",
+            Status::WouldApply => "would-apply",
+            Status::Failed => "failed",
+            Status::Unsupported => "unsupported",
+            Status::Gone => "gone",
+        }
+    }
+}
+
+/// Whether a failure can succeed when tried again (throttled, unavailable, not visible yet) or
+/// cannot (denied, invalid, unsupported): a permanent one is reported, never sent round the
+/// queue to the dead-letter queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Failure {
+    Transient,
+    Permanent,
+}
+
+/// A changed key as logs may show it: values of sensitive keys are hashes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeRecord {
+    pub key: String,
+    pub old: Option<String>,
+    pub new: String,
+}
+
+/// One structured record per reconcile outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub record: &'static str,
+    pub cloud: Cloud,
+    pub resource: String,
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub status: Status,
+    pub changes: Vec<ChangeRecord>,
+    pub superseded: Vec<Superseded>,
+    pub policy_version: String,
+    /// In a cluster set, the cluster whose policy the resource answers to.
+    #[serde(rename = "infraID", skip_serializing_if = "Option::is_none")]
+    pub infra_id: Option<String>,
+    /// Why a resource was left alone without a failure (owned by a cluster with no policy here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// For a failed record: whether trying again can help.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    pub latency_ms: u64,
+    /// How long the resource was out of line: from the event's own time (or, in a sweep, from
+    /// when the drift was first seen) to the write that corrected it, or to the decision that no
+    /// write was needed. Only for those two outcomes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compliance_lag_ms: Option<u64>,
+}
+
+impl Record {
+    /// The record for a plan, once its write (if any) is done.
+    pub fn from_plan(cloud: Cloud, policy: &Policy, plan: &Plan, written: bool, latency_ms: u64) -> Self {
+        let status = match plan.outcome {
+            plan::Decision::Apply if written => Status::Applied,
+            plan::Decision::Apply => Status::WouldApply,
+            plan::Decision::Unchanged => Status::Unchanged,
+            plan::Decision::NotOwned => Status::NotOwned,
+            plan::Decision::LimitExceeded => Status::LimitExceeded,
+            plan::Decision::Disabled => Status::Disabled,
+        };
+        let changes = plan
+            .changes
+            .iter()
+            .map(|c| ChangeRecord {
+                key: c.key.clone(),
+                old: c.old.as_deref().map(|v| policy.loggable(&c.key, v).into_owned()),
+                new: policy.loggable(&c.key, &c.new).into_owned(),
+            })
+            .collect();
+        Record {
+            record: "reconcile",
+            cloud,
+            resource: plan.resource.clone(),
+            resource_type: plan.resource_type.clone(),
+            status,
+            changes,
+            superseded: plan
+                .superseded
+                .iter()
+                .map(|s| Superseded { value: policy.loggable(&s.key, &s.value).into_owned(), ..s.clone() })
+                .collect(),
+            policy_version: policy.version.clone(),
+            infra_id: None,
+            reason: None,
+            event_id: None,
+            error: None,
+            failure: None,
+            latency_ms,
+            compliance_lag_ms: None,
+        }
+    }
+
+    pub fn failed(cloud: Cloud, resource: &crate::resource::ResourceRef, policy_version: &str, error: String) -> Self {
+        Record::failing_on(cloud, resource.to_string(), resource.kind.clone(), policy_version, error)
+    }
+
+    /// A failed (transient) record about `resource` of `resource_type`.
+    fn failing_on(cloud: Cloud, resource: String, resource_type: String, policy_version: &str, error: String) -> Self {
+        Record {
+            record: "reconcile",
+            cloud,
+            resource,
+            resource_type,
+            status: Status::Failed,
+            changes: Vec::new(),
+            superseded: Vec::new(),
+            policy_version: policy_version.to_string(),
+            infra_id: None,
+            reason: None,
+            event_id: None,
+            error: Some(error),
+            failure: Some(Failure::Transient),
+            latency_ms: 0,
+            compliance_lag_ms: None,
+        }
+    }
+
+    /// A resource of a cluster set that no enforced cluster owns: not written, not a failure.
+    /// Owned by a cluster with no valid policy here, it names that cluster and `reason`.
+    pub fn not_owned(
+        cloud: Cloud,
+        resource: &crate::resource::ResourceRef,
+        infra_id: Option<String>,
+        reason: Option<String>,
+    ) -> Self {
+        let mut record = Record::failed(cloud, resource, "", String::new());
+        record.status = Status::NotOwned;
+        (record.error, record.failure, record.infra_id, record.reason) = (None, None, infra_id, reason);
+        record
+    }
+
+    /// A resource a sweep listed that was deleted before it was read or written (`why`: the
+    /// service's not-found answer): counted, not a failure.
+    pub fn gone(cloud: Cloud, resource: &crate::resource::ResourceRef, policy_version: &str, why: String) -> Self {
+        let mut record = Record::failed(cloud, resource, policy_version, String::new());
+        record.status = Status::Gone;
+        (record.error, record.failure, record.reason) = (None, None, Some(why));
+        record
+    }
+
+    /// A listing of a sweep that failed: the resources it would have named are not swept this
+    /// time, so it is reported as a failure, retryable or not as `failure` says. `listed` is what
+    /// was listed, `call` the call, `error` the answer and its fix.
+    pub fn listing_failed(
+        cloud: Cloud,
+        listed: String,
+        call: String,
+        policy_version: &str,
+        failure: Failure,
+        error: String,
+    ) -> Self {
+        let record = Record::failing_on(cloud, listed, call, policy_version, String::new());
+        Record { record: "listing", ..record.failing(failure, error) }
+    }
+
+    /// Whether this records a failed listing rather than a resource.
+    pub fn is_listing(&self) -> bool {
+        self.record == "listing"
+    }
+
+    /// Whether the resource was left alone because its cluster published no policy here (an
+    /// ignored event, counted so).
+    pub fn ignored(&self) -> bool {
+        self.status == Status::NotOwned && self.reason.is_some()
+    }
+
+    /// The same record, with its compliance lag from `since_ms` to `now_ms` (ms since the epoch)
+    /// when the resource is in line now (written, or found so). A clock behind the event's reads
+    /// as zero.
+    pub fn in_line_since(mut self, since_ms: Option<u64>, now_ms: u64) -> Self {
+        if let (Some(since), Status::Applied | Status::Unchanged) = (since_ms, self.status) {
+            self.compliance_lag_ms = Some(now_ms.saturating_sub(since));
+        }
+        self
+    }
+
+    /// The same record, for a resource no API can tag.
+    pub fn unsupported(mut self, error: String) -> Self {
+        self.status = Status::Unsupported;
+        self.error = Some(error);
+        self
+    }
+
+    /// The same record, failed as `failure` says.
+    pub fn failing(mut self, failure: Failure, error: String) -> Self {
+        self.status = Status::Failed;
+        self.failure = Some(failure);
+        self.error = Some(error);
+        self
+    }
+
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// Per-resource-type counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TypeCounters {
+    pub resources_evaluated: u64,
+    pub drift_detected: u64,
+    pub tags_written: u64,
+    pub write_failures: u64,
+    pub tag_limit_exceeded: u64,
+    pub conflicts: u64,
+    pub unsupported: u64,
+    pub latency_ms: Vec<u64>,
+}
+
+/// Metrics gathered over one invocation, emitted once at its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    pub events_received: u64,
+    pub events_ignored: u64,
+    pub policy_rejected: u64,
+    /// Sweep listings that failed (their resources were not swept this time).
+    pub listing_failures: u64,
+    /// Sweeps (scheduled or policy change) that ran to their end: a deployment-level heartbeat,
+    /// whose absence `infra/aws`'s `no-sweep` alarm notices.
+    pub sweeps_completed: u64,
+    /// Resources written into line.
+    pub corrected: u64,
+    /// Cloud API calls the invocation made (set by the function that counts them): over
+    /// `corrected`, what a correction costs the account's request budget.
+    pub api_calls: u64,
+    /// Every record's compliance lag (ms): event-level, so an alarm can take its p99 per cluster.
+    pub compliance_lag_ms: Vec<u64>,
+    pub by_type: BTreeMap<String, TypeCounters>,
+}
+
+impl Metrics {
+    pub fn observe(&mut self, record: &Record) {
+        if record.is_listing() {
+            self.listing_failures += 1;
+            return;
+        }
+        self.compliance_lag_ms.extend(record.compliance_lag_ms);
+        let c = self.by_type.entry(record.resource_type.clone()).or_default();
+        c.resources_evaluated += 1;
+        // A superseded value is a conflict only where it decides a write: counting it on every
+        // unchanged re-read would grow the metric with each sweep.
+        if matches!(record.status, Status::Applied | Status::WouldApply) {
+            let decisive = record.superseded.iter().filter(|s| record.changes.iter().any(|c| c.key == s.key));
+            c.conflicts += decisive.count() as u64;
+        }
+        match record.status {
+            Status::Applied => {
+                self.corrected += 1;
+                c.drift_detected += 1;
+                c.tags_written += record.changes.len() as u64;
+            }
+            Status::WouldApply => c.drift_detected += 1,
+            Status::LimitExceeded => {
+                c.drift_detected += 1;
+                c.tag_limit_exceeded += 1;
+            }
+            Status::Failed => c.write_failures += 1,
+            Status::Unsupported => c.unsupported += 1,
+            Status::Unchanged | Status::NotOwned | Status::Disabled | Status::Gone => {}
+        }
+        if record.status != Status::Failed {
+            c.latency_ms.push(record.latency_ms);
+        }
+    }
+
+    /// Add another invocation's (or event's) counts to these.
+    pub fn merge(&mut self, other: Metrics) {
+        self.events_received += other.events_received;
+        self.events_ignored += other.events_ignored;
+        self.policy_rejected += other.policy_rejected;
+        self.listing_failures += other.listing_failures;
+        self.sweeps_completed += other.sweeps_completed;
+        self.corrected += other.corrected;
+        self.api_calls += other.api_calls;
+        self.compliance_lag_ms.extend(other.compliance_lag_ms);
+        for (t, c) in other.by_type {
+            let e = self.by_type.entry(t).or_default();
+            e.resources_evaluated += c.resources_evaluated;
+            e.drift_detected += c.drift_detected;
+            e.tags_written += c.tags_written;
+            e.write_failures += c.write_failures;
+            e.tag_limit_exceeded += c.tag_limit_exceeded;
+            e.conflicts += c.conflicts;
+            e.unsupported += c.unsupported;
+            e.latency_ms.extend(c.latency_ms);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Metrics::default()
+    }
+
+    /// EMF lines: one with the event-level metrics (dimensions Cloud, InfraID) and one per
+    /// resource type (Cloud, ResourceType, InfraID).
+    pub fn emf_lines(&self, cloud: Cloud, infra_id: &str, timestamp_ms: u64) -> Vec<String> {
+        let mut lines = Vec::new();
+        let event_metrics: Vec<(&str, u64)> = [
+            ("EventsReceived", self.events_received),
+            ("EventsIgnored", self.events_ignored),
+            ("PolicyRejected", self.policy_rejected),
+            ("ListingFailures", self.listing_failures),
+            ("SweepsCompleted", self.sweeps_completed),
+        ]
+        .into_iter()
+        .filter(|(_, v)| *v > 0)
+        .collect();
+        let lag = !self.compliance_lag_ms.is_empty();
+        // Beside the lag, what a correction cost: the invocation's calls per resource corrected.
+        let cost = (self.api_calls > 0 && self.corrected > 0).then(|| self.api_calls as f64 / self.corrected as f64);
+        if !event_metrics.is_empty() || lag || cost.is_some() {
+            let units = event_metrics.iter().map(|(n, _)| (*n, "Count"));
+            let units = units.chain(lag.then_some(("ComplianceLag", "Milliseconds")));
+            let units = units.chain(cost.map(|_| ("CallsPerCorrection", "None")));
+            let mut doc = emf_header(timestamp_ms, &["Cloud", "InfraID"], units);
+            doc.insert("Cloud".into(), cloud.as_str().into());
+            doc.insert("InfraID".into(), infra_id.into());
+            for (name, v) in event_metrics {
+                doc.insert(name.into(), v.into());
+            }
+            if lag {
+                // An array: EMF keeps every value, so CloudWatch's percentiles are exact.
+                doc.insert("ComplianceLag".into(), self.compliance_lag_ms.clone().into());
+            }
+            if let Some(cost) = cost {
+                doc.insert("CallsPerCorrection".into(), ((cost * 1000.0).round() / 1000.0).into());
+            }
+            lines.push(serde_json::Value::Object(doc).to_string());
+        }
+        for (rtype, c) in &self.by_type {
+            let counts = [
+                ("ResourcesEvaluated", c.resources_evaluated),
+                ("DriftDetected", c.drift_detected),
+                ("TagsWritten", c.tags_written),
+                ("WriteFailures", c.write_failures),
+                ("TagLimitExceeded", c.tag_limit_exceeded),
+                ("Conflicts", c.conflicts),
+                ("Unsupported", c.unsupported),
+            ];
+            let mut units: Vec<(&str, &str)> = counts.iter().map(|(n, _)| (*n, "Count")).collect();
+            if !c.latency_ms.is_empty() {
+                units.push(("ReconcileLatency", "Milliseconds"));
+            }
+            let mut doc = emf_header(timestamp_ms, &["Cloud", "ResourceType", "InfraID"], units.into_iter());
+            doc.insert("Cloud".into(), cloud.as_str().into());
+            doc.insert("ResourceType".into(), rtype.as_str().into());
+            doc.insert("InfraID".into(), infra_id.into());
+            for (name, v) in counts {
+                doc.insert(name.into(), v.into());
+            }
+            if !c.latency_ms.is_empty() {
+                doc.insert("ReconcileLatency".into(), c.latency_ms.clone().into());
+            }
+            lines.push(serde_json::Value::Object(doc).to_string());
+        }
+        lines
+    }
+}
+
+/// The label of a cluster set's deployment-wide metrics (events received, policies rejected):
+/// what no single cluster owns.
+pub const ALL_CLUSTERS: &str = "all";
+
+/// An invocation's metrics by the cluster they concern, for the `InfraID` dimension: in a cluster
+/// set, each record's resource metrics under its cluster, and the invocation's own counters
+/// (events, policy rejections) under `deployment`. Without a set, all of it under `deployment`.
+pub fn by_cluster(metrics: &Metrics, records: &[Record], deployment: &str) -> BTreeMap<String, Metrics> {
+    if records.iter().all(|r| r.infra_id.is_none()) {
+        return BTreeMap::from([(deployment.to_string(), metrics.clone())]);
+    }
+    let mut out: BTreeMap<String, Metrics> = BTreeMap::new();
+    let own = out.entry(deployment.to_string()).or_default();
+    own.events_received = metrics.events_received;
+    own.events_ignored = metrics.events_ignored;
+    own.policy_rejected = metrics.policy_rejected;
+    own.sweeps_completed = metrics.sweeps_completed;
+    (own.api_calls, own.corrected) = (metrics.api_calls, metrics.corrected);
+    // A resource several events of a batch name has a record in each, counted once.
+    let mut seen = std::collections::HashSet::new();
+    for r in records.iter().filter(|r| seen.insert((&r.resource, r.status, r.record))) {
+        out.entry(r.infra_id.clone().unwrap_or_else(|| deployment.to_string())).or_default().observe(r);
+    }
+    out.retain(|_, m| !m.is_empty());
+    out
+}
+
+fn emf_header<'a>(
+    timestamp_ms: u64,
+    dimensions: &[&str],
+    metrics: impl Iterator<Item = (&'a str, &'a str)>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let metrics: Vec<serde_json::Value> =
+        metrics.map(|(name, unit)| serde_json::json!({"Name": name, "Unit": unit})).collect();
+    let mut doc = serde_json::Map::new();
+    doc.insert(
+        "_aws".into(),
+        serde_json::json!({
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [dimensions], "Metrics": metrics}],
+        }),
+    );
+    doc
+}
+
+/// A newer policy version the function refused, while `in_force` (if any) stays enforced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RejectedPolicy {
+    /// The cluster of a set (`None`: the single policy).
+    #[serde(rename = "infraID")]
+    pub cluster: Option<String>,
+    pub in_force: Option<String>,
+    pub errors: Vec<String>,
+}
+
+/// What one event or sweep did, on either cloud.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub records: Vec<Record>,
+    pub metrics: Metrics,
+    pub infra_id: Option<String>,
+    /// Why nothing could be reconciled (no valid policy, listing failed).
+    pub error: Option<String>,
+    /// The newer policy versions refused on the way (each also counted in the metrics).
+    pub rejected: Vec<RejectedPolicy>,
+}
+
+impl Outcome {
+    pub fn failed(&self) -> usize {
+        self.records.iter().filter(|r| r.status == Status::Failed).count()
+    }
+
+    /// Whether the caller must report failure so the event is retried (and finally dead-lettered):
+    /// only for what a retry can fix. Permanent failures are in the records and the metrics.
+    pub fn must_retry(&self) -> bool {
+        self.error.is_some()
+            || self.records.iter().any(|r| r.status == Status::Failed && r.failure != Some(Failure::Permanent))
+    }
+
+    pub fn push(&mut self, record: Record) {
+        self.metrics.observe(&record);
+        self.records.push(record);
+    }
+
+    /// Fold another outcome (the next event of a batch) into this one.
+    pub fn absorb(&mut self, other: Outcome) {
+        self.metrics.merge(other.metrics);
+        self.records.extend(other.records);
+        for r in other.rejected {
+            if !self.rejected.contains(&r) {
+                self.rejected.push(r);
+            }
+        }
+        self.infra_id = self.infra_id.take().or(other.infra_id);
+        self.error = match (self.error.take(), other.error) {
+            (Some(a), Some(b)) if a != b => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn record(rtype: &str, status: Status, changes: usize) -> Record {
+        Record {
+            record: "reconcile",
+            cloud: Cloud::Aws,
+            resource: "r".into(),
+            resource_type: rtype.into(),
+            status,
+            changes: (0..changes).map(|i| ChangeRecord { key: format!("k{i}"), old: None, new: "v".into() }).collect(),
+            superseded: Vec::new(),
+            policy_version: "v1".into(),
+            infra_id: None,
+            reason: None,
+            event_id: None,
+            error: None,
+            failure: None,
+            latency_ms: 7,
+            compliance_lag_ms: None,
+        }
+    }
+
+    #[test]
+    fn compliance_lag_only_for_resources_in_line() {
+        let since = Some(1_700_000_000_000);
+        let now = 1_700_000_004_250;
+        let lag = |status| record("ec2:instance", status, 0).in_line_since(since, now).compliance_lag_ms;
+        assert_eq!(lag(Status::Applied), Some(4_250));
+        assert_eq!(lag(Status::Unchanged), Some(4_250));
+        for still_wrong in [Status::Failed, Status::WouldApply, Status::LimitExceeded, Status::NotOwned] {
+            assert_eq!(lag(still_wrong), None, "{still_wrong:?}");
+        }
+        assert_eq!(record("r", Status::Applied, 1).in_line_since(None, now).compliance_lag_ms, None);
+        // An event stamped after the clock's now (skew) is no negative lag.
+        assert_eq!(record("r", Status::Applied, 1).in_line_since(Some(now + 5), now).compliance_lag_ms, Some(0));
+
+        let mut m = Metrics::default();
+        m.observe(&record("ec2:instance", Status::Applied, 1).in_line_since(since, now));
+        m.observe(&record("s3:bucket", Status::Unchanged, 0).in_line_since(Some(now - 10), now));
+        m.observe(&record("s3:bucket", Status::Failed, 0).in_line_since(since, now));
+        let lines = m.emf_lines(Cloud::Aws, "c1", now);
+        let ev: Value = serde_json::from_str(&lines[0]).expect("json");
+        assert_eq!(ev["InfraID"], "c1");
+        assert_eq!(ev["ComplianceLag"], serde_json::json!([4_250, 10]));
+        let metrics = &ev["_aws"]["CloudWatchMetrics"][0]["Metrics"];
+        assert_eq!(metrics, &serde_json::json!([{"Name": "ComplianceLag", "Unit": "Milliseconds"}]));
+    }
+
+    #[test]
+    fn a_sets_metrics_go_to_each_resources_cluster() {
+        let mut out = Outcome::default();
+        out.metrics.events_received = 2;
+        for (id, status) in [("a-1", Status::Applied), ("b-2", Status::Unchanged), ("b-2", Status::Failed)] {
+            out.push(Record { infra_id: Some(id.into()), ..record("ec2:instance", status, 1) });
+        }
+        let by = by_cluster(&out.metrics, &out.records, ALL_CLUSTERS);
+        assert_eq!(by.keys().collect::<Vec<_>>(), ["a-1", "all", "b-2"]);
+        assert_eq!(by["a-1"].by_type["ec2:instance"].drift_detected, 1);
+        assert_eq!(by["b-2"].by_type["ec2:instance"].resources_evaluated, 2);
+        assert_eq!(by["b-2"].by_type["ec2:instance"].write_failures, 1);
+        assert_eq!((by["all"].events_received, by["all"].by_type.len()), (2, 0));
+        // A single policy: everything under its cluster, as before.
+        let mut single = Outcome::default();
+        single.push(record("ec2:instance", Status::Applied, 1));
+        assert_eq!(by_cluster(&single.metrics, &single.records, "c-1").keys().collect::<Vec<_>>(), ["c-1"]);
+    }
+
+    #[test]
+    fn conflicts_count_only_where_they_decide_a_write() {
+        let superseded = Superseded { key: "k0".into(), value: "old".into(), from: "status".into(), by: "spec".into() };
+        let mut m = Metrics::default();
+        let mut unchanged = record("ec2:instance", Status::Unchanged, 0);
+        unchanged.superseded.push(superseded.clone());
+        for _ in 0..3 {
+            m.observe(&unchanged);
+        }
+        assert_eq!(m.by_type["ec2:instance"].conflicts, 0, "a sweep of unchanged resources adds no conflicts");
+        let mut applied = record("ec2:instance", Status::Applied, 1);
+        applied.superseded.push(superseded);
+        m.observe(&applied);
+        assert_eq!(m.by_type["ec2:instance"].conflicts, 1);
+    }
+
+    #[test]
+    fn permanent_failures_are_not_retried() {
+        let mut out = Outcome::default();
+        out.push(record("ec2:instance", Status::Applied, 1));
+        out.push(record("ec2:instance", Status::Failed, 0).failing(Failure::Permanent, "AccessDenied".into()));
+        assert!(!out.must_retry());
+        out.push(record("ec2:instance", Status::Failed, 0).failing(Failure::Transient, "Throttling".into()));
+        assert!(out.must_retry());
+    }
+
+    #[test]
+    fn emf_shape() {
+        let mut m = Metrics { events_received: 2, events_ignored: 1, ..Metrics::default() };
+        m.observe(&record("ec2:instance", Status::Applied, 3));
+        m.observe(&record("ec2:instance", Status::Unchanged, 0));
+        m.observe(&record("s3:bucket", Status::Failed, 0));
+        let lines: Vec<Value> = m
+            .emf_lines(Cloud::Aws, "c1", 1_700_000_000_000)
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(lines.len(), 3);
+        let ev = &lines[0];
+        assert_eq!(ev["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
+        assert_eq!(ev["_aws"]["CloudWatchMetrics"][0]["Dimensions"], serde_json::json!([["Cloud", "InfraID"]]));
+        assert_eq!((ev["EventsReceived"].as_u64(), ev["EventsIgnored"].as_u64()), (Some(2), Some(1)));
+        let ec2 = &lines[1];
+        assert_eq!(ec2["ResourceType"], "ec2:instance");
+        assert_eq!(
+            (ec2["ResourcesEvaluated"].as_u64(), ec2["DriftDetected"].as_u64(), ec2["TagsWritten"].as_u64()),
+            (Some(2), Some(1), Some(3))
+        );
+        assert_eq!(ec2["ReconcileLatency"], serde_json::json!([7, 7]));
+        // Every metric named in the header has a value at the top level, as EMF requires.
+        for line in &lines {
+            for metric in line["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().expect("metrics") {
+                let name = metric["Name"].as_str().expect("name");
+                assert!(line.get(name).is_some(), "{name} missing");
+            }
+            for dim in line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0].as_array().expect("dims") {
+                assert!(line.get(dim.as_str().expect("dim")).is_some());
+            }
+        }
+        assert_eq!(lines[2]["WriteFailures"].as_u64(), Some(1));
+    }
+}

@@ -1,0 +1,199 @@
+//! The status report tagwarden writes beside the policy (`tagwarden-status.json`, or the
+//! `<parameter>-status` SSM parameter), for both clouds: how the published policy stands, and the
+//! resources whose last sweep could not be brought in line — the seeds' failure list in
+//! `status.platformStatus.<cloud>.resourceTags`. The report itself is pure; `tagwarden_engine::status_store` reads
+//! and writes it through a policy store's `PolicySource` (the store only moves its text).
+
+use std::fmt::Display;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cloud::Cloud;
+use crate::policy::cache::{PolicyState, Standing};
+use crate::report::{Record, Status};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusReport {
+    pub generated_at: u64,
+    pub cloud: Cloud,
+    pub policy: PolicyStatus,
+    pub failures: Vec<ResourceFailure>,
+    /// Owned resources of a type no API tagwarden has can tag: not failures, but never dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<ResourceFailure>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PolicyStatus {
+    /// Where the policy is read from, without any credential (a SAS is never shown).
+    pub location: String,
+    pub state: PolicyState,
+    pub version: Option<String>,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResourceFailure {
+    /// The resource's name (the last segment of its ARN or ARM ID), as the seeds' field.
+    pub name: String,
+    /// The full ARN or ARM ID.
+    pub resource: String,
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub error: String,
+}
+
+impl ResourceFailure {
+    pub fn new(resource: &str, resource_type: &str, error: &str) -> Self {
+        let trimmed = resource.trim_end_matches('/');
+        let name = trimmed.rsplit(['/', ':']).next().filter(|n| !n.is_empty()).unwrap_or(trimmed);
+        ResourceFailure {
+            name: name.to_string(),
+            resource: resource.to_string(),
+            resource_type: resource_type.to_string(),
+            error: error.to_string(),
+        }
+    }
+
+    /// The failure a record stands for, if it is one: a failed write, or a write that would have
+    /// passed the resource's tag limit (nothing was written).
+    pub fn of(record: &Record) -> Option<Self> {
+        let error = match (record.status, &record.error) {
+            (Status::Failed | Status::LimitExceeded, Some(e)) => e.clone(),
+            (Status::LimitExceeded, None) => {
+                "the write would exceed the resource's tag limit; nothing was written".to_string()
+            }
+            (Status::Failed, None) => "the write failed".to_string(),
+            _ => return None,
+        };
+        Some(Self::new(&record.resource, &record.resource_type, &error))
+    }
+}
+
+impl StatusReport {
+    /// The state follows from what is known: no version, a version with errors (a newer one was
+    /// rejected), or a version alone.
+    pub fn new(
+        cloud: Cloud,
+        location: &impl Display,
+        version: Option<String>,
+        errors: Vec<String>,
+        failures: Vec<ResourceFailure>,
+    ) -> Self {
+        let state = match (&version, errors.is_empty()) {
+            (Some(_), true) => PolicyState::Ok,
+            (Some(_), false) => PolicyState::RejectedKeepingLastGood,
+            (None, _) => PolicyState::Unavailable,
+        };
+        StatusReport {
+            generated_at: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default(),
+            cloud,
+            policy: PolicyStatus { location: location.to_string(), state, version, errors },
+            failures,
+            unsupported: Vec::new(),
+        }
+    }
+
+    /// A sweep's report: the version it applied, how the published policy stands (a store's
+    /// `standing()`: never `ok` while a newer version is rejected or cannot be read), and the
+    /// failures among its records.
+    pub fn of_sweep(
+        cloud: Cloud,
+        location: &impl Display,
+        version: &str,
+        Standing { state, errors }: Standing,
+        records: &[Record],
+    ) -> Self {
+        let failures = records.iter().filter_map(ResourceFailure::of).collect();
+        let mut report = Self::new(cloud, location, Some(version.to_string()), errors, failures);
+        report.policy.state = state;
+        report.unsupported = records
+            .iter()
+            .filter(|r| r.status == Status::Unsupported)
+            .map(|r| ResourceFailure::new(&r.resource, &r.resource_type, r.error.as_deref().unwrap_or("unsupported")))
+            .collect();
+        report
+    }
+
+    /// JSON no longer than `max` bytes (an SSM Standard parameter), dropping failures to fit.
+    pub fn to_json_within(&self, max: usize) -> String {
+        let mut report = self.clone();
+        loop {
+            let json = serde_json::to_string(&report).unwrap_or_default();
+            if json.len() <= max || (report.failures.is_empty() && report.unsupported.is_empty()) {
+                return json;
+            }
+            if report.unsupported.is_empty() {
+                report.failures.truncate(report.failures.len() / 2);
+            } else {
+                report.unsupported.truncate(report.unsupported.len() / 2);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_states() {
+        let f = |r: &str| ResourceFailure::new(r, "t", "e").name;
+        assert_eq!(f("arn:aws:ec2:us-east-1:111122223333:instance/i-0abc"), "i-0abc");
+        assert_eq!(f("arn:aws:s3:::my-bucket"), "my-bucket");
+        assert_eq!(f("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d1/"), "d1");
+        let r = |v: Option<&str>, e: &[&str]| {
+            StatusReport::new(
+                Cloud::Aws,
+                &"ssm:/p",
+                v.map(str::to_owned),
+                e.iter().map(|s| s.to_string()).collect(),
+                vec![],
+            )
+            .policy
+            .state
+        };
+        assert_eq!(
+            (r(Some("v"), &[]), r(Some("v"), &["bad"]), r(None, &[])),
+            (PolicyState::Ok, PolicyState::RejectedKeepingLastGood, PolicyState::Unavailable)
+        );
+        let sweep = StatusReport::of_sweep(
+            Cloud::Azure,
+            &"x",
+            "v",
+            Standing { state: PolicyState::UnreadableKeepingLastGood, errors: vec!["gone".into()] },
+            &[],
+        );
+        assert_eq!((sweep.policy.state, sweep.policy.errors.len()), (PolicyState::UnreadableKeepingLastGood, 1));
+    }
+
+    #[test]
+    fn failed_and_over_limit_records_are_failures() {
+        let r = crate::resource::ResourceRef::ec2("i-0abc", "us-east-1", "111122223333");
+        let failed = Record::failed(Cloud::Aws, &r, "v", "Throttling".into());
+        let mut over = failed.clone();
+        (over.status, over.error) = (Status::LimitExceeded, None);
+        let mut fine = failed.clone();
+        (fine.status, fine.error) = (Status::Applied, None);
+        let sweep = StatusReport::of_sweep(
+            Cloud::Aws,
+            &"s3://b/p",
+            "v",
+            Standing { state: PolicyState::Ok, errors: vec![] },
+            &[failed, over, fine],
+        );
+        let errors: Vec<&str> = sweep.failures.iter().map(|f| f.error.as_str()).collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0] == "Throttling" && errors[1].contains("tag limit"), "{errors:?}");
+        assert_eq!(sweep.failures[0].name, "i-0abc");
+    }
+
+    #[test]
+    fn fits_an_ssm_parameter() {
+        let failures =
+            (0..500).map(|i| ResourceFailure::new(&format!("i-{i:017}"), "ec2:instance", "AccessDenied")).collect();
+        let r = StatusReport::new(Cloud::Aws, &"ssm:/p", Some("v".into()), vec![], failures);
+        assert!(r.to_json_within(4096).len() <= 4096);
+    }
+}

@@ -1,0 +1,197 @@
+//! The planner's invariants (DESIGN.md §4), for arbitrary current and desired tags:
+//! no plan deletes, unmanaged keys survive, an applied plan re-plans empty, protected keys and
+//! resources the cluster does not own are never written, and no write passes the tag limit.
+
+use proptest::prelude::*;
+use tagwarden_core::cloud::{Cloud, OWNED};
+use tagwarden_core::plan::{plan_desired, Decision, Plan};
+use tagwarden_core::policy::Desired;
+use tagwarden_core::resource::ResourceRef;
+use tagwarden_core::TagMap;
+
+const INFRA: &str = "c1-abcde";
+const EC2: (Cloud, &str) = (Cloud::Aws, "ec2:instance");
+
+fn key() -> impl Strategy<Value = String> {
+    // A small alphabet so keys collide often, plus the protected keys and case variants.
+    prop_oneof![
+        "[a-cA-C]{1,2}",
+        Just("Name".to_string()),
+        Just("aws:x".to_string()),
+        Just("kubernetes.io/cluster/other-1".to_string()),
+        Just(format!("kubernetes.io/cluster/{INFRA}")),
+        Just(format!("Kubernetes.io/Cluster/{INFRA}")),
+        Just(format!("kubernetes.io_cluster.{INFRA}")),
+    ]
+}
+
+fn tag_map(max: usize) -> impl Strategy<Value = TagMap> {
+    prop::collection::btree_map(key(), "[xyz]{1,2}", 0..max)
+}
+
+/// A cloud and a resource type: EC2 compares tag keys exactly, IAM and Azure ignoring case.
+fn cloud() -> impl Strategy<Value = (Cloud, &'static str)> {
+    prop_oneof![
+        Just((Cloud::Aws, "ec2:instance")),
+        Just((Cloud::Aws, "iam:role")),
+        Just((Cloud::Azure, "Microsoft.Compute/disks"))
+    ]
+}
+
+/// Keys equal the way the service behind `kind` compares them.
+fn same(cloud: Cloud, kind: &str, a: &str, b: &str) -> bool {
+    if cloud.keys_ignore_case(kind) {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
+    }
+}
+
+/// What the cloud does with a plan's write: set each key, replacing a same-named key (by the
+/// service's comparison: IAM's `team` replaces `Team`), and delete nothing.
+fn apply((cloud, kind): (Cloud, &str), current: &TagMap, plan: &Plan) -> TagMap {
+    let mut out = current.clone();
+    for (k, v) in &plan.set {
+        out.retain(|ek, _| !same(cloud, kind, ek, k));
+        out.insert(k.clone(), v.clone());
+    }
+    out
+}
+
+fn dedupe((cloud, kind): (Cloud, &str), tags: &mut TagMap) {
+    let mut seen = Vec::<String>::new();
+    tags.retain(|k, _| {
+        let dup = seen.iter().any(|s| same(cloud, kind, s, k));
+        seen.push(k.clone());
+        !dup
+    });
+}
+
+fn plan_for((cloud, kind): (Cloud, &str), current: &TagMap, desired: &TagMap, limit: usize) -> Plan {
+    let resource = ResourceRef { id: "r".into(), kind: kind.into(), arn: None };
+    plan_desired(cloud, INFRA, true, &resource, current, Desired::from_map(desired), limit)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn invariants(target in cloud(), mut current in tag_map(12), desired in tag_map(10), owned in any::<bool>(), limit in 1usize..20) {
+        let (cloud, kind) = target;
+        // A resource holds no two keys its service considers equal. A policy may (on AWS `team`
+        // and `Team` are two EC2 keys); on IAM the planner writes the later one only.
+        if owned {
+            let key = cloud.ownership_key(INFRA);
+            current.retain(|k, _| !same(cloud, kind, k, &key));
+            current.insert(key, OWNED.to_string());
+        }
+        dedupe(target, &mut current);
+        let plan = plan_for(target, &current, &desired, limit);
+        let after = apply(target, &current, &plan);
+
+        // No plan ever deletes: every key survives (by the service's key comparison).
+        for k in current.keys() {
+            prop_assert!(after.keys().any(|a| same(cloud, kind, a, k)), "{k} was deleted");
+        }
+        // Unmanaged keys keep their values.
+        for (k, v) in &current {
+            if !desired.keys().any(|d| same(cloud, kind, d, k)) {
+                prop_assert_eq!(cloud.get_for(kind, &after, k).map(|(_, v)| v), Some(v));
+            }
+        }
+        // A write never holds two keys the service considers equal (IAM refuses such a request).
+        for a in plan.set.keys() {
+            prop_assert_eq!(plan.set.keys().filter(|b| same(cloud, kind, a, b)).count(), 1);
+        }
+        // Only desired values are written, never protected keys.
+        for (k, v) in &plan.set {
+            prop_assert_eq!(desired.get(k), Some(v));
+            prop_assert!(!cloud.is_protected_key(k), "wrote protected key {}", k);
+        }
+        // Not owned: nothing written.
+        if !plan.owned {
+            prop_assert_eq!(plan.outcome, Decision::NotOwned);
+            prop_assert!(plan.set.is_empty());
+        }
+        // All or nothing at the limit.
+        if plan.outcome == Decision::LimitExceeded {
+            prop_assert!(plan.set.is_empty());
+            prop_assert!(plan.tags_after > limit);
+        }
+        if plan.outcome == Decision::Apply {
+            let counted = after.keys().filter(|k| cloud.counts_against_limit(k)).count();
+            prop_assert!(counted <= limit || counted == plan.tags_before, "{counted} tags > limit {limit}");
+        }
+        // Empty write ⇔ no write call.
+        prop_assert_eq!(plan.set.is_empty(), plan.outcome != Decision::Apply);
+        // Applied, then re-planned: nothing left to do.
+        let again = plan_for(target, &after, &desired, limit);
+        if plan.outcome == Decision::Apply {
+            prop_assert_eq!(again.outcome, Decision::Unchanged, "re-plan after apply wrote {:?}", again.set);
+        }
+        prop_assert!(again.set.is_empty() || plan.outcome != Decision::Apply);
+    }
+
+    #[test]
+    fn disabled_writes_nothing((cloud, _) in cloud(), mut current in tag_map(8), desired in tag_map(8)) {
+        current.insert(cloud.ownership_key(INFRA), OWNED.to_string());
+        let resource = ResourceRef { id: "r".into(), kind: "ec2:instance".into(), arn: None };
+        let plan = plan_desired(cloud, INFRA, false, &resource, &current, Desired::from_map(&desired), 50);
+        prop_assert_eq!(plan.outcome, Decision::Disabled);
+        prop_assert!(plan.set.is_empty());
+    }
+}
+
+#[test]
+fn seed_scenarios() {
+    // The AWS seed's update scenarios, one resource.
+    let owned = |extra: &[(&str, &str)]| {
+        let mut t: TagMap = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        t.insert(format!("kubernetes.io/cluster/{INFRA}"), OWNED.into());
+        t
+    };
+    let desired: TagMap = [("key_infra1".to_string(), "value_new".to_string())].into();
+    // Drifted value → overwritten; an unmanaged key stays.
+    let p = plan_for(EC2, &owned(&[("key_infra1", "value_old"), ("mine", "x")]), &desired, 50);
+    assert_eq!(p.outcome, Decision::Apply);
+    assert_eq!(p.set, desired);
+    assert_eq!(p.changes[0].old.as_deref(), Some("value_old"));
+    // Already right → no write at all.
+    let p = plan_for(EC2, &owned(&[("key_infra1", "value_new")]), &desired, 50);
+    assert_eq!(p.outcome, Decision::Unchanged);
+    // Key removed from policy → stays on the resource, no write.
+    let p = plan_for(EC2, &owned(&[("removed", "kept")]), &TagMap::new(), 50);
+    assert_eq!(p.outcome, Decision::Unchanged);
+    // At the limit: 49 tags + owner = 50, one more key → nothing written.
+    let full: Vec<(String, String)> = (0..49).map(|i| (format!("k{i}"), "v".to_string())).collect();
+    let full_refs: Vec<(&str, &str)> = full.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let p = plan_for(EC2, &owned(&full_refs), &desired, 50);
+    assert_eq!((p.outcome, p.tags_after), (Decision::LimitExceeded, 51));
+    // `aws:` tags do not count against the limit.
+    let mut with_system = owned(&full_refs[..48]);
+    with_system.insert("aws:cloudformation:stack-name".into(), "s".into());
+    assert_eq!(plan_for(EC2, &with_system, &desired, 50).outcome, Decision::Apply);
+    // Shared resources are read-only.
+    let shared: TagMap = [(format!("kubernetes.io/cluster/{INFRA}"), "shared".to_string())].into();
+    assert_eq!(plan_for(EC2, &shared, &desired, 50).outcome, Decision::NotOwned);
+    // Azure compares keys case-insensitively: same value under another case is no drift.
+    let mut az: TagMap = [("Key_Infra1".to_string(), "value_new".to_string())].into();
+    az.insert(format!("kubernetes.io_cluster.{INFRA}"), OWNED.into());
+    assert_eq!(plan_for((Cloud::Azure, "Microsoft.Compute/disks"), &az, &desired, 50).outcome, Decision::Unchanged);
+    // IAM folds case: `team=platform` over `Team=ops` is drift on that key, and an ownership
+    // key in another case is the ownership key, never written.
+    let iam = (Cloud::Aws, "iam:role");
+    let role: TagMap = [("Team", "ops"), ("Kubernetes.io/cluster/c1-abcde", "owned")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let want: TagMap = [("team", "platform"), ("kubernetes.io/cluster/c1-abcde", "shared")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let p = plan_for(iam, &role, &want, 50);
+    assert!(p.owned, "IAM reads the ownership tag in any case");
+    assert_eq!(p.set, [("team".to_string(), "platform".to_string())].into());
+    assert_eq!(p.changes[0].old.as_deref(), Some("ops"));
+    assert_eq!(p.tags_after, p.tags_before, "replacing Team adds no key");
+}
