@@ -18,7 +18,7 @@ use fleet::{Fleet, FleetSpec};
 use serde_json::{json, Value};
 use support::fault_proxy::{Fault, FaultProxy, Rule, When};
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Tagger;
 use tagwarden::resource::ResourceRef;
 
 const LATENCY: Duration = Duration::from_millis(30);

@@ -67,7 +67,7 @@ impl Env {
     }
 
     async fn read(&self, r: &ResourceRef) -> TagMap {
-        tagwarden::aws::tags::Tagger::new(self.clients.clone()).read(r).await.expect("read")
+        tagwarden::aws::Tagger::new(self.clients.clone()).read(r).await.expect("read")
     }
 }
 

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::aws::Tagger;
 use tagwarden::enforce::Engine;
 use tagwarden::events;
 use tagwarden::report::Status;

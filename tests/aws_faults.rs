@@ -20,7 +20,7 @@ use fleet::{Fleet, FleetSpec, Rng, Sqs};
 use serde_json::{json, Value};
 use tagwarden::aws::adapter::DEFAULT_CONCURRENCY;
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Tagger;
 use tagwarden::resource::ResourceRef;
 
 /// The client attempt timeout in these tests; injected delays are longer.

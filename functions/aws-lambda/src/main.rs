@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use tagwarden_aws::config::Config;
 use tagwarden_aws::function;
 use tagwarden_aws::policy_store::policy_store;
-use tagwarden_aws::tags::Tagger;
 use tagwarden_aws::Clients;
+use tagwarden_aws::Tagger;
 use tagwarden_engine::enforce::Engine;
 use tagwarden_engine::rate_limit::RateLimit;
 
