@@ -313,9 +313,7 @@ pub fn reconciler(clients: &Clients, account: &str, location: &str, ttl: Duratio
     let store = policy_store(clients, location.parse::<PolicyLocation>().expect("location"), ttl);
     let mut tagger = Tagger::new(clients.clone());
     tagger.not_found = Backoff { attempts: 3, first: Duration::from_millis(10), max: Duration::from_millis(40) };
-    let mut rec = Engine::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")]);
-    rec.sweep.throttled.first = Duration::from_millis(20);
-    rec
+    Engine::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")])
 }
 
 /// SQS in front of the Lambda: batches of up to 10, `batchItemFailures` redelivered until
