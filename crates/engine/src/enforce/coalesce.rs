@@ -235,7 +235,7 @@ mod tests {
     #[tokio::test]
     async fn a_sweep_that_failed_covers_nothing() {
         let cloud = Memory { throttled: true, ..Memory::with(&[("i-1", tags(&[OWNED, ("team", "x")]))]) };
-        let mut engine = engine(cloud, POLICY);
+        let engine = engine(cloud, POLICY);
         let before = epoch_ms() - 5_000;
         let failed = engine.policy_changed(&names(&["p.yaml"]), Some(before), true, None).await;
         assert!(failed.must_retry(), "{failed:?}");
