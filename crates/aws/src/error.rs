@@ -56,12 +56,20 @@ pub fn classify_tagging_failure(code: &str, message: &str, status: Option<i32>) 
 ///   `FailedResourcesMap` entry, recorded in aws/aws-cli#3434;
 /// - "Unrecognized service or resource type for tagging" — `TagResources` on a type it does not
 ///   serve (cloud-custodian#8449);
-/// - "… is not supported" / "unsupported" — the services' own wording for a type or operation.
+/// - "… is not supported" / "unsupported" — the services' own wording for a type or operation;
+/// - "Service not yet supported" — the Tagging API's entry for a service it does not serve (as
+///   moto answers for SQS).
 pub fn untaggable(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
-    ["not supported", "unsupported", "unrecognized service or resource type", "is not a recognized"]
-        .iter()
-        .any(|p| m.contains(p))
+    [
+        "not supported",
+        "not yet supported",
+        "unsupported",
+        "unrecognized service or resource type",
+        "is not a recognized",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
 }
 
 /// Classify an AWS error code. Throttling and transient codes are the SDK's own lists, the ones
@@ -122,6 +130,8 @@ mod tests {
         // cloud-custodian#8449.
         let rgta = "Unrecognized service or resource type for tagging";
         assert_eq!(classify_tagging_failure("InvalidParameterException", rgta, Some(400)), ErrorClass::Unsupported);
+        let moto = "Service not yet supported";
+        assert_eq!(classify_tagging_failure("InternalServiceException", moto, Some(500)), ErrorClass::Unsupported);
         // Neither a wrong parameter nor a 5xx is taken for an untaggable type.
         assert_eq!(
             classify_tagging_failure("InvalidParameterException", "Invalid tag key", Some(400)),

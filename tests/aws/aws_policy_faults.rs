@@ -5,10 +5,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use support::fault_proxy;
 
 use std::sync::Arc;

@@ -9,10 +9,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -8,12 +8,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-#[path = "support/load.rs"]
-mod load;
-mod support;
-
+use crate::{fleet, load, support};
 use std::time::{Duration, Instant};
 
 use fleet::{Fleet, FleetSpec, Rng, Sqs};

@@ -4,8 +4,7 @@
 
 #![cfg(feature = "aws")]
 
-mod support;
-
+use crate::support;
 use std::time::Duration;
 
 use serde_json::{json, Value};

@@ -4,10 +4,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
