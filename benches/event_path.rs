@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures_util::stream::{self, StreamExt};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::sdk::{ec2, s3};
-use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Tagger;
 use tagwarden::enforce::Engine;
 use tagwarden::events::{self, Event};
 

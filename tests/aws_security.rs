@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Tagger;
 use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;
 

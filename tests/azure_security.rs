@@ -163,7 +163,7 @@ async fn logs_and_responses_carry_no_token_identity_secret_sas_or_sensitive_valu
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["target"].as_str().map(|t| t.split("::").next().unwrap_or(t).to_string()))
         .collect();
-    assert!(targets.contains("tagwarden"), "{targets:?}");
+    assert!(targets.iter().any(|t| t.starts_with("tagwarden")), "{targets:?}");
     println!(
         "SECURITY(logs, in-process): {} bytes of debug logs ({} lines; crates {targets:?}) + {} bytes of host responses scanned; {} secrets ({} tokens, identity header, SAS signatures, sensitive value) not found",
         logged.len(),

@@ -25,6 +25,22 @@ fn write_temp(name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// `--version` names the version and the commit the binary was built from (`build.rs`), the
+/// same commit `git` names for this checkout, so a bug report can name both.
+#[test]
+fn version_names_the_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tagwarden")).arg("--version").output().expect("runs");
+    assert!(out.status.success());
+    let want = std::env::var("TAGWARDEN_COMMIT").ok().filter(|c| !c.is_empty()).unwrap_or_else(|| {
+        let git = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().expect("git");
+        String::from_utf8_lossy(&git.stdout).trim().to_string()
+    });
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("tagwarden {} (commit {want})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
 #[test]
 fn validate_exit_codes_and_json() {
     let (code, json, _) = run(&["validate", "--json", "policies/infrastructure-aws.yaml"]);

@@ -89,7 +89,7 @@ locals {
         {
           # Issue 25: what a correction cost, beside how long it took. Emitted once per invocation
           # that corrected anything (unit None): its AWS API calls / the resources it wrote into
-          # line. Batching lowers it (on moto, tests/aws_scale_up.rs, 200 instances: 1.67 one
+          # line. Batching lowers it (on moto, tests/aws/aws_scale_up.rs, 200 instances: 1.67 one
           # event per invocation, 0.031 in batches of 100).
           type   = "metric"
           width  = 8

@@ -13,8 +13,8 @@ use aws_sdk_sts::config::Credentials;
 use serde_json::{json, Value};
 use tagwarden::aws::function;
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::aws::Tagger;
 use tagwarden::enforce::Engine;
 use tagwarden::resource::ResourceRef;
 use tagwarden::retry::Backoff;
@@ -313,9 +313,7 @@ pub fn reconciler(clients: &Clients, account: &str, location: &str, ttl: Duratio
     let store = policy_store(clients, location.parse::<PolicyLocation>().expect("location"), ttl);
     let mut tagger = Tagger::new(clients.clone());
     tagger.not_found = Backoff { attempts: 3, first: Duration::from_millis(10), max: Duration::from_millis(40) };
-    let mut rec = Engine::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")]);
-    rec.sweep.throttled.first = Duration::from_millis(20);
-    rec
+    Engine::new(tagger, store, vec![format!("arn:aws:iam::{account}:role/{OWN_ROLE}")])
 }
 
 /// SQS in front of the Lambda: batches of up to 10, `batchItemFailures` redelivered until

@@ -38,6 +38,18 @@ fn moto_server_binary() -> PathBuf {
     panic!("moto_server not found at {}: run scripts/install-tools (or set TAGWARDEN_MOTO_SERVER)", venv.display());
 }
 
+/// The commit the binaries under test name (`build.rs`): `TAGWARDEN_COMMIT` when set, else git's.
+pub fn git_commit() -> String {
+    if let Some(c) = std::env::var("TAGWARDEN_COMMIT").ok().filter(|c| !c.is_empty()) {
+        return c;
+    }
+    let out = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(workspace_root()).output();
+    out.ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// The workspace root (where Cargo.lock is), whichever package's tests include this module.
 pub fn workspace_root() -> PathBuf {
     let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

@@ -10,7 +10,7 @@
 //! (`super::discover`); the calls themselves (`super::tags`).
 
 use super::policy_store::AwsSource;
-use super::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::events::{Event, EventKind};
 use tagwarden_core::report::Record;

@@ -11,7 +11,7 @@
 
 use futures_util::stream::{self, StreamExt};
 
-use super::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};

@@ -18,7 +18,7 @@ use aws_lambda_events::event::sqs::SqsBatchResponse;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::events;
 use tagwarden_core::report::Outcome;

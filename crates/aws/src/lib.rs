@@ -23,6 +23,29 @@ use aws_smithy_http_client::tls;
 
 use tagwarden_core::calls::CallCounter;
 use tagwarden_engine::network::NetworkError;
+use tagwarden_engine::rate_limit::RateLimit;
+use tagwarden_engine::retry::Backoff;
+
+/// The AWS side of the engine's adapter: the clients and how reads and writes are paced; its
+/// reads and writes of one resource are in [`tags`], each service's calls in `services`.
+#[derive(Debug, Clone)]
+pub struct Tagger {
+    pub clients: Clients,
+    pub not_found: Backoff,
+    /// EC2 ids per `CreateTags` in a sweep (the API takes up to 1000).
+    pub ec2_batch: usize,
+    /// Paces every EC2 `CreateTags` (the account's bucket is the cluster's too; `tagwarden_engine::rate_limit`).
+    pub ec2_writes: Option<RateLimit>,
+    /// The account the resources are in, when known: S3 tagging calls name it as the
+    /// `ExpectedBucketOwner`, so a same-named bucket of another account is refused by S3.
+    pub account: Option<String>,
+}
+
+impl Tagger {
+    pub fn new(clients: Clients) -> Self {
+        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch: 1000, ec2_writes: None, account: None }
+    }
+}
 
 /// The SDK crates, for callers (tests, tools) that build requests of their own.
 pub mod sdk {

@@ -236,28 +236,15 @@ impl PolicySource for AwsSource {
             return self.list_parameters(path).await;
         }
         let Some(bucket) = self.location.bucket() else { return Ok(Vec::new()) };
+        let listing = self.clients.s3.list_objects_v2().bucket(bucket).prefix(prefix).into_paginator();
+        let pages = listing.send().try_collect().await;
+        let pages =
+            pages.map_err(|e| crate::error::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
         let mut out = Vec::new();
-        let mut token = None;
-        loop {
-            let page = self
-                .clients
-                .s3
-                .list_objects_v2()
-                .bucket(bucket)
-                .prefix(prefix)
-                .set_continuation_token(token)
-                .send()
-                .await
-                .map_err(|e| crate::error::from_sdk("s3:ListObjectsV2", &format!("s3://{bucket}/{prefix}"), e))?;
-            for o in page.contents() {
-                let name = o.key().unwrap_or_default().to_string();
-                let size = o.size().and_then(|n| u64::try_from(n).ok());
-                out.push(ListedObject { name, etag: o.e_tag().unwrap_or_default().to_string(), size });
-            }
-            token = page.next_continuation_token().map(str::to_owned);
-            if token.is_none() {
-                break;
-            }
+        for o in pages.iter().flat_map(|p| p.contents()) {
+            let name = o.key().unwrap_or_default().to_string();
+            let size = o.size().and_then(|n| u64::try_from(n).ok());
+            out.push(ListedObject { name, etag: o.e_tag().unwrap_or_default().to_string(), size });
         }
         Ok(out)
     }
@@ -437,30 +424,16 @@ impl AwsSource {
 
     /// A set's parameters, one level under `path`, with their versions.
     async fn list_parameters(&self, path: &str) -> Result<Vec<ListedObject>, CloudError> {
+        let listing = self.clients.ssm.get_parameters_by_path().path(path.trim_end_matches('/')).recursive(false);
+        let pages = listing.into_paginator().send().try_collect().await;
+        let pages = pages.map_err(|e| crate::error::from_sdk("ssm:GetParametersByPath", path, e))?;
         let mut out = Vec::new();
-        let mut token = None;
-        loop {
-            let page = self
-                .clients
-                .ssm
-                .get_parameters_by_path()
-                .path(path.trim_end_matches('/'))
-                .recursive(false)
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(|e| crate::error::from_sdk("ssm:GetParametersByPath", path, e))?;
-            for p in page.parameters() {
-                out.push(ListedObject {
-                    name: p.name().unwrap_or_default().to_string(),
-                    etag: p.version().to_string(),
-                    size: p.value().map(|v| v.len() as u64),
-                });
-            }
-            token = page.next_token().map(str::to_owned);
-            if token.is_none() {
-                break;
-            }
+        for p in pages.iter().flat_map(|p| p.parameters()) {
+            out.push(ListedObject {
+                name: p.name().unwrap_or_default().to_string(),
+                etag: p.version().to_string(),
+                size: p.value().map(|v| v.len() as u64),
+            });
         }
         Ok(out)
     }

@@ -9,32 +9,12 @@
 //! Deliberately not here: deciding what to write (`tagwarden_core::plan`), ownership (`tagwarden_core::cloud`), and
 //! which kind goes through which API and batch (`tagwarden_core::services`).
 
-use super::{services, Clients};
+use super::{services, Tagger};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
-use tagwarden_engine::rate_limit::RateLimit;
-use tagwarden_engine::retry::Backoff;
-
-/// Tag reads and writes for every resource type the event parser emits.
-#[derive(Debug, Clone)]
-pub struct Tagger {
-    pub clients: Clients,
-    pub not_found: Backoff,
-    /// EC2 ids per `CreateTags` in a sweep (the API takes up to 1000).
-    pub ec2_batch: usize,
-    /// Paces every EC2 `CreateTags` (the account's bucket is the cluster's too; `tagwarden_engine::rate_limit`).
-    pub ec2_writes: Option<RateLimit>,
-    /// The account the resources are in, when known: S3 tagging calls name it as the
-    /// `ExpectedBucketOwner`, so a same-named bucket of another account is refused by S3.
-    pub account: Option<String>,
-}
 
 impl Tagger {
-    pub fn new(clients: Clients) -> Self {
-        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch: 1000, ec2_writes: None, account: None }
-    }
-
     /// The resource's current tags, waiting out eventual consistency.
     pub async fn read(&self, r: &ResourceRef) -> Result<TagMap, CloudError> {
         self.read_full(r).await.map(|(tags, _)| tags)

@@ -22,6 +22,7 @@ use std::time::Duration;
 use reqwest::{Method, Url};
 
 use super::identity::{ManagedIdentity, STORAGE_AUDIENCE};
+use crate::xml::{xml_elements, xml_text};
 use tagwarden_core::calls::CallCounter;
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::policy::{self, STATUS_REPORT_NAME};
@@ -434,27 +435,6 @@ fn normalize_etag(e: &str) -> String {
     } else {
         format!("\"{e}\"")
     }
-}
-
-/// The inner text of every `<tag>…</tag>` element (no attributes, no nesting of the same tag).
-pub(crate) fn xml_elements<'a>(xml: &'a str, tag: &str) -> Vec<&'a str> {
-    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-    let mut out = Vec::new();
-    let mut rest = xml;
-    while let Some(start) = rest.find(&open) {
-        let after = &rest[start + open.len()..];
-        let Some(end) = after.find(&close) else { break };
-        out.push(&after[..end]);
-        rest = &after[end + close.len()..];
-    }
-    out
-}
-
-/// The unescaped text of the first `<tag>…</tag>`.
-pub(crate) fn xml_text(xml: &str, tag: &str) -> Option<String> {
-    xml_elements(xml, tag).first().map(|t| {
-        t.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&amp;", "&")
-    })
 }
 
 fn percent_decode(s: &str) -> String {

@@ -102,8 +102,8 @@ fn error_code_and_message(body: &str) -> (Option<String>, String) {
         let message = e.get("message").and_then(|m| m.as_str()).unwrap_or_default().to_string();
         return (code, message);
     }
-    let code = super::blob_store::xml_text(body, "Code");
-    let message = super::blob_store::xml_text(body, "Message").unwrap_or_default();
+    let code = crate::xml::xml_text(body, "Code");
+    let message = crate::xml::xml_text(body, "Message").unwrap_or_default();
     let message = message.lines().next().unwrap_or_default().to_string();
     (code, message)
 }

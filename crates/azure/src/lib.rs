@@ -26,6 +26,7 @@ pub mod function;
 pub mod identity;
 pub mod metrics;
 pub mod server;
+mod xml;
 
 use std::time::Duration;
 

@@ -22,6 +22,9 @@ pub struct StatusReport {
     /// Owned resources of a type no API tagwarden has can tag: not failures, but never dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported: Vec<ResourceFailure>,
+    /// The function that wrote it: `<package> <version> (commit <sha>)`, to name in a bug report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,6 +95,7 @@ impl StatusReport {
             policy: PolicyStatus { location: location.to_string(), state, version, errors },
             failures,
             unsupported: Vec::new(),
+            written_by: None,
         }
     }
 

@@ -7,7 +7,7 @@
 //!
 //! | class | retried in the call | then |
 //! |---|---|---|
-//! | `Throttled` | SDK standard mode (AWS), [`Backoff::ARM_BUSY`](crate::retry::Backoff::ARM_BUSY) or ARM's `Retry-After` | the event is handed back (SQS / Event Grid redelivers); a sweep's write is sent again by [`Backoff::THROTTLED_WRITE`](crate::retry::Backoff::THROTTLED_WRITE) (`enforce::sweep::SweepOptions`) |
+//! | `Throttled` | SDK standard mode (AWS), [`Backoff::ARM_BUSY`](crate::retry::Backoff::ARM_BUSY) or ARM's `Retry-After` | the event is handed back (SQS / Event Grid redelivers); a sweep's write is reported failed, retryable, for the next sweep (one retry layer: the client's) |
 //! | `Transient` (network, timeout, 5xx, ARM 409 busy, S3 `OperationAborted`) | the same; ARM by [`Backoff::ARM_BUSY`](crate::retry::Backoff::ARM_BUSY), S3 `OperationAborted` by [`Backoff::NOT_FOUND`](crate::retry::Backoff::NOT_FOUND) | handed back |
 //! | `NotFound` right after a create | [`Backoff::NOT_FOUND`](crate::retry::Backoff::NOT_FOUND) (AWS), [`Backoff::ARM_NOT_FOUND`](crate::retry::Backoff::ARM_NOT_FOUND) | handed back: eventual consistency outlasts one invocation |
 //! | `Denied` | no | AWS: recorded as a permanent failure with the missing grant; Azure (a token refused, 401/403 without a permanent code below): handed back, since a new token or a role still propagating fixes it and Event Grid's retries outlast it |

@@ -7,7 +7,6 @@
 //! | [`Backoff::NOT_FOUND`] | 6 | 250 ms doubling to 4 s | AWS: a resource not visible yet after its creation, S3 `OperationAborted`, volumes not attached yet |
 //! | [`Backoff::ARM_NOT_FOUND`] | 4 | 500 ms doubling to 8 s | ARM: a resource not visible yet (404) |
 //! | [`Backoff::ARM_BUSY`] | 5 | 500 ms doubling to 8 s, or `Retry-After` | ARM: 429, 408, 409 busy, 5xx, no answer |
-//! | [`Backoff::THROTTLED_WRITE`] | 5: the first and 4 more | 500 ms doubling to 8 s | a sweep's write still throttled after the client's own retries |
 //! | [`Backoff::TOKEN`] | 3 | 400 ms, then 800 ms | a token request unanswered or refused as retryable |
 //! | [`Backoff::CONFLICT`] | 3 | none: read again at once | the status ConfigMap written concurrently (409) |
 //! | [`Backoff::PUBLISH`] | until it works | 1 s doubling to 60 s | the publisher: the policy location unreachable, a document not published |
@@ -44,7 +43,6 @@ impl Backoff {
     pub const NOT_FOUND: Backoff = backoff(6, 250, 4_000);
     pub const ARM_NOT_FOUND: Backoff = backoff(4, 500, 8_000);
     pub const ARM_BUSY: Backoff = backoff(5, 500, 8_000);
-    pub const THROTTLED_WRITE: Backoff = backoff(5, 500, 8_000);
     pub const TOKEN: Backoff = backoff(3, 400, 800);
     pub const CONFLICT: Backoff = backoff(3, 0, 0);
     pub const PUBLISH: Backoff = backoff(u32::MAX, 1_000, 60_000);

@@ -2,9 +2,19 @@
 //! a sweep or a load found, written and read through the store's `PolicySource`.
 
 use crate::policy_store::{PolicySource, PolicyStore, Rejection};
+use std::sync::OnceLock;
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::report::Record;
+
 use tagwarden_core::status::StatusReport;
+
+static WRITTEN_BY: OnceLock<String> = OnceLock::new();
+
+/// Name the binary that writes this process's reports (`<package> <version> (commit <sha>)`),
+/// once, at start-up: each report says which build wrote it.
+pub fn set_written_by(build: String) {
+    let _ = WRITTEN_BY.set(build);
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadStatusError<E: std::error::Error + 'static> {
@@ -27,6 +37,7 @@ pub async fn write<S: PolicySource>(
         tracing::warn!(cluster = c, "no status report for a cluster the deployment does not enforce");
         return Ok(());
     }
+    let report = &StatusReport { written_by: WRITTEN_BY.get().cloned(), ..report.clone() };
     let text = match store.source.max_status_bytes() {
         // Failures are dropped from the report to fit.
         Some(max) => report.to_json_within(max),

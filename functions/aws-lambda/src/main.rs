@@ -13,8 +13,8 @@ use serde_json::value::RawValue;
 use tagwarden_aws::config::Config;
 use tagwarden_aws::function;
 use tagwarden_aws::policy_store::policy_store;
-use tagwarden_aws::tags::Tagger;
 use tagwarden_aws::Clients;
+use tagwarden_aws::Tagger;
 use tagwarden_engine::enforce::Engine;
 use tagwarden_engine::rate_limit::RateLimit;
 
@@ -38,6 +38,10 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .without_time()
         .init();
+    let build =
+        concat!(env!("CARGO_PKG_NAME"), " ", env!("CARGO_PKG_VERSION"), " (commit ", env!("TAGWARDEN_COMMIT"), ")");
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), commit = env!("TAGWARDEN_COMMIT"), "{build}");
+    tagwarden_engine::status_store::set_written_by(build.to_string());
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {

@@ -179,6 +179,18 @@ async fn bootstrap_handles_events_through_the_runtime_api() {
     let error: Value = serde_json::from_str(&body).expect("error json");
     assert_eq!(error["errorType"], "TagwardenFailure");
 
+    // A sweep's status report names the build that wrote it: package, version and commit.
+    let (status, body) = post(port, invoke, r#"{"tagwarden": "sweep"}"#);
+    assert_eq!(status, 200, "{body}");
+    let report = clients.s3.get_object().bucket(&bucket).key("tagwarden-status.json").send().await.expect("report");
+    let report: Value = serde_json::from_slice(&report.body.collect().await.expect("body").into_bytes()).expect("json");
+    let commit = support::git_commit();
+    assert_eq!(
+        report["written_by"],
+        format!("tagwarden-aws-lambda {} (commit {commit})", env!("CARGO_PKG_VERSION")),
+        "{report}"
+    );
+
     // stdout carries one JSON record per outcome and the EMF metrics.
     let _ = function.0.kill();
     let mut out = String::new();

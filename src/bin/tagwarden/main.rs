@@ -33,7 +33,7 @@ const EXIT_CODES: &str = "Exit codes:
 #[derive(Parser)]
 #[command(
     name = "tagwarden",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("TAGWARDEN_COMMIT"), ")"),
     about = "Keeps a cluster's user-defined tags on every cloud resource it owns",
     after_help = EXIT_CODES
 )]

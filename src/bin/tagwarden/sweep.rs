@@ -264,8 +264,8 @@ async fn timed(
 #[cfg(feature = "aws")]
 async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-    use tagwarden::aws::tags::Tagger;
     use tagwarden::aws::Clients;
+    use tagwarden::aws::Tagger;
     use tagwarden::enforce::Engine;
 
     let location: PolicyLocation = args.policy.parse().map_err(anyhow::Error::msg)?;

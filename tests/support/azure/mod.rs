@@ -1,7 +1,7 @@
 //! Test support for the Azure side: fakes of ARM's Tags API (refusing what ARM refuses,
 //! [`arm_rules`]), the managed-identity endpoint and Azure Monitor's custom-metrics endpoint
 //! ([`fake`]), and a real Azurite blob service with
-//! account-SAS URLs ([`azurite`]). Included with `#[path]` by `tests/azure_*.rs` and by
+//! account-SAS URLs ([`azurite`]). Included with `#[path]` by `tests/azure/main.rs`, `tests/azure_security.rs` and by
 //! `functions/azure-function/tests/` (it needs no AWS crate).
 
 #![allow(dead_code)]

@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
-use super::{batch_name, next, paged};
-use crate::tags::Tagger;
+use super::batch_name;
+use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::EC2;
 use tagwarden_core::TagMap;
@@ -70,13 +70,9 @@ impl Tagger {
         let mut found: HashMap<String, TagMap> = HashMap::new();
         for chunk in ids.chunks(EC2_IDS_PER_DESCRIBE) {
             let (ec2, filter) = (&self.clients.ec2, &ids_filter("resource-id", chunk));
-            let tags = paged(|token| async move {
-                let out =
-                    ec2.describe_tags().filters(filter.clone()).max_results(1000).set_next_token(token).send().await;
-                let out = out.map_err(|e| crate::error::from_sdk(EC2.read, &batch_name(chunk), e))?;
-                Ok((out.tags().to_vec(), next(out.next_token(), true)))
-            })
-            .await?;
+            let pages = ec2.describe_tags().filters(filter.clone()).max_results(1000).into_paginator();
+            let tags = pages.items().send().try_collect().await;
+            let tags = tags.map_err(|e| crate::error::from_sdk(EC2.read, &batch_name(chunk), e))?;
             for t in &tags {
                 let (Some(id), Some(key)) = (t.resource_id(), t.key()) else { continue };
                 found
@@ -97,13 +93,9 @@ impl Tagger {
         let mut found: HashMap<String, Vec<(String, TagMap)>> = HashMap::new();
         for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
             let (ec2, filter) = (&self.clients.ec2, &ids_filter("attachment.instance-id", chunk));
-            let volumes = paged(|token| async move {
-                let out =
-                    ec2.describe_volumes().filters(filter.clone()).max_results(500).set_next_token(token).send().await;
-                let out = out.map_err(|e| crate::error::from_sdk("ec2:DescribeVolumes", &batch_name(chunk), e))?;
-                Ok((out.volumes().to_vec(), next(out.next_token(), true)))
-            })
-            .await?;
+            let pages = ec2.describe_volumes().filters(filter.clone()).max_results(500).into_paginator();
+            let volumes = pages.items().send().try_collect().await;
+            let volumes = volumes.map_err(|e| crate::error::from_sdk("ec2:DescribeVolumes", &batch_name(chunk), e))?;
             for v in &volumes {
                 let Some(volume) = v.volume_id() else { continue };
                 let tags: TagMap = v

@@ -4,7 +4,7 @@
 //! `elasticloadbalancing:*` and `elasticloadbalancing:classic-loadbalancer`.
 
 use super::{arn_name, build_error};
-use crate::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::{ELBV2, ELB_CLASSIC};
 use tagwarden_core::TagMap;

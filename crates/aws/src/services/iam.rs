@@ -6,8 +6,7 @@
 
 use aws_sdk_iam::types::Tag;
 
-use super::{next, paged};
-use crate::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::{IAM_INSTANCE_PROFILE, IAM_OIDC_PROVIDER, IAM_POLICY, IAM_ROLE, IAM_USER};
 use tagwarden_core::TagMap;
@@ -45,35 +44,24 @@ pub(super) async fn read_user(t: &Tagger, r: &ResourceRef) -> Result<WithArn, Cl
 
 pub(super) async fn read_instance_profile(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
-    let tags = paged(|marker| async move {
-        let out = iam.list_instance_profile_tags().instance_profile_name(id).set_marker(marker).send().await;
-        let out = out.map_err(|e| crate::error::from_sdk(IAM_INSTANCE_PROFILE.read, id, e))?;
-        Ok((out.tags().to_vec(), next(out.marker(), out.is_truncated())))
-    })
-    .await?;
+    let tags =
+        iam.list_instance_profile_tags().instance_profile_name(id).into_paginator().items().send().try_collect().await;
+    let tags = tags.map_err(|e| crate::error::from_sdk(IAM_INSTANCE_PROFILE.read, id, e))?;
     Ok(tags.iter().map(pair).collect())
 }
 
 pub(super) async fn read_policy(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
-    let tags = paged(|marker| async move {
-        let out = iam.list_policy_tags().policy_arn(id).set_marker(marker).send().await;
-        let out = out.map_err(|e| crate::error::from_sdk(IAM_POLICY.read, id, e))?;
-        Ok((out.tags().to_vec(), next(out.marker(), out.is_truncated())))
-    })
-    .await?;
+    let tags = iam.list_policy_tags().policy_arn(id).into_paginator().items().send().try_collect().await;
+    let tags = tags.map_err(|e| crate::error::from_sdk(IAM_POLICY.read, id, e))?;
     Ok(tags.iter().map(pair).collect())
 }
 
 pub(super) async fn read_oidc_provider(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let (iam, id) = (&t.clients.iam, r.id.as_str());
-    let tags = paged(|marker| async move {
-        let out =
-            iam.list_open_id_connect_provider_tags().open_id_connect_provider_arn(id).set_marker(marker).send().await;
-        let out = out.map_err(|e| crate::error::from_sdk(IAM_OIDC_PROVIDER.read, id, e))?;
-        Ok((out.tags().to_vec(), next(out.marker(), out.is_truncated())))
-    })
-    .await?;
+    let pages = iam.list_open_id_connect_provider_tags().open_id_connect_provider_arn(id).into_paginator();
+    let tags = pages.items().send().try_collect().await;
+    let tags = tags.map_err(|e| crate::error::from_sdk(IAM_OIDC_PROVIDER.read, id, e))?;
     Ok(tags.iter().map(pair).collect())
 }
 
@@ -130,25 +118,17 @@ impl Tagger {
         let owned = |arn: Option<&str>, tags: &[Tag]| {
             Some((ResourceRef::from_arn(arn?).ok()?, Some(tags.iter().map(pair).collect::<TagMap>())))
         };
-        let detailed = paged(|marker| async move {
-            let page = iam
-                .get_account_authorization_details()
-                .filter(EntityType::Role)
-                .filter(EntityType::User)
-                .max_items(1000)
-                .set_marker(marker)
-                .send()
-                .await
-                .map_err(|e| crate::error::from_sdk("iam:GetAccountAuthorizationDetails", "*", e))?;
-            let mut found = Vec::new();
+        let details = iam.get_account_authorization_details().filter(EntityType::Role).filter(EntityType::User);
+        let pages = details.max_items(1000).into_paginator().send().try_collect().await;
+        let pages = pages.map_err(|e| crate::error::from_sdk("iam:GetAccountAuthorizationDetails", "*", e))?;
+        let mut detailed = Vec::new();
+        for page in &pages {
             for role in page.role_detail_list() {
-                found.extend(owned(role.arn(), role.tags()));
-                found.extend(role.instance_profile_list().iter().filter_map(|p| owned(Some(p.arn()), p.tags())));
+                detailed.extend(owned(role.arn(), role.tags()));
+                detailed.extend(role.instance_profile_list().iter().filter_map(|p| owned(Some(p.arn()), p.tags())));
             }
-            found.extend(page.user_detail_list().iter().filter_map(|u| owned(u.arn(), u.tags())));
-            Ok((found, next(page.marker(), page.is_truncated())))
-        })
-        .await?;
+            detailed.extend(page.user_detail_list().iter().filter_map(|u| owned(u.arn(), u.tags())));
+        }
         // A profile attached to several roles comes with each.
         let mut out: Vec<(ResourceRef, Option<TagMap>)> = Vec::new();
         for (r, tags) in detailed {
@@ -156,23 +136,14 @@ impl Tagger {
                 out.push((r, tags));
             }
         }
-        let mut bare = paged(|marker| async move {
-            let page = iam.list_instance_profiles().max_items(1000).set_marker(marker).send().await;
-            let page = page.map_err(|e| crate::error::from_sdk("iam:ListInstanceProfiles", "*", e))?;
-            let found = page.instance_profiles().iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok());
-            Ok((found.collect(), next(page.marker(), page.is_truncated())))
-        })
-        .await?;
-        bare.extend(
-            paged(|marker| async move {
-                let local = aws_sdk_iam::types::PolicyScopeType::Local;
-                let page = iam.list_policies().scope(local).max_items(1000).set_marker(marker).send().await;
-                let page = page.map_err(|e| crate::error::from_sdk("iam:ListPolicies", "*", e))?;
-                let found = page.policies().iter().filter_map(|p| ResourceRef::from_arn(p.arn()?).ok());
-                Ok((found.collect(), next(page.marker(), page.is_truncated())))
-            })
-            .await?,
-        );
+        let profiles = iam.list_instance_profiles().max_items(1000).into_paginator().items().send().try_collect().await;
+        let profiles = profiles.map_err(|e| crate::error::from_sdk("iam:ListInstanceProfiles", "*", e))?;
+        let mut bare: Vec<ResourceRef> = profiles.iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()).collect();
+        let local = aws_sdk_iam::types::PolicyScopeType::Local;
+        let policies =
+            iam.list_policies().scope(local).max_items(1000).into_paginator().items().send().try_collect().await;
+        let policies = policies.map_err(|e| crate::error::from_sdk("iam:ListPolicies", "*", e))?;
+        bare.extend(policies.iter().filter_map(|p| ResourceRef::from_arn(p.arn()?).ok()));
         let providers = iam
             .list_open_id_connect_providers()
             .send()

@@ -3,8 +3,8 @@
 
 use aws_sdk_kms::types::Tag;
 
-use super::{build_error, next, paged};
-use crate::tags::Tagger;
+use super::build_error;
+use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::KMS;
 use tagwarden_core::TagMap;
@@ -13,12 +13,8 @@ use tagwarden_engine::cloud_error::CloudError;
 /// Every page (a key holds at most 50 tags, `Limit`'s maximum, so one page in practice).
 pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let kms = &t.clients.kms;
-    let tags = paged(|marker| async move {
-        let out = kms.list_resource_tags().key_id(&r.id).limit(50).set_marker(marker).send().await;
-        let out = out.map_err(|e| crate::error::from_sdk(KMS.read, &r.id, e))?;
-        Ok((out.tags().to_vec(), next(out.next_marker(), out.truncated())))
-    })
-    .await?;
+    let tags = kms.list_resource_tags().key_id(&r.id).limit(50).into_paginator().items().send().try_collect().await;
+    let tags = tags.map_err(|e| crate::error::from_sdk(KMS.read, &r.id, e))?;
     Ok(tags.iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())).collect())
 }
 

@@ -10,7 +10,7 @@ mod route53;
 mod s3;
 mod tagging;
 
-use super::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::Api;
 use tagwarden_core::TagMap;
@@ -59,30 +59,6 @@ pub(super) async fn write(
         Api::Kms => kms::write(t, r, set, current).await,
         Api::Tagging => tagging::write(t, r, set, current).await,
     }
-}
-
-/// Every page of a listing that pages by a marker or token; `page` sends the request for one and
-/// answers its items and the next one, if any.
-async fn paged<T, F, Fut>(mut page: F) -> Result<Vec<T>, CloudError>
-where
-    F: FnMut(Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), CloudError>>,
-{
-    let (mut items, mut marker) = (Vec::new(), None);
-    loop {
-        let (page_items, next) = page(marker).await?;
-        items.extend(page_items);
-        marker = next;
-        if marker.is_none() {
-            return Ok(items);
-        }
-    }
-}
-
-/// The marker of the next page, if the answer says there is one (`IsTruncated` beside a marker; an
-/// empty `NextToken` ends EC2's pages).
-fn next(marker: Option<&str>, truncated: bool) -> Option<String> {
-    marker.filter(|m| truncated && !m.is_empty()).map(str::to_owned)
 }
 
 /// The last segment of an ARN's resource part: a Classic load balancer's name, a hosted zone's or

@@ -1,8 +1,8 @@
 //! Route 53 hosted zones and health checks: `ListTagsForResource` / `ChangeTagsForResource`, and
 //! their listing. Route 53 is global. Its descriptor is `tagwarden_core::services::SERVICES`' `route53:*`.
 
-use super::{arn_name, next, paged};
-use crate::tags::Tagger;
+use super::arn_name;
+use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::ROUTE53;
 use tagwarden_core::TagMap;
@@ -67,20 +67,12 @@ impl Tagger {
         use aws_sdk_route53::types::TagResourceType;
         let route53 = &self.clients.route53;
         let partition = tagwarden_core::resource::partition(&self.clients.region);
-        let zones = paged(|marker| async move {
-            let page = route53.list_hosted_zones().set_marker(marker).send().await;
-            let page = page.map_err(|e| crate::error::from_sdk("route53:ListHostedZones", "*", e))?;
-            let ids = page.hosted_zones().iter().map(|z| z.id().trim_start_matches("/hostedzone/").to_string());
-            Ok((ids.collect(), next(page.next_marker(), page.is_truncated())))
-        })
-        .await?;
-        let checks = paged(|marker| async move {
-            let page = route53.list_health_checks().set_marker(marker).send().await;
-            let page = page.map_err(|e| crate::error::from_sdk("route53:ListHealthChecks", "*", e))?;
-            let ids = page.health_checks().iter().map(|h| h.id().to_string());
-            Ok((ids.collect(), next(page.next_marker(), page.is_truncated())))
-        })
-        .await?;
+        let zones = route53.list_hosted_zones().into_paginator().items().send().try_collect().await;
+        let zones = zones.map_err(|e| crate::error::from_sdk("route53:ListHostedZones", "*", e))?;
+        let zones = zones.iter().map(|z| z.id().trim_start_matches("/hostedzone/").to_string()).collect::<Vec<_>>();
+        let checks = route53.list_health_checks().into_paginator().items().send().try_collect().await;
+        let checks = checks.map_err(|e| crate::error::from_sdk("route53:ListHealthChecks", "*", e))?;
+        let checks = checks.iter().map(|h| h.id().to_string()).collect::<Vec<_>>();
         let mut out = Vec::new();
         for (ids, rtype, kind) in
             [(zones, TagResourceType::Hostedzone, "hostedzone"), (checks, TagResourceType::Healthcheck, "healthcheck")]

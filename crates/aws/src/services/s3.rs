@@ -27,7 +27,7 @@
 use aws_sdk_s3::error::ProvideErrorMetadata;
 
 use super::build_error;
-use crate::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::S3;

@@ -2,7 +2,7 @@
 //! (`tagwarden_core::services::TAGGING`), `TagResources` for up to 20 ARNs sharing one delta, and the
 //! sweep's listing of everything a cluster's ownership tag marks.
 
-use crate::tags::Tagger;
+use crate::Tagger;
 use tagwarden_core::cloud::{Cloud, OWNED};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::TAGGING;
@@ -66,25 +66,22 @@ impl Tagger {
         let c = &self.clients;
         let owner_key = Cloud::Aws.ownership_key(infra_id);
         let mut found = Vec::new();
-        let mut token: Option<String> = None;
-        loop {
-            let page = match c
-                .tagging
-                .get_resources()
-                .tag_filters(
-                    aws_sdk_resourcegroupstagging::types::TagFilter::builder().key(&owner_key).values(OWNED).build(),
-                )
-                // Pages hold at most 100 resources and, by a default moto applies (100 tags) and
-                // AWS documents no default for, fewer when each carries many tags: every tag
-                // tagwarden adds made the next sweep's listing longer. The documented maximum of
-                // 500 tags keeps a page at 100 resources of up to 5 tags (AWS API Reference,
-                // GetResources: TagsPerPage 100–500, a resource never split across pages).
-                .resources_per_page(100)
-                .tags_per_page(500)
-                .set_pagination_token(token.clone())
-                .send()
-                .await
-            {
+        let listing = c
+            .tagging
+            .get_resources()
+            .tag_filters(
+                aws_sdk_resourcegroupstagging::types::TagFilter::builder().key(&owner_key).values(OWNED).build(),
+            )
+            // Pages hold at most 100 resources and, by a default moto applies (100 tags) and AWS
+            // documents no default for, fewer when each carries many tags: every tag tagwarden
+            // adds made the next sweep's listing longer. The documented maximum of 500 tags keeps
+            // a page at 100 resources of up to 5 tags (AWS API Reference, GetResources:
+            // TagsPerPage 100–500, a resource never split across pages).
+            .resources_per_page(100)
+            .tags_per_page(500);
+        let mut stream = listing.into_paginator().send();
+        while let Some(page) = stream.next().await {
+            let page = match page {
                 Ok(page) => page,
                 Err(e) => return (found, Some(crate::error::from_sdk(TAGGING.read, &owner_key, e))),
             };
@@ -94,10 +91,7 @@ impl Tagger {
                 found.push((r, tags));
             }
             pages(found.len());
-            token = page.pagination_token().filter(|t| !t.is_empty()).map(str::to_owned);
-            if token.is_none() {
-                return (found, None);
-            }
         }
+        (found, None)
     }
 }

@@ -205,7 +205,6 @@ mod tests {
 
     use super::super::memory::{tags, Memory};
     use super::super::tests::{engine, OWNED, POLICY};
-    use crate::retry::Backoff;
     use tagwarden_core::report::epoch_ms;
 
     fn names(n: &[&str]) -> Vec<String> {
@@ -236,8 +235,7 @@ mod tests {
     #[tokio::test]
     async fn a_sweep_that_failed_covers_nothing() {
         let cloud = Memory { throttled: true, ..Memory::with(&[("i-1", tags(&[OWNED, ("team", "x")]))]) };
-        let mut engine = engine(cloud, POLICY);
-        engine.sweep.throttled = Backoff { attempts: 1, ..Backoff::THROTTLED_WRITE };
+        let engine = engine(cloud, POLICY);
         let before = epoch_ms() - 5_000;
         let failed = engine.policy_changed(&names(&["p.yaml"]), Some(before), true, None).await;
         assert!(failed.must_retry(), "{failed:?}");

@@ -31,7 +31,7 @@ use crate::cloud_error::{CloudError, ErrorClass};
 use crate::inflight::ResourceLocks;
 use crate::policy_store::{PolicySource, PolicyStore};
 pub use coalesce::POLICY_SWEEP_WINDOW;
-use sweep::{Batching, Listing, Progress, SweepOptions, Unindexed};
+use sweep::{Batching, Listing, Progress, Unindexed};
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::events::Event;
 use tagwarden_core::plan;
@@ -157,8 +157,6 @@ pub struct Engine<A: Adapter> {
     concurrency: usize,
     /// Plan without writing.
     pub dry_run: bool,
-    /// How a sweep paces its writes.
-    pub sweep: SweepOptions,
     /// Told how a sweep is going (the CLI draws a progress bar).
     pub progress: Option<Progress>,
     /// A cluster's policy-change sweeps are at least this far apart ([`POLICY_SWEEP_WINDOW`]).
@@ -180,7 +178,6 @@ impl<A: Adapter> Engine<A> {
             permits: Semaphore::new(concurrency),
             concurrency,
             dry_run: false,
-            sweep: SweepOptions::default(),
             progress: None,
             policy_window: POLICY_SWEEP_WINDOW,
             coalesce: coalesce::Coalesce::default(),

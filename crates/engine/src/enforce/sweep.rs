@@ -6,9 +6,10 @@
 //! resource listed with its tags is planned from the listing; one listed without them is read and
 //! reconciled alone. A write that replaces the whole tag set (S3) is re-read, its owner and plan
 //! re-checked, right before it is sent, so nothing added since the listing is lost and a resource
-//! no longer owned is not written. Throttling left over after the client's own retries is waited
-//! out with backoff and jitter; a shared write that fails for another reason is split in halves,
-//! so only the resources that really fail are sent again and reported. Past the deadline no write
+//! no longer owned is not written. A write is sent once: the client retries throttling itself (one
+//! retry layer), and what is still throttled is failed, retryable, for the next sweep; a shared
+//! write that fails for another reason is split in halves, so only the resources that really fail
+//! are sent again and reported. Past the deadline no write
 //! starts: what is left is reported as deferred, for the next run. Each swept cluster gets its
 //! status report.
 //!
@@ -26,7 +27,6 @@ use futures_util::stream::{self, StreamExt};
 
 use super::{answer_to, report_sweeps, Adapter, Current, Engine};
 use crate::cloud_error::{CloudError, ErrorClass};
-use crate::retry::Backoff;
 use tagwarden_core::cloud::{ownership_for, Cloud, Ownership};
 use tagwarden_core::plan::{self, Plan};
 use tagwarden_core::policy::cache::LoadedPolicy;
@@ -56,18 +56,6 @@ pub struct Unindexed {
     pub unreadable: Vec<(ResourceRef, CloudError)>,
     /// Listings that failed: the resources they would have named are not swept this time.
     pub failed: Vec<CloudError>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct SweepOptions {
-    /// Sends of a write still throttled after the client's own retries (the first included).
-    pub throttled: Backoff,
-}
-
-impl Default for SweepOptions {
-    fn default() -> Self {
-        SweepOptions { throttled: Backoff::THROTTLED_WRITE }
-    }
 }
 
 /// How a write phase runs: no job starts after `stop_at` (what is left is failed, retryable, as
@@ -342,8 +330,11 @@ impl<A: Adapter> Engine<A> {
         done
     }
 
-    /// One call for `members`, throttling waited out; on success, the positions in `members` it
-    /// failed for (a shared call may answer per resource).
+    /// One call for `members`; on success, the positions in `members` it failed for (a shared call
+    /// may answer per resource). Sent once: the client has retried it already (the AWS SDK's
+    /// standard mode within its retry quota, ARM by `Backoff::ARM_BUSY`), and a write still
+    /// throttled after that is failed, retryable, for the next sweep — another round here would
+    /// spend the account's shared bucket outside the SDK's quota.
     async fn send(
         &self,
         planned: &[Planned],
@@ -351,20 +342,16 @@ impl<A: Adapter> Engine<A> {
         set: &TagMap,
         members: &[usize],
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
-        let throttled = |e: &CloudError| e.class == ErrorClass::Throttled;
-        let write = |_| async move {
-            match batching {
-                Batching::Shared { group, .. } => {
-                    let resources: Vec<&ResourceRef> = members.iter().map(|i| &planned[*i].resource).collect();
-                    self.adapter.write_shared(group, &resources, set).await
-                }
-                Batching::Alone | Batching::Reread => {
-                    let p = &planned[members[0]];
-                    self.adapter.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
-                }
+        match batching {
+            Batching::Shared { group, .. } => {
+                let resources: Vec<&ResourceRef> = members.iter().map(|i| &planned[*i].resource).collect();
+                self.adapter.write_shared(group, &resources, set).await
             }
-        };
-        self.sweep.throttled.retry(throttled, write).await
+            Batching::Alone | Batching::Reread => {
+                let p = &planned[members[0]];
+                self.adapter.write(&p.resource, set, &p.current).await.map(|()| Vec::new())
+            }
+        }
     }
 
     /// Every resource the swept clusters own: each cluster's owned listing, then what the adapter

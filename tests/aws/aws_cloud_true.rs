@@ -3,10 +3,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use support::fault_proxy;
 
 use std::time::{Duration, Instant};
@@ -67,7 +64,7 @@ impl Env {
     }
 
     async fn read(&self, r: &ResourceRef) -> TagMap {
-        tagwarden::aws::tags::Tagger::new(self.clients.clone()).read(r).await.expect("read")
+        tagwarden::aws::Tagger::new(self.clients.clone()).read(r).await.expect("read")
     }
 }
 

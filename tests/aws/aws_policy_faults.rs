@@ -5,10 +5,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use support::fault_proxy;
 
 use std::sync::Arc;
@@ -18,8 +15,8 @@ use fault_proxy::{Fault, FaultProxy, Rule, When};
 use fleet::{Fleet, FleetSpec};
 use serde_json::{json, Value};
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::aws::Tagger;
 use tagwarden::enforce::Engine;
 use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;

@@ -9,13 +9,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/fault_proxy.rs"]
-mod fault_proxy;
-#[path = "support/azure/grid.rs"]
-mod grid;
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::{fault_proxy, grid, support};
 use std::time::{Duration, Instant};
 
 use fault_proxy::{Fault, FaultProxy, Rule, When};
@@ -38,7 +32,7 @@ fn chaos_rules() -> Vec<Rule> {
         on("arm", "PATCH tags", Fault::Throttle, When::Always).budget(10),
         // A token that expired in flight: 401 is not retried by the client, so the event goes back
         // to Event Grid and succeeds on a later delivery. (No `AuthorizationFailed` here: ARM's
-        // code makes it permanent, reported and never redelivered: tests/azure_arm_contract.rs.)
+        // code makes it permanent, reported and never redelivered: tests/azure/azure_arm_contract.rs.)
         on("arm", "PATCH tags", Fault::Status(401), When::EveryNth(7)).budget(4),
         on("arm", "GET tags", Fault::Throttle, p(0.15)),
         on("arm", "PATCH tags", Fault::Throttle, p(0.2)),

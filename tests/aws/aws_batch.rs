@@ -7,10 +7,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -18,7 +15,7 @@ use fleet::{Fleet, FleetSpec};
 use serde_json::{json, Value};
 use support::fault_proxy::{Fault, FaultProxy, Rule, When};
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Tagger;
 use tagwarden::resource::ResourceRef;
 
 const LATENCY: Duration = Duration::from_millis(30);

@@ -6,9 +6,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::support;
 use std::process::{Command, Output};
 
 use serde_json::Value;

@@ -9,17 +9,14 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde_json::json;
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::aws::Tagger;
 use tagwarden::enforce::Engine;
 use tagwarden::events;
 use tagwarden::report::Status;

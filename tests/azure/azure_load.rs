@@ -9,13 +9,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/grid.rs"]
-mod grid;
-#[path = "support/load.rs"]
-mod load;
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::{grid, load, support};
 use std::time::Instant;
 
 use grid::{EventGrid, Fleet, Rng};

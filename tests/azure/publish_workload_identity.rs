@@ -6,16 +6,7 @@
 
 #![cfg(all(feature = "azure", feature = "kube"))]
 
-#[path = "support/egress.rs"]
-#[allow(dead_code)]
-mod egress;
-#[path = "support/kube_api.rs"]
-#[allow(dead_code)]
-mod kube_api;
-#[path = "support/publisher.rs"]
-mod publisher;
-#[path = "support/azure/mod.rs"]
-mod support;
+use crate::{egress, kube_api, publisher, support};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -8,19 +8,14 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-#[path = "support/load.rs"]
-mod load;
-mod support;
-
+use crate::{fleet, load, support};
 use std::time::{Duration, Instant};
 
 use fleet::{Fleet, FleetSpec, Rng, Sqs};
 use futures_util::stream::{self, StreamExt};
 use load::{env_usize, rss_kib};
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Tagger;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
 async fn many_events_with_duplicates_and_reordering_end_right_with_one_write_per_resource() {

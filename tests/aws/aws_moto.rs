@@ -4,15 +4,14 @@
 
 #![cfg(feature = "aws")]
 
-mod support;
-
+use crate::support;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tagwarden::aws::function::{self, Payload};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::aws::Tagger;
 use tagwarden::enforce::{Current, Engine};
 use tagwarden::events::{self, Event};
 use tagwarden::policy::clusters::Policies;

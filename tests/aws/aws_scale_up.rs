@@ -18,10 +18,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -31,8 +28,8 @@ use serde_json::{json, Value};
 use support::fault_proxy::FaultProxy;
 use tagwarden::aws::function;
 use tagwarden::aws::sdk::ec2::types::{ResourceType, Tag, TagSpecification};
-use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::aws::Tagger;
 use tagwarden::enforce::Engine;
 use tagwarden::rate_limit::RateLimit;
 use tagwarden::report::Status;

@@ -5,9 +5,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::support;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};

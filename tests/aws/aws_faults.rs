@@ -7,10 +7,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use support::fault_proxy;
 
 use std::time::{Duration, Instant};
@@ -20,7 +17,7 @@ use fleet::{Fleet, FleetSpec, Rng, Sqs};
 use serde_json::{json, Value};
 use tagwarden::aws::adapter::DEFAULT_CONCURRENCY;
 use tagwarden::aws::function;
-use tagwarden::aws::tags::Tagger;
+use tagwarden::aws::Tagger;
 use tagwarden::resource::ResourceRef;
 
 /// The client attempt timeout in these tests; injected delays are longer.
@@ -137,7 +134,8 @@ async fn events_under_faults_end_applied_or_dead_lettered_and_sweep_rides_out_th
     println!("FAULTS(events) SDK attempts: {:?}", via.calls.snapshot());
 
     // The sweep under throttling: drift half the fleet behind tagwarden's back, then throttle
-    // the batched writes and the discovery; batches are re-sent and everything ends right.
+    // the batched writes and the discovery; the SDK's own retries ride it out and everything
+    // ends right.
     for r in fleet.owned.iter().step_by(2) {
         Tagger::new(direct.clone())
             .write(r, &fleet::tags(&[("team", "drifted")]), &checker.read(r).await.unwrap())
@@ -146,9 +144,8 @@ async fn events_under_faults_end_applied_or_dead_lettered_and_sweep_rides_out_th
     }
     let before = proxy.injected();
     proxy.set_rules(vec![
-        // 7 in a row: the first batch call fails its 5 SDK attempts, the sweep's own backoff
-        // sends it again, and 2 more attempts are throttled.
-        Rule::new(Some("ec2"), Some("CreateTags"), Fault::Throttle, When::Always).budget(7),
+        // 4 in a row: the batch call's fifth SDK attempt (standard mode) goes through.
+        Rule::new(Some("ec2"), Some("CreateTags"), Fault::Throttle, When::Always).budget(4),
         Rule::new(Some("tagging"), Some("GetResources"), Fault::Throttle, When::EveryNth(2)).budget(3),
         Rule::new(Some("s3"), Some("PutBucketTagging"), Fault::OperationAborted, When::EveryNth(2)).budget(4),
         Rule::new(Some("iam"), Some("TagRole"), Fault::Throttle, When::EveryNth(2)).budget(6),
@@ -167,8 +164,8 @@ async fn events_under_faults_end_applied_or_dead_lettered_and_sweep_rides_out_th
     let during: Vec<(String, u64)> =
         after.iter().map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or_default())).collect();
     let calls = via.calls.snapshot();
-    // 20 drifted instances share one delta: one batch, whose call was attempted 5 + 3 times.
-    assert_eq!(calls.get("EC2:CreateTags"), Some(&8), "{calls:?}");
+    // 20 drifted instances share one delta: one batch, whose call the SDK attempted 5 times.
+    assert_eq!(calls.get("EC2:CreateTags"), Some(&5), "{calls:?}");
     println!(
         "FAULTS(sweep): swept={swept} failed=0 wrong_values=0 injected={during:?} batch_attempts EC2:CreateTags={:?} ELBv2:AddTags={:?} S3:PutBucketTagging={:?} IAM:TagRole={:?}",
         calls.get("EC2:CreateTags"),
@@ -176,6 +173,27 @@ async fn events_under_faults_end_applied_or_dead_lettered_and_sweep_rides_out_th
         calls.get("S3:PutBucketTagging"),
         calls.get("IAM:TagRole"),
     );
+
+    // Throttling that outlasts the SDK's retries: the batch is attempted 5 times (the SDK's
+    // standard mode, one retry layer), not sent again around it; its instances are failed,
+    // retryable, and the next sweep brings them in line.
+    let drifted: Vec<_> = fleet.owned.iter().filter(|r| r.kind == "ec2:instance").step_by(2).collect();
+    for r in &drifted {
+        Tagger::new(direct.clone())
+            .write(r, &fleet::tags(&[("team", "drifted")]), &checker.read(r).await.unwrap())
+            .await
+            .unwrap();
+    }
+    proxy.set_rules(vec![Rule::new(Some("ec2"), Some("CreateTags"), Fault::Throttle, When::Always).budget(7)]);
+    via.calls.reset();
+    let inv = function::handle(&rec, json!({"tagwarden": "sweep"}).to_string()).await;
+    assert_eq!(via.calls.snapshot().get("EC2:CreateTags"), Some(&5), "one retry layer: {:?}", via.calls.snapshot());
+    assert_eq!(inv.response["failed"], drifted.len(), "{}", inv.response);
+    let again = function::handle(&rec, json!({"tagwarden": "sweep"}).to_string()).await;
+    proxy.clear_rules();
+    assert_eq!(again.response["failed"], 0, "{}", again.response);
+    let (wrong, _) = fleet.check(&checker, &desired, &|_| true).await;
+    assert!(wrong.is_empty(), "wrong values after the next sweep: {wrong:#?}");
 }
 
 /// S3's `PutBucketTagging` replaces the whole set and cannot be made conditional, so another

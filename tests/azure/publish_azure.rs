@@ -5,9 +5,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::support;
 use std::process::Command;
 use std::time::Duration;
 

@@ -5,8 +5,7 @@
 
 #![cfg(feature = "aws")]
 
-mod support;
-
+use crate::support;
 use std::process::Command;
 use std::time::Duration;
 

@@ -9,9 +9,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 

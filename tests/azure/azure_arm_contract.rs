@@ -8,9 +8,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::support;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 

@@ -8,9 +8,7 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/mod.rs"]
-mod support;
-
+use crate::support;
 use serde_json::{json, Value};
 use support::env::{blob_created, eg_event, infrastructure, queue_message, records, rid, timer, Env, OWNER, SOMEONE};
 use support::fake::Fault;

@@ -8,12 +8,7 @@
 
 #![cfg(all(feature = "aws", feature = "kube"))]
 
-#[path = "support/kube_api.rs"]
-#[allow(dead_code)]
-mod kube_api;
-#[path = "support/publisher.rs"]
-mod publisher;
-mod support;
+use crate::{kube_api, publisher, support};
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -4,10 +4,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
+use crate::{fleet, support};
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
@@ -15,8 +12,8 @@ use std::time::Duration;
 use fleet::{infrastructure, reconciler, tags, INFRA, OWNER};
 use serde_json::{json, Value};
 use tagwarden::aws::sdk::{elb, elbv2, kms, route53};
-use tagwarden::aws::tags::Tagger;
 use tagwarden::aws::Clients;
+use tagwarden::aws::Tagger;
 use tagwarden::events;
 use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;

@@ -9,15 +9,7 @@
 
 #![cfg(all(feature = "aws", feature = "kube"))]
 
-#[path = "support/egress.rs"]
-#[allow(dead_code)]
-mod egress;
-#[path = "support/kube_api.rs"]
-#[allow(dead_code)]
-mod kube_api;
-#[path = "support/publisher.rs"]
-mod publisher;
-mod support;
+use crate::{egress, kube_api, publisher, support};
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

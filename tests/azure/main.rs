@@ -1,0 +1,36 @@
+//! End-to-end tests on Azure, one test binary (each file a module): the fake ARM answering in
+//! recorded shapes, Azurite, the fault proxy, and the publisher against the fake Kubernetes API
+//! server. One binary links once instead of once per file. The log-capturing security test keeps a
+//! process of its own (`tests/azure_security.rs`: it installs the process's one subscriber).
+
+#![cfg(feature = "azure")]
+
+#[cfg(feature = "kube")]
+#[path = "../support/egress.rs"]
+#[allow(dead_code)]
+mod egress;
+#[path = "../support/fault_proxy.rs"]
+mod fault_proxy;
+#[path = "../support/azure/grid.rs"]
+mod grid;
+#[cfg(feature = "kube")]
+#[path = "../support/kube_api.rs"]
+#[allow(dead_code)]
+mod kube_api;
+#[path = "../support/load.rs"]
+mod load;
+#[cfg(feature = "kube")]
+#[path = "../support/publisher.rs"]
+mod publisher;
+#[path = "../support/azure/mod.rs"]
+mod support;
+
+mod azure_arm_contract;
+mod azure_arm_rules;
+mod azure_enforce;
+mod azure_faults;
+mod azure_load;
+mod azure_policy_faults;
+mod azure_sweep_cli;
+mod publish_azure;
+mod publish_workload_identity;
