@@ -129,16 +129,16 @@ for name, cmds in blocks:
 cli, bootstrap = os.environ.get("TAGWARDEN_CLI", ""), os.environ.get("TAGWARDEN_BOOTSTRAP", "")
 for what, path in (("TAGWARDEN_CLI", cli), ("TAGWARDEN_BOOTSTRAP", bootstrap)):
     if not (path and os.access(path, os.X_OK)):
-        die(f"{what}={path!r} is not an executable: build it (scripts/test: cargo build --bin tagwarden --bin bootstrap)")
+        die(f"{what}={path!r} is not an executable: scripts/test keeps both from its cargo test --workspace --all-features in $CARGO_TARGET_DIR/readme-path/")
 if subprocess.run([cli, "publish", "--help"], capture_output=True).returncode != 0:
-    die(f"TAGWARDEN_CLI={cli} has no `publish`: it was built without the aws feature (cargo build --bin tagwarden)")
+    die(f"TAGWARDEN_CLI={cli} has no `publish`: it was built without the aws feature (cargo build --bin tagwarden --features aws)")
 aws_cli = os.path.join(TOOLS, "venv-awscli", "bin", "aws")
 cargo_lambda = os.path.join(TOOLS, "venv", "bin", "cargo-lambda")
 for tool in (aws_cli, cargo_lambda):
     if not os.access(tool, os.X_OK):
         die(f"{tool} is missing: scripts/install-tools awscli cargo_lambda")
 mirror = os.environ.get("TF_PLUGIN_MIRROR") or open(os.path.join(TOOLS, "tf-plugin-mirror")).read().strip()
-for tool in ("terraform", "jq", "git", "objdump"):
+for tool in ("terraform", "jq", "git"):
     if not shutil.which(tool):
         die(f"{tool} is not on PATH (the documented commands use it)")
 
@@ -158,21 +158,6 @@ def cleanup():
     else:
         shutil.rmtree(work, ignore_errors=True)
 
-
-# --- a clone ------------------------------------------------------------------------------------------
-# The repository's files as a fresh clone has them (tracked, plus new files not ignored: the work
-# tree under test), without .terraform/, target-lambda/ or state. .tools is linked, as in a
-# developer's worktree, so scripts/package-lambda's own install-tools call finds cargo-lambda.
-
-clone = os.path.join(work, "clone")
-files = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                       capture_output=True, check=True).stdout.decode().split("\0")
-for f in filter(None, files):
-    src = os.path.join(ROOT, f)
-    if os.path.isfile(src) and not os.path.islink(src) and not f.startswith(".tools"):
-        os.makedirs(os.path.dirname(os.path.join(clone, f)), exist_ok=True)
-        shutil.copy2(src, os.path.join(clone, f))
-os.symlink(os.path.realpath(TOOLS), os.path.join(clone, ".tools"))
 
 # --- moto, over TLS, with a certificate a CA made here signs -------------------------------------------
 
@@ -210,6 +195,22 @@ def make_pki():
     return paths
 
 
+def make_clone():
+    """The repository's files as a fresh clone has them (tracked, plus new files not ignored: the
+    work tree under test), without .terraform/, target-lambda/ or state. .tools is linked, as in a
+    developer's worktree, so scripts/package-lambda's own install-tools call finds cargo-lambda."""
+    clone = os.path.join(work, "clone")
+    files = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = os.path.join(ROOT, f)
+        if os.path.isfile(src) and not os.path.islink(src) and not f.startswith(".tools"):
+            os.makedirs(os.path.dirname(os.path.join(clone, f)), exist_ok=True)
+            shutil.copy2(src, os.path.join(clone, f))
+    os.symlink(os.path.realpath(TOOLS), os.path.join(clone, ".tools"))
+    return clone
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -227,6 +228,7 @@ def main():
     region = rnd.choice(REGIONS)
     regions = sorted({region, "us-east-1", DEFAULT_REGION})
     fn_name = f"tagwarden-{infra_id}"
+    clone = make_clone()
 
     import yaml
 
@@ -234,6 +236,8 @@ def main():
     infrastructure = os.path.join(work, "infrastructure.yaml")
     open(infrastructure, "w").write(text)
     obj = yaml.safe_load(text)
+    if obj["status"]["infrastructureName"] != infra_id or obj["status"]["platformStatus"]["aws"]["region"] != region:
+        die(f"{FIXTURE}: its infraID {FIXTURE_INFRA_ID} and region {FIXTURE_REGION} are not where this test replaces them")
     # The policy's tags as the README's "Policies" table says: status, with spec's on top.
     desired = {t["key"]: t["value"] for t in obj["status"]["platformStatus"]["aws"]["resourceTags"]}
     desired.update({t["key"]: t["value"] for t in obj.get("spec", {}).get("platformSpec", {}).get("aws", {}).get("resourceTags", [])})

@@ -175,8 +175,13 @@ def invoke_deployed(function, region, payload):
     whose sha256 moto holds for it (CodeSha256), unzipped; its environment is the one moto holds for
     it (GetFunctionConfiguration), plus what Lambda adds (region, name, memory, the execution role's
     credentials); the Runtime API is cargo-lambda's. Returns (ok, response text)."""
-    lam = boto("lambda", region)
-    cfg = lam.get_function_configuration(FunctionName=function)
+    import botocore.exceptions
+
+    try:
+        cfg = boto("lambda", region).get_function_configuration(FunctionName=function)
+    except botocore.exceptions.ClientError as e:  # as the AWS CLI says it
+        err = e.response["Error"]
+        fail(f"\nAn error occurred ({err['Code']}) when calling the Invoke operation: {err['Message']}", 255)
     name = cfg["FunctionName"]
     problems = [f"{k} is {cfg.get(k)!r}, not {v!r}" for k, v in
                 (("Runtime", "provided.al2023"), ("Handler", "bootstrap"), ("PackageType", "Zip")) if cfg.get(k) != v]
