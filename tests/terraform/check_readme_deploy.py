@@ -12,7 +12,7 @@ it names:
     placeholder, and each `$VAR` it reads is set by an earlier line (or is AWS_REGION, exported).
 
 Run by scripts/test-terraform with the python-hcl2 venv: `check_readme_deploy.py ROOT`. Prints the
-command count. What it does not do (yet): run the block against moto; see the issue-36 report.
+command count. The block is also executed, against moto: readme_deploy/run.py.
 """
 import os
 import re
@@ -20,22 +20,13 @@ import sys
 
 import hcl2
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import readme_blocks  # noqa: E402 (beside this file)
+
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
 readme = open(os.path.join(ROOT, "README.md")).read()
-m = re.search(r"<!-- deploy-aws: begin -->\n```sh\n(.*?)```\n<!-- deploy-aws: end -->", readme, re.S)
 failures = []
-if not m:
-    sys.exit("FAIL README.md has no deploy-aws block (<!-- deploy-aws: begin --> ```sh ... ``` <!-- deploy-aws: end -->)")
-lines = [l for l in m.group(1).splitlines() if l.strip() and not l.strip().startswith("#")]
-commands, cur = [], ""
-for l in lines:
-    code = re.sub(r"\s+#.*$", "", l).rstrip()
-    cur += " " + code.rstrip("\\").strip()
-    if not (code.endswith("\\") or code.endswith("|")):
-        commands.append(cur.strip())
-        cur = ""
-if cur:
-    commands.append(cur.strip())
+commands = [c for c, _ in readme_blocks.commands(readme_blocks.block(readme, "deploy-aws"))]
 
 if len(commands) > 10:
     failures.append(f"{len(commands)} commands, more than 10")
@@ -54,15 +45,11 @@ def example_blocks(d):
 
 
 cli = set(re.findall(r"^### `tagwarden (\w+)", readme, re.M))
-assigned = {"AWS_REGION"}
+unset, _ = readme_blocks.unset_reads(commands)
+failures += [f"${var} is read before any command sets it: {c}" for var, c in unset]
 applied_dirs = set()
 for c in commands:
-    for var in re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", c):
-        if var not in assigned:
-            failures.append(f"${var} is read before any command sets it: {c}")
-    for var in re.findall(r"(?:^|\s|export\s)([A-Za-z_][A-Za-z0-9_]*)=", c):
-        assigned.add(var)
-    if "<" in re.sub(r"<<|<\(|--from -", "", c) and re.search(r"<[a-z_-]+>", c):
+    if readme_blocks.placeholders(c):
         failures.append(f"a placeholder to fill in: {c}")
     for d in re.findall(r"terraform -chdir=(\S+)", c):
         path = os.path.join(ROOT, d)

@@ -1,0 +1,444 @@
+"""Issue 36, "the documented path is executed": the commands of README.md's `deploy-aws` block
+(from nothing to the first correction), its `sweep-aws` block (a sweep by hand) and
+docs/operations.md's `uninstall-aws` block, extracted from the docs (readme_blocks.py, as the static
+check_readme_deploy.py reads them) and run as written, one after the other in one bash, in a copy
+of the repository, against a local moto server. Then:
+
+  * every command exited 0, and the deploy block has at most 10 commands (the count is printed);
+  * the cluster's owned VPC, subnet and instance, created in moto beforehand without the cluster's
+    tags, carry the Infrastructure object's resourceTags (status, with spec's on top), and an
+    instance the cluster does not own carries none of them;
+  * no value was guessed: the cluster's infraID and region are made up for each run (no default
+    or example in the repository holds them) and the function exists under that infraID, in that
+    region only; every `$VAR` a block reads was set by an earlier command (readme_blocks.unset_reads);
+    no `<placeholder>` is left; `tagwarden` is not on PATH until the documented install;
+  * `tagwarden status` says the policy is in force with no failure, and the manual sweep answers
+    `{"sweep": N, "failed": 0}`;
+  * after the uninstall, moto holds what it held before the deploy, in every service the
+    Terraform's provider reaches, in the cluster's region, us-east-1 and the default region,
+    except the tags written on the cluster's resources.
+
+Stand-ins, only for what moto or this machine cannot do; each a wrapper first on PATH (written by
+this script, running standins.py) or a call between two documented commands:
+
+  oc       the cluster: `oc get infrastructure cluster -o yaml` prints the Infrastructure object
+           (tests/fixtures/policies/infrastructure-aws.yaml, OpenShift's shape, its infraID and
+           region replaced by this run's), `-o jsonpath=...` answers field paths from it. Any other
+           `oc` command fails, naming itself.
+  cargo    no build here (a release build of the function takes ~25 minutes): `cargo lambda build`,
+           as scripts/package-lambda runs it, puts the prebuilt bootstrap (TAGWARDEN_BOOTSTRAP)
+           where cargo-lambda puts its binary, after checking that the bootstrap's ELF machine is
+           the architecture asked for; scripts/package-lambda itself runs as written (its glibc
+           check, the zip, the manifest by scripts/lib/artifact_manifest.py). `cargo install --path
+           . --locked` copies the prebuilt CLI (TAGWARDEN_CLI, with the aws feature as the default
+           build has it) to $CARGO_INSTALL_ROOT/bin, which is on PATH as ~/.cargo/bin would be. Any
+           other cargo command fails.
+  aws      the real AWS CLI (pinned: .tools/venv-awscli), except `aws lambda invoke` (moto cannot
+           run a Lambda function without Docker): it runs the function Terraform created through
+           cargo-lambda's Runtime API (as functions/aws-lambda/tests/runtime_api.rs does), from the
+           package whose sha256 moto holds as its code, with the environment moto holds for it
+           (GetFunctionConfiguration: the Terraform's wiring is what runs) plus what Lambda adds,
+           and the execution role's credentials (sts:AssumeRole).
+  S3's notifications (publish -> Object Created -> sweep, which the README promises): moto does not
+           deliver them to Lambda. After each documented command, `s3-deliver` sends every new
+           object version that a bucket's notification configuration routes to a function (its
+           events, prefix/suffix filter, and the function's permission for s3.amazonaws.com from
+           that bucket) as S3's event message to that function, run as above.
+
+Environment, no shim: the login to the account (static test credentials; no region and no profile,
+so the region must come from the commands); AWS's endpoints (AWS_ENDPOINT_URL for the CLIs and the
+function; Terraform through the provider override file tests/terraform/moto/ renders beside the
+copied example, as scripts/test-terraform does) and certificate chain (a CA made here: moto's TLS
+certificate is signed by it; TAGWARDEN_CA_BUNDLE and AWS_CA_BUNDLE trust it); the Terraform
+registry (the provider mirror, through the CLI configuration); "yes" typed at Terraform's
+confirmation prompt, and only there (any other prompt, e.g. for a variable the docs do not give,
+fails the test).
+
+usage: run.py ROOT    (from scripts/test-terraform; ROOT is the repository, copied, never written)
+env:   TAGWARDEN_CLI, TAGWARDEN_BOOTSTRAP   the prebuilt CLI and Lambda bootstrap (debug builds do)
+       TF_PLUGIN_MIRROR                      the provider mirror (else install-tools' cache)
+       KEEP_WORK=1                           keep the work directory (session.log, function.log)
+Prints PASS/FAIL lines, the command counts and the wall time; exits 1 on any failure.
+"""
+import datetime
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import string
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import readme_blocks  # noqa: E402
+sys.path.insert(0, HERE)
+import standins  # noqa: E402
+
+ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
+TOOLS = os.path.join(ROOT, ".tools")
+PY = os.path.join(TOOLS, "venv", "bin", "python")
+ACCOUNT = "123456789012"  # moto's
+OVERRIDE = os.path.join(ROOT, "tests/terraform/moto/aws-basic_providers_override.tf.in")
+FIXTURE = "tests/fixtures/policies/infrastructure-aws.yaml"
+FIXTURE_INFRA_ID, FIXTURE_REGION = "mycluster-7xk2p", "eu-west-1"
+DEFAULT_REGION = "eu-west-1"  # infra/examples/aws-basic's default: a guessed region would land here
+# A region no default or example of the repository names, so that a value taken from anywhere but
+# the cluster cannot pass.
+REGIONS = ["ap-southeast-2", "ca-central-1", "sa-east-1", "eu-north-1"]
+BLOCKS = [("README.md", "deploy-aws"), ("README.md", "sweep-aws"), ("docs/operations.md", "uninstall-aws")]
+DEADLINE_S = 900
+
+started = time.monotonic()
+results = []
+
+
+def check(name, ok, why=""):
+    results.append((name, ok))
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok or not why else f": {why}"), flush=True)
+    return ok
+
+
+def die(msg):
+    print(f"FAIL {msg}")
+    sys.exit(1)
+
+
+# --- the blocks ---------------------------------------------------------------------------------------
+
+blocks = []
+for path, name in BLOCKS:
+    blocks.append((name, readme_blocks.commands(readme_blocks.block(open(os.path.join(ROOT, path)).read(), name, path))))
+counts = {name: len(cmds) for name, cmds in blocks}
+check(f"deploy-aws has at most 10 commands ({counts['deploy-aws']})", counts["deploy-aws"] <= 10)
+assigned = ("AWS_REGION",)
+for name, cmds in blocks:
+    unset, assigned = readme_blocks.unset_reads([c for c, _ in cmds], assigned)
+    check(f"{name}: every $VAR is set by an earlier command", not unset, "; ".join(f"${v} in: {c}" for v, c in unset))
+    holes = [c for c, _ in cmds if readme_blocks.placeholders(c)]
+    check(f"{name}: no <placeholder> to fill in", not holes, "; ".join(holes))
+
+# --- what is needed -----------------------------------------------------------------------------------
+
+cli, bootstrap = os.environ.get("TAGWARDEN_CLI", ""), os.environ.get("TAGWARDEN_BOOTSTRAP", "")
+for what, path in (("TAGWARDEN_CLI", cli), ("TAGWARDEN_BOOTSTRAP", bootstrap)):
+    if not (path and os.access(path, os.X_OK)):
+        die(f"{what}={path!r} is not an executable: scripts/test keeps both from its cargo test --workspace --all-features in $CARGO_TARGET_DIR/readme-path/")
+if subprocess.run([cli, "publish", "--help"], capture_output=True).returncode != 0:
+    die(f"TAGWARDEN_CLI={cli} has no `publish`: it was built without the aws feature (cargo build --bin tagwarden --features aws)")
+aws_cli = os.path.join(TOOLS, "venv-awscli", "bin", "aws")
+cargo_lambda = os.path.join(TOOLS, "venv", "bin", "cargo-lambda")
+for tool in (aws_cli, cargo_lambda):
+    if not os.access(tool, os.X_OK):
+        die(f"{tool} is missing: scripts/install-tools awscli cargo_lambda")
+mirror = os.environ.get("TF_PLUGIN_MIRROR") or open(os.path.join(TOOLS, "tf-plugin-mirror")).read().strip()
+for tool in ("terraform", "jq", "git"):
+    if not shutil.which(tool):
+        die(f"{tool} is not on PATH (the documented commands use it)")
+
+work = tempfile.mkdtemp(prefix="tagwarden-readme-deploy.")
+procs = []
+
+
+def cleanup():
+    for p in procs:  # each leads its own process group: moto; the shell and whatever it left running
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    if os.environ.get("KEEP_WORK") == "1":
+        print(f"work directory kept: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# --- moto, over TLS, with a certificate a CA made here signs -------------------------------------------
+
+
+def make_pki():
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    import ipaddress
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tagwarden doc test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+          .sign(ca_key, hashes.SHA256()))
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = lambda c: c.public_bytes(serialization.Encoding.PEM)
+    paths = {n: os.path.join(work, n) for n in ("ca.pem", "moto.pem", "moto.key")}
+    open(paths["ca.pem"], "wb").write(pem(ca))
+    open(paths["moto.pem"], "wb").write(pem(cert))
+    open(paths["moto.key"], "wb").write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                           serialization.NoEncryption()))
+    return paths
+
+
+def make_clone():
+    """The repository's files as a fresh clone has them (tracked, plus new files not ignored: the
+    work tree under test), without .terraform/, target-lambda/ or state. .tools is linked, as in a
+    developer's worktree, so scripts/package-lambda's own install-tools call finds cargo-lambda."""
+    clone = os.path.join(work, "clone")
+    files = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = os.path.join(ROOT, f)
+        if os.path.isfile(src) and not os.path.islink(src) and not f.startswith(".tools"):
+            os.makedirs(os.path.dirname(os.path.join(clone, f)), exist_ok=True)
+            shutil.copy2(src, os.path.join(clone, f))
+    os.symlink(os.path.realpath(TOOLS), os.path.join(clone, ".tools"))
+    return clone
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# --- the run --------------------------------------------------------------------------------------------
+
+
+def main():
+    rnd = random.Random()
+    infra_id = "dt" + "".join(rnd.choices(string.ascii_lowercase, k=6)) + "-" + "".join(rnd.choices(string.ascii_lowercase + string.digits, k=5))
+    region = rnd.choice(REGIONS)
+    regions = sorted({region, "us-east-1", DEFAULT_REGION})
+    fn_name = f"tagwarden-{infra_id}"
+    clone = make_clone()
+
+    import yaml
+
+    text = open(os.path.join(ROOT, FIXTURE)).read().replace(FIXTURE_INFRA_ID, infra_id).replace(f"region: {FIXTURE_REGION}", f"region: {region}")
+    infrastructure = os.path.join(work, "infrastructure.yaml")
+    open(infrastructure, "w").write(text)
+    obj = yaml.safe_load(text)
+    if obj["status"]["infrastructureName"] != infra_id or obj["status"]["platformStatus"]["aws"]["region"] != region:
+        die(f"{FIXTURE}: its infraID {FIXTURE_INFRA_ID} and region {FIXTURE_REGION} are not where this test replaces them")
+    # The policy's tags as the README's "Policies" table says: status, with spec's on top.
+    desired = {t["key"]: t["value"] for t in obj["status"]["platformStatus"]["aws"]["resourceTags"]}
+    desired.update({t["key"]: t["value"] for t in obj.get("spec", {}).get("platformSpec", {}).get("aws", {}).get("resourceTags", [])})
+
+    override_services = set(re.findall(r"^\s*(\w+)\s*=\s*\"@MOTO_ENDPOINT@\"", open(OVERRIDE).read(), re.M))
+    check("the inventory covers every service the provider override reaches", override_services <= standins.INVENTORIED,
+          f"not inventoried: {sorted(override_services - standins.INVENTORIED)}")
+
+    pki = make_pki()
+    port = free_port()
+    endpoint = f"https://127.0.0.1:{port}"
+    # standins.boto (the checks here too) reads these.
+    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_CA_BUNDLE": pki["ca.pem"], "DOCTEST_REGIONS": ",".join(regions)})
+    moto_log = open(os.path.join(work, "moto.log"), "w")
+    procs.append(subprocess.Popen([PY, os.path.join(ROOT, "tests/terraform/moto/moto_server.py"), "-H", "127.0.0.1",
+                                   "-p", str(port), "-c", pki["moto.pem"], "-k", pki["moto.key"]],
+                                  stdout=moto_log, stderr=subprocess.STDOUT, start_new_session=True))
+    for _ in range(300):
+        try:
+            standins.boto("sts", "us-east-1").get_caller_identity()
+            break
+        except Exception:
+            time.sleep(0.1)
+    else:
+        die("moto did not start (moto.log)")
+
+    # The cluster, before tagwarden: owned resources without the cluster's tags, and one not owned.
+    ec2 = standins.boto("ec2", region)
+    owned = [{"Key": f"kubernetes.io/cluster/{infra_id}", "Value": "owned"}]
+    spec = lambda kind, name: [{"ResourceType": kind, "Tags": owned + [{"Key": "Name", "Value": name}]}]
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16", TagSpecifications=spec("vpc", f"{infra_id}-vpc"))["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.0.0/20", TagSpecifications=spec("subnet", f"{infra_id}-subnet-private"))["Subnet"]["SubnetId"]
+    image = ec2.describe_images()["Images"][0]["ImageId"]
+    worker = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1, SubnetId=subnet,
+                               TagSpecifications=spec("instance", f"{infra_id}-worker-a"))["Instances"][0]["InstanceId"]
+    other = ec2.run_instances(ImageId=image, MinCount=1, MaxCount=1,
+                              TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": "Name", "Value": "not-the-cluster"}]}])["Instances"][0]["InstanceId"]
+    owned_ids = {vpc: "VPC", subnet: "subnet", worker: "instance"}
+    before = standins.inventory(regions)
+
+    # The shell: stand-ins first on PATH, then the install root, then the machine's PATH without
+    # any directory that already holds a `tagwarden`.
+    bin_dir, hooks, install_root = os.path.join(work, "standins"), os.path.join(work, "hooks"), os.path.join(work, "cargo-install")
+    for d, tools in ((bin_dir, ("oc", "cargo", "aws")), (hooks, ("s3-deliver", "snapshot"))):
+        os.makedirs(d)
+        for tool in tools:
+            open(os.path.join(d, tool), "w").write(f'#!/bin/sh\nexec "{PY}" "{os.path.join(HERE, "standins.py")}" {tool} "$@"\n')
+            os.chmod(os.path.join(d, tool), 0o755)
+    machine_path = [d for d in os.environ["PATH"].split(os.pathsep) if d and not os.path.exists(os.path.join(d, "tagwarden"))]
+    tfrc = os.path.join(work, "terraformrc")
+    open(tfrc, "w").write(f'disable_checkpoint = true\nprovider_installation {{\n  filesystem_mirror {{\n    path = "{mirror}"\n  }}\n}}\n')
+    empty = os.path.join(work, "empty")
+    open(empty, "w").close()
+    keep = ("HOME", "USER", "LANG", "TERM", "TMPDIR", "RUSTUP_HOME", "CARGO_HOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY",
+            "https_proxy", "http_proxy", "no_proxy")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update({
+        "PATH": os.pathsep.join([bin_dir, os.path.join(install_root, "bin")] + machine_path),
+        "CARGO_INSTALL_ROOT": install_root, "CARGO_TARGET_DIR": os.path.join(work, "cargo-target"),
+        # The login: credentials, and nothing else (no region, no profile).
+        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty,
+        # AWS's endpoints and certificate chain.
+        "AWS_ENDPOINT_URL": endpoint, "AWS_CA_BUNDLE": pki["ca.pem"], "TAGWARDEN_CA_BUNDLE": pki["ca.pem"],
+        "TF_CLI_CONFIG_FILE": tfrc, "CHECKPOINT_DISABLE": "1",
+        # For the stand-ins.
+        "DOCTEST_WORK": work, "DOCTEST_CLONE": clone, "DOCTEST_INFRASTRUCTURE": infrastructure, "DOCTEST_CLI": cli,
+        "DOCTEST_BOOTSTRAP": bootstrap, "DOCTEST_AWS": aws_cli, "DOCTEST_CARGO_LAMBDA": cargo_lambda,
+        "DOCTEST_PACKAGES": os.path.join(clone, "target-lambda"), "DOCTEST_MACHINE_PATH": os.pathsep.join(machine_path),
+        "DOCTEST_REGIONS": ",".join(regions),
+    })
+    # The example as written, with the provider override beside it (as scripts/test-terraform).
+    ex = os.path.join(clone, "infra/examples/aws-basic")
+    open(os.path.join(ex, "moto_providers_override.tf"), "w").write(open(OVERRIDE).read().replace("@MOTO_ENDPOINT@", endpoint))
+
+    deployed_file = os.path.join(work, "deployed.json")
+    script = ["set -o pipefail",
+              'if command -v tagwarden >/dev/null; then echo "@@ tagwarden is on PATH before it is installed: $(command -v tagwarden)"; exit 1; fi']
+    for name, cmds in blocks:
+        for n, (c, raw) in enumerate(cmds, 1):
+            script.append(f"echo; echo '@@ {name} {n}/{len(cmds)}'")
+            script.extend(raw)
+            script.append('__rc=$?; echo; echo "@@ exit $__rc $SECONDS"; [ "$__rc" = 0 ] || exit 1')
+            script.append(f'"{hooks}/s3-deliver" || {{ echo "@@ S3 notification delivery failed"; exit 1; }}')
+        if name == "deploy-aws":
+            script.append(f'"{hooks}/snapshot" "{deployed_file}" || exit 1')
+    script.append("echo '@@ done'")
+    open(os.path.join(work, "session.sh"), "w").write("\n".join(script) + "\n")
+
+    log = open(os.path.join(work, "session.log"), "wb")
+    t0 = time.monotonic()
+    sh = subprocess.Popen(["bash", os.path.join(work, "session.sh")], cwd=clone, env=env, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    procs.append(sh)
+    out, typed, stopped = b"", 0, None
+    while True:
+        if time.monotonic() - t0 > DEADLINE_S:
+            stopped = f"no end after {DEADLINE_S} s"
+            break
+        ready, _, _ = select.select([sh.stdout], [], [], 1)
+        if not ready:
+            if sh.poll() is not None:
+                break
+            continue
+        chunk = os.read(sh.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        out += chunk
+        log.write(chunk)
+        log.flush()
+        tail = re.sub(r"\x1b\[[0-9;]*m", "", out[-3000:].decode(errors="replace"))
+        if tail.rstrip().endswith("Enter a value:"):
+            if "Only 'yes' will be accepted" not in tail:
+                stopped = "terraform asked for a value the docs do not give:\n" + tail[-800:]
+                break
+            sh.stdin.write(b"yes\n")
+            sh.stdin.flush()
+            out += b"yes\n"
+            log.write(b"yes  <- typed by the doc test\n")
+            typed += 1
+    if stopped:
+        os.killpg(sh.pid, signal.SIGKILL)
+    sh.wait()
+    session_s = time.monotonic() - t0
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.decode(errors="replace"))
+    ran = re.findall(r"^@@ (\S+) (\d+)/(\d+)$", text, re.M)
+    exits = re.findall(r"^@@ exit (\d+) (\d+)$", text, re.M)
+    took = [int(b) - int(a) for (_, a), (_, b) in zip([("", "0")] + exits, exits)]
+    finished = "\n@@ done" in text and not stopped
+    if finished:
+        check(f"every documented command ran and exited 0 ({len(exits)} commands, {typed} confirmations typed, {session_s:.0f} s)",
+              len(exits) == sum(counts.values()) and {rc for rc, _ in exits} == {"0"})
+        slow = sorted(zip(took, [f"{b} {n}/{len(dict(blocks)[b])}" for b, n, _ in ran]), reverse=True)[:3]
+        print("    slowest: " + ", ".join(f"{what} {t} s" for t, what in slow))
+    else:
+        last = ran[-1] if ran else None
+        at = f"{last[0]} {last[1]}/{last[2]}: {dict(blocks)[last[0]][int(last[1]) - 1][0]}" if last else "before the first command"
+        check("every documented command ran and exited 0", False,
+              f"{stopped or ''}\n  stopped at {at}\n  --- session.log (tail)\n" + "\n".join("  " + l for l in text.splitlines()[-40:]))
+
+    standin_log = os.path.join(work, "standins.jsonl")
+    calls = [json.loads(line) for line in open(standin_log)] if os.path.exists(standin_log) else []
+    invokes = [c for c in calls if c["standin"] == "lambda invoke"]
+    check("the CLI came from the documented install (cargo install)", any(c["standin"] == "cargo install" for c in calls))
+    check("the package came from scripts/package-lambda (cargo lambda build --x86-64)",
+          any(c["standin"] == "cargo lambda build" and c["arch"] == "x86_64" for c in calls))
+    notified = [c for c in invokes if '"aws:s3"' in c["payload"]]
+    check("the publish's Object Created notification ran the function once, without failure",
+          len(notified) == 1 and notified[0]["ok"], json.dumps(notified)[:2000])
+    swept = [c for c in invokes if json.loads(c["payload"]) == {"tagwarden": "sweep"}]
+    resp = json.loads(swept[0]["response"]) if swept and swept[0]["ok"] else {}
+    check(f"the manual sweep answered {{\"sweep\": N, \"failed\": 0}} ({resp})",
+          len(swept) == 1 and isinstance(resp.get("sweep"), int) and resp.get("failed") == 0, json.dumps(swept)[:2000])
+    policy = f"s3://{fn_name}-{ACCOUNT}/tagwarden/infrastructure.yaml"
+    wrong = [c for c in invokes if not (c["function"] == fn_name and c["region"] == region and c["architectures"] == ["x86_64"]
+                                        and c["environment"].get("TAGWARDEN_POLICY") == policy)]
+    check(f"each run was {fn_name} in {region}, x86_64 as the package's manifest says, TAGWARDEN_POLICY={policy}",
+          invokes and not wrong, json.dumps(wrong)[:2000])
+    status = re.search(r"^@@ deploy-aws (\d+)/\1\n(.*?)^@@ exit", text, re.M | re.S)
+    shown = status.group(2) if status else ""
+    check("tagwarden status: the policy in force, state ok, no failure",
+          bool(re.search(r"^state\s+ok$", shown, re.M) and re.search(r"^in force\s+version \w+", shown, re.M)
+               and re.search(r"^failures\s+0$", shown, re.M)), shown)
+
+    # After the deploy: tagwarden's resources in the cluster's region (and the us-east-1 forwarding),
+    # the cluster's resources corrected, the one not owned untouched.
+    deployed = set(json.load(open(deployed_file))) if os.path.exists(deployed_file) else set()
+    created = {l for l in deployed - before if " ec2 tag " not in l and " tagged " not in l}
+    misplaced = {l for l in created if not (l.startswith(region + " ") or l.startswith("us-east-1 ") or l.startswith("iam ")
+                                            or l.startswith("s3 object ") or (l.startswith("s3 bucket ") and l.endswith(" " + region)))}
+    check(f"the deploy created its resources in {region} (us-east-1: the global events' forwarding), none elsewhere",
+          created and not misplaced, "elsewhere: " + "; ".join(sorted(misplaced)))
+    check(f"the deploy created the function {fn_name} in {region}", f"{region} lambda function {fn_name}" in created)
+    for rid, kind in owned_ids.items():
+        have = {l.split(" ", 4)[4].split("=", 1)[0]: l.split("=", 1)[1] for l in deployed if l.startswith(f"{region} ec2 tag {rid} ")}
+        missing = {k: v for k, v in desired.items() if have.get(k) != v}
+        check(f"after the deploy the cluster's {kind} carries the Infrastructure object's tags", deployed and not missing,
+              f"missing or different: {missing}")
+    stray = {l for l in deployed if l.startswith(f"{region} ec2 tag {other} ") and l.split(" ", 4)[4].split("=", 1)[0] in desired}
+    check("the instance the cluster does not own carries none of them", deployed and not stray, "; ".join(sorted(stray)))
+
+    # After the uninstall: moto as before, but for the tags written.
+    after = standins.inventory(regions)
+    written = {f"{region} ec2 tag {rid} {k}={v}" for rid in owned_ids for k, v in desired.items()}
+    arns = {vpc: f"vpc/{vpc}", subnet: f"subnet/{subnet}", worker: f"instance/{worker}"}
+    written |= {l for l in after - before if l.startswith(f"{region} tagged ") and any(l.split(" ")[2].endswith(a) for a in arns.values())
+                and l.split(" ", 3)[3] in {f"{k}={v}" for k, v in desired.items()}}
+    left, gone = (after - before) - written, before - after
+    check("after the uninstall moto holds what it held before, but the tags written",
+          finished and not left and not gone and written <= after,
+          "\n  left behind: " + "\n  ".join(sorted(left)[:60]) + "\n  gone: " + "\n  ".join(sorted(gone)[:20]))
+
+    return sum(1 for _, ok in results if not ok), (f"README path executed: deploy-aws {counts['deploy-aws']} commands, sweep-aws {counts['sweep-aws']}, "
+          f"uninstall-aws {counts['uninstall-aws']}; cluster {infra_id} in {region}; session {session_s:.0f} s, "
+          f"wall {time.monotonic() - started:.0f} s")
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # cleanup() on a kill too
+    try:
+        failed, summary = main()
+    finally:
+        cleanup()
+    print(summary)  # last: scripts/test-terraform shows this line
+    sys.exit(1 if failed else 0)
