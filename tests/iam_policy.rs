@@ -1,27 +1,36 @@
-//! The Lambda's IAM role grants exactly the AWS API operations the code can call: the set is
-//! derived from the code (every SDK operation called in crates/aws/src/), not from a hand list, and
-//! compared with the `code_actions` of infra/aws/iam.tf, from which every statement is built.
+//! The Lambda's IAM role grants exactly the AWS API operations the code can call, and the module
+//! follows the service descriptors (`crates/core/src/services.rs`):
+//! - the set the code calls is derived from the code (every SDK operation called in
+//!   crates/aws/src/), not from a hand list, and compared with the descriptors' actions plus the
+//!   policy source's `policy_store_actions` in infra/aws/iam.tf;
+//! - infra/aws/generated/services.json, from which infra/aws builds the EventBridge patterns and
+//!   the role's statements, and the README's table of services are what the descriptors produce.
+//!   A stale one fails here; `TAGWARDEN_BLESS=1 cargo test --all-features --test iam_policy`
+//!   rewrites both.
 
-use std::collections::BTreeSet;
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 use regex::Regex;
+use serde_json::{json, Value};
+use tagwarden::services::{Batch, Guard, Service, SERVICES, TAGGING};
 
-/// `client field` → IAM service prefix.
-const SERVICES: &[(&str, &str)] = &[
-    ("ec2", "ec2"),
-    ("s3", "s3"),
-    ("elbv2", "elasticloadbalancing"),
-    ("elb", "elasticloadbalancing"),
-    ("route53", "route53"),
-    ("iam", "iam"),
-    ("kms", "kms"),
-    ("ssm", "ssm"),
-    ("tagging", "tag"),
-];
+/// SDK crates whose IAM service prefix is not their own name.
+const PREFIXES: &[(&str, &str)] = &[("elasticloadbalancingv2", "elasticloadbalancing"), ("resourcegroupstagging", "tag")];
 
 /// SDK operations whose IAM action has another name.
 const RENAMED: &[(&str, &str)] = &[("s3:ListObjectsV2", "s3:ListBucket")];
+
+/// The command that rewrites the generated files.
+const BLESS: &str = "TAGWARDEN_BLESS=1 cargo test --all-features --test iam_policy";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn descriptors() -> impl Iterator<Item = &'static Service> {
+    SERVICES.iter().chain([&TAGGING])
+}
 
 fn pascal(snake: &str) -> String {
     let mut out = String::new();
@@ -47,18 +56,32 @@ fn rust_sources(dir: &Path, out: &mut Vec<String>) {
     }
 }
 
+/// The SDK clients of `tagwarden_aws::Clients` (`pub <field>: aws_sdk_<crate>::Client`), by field,
+/// with the IAM service prefix of each.
+fn clients() -> BTreeMap<String, String> {
+    let text = std::fs::read_to_string(root().join("crates/aws/src/lib.rs")).expect("crates/aws/src/lib.rs");
+    let field = Regex::new(r"pub ([a-z0-9_]+): aws_sdk_([a-z0-9]+)::Client").expect("regex");
+    field
+        .captures_iter(&text)
+        .map(|c| {
+            let prefix = PREFIXES.iter().find(|(k, _)| *k == &c[2]).map(|(_, p)| p.to_string());
+            (c[1].to_string(), prefix.unwrap_or_else(|| c[2].to_string()))
+        })
+        .collect()
+}
+
 fn actions_called_by_code() -> BTreeSet<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut sources = Vec::new();
-    rust_sources(&root.join("crates/aws/src/"), &mut sources);
+    rust_sources(&root().join("crates/aws/src/"), &mut sources);
+    let clients = clients();
+    assert!(clients.len() >= 9, "the scan of Clients found {clients:?}");
     // `clients.ec2.describe_tags()`, `c.s3.get_object()`, `iam.list_roles()`, across line breaks.
-    let call = Regex::new(r"\b(ec2|s3|elbv2|elb|route53|iam|kms|ssm|tagging)\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)")
-        .expect("regex");
+    let names = clients.keys().cloned().collect::<Vec<_>>().join("|");
+    let call = Regex::new(&format!(r"\b({names})\s*\.\s*([a-z][a-z0-9_]*)\s*\(\s*\)")).expect("regex");
     let mut found = BTreeSet::new();
     for text in &sources {
         for c in call.captures_iter(text) {
-            let prefix = SERVICES.iter().find(|(f, _)| *f == &c[1]).map(|(_, p)| *p).expect("known client");
-            let action = format!("{prefix}:{}", pascal(&c[2]));
+            let action = format!("{}:{}", clients[&c[1]], pascal(&c[2]));
             let action =
                 RENAMED.iter().find(|(from, _)| *from == action).map(|(_, to)| to.to_string()).unwrap_or(action);
             found.insert(action);
@@ -67,10 +90,11 @@ fn actions_called_by_code() -> BTreeSet<String> {
     found
 }
 
-fn actions_granted_by_terraform() -> BTreeSet<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/aws/iam.tf");
-    let text = std::fs::read_to_string(&path).expect("infra/aws/iam.tf");
-    let start = text.find("code_actions = {").expect("a code_actions local in iam.tf");
+/// The actions the role grants for the policy source and status report (`policy_store_actions`
+/// in iam.tf); the rest come from the descriptors.
+fn policy_store_actions() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(root().join("infra/aws/iam.tf")).expect("infra/aws/iam.tf");
+    let start = text.find("policy_store_actions = {").expect("a policy_store_actions local in iam.tf");
     // The block ends at the brace that balances its opening one.
     let mut depth = 0;
     let mut end = start;
@@ -91,10 +115,15 @@ fn actions_granted_by_terraform() -> BTreeSet<String> {
     action.captures_iter(&text[start..end]).map(|c| c[1].to_string()).collect()
 }
 
+/// Every action a descriptor says its code calls.
+fn descriptor_actions() -> BTreeSet<String> {
+    descriptors().flat_map(|s| [s.read, s.write].into_iter().chain(s.list.iter().copied()).chain(s.also.iter().copied())).map(str::to_string).collect()
+}
+
 #[test]
 fn role_grants_exactly_what_the_code_calls() {
     let code = actions_called_by_code();
-    let granted = actions_granted_by_terraform();
+    let granted: BTreeSet<String> = descriptor_actions().union(&policy_store_actions()).cloned().collect();
     // A sanity floor, so a broken scan cannot pass by finding nothing.
     for must in
         ["ec2:CreateTags", "s3:PutBucketTagging", "elasticloadbalancing:AddTags", "iam:TagRole", "tag:GetResources"]
@@ -105,43 +134,130 @@ fn role_grants_exactly_what_the_code_calls() {
     let missing: Vec<_> = code.difference(&granted).collect();
     assert!(
         extra.is_empty() && missing.is_empty(),
-        "infra/aws/iam.tf code_actions grants {extra:?} that the code never calls, and misses {missing:?} that it calls"
+        "the descriptors and iam.tf's policy_store_actions grant {extra:?} that the code never calls, and miss {missing:?} that it calls"
     );
     // Never a destructive tag call.
     assert!(granted.iter().all(|a| !a.contains("Untag") && !a.contains("DeleteTags") && !a.contains("RemoveTags")));
 }
 
-/// Each service descriptor (`crates/core/src/services.rs`) names the actions that read, write and list it:
-/// each is one the code really calls, so the descriptors cannot drift from the code or the role.
+/// Each service descriptor names the actions that read, write and list it: each is one the code
+/// really calls, so the descriptors cannot drift from the code or the role.
 #[test]
 fn the_service_descriptors_name_the_calls_the_code_makes() {
     let code = actions_called_by_code();
-    for s in tagwarden::services::SERVICES.iter().chain([&tagwarden::services::TAGGING]) {
-        for action in [s.read, s.write].iter().chain(s.list) {
-            assert!(
-                code.contains(*action),
-                "the {} descriptor names {action}, which crates/aws/src/ never calls",
-                s.kind
-            );
+    for s in descriptors() {
+        for action in [s.read, s.write].iter().chain(s.list).chain(s.also) {
+            assert!(code.contains(*action), "the {} descriptor names {action}, which crates/aws/src/ never calls", s.kind);
         }
     }
 }
 
-/// The event names the parser handles, per CloudTrail `eventSource`, from the descriptors.
-fn handled_events() -> BTreeSet<(String, String)> {
-    let services = tagwarden::services::SERVICES.iter();
-    services
-        .flat_map(|s| s.events.iter().map(|(name, _, _)| (format!("{}.amazonaws.com", s.service()), name.to_string())))
-        .collect()
+/// What infra/aws reads from the descriptors (infra/aws/generated/services.json):
+/// - `cloudtrail_event_names`: per service (`source` aws.<key>, `eventSource` <key>.amazonaws.com),
+///   the CloudTrail events the parser handles;
+/// - `services`: per IAM service prefix, in the descriptors' order, the reads granted on "*"
+///   (`read_anywhere`), the reads granted on `resources` (`read`), the write granted under
+///   `guard` (`owned`, `owned_via_tagging_api`, `listed`, `bucket`, `anywhere`: `Guard`), and the
+///   resource ARN patterns.
+fn generated() -> Value {
+    let mut events: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in SERVICES {
+        events.entry(s.service().to_string()).or_default().extend(s.events.iter().map(|(n, _, _)| n.to_string()));
+    }
+    let count: usize = events.values().map(BTreeSet::len).sum();
+    assert!(count > 40, "the descriptors' events are suspiciously few: {events:?}");
+
+    let prefix = |action: &str| action.split(':').next().unwrap_or(action).to_string();
+    // One object per IAM service prefix, in the order the descriptors first name it.
+    let mut groups: Vec<serde_json::Map<String, Value>> = Vec::new();
+    fn group(groups: &mut Vec<serde_json::Map<String, Value>>, service: String) -> &mut serde_json::Map<String, Value> {
+        let at = match groups.iter().position(|g| g["service"] == service.as_str()) {
+            Some(at) => at,
+            None => {
+                let mut g = serde_json::Map::new();
+                g.insert("service".into(), json!(service));
+                for k in ["read_anywhere", "read", "write", "resources"] {
+                    g.insert(k.into(), json!([]));
+                }
+                groups.push(g);
+                groups.len() - 1
+            }
+        };
+        &mut groups[at]
+    }
+    fn push(g: &mut serde_json::Map<String, Value>, key: &str, value: &str) {
+        let list = g.get_mut(key).and_then(Value::as_array_mut).expect("a list");
+        if !list.iter().any(|v| v == value) {
+            list.push(json!(value));
+        }
+    }
+    for s in descriptors() {
+        let (action, guard) = match s.grant.guard {
+            Guard::Owned => (s.write, "owned"),
+            Guard::OwnedVia(action) => (action, "owned_via_tagging_api"),
+            Guard::Listed => (s.write, "listed"),
+            Guard::Bucket => (s.write, "bucket"),
+            Guard::Anywhere => (s.write, "anywhere"),
+        };
+        let g = group(&mut groups, prefix(action));
+        match g.insert("guard".into(), json!(guard)) {
+            Some(other) if other != json!(guard) => panic!("{}: guard {guard}, but its service's is {other}", s.kind),
+            _ => {}
+        }
+        push(g, "write", action);
+        for r in s.grant.resources {
+            push(g, "resources", r);
+        }
+        for read in [s.read].iter().chain(s.list).chain(s.also).filter(|a| **a != s.write) {
+            let key = if s.grant.scoped.contains(read) { "read" } else { "read_anywhere" };
+            push(group(&mut groups, prefix(read)), key, read);
+        }
+    }
+    for g in &groups {
+        assert!(g.contains_key("guard"), "{}: reads but no write, which the module cannot grant", g["service"]);
+    }
+    let services: Vec<Value> = groups.into_iter().map(Value::Object).collect();
+    json!({
+        "generated_by": format!("tests/iam_policy.rs from crates/core/src/services.rs; do not edit: {BLESS}"),
+        "cloudtrail_event_names": events,
+        "services": services,
+    })
+}
+
+/// `path`'s text is `want`, or with `TAGWARDEN_BLESS=1` becomes it.
+fn check_or_bless(path: &Path, text: &str, want: &str, what: &str) {
+    if text == want {
+        return;
+    }
+    if std::env::var_os("TAGWARDEN_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(path, want).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    panic!("{} is stale: {what}. Run `{BLESS}` and commit the result.", path.display());
+}
+
+/// infra/aws/generated/services.json is what the descriptors produce.
+#[test]
+fn the_module_reads_the_descriptors() {
+    let path = root().join("infra/aws/generated/services.json");
+    let want = serde_json::to_string_pretty(&generated()).expect("json") + "\n";
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    check_or_bless(&path, &text, &want, "the descriptors in crates/core/src/services.rs changed");
+    // The module reads it: the event patterns and the role's statements, no hand copy.
+    for (file, local) in [("events.tf", "local.generated.cloudtrail_event_names"), ("iam.tf", "local.generated.services")] {
+        let tf = std::fs::read_to_string(root().join("infra/aws").join(file)).expect("module file");
+        assert!(tf.contains(local), "infra/aws/{file} does not use {local}");
+    }
+    let main = std::fs::read_to_string(root().join("infra/aws/main.tf")).expect("main.tf");
+    assert!(main.contains(r#"jsondecode(file("${path.module}/generated/services.json"))"#), "main.tf does not read the file");
 }
 
 /// The README's table of services, one row per descriptor.
 fn markdown_table() -> String {
-    use tagwarden::services::Batch;
     let mut out = String::from(
         "| kinds | read | write | batch | listed by | CloudTrail events | why |\n|---|---|---|---|---|---|---|\n",
     );
-    for s in tagwarden::services::SERVICES.iter().chain([&tagwarden::services::TAGGING]) {
+    for s in descriptors() {
         let batch = match s.batch {
             Batch::Alone => "1".to_string(),
             Batch::Reread => "1, re-read first".to_string(),
@@ -159,44 +275,17 @@ fn markdown_table() -> String {
 /// The README's table of services is the descriptors' own.
 #[test]
 fn the_readme_lists_the_services_as_described() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let path = root().join("README.md");
     let text = std::fs::read_to_string(&path).expect("README.md");
     let (begin, end) = ("<!-- services: begin -->\n", "<!-- services: end -->");
     let start = text.find(begin).expect("a services table in README.md") + begin.len();
     let stop = start + text[start..].find(end).expect("the table's end marker");
-    let want = markdown_table();
-    assert!(text[start..stop] == want, "README.md's services table is stale; put this between the markers:\n{want}");
+    let want = format!("{}{}{}", &text[..start], markdown_table(), &text[stop..]);
+    check_or_bless(&path, &text, &want, "its table of services is not the descriptors'");
 }
 
 #[test]
 fn snake_case_operations_map_to_iam_actions() {
     assert_eq!(pascal("list_open_id_connect_provider_tags"), "ListOpenIDConnectProviderTags");
     assert_eq!(pascal("get_bucket_tagging"), "GetBucketTagging");
-}
-
-/// The EventBridge rules ask for exactly the CloudTrail events the parser handles: a name the
-/// code handles but the rule omits is an event that never arrives.
-#[test]
-fn event_patterns_list_exactly_the_handled_events() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/aws/events.tf");
-    let text = std::fs::read_to_string(&path).expect("infra/aws/events.tf");
-    let start = text.find("cloudtrail_event_names = {").expect("a cloudtrail_event_names local");
-    let end = start + text[start..].find("\n  }\n").expect("the local's end");
-    let block = &text[start..end];
-    let entry = Regex::new(r"(?s)\b([a-z0-9]+)\s*=\s*\[(.*?)\]").expect("regex");
-    let name = Regex::new(r#""([A-Za-z0-9]+)""#).expect("regex");
-    let mut in_terraform: BTreeSet<(String, String)> = BTreeSet::new();
-    for e in entry.captures_iter(block) {
-        for n in name.captures_iter(&e[2]) {
-            in_terraform.insert((format!("{}.amazonaws.com", &e[1]), n[1].to_string()));
-        }
-    }
-    let in_code = handled_events();
-    assert!(in_code.len() > 40, "the code's list is suspiciously short: {in_code:?}");
-    let missing: Vec<_> = in_code.difference(&in_terraform).collect();
-    let extra: Vec<_> = in_terraform.difference(&in_code).collect();
-    assert!(
-        missing.is_empty() && extra.is_empty(),
-        "events.tf misses {missing:?} and has {extra:?} the code does not handle"
-    );
 }

@@ -8,29 +8,13 @@
 # `event_patterns` output.
 
 locals {
-  # Event names per service (DESIGN.md §5; issue 11), exactly the names the function handles per
-  # CloudTrail eventSource (crates/core/src/events/cloudtrail.rs handled_events). The key is the service: the
-  # pattern below matches source aws.<key> and detail.eventSource <key>.amazonaws.com. Classic ELB
-  # shares the elasticloadbalancing source and names with ELBv2 (apiVersion tells them apart in
-  # the function). Route 53 is global, its events arrive in us-east-1 only, like IAM's (see
+  # Event names per service (DESIGN.md §5; issue 11): exactly the events the function handles, by
+  # CloudTrail eventSource, from the service descriptors (local.generated, main.tf). The key is the
+  # service: the pattern below matches source aws.<key> and detail.eventSource <key>.amazonaws.com.
+  # Classic ELB shares the elasticloadbalancing source and names with ELBv2 (apiVersion tells them
+  # apart in the function). Route 53 is global, its events arrive in us-east-1 only, like IAM's (see
   # modules/global_event_forwarding).
-  cloudtrail_event_names = {
-    ec2 = [
-      "RunInstances", "CreateVolume", "CreateSecurityGroup", "CreateNetworkInterface", "CreateSnapshot",
-      "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
-      "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags",
-    ]
-    s3                   = ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"]
-    elasticloadbalancing = ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup", "RemoveTags"]
-    iam = [
-      "CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
-      "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
-      "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider",
-    ]
-    route53           = ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"]
-    kms               = ["CreateKey", "TagResource", "UntagResource"]
-    elasticfilesystem = ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"]
-  }
+  cloudtrail_event_names = local.generated.cloudtrail_event_names
 
   # Services whose CloudTrail events are delivered only to the us-east-1 default bus (in the aws
   # partition); outside us-east-1 their rules see only what modules/global_event_forwarding sends.

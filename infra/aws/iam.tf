@@ -1,65 +1,34 @@
-# The function's execution role: exactly the calls the code makes (local.code_actions), the
-# services' own tag actions that tag:TagResources needs (local.generic_tag_actions,
-# var.extra_tag_actions), plus what the Lambda service does on its behalf (local.platform_actions).
-# Writes are conditioned on the ownership tag wherever the service evaluates aws:ResourceTag for
-# that action; never Delete*, Untag* or RemoveTags (Route 53's ChangeTagsForResource, which adds
-# and removes in one action, is the one tag write IAM cannot split).
+# The function's execution role: exactly the calls the code makes — the services' reads and writes
+# from their descriptors (local.grants) and the policy source's (local.policy_store_actions) — the
+# services' own tag actions that tag:TagResources needs (the descriptors' owned_via_tagging_api
+# grants, var.extra_tag_actions), plus what the Lambda service does on its behalf
+# (local.platform_actions). Writes are conditioned on the ownership tag wherever the service
+# evaluates aws:ResourceTag for that action; never Delete*, Untag* or RemoveTags (Route 53's
+# ChangeTagsForResource, which adds and removes in one action, is the one tag write IAM cannot split).
 
 locals {
-  # Every AWS API action the tagwarden code calls, per service. This is the one list to compare
-  # with the Rust code (output `iam_actions`); the statements below only pick from it.
-  code_actions = {
-    ec2 = {
-      tag_read  = ["ec2:DescribeInstances", "ec2:DescribeTags", "ec2:DescribeVolumes"]
-      tag_write = ["ec2:CreateTags"]
-    }
+  # Per IAM service prefix, from the service descriptors (local.generated, main.tf; each descriptor
+  # cites the Service Authorization Reference for its resource types and condition keys): the reads
+  # that have no resource type (read_anywhere, granted on "*"), the reads granted on its resources
+  # (read), its write, the resource ARN patterns, and what limits the write (guard):
+  #   owned                  aws:ResourceTag and aws:TagKeys: the write under each cluster's
+  #                          ownership condition (owned_tag_writes) and the reserved-key Deny;
+  #   owned_via_tagging_api  the same, for the service's own action that TagResources needs;
+  #   listed                 Route 53: only var.route53_writable_resources;
+  #   bucket                 S3: the bucket name patterns, in this account;
+  #   anywhere               tag:TagResources, on "*".
+  # A new service whose write is `owned` needs no edit here.
+  grants = [for g in local.generated.services : merge(g, {
+    resources = [for p in g.resources : replace(replace(replace(p, "{partition}", local.partition), "{region}", local.region), "{account}", local.account_id)]
+  })]
+  grant = { for g in local.grants : g.service => g }
+
+  # What the code calls for the policy source and its status report (both sources' actions: the
+  # statements below grant the configured one's).
+  policy_store_actions = {
     s3 = {
-      tag_read     = ["s3:GetBucketTagging"]
-      tag_write    = ["s3:PutBucketTagging"]
       policy_read  = ["s3:GetObject", "s3:ListBucket"]
       status_write = ["s3:PutObject"]
-    }
-    # ELBv2 and the Classic ELB API (2012-06-01) share these action names, so one grant serves both.
-    # ELBv2 and Classic load balancers share the action names; the listings find the listeners and
-    # rules of owned load balancers (the emulator's GetResources does not list them).
-    elasticloadbalancing = {
-      tag_read  = ["elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules", "elasticloadbalancing:DescribeTags"]
-      tag_write = ["elasticloadbalancing:AddTags"]
-    }
-    # Route 53 is global: hosted zones and health checks are listed, then read 10 at a time.
-    route53 = {
-      tag_list  = ["route53:ListHealthChecks", "route53:ListHostedZones"]
-      tag_read  = ["route53:ListTagsForResource", "route53:ListTagsForResources"]
-      tag_write = ["route53:ChangeTagsForResource"]
-    }
-    iam = {
-      # GetAccountAuthorizationDetails lists roles and users with their tags, 1000 a page (the
-      # sweep's one IAM read per entity otherwise); it also returns their policy documents.
-      tag_list = [
-        "iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles", "iam:ListOpenIDConnectProviders",
-        "iam:ListPolicies",
-      ]
-      # Roles and users: GetRole/GetUser return the ARN (with its path) and the tags in one call.
-      tag_read = [
-        "iam:ListInstanceProfileTags", "iam:ListOpenIDConnectProviderTags", "iam:ListPolicyTags",
-        "iam:GetRole", "iam:GetUser",
-      ]
-      tag_write = [
-        "iam:TagInstanceProfile", "iam:TagOpenIDConnectProvider", "iam:TagPolicy", "iam:TagRole", "iam:TagUser",
-      ]
-    }
-    # KMS keys (crates/core/src/services.rs, kms:key): the key's own tags. A key policy must delegate to IAM, as
-    # the default key policy's "Enable IAM User Permissions" statement does (AWS KMS Developer Guide,
-    # "Default key policy"), for these grants to count.
-    kms = {
-      tag_read  = ["kms:ListResourceTags"]
-      tag_write = ["kms:TagResource"]
-    }
-    # The generic path for every other service. TagResources also needs each resource's own
-    # service action: local.generic_tag_actions, below, not part of this list.
-    tag = {
-      tag_read  = ["tag:GetResources"]
-      tag_write = ["tag:TagResources"]
     }
     ssm = {
       policy_read  = ["ssm:GetParameter"]
@@ -67,6 +36,14 @@ locals {
       status_write = ["ssm:PutParameter"]
     }
   }
+
+  # Every action the code calls, per service and purpose (output iam_actions): the descriptors' reads
+  # and writes (not the actions TagResources needs, which the code does not call) and the policy
+  # source's.
+  tag_actions = { for g in local.grants : g.service => { tag_read = concat(g.read_anywhere, g.read), tag_write = g.write }
+  if g.guard != "owned_via_tagging_api" }
+  code_actions = { for svc in distinct(concat(keys(local.tag_actions), keys(local.policy_store_actions))) :
+  svc => merge(try(local.tag_actions[svc], {}), try(local.policy_store_actions[svc], {})) }
 
   # Not called by the code: the Lambda service uses these for logging, the queue mapping and the
   # asynchronous-invocation dead-letter queue (and KMS when a key is configured).
@@ -77,25 +54,13 @@ locals {
   }
 
   # tag:TagResources is authorized twice. The Tagging API action itself has no resource type and no
-  # condition key (Service Authorization Reference, "Actions, resources, and condition keys for
-  # Amazon Resource Group Tagging API"), so it is granted on "*"; and for every ARN in the call the
+  # condition key (the `anywhere` grant), so it is granted on "*"; and for every ARN in the call the
   # caller also needs the owning service's own tag permission ("you must have [...] permission to
   # call the tagging action of the service that owns the resource", Resource Groups Tagging API
-  # Reference, TagResources; e.g. elasticfilesystem:TagResource). Those service actions are kept
-  # here, apart from code_actions (which lists exactly what the code calls), and are granted under
-  # the ownership condition and the aws:TagKeys guard, so TagResources can only tag owned resources.
-  # EFS evaluates aws:ResourceTag on file systems and access points and aws:TagKeys for TagResource
-  # (Service Authorization Reference, "Actions, resources, and condition keys for Amazon Elastic
-  # File System"). Other services: var.extra_tag_actions.
-  generic_tag_actions = {
-    elasticfilesystem = {
-      actions = ["elasticfilesystem:TagResource"]
-      resources = [
-        for t in ["file-system", "access-point"] : "${local.arn_prefix}:elasticfilesystem:${local.region}:${local.account_id}:${t}/*"
-      ]
-    }
-  }
-  generic_tag_action_list = distinct(concat(flatten([for s in local.generic_tag_actions : s.actions]), var.extra_tag_actions))
+  # Reference, TagResources; e.g. elasticfilesystem:TagResource). Those service actions (the
+  # `owned_via_tagging_api` grants; other services: var.extra_tag_actions) are granted under the
+  # ownership condition and the aws:TagKeys guard, so TagResources can only tag owned resources.
+  generic_tag_action_list = distinct(concat(flatten([for g in local.via_grants : g.write]), var.extra_tag_actions))
 
   # Ownership condition (DESIGN.md §9) and a guard that the function never writes reserved keys
   # (ownership tags, Name, the kubernetes.io/, openshift.io/ and k8s.io/ namespaces; DESIGN.md §3-4).
@@ -137,10 +102,7 @@ locals {
   # Null aws:TagKeys=false, so none is granted without it). Not S3's PutBucketTagging, Route 53's
   # ChangeTagsForResource or tag:TagResources: none of them evaluates aws:TagKeys (Service
   # Authorization Reference), a Deny on it would never apply.
-  guarded_tag_write_actions = distinct(concat(
-    local.code_actions.ec2.tag_write, local.code_actions.elasticloadbalancing.tag_write,
-    local.code_actions.iam.tag_write, local.code_actions.kms.tag_write, local.generic_tag_action_list,
-  ))
+  guarded_tag_write_actions = distinct(concat(flatten([for g in local.grants : g.write if g.guard == "owned"]), local.generic_tag_action_list))
 
   # Issue 17 item 7: the guard must fail closed. "The ForAllValues set operator also returns true if
   # there are no context keys in the request. You can prevent missing context keys [...] from
@@ -155,18 +117,30 @@ locals {
     { test = "ForAllValues:StringNotEqualsIgnoreCase", values = ["Name"] },
   ]
 
+  # Statement ids. The services granted before the descriptors drove this file keep the Sids they
+  # had (a rename would update every deployed policy); a scoped read is otherwise Read<Service>Tags.
+  read_sids = { kms = "ReadKmsKeyTags" }
   # The tag-write statements under the ownership condition, by Sid (rendered in iam.tf's policy).
+  # Those services keep a statement each, and the actions TagResources needs theirs; the writes of
+  # every other `owned` service share one, WriteOwnedTags (absent while there is none): a statement
+  # costs ~450 characters a cluster, an action and a resource pattern more in it ~60 (packing below).
+  own_statement_sids = { ec2 = "WriteOwnedEc2Tags", elasticloadbalancing = "WriteOwnedElbTags", iam = "WriteOwnedIamTags", kms = "WriteOwnedKmsTags" }
+  via_grants         = [for g in local.grants : g if g.guard == "owned_via_tagging_api"]
+  other_owned_grants = [for g in local.grants : g if g.guard == "owned" && !contains(keys(local.own_statement_sids), g.service)]
   owned_tag_writes = merge(
+    { for g in local.grants : local.own_statement_sids[g.service] => { actions = g.write, resources = g.resources } if g.guard == "owned" && contains(keys(local.own_statement_sids), g.service) },
     {
-      WriteOwnedEc2Tags = { actions = local.code_actions.ec2.tag_write, resources = local.ec2_resource_arns }
-      WriteOwnedElbTags = { actions = local.code_actions.elasticloadbalancing.tag_write, resources = local.elb_resource_arns }
-      WriteOwnedIamTags = { actions = local.code_actions.iam.tag_write, resources = local.iam_resource_arns }
-      WriteOwnedKmsTags = { actions = local.code_actions.kms.tag_write, resources = local.kms_resource_arns }
       WriteOwnedTagsViaTaggingApi = {
-        actions   = flatten([for s in local.generic_tag_actions : s.actions])
-        resources = flatten([for s in local.generic_tag_actions : s.resources])
+        actions   = flatten([for g in local.via_grants : g.write])
+        resources = flatten([for g in local.via_grants : g.resources])
       }
     },
+    length(local.other_owned_grants) > 0 ? {
+      WriteOwnedTags = {
+        actions   = flatten([for g in local.other_owned_grants : g.write])
+        resources = flatten([for g in local.other_owned_grants : g.resources])
+      }
+    } : {},
     length(var.extra_tag_actions) > 0 ? { WriteOwnedTagsExtraServices = { actions = var.extra_tag_actions, resources = ["*"] } } : {},
   )
 
@@ -176,8 +150,8 @@ locals {
   # white space"). Measured by scripts/test-terraform against moto: one cluster's five statements
   # 2,868 characters, a policy of two 5,693, the largest of the 20-cluster plan 5,778 (issue 26 added
   # the KMS statement: about 430 a cluster); three would be ~8,600. So two clusters to a policy, and
-  # 20 clusters need 10 policies, the default quota. A further native service's statement would not
-  # fit two clusters: it belongs in an existing statement or needs one cluster per policy.
+  # 20 clusters need 10 policies, the default quota. Further native services share one statement
+  # (WriteOwnedTags, in owned_tag_writes) rather than add one each.
   # var.extra_tag_actions adds a sixth statement per cluster (~600 characters and the actions), which
   # two clusters may not fit: then one cluster per policy, and more than
   # var.managed_policies_per_role_quota clusters are refused at plan (aws_iam_role.lambda). Each
@@ -204,44 +178,14 @@ locals {
   # A cluster set's parameter path as an ARN, without its trailing '/'.
   ssm_path_arn = local.ssm_set ? "${local.arn_prefix}:ssm:${local.region}:${local.account_id}:parameter${trimsuffix(local.ssm_path, "/")}" : null
 
-  ec2_resource_arns = [
-    "${local.arn_prefix}:ec2:${local.region}:${local.account_id}:*",
-    "${local.arn_prefix}:ec2:${local.region}::image/*", # AMI and snapshot ARNs have no account
-    "${local.arn_prefix}:ec2:${local.region}::snapshot/*",
-  ]
-  # Issue 17 item 8: listeners and listener rules are owned ELBv2 resources too (the installer tags
-  # them). AddTags authorizes them as their own resource types, listener/{app,net,gwy}/... and
-  # listener-rule/{app,net}/..., each with aws:ResourceTag/${TagKey} (Service Authorization
-  # Reference, "Actions, resources, and condition keys for Elastic Load Balancing V2"), so they are
-  # granted here under the same ownership condition. DescribeTags has no resource type ("*", in
-  # ReadWithoutResourceType below).
-  # Issue 11: Classic load balancers (OpenShift's default ingress) are tagged with the Classic ELB
-  # API's AddTags, the same action name, on loadbalancer/<name>; Classic ELB evaluates
-  # aws:ResourceTag and aws:TagKeys for it too (Service Authorization Reference, "Actions,
-  # resources, and condition keys for Elastic Load Balancing"). loadbalancer/* covers both the
-  # ELBv2 loadbalancer/{app,net,gwy}/<name>/<id> and the Classic loadbalancer/<name> ARNs; a
-  # Classic name has no '/', so listing loadbalancer/* once is exact, not wider.
-  elb_resource_arns = [
-    for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
-    "${local.arn_prefix}:elasticloadbalancing:${local.region}:${local.account_id}:${t}/*"
-  ]
-  # Route 53 ARNs carry neither region nor account (arn:aws:route53:::hostedzone/Z...); an identity
-  # policy only ever reaches this account's zones and health checks. Reads cover every zone and
-  # health check (ownership is learned by reading their tags); writes only those listed in
-  # var.route53_writable_resources (issue 35): Route 53 evaluates no tag condition key, so the id
-  # is the only limit IAM can draw.
-  route53_resource_arns = [for t in ["hostedzone", "healthcheck"] : "${local.arn_prefix}:route53:::${t}/*"]
+  # Issue 35: Route 53 evaluates no tag condition key (its descriptor), so writes go only to the
+  # hosted zones and health checks listed in var.route53_writable_resources: the id is the only
+  # limit IAM can draw. Its ARNs carry neither region nor account; an identity policy only ever
+  # reaches this account's zones and health checks.
   route53_writable_arns = distinct(flatten([for id, r in var.route53_writable_resources : concat(
     [for z in r.hosted_zone_ids : "${local.arn_prefix}:route53:::hostedzone/${z}"],
     [for h in r.health_check_ids : "${local.arn_prefix}:route53:::healthcheck/${h}"],
   )]))
-  # KMS evaluates aws:ResourceTag/${TagKey} and aws:TagKeys for TagResource on the key resource
-  # type, and authorizes ListResourceTags on it (Service Authorization Reference, "Actions,
-  # resources, and condition keys for AWS Key Management Service").
-  kms_resource_arns = ["${local.arn_prefix}:kms:${local.region}:${local.account_id}:key/*"]
-  iam_resource_arns = [
-    for t in ["role", "user", "instance-profile", "policy", "oidc-provider"] : "${local.arn_prefix}:iam::${local.account_id}:${t}/*"
-  ]
   # Issue 17 item 6: default to the cluster's own bucket names, never every bucket in the account.
   s3_bucket_name_patterns = coalesce(var.s3_bucket_name_patterns, [for id in local.clusters : "${id}-*"])
   s3_bucket_arns          = [for p in local.s3_bucket_name_patterns : "${local.arn_prefix}:s3:::${p}"]
@@ -317,42 +261,26 @@ data "aws_iam_policy_document" "lambda" {
   # resource-level permissions; the function must read a resource's tags to learn whether it is
   # owned, so reads cannot be conditioned on ownership.
   statement {
-    sid = "ReadWithoutResourceType"
-    actions = concat(
-      local.code_actions.ec2.tag_read,
-      local.code_actions.elasticloadbalancing.tag_read,
-      local.code_actions.iam.tag_list,
-      local.code_actions.route53.tag_list,
-      local.code_actions.tag.tag_read,
-    )
+    sid       = "ReadWithoutResourceType"
+    actions   = flatten([for g in local.grants : g.read_anywhere])
     resources = ["*"]
   }
 
-  # Route 53 authorizes ListTagsForResource and ListTagsForResources on the hostedzone and
-  # healthcheck resource types (Service Authorization Reference, "Actions, resources, and condition
-  # keys for Amazon Route 53"): scoped to those types, the only ones that carry tags there.
-  statement {
-    sid       = "ReadRoute53Tags"
-    actions   = local.code_actions.route53.tag_read
-    resources = local.route53_resource_arns
-  }
-
-  # Unconditioned for the same reason (ownership is learned by reading), but limited to this account.
-  statement {
-    sid       = "ReadIamTags"
-    actions   = local.code_actions.iam.tag_read
-    resources = local.iam_resource_arns
-  }
-
-  statement {
-    sid       = "ReadKmsKeyTags"
-    actions   = local.code_actions.kms.tag_read
-    resources = local.kms_resource_arns
+  # Unconditioned for the same reason (ownership is learned by reading), but scoped to each
+  # service's resource types in this account (Route 53's hostedzone and healthcheck, the only ones
+  # that carry tags there). S3's are the bucket patterns, below.
+  dynamic "statement" {
+    for_each = [for g in local.grants : g if length(g.read) > 0 && g.guard != "bucket"]
+    content {
+      sid       = lookup(local.read_sids, statement.value.service, "Read${title(statement.value.service)}Tags")
+      actions   = statement.value.read
+      resources = statement.value.resources
+    }
   }
 
   statement {
     sid       = "ReadBucketTags"
-    actions   = local.code_actions.s3.tag_read
+    actions   = local.grant.s3.read
     resources = local.s3_bucket_arns
   }
 
@@ -374,7 +302,7 @@ data "aws_iam_policy_document" "lambda" {
     for_each = length(local.route53_writable_arns) > 0 ? [1] : []
     content {
       sid       = "WriteListedRoute53Tags"
-      actions   = local.code_actions.route53.tag_write
+      actions   = local.grant.route53.write
       resources = local.route53_writable_arns
     }
   }
@@ -384,7 +312,7 @@ data "aws_iam_policy_document" "lambda" {
   # tag action, granted in the next statements under the ownership condition.
   statement {
     sid       = "TagResourcesViaTaggingApi"
-    actions   = local.code_actions.tag.tag_write
+    actions   = local.grant.tag.write
     resources = ["*"]
   }
 
@@ -403,7 +331,7 @@ data "aws_iam_policy_document" "lambda" {
   # apply. The code guards the keys of a bucket write (and verifies the write).
   statement {
     sid       = "WriteBucketTags"
-    actions   = local.code_actions.s3.tag_write
+    actions   = local.grant.s3.write
     resources = local.s3_bucket_arns
 
     condition {
@@ -463,7 +391,7 @@ data "aws_iam_policy_document" "lambda" {
     for_each = local.use_s3 ? [1] : []
     content {
       sid       = "WriteStatusReport"
-      actions   = local.code_actions.s3.status_write
+      actions   = local.policy_store_actions.s3.status_write
       resources = ["${local.bucket_arn}/${local.status_key}"]
     }
   }
@@ -472,7 +400,7 @@ data "aws_iam_policy_document" "lambda" {
     for_each = local.use_ssm ? [1] : []
     content {
       sid       = "ReadPolicyParameter"
-      actions   = local.code_actions.ssm.policy_read
+      actions   = local.policy_store_actions.ssm.policy_read
       resources = [local.ssm_set ? "${local.ssm_path_arn}/*" : local.parameter_arn]
     }
   }
@@ -484,7 +412,7 @@ data "aws_iam_policy_document" "lambda" {
     for_each = local.ssm_set ? [1] : []
     content {
       sid       = "ListPolicyParameters"
-      actions   = local.code_actions.ssm.policy_list
+      actions   = local.policy_store_actions.ssm.policy_list
       resources = [local.ssm_path_arn]
     }
   }
@@ -495,7 +423,7 @@ data "aws_iam_policy_document" "lambda" {
     for_each = local.use_ssm ? [1] : []
     content {
       sid       = "WriteStatusParameter"
-      actions   = local.code_actions.ssm.status_write
+      actions   = local.policy_store_actions.ssm.status_write
       resources = [local.ssm_set ? "${local.ssm_path_arn}-status/*" : "${local.parameter_arn}-status"]
     }
   }
@@ -513,13 +441,12 @@ data "aws_iam_policy_document" "lambda" {
 data "aws_iam_policy_document" "owned_tag_writes" {
   for_each = local.tag_write_groups
 
-  # One statement per family, each under the ownership condition and the fail-closed tag-key guard:
-  # EC2; ELBv2 and Classic ELB; IAM (it evaluates aws:ResourceTag for roles, users, instance
-  # profiles, customer managed policies and OIDC providers: IAM User Guide, "Controlling access to
-  # IAM resources"); the generic path's service actions; and var.extra_tag_actions, other services'
-  # own tag actions on any resource of the account. A service that does not evaluate aws:ResourceTag
-  # or aws:TagKeys for its tag action refuses the write (AccessDenied, reported by the function):
-  # this fails closed, never open.
+  # The statements of local.owned_tag_writes, each under the ownership condition and the fail-closed
+  # tag-key guard: EC2; ELBv2 and Classic ELB; IAM; KMS; the other services' own tag actions (the
+  # descriptors', each citing where its service evaluates aws:ResourceTag and aws:TagKeys); and
+  # var.extra_tag_actions, other services' own tag actions on any resource of the account. A
+  # service that does not evaluate aws:ResourceTag or aws:TagKeys for its tag action refuses the
+  # write (AccessDenied, reported by the function): this fails closed, never open.
   dynamic "statement" {
     for_each = local.owned_tag_write_statements[each.key]
     content {

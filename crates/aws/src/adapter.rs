@@ -101,22 +101,14 @@ impl Adapter for Tagger {
         }
     }
 
+    /// The shared write of the group's API (`super::services::write_shared`).
     async fn write_shared(
         &self,
         group: Api,
         resources: &[&ResourceRef],
         set: &TagMap,
     ) -> Result<Vec<(usize, CloudError)>, CloudError> {
-        if group == Api::Tagging {
-            let arn = |r: &ResourceRef| r.arn.clone().unwrap_or_else(|| r.id.clone());
-            let arns: Vec<String> = resources.iter().map(|r| arn(r)).collect();
-            let names: Vec<&str> = arns.iter().map(String::as_str).collect();
-            let failed = self.tag_resources(&names, set).await?;
-            Ok(failed.into_iter().filter_map(|(a, e)| arns.iter().position(|x| *x == a).map(|at| (at, e))).collect())
-        } else {
-            let ids: Vec<&str> = resources.iter().map(|r| r.id.as_str()).collect();
-            self.ec2_create_tags(&ids, set).await.map(|()| Vec::new())
-        }
+        super::services::write_shared(self, group, resources, set).await
     }
 
     /// The volumes of every instance the batch's `RunInstances` events name, in shared

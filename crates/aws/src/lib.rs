@@ -32,7 +32,8 @@ use tagwarden_engine::retry::Backoff;
 pub struct Tagger {
     pub clients: Clients,
     pub not_found: Backoff,
-    /// EC2 ids per `CreateTags` in a sweep (the API takes up to 1000).
+    /// EC2 ids per `CreateTags` in a sweep: at most, and by default, its descriptor's
+    /// (`tagwarden_core::services::EC2`) `Batch::Shared`.
     pub ec2_batch: usize,
     /// Paces every EC2 `CreateTags` (the account's bucket is the cluster's too; `tagwarden_engine::rate_limit`).
     pub ec2_writes: Option<RateLimit>,
@@ -43,7 +44,8 @@ pub struct Tagger {
 
 impl Tagger {
     pub fn new(clients: Clients) -> Self {
-        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch: 1000, ec2_writes: None, account: None }
+        let ec2_batch = tagwarden_core::services::EC2.batch.max();
+        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch, ec2_writes: None, account: None }
     }
 }
 

@@ -1,9 +1,11 @@
 //! The AWS services tagwarden reads and writes through their own APIs: one descriptor each, and
 //! everything about a service is in it — the CloudTrail events that name its resources and where
 //! their ids are, the ARN shape, the read, write and list calls (as IAM actions), how many
-//! resources one write may name and why that API rather than the generic one. The event parser
-//! (`crate::events::cloudtrail`), the AWS adapter's reads, writes and batching (`tagwarden_aws`), the
-//! sweep's listings, and tests/iam_policy.rs (the role's grants, the EventBridge patterns and the
+//! resources one write may name and why that API rather than the generic one, and what the
+//! function's IAM role needs for it ([`Grant`]). The event parser (`crate::events::cloudtrail`),
+//! the AWS adapter's reads, writes and batching (`tagwarden_aws`), the sweep's listings, and
+//! infra/aws (the EventBridge patterns and the role's statements, through
+//! infra/aws/generated/services.json, which tests/iam_policy.rs writes and checks, as it does the
 //! README's table) are driven from [`SERVICES`].
 //!
 //! A kind no descriptor names goes through the Resource Groups Tagging API ([`TAGGING`]), which
@@ -86,6 +88,51 @@ pub enum Batch {
     Shared(usize),
 }
 
+impl Batch {
+    /// The most resources one write names.
+    pub const fn max(self) -> usize {
+        match self {
+            Batch::Shared(n) => n,
+            Batch::Alone | Batch::Reread => 1,
+        }
+    }
+}
+
+/// What the function's IAM role needs for a descriptor beyond its actions: where IAM authorizes
+/// them, and what limits the write. Each descriptor's comment cites the Service Authorization
+/// Reference ("Actions, resources, and condition keys for <service>") for its entries.
+#[derive(Debug, Clone, Copy)]
+pub struct Grant {
+    /// The ARN patterns (`{partition}`, `{region}`, `{account}` filled in by the module) that the
+    /// write and the `scoped` reads are authorized on.
+    pub resources: &'static [&'static str],
+    /// Its reads and listings that have a resource type, granted on `resources`; the others have
+    /// none and are granted on `"*"`.
+    pub scoped: &'static [&'static str],
+    pub guard: Guard,
+}
+
+/// What limits a descriptor's write in the role (infra/aws/iam.tf).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// The service evaluates `aws:ResourceTag/${TagKey}` on `resources` and `aws:TagKeys` for the
+    /// write: it is granted on the resources a cluster's ownership tag marks, the reserved keys
+    /// denied. A new service of this kind needs no edit of the module.
+    Owned,
+    /// Written through `tag:TagResources`, which also needs the owning service's own tag action on
+    /// each resource: that action, granted as [`Guard::Owned`].
+    OwnedVia(&'static str),
+    /// No tag condition key (Route 53): granted only on the resources the module's
+    /// `route53_writable_resources` lists.
+    Listed,
+    /// No tag condition key, and no account in the ARN (S3): granted on the buckets the module's
+    /// name patterns match, in its own account.
+    Bucket,
+    /// No resource type and no condition key (`tag:TagResources`): granted on `"*"`; what it can
+    /// tag is what each resource's own action ([`Guard::OwnedVia`]) allows.
+    Anywhere,
+}
+
 /// One service: see the module doc.
 pub struct Service {
     /// The kinds it covers (`service:type`, as [`ResourceRef::from_arn`] names them); one ending
@@ -102,6 +149,9 @@ pub struct Service {
     pub write: &'static str,
     /// How a sweep finds the owned ones.
     pub list: &'static [&'static str],
+    /// Its other reads, which its SDK calls make beside `read` and `list`.
+    pub also: &'static [&'static str],
+    pub grant: Grant,
     pub batch: Batch,
     pub why: &'static str,
 }
@@ -168,6 +218,19 @@ pub const EC2: Service = Service {
     read: "ec2:DescribeTags",
     write: "ec2:CreateTags",
     list: TAGGED,
+    also: &["ec2:DescribeInstances", "ec2:DescribeVolumes"],
+    // EC2's Describe* have no resource type; CreateTags evaluates aws:ResourceTag/${TagKey} and
+    // aws:TagKeys on every EC2 resource type (Service Authorization Reference, "Actions, resources,
+    // and condition keys for Amazon EC2"). AMI and snapshot ARNs have no account.
+    grant: Grant {
+        resources: &[
+            "arn:{partition}:ec2:{region}:{account}:*",
+            "arn:{partition}:ec2:{region}::image/*",
+            "arn:{partition}:ec2:{region}::snapshot/*",
+        ],
+        scoped: &[],
+        guard: Guard::Owned,
+    },
     batch: Batch::Shared(1000),
     why: "CreateTags names up to 1000 resources sharing one delta; TagResources 20",
 };
@@ -184,6 +247,12 @@ pub const S3: Service = Service {
     read: "s3:GetBucketTagging",
     write: "s3:PutBucketTagging",
     list: TAGGED,
+    also: &[],
+    // PutBucketTagging's condition keys are s3:authType, s3:ResourceAccount, s3:signatureAge,
+    // s3:signatureversion, s3:TlsVersion and s3:x-amz-content-sha256: no aws:ResourceTag and no
+    // aws:TagKeys on general purpose buckets (Service Authorization Reference, "Actions,
+    // resources, and condition keys for Amazon S3"); infra/aws/iam.tf says what limits it instead.
+    grant: Grant { resources: &[], scoped: &["s3:GetBucketTagging"], guard: Guard::Bucket },
     batch: Batch::Reread,
     why: "GetBucketTagging reads the bucket's own tags (the Tagging API's index lags); PutBucketTagging replaces the set, so it is re-read right before the write",
 };
@@ -200,6 +269,15 @@ pub const ELB_CLASSIC: Service = Service {
     read: "elasticloadbalancing:DescribeTags",
     write: "elasticloadbalancing:AddTags",
     list: TAGGED,
+    also: &[],
+    // The Classic ELB API's AddTags, the same action name as ELBv2's, on loadbalancer/<name>, with
+    // aws:ResourceTag/${TagKey} and aws:TagKeys (Service Authorization Reference, "Actions,
+    // resources, and condition keys for Elastic Load Balancing"); DescribeTags has no resource type.
+    grant: Grant {
+        resources: &["arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/*"],
+        scoped: &[],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "the Classic ELB API (AddTags takes one name) costs the same per load balancer as TagResources and is the one the emulator implements",
 };
@@ -219,6 +297,23 @@ pub const ELBV2: Service = Service {
     read: "elasticloadbalancing:DescribeTags",
     write: "elasticloadbalancing:AddTags",
     list: &["tag:GetResources", "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules"],
+    also: &[],
+    // AddTags authorizes load balancers, target groups, listeners (listener/{app,net,gwy}/...) and
+    // listener rules (listener-rule/{app,net}/...) as their own resource types, each with
+    // aws:ResourceTag/${TagKey}, and evaluates aws:TagKeys (Service Authorization Reference,
+    // "Actions, resources, and condition keys for Elastic Load Balancing V2"); the installer tags
+    // listeners and rules too. The Describe* calls have no resource type. loadbalancer/* covers
+    // both ELBv2's loadbalancer/{app,net,gwy}/<name>/<id> and Classic's loadbalancer/<name>.
+    grant: Grant {
+        resources: &[
+            "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/*",
+            "arn:{partition}:elasticloadbalancing:{region}:{account}:targetgroup/*",
+            "arn:{partition}:elasticloadbalancing:{region}:{account}:listener/*",
+            "arn:{partition}:elasticloadbalancing:{region}:{account}:listener-rule/*",
+        ],
+        scoped: &[],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "ELBv2 DescribeTags/AddTags (one ARN per AddTags, as the service enforces); listeners and rules too, which the Tagging API does not list",
 };
@@ -236,6 +331,16 @@ pub const ROUTE53: Service = Service {
     read: "route53:ListTagsForResource",
     write: "route53:ChangeTagsForResource",
     list: &["route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources"],
+    also: &[],
+    // ListTagsForResource(s) and ChangeTagsForResource are authorized on the hostedzone and
+    // healthcheck resource types, with no condition key at all: no aws:ResourceTag, no
+    // aws:TagKeys (Service Authorization Reference, "Actions, resources, and condition keys for
+    // Amazon Route 53"). The ARNs carry neither region nor account.
+    grant: Grant {
+        resources: &["arn:{partition}:route53:::hostedzone/*", "arn:{partition}:route53:::healthcheck/*"],
+        scoped: &["route53:ListTagsForResource", "route53:ListTagsForResources"],
+        guard: Guard::Listed,
+    },
     batch: Batch::Alone,
     why: "Route 53 is global: ChangeTagsForResource (10 tags a call) and ListTagsForResources, which see hosted zones and health checks wherever the function runs",
 };
@@ -252,6 +357,16 @@ pub const IAM_ROLE: Service = Service {
     read: "iam:GetRole",
     write: "iam:TagRole",
     list: &["iam:GetAccountAuthorizationDetails"],
+    also: &[],
+    // IAM evaluates aws:ResourceTag/${TagKey} on roles, users, instance profiles, customer managed
+    // policies and OIDC providers, and aws:TagKeys for their Tag* actions (IAM User Guide,
+    // "Controlling access to IAM resources"; Service Authorization Reference, "Actions, resources,
+    // and condition keys for AWS Identity and Access Management"); its listings have no resource type.
+    grant: Grant {
+        resources: &["arn:{partition}:iam::{account}:role/*"],
+        scoped: &["iam:GetRole"],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "the Tagging API does not cover IAM roles; GetRole carries the tags and the ARN with its path",
 };
@@ -268,6 +383,13 @@ pub const IAM_USER: Service = Service {
     read: "iam:GetUser",
     write: "iam:TagUser",
     list: &["iam:GetAccountAuthorizationDetails"],
+    also: &[],
+    // As IAM_ROLE's.
+    grant: Grant {
+        resources: &["arn:{partition}:iam::{account}:user/*"],
+        scoped: &["iam:GetUser"],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "the Tagging API does not cover IAM users",
 };
@@ -284,6 +406,13 @@ pub const IAM_INSTANCE_PROFILE: Service = Service {
     read: "iam:ListInstanceProfileTags",
     write: "iam:TagInstanceProfile",
     list: &["iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles"],
+    also: &[],
+    // As IAM_ROLE's.
+    grant: Grant {
+        resources: &["arn:{partition}:iam::{account}:instance-profile/*"],
+        scoped: &["iam:ListInstanceProfileTags"],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "IAM's own Tag* calls; profiles attached to a role come with its listing",
 };
@@ -300,6 +429,13 @@ pub const IAM_POLICY: Service = Service {
     read: "iam:ListPolicyTags",
     write: "iam:TagPolicy",
     list: &["iam:ListPolicies"],
+    also: &[],
+    // As IAM_ROLE's.
+    grant: Grant {
+        resources: &["arn:{partition}:iam::{account}:policy/*"],
+        scoped: &["iam:ListPolicyTags"],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "IAM's own Tag* calls",
 };
@@ -316,6 +452,13 @@ pub const IAM_OIDC_PROVIDER: Service = Service {
     read: "iam:ListOpenIDConnectProviderTags",
     write: "iam:TagOpenIDConnectProvider",
     list: &["iam:ListOpenIDConnectProviders"],
+    also: &[],
+    // As IAM_ROLE's.
+    grant: Grant {
+        resources: &["arn:{partition}:iam::{account}:oidc-provider/*"],
+        scoped: &["iam:ListOpenIDConnectProviderTags"],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "IAM's own Tag* calls",
 };
@@ -334,6 +477,17 @@ pub const KMS: Service = Service {
     read: "kms:ListResourceTags",
     write: "kms:TagResource",
     list: TAGGED,
+    also: &[],
+    // ListResourceTags and TagResource on the key resource type, which has aws:ResourceTag/${TagKey};
+    // TagResource evaluates aws:TagKeys (Service Authorization Reference, "Actions, resources, and
+    // condition keys for AWS Key Management Service"). A key policy must delegate to IAM, as the
+    // default one's "Enable IAM User Permissions" statement does (AWS KMS Developer Guide,
+    // "Default key policy"), for these grants to count.
+    grant: Grant {
+        resources: &["arn:{partition}:kms:{region}:{account}:key/*"],
+        scoped: &["kms:ListResourceTags"],
+        guard: Guard::Owned,
+    },
     batch: Batch::Alone,
     why: "ListResourceTags reads the key itself, where the Tagging API's index lags a new key's tags; TagResource names one key",
 };
@@ -353,6 +507,20 @@ pub const EFS: Service = Service {
     read: TAGGING.read,
     write: TAGGING.write,
     list: TAGGED,
+    also: &[],
+    // TagResources needs the owning service's own tag action on each ARN ("you must have [...]
+    // permission to call the tagging action of the service that owns the resource", Resource
+    // Groups Tagging API Reference, TagResources). EFS evaluates aws:ResourceTag/${TagKey} on file
+    // systems and access points and aws:TagKeys for TagResource (Service Authorization Reference,
+    // "Actions, resources, and condition keys for Amazon Elastic File System").
+    grant: Grant {
+        resources: &[
+            "arn:{partition}:elasticfilesystem:{region}:{account}:file-system/*",
+            "arn:{partition}:elasticfilesystem:{region}:{account}:access-point/*",
+        ],
+        scoped: &[],
+        guard: Guard::OwnedVia("elasticfilesystem:TagResource"),
+    },
     batch: TAGGING.batch,
     why:
         "the Tagging API, as any other service; its CloudTrail events are parsed so a new file system is tagged at once",
@@ -367,6 +535,10 @@ pub const TAGGING: Service = Service {
     read: "tag:GetResources",
     write: "tag:TagResources",
     list: TAGGED,
+    also: &[],
+    // Neither action has a resource type or a condition key (Service Authorization Reference,
+    // "Actions, resources, and condition keys for Amazon Resource Group Tagging API").
+    grant: Grant { resources: &[], scoped: &[], guard: Guard::Anywhere },
     batch: Batch::Shared(20),
     why: "Resource Groups Tagging API: any other taggable service",
 };
@@ -415,12 +587,28 @@ mod tests {
         }
     }
 
+    /// A grant's scoped reads are the descriptor's own, of its own service, on resources it names.
+    #[test]
+    fn each_grant_scopes_its_own_reads() {
+        for s in SERVICES.iter().chain([&TAGGING]) {
+            let g = &s.grant;
+            let reads: Vec<&str> = [s.read].into_iter().chain(s.list.iter().copied()).chain(s.also.iter().copied()).collect();
+            for a in g.scoped {
+                assert!(reads.contains(a), "{}: {a} is not one of its reads", s.kind);
+                assert!(a.starts_with(&format!("{}:", s.service())), "{}: {a}", s.kind);
+            }
+            let resourced = !matches!(g.guard, Guard::Bucket | Guard::Anywhere);
+            assert_eq!(!g.resources.is_empty(), resourced, "{}", s.kind);
+            assert!(g.resources.iter().all(|r| r.starts_with(&format!("arn:{{partition}}:{}:", s.service()))));
+        }
+    }
+
     #[test]
     fn each_descriptor_reads_with_a_read_and_writes_with_a_write() {
         for s in SERVICES.iter().chain([&TAGGING]) {
             assert!(crate::calls::is_write(s.write), "{}: {}", s.kind, s.write);
             assert!(!crate::calls::is_write(s.read), "{}: {}", s.kind, s.read);
-            assert!(s.list.iter().all(|l| !crate::calls::is_write(l)), "{}", s.kind);
+            assert!(s.list.iter().chain(s.also).all(|l| !crate::calls::is_write(l)), "{}", s.kind);
         }
     }
 }

@@ -11,6 +11,9 @@ use tagwarden::report::{Outcome, Record, Status};
 use crate::input::print_json;
 use crate::Failure;
 
+/// EC2 ids per `CreateTags`: the API's maximum, its descriptor's `Batch::Shared`.
+const EC2_BATCH: usize = tagwarden::services::EC2.batch.max();
+
 #[derive(clap::Args)]
 pub struct Args {
     /// Where the policy is: s3://bucket/key, s3://bucket/prefix/, ssm:/parameter/name, or a cluster
@@ -40,8 +43,8 @@ pub struct Args {
     /// Resources reconciled, and write calls in flight, at once.
     #[arg(long, default_value_t = 4)]
     concurrency: usize,
-    /// EC2 resources per CreateTags call (the API takes at most 1000).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    /// EC2 resources per CreateTags call (at most, and by default, what the API takes).
+    #[arg(long, default_value_t = EC2_BATCH as u16, value_parser = clap::value_parser!(u16).range(1..=EC2_BATCH as i64))]
     ec2_batch: u16,
     /// Print the summary (and every outcome record) as JSON.
     #[arg(long)]

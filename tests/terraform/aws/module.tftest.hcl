@@ -37,18 +37,18 @@ run "defaults" {
   # Item 8: ELBv2 listeners and listener rules are in the AddTags grant. Issue 11: loadbalancer/*
   # also covers Classic load balancers (loadbalancer/<name>).
   assert {
-    condition = toset(local.elb_resource_arns) == toset([
+    condition = toset(local.grant.elasticloadbalancing.resources) == toset([
       for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
       "arn:aws:elasticloadbalancing:eu-west-1:123456789012:${t}/*"
     ])
-    error_message = "ELB AddTags resources: ${jsonencode(local.elb_resource_arns)}"
+    error_message = "ELB AddTags resources: ${jsonencode(local.grant.elasticloadbalancing.resources)}"
   }
 
   # Issue 11: Route 53 tag reads and writes on hosted zones and health checks (no tag conditions
   # exist there); the generic path needs tag:TagResources plus EFS's own action.
   assert {
-    condition     = local.route53_resource_arns == ["arn:aws:route53:::hostedzone/*", "arn:aws:route53:::healthcheck/*"]
-    error_message = "Route 53 resources: ${jsonencode(local.route53_resource_arns)}"
+    condition     = local.grant.route53.resources == ["arn:aws:route53:::hostedzone/*", "arn:aws:route53:::healthcheck/*"]
+    error_message = "Route 53 resources: ${jsonencode(local.grant.route53.resources)}"
   }
   assert {
     condition     = local.code_actions.tag.tag_write == ["tag:TagResources"] && local.code_actions.route53.tag_write == ["route53:ChangeTagsForResource"]
@@ -59,11 +59,11 @@ run "defaults" {
     error_message = "generic tag actions by default: ${jsonencode(local.generic_tag_action_list)}"
   }
   assert {
-    condition = toset(local.generic_tag_actions.elasticfilesystem.resources) == toset([
+    condition = toset(local.grant.elasticfilesystem.resources) == toset([
       "arn:aws:elasticfilesystem:eu-west-1:123456789012:file-system/*",
       "arn:aws:elasticfilesystem:eu-west-1:123456789012:access-point/*",
     ])
-    error_message = "EFS TagResource resources: ${jsonencode(local.generic_tag_actions.elasticfilesystem.resources)}"
+    error_message = "EFS TagResource resources: ${jsonencode(local.grant.elasticfilesystem.resources)}"
   }
   assert {
     condition     = !contains([for st in data.aws_iam_policy_document.owned_tag_writes["mycluster-7xk2p"].statement : st.sid], "WriteOwnedTagsExtraServices")

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
 
 use super::batch_name;
+use super::limits::{EC2_IDS_PER_FILTER, EC2_TAGS_PAGE, EC2_VOLUMES_PAGE};
 use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::EC2;
@@ -44,8 +45,18 @@ pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap)
     t.ec2_create_tags(&[r.id.as_str()], set).await
 }
 
+/// One `CreateTags` for many resources sharing one delta: it succeeds or fails as a whole.
+pub(super) async fn write_shared(
+    t: &Tagger,
+    resources: &[&ResourceRef],
+    set: &TagMap,
+) -> Result<Vec<(usize, CloudError)>, CloudError> {
+    let ids: Vec<&str> = resources.iter().map(|r| r.id.as_str()).collect();
+    t.ec2_create_tags(&ids, set).await.map(|()| Vec::new())
+}
+
 impl Tagger {
-    /// One `CreateTags` for many EC2 resources sharing the same delta (up to 1000 ids).
+    /// One `CreateTags` for many EC2 resources sharing the same delta (up to `EC2.batch`'s ids).
     pub async fn ec2_create_tags(&self, ids: &[&str], set: &TagMap) -> Result<(), CloudError> {
         if let Some(limit) = &self.ec2_writes {
             limit.acquire().await;
@@ -63,14 +74,14 @@ impl Tagger {
     }
 
     /// The tags of many EC2 resources in as few `DescribeTags` calls as the filter allows: each
-    /// call names up to [`EC2_IDS_PER_DESCRIBE`] ids and pages at 1000 tags. An id with no tag at
+    /// call names up to [`EC2_IDS_PER_FILTER`] ids and pages at [`EC2_TAGS_PAGE`] tags. An id with no tag at
     /// all is absent from the answer (as is one that does not exist yet), so it is left out here:
     /// the caller reads it alone, waiting out eventual consistency.
     pub async fn ec2_describe_tags_many(&self, ids: &[&str]) -> Result<HashMap<String, TagMap>, CloudError> {
         let mut found: HashMap<String, TagMap> = HashMap::new();
-        for chunk in ids.chunks(EC2_IDS_PER_DESCRIBE) {
+        for chunk in ids.chunks(EC2_IDS_PER_FILTER) {
             let (ec2, filter) = (&self.clients.ec2, &ids_filter("resource-id", chunk));
-            let pages = ec2.describe_tags().filters(filter.clone()).max_results(1000).into_paginator();
+            let pages = ec2.describe_tags().filters(filter.clone()).max_results(EC2_TAGS_PAGE).into_paginator();
             let tags = pages.items().send().try_collect().await;
             let tags = tags.map_err(|e| crate::error::from_sdk(EC2.read, &batch_name(chunk), e))?;
             for t in &tags {
@@ -91,9 +102,9 @@ impl Tagger {
         instance_ids: &[&str],
     ) -> Result<HashMap<String, Vec<(String, TagMap)>>, CloudError> {
         let mut found: HashMap<String, Vec<(String, TagMap)>> = HashMap::new();
-        for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
+        for chunk in instance_ids.chunks(EC2_IDS_PER_FILTER) {
             let (ec2, filter) = (&self.clients.ec2, &ids_filter("attachment.instance-id", chunk));
-            let pages = ec2.describe_volumes().filters(filter.clone()).max_results(500).into_paginator();
+            let pages = ec2.describe_volumes().filters(filter.clone()).max_results(EC2_VOLUMES_PAGE).into_paginator();
             let volumes = pages.items().send().try_collect().await;
             let volumes = volumes.map_err(|e| crate::error::from_sdk("ec2:DescribeVolumes", &batch_name(chunk), e))?;
             for v in &volumes {
@@ -169,7 +180,7 @@ impl Tagger {
     /// Which of `instance_ids` have an EBS root device, in shared `DescribeInstances` calls.
     async fn ebs_backed_many(&self, instance_ids: &[&str]) -> Result<HashSet<String>, CloudError> {
         let mut ebs = HashSet::new();
-        for chunk in instance_ids.chunks(EC2_IDS_PER_DESCRIBE) {
+        for chunk in instance_ids.chunks(EC2_IDS_PER_FILTER) {
             let out = self
                 .clients
                 .ec2
@@ -190,11 +201,6 @@ impl Tagger {
 
 /// The code of the error an instance gets whose EBS volumes are still not attached.
 const NOT_ATTACHED: &str = "VolumesNotAttachedYet";
-
-/// EC2 ids named in one `resource-id` (or `attachment.instance-id`) filter. The API reference
-/// models no maximum for a filter's values; 200 keeps each query-string request small, and at
-/// 5 tags an id, one 1000-tag page.
-const EC2_IDS_PER_DESCRIBE: usize = 200;
 
 /// An EC2 filter `name` matching any of `ids`.
 fn ids_filter(name: &str, ids: &[&str]) -> aws_sdk_ec2::types::Filter {

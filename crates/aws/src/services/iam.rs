@@ -6,6 +6,7 @@
 
 use aws_sdk_iam::types::Tag;
 
+use super::limits::IAM_PAGE;
 use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::{IAM_INSTANCE_PROFILE, IAM_OIDC_PROVIDER, IAM_POLICY, IAM_ROLE, IAM_USER};
@@ -108,7 +109,7 @@ pub(super) async fn write_oidc_provider(
 impl Tagger {
     /// IAM entities of every kind tagwarden enforces, with their tags where one listing carries
     /// them. `GetAccountAuthorizationDetails` returns roles and users with their tags (and the
-    /// instance profiles attached to the roles, with theirs), up to 1000 entities a page: one
+    /// instance profiles attached to the roles, with theirs), up to [`IAM_PAGE`] entities a page: one
     /// call where `ListRoles`/`ListUsers` plus a `ListRoleTags`/`ListUserTags` per entity took
     /// one per entity — those listings return no tags. Instance profiles attached to no role,
     /// customer managed policies and OIDC providers are listed bare and read one by one.
@@ -119,7 +120,7 @@ impl Tagger {
             Some((ResourceRef::from_arn(arn?).ok()?, Some(tags.iter().map(pair).collect::<TagMap>())))
         };
         let details = iam.get_account_authorization_details().filter(EntityType::Role).filter(EntityType::User);
-        let pages = details.max_items(1000).into_paginator().send().try_collect().await;
+        let pages = details.max_items(IAM_PAGE).into_paginator().send().try_collect().await;
         let pages = pages.map_err(|e| crate::error::from_sdk("iam:GetAccountAuthorizationDetails", "*", e))?;
         let mut detailed = Vec::new();
         for page in &pages {
@@ -136,12 +137,12 @@ impl Tagger {
                 out.push((r, tags));
             }
         }
-        let profiles = iam.list_instance_profiles().max_items(1000).into_paginator().items().send().try_collect().await;
+        let profiles = iam.list_instance_profiles().max_items(IAM_PAGE).into_paginator().items().send().try_collect().await;
         let profiles = profiles.map_err(|e| crate::error::from_sdk("iam:ListInstanceProfiles", "*", e))?;
         let mut bare: Vec<ResourceRef> = profiles.iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()).collect();
         let local = aws_sdk_iam::types::PolicyScopeType::Local;
         let policies =
-            iam.list_policies().scope(local).max_items(1000).into_paginator().items().send().try_collect().await;
+            iam.list_policies().scope(local).max_items(IAM_PAGE).into_paginator().items().send().try_collect().await;
         let policies = policies.map_err(|e| crate::error::from_sdk("iam:ListPolicies", "*", e))?;
         bare.extend(policies.iter().filter_map(|p| ResourceRef::from_arn(p.arn()?).ok()));
         let providers = iam

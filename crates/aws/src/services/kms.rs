@@ -4,16 +4,17 @@
 use aws_sdk_kms::types::Tag;
 
 use super::build_error;
+use super::limits::KMS_TAGS_PAGE;
 use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::KMS;
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::CloudError;
 
-/// Every page (a key holds at most 50 tags, `Limit`'s maximum, so one page in practice).
+/// Every page ([`KMS_TAGS_PAGE`]: one in practice).
 pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let kms = &t.clients.kms;
-    let tags = kms.list_resource_tags().key_id(&r.id).limit(50).into_paginator().items().send().try_collect().await;
+    let tags = kms.list_resource_tags().key_id(&r.id).limit(KMS_TAGS_PAGE).into_paginator().items().send().try_collect().await;
     let tags = tags.map_err(|e| crate::error::from_sdk(KMS.read, &r.id, e))?;
     Ok(tags.iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())).collect())
 }

@@ -2,15 +2,12 @@
 //! their listing. Route 53 is global. Its descriptor is `tagwarden_core::services::SERVICES`' `route53:*`.
 
 use super::arn_name;
+use super::limits::ROUTE53_PER_CALL;
 use crate::Tagger;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::ROUTE53;
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::CloudError;
-
-/// Route 53 `ChangeTagsForResource`: `AddTags` holds at most 10 tags (Route 53 API reference);
-/// `ListTagsForResources` names at most 10 resources.
-const ROUTE53_TAGS_PER_CALL: usize = 10;
 
 /// The Route 53 resource type and id an ARN (`arn:aws:route53:::hostedzone/Z…`) names.
 fn target(r: &ResourceRef) -> (aws_sdk_route53::types::TagResourceType, &str) {
@@ -45,7 +42,7 @@ pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap)
     let (rtype, zone) = target(r);
     let tags: Vec<_> =
         set.iter().map(|(k, v)| aws_sdk_route53::types::Tag::builder().key(k).value(v).build()).collect();
-    for chunk in tags.chunks(ROUTE53_TAGS_PER_CALL) {
+    for chunk in tags.chunks(ROUTE53_PER_CALL) {
         t.clients
             .route53
             .change_tags_for_resource()
@@ -77,7 +74,7 @@ impl Tagger {
         for (ids, rtype, kind) in
             [(zones, TagResourceType::Hostedzone, "hostedzone"), (checks, TagResourceType::Healthcheck, "healthcheck")]
         {
-            for chunk in ids.chunks(ROUTE53_TAGS_PER_CALL) {
+            for chunk in ids.chunks(ROUTE53_PER_CALL) {
                 let page = route53
                     .list_tags_for_resources()
                     .resource_type(rtype.clone())

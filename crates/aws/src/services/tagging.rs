@@ -2,6 +2,7 @@
 //! (`tagwarden_core::services::TAGGING`), `TagResources` for up to 20 ARNs sharing one delta, and the
 //! sweep's listing of everything a cluster's ownership tag marks.
 
+use super::limits::{TAGGING_RESOURCES_PAGE, TAGGING_TAGS_PAGE};
 use crate::Tagger;
 use tagwarden_core::cloud::{Cloud, OWNED};
 use tagwarden_core::resource::ResourceRef;
@@ -31,6 +32,17 @@ pub(super) async fn write(t: &Tagger, r: &ResourceRef, set: &TagMap, _: &TagMap)
         Some((_, e)) => Err(e),
         None => Ok(()),
     }
+}
+
+/// One `TagResources` for several resources sharing one delta, and the ones it refused, by position.
+pub(super) async fn write_shared(
+    t: &Tagger,
+    resources: &[&ResourceRef],
+    set: &TagMap,
+) -> Result<Vec<(usize, CloudError)>, CloudError> {
+    let arns: Vec<&str> = resources.iter().map(|r| r.arn.as_deref().unwrap_or(&r.id)).collect();
+    let failed = t.tag_resources(&arns, set).await?;
+    Ok(failed.into_iter().filter_map(|(a, e)| arns.iter().position(|x| *x == a).map(|at| (at, e))).collect())
 }
 
 impl Tagger {
@@ -72,13 +84,8 @@ impl Tagger {
             .tag_filters(
                 aws_sdk_resourcegroupstagging::types::TagFilter::builder().key(&owner_key).values(OWNED).build(),
             )
-            // Pages hold at most 100 resources and, by a default moto applies (100 tags) and AWS
-            // documents no default for, fewer when each carries many tags: every tag tagwarden
-            // adds made the next sweep's listing longer. The documented maximum of 500 tags keeps
-            // a page at 100 resources of up to 5 tags (AWS API Reference, GetResources:
-            // TagsPerPage 100–500, a resource never split across pages).
-            .resources_per_page(100)
-            .tags_per_page(500);
+            .resources_per_page(TAGGING_RESOURCES_PAGE)
+            .tags_per_page(TAGGING_TAGS_PAGE);
         let mut stream = listing.into_paginator().send();
         while let Some(page) = stream.next().await {
             let page = match page {
