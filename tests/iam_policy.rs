@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 use tagwarden::services::{Batch, Guard, Service, SERVICES, TAGGING};
 
 /// SDK crates whose IAM service prefix is not their own name.
-const PREFIXES: &[(&str, &str)] = &[("elasticloadbalancingv2", "elasticloadbalancing"), ("resourcegroupstagging", "tag")];
+const PREFIXES: &[(&str, &str)] =
+    &[("elasticloadbalancingv2", "elasticloadbalancing"), ("resourcegroupstagging", "tag")];
 
 /// SDK operations whose IAM action has another name.
 const RENAMED: &[(&str, &str)] = &[("s3:ListObjectsV2", "s3:ListBucket")];
@@ -117,7 +118,10 @@ fn policy_store_actions() -> BTreeSet<String> {
 
 /// Every action a descriptor says its code calls.
 fn descriptor_actions() -> BTreeSet<String> {
-    descriptors().flat_map(|s| [s.read, s.write].into_iter().chain(s.list.iter().copied()).chain(s.also.iter().copied())).map(str::to_string).collect()
+    descriptors()
+        .flat_map(|s| [s.read, s.write].into_iter().chain(s.list.iter().copied()).chain(s.also.iter().copied()))
+        .map(str::to_string)
+        .collect()
 }
 
 #[test]
@@ -147,7 +151,11 @@ fn the_service_descriptors_name_the_calls_the_code_makes() {
     let code = actions_called_by_code();
     for s in descriptors() {
         for action in [s.read, s.write].iter().chain(s.list).chain(s.also) {
-            assert!(code.contains(*action), "the {} descriptor names {action}, which crates/aws/src/ never calls", s.kind);
+            assert!(
+                code.contains(*action),
+                "the {} descriptor names {action}, which crates/aws/src/ never calls",
+                s.kind
+            );
         }
     }
 }
@@ -244,12 +252,17 @@ fn the_module_reads_the_descriptors() {
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     check_or_bless(&path, &text, &want, "the descriptors in crates/core/src/services.rs changed");
     // The module reads it: the event patterns and the role's statements, no hand copy.
-    for (file, local) in [("events.tf", "local.generated.cloudtrail_event_names"), ("iam.tf", "local.generated.services")] {
+    for (file, local) in
+        [("events.tf", "local.generated.cloudtrail_event_names"), ("iam.tf", "local.generated.services")]
+    {
         let tf = std::fs::read_to_string(root().join("infra/aws").join(file)).expect("module file");
         assert!(tf.contains(local), "infra/aws/{file} does not use {local}");
     }
     let main = std::fs::read_to_string(root().join("infra/aws/main.tf")).expect("main.tf");
-    assert!(main.contains(r#"jsondecode(file("${path.module}/generated/services.json"))"#), "main.tf does not read the file");
+    assert!(
+        main.contains(r#"jsondecode(file("${path.module}/generated/services.json"))"#),
+        "main.tf does not read the file"
+    );
 }
 
 /// The README's table of services, one row per descriptor.

@@ -592,7 +592,8 @@ mod tests {
     fn each_grant_scopes_its_own_reads() {
         for s in SERVICES.iter().chain([&TAGGING]) {
             let g = &s.grant;
-            let reads: Vec<&str> = [s.read].into_iter().chain(s.list.iter().copied()).chain(s.also.iter().copied()).collect();
+            let reads: Vec<&str> =
+                [s.read].into_iter().chain(s.list.iter().copied()).chain(s.also.iter().copied()).collect();
             for a in g.scoped {
                 assert!(reads.contains(a), "{}: {a} is not one of its reads", s.kind);
                 assert!(a.starts_with(&format!("{}:", s.service())), "{}: {a}", s.kind);

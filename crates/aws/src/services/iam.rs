@@ -137,7 +137,8 @@ impl Tagger {
                 out.push((r, tags));
             }
         }
-        let profiles = iam.list_instance_profiles().max_items(IAM_PAGE).into_paginator().items().send().try_collect().await;
+        let profiles =
+            iam.list_instance_profiles().max_items(IAM_PAGE).into_paginator().items().send().try_collect().await;
         let profiles = profiles.map_err(|e| crate::error::from_sdk("iam:ListInstanceProfiles", "*", e))?;
         let mut bare: Vec<ResourceRef> = profiles.iter().filter_map(|p| ResourceRef::from_arn(p.arn()).ok()).collect();
         let local = aws_sdk_iam::types::PolicyScopeType::Local;

@@ -14,7 +14,8 @@ use tagwarden_engine::cloud_error::CloudError;
 /// Every page ([`KMS_TAGS_PAGE`]: one in practice).
 pub(super) async fn read(t: &Tagger, r: &ResourceRef) -> Result<TagMap, CloudError> {
     let kms = &t.clients.kms;
-    let tags = kms.list_resource_tags().key_id(&r.id).limit(KMS_TAGS_PAGE).into_paginator().items().send().try_collect().await;
+    let tags =
+        kms.list_resource_tags().key_id(&r.id).limit(KMS_TAGS_PAGE).into_paginator().items().send().try_collect().await;
     let tags = tags.map_err(|e| crate::error::from_sdk(KMS.read, &r.id, e))?;
     Ok(tags.iter().map(|t| (t.tag_key().to_string(), t.tag_value().to_string())).collect())
 }

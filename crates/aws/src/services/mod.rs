@@ -168,6 +168,9 @@ mod tests {
             assert_ne!(e.code, NO_SHARED_WRITE, "{}: {e}", s.kind);
         }
         let calls = t.clients.calls.snapshot();
-        assert!(calls.keys().any(|k| k.ends_with(":CreateTags")) && calls.keys().any(|k| k.ends_with(":TagResources")), "{calls:?}");
+        assert!(
+            calls.keys().any(|k| k.ends_with(":CreateTags")) && calls.keys().any(|k| k.ends_with(":TagResources")),
+            "{calls:?}"
+        );
     }
 }
