@@ -12,8 +12,9 @@
 //!   [`POLICY_SWEEP_WINDOW`] ago, it waits for the window to end (then looks again: another
 //!   invocation may have swept meanwhile), so one cluster is swept at most once a window however
 //!   many documents are written, and the last write is never left unswept;
-//! - reuses, within the window, what the listings beside the owned one (IAM, Route 53: whole-account
-//!   listings, on small shared quotas) found the cluster owning: those resources are re-read (not
+//! - reuses, in the sweep that waited out the window, what the previous sweep's listings beside
+//!   the owned one (IAM, Route 53: whole-account listings, on small shared quotas) found the
+//!   cluster owning: those resources are re-read (not
 //!   trusted from the listing) and the account is not listed again. A resource that became the
 //!   cluster's within the window is not in it: its own create or tag event reconciles it, and the
 //!   next scheduled sweep lists everything.
@@ -100,12 +101,16 @@ impl Coalesce {
     }
 
     /// What the listings beside the owned one found each of `clusters` owning, if every one was
-    /// listed less than `window` ago.
+    /// listed by the sweep of the window before this one. A sweep that waited out the window
+    /// starts a whole window after the last one started, and that one listed a moment after its
+    /// start: the listings are then about one window old, so an age limit of one window would be
+    /// a race between the two sweeps' first calls. Two windows hold the last sweep's listings and
+    /// nothing older.
     pub(super) fn beside(&self, clusters: &[&str], window: Duration) -> Option<Vec<Listed>> {
         let beside = self.beside.lock().ok()?;
         let mut found = Vec::new();
         for c in clusters {
-            let (_, refs) = beside.get(*c).filter(|(at, _)| at.elapsed() < window)?;
+            let (_, refs) = beside.get(*c).filter(|(at, _)| at.elapsed() < window.saturating_mul(2))?;
             found.extend(refs.iter().map(|r| (r.clone(), None)));
         }
         Some(found)
@@ -206,6 +211,7 @@ mod tests {
     use super::super::memory::{tags, Memory};
     use super::super::tests::{engine, OWNED, POLICY};
     use tagwarden_core::report::epoch_ms;
+    use tagwarden_core::resource::ResourceRef;
 
     fn names(n: &[&str]) -> Vec<String> {
         n.iter().map(|s| s.to_string()).collect()
@@ -230,6 +236,22 @@ mod tests {
         let later = engine.policy_changed(&names(&["p.yaml"]), Some(epoch_ms()), true, None).await;
         assert_eq!(later.records.len(), 1, "{later:?}");
         assert!(at.elapsed() >= Duration::from_millis(200), "waited out the window: {:?}", at.elapsed());
+    }
+
+    /// The sweep after a waited-out window finds the last sweep's listings about one window old:
+    /// they are reused then, and not past two windows.
+    #[test]
+    fn listings_are_reused_by_the_next_windows_sweep_only() {
+        let coalesce = super::Coalesce::default();
+        let role = ResourceRef::from_arn("arn:aws:iam::123456789012:role/cl00-worker").expect("arn");
+        coalesce.remember([("cl00".to_string(), vec![role.clone()])].into());
+        let window = Duration::from_secs(1);
+        std::thread::sleep(window);
+        let reused = coalesce.beside(&["cl00"], window).expect("one window old: reused");
+        assert_eq!(reused, vec![(role, None)]);
+        assert!(coalesce.beside(&["cl00", "cl01"], window).is_none(), "a cluster never listed: list again");
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(coalesce.beside(&["cl00"], Duration::from_millis(10)).is_none(), "two windows old: listed again");
     }
 
     #[tokio::test]
