@@ -587,3 +587,70 @@ fn describe(v: &Value) -> &'static str {
         Value::Object(_) => "a mapping",
     }
 }
+
+#[cfg(test)]
+mod schema_tests {
+    use serde::de::DeserializeOwned;
+    use serde_json::{json, Value};
+
+    use super::{NativeDoc, NativeLimits, NativeOverride, NativeSelector, NativeTagSelector};
+
+    /// The JSON Schema users' editors check tagwarden.yaml with (issue 37).
+    const SCHEMA: &str = include_str!("../../../../schema/tagwarden.schema.json");
+
+    /// The fields `T` takes, as serde itself lists them when it refuses an unknown one.
+    fn fields<T: DeserializeOwned>() -> Vec<String> {
+        let Err(e) = serde_json::from_value::<T>(json!({ "\u{1}": 0 })) else { panic!("an unknown field was taken") };
+        let e = e.to_string();
+        let listed = e.split_once("expected ").map_or("", |(_, l)| l);
+        let mut names: Vec<String> = listed.split('`').skip(1).step_by(2).map(str::to_string).collect();
+        names.sort();
+        names
+    }
+
+    /// A value of the right type for a field the schema requires.
+    fn sample(field: &str) -> Value {
+        match field {
+            "version" => json!(1),
+            "selector" => json!({ "type": "ec2:*" }),
+            "tags" => json!({}),
+            "key" => json!("role"),
+            other => panic!("no sample for required field {other:?}"),
+        }
+    }
+
+    /// At `pointer` the schema describes `T`: the same fields, unknown ones refused, and exactly
+    /// the required ones required.
+    fn same<T: DeserializeOwned>(schema: &Value, pointer: &str) {
+        let at = schema.pointer(pointer).unwrap_or_else(|| panic!("schema has no {pointer}"));
+        let mut named: Vec<String> = at["properties"].as_object().expect("properties").keys().cloned().collect();
+        named.sort();
+        let what = if pointer.is_empty() { "the document" } else { pointer };
+        assert_eq!(named, fields::<T>(), "{what}: the schema's properties and the reader's fields");
+        assert_eq!(at["additionalProperties"], json!(false), "{pointer}: unknown fields are refused");
+        let required: Vec<&str> =
+            at["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let minimal: serde_json::Map<String, Value> = required.iter().map(|f| (f.to_string(), sample(f))).collect();
+        if let Err(e) = serde_json::from_value::<T>(Value::Object(minimal.clone())) {
+            panic!("{pointer}: the schema's required fields alone are refused: {e}");
+        }
+        for f in &required {
+            let mut less = minimal.clone();
+            less.remove(*f);
+            let e = serde_json::from_value::<T>(Value::Object(less)).err().map(|e| e.to_string());
+            assert!(e.is_some_and(|e| e.contains("missing field")), "{pointer}: {f} is required by the schema only");
+        }
+    }
+
+    #[test]
+    fn the_published_schema_describes_exactly_what_the_reader_takes() {
+        let schema: Value = serde_json::from_str(SCHEMA).expect("schema/tagwarden.schema.json is JSON");
+        same::<NativeDoc>(&schema, "");
+        same::<NativeLimits>(&schema, "/properties/limits");
+        same::<NativeOverride>(&schema, "/$defs/override");
+        same::<NativeSelector>(&schema, "/$defs/override/properties/selector");
+        same::<NativeTagSelector>(&schema, "/$defs/override/properties/selector/properties/tag");
+        let max = schema.pointer("/properties/overrides/maxItems").and_then(Value::as_u64);
+        assert_eq!(max, Some(super::MAX_OVERRIDES as u64), "overrides' maxItems is MAX_OVERRIDES");
+    }
+}
