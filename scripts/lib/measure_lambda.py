@@ -171,14 +171,24 @@ def peak_rss_kib(pid):
     return 0
 
 
+def start_moto(procs):
+    """moto on a free loopback port (its process appended to `procs`): its endpoint and boto3's
+    client arguments for it."""
+    port = free_port()
+    procs.append(subprocess.Popen([os.path.join(VENV, "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    wait_port(port)
+    endpoint = f"http://127.0.0.1:{port}"
+    return endpoint, dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                          aws_secret_access_key="testing")
+
+
 def main(bootstrap, zip_path):
-    moto_port, rt_port = free_port(), free_port()
-    procs = [subprocess.Popen([os.path.join(VENV, "moto_server"), "-H", "127.0.0.1", "-p", str(moto_port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    rt_port = free_port()
+    procs = []
     try:
-        wait_port(moto_port)
-        endpoint = f"http://127.0.0.1:{moto_port}"
-        aws = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+        endpoint, aws = start_moto(procs)
+        moto_port = int(endpoint.rsplit(":", 1)[1])
         s3, ec2 = boto3.client("s3", **aws), boto3.client("ec2", **aws)
         s3.create_bucket(Bucket="policy")
         policy = {"kind": "Infrastructure", "status": {"infrastructureName": "m-1", "platformStatus": {"type": "AWS", "aws": {

@@ -24,7 +24,7 @@ import boto3
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts/lib"))
-from measure_lambda import VENV, free_port, invoke, wait_port  # noqa: E402
+from measure_lambda import VENV, free_port, invoke, start_moto, wait_port  # noqa: E402
 
 QEMU = os.path.join(ROOT, ".tools/qemu/usr")
 # ELF e_machine (little endian, offset 18): the Lambda architectures' names.
@@ -75,14 +75,10 @@ def main(argv):
 
 def run(binary, arch):
     cmd, how = command(binary, arch)
-    moto_port, rt_port = free_port(), free_port()
-    procs = [subprocess.Popen([os.path.join(VENV, "moto_server"), "-H", "127.0.0.1", "-p", str(moto_port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    rt_port = free_port()
+    procs = []
     try:
-        wait_port(moto_port)
-        endpoint = f"http://127.0.0.1:{moto_port}"
-        aws = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
-                   aws_secret_access_key="testing")
+        endpoint, aws = start_moto(procs)
         s3, ec2 = boto3.client("s3", **aws), boto3.client("ec2", **aws)
         s3.create_bucket(Bucket="policy")
         want = {"team": "platform", "cost-center": "4242"}
