@@ -165,6 +165,9 @@ async fn the_function_sweeps_past_a_scope_it_cannot_list_and_reports_it() {
     // A missing role is permanent: the timer run succeeds, and the failure is reported.
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(statuses(&body), json!({"applied": 3, "failed": 1}), "{body:#}");
+    // Resource Graph showed nothing in the denied scope (it leaves out what the caller may not
+    // read, without a word), so that scope alone was listed through ARM, which says why.
+    assert_eq!((env.fake.count("POST graph"), env.fake.count("GET list")), (1, 1), "{:?}", env.fake.arm_calls());
     for d in &disks {
         assert_eq!(env.fake.tags(d).expect("disk")["team"], "platform");
     }

@@ -495,7 +495,8 @@ async fn sweep_and_policy_change_reach_every_owned_resource() {
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(statuses(&body), json!({"applied": 6}), "4 disks, the VM and the resource group: {body:#}");
     assert_eq!(env.fake.tags(&shared).expect("vnet").get("team"), None);
-    assert!(env.fake.count("GET list") >= 4, "paged listings: {:?}", env.fake.arm_calls());
+    // One Resource Graph query lists the subscription's owned resources and resource groups.
+    assert_eq!(env.fake.count("POST graph"), 1, "{:?}", env.fake.arm_calls());
 
     // The policy changes (Event Grid BlobCreated on the policy container): the queued sweep.
     env.publish("layers/10.yaml", "team: platform-2\n").await;
@@ -558,7 +559,7 @@ async fn policy_blob_created_is_answered_at_once_and_the_queue_sweeps() {
         env.fake.clear_log();
         let (status, body) = env.invoke("sweep-queue", "message", message).await;
         assert_eq!(status, 200, "{body:#}");
-        assert!(env.fake.count("GET list") >= 1, "{:?}", env.fake.arm_calls());
+        assert_eq!(env.fake.count("POST graph"), 1, "{:?}", env.fake.arm_calls());
         assert_eq!(body["ReturnValue"]["resources"].as_u64(), Some(3), "{body:#}");
     }
     assert!(disks.iter().all(|d| env.fake.tags(d).expect("disk")["team"] == "platform-2"));

@@ -31,6 +31,7 @@ mod azure_enforce;
 mod azure_faults;
 mod azure_load;
 mod azure_policy_faults;
+mod azure_resource_graph;
 mod azure_sweep_cli;
 mod publish_azure;
 mod publish_workload_identity;

@@ -97,6 +97,11 @@ impl ArmClient {
     }
 
     fn url(&self, path: &str, query: &[(&str, &str)]) -> Url {
+        self.url_at(path, query, API_VERSION)
+    }
+
+    /// `path` on the ARM endpoint with `query` and another API's `api_version` (Resource Graph's).
+    pub(crate) fn url_at(&self, path: &str, query: &[(&str, &str)], api_version: &str) -> Url {
         let mut url = self.endpoint.clone();
         let base = url.path().trim_end_matches('/').to_string();
         url.set_path(&format!("{base}{path}"));
@@ -105,7 +110,7 @@ impl ArmClient {
             for (k, v) in query {
                 q.append_pair(k, v);
             }
-            q.append_pair("api-version", API_VERSION);
+            q.append_pair("api-version", api_version);
         }
         url
     }
@@ -288,7 +293,7 @@ impl ArmClient {
 
     /// One request with the retry policy for throttling and transient failures. Other statuses
     /// (including 404 and 202) are returned for the caller to interpret.
-    async fn send(
+    pub(crate) async fn send(
         &self,
         op: &'static str,
         target: &str,
@@ -416,10 +421,10 @@ impl RetryAfter for Busy {
 }
 
 /// A response read to the end.
-struct Response {
-    status: StatusCode,
+pub(crate) struct Response {
+    pub(crate) status: StatusCode,
     headers: reqwest::header::HeaderMap,
-    body: String,
+    pub(crate) body: String,
     client_request_id: String,
 }
 
@@ -431,13 +436,22 @@ impl Response {
         Response { status, headers, body, client_request_id }
     }
 
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
     }
 
-    /// `Retry-After` in seconds (ARM sends seconds).
+    /// `Retry-After` in seconds (ARM sends seconds); for a 429 without one, the time until the
+    /// caller's quota resets, where the service says (Resource Graph's
+    /// `x-ms-user-quota-resets-after`, [`super::resource_graph`]).
     fn retry_after(&self) -> Option<Duration> {
-        self.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs)
+        let asked = self.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+        let quota = || {
+            (self.status == StatusCode::TOO_MANY_REQUESTS)
+                .then(|| self.header(super::resource_graph::QUOTA_RESETS_AFTER))
+                .flatten()
+                .and_then(|v| super::resource_graph::parse_resets_after(&v))
+        };
+        asked.or_else(quota)
     }
 
     /// ARM's ids of this request (and the one tagwarden sent), for a support case.
@@ -450,7 +464,7 @@ impl Response {
         ids
     }
 
-    fn error(&self, op: &'static str, target: &str) -> CloudError {
+    pub(crate) fn error(&self, op: &'static str, target: &str) -> CloudError {
         let mut e = crate::error::from_response(
             op,
             target,

@@ -64,6 +64,10 @@ pub struct Config {
     pub metrics: Option<MetricsConfig>,
     /// Subscription or resource-group IDs the sweep lists owned resources in.
     pub sweep_scopes: Vec<String>,
+    /// `TAGWARDEN_RESOURCE_GRAPH`: sweeps list through Azure Resource Graph (`true`, the default),
+    /// or through ARM's listing only (`false`: a cloud without Resource Graph, or an identity
+    /// without Reader, whose unreadable scopes Resource Graph would leave out without a word).
+    pub resource_graph: bool,
     /// `TAGWARDEN_EVENT_TOPICS`: the Event Grid topics whose deliveries are accepted, as every
     /// event names its topic (`topic`, CloudEvents `source`); `None` (unset) accepts any
     /// (`super::function::Topics` says why).
@@ -197,6 +201,18 @@ impl Config {
             // Default: the subscription the function itself lives in.
             None => metrics.as_ref().and_then(|m| subscription_of(&m.resource_id)).into_iter().collect(),
         };
+        let resource_graph = match var("TAGWARDEN_RESOURCE_GRAPH").map(|v| v.to_ascii_lowercase()).as_deref() {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    var: "TAGWARDEN_RESOURCE_GRAPH",
+                    value: other.to_string(),
+                    problem: "is neither true nor false".into(),
+                    fix: "unset it (sweeps list through Resource Graph), or set false to list through ARM only".into(),
+                })
+            }
+        };
         let event_topics = match var("TAGWARDEN_EVENT_TOPICS") {
             None => None,
             Some(s) => Some(
@@ -230,6 +246,7 @@ impl Config {
             own,
             metrics,
             sweep_scopes,
+            resource_graph,
             event_topics,
         })
     }

@@ -87,8 +87,9 @@ impl Handler {
             calls.clone(),
         )
         .with_clusters(config.clusters.clone());
-        let engine =
-            Engine::new(ArmTagger { arm, sweep_scopes: config.sweep_scopes.clone() }, store, config.own.clone());
+        let adapter =
+            ArmTagger { resource_graph: config.resource_graph, ..ArmTagger::new(arm, config.sweep_scopes.clone()) };
+        let engine = Engine::new(adapter, store, config.own.clone());
         let metrics = config
             .metrics
             .as_ref()
@@ -169,6 +170,7 @@ impl Handler {
         let failed = out.must_retry();
         let summary = summary(&out);
         logs.extend(out.records.iter().map(|r| r.to_json_line()));
+        logs.extend(out.fallbacks.iter().map(|why| format!("listing fell back: {why}")));
         if let Some(e) = &out.error {
             logs.push(format!("error: {e}"));
         }
@@ -440,6 +442,7 @@ fn summary(out: &Outcome) -> Value {
         "failed": out.failed(),
         "by_status": by_status,
         "error": out.error,
+        "listing_fallbacks": out.fallbacks,
     })
 }
 

@@ -25,6 +25,7 @@ pub mod error;
 pub mod function;
 pub mod identity;
 pub mod metrics;
+pub mod resource_graph;
 pub mod server;
 mod xml;
 

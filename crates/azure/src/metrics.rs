@@ -37,6 +37,7 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
         ("EventsIgnored", metrics.events_ignored),
         ("PolicyRejected", metrics.policy_rejected),
         ("ListingFailures", metrics.listing_failures),
+        ("ListingFallbacks", metrics.listing_fallbacks),
         ("SweepsCompleted", metrics.sweeps_completed),
     ] {
         if v > 0 {

@@ -271,6 +271,9 @@ pub struct Metrics {
     pub policy_rejected: u64,
     /// Sweep listings that failed (their resources were not swept this time).
     pub listing_failures: u64,
+    /// Sweep listings that fell back to a dearer way because the cheaper one was refused (Azure:
+    /// Resource Graph refused, ARM's listing used): everything was listed, at a higher cost.
+    pub listing_fallbacks: u64,
     /// Sweeps (scheduled or policy change) that ran to their end: a deployment-level heartbeat,
     /// whose absence `infra/aws`'s `no-sweep` alarm notices.
     pub sweeps_completed: u64,
@@ -325,6 +328,7 @@ impl Metrics {
         self.events_ignored += other.events_ignored;
         self.policy_rejected += other.policy_rejected;
         self.listing_failures += other.listing_failures;
+        self.listing_fallbacks += other.listing_fallbacks;
         self.sweeps_completed += other.sweeps_completed;
         self.corrected += other.corrected;
         self.api_calls += other.api_calls;
@@ -355,6 +359,7 @@ impl Metrics {
             ("EventsIgnored", self.events_ignored),
             ("PolicyRejected", self.policy_rejected),
             ("ListingFailures", self.listing_failures),
+            ("ListingFallbacks", self.listing_fallbacks),
             ("SweepsCompleted", self.sweeps_completed),
         ]
         .into_iter()
@@ -429,6 +434,7 @@ pub fn by_cluster(metrics: &Metrics, records: &[Record], deployment: &str) -> BT
     own.events_ignored = metrics.events_ignored;
     own.policy_rejected = metrics.policy_rejected;
     own.sweeps_completed = metrics.sweeps_completed;
+    own.listing_fallbacks = metrics.listing_fallbacks;
     (own.api_calls, own.corrected) = (metrics.api_calls, metrics.corrected);
     // A resource several events of a batch name has a record in each, counted once.
     let mut seen = std::collections::HashSet::new();
@@ -477,6 +483,8 @@ pub struct Outcome {
     pub error: Option<String>,
     /// The newer policy versions refused on the way (each also counted in the metrics).
     pub rejected: Vec<RejectedPolicy>,
+    /// Why each sweep listing that fell back to a dearer way did (counted in the metrics too).
+    pub fallbacks: Vec<String>,
 }
 
 impl Outcome {
@@ -500,6 +508,7 @@ impl Outcome {
     pub fn absorb(&mut self, other: Outcome) {
         self.metrics.merge(other.metrics);
         self.records.extend(other.records);
+        self.fallbacks.extend(other.fallbacks);
         for r in other.rejected {
             if !self.rejected.contains(&r) {
                 self.rejected.push(r);

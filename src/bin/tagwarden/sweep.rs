@@ -37,6 +37,12 @@ pub struct Args {
     /// Azure: the Resource Manager endpoint (sovereign clouds, tests).
     #[arg(long, value_name = "URL", default_value = "https://management.azure.com")]
     arm_endpoint: String,
+    /// Azure: list through ARM's Resources - List only, not Azure Resource Graph (a cloud without
+    /// it, or a token without Reader, whose unreadable scopes Resource Graph leaves out silently).
+    /// Resource Graph lists a thousand owned resources a query with their tags; ARM's listing has
+    /// no tags, so every owned resource is read.
+    #[arg(long)]
+    no_resource_graph: bool,
     /// Plan only; exit 2 when any owned resource has drifted.
     #[arg(long)]
     dry_run: bool,
@@ -68,6 +74,10 @@ struct Summary {
     /// A set's clusters that published a policy but were not named with --cluster: not swept.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     not_named: Vec<String>,
+    /// Listings that fell back to a dearer way (Azure: Resource Graph refused, ARM's listing used),
+    /// and why: everything was listed, at a higher cost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    listing_fallbacks: Vec<String>,
     seconds: f64,
     api_calls: BTreeMap<String, u64>,
     records: Vec<Record>,
@@ -186,6 +196,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
         if t.listings_failed > 0 {
             println!("listings      {} failed: what they would have listed was not swept (below)", t.listings_failed);
+        }
+        for why in &summary.listing_fallbacks {
+            println!("fell back     {why}");
         }
         let unsupported: usize = t.unsupported.values().sum();
         if unsupported > 0 {
@@ -341,7 +354,8 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone()).with_audience(&audience);
     let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone())
         .with_clusters(clusters);
-    let mut engine = Engine::new(ArmTagger { arm, sweep_scopes: args.scope.clone() }, store, Vec::new());
+    let adapter = ArmTagger { resource_graph: !args.no_resource_graph, ..ArmTagger::new(arm, args.scope.clone()) };
+    let mut engine = Engine::new(adapter, store, Vec::new());
     engine.set_concurrency(args.concurrency);
     engine.dry_run = args.dry_run;
     let (bar, callback) = progress();
@@ -416,6 +430,7 @@ fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
         clusters,
         rejected,
         not_named,
+        listing_fallbacks: out.fallbacks,
         seconds,
         api_calls,
         records: out.records,

@@ -18,6 +18,13 @@
 //!   `SubscriptionRequestsThrottled`; 409 `ScopeLocked` under a `ReadOnly` lock; listings whose ids
 //!   are cased differently per scope (`resourcegroups/defaultresourcegroup-eus`), names with
 //!   parentheses, and an empty page that still has a `nextLink`.
+//! - **Azure Resource Graph** (`POST /providers/Microsoft.ResourceGraph/resources`, [`graph_api`]):
+//!   the owned-resources query tagwarden sends (`tagwarden::azure::resource_graph`), answered in the
+//!   recorded shapes, paged by `$skipToken` at most 1,000 rows a page, with the quota headers on
+//!   every answer, 429 `RateLimiting` when the quota is spent, a view that can lag ARM
+//!   ([`FakeAzure::freeze_graph`]) and rows the caller may not read left out. It cannot run KQL: it
+//!   recognises the query tagwarden builds and refuses any other as Resource Graph refuses a query
+//!   it cannot parse.
 //! - **Managed identity** (§4.1): `GET /msi/token?resource=&api-version=2019-08-01&client_id=`
 //!   with `X-IDENTITY-HEADER`.
 //! - **Azure Monitor custom metrics** (§5.1): `POST /<resourceId>/metrics`, kept for inspection.
@@ -28,7 +35,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use tagwarden::azure::server::{self, Request, Response};
@@ -40,6 +47,8 @@ pub const IDENTITY_HEADER: &str = "fake-identity-header-secret";
 pub const ARM_AUDIENCE: &str = "https://management.azure.com/";
 pub const MONITORING_AUDIENCE: &str = "https://monitoring.azure.com/";
 const TAGS_SUFFIX: &str = "/providers/microsoft.resources/tags/default";
+const GRAPH_PATH: &str = "/providers/microsoft.resourcegraph/resources";
+/// Rows of an ARM listing page unless a test asks for more: small, so paging is exercised.
 const PAGE: usize = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,7 +137,31 @@ struct State {
     delete_after_listing: Vec<String>,
     /// Scopes (lower-case) the caller has no role on: their listings answer 403.
     denied: Vec<String>,
+    graph: Graph,
+    /// Rows of an ARM listing page (`None`: [`PAGE`]).
+    list_page: Option<usize>,
 }
+
+/// Resource Graph's side of the fake.
+#[derive(Default)]
+struct Graph {
+    /// What Resource Graph indexed when it was frozen (`None`: it follows ARM at once).
+    snapshot: Option<HashMap<String, Resource>>,
+    /// Queries a window, the window, and this window's use.
+    quota: Option<(u32, Duration)>,
+    used: u32,
+    window_start: Option<Instant>,
+    /// The next queries answer 429 `RateLimiting` whatever the quota says.
+    throttles: u32,
+    /// Every query is refused with this status and code.
+    refusal: Option<(u16, &'static str)>,
+    /// `$skipToken` → (offset, the query and subscriptions it continues).
+    tokens: HashMap<String, (usize, String)>,
+}
+
+/// The documented quota: "a user can send at most 15 queries within every 5-second window"
+/// (guidance-for-throttled-requests.md).
+const GRAPH_QUOTA: (u32, Duration) = (15, Duration::from_secs(5));
 
 #[derive(Clone)]
 pub struct FakeAzure {
@@ -253,16 +286,53 @@ impl FakeAzure {
         self.st().denied.push(scope.to_ascii_lowercase());
     }
 
+    /// ARM listings answer `n` rows a page (the fake's default is 2, to exercise paging; real
+    /// ARM's page size is not documented: the measurements assume 1,000).
+    pub fn list_page(&self, n: usize) {
+        self.st().list_page = Some(n.max(1));
+    }
+
     /// Delete `id` right after the next listing that names it.
     pub fn delete_after_listing(&self, id: &str) {
         self.st().delete_after_listing.push(id.to_ascii_lowercase());
+    }
+
+    /// Resource Graph keeps answering from what ARM holds now, however ARM changes later (its
+    /// index lags ARM, seconds to minutes), until [`FakeAzure::thaw_graph`].
+    pub fn freeze_graph(&self) {
+        let mut st = self.st();
+        st.graph.snapshot = Some(st.resources.clone());
+    }
+
+    pub fn thaw_graph(&self) {
+        self.st().graph.snapshot = None;
+    }
+
+    /// Resource Graph's quota: `queries` per `window` (by default 15 per 5 s).
+    pub fn graph_quota(&self, queries: u32, window: Duration) {
+        let mut st = self.st();
+        st.graph.quota = Some((queries, window));
+        (st.graph.used, st.graph.window_start) = (0, None);
+    }
+
+    /// The next `n` Resource Graph queries answer 429 `RateLimiting`.
+    pub fn throttle_graph(&self, n: u32) {
+        self.st().graph.throttles = n;
+    }
+
+    /// Every Resource Graph query is refused with `status` and `code` (a cloud without it: 404
+    /// `InvalidResourceType`; no read on any subscription named: 400 `BadRequest`; 403
+    /// `AuthorizationFailed`).
+    pub fn refuse_graph(&self, status: u16, code: &'static str) {
+        self.st().graph.refusal = Some((status, code));
     }
 
     pub fn clear_log(&self) {
         self.st().log.clear();
     }
 
-    /// ARM requests as `METHOD kind`: `GET tags`, `PATCH tags`, `PUT tags`, `GET poll`, `GET list`.
+    /// ARM requests as `METHOD kind`: `GET tags`, `PATCH tags`, `PUT tags`, `GET poll`, `GET list`,
+    /// `POST graph` (a Resource Graph query).
     pub fn arm_calls(&self) -> Vec<String> {
         self.log()
             .iter()
@@ -271,6 +341,8 @@ impl FakeAzure {
                 let p = l.path.to_ascii_lowercase();
                 let kind = if p.ends_with(TAGS_SUFFIX) {
                     "tags"
+                } else if p == GRAPH_PATH {
+                    "graph"
                 } else if p.contains("/operationresults/") || p.contains("/operations/") {
                     "poll"
                 } else {
@@ -439,6 +511,9 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
     match bearer_audience(st, r) {
         Some(a) if a.trim_end_matches('/') == ARM_AUDIENCE.trim_end_matches('/') => {}
         _ => return arm_error(401, "InvalidAuthenticationToken", "The access token is missing or invalid."),
+    }
+    if r.path.eq_ignore_ascii_case(GRAPH_PATH) {
+        return graph_api(st, r);
     }
     if query_param(&r.query, "api-version").as_deref() != Some("2021-04-01") {
         return arm_error(
@@ -714,13 +789,14 @@ fn list(st: &mut State, r: &Request, lower: &str, base: &str) -> Response {
         return Response::json(200, &json!({"value": [], "nextLink": next(0)}));
     }
     let skip = token.and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
+    let page = st.list_page.unwrap_or(PAGE);
     // Some listings name ids all in lower case, others as created (a real AKS add-on's
     // `resourceGroups/defaultresourcegroup-sec`; MicrosoftDocs azure-docs#24010's type casing).
     let lower_ids = st.lower_case_listing.iter().any(|l| l == scope);
     let named: Vec<(String, Value)> = matching
         .iter()
         .skip(skip)
-        .take(PAGE)
+        .take(page)
         .map(|r| {
             let kind = tagwarden::resource::ResourceRef::from_arm_id(&r.id).map(|x| x.kind).unwrap_or_default();
             let id = if lower_ids { r.id.to_ascii_lowercase() } else { r.id.clone() };
@@ -729,8 +805,8 @@ fn list(st: &mut State, r: &Request, lower: &str, base: &str) -> Response {
         })
         .collect();
     let mut body = json!({"value": named.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()});
-    if skip + PAGE < matching.len() {
-        body["nextLink"] = json!(next(skip + PAGE));
+    if skip + page < matching.len() {
+        body["nextLink"] = json!(next(skip + page));
     }
     for (key, _) in &named {
         if let Some(at) = st.delete_after_listing.iter().position(|d| d == key) {
@@ -739,4 +815,320 @@ fn list(st: &mut State, r: &Request, lower: &str, base: &str) -> Response {
         }
     }
     Response::json(200, &body)
+}
+
+/// Resource Graph's error (azure-sdk-for-python `azure-mgmt-resourcegraph` recording
+/// test_resources_malformed_query.yaml: 400 `{"error": {"code": "BadRequest", "message": "Please
+/// provide below info when asking for support: timestamp = …, correlationId = ….", "details":
+/// [{"code": "InvalidQuery", "message": …}, …]}}`). The details of refusals that recording does not
+/// show (`$top` out of range, a format the fake does not serve, a stale `$skipToken`, no
+/// subscription the caller may read) are worded here: their codes and texts are inferred.
+fn graph_error(status: u16, code: &str, detail_code: &str, detail: &str) -> Response {
+    let message = "Please provide below info when asking for support: timestamp = 2026-11-21T10:12:00.0000000Z, correlationId = 8e1c247b-0c97-4b10-ac62-1b18099a3ef4.";
+    Response::json(
+        status,
+        &json!({"error": {"code": code, "message": message, "details": [{"code": detail_code, "message": detail}]}}),
+    )
+}
+
+/// A query Resource Graph cannot parse (the recorded `InvalidQuery`): whatever the fake does not
+/// recognise as tagwarden's.
+fn invalid_query(why: &str) -> Response {
+    graph_error(
+        400,
+        "BadRequest",
+        "InvalidQuery",
+        &format!("Query is invalid. Please refer to the documentation for the Azure Resource Graph service and fix the error before retrying. ({why})"),
+    )
+}
+
+/// The owned-resources query tagwarden sends, as the fake recognises it: the whole subscriptions
+/// and the (subscription, resource groups) pairs of its `where`, whether resource groups are
+/// unioned in from `resourcecontainers` (for which subscriptions), and the lower-cased ownership key.
+#[derive(Debug, Default)]
+struct OwnedQuery {
+    whole: Vec<String>,
+    groups: Vec<(String, Vec<String>)>,
+    containers: Vec<String>,
+    key: String,
+}
+
+/// The single-quoted KQL literals of `s`, in order (`\'` and `\\` unescaped).
+fn kql_literals(s: &str) -> Vec<String> {
+    let (mut out, mut cur, mut inside, mut escaped) = (Vec::new(), String::new(), false, false);
+    for c in s.chars() {
+        match (inside, escaped, c) {
+            (true, true, c) => {
+                cur.push(c);
+                escaped = false;
+            }
+            (true, false, '\\') => escaped = true,
+            (true, false, '\'') => {
+                out.push(std::mem::take(&mut cur));
+                inside = false;
+            }
+            (true, false, c) => cur.push(c),
+            (false, _, '\'') => inside = true,
+            _ => {}
+        }
+    }
+    out
+}
+
+fn parse_owned_query(q: &str) -> Result<OwnedQuery, String> {
+    let lines: Vec<&str> = q.lines().collect();
+    let mut out = OwnedQuery::default();
+    let (first, rest) = lines.split_first().ok_or("empty query")?;
+    if *first != "resources" {
+        return Err(format!("the fake serves only tagwarden's owned-resources query, not {q:?}"));
+    }
+    let mut rest = rest.iter().peekable();
+    let scope = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or("no scope filter")?;
+    for clause in scope.split(" or ") {
+        if let Some(list) = clause.strip_prefix("subscriptionId in~ (").and_then(|c| c.strip_suffix(')')) {
+            out.whole.extend(kql_literals(list));
+        } else if let Some(pair) = clause.strip_prefix("(subscriptionId =~ ").and_then(|c| c.strip_suffix("))")) {
+            let (sub, groups) =
+                pair.split_once(" and resourceGroup in~ (").ok_or("a scope clause the fake does not know")?;
+            let sub = kql_literals(sub).pop().ok_or("no subscription")?;
+            out.groups.push((sub, kql_literals(groups)));
+        } else {
+            return Err(format!("a scope clause the fake does not know: {clause:?}"));
+        }
+    }
+    const UNION: &str = "| union (resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups' and subscriptionId in~ (";
+    if let Some(list) = rest.peek().and_then(|l| l.strip_prefix(UNION)).and_then(|l| l.strip_suffix("))")) {
+        out.containers = kql_literals(list);
+        rest.next();
+    }
+    if rest.next() != Some(&"| extend lowerTags = parse_json(tolower(tostring(tags)))") {
+        return Err("no lower-cased tag bag".into());
+    }
+    let key = rest
+        .next()
+        .and_then(|l| l.strip_prefix("| where tostring(lowerTags["))
+        .and_then(|l| l.strip_suffix(") == 'owned'"))
+        .ok_or("no ownership filter")?;
+    out.key = kql_literals(key).pop().ok_or("no ownership key")?;
+    if rest.next() != Some(&"| project id, type, tags") || rest.next().is_some() {
+        return Err("a projection other than id, type, tags".into());
+    }
+    Ok(out)
+}
+
+/// `hh:mm:ss`, whole seconds rounded up.
+fn timespan(d: Duration) -> String {
+    let s = d.as_millis().div_ceil(1000) as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// `POST /providers/Microsoft.ResourceGraph/resources?api-version=…` (azure-rest-api-specs
+/// Microsoft.ResourceGraph stable/2022-10-01 and 2024-04-01 resourcegraph.json, operation
+/// `Resources`). Its answers:
+/// - 200 `{"totalRecords", "count", "resultTruncated": "false", "facets": [], "$skipToken"?,
+///   "data": [{"id", "type", "tags"}]}` (examples ResourcesFirstPageQuery.json and
+///   ResourcesNextPageQuery.json: `$skipToken` while rows are left, sent back in `options` with
+///   the same query and scopes; types in lower case; ResourcesMgBasicQuery.json: `"tags": {}`
+///   for an untagged row). At most `$top` rows a page, which the spec bounds to 1..=1000; without
+///   `$top`, 100 ("By default, Resource Graph limits any query to returning only 100 records",
+///   MicrosoftDocs azure-docs concepts/work-with-data.md). Rows in id order (paging is stable
+///   once `id` is projected, the examples say).
+/// - on every answer, the quota: `x-ms-user-quota-remaining`, `x-ms-user-quota-resets-after`
+///   (`hh:mm:ss`) and `x-ms-ratelimit-remaining-tenant-resource-requests` (the recordings
+///   test_resources_basic_query_object_array.yaml and test_resources_malformed_query.yaml: an
+///   error answer carries them too, so a refused query spends quota).
+/// - 429 `RateLimiting` once the quota is spent (Azure/azure-cli-extensions#3325: code and detail
+///   `RateLimiting`, "Client application has been throttled and should not attempt to repeat the
+///   request until an amount of time has elapsed."); no `Retry-After` is known to be sent: the
+///   quota's reset is the wait (inferred).
+/// - rows the caller may not read are left out without an error (Resource Graph filters by the
+///   caller's RBAC); a request none of whose subscriptions the caller may read is a 400
+///   `BadRequest` (Azure/aztfexport#331: "there must be a subscription that is eligible").
+/// - a missing api-version is ARM's 400 `MissingApiVersionParameter`, as for every ARM request.
+fn graph_api(st: &mut State, r: &Request) -> Response {
+    let (limit, window) = st.graph.quota.unwrap_or(GRAPH_QUOTA);
+    let now = Instant::now();
+    if st.graph.window_start.is_none_or(|t| now.duration_since(t) >= window) {
+        (st.graph.window_start, st.graph.used) = (Some(now), 0);
+    }
+    let resets = window.saturating_sub(now.duration_since(st.graph.window_start.unwrap_or(now)));
+    let spent = st.graph.used >= limit;
+    let throttled = spent || st.graph.throttles > 0;
+    if !spent {
+        st.graph.used += 1;
+    }
+    let remaining = limit.saturating_sub(st.graph.used).to_string();
+    let resp = if throttled {
+        st.graph.throttles = st.graph.throttles.saturating_sub(1);
+        let detail = "Client application has been throttled and should not attempt to repeat the request until an amount of time has elapsed. Please see https://aka.ms/resourcegraph-throttling for help.";
+        graph_error(429, "RateLimiting", "RateLimiting", detail)
+    } else {
+        graph_query(st, r)
+    };
+    let remaining = if throttled { "0".to_string() } else { remaining };
+    resp.with_header("x-ms-user-quota-remaining", &remaining)
+        .with_header("x-ms-user-quota-resets-after", &timespan(resets))
+        .with_header("x-ms-ratelimit-remaining-tenant-resource-requests", &remaining)
+}
+
+fn graph_query(st: &mut State, r: &Request) -> Response {
+    match query_param(&r.query, "api-version").as_deref() {
+        None => {
+            return arm_error(
+                400,
+                "MissingApiVersionParameter",
+                "The api-version query parameter (?api-version=) is required for all requests.",
+            )
+        }
+        // The GA versions in the spec.
+        Some("2019-04-01" | "2021-03-01" | "2022-10-01" | "2024-04-01") => {}
+        // ARM's answer for a version a provider does not serve (wording inferred).
+        Some(v) => {
+            return arm_error(400, "NoRegisteredProviderFound", &format!("No registered resource provider found for location 'global' and API version '{v}' for type 'resources'. The supported api-versions are '2019-04-01, 2021-03-01, 2022-10-01, 2024-04-01'."))
+        }
+    }
+    if let Some((status, code)) = st.graph.refusal {
+        return match status {
+            404 => arm_error(404, code, "The resource type 'resources' could not be found in the namespace 'Microsoft.ResourceGraph' for api version '2022-10-01'."),
+            403 => arm_error(403, code, &format!("The client '{OBJECT_ID}' with object id '{OBJECT_ID}' does not have authorization to perform action 'Microsoft.ResourceGraph/resources/read' over scope '/providers/Microsoft.ResourceGraph' or the scope is invalid. If access was recently granted, please refresh your credentials.")),
+            _ => graph_error(status, code, code, "refused (injected)"),
+        };
+    }
+    if r.method != "POST" {
+        return arm_error(405, "MethodNotAllowed", "The Resources operation is a POST");
+    }
+    let Ok(body) = serde_json::from_slice::<Value>(&r.body) else {
+        return arm_error(
+            400,
+            "InvalidRequestContent",
+            "The request content was invalid and could not be deserialized.",
+        );
+    };
+    let Some(query) = body.get("query").and_then(Value::as_str) else {
+        return graph_error(400, "BadRequest", "InvalidQuery", "The query is required.");
+    };
+    if body.get("managementGroups").is_some() {
+        return graph_error(400, "BadRequest", "UnsupportedScope", "the fake serves subscription scopes only");
+    }
+    let options = body.get("options").cloned().unwrap_or(json!({}));
+    let top = match options.get("$top") {
+        None => 100,
+        Some(t) => match t.as_u64().filter(|t| (1..=1000).contains(t)) {
+            Some(t) => t as usize,
+            None => {
+                return graph_error(
+                    400,
+                    "BadRequest",
+                    "InvalidQueryOptions",
+                    &format!("$top {t} is out of range: it must be between 1 and 1000."),
+                )
+            }
+        },
+    };
+    if let Some(f) = options.get("resultFormat").and_then(Value::as_str).filter(|f| *f != "objectArray") {
+        return graph_error(
+            400,
+            "BadRequest",
+            "UnsupportedResultFormat",
+            &format!("the fake serves objectArray, not {f}"),
+        );
+    }
+    let parsed = match parse_owned_query(query) {
+        Ok(q) => q,
+        Err(why) => return invalid_query(&why),
+    };
+    // The request's scope: its subscriptions (none: every one the fake holds, as a tenant query).
+    let subs: Option<Vec<String>> = body
+        .get("subscriptions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_ascii_lowercase).collect());
+    let denied = st.denied.clone();
+    let readable = |key: &str| !denied.iter().any(|d| key == d || key.starts_with(&format!("{d}/")));
+    if let Some(subs) = &subs {
+        if !subs.iter().any(|s| readable(&format!("/subscriptions/{s}"))) {
+            return graph_error(400, "BadRequest", "NoValidSubscriptionsInQueryRequest", "There must be at least one subscription that is eligible to contain resources and that the caller may read.");
+        }
+    }
+    let context = format!("{query}\n{:?}", subs);
+    let offset = match options.get("$skipToken").and_then(Value::as_str) {
+        None => 0,
+        Some(t) => match st.graph.tokens.get(t) {
+            Some((offset, c)) if *c == context => *offset,
+            _ => {
+                return graph_error(
+                    400,
+                    "BadRequest",
+                    "InvalidSkipToken",
+                    "The $skipToken does not continue this query and scope.",
+                )
+            }
+        },
+    };
+    let view = st.graph.snapshot.as_ref().unwrap_or(&st.resources);
+    let key = parsed.key.clone();
+    let mut rows: Vec<(&String, &Resource)> = view
+        .iter()
+        .filter(|(k, _)| readable(k))
+        .filter(|(k, _)| {
+            let parts: Vec<&str> = k.split('/').collect();
+            let (sub, rg) = (parts.get(2).copied().unwrap_or_default(), parts.get(4).copied().unwrap_or_default());
+            if subs.as_ref().is_some_and(|s| !s.iter().any(|s| s == sub)) {
+                return false;
+            }
+            let is_group = parts.len() == 5;
+            if is_group {
+                return parsed.containers.iter().any(|s| s.eq_ignore_ascii_case(sub));
+            }
+            parsed.whole.iter().any(|s| s.eq_ignore_ascii_case(sub))
+                || parsed
+                    .groups
+                    .iter()
+                    .any(|(s, gs)| s.eq_ignore_ascii_case(sub) && gs.iter().any(|g| g.eq_ignore_ascii_case(rg)))
+        })
+        .filter(|(_, res)| {
+            res.tags.iter().any(|(k, v)| k.eq_ignore_ascii_case(&key) && v.eq_ignore_ascii_case("owned"))
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(b.0));
+    let lower_ids = st.lower_case_listing.clone();
+    let all: Vec<(String, Value)> = rows
+        .iter()
+        .map(|(k, res)| {
+            let lower = lower_ids.iter().any(|l| k.starts_with(&format!("{l}/")));
+            let id = if lower { res.id.to_ascii_lowercase() } else { res.id.clone() };
+            let kind = if k.split('/').count() == 5 {
+                "microsoft.resources/subscriptions/resourcegroups".to_string()
+            } else {
+                tagwarden::resource::ResourceRef::from_arm_id(&res.id)
+                    .map(|x| x.kind)
+                    .unwrap_or_default()
+                    .to_ascii_lowercase()
+            };
+            let tags: serde_json::Map<String, Value> = res.tags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            ((*k).clone(), json!({"id": id, "type": kind, "tags": tags}))
+        })
+        .collect();
+    let total = all.len();
+    let page: Vec<(String, Value)> = all.into_iter().skip(offset).take(top).collect();
+    let mut answer = json!({
+        "totalRecords": total,
+        "count": page.len(),
+        "resultTruncated": "false",
+        "facets": [],
+        "data": page.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>(),
+    });
+    if offset + top < total {
+        st.next_id += 1;
+        let token =
+            super::azurite::base64_encode(format!("{{\"$skip\":{},\"n\":{}}}", offset + top, st.next_id).as_bytes());
+        st.graph.tokens.insert(token.clone(), (offset + top, context));
+        answer["$skipToken"] = json!(token);
+    }
+    for (key, _) in &page {
+        if let Some(at) = st.delete_after_listing.iter().position(|d| d == key) {
+            st.delete_after_listing.remove(at);
+            st.resources.remove(key);
+        }
+    }
+    Response::json(200, &answer)
 }

@@ -104,6 +104,12 @@ pub trait Adapter: Send + Sync {
     /// carries them; `pages` is told how many were found so far as pages arrive. A listing that
     /// failed part-way keeps what it found and names its error.
     async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing;
+    /// [`Adapter::list_owned`], and what the sweep must say about how it listed: each time a
+    /// cheaper listing was refused and a dearer one used instead, why (reported and counted as a
+    /// fallback, not a failure: everything was listed).
+    async fn list_owned_noting(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> (Listing, Vec<String>) {
+        (self.list_owned(infra_id, pages).await, Vec::new())
+    }
     /// Resources the owned listing cannot see, with their tags, whoever owns them (the engine
     /// keeps the swept clusters'), given what it found; the ones that could not be read; and the
     /// listings that failed.

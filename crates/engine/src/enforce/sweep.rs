@@ -75,7 +75,9 @@ pub enum Batching<G> {
     Shared { group: G, max: usize },
     /// One call of its own.
     Alone,
-    /// One call of its own, re-read and re-planned right before: the write replaces the whole set.
+    /// One call of its own, re-read and re-planned right before: the write replaces the whole set,
+    /// or the listed tags may be stale (Azure Resource Graph lags ARM), so only a fresh read may
+    /// decide a write.
     Reread,
 }
 
@@ -142,7 +144,13 @@ impl<A: Adapter> Engine<A> {
         let version = policies.version();
         let swept: Vec<Arc<LoadedPolicy>> =
             policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
-        let Discovered { targets, unreadable, failed } = self.discover(&policies, &swept, reuse).await;
+        let Discovered { targets, unreadable, failed, fallbacks } = self.discover(&policies, &swept, reuse).await;
+        // Listed the dearer way: not a failure, but never silent (a log line, a metric, the outcome).
+        for (infra_id, why) in fallbacks {
+            tracing::warn!(infra_id, reason = why, "the owned listing fell back");
+            out.metrics.listing_fallbacks += 1;
+            out.fallbacks.push(why);
+        }
         // A resource or a listing that could not be read is reported on its own; the rest is swept.
         for (r, e) in unreadable {
             out.push(e.into_record(Record::failed(self.cloud(), &r, &version, String::new())));
@@ -360,11 +368,13 @@ impl<A: Adapter> Engine<A> {
     async fn discover(&self, policies: &Policies, swept: &[Arc<LoadedPolicy>], reuse: bool) -> Discovered {
         let mut found: Vec<Listed> = Vec::new();
         let mut failed = Vec::new();
+        let mut fallbacks = Vec::new();
         let mut seen = HashSet::new();
         for policy in swept {
             let before = found.len() as u64;
             let pages = |n: usize| self.report("discover", before + n as u64, 0);
-            let (listed, errors) = self.adapter.list_owned(&policy.infra_id, &pages).await;
+            let ((listed, errors), notes) = self.adapter.list_owned_noting(&policy.infra_id, &pages).await;
+            fallbacks.extend(notes.into_iter().map(|why| (policy.infra_id.clone(), why)));
             for (r, tags) in listed {
                 // Owned by two swept clusters: listed twice, reported once.
                 if seen.insert(identity(self.cloud(), &r)) {
@@ -377,7 +387,7 @@ impl<A: Adapter> Engine<A> {
         if let Some(known) = reuse.then(|| self.coalesce.beside(&ids, self.policy_window)).flatten() {
             found.extend(known.into_iter().filter(|(r, _)| seen.insert(identity(self.cloud(), r))));
             self.report("discover", found.len() as u64, found.len() as u64);
-            return Discovered { targets: found, unreadable: Vec::new(), failed };
+            return Discovered { targets: found, unreadable: Vec::new(), failed, fallbacks };
         }
         // The swept cluster a resource is owned by (or claimed by, in a conflict), if any.
         let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, self.cloud(), r, tags) {
@@ -402,7 +412,7 @@ impl<A: Adapter> Engine<A> {
         }
         failed.extend(beside.failed.into_iter().map(|e| (None, e)));
         self.report("discover", found.len() as u64, found.len() as u64);
-        Discovered { targets: found, unreadable: beside.unreadable, failed }
+        Discovered { targets: found, unreadable: beside.unreadable, failed, fallbacks }
     }
 }
 
@@ -411,6 +421,8 @@ struct Discovered {
     targets: Vec<Listed>,
     unreadable: Vec<(ResourceRef, CloudError)>,
     failed: Vec<(Option<String>, CloudError)>,
+    /// Each owned listing that fell back to a dearer one: its cluster, and why.
+    fallbacks: Vec<(String, String)>,
 }
 
 /// A resource's identity across listings: its ARN on AWS, its ID ignoring case on Azure.

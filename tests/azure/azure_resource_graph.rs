@@ -1,0 +1,376 @@
+//! Sweeps through Azure Resource Graph (issue 32 item 1), through the Azure function's handler and
+//! its real HTTP clients against the fake ARM, whose Resource Graph endpoint answers in recorded
+//! shapes (`support/azure/fake.rs`, `graph_api`). What is proven here: 5,000 owned resources across
+//! five subscriptions are listed with their tags in five queries, only the drifted ones are read
+//! (once, right before their one Merge), and a second sweep writes nothing; Resource Graph's lag
+//! can defer a correction but never cause a write to a resource no longer owned; a refused Resource
+//! Graph falls back to ARM's listing and says why; its quota and 429s are waited out within the
+//! budget, and a quota spent beyond it fails the listing retryably instead of spending the
+//! subscription's ARM budget. The calls of the ARM path and the Resource Graph path for the same
+//! fleet are printed (`RESOURCE GRAPH:` lines), not asserted as timings.
+
+#![cfg(feature = "azure")]
+
+use crate::support;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::env::{infrastructure, timer, Env, INFRA, OWNER};
+use support::fake::{FakeAzure, ARM_AUDIENCE, IDENTITY_HEADER};
+use tagwarden::azure::reqwest;
+
+const POLICY: &str = "cluster/infrastructure.json";
+const DESIRED: [(&str, &str); 2] = [("team", "platform"), ("env", "prod")];
+const KINDS: [&str; 4] = [
+    "Microsoft.Compute/virtualMachines",
+    "Microsoft.Compute/disks",
+    "Microsoft.Network/networkInterfaces",
+    "Microsoft.Storage/storageAccounts",
+];
+
+fn subscription(n: usize) -> String {
+    format!("5ab0c0de-0000-4000-8000-{n:012}")
+}
+
+fn statuses(body: &Value) -> Value {
+    body["ReturnValue"]["by_status"].clone()
+}
+
+/// A fleet over `subs` subscriptions: in each, the cluster's resource group (owned, in line) and
+/// `per_sub - 1` owned resources, one in ten drifted (a wrong value under another casing of the
+/// key, or a missing key), the rest in line; beside them, per subscription, `foreign` resources of
+/// no cluster, `shared` ones and another cluster's. Returns (owned, drifted, not owned).
+struct Fleet {
+    owned: Vec<String>,
+    drifted: Vec<String>,
+    others: Vec<String>,
+}
+
+fn fleet(fake: &FakeAzure, subs: usize, per_sub: usize, foreign: usize) -> Fleet {
+    let mut f = Fleet { owned: Vec::new(), drifted: Vec::new(), others: Vec::new() };
+    fn in_line(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+        let mut t = vec![(OWNER, "owned"), DESIRED[0], DESIRED[1]];
+        t.extend_from_slice(extra);
+        t
+    }
+    for s in 0..subs {
+        let rg = format!("/subscriptions/{}/resourceGroups/{INFRA}-rg", subscription(s));
+        fake.put_resource(&rg, &in_line(&[]));
+        f.owned.push(rg.clone());
+        for i in 0..per_sub - 1 {
+            let id = format!("{rg}/providers/{}/r{s}-{i:05}", KINDS[i % KINDS.len()]);
+            let n = s * per_sub + i;
+            if n % 20 == 3 {
+                // ARM keys are case-insensitive: `TEAM=old` is `team` with a wrong value.
+                fake.put_resource(&id, &[(OWNER, "owned"), ("TEAM", "old"), DESIRED[1]]);
+                f.drifted.push(id.clone());
+            } else if n % 20 == 13 {
+                fake.put_resource(&id, &[(OWNER, "owned"), DESIRED[0], ("keep-me", "yes")]);
+                f.drifted.push(id.clone());
+            } else {
+                fake.put_resource(&id, &in_line(&[("keep-me", "yes")]));
+            }
+            f.owned.push(id);
+        }
+        for i in 0..foreign {
+            let id = format!("{rg}/providers/Microsoft.Compute/disks/foreign-{s}-{i}");
+            match i % 3 {
+                0 => fake.put_resource(&id, &[("team", "theirs")]),
+                1 => fake.put_resource(&id, &[(OWNER, "shared"), ("team", "theirs")]),
+                _ => fake.put_resource(&id, &[("kubernetes.io_cluster.other-9zz9z", "owned"), ("team", "theirs")]),
+            }
+            f.others.push(id);
+        }
+    }
+    f
+}
+
+async fn env_over(subs: usize) -> Env {
+    let scopes: Vec<String> = (0..subs).map(|s| format!("/subscriptions/{}", subscription(s))).collect();
+    Env::with(POLICY, &[(POLICY, &infrastructure(&DESIRED, &[]))], &[("TAGWARDEN_SWEEP_SCOPES", &scopes.join(","))])
+        .await
+}
+
+/// The timer's sweep, its status and body, and the handler's calls during it.
+async fn sweep(env: &Env) -> (u16, Value, HashMap<String, u64>) {
+    env.handler.calls.reset();
+    let (status, body) = env.invoke("sweep", "timer", timer()).await;
+    (status, body, env.handler.calls.snapshot().into_iter().collect())
+}
+
+fn calls_of(calls: &HashMap<String, u64>, op: &str) -> u64 {
+    calls.get(op).copied().unwrap_or_default()
+}
+
+/// The resource-specific calls of a sweep (the listing, reads, writes), beside the policy's.
+fn resource_calls(calls: &HashMap<String, u64>) -> u64 {
+    calls.iter().filter(|(op, _)| op.starts_with("arm:") || op.starts_with("resourcegraph:")).map(|(_, n)| n).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sweep_of_5000_owned_resources_lists_them_in_5_queries_and_reads_only_the_drifted() {
+    let (subs, per_sub) = (5, 1000);
+    let env = env_over(subs).await;
+    let f = fleet(&env.fake, subs, per_sub, 60);
+    let (owned, drifted) = (f.owned.len() as u64, f.drifted.len() as u64);
+    assert_eq!((owned, drifted), (5000, 500));
+
+    let started = Instant::now();
+    let (status, body, calls) = sweep(&env).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body), json!({"applied": drifted, "unchanged": owned - drifted}), "{body:#}");
+    assert_eq!(body["ReturnValue"]["listing_fallbacks"], json!([]), "{body:#}");
+    // Listed and read: ceil(5000 / 1000) queries, no ARM listing, no read of a resource in line.
+    assert_eq!(env.fake.count("POST graph"), 5, "{calls:?}");
+    assert_eq!(env.fake.count("GET list"), 0);
+    // Each drifted resource: one re-read through the Tags API, then one Merge.
+    assert_eq!((env.fake.count("GET tags"), env.fake.count("PATCH tags")), (500, 500), "{calls:?}");
+    let log = env.fake.log();
+    let mut read_at: HashMap<String, usize> = HashMap::new();
+    for (at, l) in log.iter().enumerate().filter(|(_, l)| l.api == "arm") {
+        let path = l.path.to_ascii_lowercase();
+        match l.method.as_str() {
+            "GET" if path.ends_with("/tags/default") => {
+                read_at.insert(path, at);
+            }
+            "PATCH" => assert!(read_at.get(&path).is_some_and(|r| *r < at), "{path} was written without a re-read"),
+            _ => {}
+        }
+    }
+    for id in &f.drifted {
+        let tags = env.fake.tags(id).expect("resource");
+        let get = |k: &str| tags.iter().find(|(t, _)| t.eq_ignore_ascii_case(k)).map(|(_, v)| v.as_str());
+        assert_eq!((get("team"), get("env")), (Some("platform"), Some("prod")), "{id}: {tags:?}");
+        assert!(get("keep-me").is_some() || tags.contains_key("TEAM"), "{id}: nothing removed: {tags:?}");
+    }
+    for id in &f.others {
+        assert_eq!(env.fake.tags(id).expect("foreign")["team"], "theirs", "{id} was never written");
+    }
+    let after = resource_calls(&calls);
+
+    // In line now: the second sweep lists again and reads and writes nothing.
+    env.fake.clear_log();
+    let (status, body, again) = sweep(&env).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body), json!({"unchanged": owned}));
+    assert_eq!(
+        (env.fake.count("POST graph"), env.fake.count("GET tags"), env.fake.count("PATCH tags")),
+        (5, 0, 0),
+        "{again:?}"
+    );
+
+    // The same fleet swept the way it was before Resource Graph: ARM's listing (1,000 a page,
+    // assumed), then a read of every owned resource.
+    let before_env = env_over(subs).await;
+    fleet(&before_env.fake, subs, per_sub, 60);
+    before_env.fake.list_page(1000);
+    let mut handler = before_env.cold(None);
+    handler.engine.adapter.resource_graph = false;
+    handler.calls.reset();
+    let started = Instant::now();
+    let (status, body) = support::env::invoke(&handler, "sweep", "timer", timer()).await;
+    let took_before = started.elapsed();
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body), json!({"applied": drifted, "unchanged": owned - drifted}));
+    let before_calls: HashMap<String, u64> = handler.calls.snapshot().into_iter().collect();
+    let before = resource_calls(&before_calls);
+    let listing_before = calls_of(&before_calls, "arm:ListResources") + calls_of(&before_calls, "arm:GetTags");
+    let listing_after = calls_of(&calls, "resourcegraph:Resources");
+    println!(
+        "RESOURCE GRAPH: owned={owned} drifted={drifted} subscriptions={subs} | before (ARM listing): calls={before} \
+         ({:.4}/owned) list+read={listing_before} ({:.4}/owned) merges={} took={:.1}s | after (Resource Graph): \
+         calls={after} ({:.4}/owned) queries={listing_after} ({:.4}/owned) re-reads={} merges={} took={:.1}s | \
+         second sweep: calls={} merges={}",
+        before as f64 / owned as f64,
+        listing_before as f64 / owned as f64,
+        calls_of(&before_calls, "arm:MergeTags"),
+        took_before.as_secs_f64(),
+        after as f64 / owned as f64,
+        listing_after as f64 / owned as f64,
+        calls_of(&calls, "arm:GetTags"),
+        calls_of(&calls, "arm:MergeTags"),
+        took.as_secs_f64(),
+        resource_calls(&again),
+        calls_of(&again, "arm:MergeTags"),
+    );
+    println!("RESOURCE GRAPH: before {before_calls:?}");
+    println!("RESOURCE GRAPH: after {calls:?}");
+    println!("RESOURCE GRAPH: second {again:?}");
+    assert!(listing_after <= 5 && listing_before >= owned, "{listing_before} → {listing_after}");
+}
+
+#[tokio::test]
+async fn a_resource_disowned_after_the_snapshot_is_not_written_and_a_stale_in_line_view_defers() {
+    let env = env_over(1).await;
+    let f = fleet(&env.fake, 1, 20, 0);
+    // Resource Graph indexed the fleet; then ARM changed: one drifted resource lost its ownership
+    // tag (someone handed it over), one resource in line drifted.
+    env.fake.freeze_graph();
+    let disowned = &f.drifted[0];
+    env.fake.put_resource(disowned, &[("TEAM", "old"), ("env", "prod")]);
+    let later = f.owned.iter().find(|id| !f.drifted.contains(id) && id.contains("/providers/")).expect("in line");
+    env.fake.edit_tags(later, &[("team", "changed-since")]);
+
+    let (status, body, _) = sweep(&env).await;
+    assert_eq!(status, 200, "{body:#}");
+    // Both drifted in the snapshot are re-read; only the one still owned is written.
+    assert_eq!((env.fake.count("GET tags"), env.fake.count("PATCH tags")), (2, 1), "{:?}", env.fake.arm_calls());
+    assert_eq!(statuses(&body), json!({"applied": 1, "not-owned": 1, "unchanged": 18}), "{body:#}");
+    let tags = env.fake.tags(disowned).expect("disowned");
+    assert_eq!((tags.get("TEAM").map(String::as_str), tags.len()), (Some("old"), 2), "never written: {tags:?}");
+    // The drift Resource Graph has not seen yet waits for its event or the next sweep (a Merge
+    // never removes a tag, so the stale view wrote nothing wrong).
+    assert_eq!(env.fake.tags(later).expect("later")["team"], "changed-since");
+
+    env.fake.thaw_graph();
+    env.fake.clear_log();
+    let (status, body, _) = sweep(&env).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(env.fake.tags(later).expect("later")["team"], "platform", "corrected once Resource Graph saw it");
+    assert_eq!((env.fake.count("GET tags"), env.fake.count("PATCH tags")), (1, 1));
+    assert!(!env.fake.tags(disowned).expect("disowned").contains_key("team"));
+}
+
+#[tokio::test]
+async fn a_refused_resource_graph_falls_back_to_the_arm_listing_and_says_why() {
+    // Azure Stack Hub has no Resource Graph: 404 for the provider's resource type.
+    let env = env_over(2).await;
+    let f = fleet(&env.fake, 2, 10, 3);
+    env.fake.refuse_graph(404, "InvalidResourceType");
+    let (status, body, calls) = sweep(&env).await;
+    assert_eq!(status, 200, "everything was listed, so the sweep succeeded: {body:#}");
+    let drifted = f.drifted.len() as u64;
+    assert_eq!(statuses(&body), json!({"applied": drifted, "unchanged": f.owned.len() as u64 - drifted}));
+    for id in &f.drifted {
+        assert_eq!(env.fake.tags(id).expect("resource")["env"], "prod", "{id}");
+    }
+    // One refused query, then ARM's listing and a read of every owned resource.
+    assert_eq!(env.fake.count("POST graph"), 1, "{calls:?}");
+    assert!(env.fake.count("GET list") >= 2, "{:?}", env.fake.arm_calls());
+    assert_eq!(env.fake.count("GET tags"), f.owned.len());
+    let why = body["ReturnValue"]["listing_fallbacks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(why.len(), 1, "{body:#}");
+    let why = why[0].as_str().unwrap_or_default();
+    assert!(why.contains("InvalidResourceType") && why.contains("Resources - List") && why.contains(INFRA), "{why}");
+    assert!(body["Logs"].to_string().contains("listing fell back"), "{body:#}");
+    // Counted, as a metric beside the listing failures.
+    let posted: String = env.fake.posted_metrics().into_iter().map(|(_, b)| b).collect();
+    assert!(posted.contains("\"ListingFallbacks\""), "{posted}");
+}
+
+#[tokio::test]
+async fn the_cli_sweep_falls_back_and_says_why() {
+    let fake = FakeAzure::start(None);
+    let f = fleet(&fake, 1, 5, 1);
+    // A query the cloud does not take (a sovereign cloud's older Resource Graph).
+    fake.refuse_graph(400, "BadRequest");
+    let http = reqwest::Client::new();
+    let container = support::azurite::container(&http).await;
+    support::azurite::put_blob(&http, &container, POLICY, &infrastructure(&DESIRED, &[])).await;
+    let policy = format!("{container}/{POLICY}?{}", support::azurite::account_sas());
+    let url = format!("{}?resource={ARM_AUDIENCE}&api-version=2019-08-01", fake.identity);
+    let resp = http.get(url).header("X-IDENTITY-HEADER", IDENTITY_HEADER).send().await.expect("token");
+    let token: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("JSON");
+    let scope = format!("/subscriptions/{}", subscription(0));
+    let run = |json: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"));
+        cmd.args(["sweep", "--policy", &policy, "--scope", &scope, "--arm-endpoint", &fake.arm, "--dry-run"]);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.env("TAGWARDEN_ARM_TOKEN", token["access_token"].as_str().expect("token"));
+        cmd.output().expect("run tagwarden")
+    };
+    let out = run(true);
+    let s: Value = serde_json::from_slice(&out.stdout).expect("JSON summary");
+    assert_eq!(s["drifted"].as_u64(), Some(f.drifted.len() as u64), "{s:#}");
+    let why = s["listing_fallbacks"][0].as_str().unwrap_or_default();
+    assert!(why.contains("BadRequest") && why.contains("Resources - List"), "{s:#}");
+    let text = String::from_utf8_lossy(&run(false).stdout).into_owned();
+    assert!(text.contains("fell back     Resource Graph refused"), "{text}");
+}
+
+#[tokio::test]
+async fn throttling_is_waited_out_within_the_budget_and_a_spent_quota_beyond_it_fails_retryably() {
+    // 2,500 owned resources: three pages; the quota allows two queries every two seconds, and the
+    // first query is throttled outright.
+    let env = env_over(1).await;
+    let f = fleet(&env.fake, 1, 2500, 0);
+    env.fake.graph_quota(2, Duration::from_secs(2));
+    env.fake.throttle_graph(1);
+    let started = Instant::now();
+    let (status, body, calls) = sweep(&env).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body)["applied"].as_u64(), Some(f.drifted.len() as u64), "{body:#}");
+    let answers: Vec<u16> =
+        env.fake.log().iter().filter(|l| l.path.contains("ResourceGraph")).map(|l| l.status).collect();
+    // The 429, then three pages; none sent into a spent quota.
+    assert_eq!(answers, [429, 200, 200, 200], "{calls:?}");
+    assert!(took >= Duration::from_secs(2), "the quota's reset was waited for: {took:?}");
+    println!("RESOURCE GRAPH THROTTLED: answers={answers:?} took={:.1}s calls={calls:?}", took.as_secs_f64());
+
+    // A quota that resets only after the wait budget: the listing fails, retryably, and nothing is
+    // listed through ARM instead (its read budget is the subscription owner's).
+    env.fake.graph_quota(1, Duration::from_secs(120));
+    env.fake.clear_log();
+    let (status, body, _) = sweep(&env).await;
+    assert_eq!(status, 500, "retried by the next run: {body:#}");
+    assert_eq!(env.fake.count("POST graph"), 1);
+    assert_eq!((env.fake.count("GET list"), env.fake.count("GET tags"), env.fake.count("PATCH tags")), (0, 0, 0));
+    let logs = body["Logs"].to_string();
+    assert!(logs.contains("QuotaExhausted") && logs.contains("resourcegraph:Resources"), "{logs}");
+}
+
+/// The fake refuses what Resource Graph refuses, in its shapes, with the quota on every answer.
+#[tokio::test]
+async fn the_fake_resource_graph_keeps_the_contract() {
+    let fake = FakeAzure::start(None);
+    fleet(&fake, 1, 3, 0);
+    let http = reqwest::Client::new();
+    let url = format!("{}?resource={ARM_AUDIENCE}&api-version=2019-08-01", fake.identity);
+    let resp = http.get(url).header("X-IDENTITY-HEADER", IDENTITY_HEADER).send().await.expect("token");
+    let token: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("JSON");
+    let token = token["access_token"].as_str().expect("token").to_string();
+    let scopes = tagwarden::azure::resource_graph::Scopes::parse(&[format!("/subscriptions/{}", subscription(0))])
+        .expect("scope");
+    let query = tagwarden::azure::resource_graph::owned_query(&scopes, OWNER);
+    let post = |version: Option<&str>, body: Value| {
+        let mut url = format!("{}/providers/Microsoft.ResourceGraph/resources", fake.arm);
+        if let Some(v) = version {
+            url.push_str(&format!("?api-version={v}"));
+        }
+        http.post(url).bearer_auth(&token).header("content-type", "application/json").body(body.to_string()).send()
+    };
+    let body = |top: u64, q: &str| json!({"subscriptions": [subscription(0)], "query": q, "options": {"$top": top, "resultFormat": "objectArray"}});
+
+    let ok = post(Some("2022-10-01"), body(2, &query)).await.expect("query");
+    assert_eq!(ok.status().as_u16(), 200);
+    assert!(
+        ok.headers().contains_key("x-ms-user-quota-remaining")
+            && ok.headers().contains_key("x-ms-user-quota-resets-after")
+    );
+    let page: Value = serde_json::from_str(&ok.text().await.expect("body")).expect("JSON");
+    assert_eq!((page["totalRecords"].as_u64(), page["count"].as_u64()), (Some(3), Some(2)), "{page:#}");
+    assert_eq!((page["resultTruncated"].as_str(), page["facets"].clone()), (Some("false"), json!([])));
+    let token_ = page["$skipToken"].as_str().expect("a next page").to_string();
+    let mut next = body(1000, &query);
+    next["options"]["$skipToken"] = json!(token_);
+    let last = post(Some("2022-10-01"), next).await.expect("next").text().await.expect("body");
+    let last: Value = serde_json::from_str(&last).expect("JSON");
+    assert_eq!((last["count"].as_u64(), last.get("$skipToken")), (Some(1), None), "{last:#}");
+
+    for (version, b, status, code) in [
+        (Some("2022-10-01"), body(1001, &query), 400, "BadRequest"),
+        (None, body(10, &query), 400, "MissingApiVersionParameter"),
+        (Some("2022-10-01"), body(10, "Resources | project id, name"), 400, "BadRequest"),
+    ] {
+        let resp = post(version, b).await.expect("refused");
+        assert_eq!(resp.status().as_u16(), status);
+        assert!(resp.headers().contains_key("x-ms-user-quota-remaining"), "the quota on an error too");
+        let e: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("JSON");
+        assert_eq!(e["error"]["code"], code, "{e:#}");
+    }
+}
