@@ -172,40 +172,24 @@ impl Clients {
             .force_path_style(config.endpoint_url().is_some())
             .interceptor(crate::calls::CountCalls(calls.clone()))
             .build();
+        // Each client with the call counter on its requests.
+        macro_rules! counted {
+            ($sdk:ident) => {
+                $sdk::Client::from_conf(
+                    $sdk::config::Builder::from(config).interceptor(crate::calls::CountCalls(calls.clone())).build(),
+                )
+            };
+        }
         Clients {
-            ec2: aws_sdk_ec2::Client::from_conf(
-                aws_sdk_ec2::config::Builder::from(config).interceptor(crate::calls::CountCalls(calls.clone())).build(),
-            ),
+            ec2: counted!(aws_sdk_ec2),
             s3: aws_sdk_s3::Client::from_conf(s3_conf),
-            elbv2: aws_sdk_elasticloadbalancingv2::Client::from_conf(
-                aws_sdk_elasticloadbalancingv2::config::Builder::from(config)
-                    .interceptor(crate::calls::CountCalls(calls.clone()))
-                    .build(),
-            ),
-            elb: aws_sdk_elasticloadbalancing::Client::from_conf(
-                aws_sdk_elasticloadbalancing::config::Builder::from(config)
-                    .interceptor(crate::calls::CountCalls(calls.clone()))
-                    .build(),
-            ),
-            route53: aws_sdk_route53::Client::from_conf(
-                aws_sdk_route53::config::Builder::from(config)
-                    .interceptor(crate::calls::CountCalls(calls.clone()))
-                    .build(),
-            ),
-            iam: aws_sdk_iam::Client::from_conf(
-                aws_sdk_iam::config::Builder::from(config).interceptor(crate::calls::CountCalls(calls.clone())).build(),
-            ),
-            kms: aws_sdk_kms::Client::from_conf(
-                aws_sdk_kms::config::Builder::from(config).interceptor(crate::calls::CountCalls(calls.clone())).build(),
-            ),
-            ssm: aws_sdk_ssm::Client::from_conf(
-                aws_sdk_ssm::config::Builder::from(config).interceptor(crate::calls::CountCalls(calls.clone())).build(),
-            ),
-            tagging: aws_sdk_resourcegroupstagging::Client::from_conf(
-                aws_sdk_resourcegroupstagging::config::Builder::from(config)
-                    .interceptor(crate::calls::CountCalls(calls.clone()))
-                    .build(),
-            ),
+            elbv2: counted!(aws_sdk_elasticloadbalancingv2),
+            elb: counted!(aws_sdk_elasticloadbalancing),
+            route53: counted!(aws_sdk_route53),
+            iam: counted!(aws_sdk_iam),
+            kms: counted!(aws_sdk_kms),
+            ssm: counted!(aws_sdk_ssm),
+            tagging: counted!(aws_sdk_resourcegroupstagging),
             region: config.region().map(|r| r.to_string()).unwrap_or_default(),
             calls,
         }

@@ -101,6 +101,13 @@ impl ResourceRef {
             ("elasticloadbalancing", Some(rest)) if rtype == "loadbalancer" && !rest.contains('/') => {
                 ("classic-loadbalancer", arn)
             }
+            // SNS topics and SQS queues are named bare (`arn:…:sns:REGION:ACCOUNT:NAME`, a
+            // subscription `…:NAME:ID`; `arn:…:sqs:REGION:ACCOUNT:NAME`: the topic, subscription and
+            // queue resource types in the Service Authorization Reference for Amazon SNS and Amazon
+            // SQS), so the name is not their type: without this every topic was a kind of its own.
+            ("sns", None) => ("topic", arn),
+            ("sns", Some(_)) => ("subscription", arn),
+            ("sqs", None) => ("queue", arn),
             // ELBv2, IAM policies and OIDC providers are addressed by ARN.
             (_, Some(_)) => (rtype, arn),
             (_, None) => (rtype, arn),
@@ -215,6 +222,14 @@ mod tests {
         assert_eq!((r.id.as_str(), r.kind.as_str()), ("worker-role", "iam:role"));
         let p = "arn:aws:iam::111122223333:policy/team/p1";
         assert_eq!(ResourceRef::from_arn(p).unwrap().id, p);
+        for (arn, kind) in [
+            ("arn:aws:sns:eu-west-1:111122223333:alerts", "sns:topic"),
+            ("arn:aws:sns:eu-west-1:111122223333:alerts:0f1e2d3c-aaaa-bbbb-cccc-1234567890ab", "sns:subscription"),
+            ("arn:aws:sqs:eu-west-1:111122223333:work", "sqs:queue"),
+        ] {
+            let r = ResourceRef::from_arn(arn).unwrap();
+            assert_eq!((r.id.as_str(), r.kind.as_str()), (arn, kind));
+        }
         assert!(ResourceRef::from_arn("arn:aws:ec2").is_err());
         assert!(ResourceRef::from_arn("arn:aws:ec2:r:a:instance/").is_err());
     }
