@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use fleet::{infrastructure, reconciler, tags, INFRA, OWNER};
 use serde_json::{json, Value};
-use tagwarden::aws::sdk::{elb, elbv2, kms, route53};
+use tagwarden::aws::sdk::{elb, elbv2, kms, route53, sns};
 use tagwarden::aws::Clients;
 use tagwarden::aws::Tagger;
 use tagwarden::events;
@@ -222,6 +222,12 @@ impl Fleet {
         let key = key.key_metadata().and_then(|m| m.arn()).expect("key arn").to_string();
         self.owned.push(ResourceRef::from_arn(&key).expect("arn"));
 
+        // SNS: a topic, read and written through SNS's own API.
+        let sns_tags: Vec<_> =
+            START.iter().map(|(k, v)| sns::types::Tag::builder().key(*k).value(*v).build().expect("tag")).collect();
+        let topic = c.sns.create_topic().name("cov-topic").set_tags(Some(sns_tags)).send().await.expect("topic");
+        self.owned.push(ResourceRef::from_arn(topic.topic_arn().expect("topic arn")).expect("arn"));
+
         // S3 and IAM.
         let bucket = format!("cov-{account}");
         c.s3.create_bucket().bucket(&bucket).send().await.expect("bucket");
@@ -295,10 +301,12 @@ async fn every_owned_resource_is_enforced_by_sweep_and_events() {
     eprintln!("first sweep: {by_status:?}");
     let calls = fleet.clients.calls.snapshot();
     eprintln!("first sweep calls: {calls:?}");
-    // The key went through KMS's own write, one call, and not through the Tagging API.
-    let kms_writes: u64 =
-        calls.iter().filter(|(op, _)| op.eq_ignore_ascii_case("kms:TagResource")).map(|(_, n)| n).sum();
-    assert_eq!(kms_writes, 1, "{calls:?}");
+    // The key and the topic went through their services' own writes, one call each, and not
+    // through the Tagging API.
+    for write in ["kms:TagResource", "sns:TagResource"] {
+        let writes: u64 = calls.iter().filter(|(op, _)| op.eq_ignore_ascii_case(write)).map(|(_, n)| n).sum();
+        assert_eq!(writes, 1, "{write}: {calls:?}");
+    }
     for r in &fleet.owned {
         let record = out.records.iter().find(|x| x.resource == r.to_string());
         let record = record.unwrap_or_else(|| panic!("the sweep dropped {r} ({})", r.kind));
@@ -336,7 +344,7 @@ async fn every_owned_resource_is_enforced_by_sweep_and_events() {
     }
     fleet.check("after the events").await;
     let value: Value = serde_json::to_value(&kinds).expect("json");
-    assert!(value.as_object().is_some_and(|m| m.len() >= 12), "{value}");
+    assert!(value.as_object().is_some_and(|m| m.len() >= 13), "{value}");
 }
 
 /// A type no path can tag (here SQS, whose `TagResources` moto answers with "Service not yet

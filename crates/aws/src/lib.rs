@@ -59,6 +59,7 @@ pub mod sdk {
     pub use aws_sdk_resourcegroupstagging as tagging;
     pub use aws_sdk_route53 as route53;
     pub use aws_sdk_s3 as s3;
+    pub use aws_sdk_sns as sns;
     pub use aws_sdk_ssm as ssm;
 }
 
@@ -73,6 +74,7 @@ pub struct Clients {
     pub route53: aws_sdk_route53::Client,
     pub iam: aws_sdk_iam::Client,
     pub kms: aws_sdk_kms::Client,
+    pub sns: aws_sdk_sns::Client,
     pub ssm: aws_sdk_ssm::Client,
     pub tagging: aws_sdk_resourcegroupstagging::Client,
     pub region: String,
@@ -188,6 +190,7 @@ impl Clients {
             route53: counted!(aws_sdk_route53),
             iam: counted!(aws_sdk_iam),
             kms: counted!(aws_sdk_kms),
+            sns: counted!(aws_sdk_sns),
             ssm: counted!(aws_sdk_ssm),
             tagging: counted!(aws_sdk_resourcegroupstagging),
             region: config.region().map(|r| r.to_string()).unwrap_or_default(),

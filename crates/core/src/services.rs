@@ -31,6 +31,7 @@ pub enum Api {
     IamPolicy,
     IamOidcProvider,
     Kms,
+    Sns,
     /// `tag:GetResources` by ARN / `tag:TagResources`.
     Tagging,
 }
@@ -190,6 +191,7 @@ pub const SERVICES: &[Service] = &[
     IAM_POLICY,
     IAM_OIDC_PROVIDER,
     KMS,
+    SNS,
     EFS,
 ];
 
@@ -492,6 +494,35 @@ pub const KMS: Service = Service {
     why: "ListResourceTags reads the key itself, where the Tagging API's index lags a new key's tags; TagResource names one key",
 };
 
+// Amazon SNS Developer Guide, "Logging Amazon SNS API calls using CloudTrail": CreateTopic's
+// `responseElements.topicArn`. TagResource / UntagResource name the topic in the API's
+// `ResourceArn`, recorded camel-cased in `requestParameters.resourceArn` as CloudTrail records every
+// request parameter (inferred from the API reference: no recorded SNS TagResource event at hand).
+pub const SNS: Service = Service {
+    kind: "sns:topic",
+    api: Api::Sns,
+    arn: "arn:{partition}:sns:{region}:{account}:{id}",
+    events: &[
+        ("CreateTopic", Created, Ids::Arn("/topicArn")),
+        ("TagResource", Tagged, Ids::Arn("resourceArn")),
+        ("UntagResource", Tagged, Ids::Arn("resourceArn")),
+    ],
+    read: "sns:ListTagsForResource",
+    write: "sns:TagResource",
+    list: TAGGED,
+    also: &[],
+    // ListTagsForResource and TagResource on the topic resource type, which has
+    // aws:ResourceTag/${TagKey}; TagResource evaluates aws:TagKeys (Service Authorization
+    // Reference, "Actions, resources, and condition keys for Amazon SNS").
+    grant: Grant {
+        resources: &["arn:{partition}:sns:{region}:{account}:*"],
+        scoped: &["sns:ListTagsForResource"],
+        guard: Guard::Owned,
+    },
+    batch: Batch::Alone,
+    why: "ListTagsForResource reads the topic itself, where the Tagging API's index lags a new topic's tags; TagResource names one topic (SNS allows 10 tagging calls a second per account and region)",
+};
+
 pub const EFS: Service = Service {
     kind: "elasticfilesystem:*",
     api: Api::Tagging,
@@ -530,7 +561,7 @@ pub const EFS: Service = Service {
 pub const TAGGING: Service = Service {
     kind: "*",
     api: Api::Tagging,
-    arn: "arn:{partition}:sns:{region}:{account}:{id}",
+    arn: "arn:{partition}:sqs:{region}:{account}:{id}",
     events: &[],
     read: "tag:GetResources",
     write: "tag:TagResources",
@@ -573,7 +604,8 @@ mod tests {
         assert_eq!(api("arn:aws:kms:us-east-1:1:key/1234abcd-12ab"), Api::Kms);
         assert_eq!(api("arn:aws:kms:us-east-1:1:alias/app"), Api::Tagging);
         assert_eq!(api("arn:aws:elasticfilesystem:us-east-1:1:file-system/fs-1"), Api::Tagging);
-        assert_eq!(api("arn:aws:sns:us-east-1:1:topic"), Api::Tagging);
+        assert_eq!(api("arn:aws:sns:us-east-1:1:alerts"), Api::Sns);
+        assert_eq!(api("arn:aws:sqs:us-east-1:1:work"), Api::Tagging);
     }
 
     /// Each descriptor's ARN shape names a resource it serves: the shape and the kind agree.

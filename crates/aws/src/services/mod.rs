@@ -8,6 +8,7 @@ mod iam;
 mod kms;
 mod route53;
 mod s3;
+mod sns;
 mod tagging;
 
 use crate::Tagger;
@@ -31,6 +32,7 @@ pub(super) async fn read(t: &Tagger, api: Api, r: &ResourceRef) -> Result<(TagMa
         Api::IamPolicy => iam::read_policy(t, r).await,
         Api::IamOidcProvider => iam::read_oidc_provider(t, r).await,
         Api::Kms => kms::read(t, r).await,
+        Api::Sns => sns::read(t, r).await,
         Api::Tagging => tagging::read(t, r).await,
     };
     tags.map(|tags| (tags, None))
@@ -57,6 +59,7 @@ pub(super) async fn write(
         Api::IamPolicy => iam::write_policy(t, r, set, current).await,
         Api::IamOidcProvider => iam::write_oidc_provider(t, r, set, current).await,
         Api::Kms => kms::write(t, r, set, current).await,
+        Api::Sns => sns::write(t, r, set, current).await,
         Api::Tagging => tagging::write(t, r, set, current).await,
     }
 }
