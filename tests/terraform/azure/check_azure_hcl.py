@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Structural checks of infra/azure, infra/examples/azure-basic and infra/examples/azure-clusters without the azurerm provider.
+"""Structural checks of infra/azure and the Azure examples (infra/examples/azure-basic, azure-clusters,
+azure-management-group) without the azurerm provider.
 
 There is no azurerm provider offline, so `terraform init/validate` cannot run. This parses every .tf
 file with python-hcl2 (pinned in scripts/install-tools, own venv) and asserts the facts the design
@@ -24,7 +25,8 @@ ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
 MODULE = ROOT / "infra/azure"
 EXAMPLE = ROOT / "infra/examples/azure-basic"
 CLUSTERS_EXAMPLE = ROOT / "infra/examples/azure-clusters"
-EXAMPLES = {"azure-basic": EXAMPLE, "azure-clusters": CLUSTERS_EXAMPLE}
+MG_EXAMPLE = ROOT / "infra/examples/azure-management-group"
+EXAMPLES = {"azure-basic": EXAMPLE, "azure-clusters": CLUSTERS_EXAMPLE, "azure-management-group": MG_EXAMPLE}
 MG_PREFIX = "/providers/Microsoft.Management/managementGroups/"
 
 CONTRACT_KEYS = [
@@ -680,6 +682,32 @@ def main() -> int:
           and "c.resource_group" in str(cm.get("enforcement_scopes"))
           and cm.get("cluster_policy_documents") == "${var.initial_policies}"
           and not [k for k in cm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")])
+
+    # Issue 32 item 2: the management-group example: three subscriptions, the group as the one
+    # enforcement scope, one topic per listed subscription, publishers limited to their prefix.
+    _, mx = parse_dir(MG_EXAMPLE)
+    mm = mx["module"].get("tagwarden", {})
+    check_variables("azure-management-group", mx["variable"])
+    sub_valid = json.dumps(mx["variable"].get("subscription_ids", {}).get("validation"))
+    mprov = mx["provider"]
+    check("issue 32: example azure-management-group: the management group is the enforcement scope, three subscriptions feed events, "
+          "clusters by infraID with their publishers, only module variables",
+          mm.get("source") == "../../azure"
+          and mm.get("enforcement_scopes") == [MG_PREFIX + "${var.management_group_id}"]
+          and mm.get("event_source_subscription_ids") == "${var.subscription_ids}"
+          and "length(var.subscription_ids) == 3" in sub_valid and "default" not in mx["variable"].get("subscription_ids", {})
+          and "default" not in mx["variable"].get("management_group_id", {})
+          and mm.get("infra_ids") == "${keys(var.clusters)}" and "default" not in mx["variable"].get("clusters", {})
+          and "var.clusters" in str(mm.get("cluster_publisher_principal_ids"))
+          and mm.get("existing_system_topics") == "${var.existing_system_topics}"
+          and not [k for k in mm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")]
+          and "features" in mprov.get("azurerm", {}) and mprov.get("azurerm", {}).get("storage_use_azuread") is True
+          and "azapi" in mprov,
+          f"{mm}")
+    mg_rx = hcl_regexes(" ".join(str(v.get("condition", "")) for v in mx["variable"].get("management_group_id", {}).get("validation", [])))
+    check("issue 32: example azure-management-group: the management group id is validated as the module does (1-90 of letters, digits, -_().; not ending in '.')",
+          bool(mg_rx) and accepts(mg_rx, "platform-lz") and accepts(mg_rx, "a" * 90) and not accepts(mg_rx, "a" * 91)
+          and not accepts(mg_rx, "platform.") and not accepts(mg_rx, "a/b"), f"{mg_rx}")
 
     # Issue 36: one owner per thing. No example invents tags (no user_tags input, no policy
     # template, no default that becomes a policy); the azure-basic scope is the resource group the
