@@ -252,12 +252,15 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
           and "event_topic_resource_group_name" in V and V["event_topic_resource_group_name"].get("default", "x") is None,
           f"{rg}")
     ext = mod["data"].get(("azapi_resource", "existing_topic"), {})
-    eposts = json.dumps(first(ext.get("lifecycle")).get("postcondition"))
+    # The postconditions' conditions (not their messages, which name the same attributes).
+    eposts = " ".join(str(pc.get("condition", "")) for pc in first(ext.get("lifecycle")).get("postcondition", []))
     check("issue 32: existing topics in other subscriptions are read by id and checked for source, type and a system-assigned identity",
           "contains(local.foreign_sources, s)" in str(ext.get("for_each")) and "local.existing_topic_of" in str(ext.get("for_each"))
           and str(ext.get("type", "")).startswith("Microsoft.EventGrid/systemTopics@")
           and "local.source_subscription[each.key]" in str(ext.get("resource_id"))
-          and "self.output.properties.source" in eposts and "self.output.properties.topicType" in eposts and "SystemAssigned" in eposts)
+          and "lower(self.output.properties.source) == lower(each.key)" in eposts
+          and "self.output.properties.topicType == local.arm_topic_type[each.key]" in eposts
+          and 'strcontains(self.identity[0].type, "SystemAssigned")' in eposts, eposts)
     aes = R.get(("azapi_resource", "arm_event_subscription"), {})
     ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
     dest, flt = ap.get("destination") or {}, ap.get("filter") or {}
@@ -442,10 +445,12 @@ def main() -> int:
           and "lower(k) == lower(s)" in str(L.get("existing_topic_of"))
           and var_default(V, "existing_system_topics") == {})
     ex_topic = mod["data"].get(("azurerm_eventgrid_system_topic", "existing"), {})
-    posts = json.dumps(first(ex_topic.get("lifecycle")).get("postcondition"))
+    posts = " ".join(str(pc.get("condition", "")) for pc in first(ex_topic.get("lifecycle")).get("postcondition", []))
     check("item 1: existing topics are read (data source), checked for source, type and a system-assigned identity",
-          "local.existing_topic_of" in str(ex_topic.get("for_each")) and "self.source_resource_id" in posts
-          and "self.topic_type" in posts and "SystemAssigned" in posts)
+          "local.existing_topic_of" in str(ex_topic.get("for_each")) and "!contains(local.foreign_sources, s)" in str(ex_topic.get("for_each"))
+          and "lower(self.source_resource_id) == lower(each.key)" in posts
+          and "self.topic_type == local.arm_topic_type[each.key]" in posts
+          and 'strcontains(self.identity[0].type, "SystemAssigned")' in posts, posts)
     arm_topics = str(L.get("arm_topics", ""))
     check("item 1: local.arm_topics merges created and existing topics, in this subscription and in others",
           all(t in arm_topics for t in ("azurerm_eventgrid_system_topic.arm", "data.azurerm_eventgrid_system_topic.existing",
