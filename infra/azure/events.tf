@@ -1,6 +1,7 @@
 # Event Grid: which events reach the function and how.
 #
-#   ARM writes in each enforcement scope (one system topic per scope, global)
+#   ARM writes in each enforcement scope and each subscription of event_source_subscription_ids (one
+#   system topic per source, global, in the source's own subscription)
 #                                        --ResourceWriteSuccess--> function `drift` (eventGridTrigger)
 #   policy blob created (policy account topic)
 #                                        --BlobCreated---> storage queue TAGWARDEN_SWEEP_QUEUE
@@ -32,17 +33,44 @@ locals {
   # Issue 17 item 1: "Only one Azure Event Grid system topic is allowed per source (like
   # subscription, resource group, etc.)" (azure-docs, event-grid/system-topics.md). A topic on the
   # whole subscription collides with the portal's, Defender's or another deployment's. So: one
-  # topic per enforcement scope (a resource group topic for a resource group scope: the cluster's
-  # own source, nobody else's), and for a scope that already has a topic (existing_system_topics)
-  # only the event subscription. This is also the shape of the one-deployment-per-subscription
-  # design of issue 12: N clusters are N resource-group scopes, N topics, one function; a
-  # subscription scope is one topic per subscription, created once or passed in as existing.
+  # topic per source (a resource group topic for a resource group scope: the cluster's own source,
+  # nobody else's), and for a source that already has a topic (existing_system_topics) only the
+  # event subscription. This is also the shape of the one-deployment-per-subscription design of
+  # issue 12: N clusters are N resource-group scopes, N topics, one function; a subscription scope
+  # is one topic per subscription, created once or passed in as existing.
+  #
+  # Issue 32 item 2: the sources are the subscription and resource group scopes and the
+  # subscriptions of event_source_subscription_ids (local.arm_sources, main.tf), in any subscription. A
+  # topic lives in its source's subscription ("It's not possible to create a system topic in an
+  # Azure subscription that's different from the event source's Azure subscription", ibid.): in the
+  # deployment's subscription azurerm creates it in the module's resource group (as before); in
+  # another subscription azapi creates it by parent id in that subscription's
+  # event_topic_resource_group_name group (azurerm acts in the provider's one subscription; the
+  # module cannot configure a provider per subscription). The variable validations keep one topic
+  # per source (variables.tf).
   arm_topic_type = {
-    for s in local.enforcement_scopes : s => (
+    for s in local.arm_sources : s => (
       strcontains(lower(s), "/resourcegroups/") ? "Microsoft.Resources.ResourceGroups" : "Microsoft.Resources.Subscriptions"
     )
   }
-  created_arm_topic_scopes = toset([for s in local.enforcement_scopes : s if !contains(keys(var.existing_system_topics), s)])
+  # Existing topics by source (keys compared without case: a listed subscription is keyed
+  # /subscriptions/<lowercase guid>); the validation of existing_system_topics refuses a key that is
+  # no source.
+  existing_topic_of = {
+    for s in local.arm_sources : s => one([for k, t in var.existing_system_topics : t if lower(k) == lower(s)])
+    if contains([for k in keys(var.existing_system_topics) : lower(k)], lower(s))
+  }
+  created_arm_topic_scopes = toset([for s in local.arm_sources : s if !contains(keys(local.existing_topic_of), s) && !contains(local.foreign_sources, s)])
+  # Sources in another subscription without an existing topic: azapi_resource.arm_topic.
+  created_foreign_topic_sources = toset([for s in local.foreign_sources : s if !contains(keys(local.existing_topic_of), s)])
+  # The resource group of the module's topics in each other subscription that gets one.
+  foreign_topic_subscriptions = toset([for s in local.created_foreign_topic_sources : local.source_subscription[s]])
+  event_resource_group_name   = coalesce(var.event_topic_resource_group_name, "${local.name}-events")
+  event_resource_group_id = {
+    for sub in local.foreign_topic_subscriptions : sub => (
+      var.event_topic_resource_group_name == null ? azapi_resource.event_resource_group[sub].id : "/subscriptions/${sub}/resourceGroups/${var.event_topic_resource_group_name}"
+    )
+  }
 
   arm_topics = merge(
     {
@@ -61,15 +89,35 @@ locals {
         principal_id        = t.identity[0].principal_id
       }
     },
+    {
+      for s, t in azapi_resource.arm_topic : s => {
+        id                  = t.id
+        name                = t.name
+        resource_group_name = local.event_resource_group_name
+        principal_id        = t.identity[0].principal_id
+      }
+    },
+    {
+      for s, t in data.azapi_resource.existing_topic : s => {
+        id                  = t.id
+        name                = local.existing_topic_of[s].name
+        resource_group_name = local.existing_topic_of[s].resource_group_name
+        principal_id        = t.identity[0].principal_id
+      }
+    },
   )
 
   # Issue 17 item 3: the subscriptions deliver to the `drift` function and Azure refuses an
   # azure_function_endpoint whose function does not exist yet, so they wait for a published package.
-  arm_subscriptions = { for s, t in local.arm_topics : s => t if local.package_published }
+  # Topics in the deployment's subscription take azurerm's event subscription; topics in another
+  # subscription azapi's (the same filter, destination, retry and dead-lettering).
+  arm_subscriptions         = { for s, t in local.arm_topics : s => t if local.package_published }
+  home_arm_subscriptions    = { for s, t in local.arm_subscriptions : s => t if !contains(local.foreign_sources, s) }
+  foreign_arm_subscriptions = { for s, t in local.arm_subscriptions : s => t if contains(local.foreign_sources, s) }
 
-  # Short, stable keys for names and alerts ("rg-<hash>" / "sub-<hash>" of the scope id).
+  # Short, stable keys for names and alerts ("rg-<hash>" / "sub-<hash>" of the source id).
   arm_scope_key = {
-    for s in local.enforcement_scopes : s => "${strcontains(lower(s), "/resourcegroups/") ? "rg" : "sub"}-${substr(sha1(lower(s)), 0, 8)}"
+    for s in local.arm_sources : s => "${strcontains(lower(s), "/resourcegroups/") ? "rg" : "sub"}-${substr(sha1(lower(s)), 0, 8)}"
   }
 
   # Blob events for the policy: created/overwritten blobs under the policy blob, prefix or set (the
@@ -95,47 +143,168 @@ resource "azurerm_eventgrid_system_topic" "arm" {
   }
 
   tags = local.tags
-
-  lifecycle {
-    # "It's not possible to create a system topic in an Azure subscription that's different from
-    # the event source's" (azure-docs, event-grid/system-topics.md).
-    precondition {
-      condition     = length(local.foreign_scopes) == 0
-      error_message = "Every enforcement scope must be in the deployment's subscription (Event Grid creates a system topic only in its source's subscription): deploy tagwarden once per subscription. Foreign: ${join(", ", local.foreign_scopes)}."
-    }
-    precondition {
-      condition     = length(local.nested_rg_scopes) == 0
-      error_message = "Resource groups inside a listed subscription scope would deliver every event twice; list the subscription or its resource groups, not both: ${join(", ", local.nested_rg_scopes)}."
-    }
-  }
 }
 
-# Topics that already exist for a scope (the portal's, Defender's, another deployment's): only the
-# event subscription is ours.
+# Topics that already exist for a source in the deployment's subscription (the portal's, Defender's,
+# another deployment's): only the event subscription is ours.
 data "azurerm_eventgrid_system_topic" "existing" {
-  for_each = var.existing_system_topics
+  for_each = { for s, t in local.existing_topic_of : s => t if !contains(local.foreign_sources, s) }
 
   name                = each.value.name
   resource_group_name = each.value.resource_group_name
 
   lifecycle {
     postcondition {
-      condition     = lower(self.source_resource_id) == lower(each.key) && self.topic_type == (strcontains(lower(each.key), "/resourcegroups/") ? "Microsoft.Resources.ResourceGroups" : "Microsoft.Resources.Subscriptions")
+      condition     = lower(self.source_resource_id) == lower(each.key) && self.topic_type == local.arm_topic_type[each.key]
       error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) is a ${self.topic_type} topic on ${self.source_resource_id}, not a topic on that scope."
     }
     postcondition {
       condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
       error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
     }
+  }
+}
+
+################################################################################
+# ARM resource writes in other subscriptions (issue 32 item 2)
+################################################################################
+#
+# azapi creates a resource wherever its parent id points ("parent_id: The ID of the azure resource
+# in which this resource is created": azapi_resource's schema, Azure/azapi 2.13 as the
+# cdktn-provider-azapi 1.0.0 package carries it), with the caller's
+# credentials: the Terraform caller needs, in each such subscription, the rights to create a
+# resource group (unless event_topic_resource_group_name names one), system topics and event
+# subscriptions. API version 2022-06-15 is the Event Grid version azurerm 4.x uses
+# (azure-rest-api-specs, specification/eventgrid/resource-manager/Microsoft.EventGrid/stable/
+# 2022-06-15/EventGrid.json: SystemTopicProperties source/topicType, EventSubscriptionProperties).
+
+# The resource group of the module's topics in each other subscription (as `<name>-events`), unless
+# event_topic_resource_group_name names an existing one.
+resource "azapi_resource" "event_resource_group" {
+  for_each = var.event_topic_resource_group_name == null ? local.foreign_topic_subscriptions : toset([])
+
+  type      = "Microsoft.Resources/resourceGroups@2021-04-01"
+  name      = local.event_resource_group_name
+  parent_id = "/subscriptions/${each.key}"
+  location  = var.location
+  tags      = local.tags
+}
+
+# One Microsoft.Resources.Subscriptions (or .ResourceGroups) system topic per source in another
+# subscription: `for_each` over those sources, global, in the source's own subscription.
+resource "azapi_resource" "arm_topic" {
+  for_each = local.created_foreign_topic_sources
+
+  type      = "Microsoft.EventGrid/systemTopics@2022-06-15"
+  name      = "${local.name}-arm-${local.arm_scope_key[each.key]}"
+  parent_id = local.event_resource_group_id[local.source_subscription[each.key]]
+  location  = "global" # required for Microsoft.Resources.Subscriptions and .ResourceGroups
+
+  identity {
+    type = "SystemAssigned" # dead-lettering without storage keys (rbac.tf)
+  }
+
+  body = {
+    properties = {
+      source    = each.key
+      topicType = local.arm_topic_type[each.key]
+    }
+  }
+
+  tags = local.tags
+}
+
+# Existing topics for a source in another subscription: read by id (the topic is in its source's
+# subscription, in the resource group existing_system_topics names), checked as the data source
+# above checks those in the deployment's subscription.
+data "azapi_resource" "existing_topic" {
+  for_each = { for s, t in local.existing_topic_of : s => t if contains(local.foreign_sources, s) }
+
+  type                   = "Microsoft.EventGrid/systemTopics@2022-06-15"
+  resource_id            = "/subscriptions/${local.source_subscription[each.key]}/resourceGroups/${each.value.resource_group_name}/providers/Microsoft.EventGrid/systemTopics/${each.value.name}"
+  response_export_values = ["properties.source", "properties.topicType"]
+
+  lifecycle {
     postcondition {
-      condition     = contains(local.enforcement_scopes, each.key)
-      error_message = "existing_system_topics[\"${each.key}\"] is not one of the enforcement scopes."
+      condition     = lower(self.output.properties.source) == lower(each.key) && self.output.properties.topicType == local.arm_topic_type[each.key]
+      error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) is a ${self.output.properties.topicType} topic on ${self.output.properties.source}, not a topic on that scope."
+    }
+    postcondition {
+      condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
+      error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update --subscription ${local.source_subscription[each.key]} -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
     }
   }
 }
 
+# The event subscription of a topic in another subscription: what azurerm_eventgrid_system_topic_
+# event_subscription.arm (below) says, in the REST shape (EventGrid.json 2022-06-15:
+# AzureFunctionEventSubscriptionDestination, AdvancedFilter operatorType StringNotBeginsWith /
+# StringNotIn, RetryPolicy, DeadLetterWithResourceIdentity). The function and the dead-letter
+# container stay in the deployment's subscription: Event Grid takes both by resource id, and
+# Microsoft's own example puts them in another subscription than the topic (azure-rest-api-specs,
+# .../2022-06-15/examples/EventSubscriptions_CreateOrUpdateForCustomTopic_AzureFunctionDestination.json:
+# topic in 5b4b650e-..., function and dead-letter account in 55f3dcd4-...). Inferred, not run here:
+# that a system topic's subscription delivers across subscriptions as that custom topic's does
+# (the EventSubscription schema is the same).
+resource "azapi_resource" "arm_event_subscription" {
+  for_each = local.foreign_arm_subscriptions
+
+  type      = "Microsoft.EventGrid/systemTopics/eventSubscriptions@2022-06-15"
+  name      = "${local.name}-drift"
+  parent_id = each.value.id
+
+  body = {
+    properties = {
+      eventDeliverySchema = "EventGridSchema"
+      destination = {
+        endpointType = "AzureFunction"
+        properties = {
+          resourceId                    = local.drift_function_id
+          maxEventsPerBatch             = 1
+          preferredBatchSizeInKilobytes = 64
+        }
+      }
+      filter = {
+        includedEventTypes = local.arm_filter.included_event_types
+        advancedFilters = concat(
+          [for key, values in local.arm_filter.string_not_begins_with : { operatorType = "StringNotBeginsWith", key = key, values = values }],
+          [for key, values in local.arm_filter.string_not_in : { operatorType = "StringNotIn", key = key, values = values }],
+        )
+      }
+      retryPolicy = {
+        maxDeliveryAttempts      = var.max_delivery_attempts
+        eventTimeToLiveInMinutes = var.event_time_to_live_minutes
+      }
+      deadLetterWithResourceIdentity = {
+        identity = { type = "SystemAssigned" }
+        deadLetterDestination = {
+          endpointType = "StorageBlob"
+          properties = {
+            resourceId        = azurerm_storage_account.policy.id
+            blobContainerName = azurerm_storage_container.dead_letters.name
+          }
+        }
+      }
+    }
+  }
+
+  # As the azurerm event subscriptions: the package first, the topic's dead-letter role in effect.
+  depends_on = [terraform_data.package, time_sleep.role_propagation]
+
+  lifecycle {
+    precondition {
+      condition     = local.arm_filter_value_count <= 25
+      error_message = "The ARM event subscription would need more than 25 advanced-filter values (ignored_operation_prefixes + 2 self ids); Event Grid rejects that."
+    }
+  }
+}
+
+################################################################################
+# ARM resource writes: event subscriptions in the deployment's subscription
+################################################################################
+
 resource "azurerm_eventgrid_system_topic_event_subscription" "arm" {
-  for_each = local.arm_subscriptions
+  for_each = local.home_arm_subscriptions
 
   name                  = "${local.name}-drift"
   system_topic          = each.value.name

@@ -26,13 +26,19 @@ locals {
     TAGWARDEN_SELF_CLIENT_ID      = azurerm_user_assigned_identity.function.client_id
     TAGWARDEN_METRICS_RESOURCE_ID = local.function_app_id
     TAGWARDEN_METRICS_REGION      = var.location
-    TAGWARDEN_SWEEP_SCOPES        = join(",", sort(tolist(local.enforcement_scopes)))
+    # The enforcement scopes as given. Issue 32 item 2: a management group id as-is
+    # (/providers/Microsoft.Management/managementGroups/<id>): the function sweeps it through
+    # Resource Graph's `managementGroups` request field, which covers every subscription below it,
+    # listed in event_source_subscription_ids or not.
+    TAGWARDEN_SWEEP_SCOPES = join(",", sort(tolist(local.enforcement_scopes)))
     # Issue 35: the infraIDs this deployment enforces (nothing else of the set), and the sources of
     # the Event Grid system topics whose deliveries the function accepts. Event Grid writes a system
     # topic's *source* into each event's `topic` ("Full resource path to the event source",
     # azure-docs event-grid/event-schema.md; reference/azure.md §1), not the topic's own id: the
-    # enforcement scopes (the ARM topics' sources, created or existing, keyed by scope) and the
-    # policy storage account (its BlobCreated events reach the sweep queue).
+    # ARM topics' sources, created or existing, keyed by source (the subscription and resource group
+    # scopes and, issue 32 item 2, /subscriptions/<guid> of each event_source_subscription_ids entry, in
+    # any subscription; never a management group, which is no source), and the policy storage
+    # account (its BlobCreated events reach the sweep queue).
     TAGWARDEN_CLUSTERS     = join(",", local.clusters)
     TAGWARDEN_EVENT_TOPICS = join(",", sort(concat(keys(local.arm_topics), [azurerm_storage_account.policy.id])))
     RUST_LOG               = var.log_level

@@ -64,14 +64,35 @@ locals {
   # an install-config resourceGroupName or ARO's managed resource group are named otherwise): the
   # caller passes the cluster's resource group as the cluster reports it (the Infrastructure
   # object's status.platformStatus.azure.resourceGroupName).
-  enforcement_scopes  = toset(var.enforcement_scopes)
-  rg_scopes           = [for s in local.enforcement_scopes : s if strcontains(lower(s), "/resourcegroups/")]
-  subscription_scopes = [for s in local.enforcement_scopes : s if !strcontains(lower(s), "/resourcegroups/")]
-  # A resource group inside a listed subscription would deliver every event twice (two topics).
-  nested_rg_scopes = [for s in local.rg_scopes : s if contains([for sub in local.subscription_scopes : lower(sub)], lower(join("/", slice(split("/", s), 0, 3))))]
-  # Event Grid creates a system topic only in the source's own subscription (azure-docs,
-  # event-grid/system-topics.md), and the existing-topic lookup reads this subscription.
-  foreign_scopes = [for s in local.enforcement_scopes : s if lower(split("/", s)[2]) != lower(data.azurerm_subscription.current.subscription_id)]
+  #
+  # Issue 32 item 2: a scope may also be a management group (one function for many subscriptions)
+  # and a subscription or resource group outside the deployment's subscription. A management group
+  # is a scope for the roles (granted once there, inherited by every subscription below) and for the
+  # sweep (Resource Graph's `managementGroups` request field), never an Event Grid source: the
+  # sources Event Grid creates system topics on are services, "Azure resource groups" and "Azure
+  # subscriptions", no management group (azure-docs, event-grid/includes/
+  # event-sources-system-topics.md, the list in event-grid/system-topics.md), so the events of a
+  # management group's subscriptions come from one subscription topic each
+  # (event_source_subscription_ids).
+  enforcement_scopes = toset(var.enforcement_scopes)
+  mg_scope_prefix    = "/providers/Microsoft.Management/managementGroups/"
+  mg_scopes          = [for s in local.enforcement_scopes : s if startswith(s, local.mg_scope_prefix)]
+  # Subscription and resource-group scopes: each is an Event Grid source as well as a role scope.
+  arm_scopes = [for s in local.enforcement_scopes : s if !startswith(s, local.mg_scope_prefix)]
+  # The subscriptions under a management group scope whose ARM events must reach the function (the
+  # GUIDs lowercased: the source ids are map keys, and the variable's validations compare without case).
+  event_source_subscriptions = [for g in var.event_source_subscription_ids : "/subscriptions/${lower(g)}"]
+  # Every Event Grid source, one system topic each (one topic per source, events.tf). The variable
+  # validations keep a source from appearing twice (a subscription both listed and a scope, a
+  # resource group inside a listed subscription).
+  arm_sources         = toset(concat(local.arm_scopes, local.event_source_subscriptions))
+  home_subscription   = lower(data.azurerm_subscription.current.subscription_id)
+  source_subscription = { for s in local.arm_sources : s => lower(split("/", s)[2]) }
+  # Sources in another subscription than the deployment's: "It's not possible to create a system
+  # topic in an Azure subscription that's different from the event source's" (azure-docs,
+  # event-grid/system-topics.md), so their topics live in their own subscription, created through
+  # azapi by parent id (events.tf). Before issue 32 these were refused.
+  foreign_sources = toset([for s in local.arm_sources : s if local.source_subscription[s] != local.home_subscription])
 
   # The policy-change sweep queue (issue 17 item 2) and the deployment gate (item 3).
   sweep_queue_name  = var.sweep_queue_name

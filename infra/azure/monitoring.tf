@@ -345,7 +345,12 @@ resource "azurerm_monitor_metric_alert" "function_errors" {
 }
 
 # Dead-lettered events, one alert per system topic (a metric alert's scopes must share a region;
-# the ARM topic is `global`, the storage topic regional).
+# the ARM topic is `global`, the storage topic regional). Issue 32 item 2: a topic in another
+# subscription is watched from here too: the rule and its action group stay in the deployment's
+# subscription ("action groups selected must be in the alert rule's subscription", Azure Monitor's
+# portal note quoted in MicrosoftDocs/azure-docs#7548), its one scope is the topic's id. Not run
+# here: a single-resource rule on a resource of another subscription of the tenant (the caller
+# needs read on that topic, which creating it implies).
 resource "azurerm_monitor_metric_alert" "dead_letters" {
   for_each = local.dead_letter_topics
 

@@ -64,15 +64,18 @@ output "dead_letter_container_url" {
 }
 
 output "event_subscription_ids" {
-  description = "Event Grid event subscription ids: `arm` (by enforcement scope: ResourceWriteSuccess -> drift; empty until the package is published) and `policy` (policy BlobCreated -> sweep queue)."
+  description = "Event Grid event subscription ids: `arm` (by source: each subscription or resource group scope and each `event_source_subscription_ids` subscription, in any subscription; ResourceWriteSuccess -> drift; empty until the package is published) and `policy` (policy BlobCreated -> sweep queue)."
   value = {
-    arm    = { for s, e in azurerm_eventgrid_system_topic_event_subscription.arm : s => e.id }
+    arm = merge(
+      { for s, e in azurerm_eventgrid_system_topic_event_subscription.arm : s => e.id },
+      { for s, e in azapi_resource.arm_event_subscription : s => e.id },
+    )
     policy = azurerm_eventgrid_system_topic_event_subscription.policy.id
   }
 }
 
 output "system_topic_ids" {
-  description = "Event Grid system topic ids: `arm` (by enforcement scope, global; created by the module or taken from `existing_system_topics`) and `policy` (policy storage account)."
+  description = "Event Grid system topic ids: `arm` (by source: each subscription or resource group scope and each `event_source_subscription_ids` subscription, global, in the source's subscription; created by the module or taken from `existing_system_topics`) and `policy` (policy storage account)."
   value = {
     arm    = { for s, t in local.arm_topics : s => t.id }
     policy = azurerm_eventgrid_system_topic.policy.id
@@ -95,7 +98,7 @@ output "arm_event_filter" {
 }
 
 output "enforcement_scopes" {
-  description = "Scopes where the code identity holds Tag Contributor and Reader."
+  description = "Scopes where the code identity holds the tag writer role and Reader (a management group once, or subscriptions and resource groups), as TAGWARDEN_SWEEP_SCOPES lists them."
   value       = sort(tolist(local.enforcement_scopes))
 }
 

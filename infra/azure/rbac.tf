@@ -2,7 +2,8 @@
 # happens to share a built-in's name cannot be picked up by mistake):
 #
 #   who                         role                           scope
-#   code identity (UAI)         tagwarden tag writer (custom)  each enforcement scope
+#   code identity (UAI)         tagwarden tag writer (custom)  each enforcement scope (the management group
+#                                                              once, or each subscription / resource group)
 #   code identity               Reader                         each enforcement scope
 #   code identity               Storage Blob Data Reader       policy container
 #   code identity               tagwarden blob writer (custom) policy container, ABAC: status blob only
@@ -17,7 +18,8 @@
 #   policy_writer_principal_ids Storage Blob Data Contributor  policy container
 #   cluster_publisher_principal_ids  tagwarden blob writer (custom)  policy container, ABAC: <prefix><infraID>/ only
 #
-# No Owner, Contributor or User Access Administrator anywhere; no role at management-group scope.
+# No Owner, Contributor or User Access Administrator anywhere. At management-group scope only the
+# tag writer and Reader, and only when enforcement_scopes names the group (issue 32 item 2).
 
 locals {
   role_ids = {
@@ -33,6 +35,40 @@ locals {
 
   # Role definition id as ARM expects it for an assignment in subscription `sub` ("/subscriptions/<guid>").
   role_def = { for k, id in local.role_ids : k => "${local.subscription_id}/providers/Microsoft.Authorization/roleDefinitions/${id}" }
+
+  # The role definition id of an assignment at each enforcement scope, spelled as ARM returns it for
+  # that scope, so that the next plan reads back what it wrote (role_definition_id forces a new
+  # assignment on any difference but case, hashicorp/terraform-provider-azurerm
+  # internal/services/authorization/role_assignment_resource.go). At a subscription or resource
+  # group, ARM answers with the assignment's own subscription, whatever subscription the request
+  # named ("the role definition id is constructed using the sub2 as the subscription component",
+  # hashicorp/terraform-provider-azurerm#8558, Azure/azure-rest-api-specs#10939). At a management
+  # group it answers without a subscription, /providers/Microsoft.Authorization/roleDefinitions/<id>
+  # ("The role definition id returned does not contain scope when the role definition was on tenant
+  # level (management group or tenant)", the same file; hashicorp/pandora#3257), the form azurerm's
+  # own management-group test assigns (role_assignment_resource_test.go, managementGroupConfig).
+  # Inferred from those, not run here: that a custom role defined in the deployment's subscription
+  # reads back in the management-group form too.
+  role_definition_base = {
+    for s in local.enforcement_scopes : s => (
+      startswith(s, local.mg_scope_prefix) ? "/providers/Microsoft.Authorization/roleDefinitions" : "/subscriptions/${split("/", s)[2]}/providers/Microsoft.Authorization/roleDefinitions"
+    )
+  }
+
+  # Where the tag writer role may be assigned: the deployment's subscription (as before), the
+  # management group scope, and every other subscription a scope is in. "To create a custom role,
+  # you must have the Microsoft.Authorization/roleDefinitions/write permission on all
+  # AssignableScopes" and "You can define only one management group in AssignableScopes" (Microsoft
+  # Learn, "Azure custom roles"; the second is validated on enforcement_scopes); "Management group
+  # and a subscription" is one of the documented AssignableScopes shapes ("Azure role definitions",
+  # AssignableScopes). Custom roles with DataActions can't be assigned at management group scope
+  # (ibid.): the tag writer has none; the blob writer (DataActions) stays assignable in this
+  # subscription only.
+  tag_writer_assignable_scopes = distinct(concat(
+    [local.subscription_id],
+    local.mg_scopes,
+    sort([for s in local.arm_scopes : "/subscriptions/${lower(split("/", s)[2])}" if lower(split("/", s)[2]) != local.home_subscription]),
+  ))
 
   policy_container_scope      = "${azurerm_storage_account.policy.id}/blobServices/default/containers/${azurerm_storage_container.policy.name}"
   dead_letter_container_scope = "${azurerm_storage_account.policy.id}/blobServices/default/containers/${azurerm_storage_container.dead_letters.name}"
@@ -77,6 +113,10 @@ locals {
 # Microsoft.Resources/tags/read and /write (no tags/delete), and the resource-group and resource
 # reads (operation names from azure-docs, role-based-access-control/permissions/
 # management-and-governance.md, "Microsoft.Resources").
+#
+# Issue 32 item 2: the definition stays in the deployment's subscription (`scope` forces a new role,
+# and a role with assignments cannot be deleted); assignable_scopes grows in place with the
+# management group and the other subscriptions it is assigned in (local.tag_writer_assignable_scopes).
 resource "azurerm_role_definition" "tag_writer" {
   name        = "tagwarden tag writer (${local.name}-${local.suffix})"
   scope       = local.subscription_id
@@ -93,7 +133,7 @@ resource "azurerm_role_definition" "tag_writer" {
     not_actions = []
   }
 
-  assignable_scopes = [local.subscription_id]
+  assignable_scopes = local.tag_writer_assignable_scopes
 }
 
 # Storage Blob Data Contributor (ba92f5b4-...) also carries the control-plane actions
@@ -121,12 +161,16 @@ resource "azurerm_role_definition" "blob_writer" {
 # The tag writer (custom, above; formerly Tag Contributor): write access to Microsoft.Resources/tags
 # (the PATCH .../tags/default Merge the code makes) without any access to the resources themselves. Scoped to the enforcement scopes
 # only; the ownership tag is checked in code because Azure RBAC conditions cannot read resource
-# tags for ARM control-plane writes.
+# tags for ARM control-plane writes. With a management group scope (issue 32 item 2) it is
+# assigned once there (azurerm_role_assignment's `scope` accepts a management group id: its
+# ValidateFunc includes commonids.ValidateManagementGroupID, internal/services/authorization/
+# role_assignment_resource.go) and inherited by every subscription below it; with subscription
+# scopes, once per subscription.
 resource "azurerm_role_assignment" "tag_contributor" {
   for_each = local.enforcement_scopes
 
   scope              = each.value
-  role_definition_id = azurerm_role_definition.tag_writer.role_definition_resource_id
+  role_definition_id = "${local.role_definition_base[each.value]}/${azurerm_role_definition.tag_writer.role_definition_id}"
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
   description        = "tagwarden ${local.label}: write tags on owned resources (Microsoft.Resources/tags read and write, custom role)."
@@ -139,7 +183,7 @@ resource "azurerm_role_assignment" "reader" {
   for_each = local.enforcement_scopes
 
   scope              = each.value
-  role_definition_id = "/subscriptions/${split("/", each.value)[2]}/providers/Microsoft.Authorization/roleDefinitions/${local.role_ids.reader}"
+  role_definition_id = "${local.role_definition_base[each.value]}/${local.role_ids.reader}"
   principal_id       = local.code_principal_id
   principal_type     = "ServicePrincipal"
   description        = "tagwarden ${local.label}: read resources and their tags to plan writes."

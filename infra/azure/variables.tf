@@ -295,17 +295,87 @@ variable "policy_writer_principal_ids" {
 ################################################################################
 
 variable "enforcement_scopes" {
-  description = "ARM scopes where the function gets the tag writer role and Reader and from which ARM write events reach it: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`) or, deliberately, subscription ids (`/subscriptions/<id>`), all in the deployment's subscription. Required (issue 36: no guessed `<infra_id>-rg`): each cluster's resource group as the cluster reports it, `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`, plus `networkResourceGroupName` when the VNet is elsewhere. On ARO the managed resource group refuses tag writes to customer principals (deny assignment): see README, \"Azure Red Hat OpenShift\". Each scope gets its own Event Grid system topic (or uses one from `existing_system_topics`)."
+  description = "ARM scopes where the function gets the tag writer role and Reader and which its sweep covers: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`), or, deliberately, subscription ids (`/subscriptions/<id>`) or one management group (`/providers/Microsoft.Management/managementGroups/<id>`, spelled so). Subscriptions and resource groups may be outside the deployment's subscription. Required (issue 36: no guessed `<infra_id>-rg`): each cluster's resource group as the cluster reports it, `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`, plus `networkResourceGroupName` when the VNet is elsewhere. On ARO the managed resource group refuses tag writes to customer principals (deny assignment): see README, \"Azure Red Hat OpenShift\". Each subscription or resource group scope gets its own Event Grid system topic (or uses one from `existing_system_topics`); a management group is no Event Grid source: its subscriptions' events come through `event_source_subscription_ids`."
   type        = list(string)
   nullable    = false
 
   # Issue 17 item 14: no silent whole-subscription default; an empty list would grant nothing and
-  # receive nothing, so it is refused too.
+  # receive nothing, so it is refused too. Issue 32 item 2: or a management group. Its id is
+  # 1-90 characters, "ASCII letter, digit, -, _, (, ), ." (azurerm's own check, internal/services/
+  # managementgroup/validate/management_group_name.go, quoting the portal), and "Can't end with
+  # period" (Microsoft Learn, "Naming rules and restrictions for Azure resources",
+  # Microsoft.Management/managementGroups: 1-90, alphanumerics, hyphens, underscores, periods and
+  # parentheses). The prefix is the canonical spelling (as Azure returns management group ids), so
+  # the role assignment scope and the custom role's assignable scope read back unchanged.
   validation {
     condition = length(var.enforcement_scopes) > 0 && alltrue([for s in var.enforcement_scopes : can(regex(
       "^/subscriptions/[0-9a-fA-F-]{36}(/resourceGroups/[-A-Za-z0-9_.()]{1,90})?$", s
+      )) || can(regex(
+      "^/providers/Microsoft\\.Management/managementGroups/[-A-Za-z0-9_.()]{0,89}[-A-Za-z0-9_()]$", s
     ))])
-    error_message = "enforcement_scopes must be a non-empty list of resource group ids (/subscriptions/<guid>/resourceGroups/<name>: the cluster's, from its Infrastructure object's status.platformStatus.azure.resourceGroupName) or subscription ids (/subscriptions/<guid>)."
+    error_message = "enforcement_scopes must be a non-empty list of resource group ids (/subscriptions/<guid>/resourceGroups/<name>: the cluster's, from its Infrastructure object's status.platformStatus.azure.resourceGroupName), subscription ids (/subscriptions/<guid>) or a management group id (/providers/Microsoft.Management/managementGroups/<id>: 1-90 letters, digits, -, _, (, ), ., not ending in a period)."
+  }
+
+  # "You can define only one management group in AssignableScopes of a custom role" (Microsoft
+  # Learn, "Azure custom roles" and "Azure role definitions", AssignableScopes), and the tag writer
+  # role (rbac.tf) must be assignable at the management group it is assigned at.
+  validation {
+    condition     = length([for s in var.enforcement_scopes : s if startswith(s, "/providers/Microsoft.Management/managementGroups/")]) <= 1
+    error_message = "enforcement_scopes may hold at most one management group (a custom role can name only one management group among its assignable scopes): deploy once per management group, or list the group above them."
+  }
+
+  # One topic per source: a resource group inside a listed subscription would deliver every event
+  # twice (the subscription's topic and the group's).
+  validation {
+    condition = length([for s in var.enforcement_scopes : s if strcontains(lower(s), "/resourcegroups/") && contains(
+      [for sub in var.enforcement_scopes : lower(sub) if startswith(lower(sub), "/subscriptions/") && !strcontains(lower(sub), "/resourcegroups/")],
+      lower(join("/", slice(split("/", s), 0, 3)))
+    )]) == 0
+    error_message = "Resource groups inside a listed subscription scope would deliver every event twice; list the subscription or its resource groups, not both."
+  }
+}
+
+# Issue 32 item 2: the subscriptions whose ARM events reach the function when the scope is a
+# management group (a management group is no Event Grid source, main.tf).
+variable "event_source_subscription_ids" {
+  description = "With a management group in `enforcement_scopes`: the subscriptions (GUIDs) under it whose ARM write events must reach the function. Each gets one `Microsoft.Resources.Subscriptions` system topic (global) in that subscription, or uses the one named in `existing_system_topics` (key `/subscriptions/<guid>`): Event Grid allows one system topic per source. Events from a subscription not listed here are not received; the sweep still covers it through the management group. A topic outside the deployment's subscription lives in the resource group `event_topic_resource_group_name` of its subscription. Adding a subscription is one entry and one apply. (Not the output `event_subscription_ids`: those are the Event Grid event subscriptions.)"
+  type        = list(string)
+  default     = []
+  nullable    = false
+
+  validation {
+    condition = alltrue([for g in var.event_source_subscription_ids : can(regex(
+      "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", g
+    ))]) && length(distinct([for g in var.event_source_subscription_ids : lower(g)])) == length(var.event_source_subscription_ids)
+    error_message = "event_source_subscription_ids must be distinct subscription GUIDs (not /subscriptions/<guid>)."
+  }
+
+  # Listing subscriptions without a management group scope would deliver events of subscriptions the
+  # identity holds no role in; a management group without listed subscriptions would receive no
+  # event at all.
+  validation {
+    condition     = (length(var.event_source_subscription_ids) > 0) == (length([for s in var.enforcement_scopes : s if startswith(s, "/providers/Microsoft.Management/managementGroups/")]) > 0)
+    error_message = "event_source_subscription_ids goes with a management group in enforcement_scopes, and a management group needs it (a management group is no Event Grid source: list the subscriptions under it whose events must reach the function)."
+  }
+
+  # One topic per source: a listed subscription must not also be a subscription scope (two topics on
+  # one source) or hold a resource group scope (every event twice).
+  validation {
+    condition = length([for s in var.enforcement_scopes : s if startswith(lower(s), "/subscriptions/") && contains(
+      [for g in var.event_source_subscription_ids : lower(g)], lower(split("/", s)[2])
+    )]) == 0
+    error_message = "A subscription in event_source_subscription_ids is also (or holds) a subscription or resource group scope in enforcement_scopes: its events would arrive twice. The management group already covers it: drop that scope."
+  }
+}
+
+variable "event_topic_resource_group_name" {
+  description = "Name of the resource group that holds the module's Event Grid system topics in each subscription other than the deployment's (`event_source_subscription_ids`, or scopes in other subscriptions): \"It's not possible to create a system topic in an Azure subscription that's different from the event source's\". null: the module creates `<name>-events` (in `location`) in each such subscription. Set it to use an existing group of that name in every such subscription (a landing zone that forbids creating groups)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.event_topic_resource_group_name == null ? true : can(regex("^[-A-Za-z0-9_.()]{0,89}[-A-Za-z0-9_()]$", var.event_topic_resource_group_name))
+    error_message = "event_topic_resource_group_name must be a resource group name: 1-90 letters, digits, -, _, ., (, ), not ending in a period."
   }
 }
 
@@ -333,7 +403,7 @@ variable "ignored_operation_prefixes" {
 }
 
 variable "existing_system_topics" {
-  description = "Event Grid system topics that already exist for an enforcement scope, by scope id: `{ \"/subscriptions/<id>\" = { name = \"...\", resource_group_name = \"...\" } }`. Azure allows one system topic per source (subscription, resource group), so when the portal, Defender or another deployment already made one, the module creates only its event subscription on it. The topic must be in this subscription and have a system-assigned identity (dead-lettering; `az eventgrid system-topic update --identity systemassigned`)."
+  description = "Event Grid system topics that already exist for an enforcement scope, by scope id: `{ \"/subscriptions/<id>\" = { name = \"...\", resource_group_name = \"...\" } }`. Azure allows one system topic per source (subscription, resource group), so when the portal, Defender or another deployment already made one, the module creates only its event subscription on it. The key is a subscription or resource group scope of `enforcement_scopes` or `/subscriptions/<guid>` of `event_source_subscription_ids`; the topic is in that source's subscription (where Event Grid keeps it), in `resource_group_name` there, and must have a system-assigned identity (dead-lettering; `az eventgrid system-topic update --identity systemassigned`)."
   type = map(object({
     name                = string
     resource_group_name = string
@@ -345,6 +415,15 @@ variable "existing_system_topics" {
       "^/subscriptions/[0-9a-fA-F-]{36}(/resourceGroups/[-A-Za-z0-9_.()]{1,90})?$", scope
     )) && can(regex("^[-a-zA-Z0-9]{3,128}$", t.name))])
     error_message = "existing_system_topics keys must be subscription or resource group ids (as in enforcement_scopes) and names 3-128 letters, digits and '-'."
+  }
+
+  # Every existing topic is on one of the module's sources (compared without case: the module keys
+  # a listed subscription as /subscriptions/<lowercase guid>).
+  validation {
+    condition = alltrue([for scope in keys(var.existing_system_topics) : contains(concat(
+      [for s in var.enforcement_scopes : lower(s)], [for g in var.event_source_subscription_ids : "/subscriptions/${lower(g)}"]
+    ), lower(scope))]) && length(distinct([for k in keys(var.existing_system_topics) : lower(k)])) == length(var.existing_system_topics)
+    error_message = "Every existing_system_topics key must be a subscription or resource group scope of enforcement_scopes, or /subscriptions/<guid> of a subscription in event_source_subscription_ids, each once (compared without case)."
   }
 }
 

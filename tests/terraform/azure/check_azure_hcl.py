@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Structural checks of infra/azure, infra/examples/azure-basic and infra/examples/azure-clusters without the azurerm provider.
+"""Structural checks of infra/azure and the Azure examples (infra/examples/azure-basic, azure-clusters,
+azure-management-group) without the azurerm provider.
 
 There is no azurerm provider offline, so `terraform init/validate` cannot run. This parses every .tf
 file with python-hcl2 (pinned in scripts/install-tools, own venv) and asserts the facts the design
@@ -24,6 +25,9 @@ ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
 MODULE = ROOT / "infra/azure"
 EXAMPLE = ROOT / "infra/examples/azure-basic"
 CLUSTERS_EXAMPLE = ROOT / "infra/examples/azure-clusters"
+MG_EXAMPLE = ROOT / "infra/examples/azure-management-group"
+EXAMPLES = {"azure-basic": EXAMPLE, "azure-clusters": CLUSTERS_EXAMPLE, "azure-management-group": MG_EXAMPLE}
+MG_PREFIX = "/providers/Microsoft.Management/managementGroups/"
 
 CONTRACT_KEYS = [
     "TAGWARDEN_POLICY", "TAGWARDEN_ARM_ENDPOINT", "POLICY_TTL", "TAGWARDEN_SELF_PRINCIPAL_ID",
@@ -159,6 +163,155 @@ def check_variables(label: str, variables: dict) -> None:
     check(f"{label}: every variable has type and description ({len(variables)} variables)", not missing, f"missing: {missing}")
 
 
+def hcl_regexes(condition: str) -> list[str]:
+    """The regex() literals of a validation condition, as Terraform reads them (HCL string escapes undone)."""
+    lits = re.findall(r'regex\(\s*"((?:[^"\\]|\\.)*)"', condition)
+    return [re.sub(r'\\(.)', r'\1', x) for x in lits]
+
+
+def accepts(regexes: list[str], value: str) -> bool:
+    """What `can(regex(a, s)) || can(regex(b, s)) ...` gives for one value (RE2 and Python agree on these)."""
+    return any(re.search(r, value) for r in regexes)
+
+
+def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef: dict) -> None:
+    """Issue 32 item 2: a management group as enforcement scope, subscriptions outside the deployment's."""
+    guid = "11111111-2222-3333-4444-555555555555"
+    # Validation regexes accept the management group form and refuse malformed ones. The sample
+    # values run through the regexes Terraform would run (tests/terraform/azure/validations runs
+    # the validations themselves under `terraform test`).
+    es_conds = [str(v.get("condition", "")) for v in V.get("enforcement_scopes", {}).get("validation", [])]
+    form = next((c for c in es_conds if "regex(" in c), "")
+    rx = hcl_regexes(form)
+    good = [MG_PREFIX + "platform-lz", MG_PREFIX + "Contoso_(EU).prod-1", MG_PREFIX + "a" * 90, MG_PREFIX + guid,
+            f"/subscriptions/{guid}", f"/subscriptions/{guid}/resourceGroups/dev-a1b2c-rg"]
+    bad = [MG_PREFIX, MG_PREFIX + "platform.", MG_PREFIX + "a" * 91, MG_PREFIX + "a/b", MG_PREFIX + "a b",
+           MG_PREFIX + "tenant#root", "/providers/microsoft.management/managementgroups/platform",
+           "/providers/Microsoft.Management/managementGroup/platform", "/managementGroups/platform",
+           f"/subscriptions/{guid}/resourceGroups/", "/subscriptions/not-a-guid"]
+    wrong = [g for g in good if not accepts(rx, g)] + [b for b in bad if accepts(rx, b)]
+    check("issue 32: enforcement_scopes validation accepts /providers/Microsoft.Management/managementGroups/<id> (1-90 of letters, digits, -_().; "
+          "not ending in '.') beside subscription and resource group ids, and refuses malformed ones",
+          len(rx) == 2 and not wrong, f"regexes {rx}, wrong on {wrong}")
+    check("issue 32: at most one management group scope (a custom role names one management group among its assignable scopes)",
+          any(MG_PREFIX in c and "<= 1" in c for c in es_conds), f"{es_conds}")
+    check("issue 32: a resource group inside a listed subscription is refused by a validation (runs even when no topic is created here)",
+          any("/resourcegroups/" in c and "== 0" in c and "slice(split(" in c for c in es_conds)
+          and not first(R.get(("azurerm_eventgrid_system_topic", "arm"), {}).get("lifecycle")).get("precondition"))
+
+    ev = V.get("event_source_subscription_ids", {})
+    ev_conds = [str(v.get("condition", "")) for v in ev.get("validation", [])]
+    grx = hcl_regexes(next((c for c in ev_conds if "regex(" in c), ""))
+    g_wrong = [g for g in (guid, guid.upper()) if not accepts(grx, g)] + [b for b in (
+        f"/subscriptions/{guid}", guid[:-1], guid + "0", "1111111122223333444455555555555x", "") if accepts(grx, b)]
+    check("issue 32: event_source_subscription_ids: list(string), described, default [], GUIDs only, distinct without case",
+          ev.get("type") == "${list(string)}" and "management group" in str(ev.get("description", "")) and ev.get("default") == []
+          and grx and not g_wrong and any("distinct([for g in var.event_source_subscription_ids : lower(g)])" in c for c in ev_conds),
+          f"type={ev.get('type')} regexes {grx}, wrong on {g_wrong}")
+    check("issue 32: event_source_subscription_ids goes with a management group scope and a management group needs it",
+          any("(length(var.event_source_subscription_ids) > 0) ==" in c and MG_PREFIX in c for c in ev_conds), f"{ev_conds}")
+    check("issue 32: one topic per source: a listed subscription that is or holds a scope is refused; existing topics must be on a source",
+          any("lower(split(\"/\", s)[2])" in c and "var.event_source_subscription_ids" in c for c in ev_conds)
+          and "var.event_source_subscription_ids" in json.dumps(V.get("existing_system_topics", {}).get("validation")))
+
+    # Sources: the subscription / resource group scopes and /subscriptions/<guid> of each listed
+    # subscription; a management group is none. Sources outside the deployment's subscription are
+    # the foreign ones.
+    check("issue 32: Event Grid sources = subscription/resource-group scopes + /subscriptions/<guid> per listed subscription; no management group",
+          L.get("mg_scope_prefix") == MG_PREFIX
+          and "!startswith(s, local.mg_scope_prefix)" in str(L.get("arm_scopes"))
+          and L.get("event_source_subscriptions") == '${[for g in var.event_source_subscription_ids : "/subscriptions/${lower(g)}"]}'
+          and L.get("arm_sources") == "${toset(concat(local.arm_scopes, local.event_source_subscriptions))}"
+          and "local.arm_sources" in str(L.get("arm_topic_type")) and "local.arm_sources" in str(L.get("arm_scope_key")),
+          f"arm_sources={L.get('arm_sources')}")
+    check("issue 32: foreign sources = those whose subscription is not the deployment's (no longer refused)",
+          "data.azurerm_subscription.current.subscription_id" in str(L.get("home_subscription"))
+          and "local.source_subscription[s] != local.home_subscription" in str(L.get("foreign_sources"))
+          and "foreign_scopes" not in L and "local.foreign_scopes" not in text_of(MODULE))
+    check("issue 32: azurerm creates topics only for sources in this subscription, azapi for the others",
+          "!contains(local.foreign_sources, s)" in str(L.get("created_arm_topic_scopes"))
+          and "local.foreign_sources" in str(L.get("created_foreign_topic_sources")))
+
+    # Topics per subscription by for_each, created by azapi in the source's subscription.
+    at = R.get(("azapi_resource", "arm_topic"), {})
+    body = at.get("body") or {}
+    props = (body.get("properties") if isinstance(body, dict) else {}) or {}
+    check("issue 32: one system topic per other-subscription source by for_each (azapi, parent_id = that subscription's resource group, global, source = the key)",
+          at.get("for_each") == "${local.created_foreign_topic_sources}"
+          and str(at.get("type", "")).startswith("Microsoft.EventGrid/systemTopics@")
+          and at.get("parent_id") == "${local.event_resource_group_id[local.source_subscription[each.key]]}"
+          and at.get("location") == "global" and first(at.get("identity")).get("type") == "SystemAssigned"
+          and props.get("source") == "${each.key}" and props.get("topicType") == "${local.arm_topic_type[each.key]}"
+          and at.get("tags") == "${local.tags}", f"{at}")
+    rg = R.get(("azapi_resource", "event_resource_group"), {})
+    check("issue 32: the topics' resource group in each other subscription: created (<name>-events) unless event_topic_resource_group_name names one",
+          str(rg.get("type", "")).startswith("Microsoft.Resources/resourceGroups@") and rg.get("parent_id") == "/subscriptions/${each.key}"
+          and "var.event_topic_resource_group_name == null ? local.foreign_topic_subscriptions" in str(rg.get("for_each"))
+          and "local.created_foreign_topic_sources" in str(L.get("foreign_topic_subscriptions"))
+          and "azapi_resource.event_resource_group[sub].id" in str(L.get("event_resource_group_id"))
+          and "event_topic_resource_group_name" in V and V["event_topic_resource_group_name"].get("default", "x") is None,
+          f"{rg}")
+    ext = mod["data"].get(("azapi_resource", "existing_topic"), {})
+    # The postconditions' conditions (not their messages, which name the same attributes).
+    eposts = " ".join(str(pc.get("condition", "")) for pc in first(ext.get("lifecycle")).get("postcondition", []))
+    check("issue 32: existing topics in other subscriptions are read by id and checked for source, type and a system-assigned identity",
+          "contains(local.foreign_sources, s)" in str(ext.get("for_each")) and "local.existing_topic_of" in str(ext.get("for_each"))
+          and str(ext.get("type", "")).startswith("Microsoft.EventGrid/systemTopics@")
+          and "local.source_subscription[each.key]" in str(ext.get("resource_id"))
+          and "lower(self.output.properties.source) == lower(each.key)" in eposts
+          and "self.output.properties.topicType == local.arm_topic_type[each.key]" in eposts
+          and 'strcontains(self.identity[0].type, "SystemAssigned")' in eposts, eposts)
+    aes = R.get(("azapi_resource", "arm_event_subscription"), {})
+    ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
+    dest, flt = ap.get("destination") or {}, ap.get("filter") or {}
+    dl = ap.get("deadLetterWithResourceIdentity") or {}
+    check("issue 32: the event subscription of a topic in another subscription: same function, filter, retry and dead-lettering as azurerm's",
+          aes.get("for_each") == "${local.foreign_arm_subscriptions}" and aes.get("parent_id") == "${each.value.id}"
+          and str(aes.get("type", "")).startswith("Microsoft.EventGrid/systemTopics/eventSubscriptions@")
+          and ap.get("eventDeliverySchema") == "EventGridSchema"
+          and dest.get("endpointType") == "AzureFunction" and (dest.get("properties") or {}).get("resourceId") == "${local.drift_function_id}"
+          and (dest.get("properties") or {}).get("maxEventsPerBatch") == 1
+          and flt.get("includedEventTypes") == "${local.arm_filter.included_event_types}"
+          and all(x in str(flt.get("advancedFilters")) for x in ("StringNotBeginsWith", "local.arm_filter.string_not_begins_with",
+                                                                "StringNotIn", "local.arm_filter.string_not_in"))
+          and (dl.get("identity") or {}).get("type") == "SystemAssigned"
+          and ((dl.get("deadLetterDestination") or {}).get("properties") or {}).get("blobContainerName") == "${azurerm_storage_container.dead_letters.name}"
+          and (ap.get("retryPolicy") or {}).get("maxDeliveryAttempts") == "${var.max_delivery_attempts}"
+          and set(aes.get("depends_on", [])) >= {"${terraform_data.package}", "${time_sleep.role_propagation}"}
+          and "local.arm_filter_value_count <= 25" in json.dumps(aes.get("lifecycle"))
+          and "contains(local.foreign_sources, s)" in str(L.get("foreign_arm_subscriptions")), f"{ap}")
+
+    # Roles once at the management group: scope = the management group id, the role definition id
+    # in the form ARM returns at that scope; the custom role assignable there.
+    rdb = str(L.get("role_definition_base", ""))
+    check("issue 32: tag writer and Reader at each enforcement scope, a management group included, with the role definition id ARM returns there",
+          all(ra.get(n, {}).get("for_each") == "${local.enforcement_scopes}" and ra.get(n, {}).get("scope") == "${each.value}"
+              and str(ra.get(n, {}).get("role_definition_id", "")).startswith("${local.role_definition_base[each.value]}/")
+              for n in ("tag_contributor", "reader"))
+          and "startswith(s, local.mg_scope_prefix) ? \"/providers/Microsoft.Authorization/roleDefinitions\"" in rdb
+          and '"/subscriptions/${split(\"/\", s)[2]}/providers/Microsoft.Authorization/roleDefinitions"' in rdb
+          and "for s in local.enforcement_scopes" in rdb, rdb)
+    tw, bw = rdef.get("tag_writer", {}), rdef.get("blob_writer", {})
+    tas = str(L.get("tag_writer_assignable_scopes", ""))
+    check("issue 32: the tag writer role's assignable_scopes include the management group (and the other subscriptions it is assigned in); "
+          "the blob writer (DataActions) stays assignable in this subscription only",
+          tw.get("assignable_scopes") == "${local.tag_writer_assignable_scopes}" and tw.get("scope") == "${local.subscription_id}"
+          and tas.startswith("${distinct(concat([local.subscription_id], local.mg_scopes,")
+          and "local.arm_scopes" in tas and "!= local.home_subscription" in tas
+          and L.get("mg_scopes") == "${[for s in local.enforcement_scopes : s if startswith(s, local.mg_scope_prefix)]}"
+          and bw.get("assignable_scopes") == ["${local.subscription_id}"], tas)
+
+    # The app settings: the management group as-is; every topic's source, in any subscription.
+    contract = L.get("contract_app_settings", {}) if isinstance(L.get("contract_app_settings"), dict) else {}
+    check("issue 32: TAGWARDEN_SWEEP_SCOPES carries the enforcement scopes as given (a management group id as-is); "
+          "TAGWARDEN_EVENT_TOPICS every ARM topic's source (local.arm_topics: created, existing, other subscriptions)",
+          contract.get("TAGWARDEN_SWEEP_SCOPES") == '${join(",", sort(tolist(local.enforcement_scopes)))}'
+          and "keys(local.arm_topics)" in str(contract.get("TAGWARDEN_EVENT_TOPICS")))
+    out = json.dumps(mod["output"].get("event_subscription_ids", {}))
+    check("issue 32: output event_subscription_ids.arm includes the event subscriptions in other subscriptions",
+          "azapi_resource.arm_event_subscription" in out and "azurerm_eventgrid_system_topic_event_subscription.arm" in out)
+
+
 def main() -> int:
     _, mod = parse_dir(MODULE)
     _, ex = parse_dir(EXAMPLE)
@@ -286,25 +439,28 @@ def main() -> int:
     subs_topics = [n for (t, n), b in R.items() if t == "azurerm_eventgrid_system_topic"
                    and "subscription_id" in str(b.get("source_resource_id"))]
     check("item 1: no system topic hard-wired to the whole subscription", not subs_topics, f"{subs_topics}")
-    check("item 1: scopes with an existing topic get none created (existing_system_topics)",
-          "!contains(keys(var.existing_system_topics), s)" in str(L.get("created_arm_topic_scopes"))
+    check("item 1: sources with an existing topic get none created (existing_system_topics, keys compared without case)",
+          "!contains(keys(local.existing_topic_of), s)" in str(L.get("created_arm_topic_scopes"))
+          and "!contains(keys(local.existing_topic_of), s)" in str(L.get("created_foreign_topic_sources"))
+          and "lower(k) == lower(s)" in str(L.get("existing_topic_of"))
           and var_default(V, "existing_system_topics") == {})
     ex_topic = mod["data"].get(("azurerm_eventgrid_system_topic", "existing"), {})
-    posts = json.dumps(first(ex_topic.get("lifecycle")).get("postcondition"))
+    posts = " ".join(str(pc.get("condition", "")) for pc in first(ex_topic.get("lifecycle")).get("postcondition", []))
     check("item 1: existing topics are read (data source), checked for source, type and a system-assigned identity",
-          ex_topic.get("for_each") == "${var.existing_system_topics}" and "self.source_resource_id" in posts
-          and "self.topic_type" in posts and "SystemAssigned" in posts)
+          "local.existing_topic_of" in str(ex_topic.get("for_each")) and "!contains(local.foreign_sources, s)" in str(ex_topic.get("for_each"))
+          and "lower(self.source_resource_id) == lower(each.key)" in posts
+          and "self.topic_type == local.arm_topic_type[each.key]" in posts
+          and 'strcontains(self.identity[0].type, "SystemAssigned")' in posts, posts)
     arm_topics = str(L.get("arm_topics", ""))
-    check("item 1: local.arm_topics merges created and existing topics",
-          "azurerm_eventgrid_system_topic.arm" in arm_topics and "data.azurerm_eventgrid_system_topic.existing" in arm_topics)
-    pre = json.dumps(first(topic.get("lifecycle")).get("precondition"))
-    check("item 1: topics refused for scopes in another subscription or nested in a listed subscription",
-          "local.foreign_scopes" in pre and "local.nested_rg_scopes" in pre
-          and "data.azurerm_subscription.current.subscription_id" in str(L.get("foreign_scopes")))
+    check("item 1: local.arm_topics merges created and existing topics, in this subscription and in others",
+          all(t in arm_topics for t in ("azurerm_eventgrid_system_topic.arm", "data.azurerm_eventgrid_system_topic.existing",
+                                        "azapi_resource.arm_topic", "data.azapi_resource.existing_topic")))
     es = R.get(("azurerm_eventgrid_system_topic_event_subscription", "arm"), {})
-    check("item 1: one ARM event subscription per topic, on the topic's own resource group",
-          es.get("for_each") == "${local.arm_subscriptions}" and es.get("system_topic") == "${each.value.name}"
-          and es.get("resource_group_name") == "${each.value.resource_group_name}")
+    check("item 1: one ARM event subscription per topic in this subscription, on the topic's own resource group",
+          es.get("for_each") == "${local.home_arm_subscriptions}" and es.get("system_topic") == "${each.value.name}"
+          and es.get("resource_group_name") == "${each.value.resource_group_name}"
+          and "!contains(local.foreign_sources, s)" in str(L.get("home_arm_subscriptions"))
+          and "local.arm_subscriptions" in str(L.get("home_arm_subscriptions")))
     check("item 3: ARM event subscriptions only once the package is published, after terraform_data.package",
           "local.arm_topics" in str(L.get("arm_subscriptions")) and "if local.package_published" in str(L.get("arm_subscriptions"))
           and "${terraform_data.package}" in es.get("depends_on", []))
@@ -459,11 +615,14 @@ def main() -> int:
           and all(f"ActionMatches{{'{blob}{a}'}}" in pcond for a in ("write", "add/action")), f"got {cp} {pcond}")
     every_ra_described = [n for n, b in ra.items() if not b.get("description")]
     check("every role assignment has a description", not every_ra_described, f"{every_ra_described}")
-    all_text = mod_text + ex_text
+    all_text = mod_text + "".join(text_of(d) for d in EXAMPLES.values())
     bad = [r for r, gid in FORBIDDEN_ROLES.items()
            if gid in all_text or re.search(rf'role_definition_name\s*=\s*"{re.escape(r)}"', all_text)]
     check("no Owner / Contributor / User Access Administrator role anywhere", not bad, f"found: {bad}")
     check("no role_definition_name lookups (built-in ids only)", "role_definition_name" not in all_text)
+
+    # Issue 32 item 2: one function for a management group and many subscriptions.
+    check_management_groups(mod, V, L, R, ra, rdef)
 
     # Monitoring.
     ai = R.get(("azurerm_application_insights", "this"), {})
@@ -529,10 +688,36 @@ def main() -> int:
           and cm.get("cluster_policy_documents") == "${var.initial_policies}"
           and not [k for k in cm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")])
 
+    # Issue 32 item 2: the management-group example: three subscriptions, the group as the one
+    # enforcement scope, one topic per listed subscription, publishers limited to their prefix.
+    _, mx = parse_dir(MG_EXAMPLE)
+    mm = mx["module"].get("tagwarden", {})
+    check_variables("azure-management-group", mx["variable"])
+    sub_valid = json.dumps(mx["variable"].get("subscription_ids", {}).get("validation"))
+    mprov = mx["provider"]
+    check("issue 32: example azure-management-group: the management group is the enforcement scope, three subscriptions feed events, "
+          "clusters by infraID with their publishers, only module variables",
+          mm.get("source") == "../../azure"
+          and mm.get("enforcement_scopes") == [MG_PREFIX + "${var.management_group_id}"]
+          and mm.get("event_source_subscription_ids") == "${var.subscription_ids}"
+          and "length(var.subscription_ids) == 3" in sub_valid and "default" not in mx["variable"].get("subscription_ids", {})
+          and "default" not in mx["variable"].get("management_group_id", {})
+          and mm.get("infra_ids") == "${keys(var.clusters)}" and "default" not in mx["variable"].get("clusters", {})
+          and "var.clusters" in str(mm.get("cluster_publisher_principal_ids"))
+          and mm.get("existing_system_topics") == "${var.existing_system_topics}"
+          and not [k for k in mm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")]
+          and "features" in mprov.get("azurerm", {}) and mprov.get("azurerm", {}).get("storage_use_azuread") is True
+          and "azapi" in mprov,
+          f"{mm}")
+    mg_rx = hcl_regexes(" ".join(str(v.get("condition", "")) for v in mx["variable"].get("management_group_id", {}).get("validation", [])))
+    check("issue 32: example azure-management-group: the management group id is validated as the module does (1-90 of letters, digits, -_().; not ending in '.')",
+          bool(mg_rx) and accepts(mg_rx, "platform-lz") and accepts(mg_rx, "a" * 90) and not accepts(mg_rx, "a" * 91)
+          and not accepts(mg_rx, "platform.") and not accepts(mg_rx, "a/b"), f"{mg_rx}")
+
     # Issue 36: one owner per thing. No example invents tags (no user_tags input, no policy
     # template, no default that becomes a policy); the azure-basic scope is the resource group the
     # cluster reports; initial policy blobs are written once and after their change subscription.
-    for label, d in (("azure-basic", EXAMPLE), ("azure-clusters", CLUSTERS_EXAMPLE)):
+    for label, d in EXAMPLES.items():
         _, e = parse_dir(d)
         defaults = {n: b.get("default") for n, b in e["variable"].items() if "default" in b}
         check(f"issue 36: {label}: no user_tags input, no policy template, initial policies default to nothing",
@@ -608,7 +793,7 @@ def main() -> int:
                 if "required_version" in t:
                     return t["required_version"]
         return None
-    rv = {str(d.relative_to(ROOT)): required_version(d) for d in (MODULE, EXAMPLE, CLUSTERS_EXAMPLE)}
+    rv = {str(d.relative_to(ROOT)): required_version(d) for d in (MODULE, *EXAMPLES.values())}
     check("issue 24 item 5: the examples' required_version is the module's", len(set(rv.values())) == 1 and None not in rv.values(), f"{rv}")
 
     # Outputs.
@@ -627,7 +812,7 @@ def main() -> int:
                     if m_:
                         return (int(m_.group(1)), int(m_.group(2))), rp
         return None, {}
-    for label, d in (("infra/azure", MODULE), ("azure-basic", EXAMPLE), ("azure-clusters", CLUSTERS_EXAMPLE)):
+    for label, d in (("infra/azure", MODULE), *EXAMPLES.items()):
         lb, rp = lower_bound(d)
         check(f"item 5: {label} pins azurerm >= 4.78 (custom runtime since 4.21, maximum_instance_count < 40 since 4.58, local_authentication_enabled since 4.78) and declares hashicorp/time",
               lb is not None and lb >= AZURERM_MIN and "time" in rp, f"lower bound {lb}")
@@ -652,6 +837,14 @@ def main() -> int:
     check("infra/azure/README.md documents every input and output", not undocumented, f"{undocumented}")
     check("README has the handler contract section with every contract key",
           "## Handler contract" in readme and all(k in readme for k in CONTRACT_KEYS + ["APPLICATIONINSIGHTS_CONNECTION_STRING", "TAGWARDEN_SWEEP_QUEUE"]))
+    # Issue 32 item 2: the README says what a platform team needs for a management group.
+    mg_doc = readme.split("## Management groups and several subscriptions")[1].split("\n## ")[0] if "## Management groups and several subscriptions" in readme else ""
+    check("issue 32: README 'Management groups and several subscriptions': what is granted where, which topics, one topic per source, "
+          "what to do per new subscription (unlisted: events not received, the sweep still covers it)",
+          all(x in mg_doc for x in ("**What is granted where.**", "**Which topics are created.**", "**One topic per source.**",
+                                    "**Once per new subscription.**", "Events from a subscription that is not listed are not received",
+                                    "the sweep still covers it", "event_source_subscription_ids", "existing_system_topics",
+                                    "assignable_scopes", "cluster_publisher_principal_ids")))
     # Issue 17 item 3: the single command sequence that deploys a working function.
     check("item 3: README gives the single deploy sequence (az login, terraform init, terraform apply with function_zip)",
           "## Deploy: one command sequence" in readme and "az login" in readme and "terraform init" in readme
