@@ -372,11 +372,7 @@ async fn unsupported_types_are_reported_not_dropped() {
     let rec = reconciler(&clients, &account, &format!("s3://{bucket}/p.json"), Duration::ZERO);
     let out = rec.sweep(false, None, None).await;
     assert!(out.error.is_none() && !out.must_retry(), "{:?}", out.records);
-    let queue = out
-        .records
-        .iter()
-        .find(|r| r.resource_type == "sqs:queue")
-        .expect("the queue is reported");
+    let queue = out.records.iter().find(|r| r.resource_type == "sqs:queue").expect("the queue is reported");
     assert_eq!(queue.status, Status::Unsupported, "{queue:?}");
     assert!(queue.error.as_deref().unwrap_or_default().contains("not yet supported"), "{queue:?}");
     assert_eq!(out.failed(), 0);

@@ -10,19 +10,27 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-/// At most `rate` calls in any second, evenly spaced (no burst: a bucket of one token), so the
-/// bound holds for every 1-second window, not only on average; shared by clones.
+/// A token bucket of `burst` tokens refilled at `rate` a second; shared by clones. With a burst of
+/// one ([`RateLimit::per_second`]) the calls are evenly spaced, so the bound holds for every
+/// 1-second window, not only on average.
 #[derive(Debug, Clone)]
 pub struct RateLimit {
     rate: f64,
+    burst: f64,
     state: Arc<Mutex<(f64, Instant)>>,
 }
 
 impl RateLimit {
-    /// `rate` calls a second (at least a thousandth).
+    /// `rate` calls a second (at least a thousandth), evenly spaced.
     pub fn per_second(rate: f64) -> Self {
-        let rate = rate.max(0.001);
-        RateLimit { rate, state: Arc::new(Mutex::new((1.0, Instant::now()))) }
+        Self::bucket(rate, 1.0)
+    }
+
+    /// A bucket of `burst` tokens (at least one), full at the start, refilled at `rate` a second
+    /// (at least a thousandth): the shape of the cloud's own buckets, at a share of their size.
+    pub fn bucket(rate: f64, burst: f64) -> Self {
+        let (rate, burst) = (rate.max(0.001), burst.max(1.0));
+        RateLimit { rate, burst, state: Arc::new(Mutex::new((burst, Instant::now()))) }
     }
 
     pub fn rate(&self) -> f64 {
@@ -35,7 +43,7 @@ impl RateLimit {
         loop {
             let (tokens, at) = *state;
             let now = Instant::now();
-            let tokens = (tokens + now.duration_since(at).as_secs_f64() * self.rate).min(1.0);
+            let tokens = (tokens + now.duration_since(at).as_secs_f64() * self.rate).min(self.burst);
             if tokens >= 1.0 {
                 *state = (tokens - 1.0, now);
                 return;
@@ -74,5 +82,25 @@ mod tests {
         limit.acquire().await;
         limit.acquire().await;
         assert!((t0.elapsed().as_secs_f64() - 0.2).abs() < 1e-3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bucket_spends_its_burst_then_its_refill() {
+        let limit = RateLimit::bucket(10.0, 100.0);
+        let start = Instant::now();
+        for _ in 0..100 {
+            limit.acquire().await;
+        }
+        assert!(start.elapsed().as_secs_f64() < 1e-6, "the burst goes at once");
+        for _ in 0..50 {
+            limit.acquire().await;
+        }
+        assert!((start.elapsed().as_secs_f64() - 5.0).abs() < 1e-3, "then 10 a second: {:?}", start.elapsed());
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        let t0 = Instant::now();
+        for _ in 0..101 {
+            limit.acquire().await;
+        }
+        assert!((t0.elapsed().as_secs_f64() - 0.1).abs() < 1e-3, "idle refills the bucket, never past its size");
     }
 }

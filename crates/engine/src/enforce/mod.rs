@@ -110,6 +110,19 @@ pub trait Adapter: Send + Sync {
     async fn list_owned_noting(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> (Listing, Vec<String>) {
         (self.list_owned(infra_id, pages).await, Vec::new())
     }
+    /// [`Adapter::list_owned_noting`] for every swept cluster, in `infra_ids`' order: one listing
+    /// each, unless the cloud can list several ownership keys in one query (Azure Resource Graph).
+    /// `pages` is told how many were found so far, all clusters together.
+    async fn list_owned_all(&self, infra_ids: &[&str], pages: &(dyn Fn(usize) + Sync)) -> Vec<(Listing, Vec<String>)> {
+        let mut out = Vec::with_capacity(infra_ids.len());
+        let mut before = 0;
+        for id in infra_ids {
+            let listed = self.list_owned_noting(id, &|n| pages(before + n)).await;
+            before += listed.0 .0.len();
+            out.push(listed);
+        }
+        out
+    }
     /// Resources the owned listing cannot see, with their tags, whoever owns them (the engine
     /// keeps the swept clusters'), given what it found; the ones that could not be read; and the
     /// listings that failed.
@@ -120,6 +133,13 @@ pub trait Adapter: Send + Sync {
     /// Why this cloud cannot sweep, if it cannot (it was given nowhere to list).
     fn cannot_sweep(&self) -> Option<&'static str> {
         None
+    }
+    /// The budget `r`'s writes are paced against, where the adapter paces by more than one (Azure:
+    /// its subscription): a sweep takes its jobs from each in turn, so no budget's pace holds every
+    /// slot. One for all by default.
+    fn pacing_key<'r>(&self, r: &'r ResourceRef) -> &'r str {
+        let _ = r;
+        ""
     }
     /// How a sweep sends the write of `r`.
     fn batching(&self, r: &ResourceRef) -> Batching<Self::Group> {

@@ -195,6 +195,11 @@ impl<A: Adapter> Engine<A> {
             jobs.extend(batches(&self.adapter, &planned));
         }
 
+        let jobs = in_turn(jobs, |job| match job {
+            Job::Read(r) => self.adapter.pacing_key(r).to_string(),
+            Job::Reread(i) => self.adapter.pacing_key(&planned[*i].resource).to_string(),
+            Job::Write { members, .. } => self.adapter.pacing_key(&planned[members[0]].resource).to_string(),
+        });
         let how = Run { stop_at, deferred: DEFERRED, locks_held: false };
         let (read, written) = self.run_jobs(&policies, &planned, jobs, how).await;
         for record in read {
@@ -370,10 +375,10 @@ impl<A: Adapter> Engine<A> {
         let mut failed = Vec::new();
         let mut fallbacks = Vec::new();
         let mut seen = HashSet::new();
-        for policy in swept {
-            let before = found.len() as u64;
-            let pages = |n: usize| self.report("discover", before + n as u64, 0);
-            let ((listed, errors), notes) = self.adapter.list_owned_noting(&policy.infra_id, &pages).await;
+        let ids: Vec<&str> = swept.iter().map(|p| p.infra_id.as_str()).collect();
+        let pages = |n: usize| self.report("discover", n as u64, 0);
+        let listings = self.adapter.list_owned_all(&ids, &pages).await;
+        for (policy, ((listed, errors), notes)) in swept.iter().zip(listings) {
             fallbacks.extend(notes.into_iter().map(|why| (policy.infra_id.clone(), why)));
             for (r, tags) in listed {
                 // Owned by two swept clusters: listed twice, reported once.
@@ -383,7 +388,6 @@ impl<A: Adapter> Engine<A> {
             }
             failed.extend(errors.into_iter().map(|e| (Some(policy.infra_id.clone()), e)));
         }
-        let ids: Vec<&str> = swept.iter().map(|p| p.infra_id.as_str()).collect();
         if let Some(known) = reuse.then(|| self.coalesce.beside(&ids, self.policy_window)).flatten() {
             found.extend(known.into_iter().filter(|(r, _)| seen.insert(identity(self.cloud(), r))));
             self.report("discover", found.len() as u64, found.len() as u64);
@@ -442,6 +446,22 @@ fn since(record: Record, seen_ms: u64) -> Record {
     }
 }
 
+/// `jobs` taken from each pacing key in turn, each key's in their order.
+fn in_turn<G>(jobs: Vec<Job<G>>, key: impl Fn(&Job<G>) -> String) -> Vec<Job<G>> {
+    let mut by_key: BTreeMap<String, std::collections::VecDeque<Job<G>>> = BTreeMap::new();
+    for job in jobs {
+        by_key.entry(key(&job)).or_default().push_back(job);
+    }
+    let mut out = Vec::new();
+    while !by_key.is_empty() {
+        by_key.retain(|_, q| {
+            out.extend(q.pop_front());
+            !q.is_empty()
+        });
+    }
+    out
+}
+
 /// The planned writes as jobs: shared calls grouped by identical delta, the rest alone.
 pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job<A::Group>> {
     let mut groups: BTreeMap<(Batching<A::Group>, &TagMap), Vec<usize>> = BTreeMap::new();
@@ -472,6 +492,23 @@ pub(super) fn batches<A: Adapter>(cloud: &A, planned: &[Planned]) -> Vec<Job<A::
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn jobs_are_taken_from_each_pacing_key_in_turn() {
+        let jobs: Vec<super::Job<()>> = [0, 1, 2, 3, 4, 5].into_iter().map(super::Job::Reread).collect();
+        let key = |j: &super::Job<()>| match j {
+            super::Job::Reread(i) if *i < 4 => "a".to_string(),
+            _ => "b".to_string(),
+        };
+        let order: Vec<usize> = super::in_turn(jobs, key)
+            .iter()
+            .map(|j| match j {
+                super::Job::Reread(i) => *i,
+                _ => usize::MAX,
+            })
+            .collect();
+        assert_eq!(order, [0, 4, 1, 5, 2, 3]);
+    }
+
     use super::super::memory::{tags, Memory};
     use super::super::tests::{engine, OWNED, POLICY};
     use super::*;
