@@ -336,7 +336,7 @@ async fn the_fake_resource_graph_keeps_the_contract() {
     let token = token["access_token"].as_str().expect("token").to_string();
     let scopes = tagwarden::azure::resource_graph::Scopes::parse(&[format!("/subscriptions/{}", subscription(0))])
         .expect("scope");
-    let query = tagwarden::azure::resource_graph::owned_query(&scopes, OWNER);
+    let query = tagwarden::azure::resource_graph::owned_query(&scopes, &[OWNER.to_string()]);
     let post = |version: Option<&str>, body: Value| {
         let mut url = format!("{}/providers/Microsoft.ResourceGraph/resources", fake.arm);
         if let Some(v) = version {
@@ -362,7 +362,23 @@ async fn the_fake_resource_graph_keeps_the_contract() {
     let last: Value = serde_json::from_str(&last).expect("JSON");
     assert_eq!((last["count"].as_u64(), last.get("$skipToken")), (Some(1), None), "{last:#}");
 
+    // A management group's request: the query lists all of the group's scope; one scope kind a request.
+    fake.management_group("Fleet-MG", &[subscription(0)]);
+    let mg = tagwarden::azure::resource_graph::Scopes::parse(&[
+        "/providers/Microsoft.Management/managementGroups/Fleet-MG".to_string(),
+    ])
+    .expect("scope");
+    let mg_query = tagwarden::azure::resource_graph::owned_query(&mg, &[OWNER.to_string()]);
+    let in_group = json!({"managementGroups": ["fleet-mg"], "query": mg_query, "options": {"$top": 1000}});
+    let page = post(Some("2022-10-01"), in_group).await.expect("mg query").text().await.expect("body");
+    let page: Value = serde_json::from_str(&page).expect("JSON");
+    assert_eq!(page["count"].as_u64(), Some(3), "{page:#}");
+    let both = json!({"subscriptions": [subscription(0)], "managementGroups": ["fleet-mg"], "query": mg_query});
+    let unknown = json!({"managementGroups": ["nope"], "query": mg_query});
+
     for (version, b, status, code) in [
+        (Some("2022-10-01"), both, 400, "BadRequest"),
+        (Some("2022-10-01"), unknown, 400, "BadRequest"),
         (Some("2022-10-01"), body(1001, &query), 400, "BadRequest"),
         (None, body(10, &query), 400, "MissingApiVersionParameter"),
         (Some("2022-10-01"), body(10, "Resources | project id, name"), 400, "BadRequest"),
@@ -373,4 +389,197 @@ async fn the_fake_resource_graph_keeps_the_contract() {
         let e: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("JSON");
         assert_eq!(e["error"]["code"], code, "{e:#}");
     }
+}
+
+const MG: &str = "/providers/Microsoft.Management/managementGroups/fleet-mg";
+const SET: [&str; 2] = ["mgc-a-1x2y3", "mgc-b-4z5w6"];
+
+/// Issue 32's fleet: `subs` subscriptions under one management group, in each a resource group per
+/// cluster of [`SET`] holding `per_cluster` owned resources (the group included), one in ten
+/// drifted; beside them, per subscription, one resource of no cluster.
+fn set_fleet(fake: &FakeAzure, subs: usize, per_cluster: usize) -> Fleet {
+    let mut f = Fleet { owned: Vec::new(), drifted: Vec::new(), others: Vec::new() };
+    fake.management_group("Fleet-MG", &(0..subs).map(subscription).collect::<Vec<_>>());
+    for s in 0..subs {
+        for (c, infra) in SET.iter().enumerate() {
+            let owner = format!("kubernetes.io_cluster.{infra}");
+            let rg = format!("/subscriptions/{}/resourceGroups/{infra}-rg", subscription(s));
+            fake.put_resource(&rg, &[(owner.as_str(), "owned"), DESIRED[0], DESIRED[1]]);
+            f.owned.push(rg.clone());
+            for i in 0..per_cluster - 1 {
+                let id = format!("{rg}/providers/{}/r{s}-{c}-{i:05}", KINDS[i % KINDS.len()]);
+                if i % 10 == 3 {
+                    fake.put_resource(&id, &[(owner.as_str(), "owned"), ("team", "old")]);
+                    f.drifted.push(id.clone());
+                } else {
+                    fake.put_resource(&id, &[(owner.as_str(), "owned"), DESIRED[0], DESIRED[1]]);
+                }
+                f.owned.push(id);
+            }
+        }
+        let foreign =
+            format!("/subscriptions/{}/resourceGroups/other/providers/Microsoft.Compute/disks/d", subscription(s));
+        fake.put_resource(&foreign, &[("team", "theirs")]);
+        f.others.push(foreign);
+    }
+    f
+}
+
+fn set_docs() -> Vec<(String, String)> {
+    SET.iter()
+        .map(|id| {
+            let doc = format!("version: 1\ncloud: azure\ninfraID: {id}\ntags: {{team: platform, env: prod}}\n");
+            (format!("clusters/{id}/10-cluster.yaml"), doc)
+        })
+        .collect()
+}
+
+/// The most Merges any subscription received in one second (the fake's answer times).
+fn peak_writes_per_second(fake: &FakeAzure) -> usize {
+    let mut by_sub: HashMap<String, Vec<Instant>> = HashMap::new();
+    for l in fake.log().iter().filter(|l| l.api == "arm" && l.method == "PATCH") {
+        let sub = l.path.split('/').nth(2).unwrap_or_default().to_ascii_lowercase();
+        by_sub.entry(sub).or_default().push(l.at);
+    }
+    let mut peak = 0;
+    for at in by_sub.values_mut() {
+        at.sort();
+        for (i, t) in at.iter().enumerate() {
+            peak = peak.max(at[i..].iter().take_while(|u| u.duration_since(*t) < Duration::from_secs(1)).count());
+        }
+    }
+    peak
+}
+
+/// Issue 32's done-when: a management group of 5 subscriptions, a cluster set of 2 clusters with
+/// 500 owned resources each in every subscription (5,000), 10 % drifted. The function's timer
+/// sweep lists and reads them in 5 Resource Graph queries (one query for the whole set, scoped to
+/// the management group), writes exactly the drifted ones, once each, at most half of each
+/// subscription's ARM write bucket in any second; the second sweep writes nothing; the
+/// policy-change queue's sweep lists the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_management_group_sweep_of_a_cluster_set_lists_5000_in_5_queries_and_writes_only_the_drifted() {
+    let (subs, per_cluster) = (5, 500);
+    let docs = set_docs();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, d)| (n.as_str(), d.as_str())).collect();
+    let env =
+        Env::with("clusters/*/", &docs, &[("TAGWARDEN_CLUSTERS", &SET.join(",")), ("TAGWARDEN_SWEEP_SCOPES", MG)])
+            .await;
+    let f = set_fleet(&env.fake, subs, per_cluster);
+    let (owned, drifted) = (f.owned.len() as u64, f.drifted.len() as u64);
+    assert_eq!((owned, drifted), (5000, 500));
+
+    let started = Instant::now();
+    let (status, body, calls) = sweep(&env).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body), json!({"applied": drifted, "unchanged": owned - drifted}), "{body:#}");
+    assert_eq!(body["ReturnValue"]["listing_fallbacks"], json!([]), "{body:#}");
+    assert_eq!(env.fake.count("POST graph"), 5, "one query for both clusters: {calls:?}");
+    let graph_scopes: Vec<Value> = env
+        .fake
+        .log()
+        .iter()
+        .filter(|l| l.path.to_ascii_lowercase().ends_with("/microsoft.resourcegraph/resources"))
+        .map(|l| serde_json::from_str::<Value>(&l.body).map(|b| b["managementGroups"].clone()).unwrap_or_default())
+        .collect();
+    assert!(graph_scopes.iter().all(|g| g == &json!(["fleet-mg"])), "{graph_scopes:?}");
+    assert_eq!((env.fake.count("GET list"), env.fake.count("GET descendants")), (0, 0));
+    assert_eq!((env.fake.count("GET tags"), env.fake.count("PATCH tags")), (500, 500), "{calls:?}");
+    let peak = peak_writes_per_second(&env.fake);
+    // Half of ARM's subscription write bucket (200, refilled at 10/s): at most 100 + 5 in a second.
+    assert!(peak <= 105, "{peak} Merges in one second in one subscription");
+    for id in &f.drifted {
+        assert_eq!(env.fake.tags(id).expect("resource").get("team").map(String::as_str), Some("platform"), "{id}");
+    }
+    for id in &f.others {
+        assert_eq!(env.fake.tags(id).expect("foreign")["team"], "theirs", "{id} was never written");
+    }
+
+    env.fake.clear_log();
+    let (status, body, again) = sweep(&env).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body), json!({"unchanged": owned}));
+    assert_eq!((env.fake.count("POST graph"), env.fake.count("PATCH tags")), (5, 0), "{again:?}");
+
+    // A policy change: the queue's sweep of the changed cluster lists the same way (its 2,500 in 3
+    // queries) and writes exactly what drifted meanwhile. (A new version whose desired tags are
+    // unchanged, so that what it writes is the drift alone.)
+    for id in f.drifted.iter().filter(|id| id.contains(SET[0])) {
+        env.fake.put_resource(id, &[(format!("kubernetes.io_cluster.{}", SET[0]).as_str(), "owned"), ("team", "old")]);
+    }
+    env.fake.clear_log();
+    let changed = format!("# a new version\n{}", docs[0].1);
+    env.publish(docs[0].0, &changed).await;
+    let (status, body) =
+        env.invoke("sweep-queue", "message", support::env::queue_message(&support::env::blob_created(docs[0].0))).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(env.fake.count("POST graph"), 3, "{body:#}");
+    assert_eq!(env.fake.count("PATCH tags") as u64, drifted / 2, "cluster {}'s drifted resources, once", SET[0]);
+    let peak_change = peak_writes_per_second(&env.fake);
+    assert!(peak_change <= 105, "{peak_change}");
+    println!(
+        "MANAGEMENT GROUP: subscriptions={subs} clusters={} owned={owned} drifted={drifted} | first sweep: queries={} \
+         ({:.4}/owned) re-reads={} merges={} calls={} peak merges/s/subscription={peak} took={:.1}s | second sweep: \
+         queries={} merges={} | policy change of one cluster ({} owned): queries={} merges={} peak merges/s/subscription={peak_change}",
+        SET.len(),
+        calls_of(&calls, "resourcegraph:Resources"),
+        calls_of(&calls, "resourcegraph:Resources") as f64 / owned as f64,
+        calls_of(&calls, "arm:GetTags"),
+        calls_of(&calls, "arm:MergeTags"),
+        resource_calls(&calls),
+        took.as_secs_f64(),
+        calls_of(&again, "resourcegraph:Resources"),
+        calls_of(&again, "arm:MergeTags"),
+        owned / 2,
+        env.fake.count("POST graph"),
+        env.fake.count("PATCH tags"),
+    );
+}
+
+/// The CLI sweeps a management group's cluster set the same way; where Resource Graph is refused,
+/// ARM walks the group's subscriptions (`descendants`) and lists each, and says so.
+#[tokio::test]
+async fn the_cli_sweeps_a_management_group_and_falls_back_through_its_subscriptions() {
+    let fake = FakeAzure::start(None);
+    let f = set_fleet(&fake, 3, 20);
+    let http = reqwest::Client::new();
+    let container = support::azurite::container(&http).await;
+    for (name, doc) in set_docs() {
+        support::azurite::put_blob(&http, &container, &name, &doc).await;
+    }
+    let policy = format!("{container}/clusters/*/?{}", support::azurite::account_sas());
+    let url = format!("{}?resource={ARM_AUDIENCE}&api-version=2019-08-01", fake.identity);
+    let resp = http.get(url).header("X-IDENTITY-HEADER", IDENTITY_HEADER).send().await.expect("token");
+    let token: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("JSON");
+    let run = |dry: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"));
+        cmd.args(["sweep", "--policy", &policy, "--scope", MG, "--arm-endpoint", &fake.arm, "--json"]);
+        cmd.args(SET.iter().flat_map(|c| ["--cluster", c]));
+        if dry {
+            cmd.arg("--dry-run");
+        }
+        cmd.env("TAGWARDEN_ARM_TOKEN", token["access_token"].as_str().expect("token"));
+        cmd.output().expect("run tagwarden")
+    };
+    let out = run(true);
+    let s: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(s["drifted"].as_u64(), Some(f.drifted.len() as u64), "{s:#}");
+    assert_eq!((fake.count("POST graph"), fake.count("GET list")), (1, 0), "one query: 120 owned");
+
+    fake.clear_log();
+    fake.refuse_graph(400, "BadRequest");
+    let out = run(false);
+    let s: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let why = s["listing_fallbacks"].to_string();
+    assert!(why.contains("Resource Graph refused") && why.contains("Resources - List"), "{s:#}");
+    // Each cluster: the group's subscriptions, then each subscription's resources and groups.
+    assert_eq!(fake.count("GET descendants"), SET.len(), "{s:#}");
+    assert_eq!(fake.count("PATCH tags"), f.drifted.len(), "{s:#}");
+    for id in &f.drifted {
+        assert_eq!(fake.tags(id).expect("resource").get("team").map(String::as_str), Some("platform"), "{id}");
+    }
+    assert_eq!(fake.tags(&f.others[0]).expect("foreign")["team"], "theirs");
 }

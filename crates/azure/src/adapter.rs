@@ -13,70 +13,135 @@
 //! retries (`super::arm`), the protocol of the Functions host (`super::function`) and the decision
 //! itself (`tagwarden_core::plan`).
 
+use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Mutex;
 
 use super::arm::ArmClient;
 use super::blob_store::BlobSource;
-use super::resource_graph::{GraphError, GraphListing, Scopes};
-use tagwarden_core::cloud::Cloud;
+use super::resource_graph::{management_group_of, GraphError, GraphListing, Scopes};
+use tagwarden_core::cloud::{Cloud, OWNED};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::CloudError;
 use tagwarden_engine::enforce::sweep::{Batching, Listing};
 use tagwarden_engine::enforce::{Adapter, Read};
+use tagwarden_engine::rate_limit::RateLimit;
 
-/// The ARM client, and the subscription or resource-group IDs a sweep lists.
+/// The ARM client, and the subscription, resource-group or management-group IDs a sweep lists.
 pub struct ArmTagger {
     pub arm: ArmClient,
     pub sweep_scopes: Vec<String>,
     /// List through Resource Graph first (the default); `false`: ARM's listing only.
     pub resource_graph: bool,
+    pub writes: WritePacing,
+}
+
+/// ARM meters writes per subscription (and principal and region) in a token bucket of 200 refilled
+/// at 10 a second ("Understand how Azure Resource Manager throttles requests", its token-bucket
+/// table), which the subscription owner's deployments draw on too. tagwarden's Merges in each
+/// subscription are paced by a bucket of their own at half that, 100 refilled at 5 a second, so
+/// enforcing one subscription never takes more than half of its budget and never waits on another
+/// subscription's. (Each function instance holds its own buckets, for its sweeps and events alike;
+/// instances running at once in one subscription share ARM's bucket, and ARM's 429 and
+/// `Retry-After` are still honoured.)
+#[derive(Debug)]
+pub struct WritePacing {
+    rate: f64,
+    burst: f64,
+    buckets: Mutex<HashMap<String, RateLimit>>,
+}
+
+impl WritePacing {
+    /// Half of ARM's subscription write bucket: 5 a second, a burst of 100.
+    pub const HALF_OF_ARM: (f64, f64) = (5.0, 100.0);
+
+    pub fn new((rate, burst): (f64, f64)) -> Self {
+        WritePacing { rate, burst, buckets: Mutex::new(HashMap::new()) }
+    }
+
+    /// The bucket of the subscription `resource_id` is in.
+    fn of(&self, resource_id: &str) -> RateLimit {
+        let sub = resource_id.split('/').nth(2).unwrap_or_default().to_ascii_lowercase();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        buckets.entry(sub).or_insert_with(|| RateLimit::bucket(self.rate, self.burst)).clone()
+    }
 }
 
 impl ArmTagger {
-    /// Sweeping `sweep_scopes` through Resource Graph, ARM's listing where it is refused.
+    /// Sweeping `sweep_scopes` through Resource Graph, ARM's listing where it is refused, and
+    /// writing at most half of each subscription's ARM write budget ([`WritePacing`]).
     pub fn new(arm: ArmClient, sweep_scopes: Vec<String>) -> Self {
-        ArmTagger { arm, sweep_scopes, resource_graph: true }
+        ArmTagger { arm, sweep_scopes, resource_graph: true, writes: WritePacing::new(WritePacing::HALF_OF_ARM) }
     }
 
-    /// Resource Graph's listing with its tags; and each scope where it showed nothing listed
-    /// through ARM (Resource Graph leaves out without a word what the caller may not read): ARM
-    /// names a scope it may not read (403: grant Reader) or confirms it empty in a call or two; a
-    /// scope where ARM finds what Resource Graph did not show is noted as a fallback.
-    async fn with_unseen(
+    /// Resource Graph's listing of every cluster in `infra_ids` at once, split by ownership key;
+    /// and each scope where it showed nothing, listed through ARM for each cluster (Resource Graph
+    /// leaves out without a word what the caller may not read): ARM names a scope it may not read
+    /// (403: grant Reader) or confirms it empty in a call or two; a scope where ARM finds what
+    /// Resource Graph did not show is noted as a fallback.
+    async fn split_with_unseen(
         &self,
         listing: GraphListing,
-        key: &str,
-        infra_id: &str,
+        infra_ids: &[&str],
         pages: &(dyn Fn(usize) + Sync),
-    ) -> (Listing, Vec<String>) {
-        let mut found: Vec<_> = listing.found.into_iter().map(|(r, tags)| (r, Some(tags))).collect();
-        let (mut failed, mut notes) = (Vec::new(), Vec::new());
-        for scope in listing.unseen {
-            let before = found.len();
-            let (arm_found, errors) = self.arm_listing(std::slice::from_ref(&scope), key, &|n| pages(before + n)).await;
-            if !arm_found.is_empty() {
-                notes.push(format!(
-                    "Resource Graph showed none of cluster {infra_id}'s {} owned resources in {scope} (it leaves out what the identity may not read: grant Reader there); they were listed through ARM's Resources - List, which costs a read per owned resource",
-                    arm_found.len()
-                ));
+    ) -> Vec<(Listing, Vec<String>)> {
+        let keys: Vec<String> = infra_ids.iter().map(|id| Cloud::Azure.ownership_key(id)).collect();
+        let mut out: Vec<(Listing, Vec<String>)> = keys.iter().map(|_| Default::default()).collect();
+        for (r, tags) in listing.found {
+            // A resource two clusters claim is listed for both: the engine reports the conflict.
+            let owners = keys
+                .iter()
+                .enumerate()
+                .filter(|(_, k)| tags.iter().any(|(t, v)| t.eq_ignore_ascii_case(k) && v.eq_ignore_ascii_case(OWNED)));
+            for (i, _) in owners {
+                out[i].0 .0.push((r.clone(), Some(tags.clone())));
             }
-            found.extend(arm_found);
-            failed.extend(errors);
         }
-        ((found, failed), notes)
+        let mut found: usize = out.iter().map(|o| o.0 .0.len()).sum();
+        for scope in listing.unseen {
+            for (i, key) in keys.iter().enumerate() {
+                let (arm_found, errors) =
+                    self.arm_listing(std::slice::from_ref(&scope), key, &|n| pages(found + n)).await;
+                if !arm_found.is_empty() {
+                    out[i].1.push(format!(
+                        "Resource Graph showed none of cluster {}'s {} owned resources in {scope} (it leaves out what the identity may not read: grant Reader there); they were listed through ARM's Resources - List, which costs a read per owned resource",
+                        infra_ids[i],
+                        arm_found.len()
+                    ));
+                }
+                found += arm_found.len();
+                out[i].0 .0.extend(arm_found);
+                out[i].0 .1.extend(errors);
+            }
+        }
+        out
     }
 
-    /// ARM's tag-filtered listing of `scopes`, which carries no tags: each resource is read
-    /// before it is planned. A scope that cannot be listed is named; the others are still swept.
+    /// ARM's tag-filtered listing of `scopes` (a management group's: each subscription under it),
+    /// which carries no tags: each resource is read before it is planned. A scope that cannot be
+    /// listed is named; the others are still swept.
     async fn arm_listing(&self, scopes: &[String], key: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
         let (mut found, mut failed) = (Vec::new(), Vec::new());
         for scope in scopes {
-            match self.arm.list_owned(scope, key).await {
-                Ok(listed) => found.extend(listed.into_iter().map(|r| (r, None))),
-                Err(e) => failed.push(e),
+            // ARM lists no resources at a management group: each subscription under it instead.
+            let subscriptions = match management_group_of(scope) {
+                None => vec![scope.clone()],
+                Some(group) => match self.arm.subscriptions_under(group).await {
+                    Ok(subs) => subs,
+                    Err(e) => {
+                        failed.push(e);
+                        continue;
+                    }
+                },
+            };
+            for sub in &subscriptions {
+                match self.arm.list_owned(sub, key).await {
+                    Ok(listed) => found.extend(listed.into_iter().map(|r| (r, None))),
+                    Err(e) => failed.push(e),
+                }
+                pages(found.len());
             }
-            pages(found.len());
         }
         (found, failed)
     }
@@ -110,34 +175,54 @@ impl Adapter for ArmTagger {
     /// (a concurrent writer got there first), a type that refuses the PATCH, a refused tag, a lock,
     /// or a failure worth another delivery.
     async fn write(&self, r: &ResourceRef, set: &TagMap, _current: &TagMap) -> Result<(), CloudError> {
+        self.writes.of(&r.id).acquire().await;
         self.arm.merge_tags(&r.id, set).await
     }
 
     async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
-        self.list_owned_noting(infra_id, pages).await.0
+        let mut all = self.list_owned_all(&[infra_id], pages).await;
+        all.pop().map(|(listing, _)| listing).unwrap_or_default()
     }
 
-    /// Resource Graph's listing, tags included; ARM's where Resource Graph refuses (noted, for the
-    /// sweep to report). Resource Graph throttled beyond the wait budget, failing or unreachable
-    /// fails the listing, retryably, instead: ARM's listing would spend a read per owned resource
-    /// of the subscription's ARM budget, which its owner's deployments share (`super::resource_graph`).
     async fn list_owned_noting(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> (Listing, Vec<String>) {
-        let key = Cloud::Azure.ownership_key(infra_id);
-        if !self.resource_graph {
-            return (self.arm_listing(&self.sweep_scopes, &key, pages).await, Vec::new());
-        }
-        let refused = match Scopes::parse(&self.sweep_scopes) {
-            Ok(scopes) => match self.arm.graph_owned(&scopes, &key, pages).await {
-                Ok(listing) => return self.with_unseen(listing, &key, infra_id, pages).await,
-                Err(GraphError::Failed(e)) => return ((Vec::new(), vec![e]), Vec::new()),
-                Err(GraphError::Refused(e)) => e.to_string(),
-            },
-            Err(why) => why,
+        self.list_owned_all(&[infra_id], pages).await.pop().unwrap_or_default()
+    }
+
+    /// Resource Graph's listing of every swept cluster in one query (`ceil(N / 1000)` pages for N
+    /// owned resources, whatever the number of clusters), tags included; ARM's, cluster by cluster,
+    /// where Resource Graph refuses (noted, for the sweep to report). Resource Graph throttled
+    /// beyond the wait budget, failing or unreachable fails the listing, retryably, instead: ARM's
+    /// listing would spend a read per owned resource of the subscription's ARM budget, which its
+    /// owner's deployments share (`super::resource_graph`).
+    async fn list_owned_all(&self, infra_ids: &[&str], pages: &(dyn Fn(usize) + Sync)) -> Vec<(Listing, Vec<String>)> {
+        let keys: Vec<String> = infra_ids.iter().map(|id| Cloud::Azure.ownership_key(id)).collect();
+        let refused = if !self.resource_graph {
+            None
+        } else {
+            match Scopes::parse(&self.sweep_scopes) {
+                Ok(scopes) => match self.arm.graph_owned(&scopes, &keys, pages).await {
+                    Ok(listing) => return self.split_with_unseen(listing, infra_ids, pages).await,
+                    Err(GraphError::Failed(e)) => {
+                        return keys.iter().map(|_| ((Vec::new(), vec![e.clone()]), Vec::new())).collect()
+                    }
+                    Err(GraphError::Refused(e)) => Some(e.to_string()),
+                },
+                Err(why) => Some(why),
+            }
         };
-        let why = format!(
-            "Resource Graph refused the owned listing of cluster {infra_id} ({refused}); listed through ARM's Resources - List instead, which costs a read per owned resource"
-        );
-        (self.arm_listing(&self.sweep_scopes, &key, pages).await, vec![why])
+        let mut out = Vec::with_capacity(keys.len());
+        for (id, key) in infra_ids.iter().zip(&keys) {
+            let notes = refused.iter().map(|why| format!(
+                "Resource Graph refused the owned listing of cluster {id} ({why}); listed through ARM's Resources - List instead, which costs a read per owned resource"
+            ));
+            out.push((self.arm_listing(&self.sweep_scopes, key, pages).await, notes.collect()));
+        }
+        out
+    }
+
+    /// Its subscription: Merges are paced per subscription ([`WritePacing`]).
+    fn pacing_key<'r>(&self, r: &'r ResourceRef) -> &'r str {
+        r.id.split('/').nth(2).unwrap_or_default()
     }
 
     /// Every write is re-read and re-planned right before it is sent: a sweep's listed tags are

@@ -37,6 +37,10 @@ pub const OP_GET: &str = "arm:GetTags";
 pub const OP_MERGE: &str = "arm:MergeTags";
 pub const OP_POLL: &str = "arm:PollOperation";
 pub const OP_LIST: &str = "arm:ListResources";
+pub const OP_DESCENDANTS: &str = "arm:ListManagementGroupDescendants";
+/// The Management Groups API's GA version with `descendants` (azure-rest-api-specs
+/// `specification/managementgroups`, stable/2020-05-01).
+pub const MANAGEMENT_GROUPS_API_VERSION: &str = "2020-05-01";
 
 /// Retry budgets (defaults: [`tagwarden_engine::retry`]). They keep one event well inside Event Grid's
 /// patience; what still fails goes back to Event Grid, which retries and finally dead-letters it.
@@ -246,46 +250,64 @@ impl ArmClient {
             urls.push(self.url(&format!("{scope}/resourcegroups"), &[("$filter", &filter)]));
         }
         let mut out = Vec::new();
-        for first in urls {
-            let mut next = Some(first);
-            while let Some(url) = next.take() {
-                let resp = self.send(OP_LIST, scope, Method::GET, url, None).await?;
-                if resp.status != StatusCode::OK {
-                    return Err(resp.error(OP_LIST, scope));
-                }
-                let page: Value = serde_json::from_str(&resp.body).map_err(|e| {
-                    CloudError::azure(
-                        OP_LIST,
-                        scope,
-                        Some(200),
-                        "BadListResponse",
-                        &e.to_string(),
-                        ErrorClass::Transient,
-                    )
+        for url in urls {
+            let items = self.list_values(OP_LIST, scope, url).await?;
+            out.extend(items.iter().filter_map(|item| {
+                item.get("id").and_then(Value::as_str).and_then(|id| ResourceRef::from_arm_id(id).ok())
+            }));
+        }
+        Ok(out)
+    }
+
+    /// The subscriptions under management group `group`, at any depth (`Management Groups - Get
+    /// Descendants`, azure-rest-api-specs `specification/managementgroups` 2020-05-01, example
+    /// `GetDescendants.json`: `value[]` of groups and subscriptions, a subscription's `type`
+    /// `Microsoft.Management/managementGroups/subscriptions` and its `name` the subscription id;
+    /// `nextLink` pages): what an ARM listing of a management group walks, as ARM lists no
+    /// resources at that scope.
+    pub async fn subscriptions_under(&self, group: &str) -> Result<Vec<String>, CloudError> {
+        let target = format!("/providers/Microsoft.Management/managementGroups/{group}");
+        let url = self.url_at(&format!("{target}/descendants"), &[], MANAGEMENT_GROUPS_API_VERSION);
+        let items = self.list_values(OP_DESCENDANTS, &target, url).await?;
+        let is_subscription = |item: &&Value| {
+            item.get("type").and_then(Value::as_str).is_some_and(|t| {
+                t.eq_ignore_ascii_case("Microsoft.Management/managementGroups/subscriptions")
+                    || t.eq_ignore_ascii_case("/subscriptions")
+            })
+        };
+        Ok(items
+            .iter()
+            .filter(is_subscription)
+            .filter_map(|item| item.get("name").and_then(Value::as_str))
+            .map(|sub| format!("/subscriptions/{sub}"))
+            .collect())
+    }
+
+    /// Every `value[]` item of an ARM list from `first`, following `nextLink` on the ARM endpoint
+    /// only.
+    async fn list_values(&self, op: &'static str, target: &str, first: Url) -> Result<Vec<Value>, CloudError> {
+        let mut out = Vec::new();
+        let mut next = Some(first);
+        while let Some(url) = next.take() {
+            let resp = self.send(op, target, Method::GET, url, None).await?;
+            if resp.status != StatusCode::OK {
+                return Err(resp.error(op, target));
+            }
+            let mut page: Value = serde_json::from_str(&resp.body).map_err(|e| {
+                CloudError::azure(op, target, Some(200), "BadListResponse", &e.to_string(), ErrorClass::Transient)
+            })?;
+            if let Some(Value::Array(items)) = page.get_mut("value").map(Value::take) {
+                out.extend(items);
+            }
+            if let Some(link) = page.get("nextLink").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                let link = Url::parse(link).map_err(|e| {
+                    CloudError::azure(op, target, Some(200), "BadNextLink", &e.to_string(), ErrorClass::Fatal)
                 })?;
-                for item in page.get("value").and_then(Value::as_array).into_iter().flatten() {
-                    if let Some(r) =
-                        item.get("id").and_then(Value::as_str).and_then(|id| ResourceRef::from_arm_id(id).ok())
-                    {
-                        out.push(r);
-                    }
+                if link.origin() != self.endpoint.origin() {
+                    let why = format!("nextLink {link} is not on the ARM endpoint");
+                    return Err(CloudError::azure(op, target, Some(200), "ForeignNextLink", &why, ErrorClass::Fatal));
                 }
-                if let Some(link) = page.get("nextLink").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                    let link = Url::parse(link).map_err(|e| {
-                        CloudError::azure(OP_LIST, scope, Some(200), "BadNextLink", &e.to_string(), ErrorClass::Fatal)
-                    })?;
-                    if link.origin() != self.endpoint.origin() {
-                        return Err(CloudError::azure(
-                            OP_LIST,
-                            scope,
-                            Some(200),
-                            "ForeignNextLink",
-                            &format!("nextLink {link} is not on the ARM endpoint"),
-                            ErrorClass::Fatal,
-                        ));
-                    }
-                    next = Some(link);
-                }
+                next = Some(link);
             }
         }
         Ok(out)
@@ -428,6 +450,22 @@ pub(crate) struct Response {
     client_request_id: String,
 }
 
+/// Resource Graph's header for when the caller's quota resets (its throttling guidance).
+pub const QUOTA_RESETS_AFTER: &str = "x-ms-user-quota-resets-after";
+
+/// `x-ms-user-quota-resets-after`: `hh:mm:ss`, perhaps with a fraction of a second (.NET's
+/// `TimeSpan`), as documented and recorded (`00:00:05`).
+pub fn parse_resets_after(v: &str) -> Option<Duration> {
+    let mut parts = v.trim().split(':');
+    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let (h, m): (u64, u64) = (h.parse().ok()?, m.parse().ok()?);
+    let s: f64 = s.parse().ok().filter(|s: &f64| s.is_finite() && *s >= 0.0)?;
+    Some(Duration::from_secs(h * 3600 + m * 60) + Duration::from_secs_f64(s))
+}
+
 impl Response {
     async fn read(r: reqwest::Response, client_request_id: String) -> Self {
         let status = r.status();
@@ -441,15 +479,14 @@ impl Response {
     }
 
     /// `Retry-After` in seconds (ARM sends seconds); for a 429 without one, the time until the
-    /// caller's quota resets, where the service says (Resource Graph's
-    /// `x-ms-user-quota-resets-after`, [`super::resource_graph`]).
+    /// caller's quota resets, where the service says (Resource Graph's [`QUOTA_RESETS_AFTER`]).
     fn retry_after(&self) -> Option<Duration> {
         let asked = self.header("retry-after").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
         let quota = || {
             (self.status == StatusCode::TOO_MANY_REQUESTS)
-                .then(|| self.header(super::resource_graph::QUOTA_RESETS_AFTER))
+                .then(|| self.header(QUOTA_RESETS_AFTER))
                 .flatten()
-                .and_then(|v| super::resource_graph::parse_resets_after(&v))
+                .and_then(|v| parse_resets_after(&v))
         };
         asked.or_else(quota)
     }

@@ -62,7 +62,7 @@ pub struct Config {
     /// The function's own identities (principal id, client id): events they caused are ignored.
     pub own: Vec<String>,
     pub metrics: Option<MetricsConfig>,
-    /// Subscription or resource-group IDs the sweep lists owned resources in.
+    /// Subscription, resource-group or management-group IDs the sweep lists owned resources in.
     pub sweep_scopes: Vec<String>,
     /// `TAGWARDEN_RESOURCE_GRAPH`: sweeps list through Azure Resource Graph (`true`, the default),
     /// or through ARM's listing only (`false`: a cloud without Resource Graph, or an identity
@@ -182,19 +182,13 @@ impl Config {
                     .map(|x| x.trim().trim_end_matches('/').to_string())
                     .filter(|x| !x.is_empty())
                     .collect();
-                for scope in &scopes {
-                    let ok = tagwarden_core::resource::ResourceRef::from_arm_id(scope).is_ok_and(|r| {
-                        r.kind == "Microsoft.Resources/subscriptions" || r.kind == "Microsoft.Resources/resourceGroups"
+                if let Err(why) = crate::resource_graph::Scopes::parse(&scopes) {
+                    return Err(ConfigError::Invalid {
+                        var: "TAGWARDEN_SWEEP_SCOPES",
+                        value: s.clone(),
+                        problem: why,
+                        fix: "a comma-separated list of /subscriptions/SUB, /subscriptions/SUB/resourceGroups/RG or /providers/Microsoft.Management/managementGroups/GROUP".into(),
                     });
-                    if !ok {
-                        return Err(ConfigError::Invalid {
-                            var: "TAGWARDEN_SWEEP_SCOPES",
-                            value: scope.clone(),
-                            problem: "is not a subscription or resource-group ID".into(),
-                            fix: "a comma-separated list of /subscriptions/SUB or /subscriptions/SUB/resourceGroups/RG"
-                                .into(),
-                        });
-                    }
                 }
                 scopes
             }

@@ -58,7 +58,7 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use super::arm::{ArmClient, Response};
+use super::arm::{parse_resets_after, ArmClient, Response, QUOTA_RESETS_AFTER};
 use tagwarden_core::cloud::OWNED;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
@@ -75,25 +75,46 @@ pub const PAGE_ROWS: usize = 1000;
 /// (its example groups 100).
 pub const SUBSCRIPTIONS_PER_QUERY: usize = 100;
 pub const QUOTA_REMAINING: &str = "x-ms-user-quota-remaining";
-pub const QUOTA_RESETS_AFTER: &str = "x-ms-user-quota-resets-after";
 /// The window when an answer says the quota is spent but not when it resets (documented: 5 s).
 const QUOTA_WINDOW: Duration = Duration::from_secs(5);
 
-/// Sweep scopes by subscription (lower case): the whole subscription (`None`), or some of its
-/// resource groups.
+/// The ID prefix of a management group scope (`Management Groups - Get`, azure-rest-api-specs
+/// `specification/managementgroups`: `/providers/Microsoft.Management/managementGroups/{groupId}`).
+pub const MANAGEMENT_GROUP_PREFIX: &str = "/providers/Microsoft.Management/managementGroups/";
+
+/// Sweep scopes: by subscription (lower case), the whole subscription (`None`) or some of its
+/// resource groups; and management groups, which a query names as such (`managementGroups` in its
+/// request: everything under the group, at any depth, that the caller may read).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Scopes(BTreeMap<String, Option<BTreeSet<String>>>);
+pub struct Scopes {
+    subscriptions: BTreeMap<String, Option<BTreeSet<String>>>,
+    management_groups: BTreeSet<String>,
+}
+
+/// A management group's id from its scope ID, if `scope` is one (the prefix in any case).
+pub fn management_group_of(scope: &str) -> Option<&str> {
+    let scope = scope.trim_end_matches('/');
+    let n = MANAGEMENT_GROUP_PREFIX.len();
+    let id =
+        scope.get(n..).filter(|_| scope.get(..n).is_some_and(|p| p.eq_ignore_ascii_case(MANAGEMENT_GROUP_PREFIX)))?;
+    (!id.is_empty() && !id.contains('/')).then_some(id)
+}
 
 impl Scopes {
-    /// `/subscriptions/ID` and `/subscriptions/ID/resourceGroups/NAME`, as the configuration takes
-    /// them; a subscription swallows its resource groups.
+    /// `/subscriptions/ID`, `/subscriptions/ID/resourceGroups/NAME` and
+    /// `/providers/Microsoft.Management/managementGroups/ID`, as the configuration takes them; a
+    /// subscription swallows its resource groups.
     pub fn parse(scopes: &[String]) -> Result<Scopes, String> {
-        let mut out: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+        let mut out = Scopes::default();
         for scope in scopes {
+            if let Some(group) = management_group_of(scope) {
+                out.management_groups.insert(group.to_ascii_lowercase());
+                continue;
+            }
             let parts: Vec<&str> = scope.trim_matches('/').split('/').collect();
             match parts.as_slice() {
                 [s, sub] if s.eq_ignore_ascii_case("subscriptions") && !sub.is_empty() => {
-                    out.insert(sub.to_ascii_lowercase(), None);
+                    out.subscriptions.insert(sub.to_ascii_lowercase(), None);
                 }
                 [s, sub, g, rg]
                     if s.eq_ignore_ascii_case("subscriptions")
@@ -101,45 +122,72 @@ impl Scopes {
                         && !sub.is_empty()
                         && !rg.is_empty() =>
                 {
-                    let entry = out.entry(sub.to_ascii_lowercase()).or_insert_with(|| Some(BTreeSet::new()));
+                    let entry =
+                        out.subscriptions.entry(sub.to_ascii_lowercase()).or_insert_with(|| Some(BTreeSet::new()));
                     if let Some(groups) = entry {
                         groups.insert(rg.to_ascii_lowercase());
                     }
                 }
-                _ => return Err(format!("sweep scope {scope:?} is neither a subscription nor a resource group ID")),
+                _ => {
+                    return Err(format!(
+                        "sweep scope {scope:?} is neither a subscription, a resource group nor a management group ID"
+                    ))
+                }
             }
         }
-        Ok(Scopes(out))
+        Ok(out)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.subscriptions.is_empty() && self.management_groups.is_empty()
     }
 
     /// The `subscriptions` of the request.
     pub fn subscriptions(&self) -> Vec<&str> {
-        self.0.keys().map(String::as_str).collect()
+        self.subscriptions.keys().map(String::as_str).collect()
     }
 
-    /// At most `n` subscriptions each.
+    /// The requests' scopes: at most `n` subscriptions each, then at most `n` management groups
+    /// each (a request names one kind or the other).
     fn chunks(&self, n: usize) -> Vec<Scopes> {
-        let all: Vec<_> = self.0.iter().collect();
-        all.chunks(n.max(1)).map(|c| Scopes(c.iter().map(|(k, v)| ((*k).clone(), (*v).clone())).collect())).collect()
+        let subs: Vec<_> = self.subscriptions.iter().collect();
+        let groups: Vec<_> = self.management_groups.iter().collect();
+        let by_sub = subs.chunks(n.max(1)).map(|c| Scopes {
+            subscriptions: c.iter().map(|(k, v)| ((*k).clone(), (*v).clone())).collect(),
+            management_groups: BTreeSet::new(),
+        });
+        let by_group = groups.chunks(n.max(1)).map(|c| Scopes {
+            subscriptions: BTreeMap::new(),
+            management_groups: c.iter().map(|g| (*g).clone()).collect(),
+        });
+        by_sub.chain(by_group).collect()
+    }
+
+    /// The request body's scope: its `managementGroups`, else its `subscriptions`.
+    fn request_scope(&self) -> (&'static str, Vec<&str>) {
+        if self.management_groups.is_empty() {
+            ("subscriptions", self.subscriptions())
+        } else {
+            ("managementGroups", self.management_groups.iter().map(String::as_str).collect())
+        }
     }
 
     /// The scopes as IDs (lower case).
     pub fn ids(&self) -> Vec<String> {
         let mut ids = Vec::new();
-        for (sub, groups) in &self.0 {
+        for (sub, groups) in &self.subscriptions {
             match groups {
                 None => ids.push(format!("/subscriptions/{sub}")),
                 Some(gs) => ids.extend(gs.iter().map(|g| format!("/subscriptions/{sub}/resourceGroups/{g}"))),
             }
         }
+        ids.extend(self.management_groups.iter().map(|g| format!("{MANAGEMENT_GROUP_PREFIX}{g}")));
         ids
     }
 
-    /// The scopes (as IDs) none of `found` lies in.
+    /// The subscription and resource-group scopes (as IDs) none of `found` lies in. A management
+    /// group is never among them: which subscriptions it holds only ARM can say, and ARM cannot
+    /// list a management group's resources.
     fn empty_in(&self, found: &[(ResourceRef, TagMap)]) -> Vec<String> {
         let mut hit: BTreeSet<(String, Option<String>)> = BTreeSet::new();
         for (r, _) in found {
@@ -152,7 +200,7 @@ impl Scopes {
             }
         }
         let mut empty = Vec::new();
-        for (sub, groups) in &self.0 {
+        for (sub, groups) in &self.subscriptions {
             match groups {
                 None if !hit.contains(&(sub.clone(), None)) => empty.push(format!("/subscriptions/{sub}")),
                 None => {}
@@ -181,31 +229,42 @@ fn kql_list<'a>(items: impl IntoIterator<Item = &'a String>) -> String {
     items.into_iter().map(|s| kql(s)).collect::<Vec<_>>().join(", ")
 }
 
-/// The query for the resources under `scopes` (and, for a whole subscription, its resource groups
-/// from `resourcecontainers`, as ARM's subscription listing has them) whose `ownership_key` (any
-/// casing) says `owned`, projecting `id` (which paging needs), `type` and the original `tags`.
-pub fn owned_query(scopes: &Scopes, ownership_key: &str) -> String {
-    let whole: Vec<&String> = scopes.0.iter().filter(|(_, g)| g.is_none()).map(|(s, _)| s).collect();
-    let mut clauses = Vec::new();
-    if !whole.is_empty() {
-        clauses.push(format!("subscriptionId in~ ({})", kql_list(whole.iter().copied())));
-    }
-    for (sub, groups) in &scopes.0 {
-        if let Some(groups) = groups {
-            clauses.push(format!("(subscriptionId =~ {} and resourceGroup in~ ({}))", kql(sub), kql_list(groups)));
+/// The query for the resources under `scopes` (and, for a whole subscription or a management
+/// group, its resource groups from `resourcecontainers`, as ARM's subscription listing has them)
+/// that any of `ownership_keys` (any casing) marks `owned`, projecting `id` (which paging needs),
+/// `type` and the original `tags`. Several keys: a cluster set's clusters in one query, split by
+/// key afterwards. A management-group request's scope is the request's, so it needs no filter.
+pub fn owned_query(scopes: &Scopes, ownership_keys: &[String]) -> String {
+    let containers = "resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups'";
+    let mut q = "resources".to_string();
+    if !scopes.management_groups.is_empty() {
+        q.push_str(&format!("\n| union ({containers})"));
+    } else {
+        let whole: Vec<&String> = scopes.subscriptions.iter().filter(|(_, g)| g.is_none()).map(|(s, _)| s).collect();
+        let mut clauses = Vec::new();
+        if !whole.is_empty() {
+            clauses.push(format!("subscriptionId in~ ({})", kql_list(whole.iter().copied())));
+        }
+        for (sub, groups) in &scopes.subscriptions {
+            if let Some(groups) = groups {
+                clauses.push(format!("(subscriptionId =~ {} and resourceGroup in~ ({}))", kql(sub), kql_list(groups)));
+            }
+        }
+        q.push_str(&format!("\n| where {}", clauses.join(" or ")));
+        if !whole.is_empty() {
+            q.push_str(&format!(
+                "\n| union ({containers} and subscriptionId in~ ({}))",
+                kql_list(whole.iter().copied())
+            ));
         }
     }
-    let mut q = format!("resources\n| where {}", clauses.join(" or "));
-    if !whole.is_empty() {
-        q.push_str(&format!(
-            "\n| union (resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups' and subscriptionId in~ ({}))",
-            kql_list(whole.iter().copied())
-        ));
-    }
+    let owned: Vec<String> = ownership_keys
+        .iter()
+        .map(|k| format!("tostring(lowerTags[{}]) == {}", kql(&k.to_ascii_lowercase()), kql(OWNED)))
+        .collect();
     q.push_str(&format!(
-        "\n| extend lowerTags = parse_json(tolower(tostring(tags)))\n| where tostring(lowerTags[{}]) == {}\n| project id, type, tags",
-        kql(&ownership_key.to_ascii_lowercase()),
-        kql(OWNED)
+        "\n| extend lowerTags = parse_json(tolower(tostring(tags)))\n| where {}\n| project id, type, tags",
+        owned.join(" or ")
     ));
     q
 }
@@ -244,19 +303,6 @@ impl Quota {
             resets_after: resp.header(QUOTA_RESETS_AFTER).and_then(|v| parse_resets_after(&v)),
         }
     }
-}
-
-/// `x-ms-user-quota-resets-after`: `hh:mm:ss`, perhaps with a fraction of a second (.NET's
-/// `TimeSpan`), as documented and recorded (`00:00:05`).
-pub fn parse_resets_after(v: &str) -> Option<Duration> {
-    let mut parts = v.trim().split(':');
-    let (h, m, s) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    let (h, m): (u64, u64) = (h.parse().ok()?, m.parse().ok()?);
-    let s: f64 = s.parse().ok().filter(|s: &f64| s.is_finite() && *s >= 0.0)?;
-    Some(Duration::from_secs(h * 3600 + m * 60) + Duration::from_secs_f64(s))
 }
 
 /// One page: the rows with their tags, and the token for the next.
@@ -319,20 +365,22 @@ fn parse_page(body: &str, target: &str) -> Result<Page, GraphError> {
 }
 
 impl ArmClient {
-    /// Every resource (and, for a whole subscription, resource group) under `scopes` that carries
-    /// `<ownership_key>=owned`, with its tags as Resource Graph last indexed them. `pages` is told
+    /// Every resource (and, for a whole subscription or a management group, resource group) under
+    /// `scopes` that carries `<key>=owned` for one of `ownership_keys`, with its tags as Resource
+    /// Graph last indexed them. `pages` is told
     /// how many were found as pages arrive.
     pub async fn graph_owned(
         &self,
         scopes: &Scopes,
-        ownership_key: &str,
+        ownership_keys: &[String],
         pages: &(dyn Fn(usize) + Sync),
     ) -> Result<GraphListing, GraphError> {
         let mut out = GraphListing::default();
         let mut quota = Quota::default();
         for chunk in scopes.chunks(SUBSCRIPTIONS_PER_QUERY) {
             let target = format!("Resource Graph over {}", chunk.describe());
-            let query = owned_query(&chunk, ownership_key);
+            let query = owned_query(&chunk, ownership_keys);
+            let (scope_field, scope_ids) = chunk.request_scope();
             let mut skip_token: Option<String> = None;
             loop {
                 wait_for_quota(quota, &target).await?;
@@ -340,7 +388,7 @@ impl ArmClient {
                 if let Some(t) = &skip_token {
                     options["$skipToken"] = json!(t);
                 }
-                let body = json!({"subscriptions": chunk.subscriptions(), "query": query, "options": options});
+                let body = json!({scope_field: scope_ids, "query": query, "options": options});
                 let url = self.url_at(QUERY_PATH, &[], API_VERSION);
                 let resp = self.send(OP_QUERY, &target, Method::POST, url, Some(body)).await.map_err(GraphError::of)?;
                 quota = Quota::of(&resp);
@@ -422,7 +470,7 @@ mod tests {
     fn the_query_filters_scopes_and_the_ownership_key_ignoring_case() {
         let q = owned_query(
             &scopes(&["/subscriptions/s1", "/subscriptions/s2/resourceGroups/My-RG"]),
-            "kubernetes.io_cluster.Infra-1",
+            &["kubernetes.io_cluster.Infra-1".into()],
         );
         assert_eq!(
             q,
@@ -433,9 +481,41 @@ mod tests {
              | where tostring(lowerTags['kubernetes.io_cluster.infra-1']) == 'owned'\n\
              | project id, type, tags"
         );
-        let only_groups = owned_query(&scopes(&["/subscriptions/s/resourceGroups/a'b"]), "k");
+        let only_groups = owned_query(&scopes(&["/subscriptions/s/resourceGroups/a'b"]), &["k".into()]);
         assert!(!only_groups.contains("resourcecontainers"), "a resource-group scope lists no resource groups");
         assert!(only_groups.contains(r"('a\'b')"), "quotes are escaped: {only_groups}");
+
+        // A management group: the request names it, the query lists every resource group too, and
+        // a cluster set's keys share one query.
+        let mg = scopes(&["/providers/Microsoft.Management/managementGroups/Fleet-MG"]);
+        assert_eq!(mg.request_scope(), ("managementGroups", vec!["fleet-mg"]));
+        assert_eq!(
+            owned_query(&mg, &["k.A".into(), "k.b".into()]),
+            "resources\n\
+             | union (resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups')\n\
+             | extend lowerTags = parse_json(tolower(tostring(tags)))\n\
+             | where tostring(lowerTags['k.a']) == 'owned' or tostring(lowerTags['k.b']) == 'owned'\n\
+             | project id, type, tags"
+        );
+    }
+
+    #[test]
+    fn management_groups_are_scopes_of_their_own() {
+        let s = scopes(&[
+            "/subscriptions/a",
+            "/providers/microsoft.management/managementgroups/mg-1/",
+            "/providers/Microsoft.Management/managementGroups/mg-2",
+        ]);
+        assert_eq!(
+            s.describe(),
+            "/subscriptions/a, /providers/Microsoft.Management/managementGroups/mg-1, /providers/Microsoft.Management/managementGroups/mg-2"
+        );
+        let chunks = s.chunks(100);
+        assert_eq!(chunks.len(), 2, "subscriptions and management groups are never in one request");
+        assert_eq!(chunks[1].request_scope(), ("managementGroups", vec!["mg-1", "mg-2"]));
+        assert_eq!(s.empty_in(&[]), ["/subscriptions/a"], "a management group is never re-listed through ARM");
+        assert_eq!(management_group_of("/providers/Microsoft.Management/managementGroups/x/subscriptions/y"), None);
+        assert!(Scopes::parse(&["/providers/Microsoft.Management/managementGroups/".into()]).is_err());
     }
 
     #[test]

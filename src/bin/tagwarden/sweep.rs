@@ -29,8 +29,9 @@ pub struct Args {
     /// AWS region (default: the SDK's, from AWS_REGION or the profile).
     #[arg(long)]
     region: Option<String>,
-    /// Azure: a subscription or resource group to list owned resources in
-    /// (/subscriptions/ID[/resourceGroups/NAME]); repeat for several. The ARM token is read from
+    /// Azure: a subscription, resource group or management group to list owned resources in
+    /// (/subscriptions/ID[/resourceGroups/NAME], /providers/Microsoft.Management/managementGroups/ID);
+    /// repeat for several. The ARM token is read from
     /// TAGWARDEN_ARM_TOKEN (az account get-access-token --resource https://management.azure.com/).
     #[arg(long, value_name = "ID")]
     scope: Vec<String>,
@@ -336,11 +337,11 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     }
     if args.scope.is_empty() {
         anyhow::bail!(
-            "an Azure sweep needs --scope: the subscription (/subscriptions/ID) or resource group (/subscriptions/ID/resourceGroups/NAME) to list owned resources in; repeat it for several"
+            "an Azure sweep needs --scope: the subscription (/subscriptions/ID), resource group (/subscriptions/ID/resourceGroups/NAME) or management group (/providers/Microsoft.Management/managementGroups/ID) to list owned resources in; repeat it for several"
         );
     }
-    if let Some(bad) = args.scope.iter().find(|s| !s.to_ascii_lowercase().starts_with("/subscriptions/")) {
-        anyhow::bail!("--scope {bad:?} is not a subscription or resource group ID: expected /subscriptions/ID[/resourceGroups/NAME]");
+    if let Err(why) = tagwarden::azure::resource_graph::Scopes::parse(&args.scope) {
+        anyhow::bail!("--scope: {why}: expected /subscriptions/ID[/resourceGroups/NAME] or /providers/Microsoft.Management/managementGroups/ID");
     }
     let token = std::env::var("TAGWARDEN_ARM_TOKEN").ok().filter(|t| !t.trim().is_empty()).context(
         "an Azure sweep needs an ARM access token in TAGWARDEN_ARM_TOKEN: export TAGWARDEN_ARM_TOKEN=$(az account get-access-token --resource https://management.azure.com/ --query accessToken -o tsv)",

@@ -61,6 +61,8 @@ pub struct Logged {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub status: u16,
+    /// When the fake answered.
+    pub at: Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -138,6 +140,8 @@ struct State {
     /// Scopes (lower-case) the caller has no role on: their listings answer 403.
     denied: Vec<String>,
     graph: Graph,
+    /// Management group (lower case) → the subscriptions (lower case) under it.
+    management_groups: HashMap<String, Vec<String>>,
     /// Rows of an ARM listing page (`None`: [`PAGE`]).
     list_page: Option<usize>,
 }
@@ -308,6 +312,12 @@ impl FakeAzure {
         self.st().graph.snapshot = None;
     }
 
+    /// A management group holding `subscriptions` (its Resource Graph scope, its descendants).
+    pub fn management_group(&self, group: &str, subscriptions: &[String]) {
+        let subs = subscriptions.iter().map(|s| s.to_ascii_lowercase()).collect();
+        self.st().management_groups.insert(group.to_ascii_lowercase(), subs);
+    }
+
     /// Resource Graph's quota: `queries` per `window` (by default 15 per 5 s).
     pub fn graph_quota(&self, queries: u32, window: Duration) {
         let mut st = self.st();
@@ -332,7 +342,7 @@ impl FakeAzure {
     }
 
     /// ARM requests as `METHOD kind`: `GET tags`, `PATCH tags`, `PUT tags`, `GET poll`, `GET list`,
-    /// `POST graph` (a Resource Graph query).
+    /// `POST graph` (a Resource Graph query), `GET descendants` (a management group's).
     pub fn arm_calls(&self) -> Vec<String> {
         self.log()
             .iter()
@@ -343,6 +353,8 @@ impl FakeAzure {
                     "tags"
                 } else if p == GRAPH_PATH {
                     "graph"
+                } else if p.ends_with("/descendants") {
+                    "descendants"
                 } else if p.contains("/operationresults/") || p.contains("/operations/") {
                     "poll"
                 } else {
@@ -402,6 +414,7 @@ fn logged(
         headers: r.headers.clone(),
         body: String::from_utf8_lossy(&r.body).into_owned(),
         status: resp.status,
+        at: Instant::now(),
     });
     resp
 }
@@ -514,6 +527,9 @@ fn arm_api(st: &mut State, r: &Request, base: &str) -> Response {
     }
     if r.path.eq_ignore_ascii_case(GRAPH_PATH) {
         return graph_api(st, r);
+    }
+    if let Some(group) = descendants_of(&r.path) {
+        return descendants(st, r, &group);
     }
     if query_param(&r.query, "api-version").as_deref() != Some("2021-04-01") {
         return arm_error(
@@ -842,15 +858,58 @@ fn invalid_query(why: &str) -> Response {
     )
 }
 
+/// The group of `/providers/Microsoft.Management/managementGroups/{group}/descendants`.
+fn descendants_of(path: &str) -> Option<String> {
+    let lower = path.to_ascii_lowercase();
+    let rest = lower.strip_prefix("/providers/microsoft.management/managementgroups/")?;
+    rest.strip_suffix("/descendants").filter(|g| !g.is_empty() && !g.contains('/')).map(str::to_owned)
+}
+
+/// `GET …/managementGroups/{group}/descendants?api-version=2020-05-01` (azure-rest-api-specs
+/// `specification/managementgroups` stable/2020-05-01, `ManagementGroups_GetDescendants`, example
+/// GetDescendants.json): `{"value": [{"id", "type", "name", "properties": {"displayName",
+/// "parent": {"id"}}}], "nextLink": null}`, a subscription's `type`
+/// `Microsoft.Management/managementGroups/subscriptions` and `name` its id. One page: the fake's
+/// groups have no child groups. An unknown group: ARM's 404 (wording inferred).
+fn descendants(st: &State, r: &Request, group: &str) -> Response {
+    if query_param(&r.query, "api-version").as_deref() != Some("2020-05-01") {
+        return arm_error(
+            400,
+            "MissingApiVersionParameter",
+            "The api-version query parameter (?api-version=) is required for all requests.",
+        );
+    }
+    let Some(subs) = st.management_groups.get(group) else {
+        return arm_error(404, "NotFound", &format!("'{group}' not found"));
+    };
+    let parent = format!("/providers/Microsoft.Management/managementGroups/{group}");
+    let value: Vec<Value> = subs
+        .iter()
+        .map(|sub| {
+            json!({
+                "id": format!("/subscriptions/{sub}"),
+                "type": "Microsoft.Management/managementGroups/subscriptions",
+                "name": sub,
+                "properties": {"displayName": format!("Subscription {sub}"), "parent": {"id": parent}},
+            })
+        })
+        .collect();
+    Response::json(200, &json!({"value": value, "nextLink": null}))
+}
+
 /// The owned-resources query tagwarden sends, as the fake recognises it: the whole subscriptions
-/// and the (subscription, resource groups) pairs of its `where`, whether resource groups are
-/// unioned in from `resourcecontainers` (for which subscriptions), and the lower-cased ownership key.
+/// and the (subscription, resource groups) pairs of its `where` (or no `where`: all of the request's
+/// scope), whether resource groups are unioned in from `resourcecontainers` (for which
+/// subscriptions), and the lower-cased ownership keys.
 #[derive(Debug, Default)]
 struct OwnedQuery {
     whole: Vec<String>,
     groups: Vec<(String, Vec<String>)>,
     containers: Vec<String>,
-    key: String,
+    /// No scope filter: everything the request's scope holds (a management group), resource
+    /// groups included.
+    everything: bool,
+    keys: Vec<String>,
 }
 
 /// The single-quoted KQL literals of `s`, in order (`\'` and `\\` unescaped).
@@ -883,33 +942,42 @@ fn parse_owned_query(q: &str) -> Result<OwnedQuery, String> {
         return Err(format!("the fake serves only tagwarden's owned-resources query, not {q:?}"));
     }
     let mut rest = rest.iter().peekable();
-    let scope = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or("no scope filter")?;
-    for clause in scope.split(" or ") {
-        if let Some(list) = clause.strip_prefix("subscriptionId in~ (").and_then(|c| c.strip_suffix(')')) {
-            out.whole.extend(kql_literals(list));
-        } else if let Some(pair) = clause.strip_prefix("(subscriptionId =~ ").and_then(|c| c.strip_suffix("))")) {
-            let (sub, groups) =
-                pair.split_once(" and resourceGroup in~ (").ok_or("a scope clause the fake does not know")?;
-            let sub = kql_literals(sub).pop().ok_or("no subscription")?;
-            out.groups.push((sub, kql_literals(groups)));
-        } else {
-            return Err(format!("a scope clause the fake does not know: {clause:?}"));
-        }
-    }
-    const UNION: &str = "| union (resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups' and subscriptionId in~ (";
-    if let Some(list) = rest.peek().and_then(|l| l.strip_prefix(UNION)).and_then(|l| l.strip_suffix("))")) {
-        out.containers = kql_literals(list);
+    const ALL_GROUPS: &str =
+        "| union (resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups')";
+    if rest.peek() == Some(&&ALL_GROUPS) {
+        out.everything = true;
         rest.next();
+    } else {
+        let scope = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or("no scope filter")?;
+        for clause in scope.split(" or ") {
+            if let Some(list) = clause.strip_prefix("subscriptionId in~ (").and_then(|c| c.strip_suffix(')')) {
+                out.whole.extend(kql_literals(list));
+            } else if let Some(pair) = clause.strip_prefix("(subscriptionId =~ ").and_then(|c| c.strip_suffix("))")) {
+                let (sub, groups) =
+                    pair.split_once(" and resourceGroup in~ (").ok_or("a scope clause the fake does not know")?;
+                let sub = kql_literals(sub).pop().ok_or("no subscription")?;
+                out.groups.push((sub, kql_literals(groups)));
+            } else {
+                return Err(format!("a scope clause the fake does not know: {clause:?}"));
+            }
+        }
+        const UNION: &str = "| union (resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups' and subscriptionId in~ (";
+        if let Some(list) = rest.peek().and_then(|l| l.strip_prefix(UNION)).and_then(|l| l.strip_suffix("))")) {
+            out.containers = kql_literals(list);
+            rest.next();
+        }
     }
     if rest.next() != Some(&"| extend lowerTags = parse_json(tolower(tostring(tags)))") {
         return Err("no lower-cased tag bag".into());
     }
-    let key = rest
-        .next()
-        .and_then(|l| l.strip_prefix("| where tostring(lowerTags["))
-        .and_then(|l| l.strip_suffix(") == 'owned'"))
-        .ok_or("no ownership filter")?;
-    out.key = kql_literals(key).pop().ok_or("no ownership key")?;
+    let owned = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or("no ownership filter")?;
+    for clause in owned.split(" or ") {
+        let key = clause
+            .strip_prefix("tostring(lowerTags[")
+            .and_then(|l| l.strip_suffix("]) == 'owned'"))
+            .ok_or("an ownership filter the fake does not know")?;
+        out.keys.push(kql_literals(key).pop().ok_or("no ownership key")?);
+    }
     if rest.next() != Some(&"| project id, type, tags") || rest.next().is_some() {
         return Err("a projection other than id, type, tags".into());
     }
@@ -1007,9 +1075,6 @@ fn graph_query(st: &mut State, r: &Request) -> Response {
     let Some(query) = body.get("query").and_then(Value::as_str) else {
         return graph_error(400, "BadRequest", "InvalidQuery", "The query is required.");
     };
-    if body.get("managementGroups").is_some() {
-        return graph_error(400, "BadRequest", "UnsupportedScope", "the fake serves subscription scopes only");
-    }
     let options = body.get("options").cloned().unwrap_or(json!({}));
     let top = match options.get("$top") {
         None => 100,
@@ -1037,11 +1102,43 @@ fn graph_query(st: &mut State, r: &Request) -> Response {
         Ok(q) => q,
         Err(why) => return invalid_query(&why),
     };
-    // The request's scope: its subscriptions (none: every one the fake holds, as a tenant query).
-    let subs: Option<Vec<String>> = body
-        .get("subscriptions")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_ascii_lowercase).collect());
+    // The request's scope: its subscriptions, or the subscriptions of its management groups
+    // (none: every one the fake holds, as a tenant query).
+    let names = |field: &str| -> Option<Vec<String>> {
+        body.get(field)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_ascii_lowercase).collect())
+    };
+    let subs: Option<Vec<String>> = match (names("subscriptions"), names("managementGroups")) {
+        (Some(_), Some(_)) => {
+            // Inferred: the spec describes both fields, the docs give a request one scope or the other.
+            return graph_error(
+                400,
+                "BadRequest",
+                "InvalidScope",
+                "A query names subscriptions or management groups, not both.",
+            );
+        }
+        (None, Some(groups)) => {
+            let mut subs = Vec::new();
+            for g in &groups {
+                match st.management_groups.get(g) {
+                    Some(members) => subs.extend(members.iter().cloned()),
+                    // Wording inferred; the shape is ARM's error.
+                    None => {
+                        return graph_error(
+                            400,
+                            "BadRequest",
+                            "InvalidManagementGroup",
+                            &format!("Management group '{g}' was not found or the caller may not read it."),
+                        )
+                    }
+                }
+            }
+            Some(subs)
+        }
+        (subs, None) => subs,
+    };
     let denied = st.denied.clone();
     let readable = |key: &str| !denied.iter().any(|d| key == d || key.starts_with(&format!("{d}/")));
     if let Some(subs) = &subs {
@@ -1065,7 +1162,7 @@ fn graph_query(st: &mut State, r: &Request) -> Response {
         },
     };
     let view = st.graph.snapshot.as_ref().unwrap_or(&st.resources);
-    let key = parsed.key.clone();
+    let keys = parsed.keys.clone();
     let mut rows: Vec<(&String, &Resource)> = view
         .iter()
         .filter(|(k, _)| readable(k))
@@ -1076,6 +1173,9 @@ fn graph_query(st: &mut State, r: &Request) -> Response {
                 return false;
             }
             let is_group = parts.len() == 5;
+            if parsed.everything {
+                return true;
+            }
             if is_group {
                 return parsed.containers.iter().any(|s| s.eq_ignore_ascii_case(sub));
             }
@@ -1086,7 +1186,9 @@ fn graph_query(st: &mut State, r: &Request) -> Response {
                     .any(|(s, gs)| s.eq_ignore_ascii_case(sub) && gs.iter().any(|g| g.eq_ignore_ascii_case(rg)))
         })
         .filter(|(_, res)| {
-            res.tags.iter().any(|(k, v)| k.eq_ignore_ascii_case(&key) && v.eq_ignore_ascii_case("owned"))
+            res.tags
+                .iter()
+                .any(|(k, v)| keys.iter().any(|key| k.eq_ignore_ascii_case(key)) && v.eq_ignore_ascii_case("owned"))
         })
         .collect();
     rows.sort_by(|a, b| a.0.cmp(b.0));
