@@ -650,3 +650,61 @@ async fn a_cluster_set_enforces_each_cluster_on_its_own() {
     assert_eq!(team("az-a"), Some("a".into()));
     assert_eq!(body["ReturnValue"]["resources"].as_u64(), Some(1), "az-b's disk only: {body:#}");
 }
+
+/// A Resource Notifications event (`Microsoft.ResourceNotifications.Resources.CreatedOrUpdated`,
+/// the shape of azure-rest-api-specs' `Resources_CreatedOrUpdated.json`) for `resource` carrying
+/// `tags` (none: the optional field left out).
+fn rn_event(resource: &str, tags: Option<&[(&str, &str)]>) -> Value {
+    let mut info = json!({"id": resource, "name": resource.rsplit('/').next(), "type": "Microsoft.Compute/disks", "location": "eastus"});
+    if let Some(tags) = tags {
+        info["tags"] = tags.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>().into();
+    }
+    json!({
+        "id": support::suffix(), "topic": format!("/subscriptions/{}", support::env::SUB), "subject": resource,
+        "data": {"resourceInfo": info, "apiVersion": "2023-04-02", "operationalInfo": {"resourceEventTime": "2026-11-21T10:12:00.1234567Z"}},
+        "eventType": "Microsoft.ResourceNotifications.Resources.CreatedOrUpdated",
+        "dataVersion": "1", "metadataVersion": "1", "eventTime": "2026-11-21T10:12:00.1234567Z"
+    })
+}
+
+/// Issue 32 item 4: a Resource Notifications event carries the resource's tags, a hint (the
+/// engine's `hint`): where they show that no enforced cluster owns the resource and nothing is to
+/// be written, the read is spared; a claim of ownership is verified by a read, as for AWS's `Tag
+/// Change on Resource` (the event's sender could claim anything, and a record of an owned
+/// resource must rest on ARM's answer), and a drift is Merged once. One without tags is read as
+/// `ResourceWriteSuccess` is.
+#[tokio::test]
+async fn resource_notifications_spare_the_read_where_their_tags_show_nothing_to_write() {
+    let desired = [("team", "platform"), ("env", "prod")];
+    let env =
+        Env::new("cluster/infrastructure.json", &[("cluster/infrastructure.json", &infrastructure(&desired, &[]))])
+            .await;
+    let disk = rid("Microsoft.Compute/disks", "rn-disk");
+    let foreign = rid("Microsoft.Compute/disks", "rn-foreign");
+    env.fake.put_resource(&disk, &[(OWNER, "owned"), ("team", "old")]);
+    env.fake.put_resource(&foreign, &[("team", "theirs")]);
+
+    // Drifted: read (the tags only hint), one Merge.
+    let body = env.drift(rn_event(&disk, Some(&[(OWNER, "owned"), ("team", "old")]))).await;
+    assert_eq!(statuses(&body), json!({"applied": 1}), "{body:#}");
+    assert_eq!(env.fake.arm_calls(), ["GET tags", "PATCH tags"]);
+
+    // Another cluster's resource, or nobody's: no ARM call at all.
+    env.fake.clear_log();
+    let body = env.drift(rn_event(&foreign, Some(&[("team", "theirs")]))).await;
+    assert_eq!(statuses(&body), json!({"not-owned": 1}), "{body:#}");
+    assert_eq!(env.fake.arm_calls(), Vec::<String>::new(), "no read for a resource no cluster owns");
+
+    // The echo of that Merge claims ownership: verified by one read, nothing written.
+    let echo = env.fake.tags(&disk).expect("disk");
+    let echo: Vec<(&str, &str)> = echo.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let body = env.drift(rn_event(&disk, Some(&echo))).await;
+    assert_eq!(statuses(&body), json!({"unchanged": 1}), "{body:#}");
+    assert_eq!(env.fake.arm_calls(), ["GET tags"]);
+    env.fake.clear_log();
+
+    // No tags in the payload: read, as a ResourceWriteSuccess is.
+    let body = env.drift(rn_event(&disk, None)).await;
+    assert_eq!(statuses(&body), json!({"unchanged": 1}), "{body:#}");
+    assert_eq!(env.fake.arm_calls(), ["GET tags"]);
+}

@@ -1,10 +1,25 @@
 //! Azure Event Grid events from a subscription or resource-group system topic, in the Event Grid
 //! schema or CloudEvents 1.0 (the same `data` in both).
 //!
-//! `Microsoft.Resources.ResourceWriteSuccess` is the only event that can mean drift: creates and
-//! updates of the resource itself (tags set by PUT/PATCH on the resource) and Tags-API writes
-//! (`Microsoft.Resources/tags/write`). `claims` and `authorization` arrive as objects in real
-//! events but as strings in SDK fixtures, so both are read leniently.
+//! Two events can mean drift:
+//! - `Microsoft.Resources.ResourceWriteSuccess` (a subscription or resource-group system topic):
+//!   creates and updates of the resource itself (tags set by PUT/PATCH on the resource) and Tags-API
+//!   writes (`Microsoft.Resources/tags/write`). `claims` and `authorization` arrive as objects in
+//!   real events but as strings in SDK fixtures, so both are read leniently. No tags: the resource
+//!   is read.
+//! - `Microsoft.ResourceNotifications.Resources.CreatedOrUpdated` (a
+//!   `Microsoft.ResourceNotifications.Resources` system topic, subscription scope, in preview): the
+//!   resource as Resource Graph holds it, its tags at `data.resourceInfo.tags` (azure-rest-api-specs
+//!   `specification/eventgrid/data-plane/Microsoft.ResourceNotifications/stable/2018-01-01/examples/
+//!   event-grid-schema/Resources_CreatedOrUpdated.json`; a string map in the TypeSpec
+//!   `Microsoft.ResourceNotifications/common.tsp`, optional). They are carried as the event's
+//!   tags, a hint that spares the read where they show that no enforced cluster owns the resource
+//!   (the engine's `hint`: a claim of ownership is always verified by a read). No caller is named,
+//!   so loop safety is the idempotent plan: the echo of tagwarden's own Merge is read once and
+//!   writes nothing. The types it covers are
+//!   Resource Graph's `resources` table, "not yet all" of them (Learn, "Azure Resource
+//!   Notifications - Resources events"): a type it leaves out still comes through
+//!   `ResourceWriteSuccess`, read as before.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -15,6 +30,7 @@ use crate::cloud::{starts_with_ignore_case, Cloud};
 use crate::resource::ResourceRef;
 
 pub const WRITE_SUCCESS: &str = "Microsoft.Resources.ResourceWriteSuccess";
+pub const RESOURCE_CHANGED: &str = "Microsoft.ResourceNotifications.Resources.CreatedOrUpdated";
 pub const VALIDATION: &str = "Microsoft.EventGrid.SubscriptionValidationEvent";
 pub const TAGS_WRITE: &str = "Microsoft.Resources/tags/write";
 const TAGS_SUFFIX: &str = "/providers/Microsoft.Resources/tags/default";
@@ -50,6 +66,14 @@ struct Data {
     operation_name: Option<String>,
     subscription_id: Option<String>,
     validation_code: Option<String>,
+    resource_info: Option<ResourceInfo>,
+}
+
+/// `data.resourceInfo` of a Resource Notifications event.
+#[derive(Deserialize, Default)]
+struct ResourceInfo {
+    id: Option<String>,
+    tags: Option<serde_json::Map<String, Value>>,
 }
 
 pub(super) fn parse(
@@ -101,7 +125,8 @@ pub(super) fn parse(
         return Ok(event.ignored(IgnoreReason::SubscriptionValidation));
     }
 
-    let uri = data.resource_uri.as_deref().or(subject).unwrap_or_default();
+    let info_id = data.resource_info.as_ref().and_then(|i| i.id.as_deref());
+    let uri = data.resource_uri.as_deref().or(info_id).or(subject).unwrap_or_default();
     let uri = strip_suffix_ignore_case(uri, TAGS_SUFFIX);
     if let Ok(resource) = ResourceRef::from_arm_id(uri) {
         event.service = resource.kind.split('/').next().unwrap_or_default().to_string();
@@ -109,7 +134,8 @@ pub(super) fn parse(
         event.resources.push(resource);
     }
 
-    if event_type != WRITE_SUCCESS {
+    let changed = event_type.eq_ignore_ascii_case(RESOURCE_CHANGED);
+    if event_type != WRITE_SUCCESS && !changed {
         return Ok(event.ignored(IgnoreReason::NotAWrite));
     }
     let Some(kind) = event.resources.first().map(|r| r.kind.clone()) else {
@@ -120,6 +146,14 @@ pub(super) fn parse(
         || starts_with_ignore_case(operation, "Microsoft.Resources/deployments/");
     if untaggable {
         return Ok(event.ignored(IgnoreReason::UntaggableType));
+    }
+    if changed {
+        // A write of the resource, tags included; which one, the event does not say.
+        event.kind = EventKind::Create;
+        event.tags = data.resource_info.and_then(|i| i.tags).map(|tags| {
+            tags.into_iter().map(|(k, v)| (k, v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))).collect()
+        });
+        return Ok(event);
     }
     event.kind = if operation.eq_ignore_ascii_case(TAGS_WRITE) { EventKind::TagChange } else { EventKind::Create };
     Ok(event)
@@ -138,5 +172,32 @@ fn subscription_of(id: &str) -> Option<String> {
     match (segs.next(), segs.next()) {
         (Some(s), Some(sub)) if s.eq_ignore_ascii_case("subscriptions") && !sub.is_empty() => Some(sub.to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_one;
+
+    #[test]
+    fn resource_notifications_carry_the_resource_s_tags_and_only_they() {
+        let event = |tags: &str| {
+            format!(
+                r#"{{"id":"e","topic":"/subscriptions/s","subject":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d",
+                "eventType":"Microsoft.ResourceNotifications.Resources.CreatedOrUpdated","eventTime":"2023-07-28T20:13:10Z","dataVersion":"1",
+                "data":{{"resourceInfo":{{"id":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d","name":"d",
+                "type":"Microsoft.Compute/disks"{tags}}},"apiVersion":"2023-04-02","operationalInfo":{{"resourceEventTime":"2023-07-28T20:13:10Z"}}}}}}"#
+            )
+        };
+        let e = parse_one(event(r#","tags":{"team":"a","n":1}"#).as_bytes()).expect("event");
+        let tags = e.tags.expect("tags carried");
+        assert_eq!((tags["team"].as_str(), tags["n"].as_str()), ("a", "1"));
+        assert!(e.principals.is_empty() && e.actor.is_none(), "no caller is named");
+        // No tags in the payload (they are optional): nothing carried, the resource is read.
+        assert!(parse_one(event("").as_bytes()).expect("event").tags.is_none());
+        // A ResourceWriteSuccess never carries tags.
+        let write = r#"{"id":"w","subject":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d","eventType":"Microsoft.Resources.ResourceWriteSuccess",
+            "data":{"operationName":"Microsoft.Compute/disks/write","resourceInfo":{"tags":{"team":"x"}}},"dataVersion":"","metadataVersion":"1","eventTime":"2023-07-28T20:13:10Z"}"#;
+        assert!(parse_one(write.as_bytes()).expect("write").tags.is_none());
     }
 }
