@@ -375,7 +375,7 @@ variable "route53_writable_resources" {
 }
 
 variable "extra_tag_actions" {
-  description = "Tag actions of further services for the generic write path (Resource Groups Tagging API `TagResources`, which needs the resource's own service action too), e.g. `[\"sns:TagResource\", \"rds:AddTagsToResource\"]`. Granted on `*` but only for resources carrying the cluster's ownership tag and never for reserved keys; a service that does not evaluate `aws:ResourceTag` for its tag action refuses the write (reported as a write failure). EFS (`elasticfilesystem:TagResource`) is always granted."
+  description = "Tag actions of further services for the generic write path (Resource Groups Tagging API `TagResources`, which needs the resource's own service action too), e.g. `[\"sqs:TagQueue\", \"rds:AddTagsToResource\"]`. Granted on `*` but only for resources carrying the cluster's ownership tag and never for reserved keys; a service that does not evaluate `aws:ResourceTag` for its tag action refuses the write (reported as a write failure). EFS (`elasticfilesystem:TagResource`) is always granted."
   type        = list(string)
   default     = []
 
@@ -386,7 +386,7 @@ variable "extra_tag_actions" {
       for a in var.extra_tag_actions :
       can(regex("^[a-z0-9-]+:[A-Za-z0-9]*Tag[A-Za-z0-9]*$", a)) && !can(regex("(?i)(untag|delete|remove)", a))
     ])
-    error_message = "extra_tag_actions must be service tag actions such as \"sns:TagResource\": \"service:Action\" without wildcards, naming Tag, and not an Untag*, Delete* or Remove* action."
+    error_message = "extra_tag_actions must be service tag actions such as \"sqs:TagQueue\": \"service:Action\" without wildcards, naming Tag, and not an Untag*, Delete* or Remove* action."
   }
 }
 

@@ -101,7 +101,7 @@ run "defaults" {
     error_message = "route53 event names: ${jsonencode(local.cloudtrail_event_names.route53)}"
   }
   assert {
-    condition     = toset(keys(aws_cloudwatch_event_rule.resource_events)) == toset(["ec2", "s3", "elasticloadbalancing", "iam", "route53", "elasticfilesystem", "kms", "tag_change"])
+    condition     = toset(keys(aws_cloudwatch_event_rule.resource_events)) == toset(concat(keys(local.generated.cloudtrail_event_names), ["tag_change"]))
     error_message = "resource-event rules: ${jsonencode(keys(aws_cloudwatch_event_rule.resource_events))}"
   }
   assert {
@@ -385,10 +385,10 @@ run "ssm_policy_change_ignores_failed_updates" {
 run "extra_tag_actions_added_under_the_ownership_condition" {
   command = plan
   variables {
-    extra_tag_actions = ["sns:TagResource", "rds:AddTagsToResource"]
+    extra_tag_actions = ["sqs:TagQueue", "rds:AddTagsToResource"]
   }
   assert {
-    condition     = local.generic_tag_action_list == tolist(["elasticfilesystem:TagResource", "sns:TagResource", "rds:AddTagsToResource"])
+    condition     = local.generic_tag_action_list == tolist(["elasticfilesystem:TagResource", "sqs:TagQueue", "rds:AddTagsToResource"])
     error_message = "generic tag actions: ${jsonencode(local.generic_tag_action_list)}"
   }
   assert {
@@ -398,7 +398,7 @@ run "extra_tag_actions_added_under_the_ownership_condition" {
         conditions = toset([for c in st.condition : "${c.test} ${c.variable}"])
       } if st.sid == "WriteOwnedTagsExtraServices"
       ]) == {
-      actions = toset(["sns:TagResource", "rds:AddTagsToResource"])
+      actions = toset(["sqs:TagQueue", "rds:AddTagsToResource"])
       conditions = toset([
         "StringEquals aws:ResourceTag/kubernetes.io/cluster/mycluster-7xk2p",
         "Null aws:TagKeys",
@@ -409,7 +409,7 @@ run "extra_tag_actions_added_under_the_ownership_condition" {
   }
   # Issue 35: the extra actions are under the case-blind reserved-key Deny too.
   assert {
-    condition     = contains(local.guarded_tag_write_actions, "sns:TagResource") && contains(local.guarded_tag_write_actions, "rds:AddTagsToResource")
+    condition     = contains(local.guarded_tag_write_actions, "sqs:TagQueue") && contains(local.guarded_tag_write_actions, "rds:AddTagsToResource")
     error_message = "guarded_tag_write_actions: ${jsonencode(local.guarded_tag_write_actions)}"
   }
 }
@@ -417,7 +417,7 @@ run "extra_tag_actions_added_under_the_ownership_condition" {
 run "extra_tag_actions_wildcard_refused" {
   command = plan
   variables {
-    extra_tag_actions = ["sns:*"]
+    extra_tag_actions = ["sqs:*"]
   }
   expect_failures = [var.extra_tag_actions]
 }
@@ -425,7 +425,7 @@ run "extra_tag_actions_wildcard_refused" {
 run "extra_tag_actions_untag_refused" {
   command = plan
   variables {
-    extra_tag_actions = ["sns:UntagResource"]
+    extra_tag_actions = ["sqs:UntagQueue"]
   }
   expect_failures = [var.extra_tag_actions]
 }
@@ -433,7 +433,7 @@ run "extra_tag_actions_untag_refused" {
 run "extra_tag_actions_non_tag_action_refused" {
   command = plan
   variables {
-    extra_tag_actions = ["sns:Publish"]
+    extra_tag_actions = ["sqs:SendMessage"]
   }
   expect_failures = [var.extra_tag_actions]
 }
@@ -622,7 +622,7 @@ run "eleven_policies_refused_at_the_default_quota" {
   variables {
     infra_id          = null
     infra_ids         = [for i in range(11) : format("c%02d-a1b2c", i)]
-    extra_tag_actions = ["sns:TagResource"]
+    extra_tag_actions = ["sqs:TagQueue"]
   }
   expect_failures = [aws_iam_role.lambda]
 }
@@ -632,7 +632,7 @@ run "eleven_policies_with_a_raised_quota" {
   variables {
     infra_id                        = null
     infra_ids                       = [for i in range(11) : format("c%02d-a1b2c", i)]
-    extra_tag_actions               = ["sns:TagResource"]
+    extra_tag_actions               = ["sqs:TagQueue"]
     managed_policies_per_role_quota = 20
   }
   assert {

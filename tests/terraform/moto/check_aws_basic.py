@@ -28,43 +28,26 @@ ACCOUNT = "123456789012"  # moto's
 WRITABLE_ZONE = "Z0123456789ABCDEFGHIJ"  # route53_hosted_zone_ids in aws-basic.tfvars
 WRITABLE_HEALTH_CHECK = "0123abcd-0000-1111-2222-333344445555"  # route53_health_check_ids there
 
-# The contract, written out independently of the Terraform so a typo there is caught here.
-EVENT_NAMES = {
-    "ec2": ["RunInstances", "CreateVolume", "CreateSecurityGroup", "CreateNetworkInterface", "CreateSnapshot",
-            "CreateImage", "AllocateAddress", "CreateNatGateway", "CreateVpc", "CreateSubnet", "CreateRouteTable",
-            "CreateInternetGateway", "CreateVpcEndpoint", "CreateLaunchTemplate", "CreateTags", "DeleteTags"],
-    "s3": ["CreateBucket", "PutBucketTagging", "DeleteBucketTagging"],
-    # Issue 11: ELBv2 listeners and rules; Classic ELB shares the source and the names.
-    "elasticloadbalancing": ["AddTags", "CreateListener", "CreateLoadBalancer", "CreateRule", "CreateTargetGroup", "RemoveTags"],
-    "iam": ["CreateRole", "CreateUser", "CreateInstanceProfile", "CreatePolicy", "CreateOpenIDConnectProvider",
-            "TagRole", "UntagRole", "TagUser", "UntagUser", "TagInstanceProfile", "UntagInstanceProfile",
-            "TagPolicy", "UntagPolicy", "TagOpenIDConnectProvider", "UntagOpenIDConnectProvider"],
-    # Issue 11: Route 53 (global, us-east-1) and EFS.
-    "route53": ["ChangeTagsForResource", "CreateHealthCheck", "CreateHostedZone"],
-    "elasticfilesystem": ["CreateAccessPoint", "CreateFileSystem", "CreateTags", "DeleteTags", "TagResource", "UntagResource"],
-    # Issue 26: KMS keys, natively.
-    "kms": ["CreateKey", "TagResource", "UntagResource"],
-}
-CODE_ACTIONS = {
-    "ec2:DescribeTags", "ec2:CreateTags", "ec2:DescribeInstances", "ec2:DescribeVolumes",
-    "s3:GetBucketTagging", "s3:PutBucketTagging",
-    "elasticloadbalancing:DescribeTags", "elasticloadbalancing:AddTags",
-    "elasticloadbalancing:DescribeListeners", "elasticloadbalancing:DescribeRules",
-    "iam:GetRole", "iam:TagRole", "iam:GetUser", "iam:TagUser", "iam:ListInstanceProfileTags",
-    "iam:TagInstanceProfile", "iam:ListPolicyTags", "iam:TagPolicy", "iam:ListOpenIDConnectProviderTags",
-    "iam:TagOpenIDConnectProvider", "iam:GetAccountAuthorizationDetails", "iam:ListInstanceProfiles",
-    "iam:ListPolicies", "iam:ListOpenIDConnectProviders",
-    "tag:GetResources", "tag:TagResources",
-    "route53:ListHostedZones", "route53:ListHealthChecks", "route53:ListTagsForResources",
-    "route53:ListTagsForResource", "route53:ChangeTagsForResource",
-    "kms:ListResourceTags", "kms:TagResource",
+# The descriptors' contract as tests/iam_policy.rs writes it from crates/core/src/services.rs (and
+# checks it there against the descriptors): the events and actions the Terraform must render and
+# grant, exactly, so a new service needs no edit here (issue 34).
+GENERATED = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                        "infra", "aws", "generated", "services.json")))
+EVENT_NAMES = GENERATED["cloudtrail_event_names"]
+_THROUGH_TAGGING = [s for s in GENERATED["services"] if s["guard"] == "owned_via_tagging_api"]
+# The owning services' tag actions that tag:TagResources needs (iam.tf generic_tag_actions), plus
+# the example's extra_tag_actions (tests/terraform/moto/aws-basic.tfvars).
+GENERIC_TAG_ACTIONS = {a for s in _THROUGH_TAGGING for a in s["write"]}
+EXTRA_TAG_ACTIONS = {"sqs:TagQueue"}
+# Writes that IAM conditions on the cluster's ownership tag, each under the aws:TagKeys guard.
+OWNED_TAG_WRITES = {a for s in GENERATED["services"] if s["guard"] == "owned" for a in s["write"]}
+# What the code calls: every descriptor's reads and writes, and the policy store's (hand-listed:
+# no descriptor holds them).
+CODE_ACTIONS = {a for s in GENERATED["services"] if s["guard"] != "owned_via_tagging_api"
+                for k in ("read", "read_anywhere", "write") for a in s[k]} | {
     "ssm:GetParameter", "ssm:GetParametersByPath", "ssm:PutParameter",
     "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 }
-# The owning services' tag actions that tag:TagResources needs (iam.tf generic_tag_actions), plus
-# the example's extra_tag_actions (tests/terraform/moto/aws-basic.tfvars).
-GENERIC_TAG_ACTIONS = {"elasticfilesystem:TagResource"}
-EXTRA_TAG_ACTIONS = {"sns:TagResource"}
 PLATFORM_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents", "sqs:ReceiveMessage", "sqs:DeleteMessage",
                     "sqs:GetQueueAttributes", "sqs:SendMessage"}
 # S3 policy source: everything but the SSM read.
@@ -137,8 +120,8 @@ def statement_problems(doc, policy_bucket):
             continue  # judged by the evaluator (tag_write_cases, reserved_key_cases)
         acts = set(as_list(st["Action"]))
         cond = st.get("Condition", {})
-        service_tag_writes = {"ec2:CreateTags", "elasticloadbalancing:AddTags"} | GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS
-        if acts & service_tag_writes or any(a.startswith("iam:Tag") for a in acts):
+        service_tag_writes = OWNED_TAG_WRITES | GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS
+        if acts & service_tag_writes:
             if cond.get("StringEquals", {}).get(key) != "owned":
                 problems.append(f"{st.get('Sid')} not conditioned on {key}=owned")
             # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
@@ -322,8 +305,10 @@ def tag_write_cases():
         ("KMS key in another account, owned", "kms:TagResource", key.replace(acct, "210987654321"), req(owned), False),
         ("KMS UntagResource, owned", "kms:UntagResource", key, req(owned), False),
         ("KMS key's tags, read", "kms:ListResourceTags", key, {}, True),
-        ("SNS topic, owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
-        ("SNS topic, not owned (extra_tag_actions)", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
+        ("SQS queue, owned (extra_tag_actions)", "sqs:TagQueue", f"arn:aws:sqs:{REGION}:{acct}:q", req(owned), True),
+        ("SQS queue, not owned (extra_tag_actions)", "sqs:TagQueue", f"arn:aws:sqs:{REGION}:{acct}:q", req({}), False),
+        ("SNS topic, owned", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
+        ("SNS topic, not owned", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
         ("RDS, owned (not granted)", "rds:AddTagsToResource", f"arn:aws:rds:{REGION}:{acct}:db:d", req(owned), False),
         # Route 53 puts no tag keys in the request context. Issue 35: only the listed zone is writable.
         ("Route 53 hosted zone, listed", "route53:ChangeTagsForResource", zone, {}, True),
@@ -347,7 +332,7 @@ def tag_write_cases():
         ("EC2 instance tagged Kubernetes.io/cluster/<infraID>=owned", "ec2:CreateTags", i, req({owned_key.upper(): "owned"}), True),
     ] + reserved_key_cases({
         "ec2:CreateTags": i, "elasticloadbalancing:AddTags": clb, "elasticfilesystem:TagResource": fs, "kms:TagResource": key,
-        "sns:TagResource": f"arn:aws:sns:{REGION}:{acct}:t", "iam:TagRole": f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role",
+        "sns:TagResource": f"arn:aws:sns:{REGION}:{acct}:t", "sqs:TagQueue": f"arn:aws:sqs:{REGION}:{acct}:q", "iam:TagRole": f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role",
         "iam:TagUser": f"arn:aws:iam::{acct}:user/{INFRA_ID}-cloud-credential",
     })
 
@@ -565,7 +550,7 @@ def resources_phase(tf):
             problems.append(f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}")
         if set(out["iam_actions"]["generic_tag"]) != GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS:
             problems.append(f"output iam_actions.generic_tag {out['iam_actions']['generic_tag']}")
-        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem", "sns")
+        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem", "sns", "sqs", "kms")
         bad = [a for a in got if a.split(":")[0] in tag_services
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
