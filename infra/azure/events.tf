@@ -3,6 +3,9 @@
 #   ARM writes in each enforcement scope and each subscription of event_source_subscription_ids (one
 #   system topic per source, global, in the source's own subscription)
 #                                        --ResourceWriteSuccess--> function `drift` (eventGridTrigger)
+#   resource_notifications = true (issue 32 item 4): resource creates/updates in each subscription
+#   of those sources (one Microsoft.ResourceNotifications.Resources system topic per subscription)
+#                                        --Resources.CreatedOrUpdated--> function `drift`
 #   policy blob created (policy account topic)
 #                                        --BlobCreated---> storage queue TAGWARDEN_SWEEP_QUEUE
 #                                                          --> function `sweep-queue` (queueTrigger)
@@ -63,9 +66,13 @@ locals {
   created_arm_topic_scopes = toset([for s in local.arm_sources : s if !contains(keys(local.existing_topic_of), s) && !contains(local.foreign_sources, s)])
   # Sources in another subscription without an existing topic: azapi_resource.arm_topic.
   created_foreign_topic_sources = toset([for s in local.foreign_sources : s if !contains(keys(local.existing_topic_of), s)])
-  # The resource group of the module's topics in each other subscription that gets one.
-  foreign_topic_subscriptions = toset([for s in local.created_foreign_topic_sources : local.source_subscription[s]])
-  event_resource_group_name   = coalesce(var.event_topic_resource_group_name, "${local.name}-events")
+  # The resource group of the module's topics in each other subscription that gets one (an ARM
+  # topic or, issue 32 item 4, a Resource Notifications topic).
+  foreign_topic_subscriptions = toset(concat(
+    [for s in local.created_foreign_topic_sources : local.source_subscription[s]],
+    [for s in local.created_foreign_rn_topic_sources : split("/", s)[2]],
+  ))
+  event_resource_group_name = coalesce(var.event_topic_resource_group_name, "${local.name}-events")
   event_resource_group_id = {
     for sub in local.foreign_topic_subscriptions : sub => (
       var.event_topic_resource_group_name == null ? azapi_resource.event_resource_group[sub].id : "/subscriptions/${sub}/resourceGroups/${var.event_topic_resource_group_name}"
@@ -367,6 +374,311 @@ resource "azurerm_eventgrid_system_topic_event_subscription" "arm" {
       error_message = "The ARM event subscription would need more than 25 advanced-filter values (ignored_operation_prefixes + 2 self ids); Event Grid rejects that."
     }
   }
+}
+
+################################################################################
+# Azure Resource Notifications (issue 32 item 4)
+################################################################################
+#
+# A `Microsoft.ResourceNotifications.Resources.CreatedOrUpdated` event carries the resource as
+# Resource Graph holds it, its tags at `data.resourceInfo.tags` (azure-rest-api-specs,
+# specification/eventgrid/data-plane/Microsoft.ResourceNotifications/stable/2018-01-01/examples/
+# event-grid-schema/Resources_CreatedOrUpdated.json), so the function can decide without reading the
+# resource when the tags show it in line or owned by no cluster (crates/core/src/events/
+# event_grid.rs). The topic type is `Microsoft.ResourceNotifications.Resources`, its source
+# `/subscriptions/<id>`, its location Global (azure-docs, event-grid/
+# subscribe-to-resource-notifications-resources-events.md: `az eventgrid system-topic create
+# --source /subscriptions/AZURESUBSCRIPTIONID --topic-type microsoft.resourcenotifications.resources
+# --location Global`, and `-location global` in the PowerShell tab: ARM location names compare
+# without case, and the module's other global topics are written `global`). "Currently, these events
+# are exclusively emitted at the Azure subscription scope" (azure-docs, event-grid/
+# event-schema-resources.md, "Role-based access control"): there is no resource group topic of this
+# type, so a resource group scope takes the topic of its subscription and an event subscription
+# filtered by subject to "<resource group id>/" (the subject is the resource id; "Subject begins with
+# = /subscriptions/{subscription-id}/resourceGroups/{resourceGroup-id}" is the documented filter,
+# subscribe-to-resource-notifications-resources-events.md, "Filtering examples"). A subscription
+# source is filtered the same way by "<subscription id>/", which every resource id of it begins
+# with: one shape for every source. The subject filter compares without case unless told otherwise
+# (EventSubscriptionFilter.isSubjectCaseSensitive, azure-rest-api-specs eventgrid 2022-06-15
+# EventGrid.json; "If not specified, subject will be compared in a case insensitive manner", Az.EventGrid
+# New-AzEventGridSystemTopicEventSubscription -SubjectCaseSensitive), as ARM compares resource group
+# names. The topic type is in preview (every one of those pages is titled "(Preview)").
+#
+# What it covers: the resource types of Resource Graph's `resources` table, "doesn't yet support all
+# the resource types" of it (event-schema-resources.md), no list of the exceptions published. So the
+# ARM subscriptions above stay as they are, for every type: for a covered type the function gets both
+# events, the ResourceWriteSuccess costing what it did before (README, "Resource Notifications").
+#
+# One topic per source. "Azure Event Grid allows only one system topic per source (such as a
+# subscription or resource group)" (azure-docs, event-grid/system-topics.md, 2026-06 revision; the
+# 2023 revision: "Only one Azure Event Grid system topic is allowed per source"), and Azure refuses a
+# second with "There is an existing tracked system topic for the given source /subscriptions/<id>.
+# Only one system topic is allowed per source." (quoted in MicrosoftDocs/azure-docs#97986). The
+# documented rule names the source only, not the topic type. Inferred, not run here: that the key is
+# the source *and* the topic type, so that a Resource Notifications topic can sit beside a
+# Microsoft.Resources.Subscriptions topic on the same subscription. For it: Microsoft documents
+# several topic types whose source is the same `/subscriptions/<id>` (Microsoft.Resources.
+# Subscriptions, Microsoft.PolicyInsights.PolicyStates, Microsoft.ResourceNotifications.Resources and
+# .HealthResources) with no word that one excludes another, Azure Resource Notifications is presented
+# as "dedicated system topics" offering "datasets that may not be accessible through standard system
+# topics" (event-grid/event-schema-resource-notifications.md), and two vendors state the limit per
+# type ("only one System Topic of type: Microsoft.ResourceNotifications.Resources can exist per
+# scoped Subscription", zscaler/terraform-azurerm-cloud-connector-modules,
+# modules/terraform-zscc-ztags-azure/README.md; "only one Event Grid system topic of type
+# Microsoft.Resources.Subscriptions can be created per subscription", port-labs/port-docs,
+# docs/build-your-software-catalog/sync-data-to-catalog/cloud-providers/azure/installation.md). If
+# Azure refuses it, the first apply fails on this topic with the message above, and
+# resource_notifications must stay off for that subscription. What is certain: at most one
+# Resource Notifications topic per subscription, so the module makes one per subscription whatever
+# the number of sources in it, and takes an existing one from existing_resource_notifications_topics
+# (the existing_system_topics pattern: read, checked, only the event subscriptions added). A second
+# tagwarden deployment in the same subscription must pass the first one's topic there.
+locals {
+  rn_topic_type = "Microsoft.ResourceNotifications.Resources"
+  # The filter of the Resource Notifications subscriptions, one map as arm_filter is: the created or
+  # updated event only (a deletion never needs a tag write), each source's resources by subject. No
+  # advanced filter: the event names no caller (no claims, no authorization: Resources_CreatedOrUpdated.json),
+  # so the function's own writes cannot be dropped here; their echo shows the resource in line and
+  # costs the function no read.
+  rn_filter = {
+    included_event_types = ["Microsoft.ResourceNotifications.Resources.CreatedOrUpdated"]
+    subject_begins_with  = { for s in local.arm_sources : s => "${s}/" }
+  }
+
+  # The topic sources: the subscription (lowercase GUID) of every ARM source, once.
+  rn_sources = var.resource_notifications ? toset([for s in local.arm_sources : "/subscriptions/${local.source_subscription[s]}"]) : toset([])
+  # The Resource Notifications topic of each ARM source.
+  rn_source_of = { for s in local.arm_sources : s => "/subscriptions/${local.source_subscription[s]}" }
+  # Existing topics by subscription (keys compared without case; the validation refuses a key that is
+  # no source's subscription).
+  rn_existing_topic_of = {
+    for s in local.rn_sources : s => one([for k, t in var.existing_resource_notifications_topics : t if lower(k) == s])
+    if contains([for k in keys(var.existing_resource_notifications_topics) : lower(k)], s)
+  }
+  rn_foreign_sources               = toset([for s in local.rn_sources : s if split("/", s)[2] != local.home_subscription])
+  created_rn_topic_sources         = toset([for s in local.rn_sources : s if !contains(keys(local.rn_existing_topic_of), s) && !contains(local.rn_foreign_sources, s)])
+  created_foreign_rn_topic_sources = toset([for s in local.rn_foreign_sources : s if !contains(keys(local.rn_existing_topic_of), s)])
+  # Short, stable keys for names and alerts ("rn-<hash>" of the subscription id).
+  rn_topic_key = { for s in local.rn_sources : s => "rn-${substr(sha1(s), 0, 8)}" }
+
+  rn_topics = merge(
+    {
+      for s, t in azurerm_eventgrid_system_topic.resource_notifications : s => {
+        id                  = t.id
+        name                = t.name
+        resource_group_name = t.resource_group_name
+        principal_id        = t.identity[0].principal_id
+      }
+    },
+    {
+      for s, t in data.azurerm_eventgrid_system_topic.resource_notifications_existing : s => {
+        id                  = t.id
+        name                = t.name
+        resource_group_name = t.resource_group_name
+        principal_id        = t.identity[0].principal_id
+      }
+    },
+    {
+      for s, t in azapi_resource.resource_notifications_topic : s => {
+        id                  = t.id
+        name                = t.name
+        resource_group_name = local.event_resource_group_name
+        principal_id        = t.identity[0].principal_id
+      }
+    },
+    {
+      for s, t in data.azapi_resource.resource_notifications_existing : s => {
+        id                  = t.id
+        name                = local.rn_existing_topic_of[s].name
+        resource_group_name = local.rn_existing_topic_of[s].resource_group_name
+        principal_id        = t.identity[0].principal_id
+      }
+    },
+  )
+  # TAGWARDEN_EVENT_TOPICS (function.tf): the sources of these topics not already listed as an ARM
+  # topic's source (a subscription scope or listed subscription is both; a resource group scope's
+  # subscription is new there). The function compares without case.
+  rn_event_topic_sources = [for s in keys(local.rn_topics) : s if !contains([for k in keys(local.arm_topics) : lower(k)], s)]
+
+  # One event subscription per ARM source, on its subscription's topic, once the package is published
+  # (the azure_function_endpoint must exist, as for the ARM subscriptions). Home and foreign as the
+  # ARM subscriptions: by the source's subscription.
+  rn_subscriptions = {
+    for s in local.arm_sources : s => local.rn_topics[local.rn_source_of[s]]
+    if var.resource_notifications && local.package_published
+  }
+  home_rn_subscriptions    = { for s, t in local.rn_subscriptions : s => t if !contains(local.foreign_sources, s) }
+  foreign_rn_subscriptions = { for s, t in local.rn_subscriptions : s => t if contains(local.foreign_sources, s) }
+}
+
+# One Resource Notifications topic per subscription in the deployment's subscription (the module's
+# resource group, as the ARM topics).
+resource "azurerm_eventgrid_system_topic" "resource_notifications" {
+  for_each = local.created_rn_topic_sources
+
+  name                = "${local.name}-${local.rn_topic_key[each.key]}"
+  resource_group_name = local.resource_group_name
+  location            = "global" # the documented location of this topic type (above)
+  source_resource_id  = each.key
+  topic_type          = local.rn_topic_type
+
+  identity {
+    type = "SystemAssigned" # dead-lettering without storage keys (rbac.tf)
+  }
+
+  tags = local.tags
+}
+
+# ... and in each other subscription, by parent id in its event_topic_resource_group_name group (as
+# azapi_resource.arm_topic). The topic type is a string the service checks, not the API version:
+# zscaler's module above creates this type with Microsoft.EventGrid/systemTopics@2021-12-01.
+resource "azapi_resource" "resource_notifications_topic" {
+  for_each = local.created_foreign_rn_topic_sources
+
+  type      = "Microsoft.EventGrid/systemTopics@2022-06-15"
+  name      = "${local.name}-${local.rn_topic_key[each.key]}"
+  parent_id = local.event_resource_group_id[split("/", each.key)[2]]
+  location  = "global"
+
+  identity {
+    type = "SystemAssigned"
+  }
+
+  body = {
+    properties = {
+      source    = each.key
+      topicType = local.rn_topic_type
+    }
+  }
+
+  tags = local.tags
+}
+
+# Existing Resource Notifications topics: checked for source, type (compared without case: the
+# documented CLI creates it as `microsoft.resourcenotifications.resources`) and identity.
+data "azurerm_eventgrid_system_topic" "resource_notifications_existing" {
+  for_each = { for s, t in local.rn_existing_topic_of : s => t if !contains(local.rn_foreign_sources, s) }
+
+  name                = each.value.name
+  resource_group_name = each.value.resource_group_name
+
+  lifecycle {
+    postcondition {
+      condition     = lower(self.source_resource_id) == each.key && lower(self.topic_type) == lower(local.rn_topic_type)
+      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) is a ${self.topic_type} topic on ${self.source_resource_id}, not a ${local.rn_topic_type} topic on that subscription."
+    }
+    postcondition {
+      condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
+      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
+    }
+  }
+}
+
+data "azapi_resource" "resource_notifications_existing" {
+  for_each = { for s, t in local.rn_existing_topic_of : s => t if contains(local.rn_foreign_sources, s) }
+
+  type                   = "Microsoft.EventGrid/systemTopics@2022-06-15"
+  resource_id            = "${each.key}/resourceGroups/${each.value.resource_group_name}/providers/Microsoft.EventGrid/systemTopics/${each.value.name}"
+  response_export_values = ["properties.source", "properties.topicType"]
+
+  lifecycle {
+    postcondition {
+      condition     = lower(self.output.properties.source) == each.key && lower(self.output.properties.topicType) == lower(local.rn_topic_type)
+      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) is a ${self.output.properties.topicType} topic on ${self.output.properties.source}, not a ${local.rn_topic_type} topic on that subscription."
+    }
+    postcondition {
+      condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
+      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update --subscription ${split("/", each.key)[2]} -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
+    }
+  }
+}
+
+# The event subscriptions, one per ARM source: the same function, delivery schema, batch, retry
+# policy and dead-lettering as the ARM subscriptions; the Resource Notifications event type and the
+# source's subject prefix instead of the ARM advanced filters. Event Grid allows 500 event
+# subscriptions per topic (Learn, event-grid/quotas-limits), far above the resource group scopes one
+# deployment lists in a subscription.
+resource "azurerm_eventgrid_system_topic_event_subscription" "resource_notifications" {
+  for_each = local.home_rn_subscriptions
+
+  # One topic may carry several (one per resource group scope of its subscription): named by source.
+  name                  = "${local.name}-${local.arm_scope_key[each.key]}"
+  system_topic          = each.value.name
+  resource_group_name   = each.value.resource_group_name
+  event_delivery_schema = "EventGridSchema"
+
+  included_event_types = local.rn_filter.included_event_types
+
+  azure_function_endpoint {
+    function_id                       = local.drift_function_id
+    max_events_per_batch              = 1
+    preferred_batch_size_in_kilobytes = 64
+  }
+
+  subject_filter {
+    subject_begins_with = local.rn_filter.subject_begins_with[each.key]
+    case_sensitive      = false
+  }
+
+  retry_policy {
+    max_delivery_attempts = var.max_delivery_attempts
+    event_time_to_live    = var.event_time_to_live_minutes
+  }
+
+  dead_letter_identity {
+    type = "SystemAssigned"
+  }
+
+  storage_blob_dead_letter_destination {
+    storage_account_id          = azurerm_storage_account.policy.id
+    storage_blob_container_name = azurerm_storage_container.dead_letters.name
+  }
+
+  # As the ARM subscriptions: the package first, the topic's dead-letter role in effect.
+  depends_on = [terraform_data.package, time_sleep.role_propagation]
+}
+
+resource "azapi_resource" "resource_notifications_event_subscription" {
+  for_each = local.foreign_rn_subscriptions
+
+  type      = "Microsoft.EventGrid/systemTopics/eventSubscriptions@2022-06-15"
+  name      = "${local.name}-${local.arm_scope_key[each.key]}"
+  parent_id = each.value.id
+
+  body = {
+    properties = {
+      eventDeliverySchema = "EventGridSchema"
+      destination = {
+        endpointType = "AzureFunction"
+        properties = {
+          resourceId                    = local.drift_function_id
+          maxEventsPerBatch             = 1
+          preferredBatchSizeInKilobytes = 64
+        }
+      }
+      filter = {
+        includedEventTypes     = local.rn_filter.included_event_types
+        subjectBeginsWith      = local.rn_filter.subject_begins_with[each.key]
+        isSubjectCaseSensitive = false
+      }
+      retryPolicy = {
+        maxDeliveryAttempts      = var.max_delivery_attempts
+        eventTimeToLiveInMinutes = var.event_time_to_live_minutes
+      }
+      deadLetterWithResourceIdentity = {
+        identity = { type = "SystemAssigned" }
+        deadLetterDestination = {
+          endpointType = "StorageBlob"
+          properties = {
+            resourceId        = azurerm_storage_account.policy.id
+            blobContainerName = azurerm_storage_container.dead_letters.name
+          }
+        }
+      }
+    }
+  }
+
+  depends_on = [terraform_data.package, time_sleep.role_propagation]
 }
 
 ################################################################################

@@ -38,9 +38,15 @@ locals {
     # ARM topics' sources, created or existing, keyed by source (the subscription and resource group
     # scopes and, issue 32 item 2, /subscriptions/<guid> of each event_source_subscription_ids entry, in
     # any subscription; never a management group, which is no source), and the policy storage
-    # account (its BlobCreated events reach the sweep queue).
+    # account (its BlobCreated events reach the sweep queue). Issue 32 item 4: with
+    # resource_notifications, the sources of the Resource Notifications topics too,
+    # /subscriptions/<guid> ("topic": "/subscriptions/{sub}" in azure-rest-api-specs' eventgrid
+    # data-plane Microsoft.ResourceNotifications example Resources_CreatedOrUpdated.json): new in the
+    # list for the subscription of a resource group scope, already there for a subscription source
+    # (local.rn_event_topic_sources, events.tf, leaves those out; crates/azure/src/function.rs
+    # `Topics` compares without case).
     TAGWARDEN_CLUSTERS     = join(",", local.clusters)
-    TAGWARDEN_EVENT_TOPICS = join(",", sort(concat(keys(local.arm_topics), [azurerm_storage_account.policy.id])))
+    TAGWARDEN_EVENT_TOPICS = join(",", sort(concat(keys(local.arm_topics), local.rn_event_topic_sources, [azurerm_storage_account.policy.id])))
     RUST_LOG               = var.log_level
   }
 

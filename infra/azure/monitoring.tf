@@ -110,6 +110,7 @@ locals {
             metricScope  = 0
             resourceIds = concat(
               [for t in values(local.arm_topics) : lower(t.id)],
+              [for t in values(local.rn_topics) : lower(t.id)],
               [lower(azurerm_eventgrid_system_topic.policy.id)],
             )
             timeContext = { durationMs = 86400000 }
@@ -178,6 +179,7 @@ locals {
 
   dead_letter_topics = merge(
     { for s, t in local.arm_topics : "arm-${local.arm_scope_key[s]}" => t.id },
+    { for s, t in local.rn_topics : local.rn_topic_key[s] => t.id },
     { policy = azurerm_eventgrid_system_topic.policy.id },
   )
 }

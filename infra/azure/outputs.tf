@@ -64,21 +64,26 @@ output "dead_letter_container_url" {
 }
 
 output "event_subscription_ids" {
-  description = "Event Grid event subscription ids: `arm` (by source: each subscription or resource group scope and each `event_source_subscription_ids` subscription, in any subscription; ResourceWriteSuccess -> drift; empty until the package is published) and `policy` (policy BlobCreated -> sweep queue)."
+  description = "Event Grid event subscription ids: `arm` (by source: each subscription or resource group scope and each `event_source_subscription_ids` subscription, in any subscription; ResourceWriteSuccess -> drift; empty until the package is published), `resource_notifications` (by the same sources, with `resource_notifications`; Resources.CreatedOrUpdated -> drift, a source's resources by subject; empty until the package is published) and `policy` (policy BlobCreated -> sweep queue)."
   value = {
     arm = merge(
       { for s, e in azurerm_eventgrid_system_topic_event_subscription.arm : s => e.id },
       { for s, e in azapi_resource.arm_event_subscription : s => e.id },
+    )
+    resource_notifications = merge(
+      { for s, e in azurerm_eventgrid_system_topic_event_subscription.resource_notifications : s => e.id },
+      { for s, e in azapi_resource.resource_notifications_event_subscription : s => e.id },
     )
     policy = azurerm_eventgrid_system_topic_event_subscription.policy.id
   }
 }
 
 output "system_topic_ids" {
-  description = "Event Grid system topic ids: `arm` (by source: each subscription or resource group scope and each `event_source_subscription_ids` subscription, global, in the source's subscription; created by the module or taken from `existing_system_topics`) and `policy` (policy storage account)."
+  description = "Event Grid system topic ids: `arm` (by source: each subscription or resource group scope and each `event_source_subscription_ids` subscription, global, in the source's subscription; created by the module or taken from `existing_system_topics`), `resource_notifications` (with `resource_notifications`: by subscription `/subscriptions/<guid>`, one `Microsoft.ResourceNotifications.Resources` topic per subscription of those sources, global; created or taken from `existing_resource_notifications_topics`) and `policy` (policy storage account)."
   value = {
-    arm    = { for s, t in local.arm_topics : s => t.id }
-    policy = azurerm_eventgrid_system_topic.policy.id
+    arm                    = { for s, t in local.arm_topics : s => t.id }
+    resource_notifications = { for s, t in local.rn_topics : s => t.id }
+    policy                 = azurerm_eventgrid_system_topic.policy.id
   }
 }
 

@@ -324,10 +324,12 @@ resource "azurerm_role_assignment" "sweep_queue_sender" {
 }
 
 # Event Grid dead-lettering with the system topics' identities (shared keys are disabled): write
-# into the dead-letter container only. One per ARM topic (created or existing) plus the policy topic.
+# into the dead-letter container only. One per ARM topic (created or existing), per Resource
+# Notifications topic (issue 32 item 4; created or existing) plus the policy topic.
 resource "azurerm_role_assignment" "dead_letter_writer" {
   for_each = merge(
     { for s, t in local.arm_topics : "arm-${local.arm_scope_key[s]}" => t.principal_id },
+    { for s, t in local.rn_topics : local.rn_topic_key[s] => t.principal_id },
     { policy = azurerm_eventgrid_system_topic.policy.identity[0].principal_id },
   )
 

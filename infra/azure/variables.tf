@@ -427,6 +427,46 @@ variable "existing_system_topics" {
   }
 }
 
+# Issue 32 item 4: Azure Resource Notifications, the resource's tags in the event.
+variable "resource_notifications" {
+  description = "Also subscribe the `drift` function to Azure Resource Notifications (preview): for each subscription the module receives ARM events from (the subscriptions of the subscription and resource group scopes and of `event_source_subscription_ids`), one `Microsoft.ResourceNotifications.Resources` system topic (global) and one event subscription per source for `Microsoft.ResourceNotifications.Resources.CreatedOrUpdated` (a resource group scope filtered by subject to `<resource group id>/`). Those events carry the resource's tags (`data.resourceInfo.tags`), which spares the function a read when they show the resource in line or not owned. `ResourceWriteSuccess` stays subscribed for every type (Resource Notifications does not cover all). The deploying principal needs `Microsoft.ResourceNotifications/systemTopics/subscribeToResources/action` on each such subscription (README, \"Resource Notifications\"). Default false: the topic type is in preview."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "existing_resource_notifications_topics" {
+  description = "With `resource_notifications`: `Microsoft.ResourceNotifications.Resources` system topics that already exist, by subscription: `{ \"/subscriptions/<guid>\" = { name = \"...\", resource_group_name = \"...\" } }`. Event Grid allows one system topic per source, and this topic's source is the whole subscription, so when another deployment (a second tagwarden deployment in the subscription, a vendor integration) already made one, the module creates only its event subscriptions on it. The key is the subscription of a subscription or resource group scope of `enforcement_scopes` or of an `event_source_subscription_ids` entry (compared without case); the topic is in that subscription, in `resource_group_name` there, and must have a system-assigned identity (dead-lettering)."
+  type = map(object({
+    name                = string
+    resource_group_name = string
+  }))
+  default  = {}
+  nullable = false
+
+  validation {
+    condition = alltrue([for sub, t in var.existing_resource_notifications_topics : can(regex(
+      "^/subscriptions/[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", sub
+    )) && can(regex("^[-a-zA-Z0-9]{3,128}$", t.name)) && can(regex("^[-A-Za-z0-9_.()]{0,89}[-A-Za-z0-9_()]$", t.resource_group_name))])
+    error_message = "existing_resource_notifications_topics keys must be subscription ids (/subscriptions/<guid>: a Resource Notifications topic's source is a subscription), names 3-128 letters, digits and '-', resource group names 1-90 letters, digits, -, _, ., (, ), not ending in a period."
+  }
+
+  # Every key is the subscription of one of the module's sources (the subscription of a subscription
+  # or resource group scope, or a listed subscription), each once, compared without case.
+  validation {
+    condition = alltrue([for sub in keys(var.existing_resource_notifications_topics) : contains(concat(
+      [for s in var.enforcement_scopes : lower(split("/", s)[2]) if startswith(lower(s), "/subscriptions/")],
+      [for g in var.event_source_subscription_ids : lower(g)]
+    ), lower(split("/", sub)[2]))]) && length(distinct([for k in keys(var.existing_resource_notifications_topics) : lower(k)])) == length(var.existing_resource_notifications_topics)
+    error_message = "Every existing_resource_notifications_topics key must be /subscriptions/<guid> of a subscription the module receives events from (the subscription of a subscription or resource group scope in enforcement_scopes, or an event_source_subscription_ids entry), each once (compared without case)."
+  }
+
+  validation {
+    condition     = var.resource_notifications || length(var.existing_resource_notifications_topics) == 0
+    error_message = "existing_resource_notifications_topics needs resource_notifications = true (without it no Resource Notifications event subscription is made)."
+  }
+}
+
 variable "sweep_queue_name" {
   description = "Storage queue (in the Function App's runtime storage account) that receives the policy container's BlobCreated events; the `sweep-queue` function (queueTrigger, `%TAGWARDEN_SWEEP_QUEUE%`, connection AzureWebJobsStorage) sweeps from it, outside the Event Grid delivery. Poison messages go to `<name>-poison`."
   type        = string

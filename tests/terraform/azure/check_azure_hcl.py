@@ -312,6 +312,148 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
           "azapi_resource.arm_event_subscription" in out and "azurerm_eventgrid_system_topic_event_subscription.arm" in out)
 
 
+RN_TOPIC_TYPE = "Microsoft.ResourceNotifications.Resources"
+RN_EVENT = "Microsoft.ResourceNotifications.Resources.CreatedOrUpdated"
+
+
+def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict, readme: str) -> None:
+    """Issue 32 item 4: Azure Resource Notifications topics and subscriptions beside the ARM ones."""
+    guid = "11111111-2222-3333-4444-555555555555"
+    rn = V.get("resource_notifications", {})
+    desc = str(rn.get("description", ""))
+    check("issue 32 item 4: resource_notifications: bool, default false, not nullable, described (preview, the deployer's subscribeToResources/action, ResourceWriteSuccess kept)",
+          rn.get("type") in ("bool", "${bool}") and rn.get("default") is False and rn.get("nullable") is False
+          and all(x in desc for x in ("preview", "Microsoft.ResourceNotifications/systemTopics/subscribeToResources/action",
+                                      "ResourceWriteSuccess", RN_TOPIC_TYPE)), f"{rn}")
+
+    ex = V.get("existing_resource_notifications_topics", {})
+    conds = [str(v.get("condition", "")) for v in ex.get("validation", [])]
+    rx = hcl_regexes(next((c for c in conds if "regex(" in c), ""))
+    key_rx = rx[:1]
+    wrong = [k for k in (f"/subscriptions/{guid}", f"/subscriptions/{guid.upper()}") if not accepts(key_rx, k)] + [k for k in (
+        f"/subscriptions/{guid}/resourceGroups/rg", guid, f"/subscriptions/{guid[:-1]}", f"/subscriptions/{guid}/",
+        "/providers/Microsoft.Management/managementGroups/platform") if accepts(key_rx, k)]
+    check("issue 32 item 4: existing_resource_notifications_topics: map(object({name, resource_group_name})), default {}, keys are /subscriptions/<guid> only",
+          ex.get("type") == "${map(object({name = string, resource_group_name = string}))}" and ex.get("default") == {}
+          and key_rx and not wrong, f"type={ex.get('type')} regexes {rx}, wrong on {wrong}")
+    check("issue 32 item 4: existing_resource_notifications_topics keys must be a source's subscription, each once, and need resource_notifications",
+          any("var.enforcement_scopes" in c and "var.event_source_subscription_ids" in c and "distinct(" in c for c in conds)
+          and any(c.strip() == "${var.resource_notifications || length(var.existing_resource_notifications_topics) == 0}" for c in conds),
+          f"{conds}")
+
+    # Locals: one topic per subscription of the ARM sources, only with the option; existing ones
+    # reused; azurerm at home, azapi elsewhere.
+    filt = L.get("rn_filter", {}) if isinstance(L.get("rn_filter"), dict) else {}
+    check("issue 32 item 4: the Resource Notifications filter: CreatedOrUpdated only, each ARM source's subject prefix '<source>/'",
+          L.get("rn_topic_type") == RN_TOPIC_TYPE and filt.get("included_event_types") == [RN_EVENT]
+          and filt.get("subject_begins_with") == '${{for s in local.arm_sources : s => "${s}/"}}', f"{filt}")
+    check("issue 32 item 4: one topic per subscription of the ARM sources (lowercase /subscriptions/<guid>), only with resource_notifications",
+          L.get("rn_sources") == '${var.resource_notifications ? toset([for s in local.arm_sources : "/subscriptions/${local.source_subscription[s]}"]) : toset([])}'
+          and L.get("rn_source_of") == '${{for s in local.arm_sources : s => "/subscriptions/${local.source_subscription[s]}"}}',
+          f"{L.get('rn_sources')}")
+    check("issue 32 item 4: an existing topic (keys compared without case) is not created; azurerm creates at home, azapi elsewhere",
+          "lower(k) == s" in str(L.get("rn_existing_topic_of")) and "var.existing_resource_notifications_topics" in str(L.get("rn_existing_topic_of"))
+          and "!contains(keys(local.rn_existing_topic_of), s) && !contains(local.rn_foreign_sources, s)" in str(L.get("created_rn_topic_sources"))
+          and "!contains(keys(local.rn_existing_topic_of), s)" in str(L.get("created_foreign_rn_topic_sources"))
+          and "local.rn_foreign_sources" in str(L.get("created_foreign_rn_topic_sources"))
+          and "!= local.home_subscription" in str(L.get("rn_foreign_sources")))
+
+    t = R.get(("azurerm_eventgrid_system_topic", "resource_notifications"), {})
+    check("issue 32 item 4: azurerm topic: for_each the home subscriptions to create, Microsoft.ResourceNotifications.Resources, source = the subscription, global, system identity, tags",
+          t.get("for_each") == "${local.created_rn_topic_sources}" and t.get("topic_type") == "${local.rn_topic_type}"
+          and t.get("source_resource_id") == "${each.key}" and str(t.get("location", "")).lower() == "global"
+          and t.get("resource_group_name") == "${local.resource_group_name}"
+          and first(t.get("identity")).get("type") == "SystemAssigned" and t.get("tags") == "${local.tags}", f"{t}")
+    at = R.get(("azapi_resource", "resource_notifications_topic"), {})
+    props = ((at.get("body") or {}).get("properties") or {}) if isinstance(at.get("body"), dict) else {}
+    check("issue 32 item 4: azapi topic in another subscription: by parent id in that subscription's events group, global, source/topicType, identity; the group is made for it",
+          at.get("for_each") == "${local.created_foreign_rn_topic_sources}"
+          and str(at.get("type", "")).startswith("Microsoft.EventGrid/systemTopics@")
+          and at.get("parent_id") == '${local.event_resource_group_id[split("/", each.key)[2]]}'
+          and str(at.get("location", "")).lower() == "global" and first(at.get("identity")).get("type") == "SystemAssigned"
+          and props.get("source") == "${each.key}" and props.get("topicType") == "${local.rn_topic_type}"
+          and "local.created_foreign_rn_topic_sources" in str(L.get("foreign_topic_subscriptions")), f"{at}")
+    for dtype, dname, self_src, self_type in (
+            ("azurerm_eventgrid_system_topic", "resource_notifications_existing", "lower(self.source_resource_id) == each.key",
+             "lower(self.topic_type) == lower(local.rn_topic_type)"),
+            ("azapi_resource", "resource_notifications_existing", "lower(self.output.properties.source) == each.key",
+             "lower(self.output.properties.topicType) == lower(local.rn_topic_type)")):
+        d = mod["data"].get((dtype, dname), {})
+        posts = " ".join(str(pc.get("condition", "")) for pc in first(d.get("lifecycle")).get("postcondition", []))
+        foreign = "contains(local.rn_foreign_sources, s)"
+        check(f"issue 32 item 4: existing topics ({dtype}) are read and checked for source, type (without case) and a system-assigned identity",
+              "local.rn_existing_topic_of" in str(d.get("for_each"))
+              and (("!" + foreign) in str(d.get("for_each")) if dtype.startswith("azurerm") else (foreign in str(d.get("for_each")) and ("!" + foreign) not in str(d.get("for_each"))))
+              and self_src in posts and self_type in posts and 'strcontains(self.identity[0].type, "SystemAssigned")' in posts, posts)
+    topics = str(L.get("rn_topics", ""))
+    check("issue 32 item 4: local.rn_topics merges created and existing topics, at home and elsewhere",
+          all(x in topics for x in ("azurerm_eventgrid_system_topic.resource_notifications", "data.azurerm_eventgrid_system_topic.resource_notifications_existing",
+                                    "azapi_resource.resource_notifications_topic", "data.azapi_resource.resource_notifications_existing")))
+
+    # Event subscriptions: one per ARM source, on its subscription's topic, once the package is
+    # published; the ARM subscriptions' destination, retry and dead-lettering.
+    check("issue 32 item 4: one event subscription per ARM source on its subscription's topic, only with the option and a published package; home/foreign by the source",
+          L.get("rn_subscriptions") == "${{for s in local.arm_sources : s => local.rn_topics[local.rn_source_of[s]] if var.resource_notifications && local.package_published}}"
+          and "!contains(local.foreign_sources, s)" in str(L.get("home_rn_subscriptions"))
+          and "contains(local.foreign_sources, s)" in str(L.get("foreign_rn_subscriptions"))
+          and "!contains" not in str(L.get("foreign_rn_subscriptions")), f"{L.get('rn_subscriptions')}")
+    es = R.get(("azurerm_eventgrid_system_topic_event_subscription", "resource_notifications"), {})
+    arm = R.get(("azurerm_eventgrid_system_topic_event_subscription", "arm"), {})
+    sf = first(es.get("subject_filter"))
+    check("issue 32 item 4: azurerm event subscription: CreatedOrUpdated to drift, subject '<source>/' without case, no advanced filter, named by source (<= 64 characters)",
+          es.get("for_each") == "${local.home_rn_subscriptions}" and es.get("system_topic") == "${each.value.name}"
+          and es.get("resource_group_name") == "${each.value.resource_group_name}"
+          and resolve(es.get("included_event_types"), L) == [RN_EVENT] and es.get("event_delivery_schema") == "EventGridSchema"
+          and first(es.get("azure_function_endpoint")) == first(arm.get("azure_function_endpoint"))
+          and sf.get("subject_begins_with") == "${local.rn_filter.subject_begins_with[each.key]}" and sf.get("case_sensitive") is False
+          and "advanced_filter" not in es
+          # name: <name>-<infra_id> is at most 20 + 1 + 27 characters (variables.tf regexes), arm_scope_key 12.
+          and es.get("name") == "${local.name}-${local.arm_scope_key[each.key]}" and 48 + 1 + 12 <= 64, f"{es}")
+    check("issue 32 item 4: azurerm event subscription: the ARM subscriptions' retry policy, dead-lettering and wait for the package and role propagation",
+          first(es.get("retry_policy")) == first(arm.get("retry_policy")) and first(es.get("retry_policy"))
+          and first(es.get("dead_letter_identity")) == first(arm.get("dead_letter_identity"))
+          and first(es.get("storage_blob_dead_letter_destination")) == first(arm.get("storage_blob_dead_letter_destination"))
+          and first(es.get("storage_blob_dead_letter_destination"))
+          and set(es.get("depends_on", [])) >= {"${terraform_data.package}", "${time_sleep.role_propagation}"}, f"{es}")
+    aes = R.get(("azapi_resource", "resource_notifications_event_subscription"), {})
+    aarm = R.get(("azapi_resource", "arm_event_subscription"), {})
+    ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
+    aap = ((aarm.get("body") or {}).get("properties") or {}) if isinstance(aarm.get("body"), dict) else {}
+    flt = ap.get("filter") or {}
+    check("issue 32 item 4: azapi event subscription in another subscription: the same filter in the REST shape, the ARM one's destination, retry and dead-lettering",
+          aes.get("for_each") == "${local.foreign_rn_subscriptions}" and aes.get("parent_id") == "${each.value.id}"
+          and str(aes.get("type", "")).startswith("Microsoft.EventGrid/systemTopics/eventSubscriptions@")
+          and aes.get("name") == es.get("name")
+          and flt.get("includedEventTypes") == "${local.rn_filter.included_event_types}"
+          and flt.get("subjectBeginsWith") == "${local.rn_filter.subject_begins_with[each.key]}" and flt.get("isSubjectCaseSensitive") is False
+          and "advancedFilters" not in flt
+          and all(ap.get(k) == aap.get(k) and ap.get(k) for k in ("eventDeliverySchema", "destination", "retryPolicy", "deadLetterWithResourceIdentity"))
+          and set(aes.get("depends_on", [])) >= {"${terraform_data.package}", "${time_sleep.role_propagation}"}, f"{ap}")
+
+    # The function accepts their deliveries; dead-lettering, alerts, workbook and outputs cover them.
+    contract = L.get("contract_app_settings", {}) if isinstance(L.get("contract_app_settings"), dict) else {}
+    check("issue 32 item 4: TAGWARDEN_EVENT_TOPICS lists the Resource Notifications topics' sources (/subscriptions/<guid>) not already there",
+          "local.rn_event_topic_sources" in str(contract.get("TAGWARDEN_EVENT_TOPICS"))
+          and L.get("rn_event_topic_sources") == "${[for s in keys(local.rn_topics) : s if !contains([for k in keys(local.arm_topics) : lower(k)], s)]}",
+          f"{contract.get('TAGWARDEN_EVENT_TOPICS')} / {L.get('rn_event_topic_sources')}")
+    wb = json.dumps(L.get("workbook"))
+    check("issue 32 item 4: each Resource Notifications topic's identity writes dead letters, and has its dead-letter alert and workbook row",
+          "local.rn_topics" in str(ra.get("dead_letter_writer", {}).get("for_each"))
+          and "local.rn_topics" in str(L.get("dead_letter_topics")) and "local.rn_topics" in wb)
+    outs = json.dumps({k: mod["output"].get(k, {}) for k in ("system_topic_ids", "event_subscription_ids")})
+    check("issue 32 item 4: outputs system_topic_ids and event_subscription_ids carry resource_notifications",
+          "local.rn_topics" in outs and "azurerm_eventgrid_system_topic_event_subscription.resource_notifications" in outs
+          and "azapi_resource.resource_notifications_event_subscription" in outs)
+    doc = readme.split("## Resource Notifications (preview)")[1].split("\n## ")[0] if "## Resource Notifications (preview)" in readme else ""
+    check("issue 32 item 4: README 'Resource Notifications (preview)': what is created, which event each type takes, why ResourceWriteSuccess stays, "
+          "the deployer's permission, preview, one topic per source",
+          all(x in doc for x in ("**What is created.**", "**Which event each type takes.**", "costs nothing more than before",
+                                 "does not cover", "**Permission of the deploying principal.**",
+                                 "Microsoft.ResourceNotifications/systemTopics/subscribeToResources/action",
+                                 "0b962ed2-6d56-471c-bd5f-3477d83a7ba4", "preview", "**One topic per source.**",
+                                 "existing_resource_notifications_topics", "Inferred, not run here")))
+
+
 def main() -> int:
     _, mod = parse_dir(MODULE)
     _, ex = parse_dir(EXAMPLE)
@@ -623,6 +765,8 @@ def main() -> int:
 
     # Issue 32 item 2: one function for a management group and many subscriptions.
     check_management_groups(mod, V, L, R, ra, rdef)
+    # Issue 32 item 4: Resource Notifications.
+    check_resource_notifications(mod, V, L, R, ra, (MODULE / "README.md").read_text() if (MODULE / "README.md").exists() else "")
 
     # Monitoring.
     ai = R.get(("azurerm_application_insights", "this"), {})
