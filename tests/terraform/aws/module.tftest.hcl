@@ -198,7 +198,7 @@ run "batching_defaults" {
   }
   # Issue 35 item 4: every rule pattern names this account.
   assert {
-    condition     = alltrue([for k, p in local.event_patterns : p.account == ["123456789012"]]) && length(local.event_patterns) == 8
+    condition     = alltrue([for k, p in local.event_patterns : p.account == ["123456789012"]]) && length(local.event_patterns) == length(local.generated.cloudtrail_event_names) + 1
     error_message = "every event pattern must match account = [this account]"
   }
   # Issue 35 item 3: the reserved namespaces in both cases of their first three letters, `?` for
@@ -473,11 +473,11 @@ run "cluster_set_s3" {
   assert {
     condition = alltrue([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : length([
       for k, d in data.aws_iam_policy_document.owned_tag_writes : [for st in d.statement : st.sid if contains([for c in st.condition : "${c.test} ${c.variable} ${jsonencode(c.values)}"], "StringEquals aws:ResourceTag/kubernetes.io/cluster/${id} [\"owned\"]")]
-    if contains(local.tag_write_groups[k], id)][0]) == 5])
-    error_message = "each cluster's five write statements must be conditioned on that cluster's ownership tag, in its group's policy"
+    if contains(local.tag_write_groups[k], id)][0]) == length(local.owned_tag_writes)])
+    error_message = "each cluster's write statements (one per owned_tag_writes entry) must be conditioned on that cluster's ownership tag, in its group's policy"
   }
   assert {
-    condition     = [for st in data.aws_iam_policy_document.owned_tag_writes["01"].statement : st.sid] == ["WriteOwnedEc2Tags1", "WriteOwnedElbTags1", "WriteOwnedIamTags1", "WriteOwnedKmsTags1", "WriteOwnedTagsViaTaggingApi1", "WriteOwnedEc2Tags2", "WriteOwnedElbTags2", "WriteOwnedIamTags2", "WriteOwnedKmsTags2", "WriteOwnedTagsViaTaggingApi2"] && [for st in data.aws_iam_policy_document.owned_tag_writes["02"].statement : st.sid] == ["WriteOwnedEc2Tags", "WriteOwnedElbTags", "WriteOwnedIamTags", "WriteOwnedKmsTags", "WriteOwnedTagsViaTaggingApi"]
+    condition     = [for st in data.aws_iam_policy_document.owned_tag_writes["01"].statement : st.sid] == concat([for k in keys(local.owned_tag_writes) : "${k}1"], [for k in keys(local.owned_tag_writes) : "${k}2"]) && [for st in data.aws_iam_policy_document.owned_tag_writes["02"].statement : st.sid] == keys(local.owned_tag_writes)
     error_message = "Sids unique within each policy"
   }
   assert {

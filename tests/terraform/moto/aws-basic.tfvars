@@ -23,7 +23,7 @@ initial_policy = <<-EOT
 alarm_emails   = ["ops@example.com"]
 create_trail   = true
 # Exercises the extra_tag_actions statement (rendered, linted by parliament, evaluated).
-extra_tag_actions = ["sqs:TagQueue"]
+extra_tag_actions = ["lambda:TagResource"]
 # Issue 35: one writable hosted zone and health check (the evaluator checks that they, and no other,
 # are writable). parliament 1.6.4 wants every resource type the reference stars for an action
 # matched by the statement (hostedzone* and healthcheck* for ChangeTagsForResource, though a call

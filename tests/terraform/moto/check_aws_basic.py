@@ -38,7 +38,7 @@ _THROUGH_TAGGING = [s for s in GENERATED["services"] if s["guard"] == "owned_via
 # The owning services' tag actions that tag:TagResources needs (iam.tf generic_tag_actions), plus
 # the example's extra_tag_actions (tests/terraform/moto/aws-basic.tfvars).
 GENERIC_TAG_ACTIONS = {a for s in _THROUGH_TAGGING for a in s["write"]}
-EXTRA_TAG_ACTIONS = {"sqs:TagQueue"}
+EXTRA_TAG_ACTIONS = {"lambda:TagResource"}
 # Writes that IAM conditions on the cluster's ownership tag, each under the aws:TagKeys guard.
 OWNED_TAG_WRITES = {a for s in GENERATED["services"] if s["guard"] == "owned" for a in s["write"]}
 # What the code calls: every descriptor's reads and writes, and the policy store's (hand-listed:
@@ -305,8 +305,8 @@ def tag_write_cases():
         ("KMS key in another account, owned", "kms:TagResource", key.replace(acct, "210987654321"), req(owned), False),
         ("KMS UntagResource, owned", "kms:UntagResource", key, req(owned), False),
         ("KMS key's tags, read", "kms:ListResourceTags", key, {}, True),
-        ("SQS queue, owned (extra_tag_actions)", "sqs:TagQueue", f"arn:aws:sqs:{REGION}:{acct}:q", req(owned), True),
-        ("SQS queue, not owned (extra_tag_actions)", "sqs:TagQueue", f"arn:aws:sqs:{REGION}:{acct}:q", req({}), False),
+        ("Lambda function, owned (extra_tag_actions)", "lambda:TagResource", f"arn:aws:lambda:{REGION}:{acct}:function:f", req(owned), True),
+        ("Lambda function, not owned (extra_tag_actions)", "lambda:TagResource", f"arn:aws:lambda:{REGION}:{acct}:function:f", req({}), False),
         ("SNS topic, owned", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
         ("SNS topic, not owned", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
         ("RDS, owned (not granted)", "rds:AddTagsToResource", f"arn:aws:rds:{REGION}:{acct}:db:d", req(owned), False),
@@ -332,7 +332,7 @@ def tag_write_cases():
         ("EC2 instance tagged Kubernetes.io/cluster/<infraID>=owned", "ec2:CreateTags", i, req({owned_key.upper(): "owned"}), True),
     ] + reserved_key_cases({
         "ec2:CreateTags": i, "elasticloadbalancing:AddTags": clb, "elasticfilesystem:TagResource": fs, "kms:TagResource": key,
-        "sns:TagResource": f"arn:aws:sns:{REGION}:{acct}:t", "sqs:TagQueue": f"arn:aws:sqs:{REGION}:{acct}:q", "iam:TagRole": f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role",
+        "sns:TagResource": f"arn:aws:sns:{REGION}:{acct}:t", "lambda:TagResource": f"arn:aws:lambda:{REGION}:{acct}:function:f", "iam:TagRole": f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role",
         "iam:TagUser": f"arn:aws:iam::{acct}:user/{INFRA_ID}-cloud-credential",
     })
 
@@ -550,7 +550,7 @@ def resources_phase(tf):
             problems.append(f"output iam_actions.code: extra {sorted(flat - CODE_ACTIONS)} missing {sorted(CODE_ACTIONS - flat)}")
         if set(out["iam_actions"]["generic_tag"]) != GENERIC_TAG_ACTIONS | EXTRA_TAG_ACTIONS:
             problems.append(f"output iam_actions.generic_tag {out['iam_actions']['generic_tag']}")
-        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem", "sns", "sqs", "kms")
+        tag_services = ("ec2", "s3", "elasticloadbalancing", "iam", "tag", "route53", "elasticfilesystem", "sns", "kms")
         bad = [a for a in got if a.split(":")[0] in tag_services
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
