@@ -169,16 +169,29 @@ pub async fn preflight(config: &SdkConfig) -> Result<(), SetupError> {
 impl Clients {
     pub fn new(config: &SdkConfig) -> Self {
         let calls = CallCounter::default();
+        // The SDK's retry quota (standard mode: a token bucket of 500, a throttled retry costs 5,
+        // any other 14; aws-smithy-runtime `token_bucket.rs`) is by default one per service and
+        // region for the whole process (`RetryPartition::new`, a static map). AWS throttles per
+        // account and region, so each `Clients` (one account's credentials) gets buckets of its
+        // own (`RetryPartition::custom` owns its bucket): one account's throttling never spends
+        // another's retries.
+        let partition = |name: &str| {
+            aws_sdk_s3::config::retry::RetryPartition::custom(format!("tagwarden-{name}")).build()
+        };
         // A custom endpoint (an emulator, a VPC endpoint) cannot serve virtual-hosted bucket names.
         let s3_conf = aws_sdk_s3::config::Builder::from(config)
             .force_path_style(config.endpoint_url().is_some())
+            .retry_partition(partition("s3"))
             .interceptor(crate::calls::CountCalls(calls.clone()))
             .build();
-        // Each client with the call counter on its requests.
+        // Each client with the call counter on its requests and its own retry quota.
         macro_rules! counted {
             ($sdk:ident) => {
                 $sdk::Client::from_conf(
-                    $sdk::config::Builder::from(config).interceptor(crate::calls::CountCalls(calls.clone())).build(),
+                    $sdk::config::Builder::from(config)
+                        .retry_partition(partition(stringify!($sdk)))
+                        .interceptor(crate::calls::CountCalls(calls.clone()))
+                        .build(),
                 )
             };
         }
