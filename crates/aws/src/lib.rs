@@ -175,9 +175,8 @@ impl Clients {
         // account and region, so each `Clients` (one account's credentials) gets buckets of its
         // own (`RetryPartition::custom` owns its bucket): one account's throttling never spends
         // another's retries.
-        let partition = |name: &str| {
-            aws_sdk_s3::config::retry::RetryPartition::custom(format!("tagwarden-{name}")).build()
-        };
+        let partition =
+            |name: &str| aws_sdk_s3::config::retry::RetryPartition::custom(format!("tagwarden-{name}")).build();
         // A custom endpoint (an emulator, a VPC endpoint) cannot serve virtual-hosted bucket names.
         let s3_conf = aws_sdk_s3::config::Builder::from(config)
             .force_path_style(config.endpoint_url().is_some())
