@@ -45,6 +45,11 @@ pub struct ArmTagger {
 /// subscription's. (Each function instance holds its own buckets, for its sweeps and events alike;
 /// instances running at once in one subscription share ARM's bucket, and ARM's 429 and
 /// `Retry-After` are still honoured.)
+/// The subscription ID of an ARM resource ID (`/subscriptions/{id}/…`), as written.
+fn subscription_of(resource_id: &str) -> &str {
+    resource_id.split('/').nth(2).unwrap_or_default()
+}
+
 #[derive(Debug)]
 pub struct WritePacing {
     rate: f64,
@@ -62,7 +67,7 @@ impl WritePacing {
 
     /// The bucket of the subscription `resource_id` is in.
     fn of(&self, resource_id: &str) -> RateLimit {
-        let sub = resource_id.split('/').nth(2).unwrap_or_default().to_ascii_lowercase();
+        let sub = subscription_of(resource_id).to_ascii_lowercase();
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         buckets.entry(sub).or_insert_with(|| RateLimit::bucket(self.rate, self.burst)).clone()
     }
@@ -222,7 +227,7 @@ impl Adapter for ArmTagger {
 
     /// Its subscription: Merges are paced per subscription ([`WritePacing`]).
     fn pacing_key<'r>(&self, r: &'r ResourceRef) -> &'r str {
-        r.id.split('/').nth(2).unwrap_or_default()
+        subscription_of(&r.id)
     }
 
     /// Every write is re-read and re-planned right before it is sent: a sweep's listed tags are
