@@ -22,6 +22,7 @@ locals {
     TAGWARDEN_POLICY              = local.policy_url
     TAGWARDEN_ARM_ENDPOINT        = var.arm_endpoint
     POLICY_TTL                    = tostring(var.policy_ttl_seconds)
+    TAGWARDEN_CONCURRENCY         = tostring(var.concurrency)
     TAGWARDEN_SELF_PRINCIPAL_ID   = azurerm_user_assigned_identity.function.principal_id
     TAGWARDEN_SELF_CLIENT_ID      = azurerm_user_assigned_identity.function.client_id
     TAGWARDEN_METRICS_RESOURCE_ID = local.function_app_id
@@ -127,6 +128,7 @@ resource "azurerm_function_app_flex_consumption" "this" {
     azurerm_role_assignment.runtime_storage,
     azurerm_role_assignment.sweep_queue_reader,
     azurerm_role_assignment.sweep_queue_processor,
+    azurerm_role_assignment.sweep_queue_parts_sender,
     azurerm_role_assignment.sweep_poison_queue,
     azurerm_role_assignment.tag_contributor,
     azurerm_role_assignment.reader,

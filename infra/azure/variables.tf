@@ -168,6 +168,17 @@ variable "policy_ttl_seconds" {
   }
 }
 
+variable "concurrency" {
+  description = "TAGWARDEN_CONCURRENCY: resources reconciled, and ARM calls in flight, at once in one invocation (1-64). Each subscription's tag writes stay paced at half of ARM's write budget whatever this is; raise it for sweeps of many subscriptions, where each subscription's pacing, not this, is the bound."
+  type        = number
+  default     = 8
+
+  validation {
+    condition     = var.concurrency >= 1 && var.concurrency <= 64 && floor(var.concurrency) == var.concurrency
+    error_message = "concurrency must be a whole number from 1 to 64 (TAGWARDEN_CONCURRENCY)."
+  }
+}
+
 variable "arm_endpoint" {
   description = "TAGWARDEN_ARM_ENDPOINT: the Azure Resource Manager endpoint the function calls (sovereign clouds: e.g. `https://management.usgovcloudapi.net`)."
   type        = string

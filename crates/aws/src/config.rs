@@ -62,17 +62,7 @@ impl Config {
         let set = matches!(policy, PolicyLocation::S3Set { .. } | PolicyLocation::SsmSet { .. });
         let clusters = tagwarden_engine::config::clusters(var("TAGWARDEN_CLUSTERS"), set)?;
         let own = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
-        let concurrency = match var("TAGWARDEN_CONCURRENCY") {
-            None => DEFAULT_CONCURRENCY,
-            Some(s) => {
-                s.parse::<usize>().ok().filter(|n| (1..=64).contains(n)).ok_or_else(|| ConfigError::Invalid {
-                    var: "TAGWARDEN_CONCURRENCY",
-                    value: s.clone(),
-                    problem: "is not a number from 1 to 64 (resources reconciled at once)".into(),
-                    fix: format!("set it to e.g. {DEFAULT_CONCURRENCY}, or unset it for the default"),
-                })?
-            }
-        };
+        let concurrency = tagwarden_engine::config::concurrency(var("TAGWARDEN_CONCURRENCY"), DEFAULT_CONCURRENCY)?;
         let ec2_writes_per_second = match var("TAGWARDEN_EC2_WRITES_PER_SECOND") {
             None => DEFAULT_EC2_WRITES_PER_SECOND,
             Some(s) => s.parse::<u32>().ok().filter(|n| (1..=100).contains(n)).ok_or_else(|| ConfigError::Invalid {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
+use super::adapter::DEFAULT_CONCURRENCY;
 use super::blob_store::BlobLocation;
 use tagwarden_engine::config::ConfigError;
 
@@ -68,6 +69,9 @@ pub struct Config {
     /// or through ARM's listing only (`false`: a cloud without Resource Graph, or an identity
     /// without Reader, whose unreadable scopes Resource Graph would leave out without a word).
     pub resource_graph: bool,
+    /// `TAGWARDEN_CONCURRENCY`: resources reconciled, and calls in flight, at once in an
+    /// invocation (each subscription's Merges are paced apart from it: `super::adapter::WritePacing`).
+    pub concurrency: usize,
     /// `TAGWARDEN_EVENT_TOPICS`: the Event Grid topics whose deliveries are accepted, as every
     /// event names its topic (`topic`, CloudEvents `source`); `None` (unset) accepts any
     /// (`super::function::Topics` says why).
@@ -207,6 +211,7 @@ impl Config {
                 })
             }
         };
+        let concurrency = tagwarden_engine::config::concurrency(var("TAGWARDEN_CONCURRENCY"), DEFAULT_CONCURRENCY)?;
         let event_topics = match var("TAGWARDEN_EVENT_TOPICS") {
             None => None,
             Some(s) => Some(
@@ -241,6 +246,7 @@ impl Config {
             metrics,
             sweep_scopes,
             resource_graph,
+            concurrency,
             event_topics,
         })
     }
@@ -306,6 +312,20 @@ mod tests {
         assert_eq!(c.identity.client_id.as_deref(), Some("c-1"));
         assert_eq!(c.port, 40001);
         assert_eq!(c.event_topics, None);
+    }
+
+    #[test]
+    fn concurrency_is_8_unless_set_from_1_to_64() {
+        assert_eq!(cfg(BASE).expect("config").concurrency, 8);
+        let mut v = BASE.to_vec();
+        v.push(("TAGWARDEN_CONCURRENCY", "32"));
+        assert_eq!(cfg(&v).expect("config").concurrency, 32);
+        for bad in ["0", "65", "many"] {
+            let mut v = BASE.to_vec();
+            v.push(("TAGWARDEN_CONCURRENCY", bad));
+            let e = cfg(&v).expect_err(bad).to_string();
+            assert!(e.contains("TAGWARDEN_CONCURRENCY") && e.contains("from 1 to 64") && e.contains("e.g. 8"), "{e}");
+        }
     }
 
     #[test]

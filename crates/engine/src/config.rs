@@ -28,6 +28,18 @@ pub fn policy_ttl(value: Option<String>) -> Result<std::time::Duration, ConfigEr
     Ok(std::time::Duration::from_secs(secs))
 }
 
+/// `TAGWARDEN_CONCURRENCY`, the same for both functions: resources reconciled, and calls in flight,
+/// at once in an invocation, from 1 to 64; `default` (the cloud's) when unset.
+pub fn concurrency(value: Option<String>, default: usize) -> Result<usize, ConfigError> {
+    let Some(s) = value else { return Ok(default) };
+    s.parse::<usize>().ok().filter(|n| (1..=64).contains(n)).ok_or_else(|| ConfigError::Invalid {
+        var: "TAGWARDEN_CONCURRENCY",
+        value: s.clone(),
+        problem: "is not a number from 1 to 64 (resources reconciled at once)".into(),
+        fix: format!("set it to e.g. {default}, or unset it for the default"),
+    })
+}
+
 /// `TAGWARDEN_CLUSTERS`, the same for both functions: the infraIDs the deployment enforces,
 /// comma-separated. A cluster set (`set`) needs it: a folder of a cluster not listed is never
 /// loaded, so a publisher that writes one gains nothing. A single policy is checked against it

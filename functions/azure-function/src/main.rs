@@ -18,12 +18,17 @@
 //! - `TAGWARDEN_CLUSTERS`: the infraIDs enforced, comma-separated; required for a cluster set
 //!   (`…/PREFIX/*/`), whose folders of other clusters are never loaded;
 //! - `TAGWARDEN_HTTP_TIMEOUT`: seconds one HTTP request may take before it is retried (default 30);
+//! - `TAGWARDEN_CONCURRENCY`: resources reconciled, and calls in flight, at once in an invocation
+//!   (default 8, 1–64; each subscription's writes are paced apart from it);
+//! - `TAGWARDEN_RESOURCE_GRAPH`: `false` lists sweeps through ARM only (default `true`: Resource
+//!   Graph);
 //! - `IDENTITY_ENDPOINT`, `IDENTITY_HEADER`: set by App Service for the managed identity;
 //! - `TAGWARDEN_SELF_CLIENT_ID`, `TAGWARDEN_SELF_PRINCIPAL_ID`: the function's own identity —
 //!   tokens are requested for the client id, and events caused by either id are ignored;
 //! - `TAGWARDEN_METRICS_RESOURCE_ID` (the Function App's ID; unset: no metrics) with
 //!   `TAGWARDEN_METRICS_REGION` (or App Service's `REGION_NAME`) or `TAGWARDEN_METRICS_ENDPOINT`;
-//! - `TAGWARDEN_SWEEP_SCOPES`: comma-separated subscription / resource-group IDs to sweep
+//! - `TAGWARDEN_SWEEP_SCOPES`: comma-separated subscription, resource-group or management-group IDs
+//!   to sweep
 //!   (default: the subscription of `TAGWARDEN_METRICS_RESOURCE_ID`);
 //! - `TAGWARDEN_SWEEP_QUEUE`: read by the host only (`sweep-queue/function.json`), the queue
 //!   the policy `BlobCreated` events are routed to;

@@ -161,3 +161,21 @@ run "event_topic_resource_group_name_ending_in_a_period" {
   }
   expect_failures = [var.event_topic_resource_group_name]
 }
+
+# TAGWARDEN_CONCURRENCY: the function refuses to start outside 1-64 (tagwarden_engine::config::concurrency).
+run "concurrency_within_the_functions_range" {
+  command = plan
+  variables {
+    enforcement_scopes = ["/subscriptions/11111111-2222-3333-4444-555555555555"]
+    concurrency        = 64
+  }
+}
+
+run "concurrency_above_the_functions_range" {
+  command = plan
+  variables {
+    enforcement_scopes = ["/subscriptions/11111111-2222-3333-4444-555555555555"]
+    concurrency        = 65
+  }
+  expect_failures = [var.concurrency]
+}
