@@ -12,6 +12,7 @@
 #   platform identity (UAI)     Storage Blob Data Contributor  runtime account (host state + package)
 #   platform identity           Storage Queue Data Reader      sweep queue (queueTrigger via AzureWebJobsStorage)
 #   platform identity           Storage Queue Data Message Processor  sweep queue
+#   platform identity           Storage Queue Data Message Sender     sweep queue (the timer's per-subscription parts)
 #   platform identity           Storage Queue Data Contributor <sweep queue>-poison only
 #   policy topic identity       Storage Queue Data Message Sender     sweep queue (Event Grid delivery)
 #   each system topic identity  Storage Blob Data Contributor  dead-letter container
@@ -303,6 +304,19 @@ resource "azurerm_role_assignment" "sweep_queue_processor" {
   description        = "tagwarden ${local.label}: sweep-queue trigger dequeues and deletes policy-change messages."
 }
 
+# Issue 32 item 3: the timer sends a sweep of several subscriptions on as one message per
+# subscription through the `sweep` function's queue output binding, on the same AzureWebJobsStorage
+# connection. An output binding with an identity connection needs "Storage Queue Data Contributor"
+# or "Storage Queue Data Message Sender" (azure-docs, azure-functions/functions-bindings-storage-queue.md,
+# "Identity-based connections"): the sender, which can only add messages, on the one queue.
+resource "azurerm_role_assignment" "sweep_queue_parts_sender" {
+  scope              = local.sweep_queue_scope
+  role_definition_id = local.role_def.storage_queue_data_sender
+  principal_id       = azurerm_user_assigned_identity.platform.principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "tagwarden ${local.label}: the sweep timer sends one message per subscription to the sweep queue."
+}
+
 # The host moves a message that keeps failing to "<queue>-poison" (create-if-not-exists + add):
 # Storage Queue Data Contributor on that queue only.
 resource "azurerm_role_assignment" "sweep_poison_queue" {
@@ -372,6 +386,7 @@ resource "time_sleep" "role_propagation" {
       azurerm_role_assignment.runtime_storage.id,
       azurerm_role_assignment.sweep_queue_reader.id,
       azurerm_role_assignment.sweep_queue_processor.id,
+      azurerm_role_assignment.sweep_queue_parts_sender.id,
       azurerm_role_assignment.sweep_poison_queue.id,
     ])
   }

@@ -159,7 +159,8 @@ impl Account {
 fn reconciler(a: &Account, location: &str) -> Engine<Tagger> {
     let mut engine = fleet::reconciler(&a.clients, &a.account, location, Duration::from_secs(300));
     if location.ends_with("*/") {
-        engine.store.set_clusters(Some((0..CLUSTERS).map(infra).collect()));
+        let store = std::sync::Arc::get_mut(&mut engine.store).expect("a new engine's store is its own");
+        store.set_clusters(Some((0..CLUSTERS).map(infra).collect()));
     }
     engine
 }

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::env::{infrastructure, timer, Env, INFRA, OWNER};
+use support::env::{infrastructure, Env, INFRA, OWNER};
 use support::fake::{FakeAzure, ARM_AUDIENCE, IDENTITY_HEADER};
 use tagwarden::azure::reqwest;
 
@@ -92,10 +92,11 @@ async fn env_over(subs: usize) -> Env {
         .await
 }
 
-/// The timer's sweep, its status and body, and the handler's calls during it.
+/// The timer's sweep as the host runs it (in parts where it spans several subscriptions:
+/// `support::env::timer_sweep`), its status and body, and the handler's calls during it.
 async fn sweep(env: &Env) -> (u16, Value, HashMap<String, u64>) {
     env.handler.calls.reset();
-    let (status, body) = env.invoke("sweep", "timer", timer()).await;
+    let (status, body) = support::env::timer_sweep(&env.handler).await;
     (status, body, env.handler.calls.snapshot().into_iter().collect())
 }
 
@@ -170,7 +171,7 @@ async fn a_sweep_of_5000_owned_resources_lists_them_in_5_queries_and_reads_only_
     handler.engine.adapter.resource_graph = false;
     handler.calls.reset();
     let started = Instant::now();
-    let (status, body) = support::env::invoke(&handler, "sweep", "timer", timer()).await;
+    let (status, body) = support::env::timer_sweep(&handler).await;
     let took_before = started.elapsed();
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(statuses(&body), json!({"applied": drifted, "unchanged": owned - drifted}));
@@ -246,12 +247,13 @@ async fn a_refused_resource_graph_falls_back_to_the_arm_listing_and_says_why() {
     for id in &f.drifted {
         assert_eq!(env.fake.tags(id).expect("resource")["env"], "prod", "{id}");
     }
-    // One refused query, then ARM's listing and a read of every owned resource.
-    assert_eq!(env.fake.count("POST graph"), 1, "{calls:?}");
+    // Each of the two parts (subscriptions): one refused query, then ARM's listing and a read of
+    // every owned resource; each part says why.
+    assert_eq!(env.fake.count("POST graph"), 2, "{calls:?}");
     assert!(env.fake.count("GET list") >= 2, "{:?}", env.fake.arm_calls());
     assert_eq!(env.fake.count("GET tags"), f.owned.len());
     let why = body["ReturnValue"]["listing_fallbacks"].as_array().cloned().unwrap_or_default();
-    assert_eq!(why.len(), 1, "{body:#}");
+    assert_eq!(why.len(), 2, "{body:#}");
     let why = why[0].as_str().unwrap_or_default();
     assert!(why.contains("InvalidResourceType") && why.contains("Resources - List") && why.contains(INFRA), "{why}");
     assert!(body["Logs"].to_string().contains("listing fell back"), "{body:#}");
@@ -434,6 +436,16 @@ fn set_docs() -> Vec<(String, String)> {
         .collect()
 }
 
+/// Resource Graph queries the fake answered 200: the listing's cost. A query refused with 429
+/// (the fake keeps Resource Graph's documented quota, 15 in 5 s, which back-to-back sweeps spend)
+/// is retried after the reset it names, and is not a page.
+fn answered_queries(fake: &FakeAzure) -> usize {
+    fake.log()
+        .iter()
+        .filter(|l| l.path.to_ascii_lowercase().ends_with("/microsoft.resourcegraph/resources") && l.status == 200)
+        .count()
+}
+
 /// The most Merges any subscription received in one second (the fake's answer times).
 fn peak_writes_per_second(fake: &FakeAzure) -> usize {
     let mut by_sub: HashMap<String, Vec<Instant>> = HashMap::new();
@@ -453,10 +465,12 @@ fn peak_writes_per_second(fake: &FakeAzure) -> usize {
 
 /// Issue 32's done-when: a management group of 5 subscriptions, a cluster set of 2 clusters with
 /// 500 owned resources each in every subscription (5,000), 10 % drifted. The function's timer
-/// sweep lists and reads them in 5 Resource Graph queries (one query for the whole set, scoped to
-/// the management group), writes exactly the drifted ones, once each, at most half of each
-/// subscription's ARM write bucket in any second; the second sweep writes nothing; the
-/// policy-change queue's sweep lists the same way.
+/// sends the sweep on in 5 parts, one queue message per subscription (item 3); the parts, swept
+/// at once, list and read in 5 Resource Graph queries (one per subscription for the whole set),
+/// write exactly the drifted ones, once each, at most half of each subscription's ARM write bucket
+/// in any second, and each cluster's status report holds every part's failures and when each part
+/// was swept; the second sweep writes nothing; the policy-change queue's sweep (whole, through the
+/// management group) lists the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_management_group_sweep_of_a_cluster_set_lists_5000_in_5_queries_and_writes_only_the_drifted() {
     let (subs, per_cluster) = (5, 500);
@@ -468,39 +482,98 @@ async fn a_management_group_sweep_of_a_cluster_set_lists_5000_in_5_queries_and_w
     let f = set_fleet(&env.fake, subs, per_cluster);
     let (owned, drifted) = (f.owned.len() as u64, f.drifted.len() as u64);
     assert_eq!((owned, drifted), (5000, 500));
+    // A ReadOnly lock on one drifted resource in the first subscription and one in the fourth:
+    // each part's sweep fails its own, and the cluster's report must keep both.
+    let locked: Vec<&String> = [0, 3]
+        .iter()
+        .map(|s| f.drifted.iter().find(|id| id.contains(&subscription(*s)) && id.contains(SET[0])).expect("drifted"))
+        .collect();
+    for id in &locked {
+        env.fake.lock(id);
+    }
 
     let started = Instant::now();
     let (status, body, calls) = sweep(&env).await;
     let took = started.elapsed();
     assert_eq!(status, 200, "{body:#}");
-    assert_eq!(statuses(&body), json!({"applied": drifted, "unchanged": owned - drifted}), "{body:#}");
+    let parts: Vec<String> =
+        (0..subs).map(|s| format!("/subscriptions/{}", subscription(s).to_ascii_lowercase())).collect();
+    let mut sent: Vec<String> = body["ReturnValue"]["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .filter_map(|p| p.as_str().map(str::to_owned))
+        .collect();
+    sent.sort();
+    let mut expected_parts = parts.clone();
+    expected_parts.sort();
+    assert_eq!(sent, expected_parts, "one part per subscription under the group");
+    let n_parts = sent.len();
+    assert_eq!(statuses(&body), json!({"applied": drifted - 2, "failed": 2, "unchanged": owned - drifted}), "{body:#}");
     assert_eq!(body["ReturnValue"]["listing_fallbacks"], json!([]), "{body:#}");
-    assert_eq!(env.fake.count("POST graph"), 5, "one query for both clusters: {calls:?}");
-    let graph_scopes: Vec<Value> = env
+    assert_eq!(answered_queries(&env.fake), 5, "one query per subscription for both clusters: {calls:?}");
+    let mut graph_scopes: Vec<Value> = env
         .fake
         .log()
         .iter()
         .filter(|l| l.path.to_ascii_lowercase().ends_with("/microsoft.resourcegraph/resources"))
-        .map(|l| serde_json::from_str::<Value>(&l.body).map(|b| b["managementGroups"].clone()).unwrap_or_default())
+        .map(|l| serde_json::from_str::<Value>(&l.body).map(|b| b["subscriptions"].clone()).unwrap_or_default())
         .collect();
-    assert!(graph_scopes.iter().all(|g| g == &json!(["fleet-mg"])), "{graph_scopes:?}");
-    assert_eq!((env.fake.count("GET list"), env.fake.count("GET descendants")), (0, 0));
+    graph_scopes.sort_by_key(|v| v.to_string());
+    let one_each: Vec<Value> =
+        expected_parts.iter().map(|p| json!([p.trim_start_matches("/subscriptions/")])).collect();
+    assert_eq!(graph_scopes, one_each, "each part's query names its subscription alone");
+    // The timer's Get Descendants, then each part's check that its subscription is under the group.
+    assert_eq!((env.fake.count("GET list"), env.fake.count("GET descendants")), (0, 1 + subs));
     assert_eq!((env.fake.count("GET tags"), env.fake.count("PATCH tags")), (500, 500), "{calls:?}");
+    // Each cluster's report: every part named, and both parts' failures kept, whatever the order
+    // the parts finished in (each laid its report over the others' with If-Match).
+    for infra in SET {
+        let text =
+            support::azurite::get_blob(&env.http, &env.container, &format!("clusters/{infra}/tagwarden-status.json"))
+                .await
+                .expect("a status report");
+        let report: Value = serde_json::from_str(&text).expect("JSON");
+        let mut named: Vec<String> = report["parts"].as_object().expect("parts").keys().cloned().collect();
+        named.sort();
+        assert_eq!(named, expected_parts, "{report:#}");
+        let failed: Vec<&str> =
+            report["failures"].as_array().expect("failures").iter().filter_map(|f| f["resource"].as_str()).collect();
+        let want: Vec<&str> = if infra == SET[0] { locked.iter().map(|s| s.as_str()).collect() } else { Vec::new() };
+        let mut failed_sorted = failed.clone();
+        failed_sorted.sort();
+        let mut want_sorted = want.clone();
+        want_sorted.sort();
+        assert_eq!(failed_sorted, want_sorted, "{infra}: {report:#}");
+    }
     let peak = peak_writes_per_second(&env.fake);
     // Half of ARM's subscription write bucket (200, refilled at 10/s): at most 100 + 5 in a second.
     assert!(peak <= 105, "{peak} Merges in one second in one subscription");
-    for id in &f.drifted {
+    for id in f.drifted.iter().filter(|id| !locked.contains(id)) {
         assert_eq!(env.fake.tags(id).expect("resource").get("team").map(String::as_str), Some("platform"), "{id}");
     }
     for id in &f.others {
         assert_eq!(env.fake.tags(id).expect("foreign")["team"], "theirs", "{id} was never written");
     }
 
+    // The locks lifted: the next sweep's parts write exactly those two, and the report is clean.
+    env.fake.unlock_all();
+    env.fake.clear_log();
+    let (status, body, again) = sweep(&env).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(statuses(&body), json!({"applied": 2, "unchanged": owned - 2}));
+    assert_eq!((answered_queries(&env.fake), env.fake.count("PATCH tags")), (5, 2), "{again:?}");
+    let text =
+        support::azurite::get_blob(&env.http, &env.container, &format!("clusters/{}/tagwarden-status.json", SET[0]))
+            .await
+            .expect("a status report");
+    let report: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(report["failures"], json!([]), "{report:#}");
     env.fake.clear_log();
     let (status, body, again) = sweep(&env).await;
     assert_eq!(status, 200, "{body:#}");
     assert_eq!(statuses(&body), json!({"unchanged": owned}));
-    assert_eq!((env.fake.count("POST graph"), env.fake.count("PATCH tags")), (5, 0), "{again:?}");
+    assert_eq!((answered_queries(&env.fake), env.fake.count("PATCH tags")), (5, 0), "{again:?}");
 
     // A policy change: the queue's sweep of the changed cluster lists the same way (its 2,500 in 3
     // queries) and writes exactly what drifted meanwhile. (A new version whose desired tags are
@@ -514,12 +587,15 @@ async fn a_management_group_sweep_of_a_cluster_set_lists_5000_in_5_queries_and_w
     let (status, body) =
         env.invoke("sweep-queue", "message", support::env::queue_message(&support::env::blob_created(docs[0].0))).await;
     assert_eq!(status, 200, "{body:#}");
-    assert_eq!(env.fake.count("POST graph"), 3, "{body:#}");
+    // Three pages answered. The sweeps above spent the fake's Resource Graph quota (15 queries in
+    // 5 s, as Resource Graph documents), so a first query may be answered 429 and retried after
+    // the reset it names: a refusal, not a listing.
+    assert_eq!(answered_queries(&env.fake), 3, "{body:#}");
     assert_eq!(env.fake.count("PATCH tags") as u64, drifted / 2, "cluster {}'s drifted resources, once", SET[0]);
     let peak_change = peak_writes_per_second(&env.fake);
     assert!(peak_change <= 105, "{peak_change}");
     println!(
-        "MANAGEMENT GROUP: subscriptions={subs} clusters={} owned={owned} drifted={drifted} | first sweep: queries={} \
+        "MANAGEMENT GROUP: subscriptions={subs} parts={n_parts} (swept side by side, one queue message each) clusters={} owned={owned} drifted={drifted} | first sweep: queries={} \
          ({:.4}/owned) re-reads={} merges={} calls={} peak merges/s/subscription={peak} took={:.1}s | second sweep: \
          queries={} merges={} | policy change of one cluster ({} owned): queries={} merges={} peak merges/s/subscription={peak_change}",
         SET.len(),
@@ -532,9 +608,43 @@ async fn a_management_group_sweep_of_a_cluster_set_lists_5000_in_5_queries_and_w
         calls_of(&again, "resourcegraph:Resources"),
         calls_of(&again, "arm:MergeTags"),
         owned / 2,
-        env.fake.count("POST graph"),
+        answered_queries(&env.fake),
         env.fake.count("PATCH tags"),
     );
+}
+
+/// A part is never wider than the deployment's scopes: a subscription named by its resource groups
+/// alone is swept in those groups alone, and a part message naming a subscription outside the
+/// scopes is refused (the host parks it in the poison queue) before any listing or write.
+#[tokio::test]
+async fn a_part_stays_within_the_scopes_and_a_part_outside_them_is_refused() {
+    let (s0, s1) = (subscription(0), subscription(1));
+    let in_scope = format!("/subscriptions/{s0}/resourceGroups/rg-a");
+    let scopes = format!("{in_scope},/subscriptions/{s1}");
+    let env =
+        Env::with(POLICY, &[(POLICY, &infrastructure(&DESIRED, &[]))], &[("TAGWARDEN_SWEEP_SCOPES", &scopes)]).await;
+    let drifted = [(OWNER, "owned"), ("team", "old")];
+    let a = format!("{in_scope}/providers/Microsoft.Compute/disks/a");
+    let outside = format!("/subscriptions/{s0}/resourceGroups/rg-b/providers/Microsoft.Compute/disks/b");
+    let other_sub = format!("/subscriptions/{s1}/resourceGroups/rg-c/providers/Microsoft.Compute/disks/c");
+    for id in [&a, &outside, &other_sub] {
+        env.fake.put_resource(id, &drifted);
+    }
+
+    let (status, body, _) = sweep(&env).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(body["ReturnValue"]["parts"].as_array().map(Vec::len), Some(2), "{body:#}");
+    assert_eq!(statuses(&body), json!({"applied": 2}), "{body:#}");
+    let team = |id: &str| env.fake.tags(id).expect("resource")["team"].clone();
+    assert_eq!((team(&a), team(&other_sub)), ("platform".to_string(), "platform".to_string()));
+    assert_eq!(team(&outside), "old", "rg-b is not a scope: never written");
+
+    env.fake.clear_log();
+    let foreign = json!({"tagwarden": "sweep", "part": format!("/subscriptions/{}", subscription(9))});
+    let (status, body) = env.invoke("sweep-queue", "message", Value::String(foreign.to_string())).await;
+    assert_eq!(status, 500, "{body:#}");
+    assert!(body.to_string().contains("not within the deployment's sweep scopes"), "{body:#}");
+    assert!(env.fake.log().iter().all(|l| l.api != "arm"), "no listing, no write");
 }
 
 /// The CLI sweeps a management group's cluster set the same way; where Resource Graph is refused,

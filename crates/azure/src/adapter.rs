@@ -13,7 +13,7 @@
 //! retries (`super::arm`), the protocol of the Functions host (`super::function`) and the decision
 //! itself (`tagwarden_core::plan`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::sync::Mutex;
 
@@ -23,7 +23,7 @@ use super::resource_graph::{management_group_of, GraphError, GraphListing, Scope
 use tagwarden_core::cloud::{Cloud, OWNED};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
-use tagwarden_engine::cloud_error::CloudError;
+use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 use tagwarden_engine::enforce::sweep::{Batching, Listing};
 use tagwarden_engine::enforce::{Adapter, Read};
 use tagwarden_engine::rate_limit::RateLimit;
@@ -45,6 +45,9 @@ pub struct ArmTagger {
 /// subscription's. (Each function instance holds its own buckets, for its sweeps and events alike;
 /// instances running at once in one subscription share ARM's bucket, and ARM's 429 and
 /// `Retry-After` are still honoured.)
+/// Resources reconciled, and calls in flight, at once in an invocation (`TAGWARDEN_CONCURRENCY`).
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
 /// The subscription ID of an ARM resource ID (`/subscriptions/{id}/…`), as written.
 fn subscription_of(resource_id: &str) -> &str {
     resource_id.split('/').nth(2).unwrap_or_default()
@@ -78,6 +81,56 @@ impl ArmTagger {
     /// writing at most half of each subscription's ARM write budget ([`WritePacing`]).
     pub fn new(arm: ArmClient, sweep_scopes: Vec<String>) -> Self {
         ArmTagger { arm, sweep_scopes, resource_graph: true, writes: WritePacing::new(WritePacing::HALF_OF_ARM) }
+    }
+
+    /// The parts a sweep of the deployment runs in: one per subscription (`/subscriptions/<id>`,
+    /// lower case, in order), those the scopes name and every one under each management group
+    /// (`Management Groups - Get Descendants`, one call or a few per group). Each part is swept on
+    /// its own (`super::function`: one queue message each), so one subscription's sweep never
+    /// waits for, or spends the budget of, another's.
+    pub async fn parts(&self) -> Result<Vec<String>, CloudError> {
+        let scopes = Scopes::parse(&self.sweep_scopes).map_err(|why| {
+            CloudError::azure("sweep scopes", "TAGWARDEN_SWEEP_SCOPES", None, "InvalidScope", &why, ErrorClass::Fatal)
+        })?;
+        let mut parts: BTreeSet<String> =
+            scopes.subscriptions().iter().map(|s| format!("/subscriptions/{s}")).collect();
+        for group in scopes.management_groups() {
+            parts.extend(self.arm.subscriptions_under(group).await?.iter().map(|s| s.to_ascii_lowercase()));
+        }
+        Ok(parts.into_iter().collect())
+    }
+
+    /// This tagger over one part (`/subscriptions/<id>`) of its scopes: the subscription, or the
+    /// resource groups of it the scopes name, or the subscription when it is under one of the
+    /// scopes' management groups. A part outside the scopes is refused, naming them: a queue
+    /// message can name any subscription, and a deployment sweeps only its own. Its writes are
+    /// paced on buckets of its own (one subscription's, as before).
+    pub async fn narrowed(&self, part: &str) -> Result<ArmTagger, String> {
+        let refused = |why: String| format!("sweep part {part:?}: {why}");
+        let sub = match part.trim_matches('/').split('/').collect::<Vec<_>>().as_slice() {
+            [s, sub] if s.eq_ignore_ascii_case("subscriptions") && !sub.is_empty() => sub.to_ascii_lowercase(),
+            _ => return Err(refused("not a subscription ID (/subscriptions/<id>)".into())),
+        };
+        let scopes = Scopes::parse(&self.sweep_scopes).map_err(refused)?;
+        let mut within = scopes.named_in(&sub);
+        if within.is_empty() {
+            for group in scopes.management_groups() {
+                let under = self.arm.subscriptions_under(group).await.map_err(|e| refused(e.to_string()))?;
+                if under.iter().any(|s| s.eq_ignore_ascii_case(&format!("/subscriptions/{sub}"))) {
+                    within.push(format!("/subscriptions/{sub}"));
+                    break;
+                }
+            }
+        }
+        if within.is_empty() {
+            return Err(refused(format!("not within the deployment's sweep scopes {:?}", self.sweep_scopes)));
+        }
+        Ok(ArmTagger {
+            arm: self.arm.clone(),
+            sweep_scopes: within,
+            resource_graph: self.resource_graph,
+            writes: WritePacing::new((self.writes.rate, self.writes.burst)),
+        })
     }
 
     /// Resource Graph's listing of every cluster in `infra_ids` at once, split by ownership key;
@@ -155,7 +208,7 @@ impl ArmTagger {
 impl Adapter for ArmTagger {
     type Source = BlobSource;
     type Group = Infallible;
-    const CONCURRENCY: usize = 8;
+    const CONCURRENCY: usize = DEFAULT_CONCURRENCY;
 
     fn cloud(&self) -> Cloud {
         Cloud::Azure

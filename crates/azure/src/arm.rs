@@ -61,6 +61,7 @@ impl Default for Retry {
 }
 
 /// The Tags API client.
+#[derive(Clone)]
 pub struct ArmClient {
     http: reqwest::Client,
     endpoint: Url,

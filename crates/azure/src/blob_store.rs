@@ -400,24 +400,66 @@ impl PolicySource for BlobSource {
 
     /// The status report beside the policy (a block blob).
     async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), CloudError> {
-        let name = self.status_name(cluster)?;
+        self.write_status(cluster, text, None).await.map_err(|e| match e {
+            PutError::Source(e) => e,
+            other => {
+                CloudError::azure(OP_PUT, "status report", None, "Conflict", &other.to_string(), ErrorClass::Transient)
+            }
+        })
+    }
+
+    async fn get_status_tagged(&self, cluster: Option<&str>) -> Result<Option<Object>, CloudError> {
+        match self.get(&self.status_name(cluster)?, None).await {
+            Ok(found) => Ok(found),
+            Err(e) if e.status == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn put_status_if(
+        &self,
+        cluster: Option<&str>,
+        text: &str,
+        expected: Option<&str>,
+    ) -> Result<(), PutError<CloudError>> {
+        self.write_status(cluster, text, Some(expected)).await
+    }
+}
+
+impl BlobSource {
+    /// Put the status report; with `condition`, only over that ETag (`Some(None)`: only where
+    /// there is none), Put Blob's `If-Match` / `If-None-Match: *` as [`PolicySource::put`] sends
+    /// them: a lost race is 412 ConditionNotMet, or 409 BlobAlreadyExists.
+    async fn write_status(
+        &self,
+        cluster: Option<&str>,
+        text: &str,
+        condition: Option<Option<&str>>,
+    ) -> Result<(), PutError<CloudError>> {
+        let name = self.status_name(cluster).map_err(PutError::Source)?;
         let target = self.location.display_name(&name);
-        let body = text.as_bytes().to_vec();
-        let req = self
-            .request(Method::PUT, self.location.blob_url(&name))
-            .await?
+        let req = self.request(Method::PUT, self.location.blob_url(&name)).await.map_err(PutError::Source)?;
+        let req = match condition {
+            None => req,
+            Some(Some(etag)) => req.header("if-match", etag),
+            Some(None) => req.header("if-none-match", "*"),
+        };
+        let req = req
             .header("x-ms-blob-type", "BlockBlob")
             .header("content-type", "application/json")
-            .body(body);
+            .body(text.as_bytes().to_vec());
         self.calls.record(OP_PUT);
-        let resp = req.send().await.map_err(|e| transport(OP_PUT, &target, e))?;
+        let resp = req.send().await.map_err(|e| PutError::Source(transport(OP_PUT, &target, e)))?;
         let status = resp.status().as_u16();
-        if !(200..300).contains(&status) {
-            let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let body = resp.text().await.unwrap_or_default();
-            return Err(crate::error::from_response(OP_PUT, &target, status, code.as_deref(), &body));
+        match status {
+            200..=299 => Ok(()),
+            409 | 412 if condition.is_some() => Err(PutError::Conflict { found: "a newer status report".into() }),
+            _ => {
+                let code = resp.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                let body = resp.text().await.unwrap_or_default();
+                Err(PutError::Source(crate::error::from_response(OP_PUT, &target, status, code.as_deref(), &body)))
+            }
         }
-        Ok(())
     }
 }
 

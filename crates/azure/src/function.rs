@@ -89,7 +89,8 @@ impl Handler {
         .with_clusters(config.clusters.clone());
         let adapter =
             ArmTagger { resource_graph: config.resource_graph, ..ArmTagger::new(arm, config.sweep_scopes.clone()) };
-        let engine = Engine::new(adapter, store, config.own.clone());
+        let mut engine = Engine::new(adapter, store, config.own.clone());
+        engine.set_concurrency(config.concurrency);
         let metrics = config
             .metrics
             .as_ref()
@@ -149,8 +150,12 @@ impl Handler {
     /// The Functions host's `{Data, Metadata}` invocation of a function, by its trigger binding.
     async fn invocation(&self, binding: Binding<'_>, metadata: Metadata) -> Response {
         let work = match binding {
-            Binding::Timer(_) => Ok((Trigger::Sweep, Delivered::Now)),
+            Binding::Timer(_) => return self.timer().await,
             Binding::Message(message) => {
+                if let Some(part) = part_in(message.get().as_bytes(), 0) {
+                    tracing::info!(dequeue_count = metadata.dequeue_count, part, "sweep of one part from the queue");
+                    return self.answer(self.sweep_part(&part).await, Vec::new()).await;
+                }
                 tracing::info!(dequeue_count = metadata.dequeue_count, "policy sweep from the queue");
                 queue_work(message.get().as_bytes(), &self.topics).map(|t| (t, Delivered::Queued))
             }
@@ -158,7 +163,7 @@ impl Handler {
                 work_of(event.get().as_bytes(), &self.topics).map(|t| (t, Delivered::Now))
             }
         };
-        let (out, mut logs) = match work {
+        let (out, logs) = match work {
             Ok((trigger, delivered)) => (self.run(trigger, delivered).await, Vec::new()),
             // A retry cannot help, but failing keeps it for the dead-letter container (or the
             // poison queue).
@@ -167,6 +172,12 @@ impl Handler {
                 (refused.into_outcome(), vec![log])
             }
         };
+        self.answer(out, logs).await
+    }
+
+    /// The host's answer to an invocation that ran `out` (`logs` first): non-2xx when it must be
+    /// retried.
+    async fn answer(&self, out: Outcome, mut logs: Vec<String>) -> Response {
         let failed = out.must_retry();
         let summary = summary(&out);
         logs.extend(out.records.iter().map(|r| r.to_json_line()));
@@ -177,6 +188,58 @@ impl Handler {
         self.finish(out).await;
         let body = json!({"Outputs": {}, "Logs": logs, "ReturnValue": summary});
         Response::json(if failed { 500 } else { 200 }, &body)
+    }
+
+    /// The timer: a deployment whose scopes span one subscription is swept here and now; one
+    /// that spans several is sent on as one sweep-queue message per subscription (the `parts`
+    /// output binding, `sweep/function.json`), each swept by whichever instance takes it, one
+    /// at a time per instance (`host.json`), retried and finally parked in the poison queue on
+    /// its own. So no invocation sweeps more than one subscription's share, none comes near the
+    /// host's `functionTimeout`, and the host's own scale-out, not a loop in here, sweeps a
+    /// management group. Where the parts cannot be told (Get Descendants refused), the sweep runs
+    /// whole, here, saying why.
+    async fn timer(&self) -> Response {
+        let adapter = &self.engine.adapter;
+        let spans_several = match crate::resource_graph::Scopes::parse(&adapter.sweep_scopes) {
+            Ok(scopes) => scopes.management_groups().next().is_some() || scopes.subscriptions().len() > 1,
+            Err(_) => false,
+        };
+        let mut logs = Vec::new();
+        if spans_several {
+            match adapter.parts().await {
+                Ok(parts) if parts.len() > 1 => {
+                    tracing::info!(parts = parts.len(), "sweep sent on in parts, one queue message per subscription");
+                    let messages: Vec<String> =
+                        parts.iter().map(|p| json!({"tagwarden": "sweep", "part": p}).to_string()).collect();
+                    let body = json!({
+                        "Outputs": {PARTS_OUTPUT: messages},
+                        "Logs": [format!("sweep sent on in {} parts: {}", parts.len(), parts.join(", "))],
+                        "ReturnValue": {"parts": parts},
+                    });
+                    return Response::json(200, &body);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let why = format!("the sweep runs whole: its parts could not be told ({e})");
+                    tracing::warn!("{why}");
+                    logs.push(why);
+                }
+            }
+        }
+        self.answer(self.engine.sweep(false, None, None).await, logs).await
+    }
+
+    /// One part's sweep (`/subscriptions/<id>`, a message [`Handler::timer`] sent): the engine
+    /// narrowed to it; a part outside the deployment's scopes is refused (and, failing, parked in
+    /// the poison queue).
+    pub async fn sweep_part(&self, part: &str) -> Outcome {
+        match self.engine.adapter.narrowed(part).await {
+            Ok(adapter) => self.engine.part(adapter, part.to_ascii_lowercase()).sweep(false, None, None).await,
+            Err(why) => {
+                tracing::error!("{why}");
+                Outcome { error: Some(why), ..Outcome::default() }
+            }
+        }
     }
 
     /// Do what a trigger asks for: a policy change delivered now is only re-checked (Event Grid
@@ -367,6 +430,38 @@ pub fn work_of(text: &[u8], topics: &Topics) -> Result<Trigger, Refused> {
     Ok(Trigger::written(names.collect(), &at))
 }
 
+/// The output binding of `sweep/function.json` the timer's part messages go to.
+pub const PARTS_OUTPUT: &str = "parts";
+
+/// The part a `sweep-queue` message of [`Handler::timer`] names
+/// (`{"tagwarden": "sweep", "part": "/subscriptions/<id>"}`), as it came: the object, JSON text
+/// of it, or base64 of either (as [`events_in`] reads an event), at most three strings deep.
+pub fn part_in(text: &[u8], depth: u8) -> Option<String> {
+    #[derive(Deserialize)]
+    struct PartMessage {
+        tagwarden: String,
+        part: String,
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Message {
+        Part(PartMessage),
+        Text(String),
+    }
+    if depth > 3 {
+        return None;
+    }
+    match serde_json::from_slice::<Message>(text.trim_ascii()) {
+        Ok(Message::Part(m)) => (m.tagwarden == "sweep").then_some(m.part),
+        Ok(Message::Text(inner)) => part_in(inner.as_bytes(), depth + 1),
+        Err(_) if depth > 0 => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim_ascii()).ok()?;
+            part_in(&bytes, depth + 1)
+        }
+        Err(_) => None,
+    }
+}
+
 /// What a `sweep-queue` message asks for: the policy sweep for a policy `BlobCreated` event,
 /// nothing for the function's own status report, and an error for anything else (a retry cannot
 /// help; after `maxDequeueCount` attempts the host parks the message in `<queue>-poison`).
@@ -474,6 +569,26 @@ mod tests {
         assert_eq!(work_of(write, &Topics::default()), Ok(Trigger::Events(write.to_vec())));
         assert!(work(&json!([])).is_err());
         assert!(work(&json!("x")).is_err());
+    }
+
+    #[test]
+    fn part_messages_in_every_encoding_and_nothing_else() {
+        let part = json!({"tagwarden": "sweep", "part": "/subscriptions/aaaa"});
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let text = part.to_string();
+        for message in [part.clone(), Value::String(text.clone()), Value::String(b64(&text))] {
+            assert_eq!(part_in(message.to_string().as_bytes(), 0).as_deref(), Some("/subscriptions/aaaa"), "{message}");
+        }
+        let blob = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/10.yaml"});
+        for other in [
+            blob.clone(),
+            Value::String(blob.to_string()),
+            Value::String(b64(&blob.to_string())),
+            json!({"tagwarden": "publish", "part": "/subscriptions/aaaa"}),
+            json!("not a message"),
+        ] {
+            assert_eq!(part_in(other.to_string().as_bytes(), 0), None, "{other}");
+        }
     }
 
     #[test]

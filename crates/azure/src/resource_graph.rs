@@ -142,6 +142,23 @@ impl Scopes {
         self.subscriptions.is_empty() && self.management_groups.is_empty()
     }
 
+    /// The management groups (their ids, lower case).
+    pub fn management_groups(&self) -> impl Iterator<Item = &str> {
+        self.management_groups.iter().map(String::as_str)
+    }
+
+    /// The scopes (as IDs) that lie in subscription `sub` as named: the subscription, or the
+    /// resource groups of it that are named; none when it is not named (it may still be under a
+    /// management group).
+    pub fn named_in(&self, sub: &str) -> Vec<String> {
+        let sub = sub.to_ascii_lowercase();
+        match self.subscriptions.get(&sub) {
+            None => Vec::new(),
+            Some(None) => vec![format!("/subscriptions/{sub}")],
+            Some(Some(groups)) => groups.iter().map(|g| format!("/subscriptions/{sub}/resourceGroups/{g}")).collect(),
+        }
+    }
+
     /// The `subscriptions` of the request.
     pub fn subscriptions(&self) -> Vec<&str> {
         self.subscriptions.keys().map(String::as_str).collect()

@@ -4,6 +4,7 @@
 //! `status.platformStatus.<cloud>.resourceTags`. The report itself is pure; `tagwarden_engine::status_store` reads
 //! and writes it through a policy store's `PolicySource` (the store only moves its text).
 
+use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -25,6 +26,20 @@ pub struct StatusReport {
     /// The function that wrote it: `<package> <version> (commit <sha>)`, to name in a bug report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_by: Option<String>,
+    /// A sweep run in parts (one per Azure subscription, `StatusReport::merged_into`): each part
+    /// (its resource-ID prefix) and when its last sweep ended, in seconds since the epoch.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parts: BTreeMap<String, u64>,
+}
+
+/// Whether `resource` (an ARM ID) lies within `part` (an ID prefix such as `/subscriptions/<id>`):
+/// ARM IDs compare without case.
+pub fn in_part(resource: &str, part: &str) -> bool {
+    let part = part.trim_end_matches('/');
+    resource.len() >= part.len()
+        && resource.is_char_boundary(part.len())
+        && resource[..part.len()].eq_ignore_ascii_case(part)
+        && matches!(resource.as_bytes().get(part.len()), None | Some(b'/'))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,7 +111,25 @@ impl StatusReport {
             failures,
             unsupported: Vec::new(),
             written_by: None,
+            parts: BTreeMap::new(),
         }
+    }
+
+    /// This report of one part's sweep, laid over `older` (the report there now): within `part`
+    /// this report's failures replace the older ones, outside it the older ones stay (another
+    /// part's sweep found them), and each part keeps when it was last swept. So parts swept apart
+    /// and in any order add up to the report of the whole, and none hides another's failures.
+    pub fn merged_into(mut self, older: Option<StatusReport>, part: &str) -> StatusReport {
+        let part = part.trim_end_matches('/');
+        if let Some(older) = older {
+            let outside = |f: &ResourceFailure| !in_part(&f.resource, part);
+            self.failures.extend(older.failures.into_iter().filter(outside));
+            self.unsupported.extend(older.unsupported.into_iter().filter(outside));
+            self.parts = older.parts;
+        }
+        self.parts.retain(|p, _| !p.eq_ignore_ascii_case(part));
+        self.parts.insert(part.to_string(), self.generated_at);
+        self
     }
 
     /// A sweep's report: the version it applied, how the published policy stands (a store's
@@ -191,6 +224,43 @@ mod tests {
         assert_eq!(errors.len(), 2, "{errors:?}");
         assert!(errors[0] == "Throttling" && errors[1].contains("tag limit"), "{errors:?}");
         assert_eq!(sweep.failures[0].name, "i-0abc");
+    }
+
+    #[test]
+    fn a_part_is_an_id_prefix_without_case() {
+        let sub = "/subscriptions/AAAA";
+        assert!(in_part("/subscriptions/aaaa/resourceGroups/rg/providers/Microsoft.Compute/disks/d", sub));
+        assert!(in_part("/subscriptions/aaaa", "/subscriptions/AAAA/"));
+        assert!(!in_part("/subscriptions/aaaab/resourceGroups/rg", sub), "a longer id is another subscription");
+        assert!(!in_part("/subscriptions/bbbb/resourceGroups/rg", sub));
+        assert!(!in_part("/subscriptions/aa", sub));
+    }
+
+    #[test]
+    fn parts_swept_apart_add_up_and_replace_only_their_own_failures() {
+        let fail = |id: &str| ResourceFailure::new(id, "microsoft.compute/disks", "refused");
+        let of =
+            |failures: Vec<ResourceFailure>| StatusReport::new(Cloud::Azure, &"x", Some("v".into()), vec![], failures);
+        let a = "/subscriptions/a";
+        let b = "/subscriptions/b";
+        let first = of(vec![fail("/subscriptions/a/d/1")]).merged_into(None, a);
+        let second = of(vec![fail("/subscriptions/b/d/2")]).merged_into(Some(first), b);
+        let names = |r: &StatusReport| {
+            let mut n: Vec<String> = r.failures.iter().map(|f| f.resource.clone()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&second), ["/subscriptions/a/d/1", "/subscriptions/b/d/2"]);
+        assert_eq!(second.parts.keys().collect::<Vec<_>>(), [a, b]);
+        // Part a again, in line now: its failure goes, b's stays; part keys compare without case.
+        let again = of(vec![]).merged_into(Some(second), "/subscriptions/A/");
+        assert_eq!(names(&again), ["/subscriptions/b/d/2"]);
+        assert_eq!(again.parts.len(), 2, "{:?}", again.parts);
+        let json = serde_json::to_string(&again).expect("json");
+        let back: StatusReport = serde_json::from_str(&json).expect("read back");
+        assert_eq!(back.parts, again.parts);
+        let whole = of(vec![]);
+        assert!(!serde_json::to_string(&whole).expect("json").contains("parts"), "a whole sweep names no part");
     }
 
     #[test]

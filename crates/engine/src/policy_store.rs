@@ -108,6 +108,23 @@ pub trait PolicySource: Send + Sync {
     }
     /// Write the status report's JSON `text` there (`tagwarden_core::status` makes and reads it).
     async fn put_status(&self, cluster: Option<&str>, text: &str) -> Result<(), Self::Error>;
+    /// [`PolicySource::get_status`] with the report's ETag, for [`PolicySource::put_status_if`].
+    /// A store without conditional writes answers an empty ETag.
+    async fn get_status_tagged(&self, cluster: Option<&str>) -> Result<Option<Object>, Self::Error> {
+        Ok(self.get_status(cluster).await?.map(|text| Object { etag: String::new(), text }))
+    }
+    /// [`PolicySource::put_status`] only if the report is still at `expected` (`None`: only if
+    /// there is none), so that the sweeps of parts of a deployment running at once never lose each
+    /// other's failures. A store without conditional writes writes unconditionally: it is never
+    /// swept in parts.
+    async fn put_status_if(
+        &self,
+        cluster: Option<&str>,
+        text: &str,
+        _expected: Option<&str>,
+    ) -> Result<(), PutError<Self::Error>> {
+        self.put_status(cluster, text).await.map_err(PutError::Source)
+    }
 }
 
 /// The content type a policy document is written with.

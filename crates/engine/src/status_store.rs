@@ -1,7 +1,7 @@
 //! The status report (`tagwarden_core::status`) beside a policy store's documents: made from what
 //! a sweep or a load found, written and read through the store's `PolicySource`.
 
-use crate::policy_store::{PolicySource, PolicyStore, Rejection};
+use crate::policy_store::{PolicySource, PolicyStore, PutError, Rejection};
 use std::sync::OnceLock;
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::report::Record;
@@ -37,13 +37,48 @@ pub async fn write<S: PolicySource>(
         tracing::warn!(cluster = c, "no status report for a cluster the deployment does not enforce");
         return Ok(());
     }
+    store.source.put_status(cluster, &render(store, report)).await
+}
+
+/// The report's text as written: naming this build, within the store's size limit.
+fn render<S: PolicySource>(store: &PolicyStore<S>, report: &StatusReport) -> String {
     let report = &StatusReport { written_by: WRITTEN_BY.get().cloned(), ..report.clone() };
-    let text = match store.source.max_status_bytes() {
+    match store.source.max_status_bytes() {
         // Failures are dropped from the report to fit.
         Some(max) => report.to_json_within(max),
         None => serde_json::to_string_pretty(report).unwrap_or_default(),
-    };
-    store.source.put_status(cluster, &text).await
+    }
+}
+
+/// How often a part's report is laid over the one there again when another part's landed first.
+const PART_ATTEMPTS: u32 = 5;
+
+/// [`write`] for the sweep of one part of the deployment (`part`, a resource-ID prefix): laid
+/// over the report there now (`StatusReport::merged_into`) and written only over the version
+/// read, so that parts swept at once never drop each other's failures; read and laid over again
+/// when another part's landed in between.
+async fn write_part<S: PolicySource>(
+    store: &PolicyStore<S>,
+    cluster: Option<&str>,
+    report: &StatusReport,
+    part: &str,
+) -> Result<(), String> {
+    if let Some(c) = cluster.filter(|c| !store.enforces(c)) {
+        tracing::warn!(cluster = c, "no status report for a cluster the deployment does not enforce");
+        return Ok(());
+    }
+    for _ in 0..PART_ATTEMPTS {
+        let there = store.source.get_status_tagged(cluster).await.map_err(|e| e.to_string())?;
+        // A report that is not one tagwarden wrote is replaced, as a whole sweep's would.
+        let older = there.as_ref().and_then(|o| serde_json::from_str::<StatusReport>(&o.text).ok());
+        let text = render(store, &report.clone().merged_into(older, part));
+        match store.source.put_status_if(cluster, &text, there.as_ref().map(|o| o.etag.as_str())).await {
+            Ok(()) => return Ok(()),
+            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
+            Err(PutError::Source(e)) => return Err(e.to_string()),
+        }
+    }
+    Err(format!("another part's report landed {PART_ATTEMPTS} times between the read and the write"))
 }
 
 /// A report that cannot be written is logged: it never fails the invocation that made it.
@@ -71,11 +106,25 @@ pub async fn report_rejection<S: PolicySource>(store: &PolicyStore<S>, r: &Rejec
 }
 
 /// A sweep's status report for one cluster (`policy`): the version it applied, how that
-/// cluster's published policy stands now, and its failures.
-pub async fn report_sweep<S: PolicySource>(store: &PolicyStore<S>, policy: &LoadedPolicy, records: &[Record]) {
+/// cluster's published policy stands now, and its failures; for the sweep of one `part` of the
+/// deployment, laid over the other parts' ([`write_part`]).
+pub async fn report_sweep<S: PolicySource>(
+    store: &PolicyStore<S>,
+    policy: &LoadedPolicy,
+    records: &[Record],
+    part: Option<&str>,
+) {
     let cluster = store.cluster_key(policy);
     let Some(standing) = store.standing(cluster).await else { return };
     let location = store.location_for(cluster);
     let report = StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, records);
-    write_logged(store, Some(cluster).filter(|c| !c.is_empty()), &report).await;
+    let cluster = Some(cluster).filter(|c| !c.is_empty());
+    match part {
+        None => write_logged(store, cluster, &report).await,
+        Some(part) => {
+            if let Err(e) = write_part(store, cluster, &report, part).await {
+                tracing::warn!(error = %e, part, "could not write the status report");
+            }
+        }
+    }
 }

@@ -85,6 +85,10 @@ fn human(r: &StatusReport) -> String {
         let _ = writeln!(out, "  {e}");
     }
     let _ = writeln!(out, "last sweep {}", ago(r.generated_at));
+    // Swept in parts (an Azure Function over several subscriptions): the part swept longest ago.
+    if let Some((part, at)) = r.parts.iter().min_by_key(|(_, at)| **at) {
+        let _ = writeln!(out, "parts      {}, the oldest swept {} ({part})", r.parts.len(), ago(*at));
+    }
     let _ = writeln!(out, "failures   {}", r.failures.len());
     for f in &r.failures {
         let (error, fix) = match f.error.rsplit_once(" (fix: ") {

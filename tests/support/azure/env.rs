@@ -191,7 +191,8 @@ impl Env {
     /// host), keeping what it has cached; `None` puts the configured one back.
     pub fn repoint(&mut self, policy_url: Option<&str>) {
         let url = policy_url.map_or_else(|| self.vars["TAGWARDEN_POLICY"].clone(), str::to_owned);
-        self.handler.engine.store.source.location = url.parse().expect("a policy URL");
+        let store = std::sync::Arc::get_mut(&mut self.handler.engine.store).expect("no part engine holds the store");
+        store.source.location = url.parse().expect("a policy URL");
     }
 
     pub async fn publish(&self, name: &str, text: &str) {
@@ -319,6 +320,47 @@ pub async fn invoke(handler: &Handler, function: &str, binding: &str, value: Val
     };
     let resp = handler.handle(req).await;
     (resp.status, serde_json::from_slice(&resp.body).expect("the handler answers JSON"))
+}
+
+/// The timer's sweep as the Functions host runs it: the timer's answer; and where it sent the
+/// sweep on in parts (`ReturnValue.parts`, one message each in `Outputs.parts`), every part's
+/// message through `sweep-queue`, all at once (the host runs them on as many instances as
+/// `maximum_instance_count` allows), added up into one answer: `by_status`, `failed` and
+/// `resources` summed, `listing_fallbacks` and `Logs` joined, `parts` the timer's. The status is
+/// the first that is not 200, else 200.
+pub async fn timer_sweep(handler: &Handler) -> (u16, Value) {
+    let (status, timer_body) = invoke(handler, "sweep", "timer", timer()).await;
+    let Some(parts) = timer_body["ReturnValue"]["parts"].as_array().cloned() else { return (status, timer_body) };
+    assert_eq!(status, 200, "the timer that sends parts on answers 200: {timer_body:#}");
+    let messages = timer_body["Outputs"]["parts"].as_array().cloned().expect("one message per part in Outputs.parts");
+    assert_eq!(messages.len(), parts.len(), "{timer_body:#}");
+    let answers = futures_util::future::join_all(
+        messages.into_iter().map(|m| async move { invoke(handler, "sweep-queue", "message", m).await }),
+    )
+    .await;
+    let mut by_status = serde_json::Map::new();
+    let (mut failed, mut resources, mut fallbacks, mut logs) = (0, 0, Vec::new(), Vec::new());
+    let mut status = 200;
+    for (s, body) in answers {
+        if status == 200 {
+            status = s;
+        }
+        let r = &body["ReturnValue"];
+        for (k, n) in r["by_status"].as_object().cloned().unwrap_or_default() {
+            let sum = by_status.get(&k).and_then(Value::as_u64).unwrap_or_default() + n.as_u64().unwrap_or_default();
+            by_status.insert(k, json!(sum));
+        }
+        failed += r["failed"].as_u64().unwrap_or_default();
+        resources += r["resources"].as_u64().unwrap_or_default();
+        fallbacks.extend(r["listing_fallbacks"].as_array().cloned().unwrap_or_default());
+        logs.extend(body["Logs"].as_array().cloned().unwrap_or_default());
+    }
+    let body = json!({
+        "Logs": logs,
+        "ReturnValue": {"by_status": by_status, "failed": failed, "resources": resources,
+                        "listing_fallbacks": fallbacks, "parts": parts},
+    });
+    (status, body)
 }
 
 /// The account SAS with its signature replaced (what an expired or rotated key looks like to

@@ -275,6 +275,11 @@ impl FakeAzure {
         self.st().locks.push(scope.to_ascii_lowercase());
     }
 
+    /// Every lock [`FakeAzure::lock`] placed is deleted.
+    pub fn unlock_all(&self) {
+        self.st().locks.clear();
+    }
+
     /// Listings of `scope` name every id in lower case (`resourcegroups/defaultresourcegroup-eus/…`).
     pub fn lower_case_listing(&self, scope: &str) {
         self.st().lower_case_listing.push(scope.to_ascii_lowercase());

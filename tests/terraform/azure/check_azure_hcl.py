@@ -33,6 +33,7 @@ CONTRACT_KEYS = [
     "TAGWARDEN_POLICY", "TAGWARDEN_ARM_ENDPOINT", "POLICY_TTL", "TAGWARDEN_SELF_PRINCIPAL_ID",
     "TAGWARDEN_SELF_CLIENT_ID", "TAGWARDEN_METRICS_RESOURCE_ID", "TAGWARDEN_METRICS_REGION",
     "TAGWARDEN_SWEEP_SCOPES", "RUST_LOG", "TAGWARDEN_CLUSTERS", "TAGWARDEN_EVENT_TOPICS",
+    "TAGWARDEN_CONCURRENCY",
 ]
 METRICS = [
     "EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
@@ -692,6 +693,9 @@ def main() -> int:
         "sweep_queue_processor": ("storage_queue_data_processor", "${local.sweep_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
         "sweep_poison_queue": ("storage_queue_data_contributor", "${local.sweep_poison_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
         "sweep_queue_sender": ("storage_queue_data_sender", "${local.sweep_queue_scope}", "${azurerm_eventgrid_system_topic.policy.identity[0].principal_id}"),
+        # Issue 32 item 3: the timer's per-subscription parts, through sweep/function.json's queue
+        # output on the same connection (platform identity): add messages, on the one queue.
+        "sweep_queue_parts_sender": ("storage_queue_data_sender", "${local.sweep_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
     }
     for name, (role, scope, principal) in expect.items():
         b = ra.get(name, {})

@@ -170,8 +170,8 @@ pub trait Adapter: Send + Sync {
 pub struct Engine<A: Adapter> {
     /// How this cloud reads, writes and lists tags.
     pub adapter: A,
-    /// Where the policies are, with the one in force cached.
-    pub store: PolicyStore<A::Source>,
+    /// Where the policies are, with the one in force cached (shared with [`Engine::part`]'s).
+    pub store: Arc<PolicyStore<A::Source>>,
     /// The function's own identities (its role ARN; its principal and client ids).
     own: Vec<String>,
     /// One reconcile at a time per resource: a duplicate event handled concurrently waits, then
@@ -189,6 +189,9 @@ pub struct Engine<A: Adapter> {
     pub policy_window: Duration,
     /// When each cluster was last swept for a policy change, and what was listed beside it.
     coalesce: coalesce::Coalesce,
+    /// The part of the deployment this engine sweeps (a resource-ID prefix, [`Engine::part`]);
+    /// `None`: all of it.
+    part: Option<String>,
 }
 
 impl<A: Adapter> Engine<A> {
@@ -198,7 +201,7 @@ impl<A: Adapter> Engine<A> {
         let concurrency = A::CONCURRENCY.max(1);
         Engine {
             adapter,
-            store,
+            store: Arc::new(store),
             own,
             in_flight: ResourceLocks::default(),
             permits: Semaphore::new(concurrency),
@@ -207,6 +210,28 @@ impl<A: Adapter> Engine<A> {
             progress: None,
             policy_window: POLICY_SWEEP_WINDOW,
             coalesce: coalesce::Coalesce::default(),
+            part: None,
+        }
+    }
+
+    /// An engine over one part of this one's deployment: `adapter` lists and writes only within
+    /// `part` (a resource-ID prefix, such as an Azure subscription's `/subscriptions/<id>`), the
+    /// policies and settings are this engine's, and its sweep's status report is laid over the
+    /// other parts' instead of replacing it (`status_store::report_sweep`). What is listed in a
+    /// part is never remembered for a later policy-change sweep of the whole.
+    pub fn part(&self, adapter: A, part: String) -> Engine<A> {
+        Engine {
+            adapter,
+            store: Arc::clone(&self.store),
+            own: self.own.clone(),
+            in_flight: ResourceLocks::default(),
+            permits: Semaphore::new(self.concurrency),
+            concurrency: self.concurrency,
+            dry_run: self.dry_run,
+            progress: self.progress.clone(),
+            policy_window: self.policy_window,
+            coalesce: coalesce::Coalesce::default(),
+            part: Some(part),
         }
     }
 
@@ -456,6 +481,7 @@ pub async fn report_sweeps<S: PolicySource>(
     policies: &Policies,
     swept: &[Arc<LoadedPolicy>],
     records: &[Record],
+    part: Option<&str>,
 ) {
     for policy in swept {
         if policies.is_set() {
@@ -468,9 +494,9 @@ pub async fn report_sweeps<S: PolicySource>(
                 })
                 .cloned()
                 .collect();
-            crate::status_store::report_sweep(store, policy, &own).await;
+            crate::status_store::report_sweep(store, policy, &own, part).await;
         } else {
-            crate::status_store::report_sweep(store, policy, records).await;
+            crate::status_store::report_sweep(store, policy, records, part).await;
         }
     }
 }

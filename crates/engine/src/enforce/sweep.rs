@@ -209,7 +209,7 @@ impl<A: Adapter> Engine<A> {
             out.push(since(record, seen_ms));
         }
         if !self.dry_run {
-            report_sweeps(&self.store, &policies, &swept, &out.records).await;
+            report_sweeps(&self.store, &policies, &swept, &out.records, self.part.as_deref()).await;
             // The heartbeat the `no-sweep` alarm waits for: only a sweep with nothing left to retry
             // (one that keeps running out of time never counts, so the alarm notices it).
             out.metrics.sweeps_completed = u64::from(!out.must_retry());
@@ -411,7 +411,7 @@ impl<A: Adapter> Engine<A> {
                 found.push((r, Some(tags)));
             }
         }
-        if complete {
+        if complete && self.part.is_none() {
             self.coalesce.remember(by_cluster);
         }
         failed.extend(beside.failed.into_iter().map(|e| (None, e)));
@@ -512,6 +512,7 @@ mod tests {
     use super::super::memory::{tags, Memory};
     use super::super::tests::{engine, OWNED, POLICY};
     use super::*;
+    use tagwarden_core::status::StatusReport;
 
     const IN_LINE: [(&str, &str); 3] = [OWNED, ("team", "platform"), ("env", "prod")];
 
@@ -564,6 +565,38 @@ mod tests {
         let statuses = engine.store.source.statuses.lock().expect("statuses");
         let report: Vec<&str> = statuses[&None].failures.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(report, ["i-2"], "the refusal is in the status report");
+    }
+
+    /// Two parts of one deployment swept apart (each over its own part's resources): the status
+    /// report ends with both parts' failures and both parts named, whichever ran last; a part
+    /// swept again in line drops only its own failure.
+    #[tokio::test]
+    async fn parts_swept_apart_add_up_in_one_status_report() {
+        use super::super::memory::resource;
+        // The in-memory cloud names resources by ARN (`…:unknown/<id>`): each part is a prefix of them.
+        let (a1, a2, b1) = ("a/vm-1", "a/vm-2", "b/vm-1");
+        let (part_a, part_b) = (resource("a").to_string(), resource("b").to_string());
+        let whole = engine(Memory::default(), POLICY);
+        let part = |ids: &[&str], refused: &[&str]| Memory {
+            refuse: refused.iter().map(|s| s.to_string()).collect(),
+            ..Memory::with(&ids.iter().map(|id| (*id, tags(&[OWNED]))).collect::<Vec<_>>())
+        };
+        let out = whole.part(part(&[a1, a2], &[a2]), part_a.clone()).sweep(true, None, None).await;
+        assert_eq!((status_of(&out, a1), status_of(&out, a2)), (Status::Applied, Status::Failed));
+        let out = whole.part(part(&[b1], &[b1]), part_b.clone()).sweep(true, None, None).await;
+        assert_eq!(status_of(&out, b1), Status::Failed);
+        let report = |e: &Engine<Memory>| e.store.source.statuses.lock().expect("statuses")[&None].clone();
+        let failed = |r: &StatusReport| {
+            let mut f: Vec<String> = r.failures.iter().map(|f| f.resource.clone()).collect();
+            f.sort();
+            f
+        };
+        let both = report(&whole);
+        assert_eq!(failed(&both), [resource(a2).to_string(), resource(b1).to_string()], "each part's failure is kept");
+        assert_eq!(both.parts.keys().collect::<Vec<_>>(), [&part_a, &part_b]);
+        // Part a again, its refusal lifted: a's failure goes, b's stays.
+        whole.part(part(&[a1, a2], &[]), part_a.clone()).sweep(true, None, None).await;
+        assert_eq!(failed(&report(&whole)), [resource(b1).to_string()]);
     }
 
     #[tokio::test]
