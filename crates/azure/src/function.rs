@@ -199,31 +199,26 @@ impl Handler {
     /// management group. Where the parts cannot be told (Get Descendants refused), the sweep runs
     /// whole, here, saying why.
     async fn timer(&self) -> Response {
-        let adapter = &self.engine.adapter;
-        let spans_several = match crate::resource_graph::Scopes::parse(&adapter.sweep_scopes) {
-            Ok(scopes) => scopes.management_groups().next().is_some() || scopes.subscriptions().len() > 1,
-            Err(_) => false,
-        };
+        // The parts come from the scopes as named, at no call, but for a management group's
+        // subscriptions (Get Descendants).
         let mut logs = Vec::new();
-        if spans_several {
-            match adapter.parts().await {
-                Ok(parts) if parts.len() > 1 => {
-                    tracing::info!(parts = parts.len(), "sweep sent on in parts, one queue message per subscription");
-                    let messages: Vec<String> =
-                        parts.iter().map(|p| json!({"tagwarden": "sweep", "part": p}).to_string()).collect();
-                    let body = json!({
-                        "Outputs": {PARTS_OUTPUT: messages},
-                        "Logs": [format!("sweep sent on in {} parts: {}", parts.len(), parts.join(", "))],
-                        "ReturnValue": {"parts": parts},
-                    });
-                    return Response::json(200, &body);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    let why = format!("the sweep runs whole: its parts could not be told ({e})");
-                    tracing::warn!("{why}");
-                    logs.push(why);
-                }
+        match self.engine.adapter.parts().await {
+            Ok(parts) if parts.len() > 1 => {
+                tracing::info!(parts = parts.len(), "sweep sent on in parts, one queue message per subscription");
+                let messages: Vec<String> =
+                    parts.iter().map(|p| json!({"tagwarden": "sweep", "part": p}).to_string()).collect();
+                let body = json!({
+                    "Outputs": {PARTS_OUTPUT: messages},
+                    "Logs": [format!("sweep sent on in {} parts: {}", parts.len(), parts.join(", "))],
+                    "ReturnValue": {"parts": parts},
+                });
+                return Response::json(200, &body);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let why = format!("the sweep runs whole: its parts could not be told ({e})");
+                tracing::warn!("{why}");
+                logs.push(why);
             }
         }
         self.answer(self.engine.sweep(false, None, None).await, logs).await

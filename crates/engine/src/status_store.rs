@@ -33,11 +33,22 @@ pub async fn write<S: PolicySource>(
     cluster: Option<&str>,
     report: &StatusReport,
 ) -> Result<(), S::Error> {
-    if let Some(c) = cluster.filter(|c| !store.enforces(c)) {
-        tracing::warn!(cluster = c, "no status report for a cluster the deployment does not enforce");
+    if !enforced(store, cluster) {
         return Ok(());
     }
     store.source.put_status(cluster, &render(store, report)).await
+}
+
+/// Whether a report may be written for `cluster`: in a set, only for a cluster the deployment
+/// enforces (see [`write`]).
+fn enforced<S: PolicySource>(store: &PolicyStore<S>, cluster: Option<&str>) -> bool {
+    match cluster.filter(|c| !store.enforces(c)) {
+        Some(c) => {
+            tracing::warn!(cluster = c, "no status report for a cluster the deployment does not enforce");
+            false
+        }
+        None => true,
+    }
 }
 
 /// The report's text as written: naming this build, within the store's size limit.
@@ -63,8 +74,7 @@ async fn write_part<S: PolicySource>(
     report: &StatusReport,
     part: &str,
 ) -> Result<(), String> {
-    if let Some(c) = cluster.filter(|c| !store.enforces(c)) {
-        tracing::warn!(cluster = c, "no status report for a cluster the deployment does not enforce");
+    if !enforced(store, cluster) {
         return Ok(());
     }
     for _ in 0..PART_ATTEMPTS {
