@@ -26,13 +26,17 @@ locals {
   # What the code calls for the policy source and its status report (both sources' actions: the
   # statements below grant the configured one's).
   policy_store_actions = {
+    # The status report is read back too: it keeps the contested keys (crates/core/src/contest.rs),
+    # and each write of it is laid over the one there.
     s3 = {
       policy_read  = ["s3:GetObject", "s3:ListBucket"]
+      status_read  = ["s3:GetObject"]
       status_write = ["s3:PutObject"]
     }
     ssm = {
       policy_read  = ["ssm:GetParameter"]
       policy_list  = ["ssm:GetParametersByPath"] # a cluster set: every cluster's parameter in one call
+      status_read  = ["ssm:GetParameter"]
       status_write = ["ssm:PutParameter"]
     }
   }
@@ -391,7 +395,7 @@ data "aws_iam_policy_document" "lambda" {
     for_each = local.use_s3 ? [1] : []
     content {
       sid       = "WriteStatusReport"
-      actions   = local.policy_store_actions.s3.status_write
+      actions   = concat(local.policy_store_actions.s3.status_read, local.policy_store_actions.s3.status_write)
       resources = ["${local.bucket_arn}/${local.status_key}"]
     }
   }
@@ -423,7 +427,7 @@ data "aws_iam_policy_document" "lambda" {
     for_each = local.use_ssm ? [1] : []
     content {
       sid       = "WriteStatusParameter"
-      actions   = local.policy_store_actions.ssm.status_write
+      actions   = concat(local.policy_store_actions.ssm.status_read, local.policy_store_actions.ssm.status_write)
       resources = [local.ssm_set ? "${local.ssm_path_arn}-status/*" : "${local.parameter_arn}-status"]
     }
   }

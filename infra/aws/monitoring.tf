@@ -176,6 +176,14 @@ locals {
       infra_id    = id
       description = "tagwarden ${id}: tag writes failed (see the status report and the function's logs)."
     } },
+    # Issue 33: another controller keeps changing a key tagwarden writes, so tagwarden stopped
+    # writing it (crates/core/src/contest.rs): a fight to settle, not a fault to retry.
+    { for id in local.clusters : (local.cluster_set ? "${id}/contested" : "contested") => {
+      name        = "${var.name}-${id}-contested"
+      metric      = "Contested"
+      infra_id    = id
+      description = "tagwarden ${id}: another writer keeps changing a tag tagwarden writes, so tagwarden stopped writing it on that resource. tagwarden status names the resource, the key and the writer; settle which of the two owns the key (the policy, or the other controller's configuration), then tagwarden status --lift."
+    } },
     {
       policy_rejected = {
         name        = "${local.name}-policy-rejected"

@@ -161,6 +161,14 @@ locals {
       severity    = 2
       description = "tagwarden ${local.label}: tag writes failed (see the status report ${local.status_url} and the function's logs)."
     }
+    # Issue 33: another controller keeps changing a key tagwarden writes, so tagwarden stopped
+    # writing it (crates/core/src/contest.rs).
+    contested = {
+      metric      = "Contested"
+      infra_ids   = local.clusters
+      severity    = 2
+      description = "tagwarden ${local.label}: another writer keeps changing a tag tagwarden writes, so tagwarden stopped writing it on that resource (see the status report ${local.status_url}: the resource, the key and the writer; then tagwarden status --lift)."
+    }
     policy-rejected = {
       metric      = "PolicyRejected"
       infra_ids   = [local.deployment_infra_id]

@@ -12,7 +12,7 @@ use tagwarden::aws::function::{self, Payload};
 use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
 use tagwarden::aws::Clients;
 use tagwarden::aws::Tagger;
-use tagwarden::enforce::{Current, Engine};
+use tagwarden::enforce::{Cause, Current, Engine};
 use tagwarden::events::{self, Event};
 use tagwarden::policy::clusters::Policies;
 use tagwarden::report::{Record, Status};
@@ -193,7 +193,7 @@ async fn resource_level_overrides_win_and_conflicts_are_reported() {
     let other = env.instance(&[("role", "master")], Some("owned")).await;
     for r in [&worker, &other] {
         let policy = Policies::one(rec.store.current(false).await.0.expect("policy"));
-        let out = rec.reconcile(&policy, r, Current::Read).await;
+        let out = rec.reconcile(&policy, r, Current::Read, Cause::Other).await;
         assert_eq!(out.status, Status::Applied, "{out:?}");
         assert!(!out.superseded.is_empty());
     }
@@ -232,7 +232,7 @@ async fn tag_limit_writes_nothing() {
     let before = env.tags(&instance).await;
     let policy = rec.store.current(false).await.0.expect("policy");
     env.clients.calls.reset();
-    let out = rec.reconcile(&Policies::one(policy), &instance, Current::Read).await;
+    let out = rec.reconcile(&Policies::one(policy), &instance, Current::Read, Cause::Other).await;
     assert_eq!(out.status, Status::LimitExceeded);
     assert_eq!(env.clients.calls.writes(), 0);
     assert_eq!(env.tags(&instance).await, before);

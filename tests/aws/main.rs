@@ -27,6 +27,7 @@ mod support;
 mod aws_batch;
 mod aws_cloud_true;
 mod aws_clusters;
+mod aws_contested;
 mod aws_coverage;
 mod aws_faults;
 mod aws_load;

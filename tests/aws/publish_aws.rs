@@ -213,6 +213,36 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
     let (_, out, _) = cli(&env, &["status", "--policy", &to, "--json"], None);
     let json: Value = serde_json::from_str(&out).expect("--json");
     assert_eq!(json["failures"][0]["name"], "i-0abc");
+
+    // A contested key (issue 33): shown with its writer and how to lift it; lifted by hand.
+    let lb = format!("arn:aws:elasticloadbalancing:us-east-1:{account}:targetgroup/web-tg/73e2d6bc24d8a067");
+    let lbc = format!("arn:aws:sts::{account}:assumed-role/aws-load-balancer-controller/1700000000");
+    let loc: PolicyLocation = to.parse().expect("location");
+    let mut report = StatusReport::new(Cloud::Aws, &loc, Some("v1".into()), vec![], vec![]);
+    report.contests = vec![tagwarden::contest::Contest {
+        resource: lb.clone(),
+        key: "team".into(),
+        policy: "fp".into(),
+        corrections: vec![1, 2, 3],
+        writer: Some(lbc.clone()),
+        contested_since: Some(4),
+    }];
+    tagwarden::status_store::write(&policy_store(&clients, loc, Duration::ZERO), None, &report)
+        .await
+        .expect("status written");
+    let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
+    assert_eq!(code, 2, "a contested key is not in line: {out}");
+    assert!(
+        out.contains("contested  1") && out.contains(&lbc) && out.contains(&format!("--lift {lb} --key team")),
+        "{out}"
+    );
+    let (code, out, err) = cli(&env, &["status", "--policy", &to, "--lift", &lb, "--key", "team", "--json"], None);
+    let json: Value = serde_json::from_str(&out).expect("--json");
+    assert_eq!((code, json["lifted"].as_u64()), (0, Some(1)), "{out} {err}");
+    let (code, _, err) = cli(&env, &["status", "--policy", &to, "--lift", &lb], None);
+    assert!(code == 1 && err.contains("no contest on"), "nothing left to lift: {code} {err}");
+    let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
+    assert_eq!(code, 0, "lifted: in line again: {out}");
 }
 
 /// A cluster set: each cluster's publisher writes under its own infraID (S3: its folder's

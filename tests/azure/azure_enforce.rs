@@ -708,3 +708,36 @@ async fn resource_notifications_spare_the_read_where_their_tags_show_nothing_to_
     assert_eq!(statuses(&body), json!({"unchanged": 1}), "{body:#}");
     assert_eq!(env.fake.arm_calls(), ["GET tags"]);
 }
+
+/// Issue 33: a controller that re-PUTs the load balancer with its own tag set after every write
+/// (CAPZ keeps the tags it applied and drops the rest): corrected `CORRECTIONS` times, then the
+/// key is contested, naming the controller's identity, and no PATCH follows.
+#[tokio::test]
+async fn a_controller_that_rewrites_the_tags_is_out_waited_then_reported() {
+    use tagwarden::contest::CORRECTIONS;
+    const CAPZ: &str = "7d1f4c8e-0b6a-4f37-9a52-2c1e5f0d9b43";
+    let name = "p.json";
+    let env = Env::new(name, &[(name, &infrastructure(&[("team", "platform")], &[]))]).await;
+    let lb = rid("Microsoft.Network/loadBalancers", "mycluster-7xk2p-capz");
+    for round in 1..=CORRECTIONS + 2 {
+        env.fake.put_resource(&lb, &[(OWNER, "owned"), ("capz-role", "lb")]);
+        env.fake.clear_log();
+        let body = env.drift(eg_event(&lb, "Microsoft.Network/loadBalancers/write", CAPZ)).await;
+        let patches = env.fake.count("PATCH tags");
+        if round <= CORRECTIONS {
+            assert_eq!((statuses(&body), patches), (json!({"applied": 1}), 1), "round {round}: {body:#}");
+        } else {
+            assert_eq!((statuses(&body), patches), (json!({"contested": 1}), 0), "round {round}: {body:#}");
+        }
+    }
+    assert!(!env.fake.tags(&lb).expect("lb").contains_key("team"));
+    let report = env.report().await.expect("a status report");
+    let contested: Vec<&Value> = report["contests"]
+        .as_array()
+        .expect("contests")
+        .iter()
+        .filter(|c| c.get("contested_since").is_some())
+        .collect();
+    assert_eq!(contested.len(), 1, "{report:#}");
+    assert_eq!((contested[0]["key"].as_str(), contested[0]["writer"].as_str()), (Some("team"), Some(CAPZ)));
+}

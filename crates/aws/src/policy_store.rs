@@ -402,6 +402,45 @@ impl PolicySource for AwsSource {
         }
         Ok(())
     }
+
+    /// S3 answers the report's ETag, for [`PolicySource::put_status_if`]; SSM, none.
+    async fn get_status_tagged(&self, cluster: Option<&str>) -> Result<Option<Object>, CloudError> {
+        match self.status_target(cluster)? {
+            PolicyLocation::S3Object { bucket, key } => match get_object(&self.clients, &bucket, &key, None).await {
+                Ok(found) => Ok(found),
+                Err(e) if e.code == "NoSuchKey" => Ok(None),
+                Err(e) => Err(e),
+            },
+            _ => Ok(self.get_status(cluster).await?.map(|text| Object { etag: String::new(), text })),
+        }
+    }
+
+    /// On S3, a conditional write as [`PolicySource::put`]'s (`If-Match`, or `If-None-Match: *`);
+    /// PutParameter has no condition, so on SSM the report is written as it stands.
+    async fn put_status_if(
+        &self,
+        cluster: Option<&str>,
+        text: &str,
+        expected: Option<&str>,
+    ) -> Result<(), PutError<CloudError>> {
+        let target = self.status_target(cluster).map_err(PutError::Source)?;
+        let PolicyLocation::S3Object { bucket, key } = &target else {
+            return self.put_status(cluster, text).await.map_err(PutError::Source);
+        };
+        let put = self.clients.s3.put_object().bucket(bucket).key(key).content_type("application/json");
+        let put = match expected {
+            Some(etag) if !etag.is_empty() => put.if_match(etag),
+            Some(_) => put,
+            None => put.if_none_match("*"),
+        };
+        match put.body(text.as_bytes().to_vec().into()).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.code(), Some("PreconditionFailed" | "ConditionalRequestConflict")) => {
+                Err(PutError::Conflict { found: "a newer report".into() })
+            }
+            Err(e) => Err(PutError::Source(crate::error::from_sdk("s3:PutObject", &target.to_string(), e))),
+        }
+    }
 }
 
 impl AwsSource {

@@ -53,7 +53,7 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
     if metrics.by_type.is_empty() {
         return out;
     }
-    let per_type: [(&str, Counter); 7] = [
+    let per_type: [(&str, Counter); 8] = [
         ("ResourcesEvaluated", |c| c.resources_evaluated),
         ("DriftDetected", |c| c.drift_detected),
         ("TagsWritten", |c| c.tags_written),
@@ -61,6 +61,7 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
         ("TagLimitExceeded", |c| c.tag_limit_exceeded),
         ("Conflicts", |c| c.conflicts),
         ("Unsupported", |c| c.unsupported),
+        ("Contested", |c| c.contested),
     ];
     let dims = ["Cloud", "ResourceType", "InfraID"];
     for (name, get) in per_type {
@@ -174,6 +175,7 @@ mod tests {
             policy_version: "v".into(),
             infra_id: None,
             reason: None,
+            contested: Vec::new(),
             event_id: None,
             error: None,
             failure: None,
@@ -198,6 +200,7 @@ mod tests {
                 "TagLimitExceeded",
                 "Conflicts",
                 "Unsupported",
+                "Contested",
                 "ReconcileLatency"
             ]
         );
@@ -216,7 +219,7 @@ mod tests {
             let s = &d["data"]["baseData"]["series"][0];
             (s["min"].as_u64(), s["max"].as_u64(), s["sum"].as_u64(), s["count"].as_u64())
         };
-        assert_eq!(stats(&docs[10]), (Some(4), Some(10), Some(14), Some(2)), "ReconcileLatency");
+        assert_eq!(stats(&docs[11]), (Some(4), Some(10), Some(14), Some(2)), "ReconcileLatency");
         assert_eq!(stats(&docs[2]), (Some(400), Some(1000), Some(1400), Some(2)), "ComplianceLag");
         assert_eq!(docs[2]["data"]["baseData"]["dimNames"], serde_json::json!(["Cloud", "InfraID"]));
         assert_eq!(docs[5]["data"]["baseData"]["series"][0]["sum"], 1, "TagsWritten");

@@ -4,11 +4,13 @@
 //! [`policy`] (where desired tags come from and how layers merge), [`policy::validate`] (the exact
 //! tag rules of each cloud), [`plan`] (current + desired tags → the one write to make), [`events`]
 //! (cloud events → the resources they name), [`services`] (the catalogue of AWS services tagwarden
-//! reads and writes), [`report`] and [`status`] (what is recorded and reported), [`trigger`] (what
-//! a delivered payload asks for) and [`calls`] (the API-call ledger).
+//! reads and writes), [`contest`] (when to stop correcting a key another controller keeps
+//! changing), [`report`] and [`status`] (what is recorded and reported), [`trigger`] (what a
+//! delivered payload asks for) and [`calls`] (the API-call ledger).
 
 pub mod calls;
 pub mod cloud;
+pub mod contest;
 pub mod events;
 pub mod plan;
 pub mod policy;

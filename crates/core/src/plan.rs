@@ -24,6 +24,9 @@ pub enum Decision {
     LimitExceeded,
     /// The cluster asked for no propagation (`propagateUserTags: false`).
     Disabled,
+    /// Every drifted key is contested (another controller keeps changing it, `crate::contest`):
+    /// nothing is written.
+    Contested,
 }
 
 /// One drifted key.
@@ -52,11 +55,24 @@ pub struct Plan {
     pub tags_before: usize,
     pub tags_after: usize,
     pub tag_limit: usize,
+    /// Drifted keys held back because they are contested (`crate::contest`): not in `set`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<String>,
 }
 
 impl Plan {
     pub fn writes(&self) -> bool {
         self.outcome == Decision::Apply
+    }
+
+    /// Take `key` out of the write (it is contested): with nothing left, the plan writes nothing.
+    pub fn hold(&mut self, key: &str) {
+        if self.set.remove(key).is_some() {
+            self.held.push(key.to_string());
+            if self.set.is_empty() && self.outcome == Decision::Apply {
+                self.outcome = Decision::Contested;
+            }
+        }
     }
 }
 
@@ -95,6 +111,7 @@ pub fn plan_desired(
         tags_before,
         tags_after: tags_before,
         tag_limit,
+        held: Vec::new(),
     };
     if !plan.owned {
         plan.outcome = Decision::NotOwned;

@@ -34,6 +34,9 @@ pub enum Status {
     Unsupported,
     /// Listed by a sweep, then deleted before it was read or written: nothing to enforce.
     Gone,
+    /// Every drifted key is contested: another controller keeps changing it, so tagwarden stopped
+    /// writing it (`tagwarden_core::contest`); reported, not a failure.
+    Contested,
 }
 
 impl Status {
@@ -48,6 +51,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Unsupported => "unsupported",
             Status::Gone => "gone",
+            Status::Contested => "contested",
         }
     }
 }
@@ -85,9 +89,13 @@ pub struct Record {
     /// In a cluster set, the cluster whose policy the resource answers to.
     #[serde(rename = "infraID", skip_serializing_if = "Option::is_none")]
     pub infra_id: Option<String>,
-    /// Why a resource was left alone without a failure (owned by a cluster with no policy here).
+    /// Why a resource was left alone without a failure (owned by a cluster with no policy here),
+    /// or why some of its keys were (contested).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Drifted keys not written because they are contested (`tagwarden_core::contest`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contested: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -113,6 +121,7 @@ impl Record {
             plan::Decision::NotOwned => Status::NotOwned,
             plan::Decision::LimitExceeded => Status::LimitExceeded,
             plan::Decision::Disabled => Status::Disabled,
+            plan::Decision::Contested => Status::Contested,
         };
         let changes = plan
             .changes
@@ -138,6 +147,7 @@ impl Record {
             policy_version: policy.version.clone(),
             infra_id: None,
             reason: None,
+            contested: plan.held.clone(),
             event_id: None,
             error: None,
             failure: None,
@@ -163,6 +173,7 @@ impl Record {
             policy_version: policy_version.to_string(),
             infra_id: None,
             reason: None,
+            contested: Vec::new(),
             event_id: None,
             error: Some(error),
             failure: Some(Failure::Transient),
@@ -260,6 +271,8 @@ pub struct TypeCounters {
     pub tag_limit_exceeded: u64,
     pub conflicts: u64,
     pub unsupported: u64,
+    /// Resources with a key held back because it is contested.
+    pub contested: u64,
     pub latency_ms: Vec<u64>,
 }
 
@@ -315,7 +328,10 @@ impl Metrics {
             }
             Status::Failed => c.write_failures += 1,
             Status::Unsupported => c.unsupported += 1,
-            Status::Unchanged | Status::NotOwned | Status::Disabled | Status::Gone => {}
+            Status::Unchanged | Status::NotOwned | Status::Disabled | Status::Gone | Status::Contested => {}
+        }
+        if !record.contested.is_empty() {
+            c.contested += 1;
         }
         if record.status != Status::Failed {
             c.latency_ms.push(record.latency_ms);
@@ -342,6 +358,7 @@ impl Metrics {
             e.tag_limit_exceeded += c.tag_limit_exceeded;
             e.conflicts += c.conflicts;
             e.unsupported += c.unsupported;
+            e.contested += c.contested;
             e.latency_ms.extend(c.latency_ms);
         }
     }
@@ -396,6 +413,7 @@ impl Metrics {
                 ("TagLimitExceeded", c.tag_limit_exceeded),
                 ("Conflicts", c.conflicts),
                 ("Unsupported", c.unsupported),
+                ("Contested", c.contested),
             ];
             let mut units: Vec<(&str, &str)> = counts.iter().map(|(n, _)| (*n, "Count")).collect();
             if !c.latency_ms.is_empty() {
@@ -539,6 +557,7 @@ mod tests {
             policy_version: "v1".into(),
             infra_id: None,
             reason: None,
+            contested: Vec::new(),
             event_id: None,
             error: None,
             failure: None,

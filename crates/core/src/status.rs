@@ -11,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
+use crate::contest::Contest;
 use crate::policy::cache::{PolicyState, Standing};
 use crate::report::{Record, Status};
 
@@ -30,6 +31,11 @@ pub struct StatusReport {
     /// (its resource-ID prefix) and when its last sweep ended, in seconds since the epoch.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub parts: BTreeMap<String, u64>,
+    /// Keys tagwarden corrected again recently, or stopped correcting because another controller
+    /// keeps changing them (`crate::contest`): kept here so the count outlives the function's
+    /// instances; written by the event path, carried over by every other write of the report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contests: Vec<Contest>,
 }
 
 /// Whether `resource` (an ARM ID) lies within `part` (an ID prefix such as `/subscriptions/<id>`):
@@ -112,6 +118,7 @@ impl StatusReport {
             unsupported: Vec::new(),
             written_by: None,
             parts: BTreeMap::new(),
+            contests: Vec::new(),
         }
     }
 
@@ -153,18 +160,26 @@ impl StatusReport {
         report
     }
 
-    /// JSON no longer than `max` bytes (an SSM Standard parameter), dropping failures to fit.
+    /// JSON no longer than `max` bytes (an SSM Standard parameter), dropping failures, then the
+    /// corrections not yet contested, to fit: a contested key is dropped last, since without it
+    /// the fight starts again.
     pub fn to_json_within(&self, max: usize) -> String {
         let mut report = self.clone();
         loop {
             let json = serde_json::to_string(&report).unwrap_or_default();
-            if json.len() <= max || (report.failures.is_empty() && report.unsupported.is_empty()) {
+            if json.len() <= max {
                 return json;
             }
-            if report.unsupported.is_empty() {
-                report.failures.truncate(report.failures.len() / 2);
-            } else {
+            if !report.unsupported.is_empty() {
                 report.unsupported.truncate(report.unsupported.len() / 2);
+            } else if !report.failures.is_empty() {
+                report.failures.truncate(report.failures.len() / 2);
+            } else if report.contests.iter().any(|c| !c.is_contested()) {
+                report.contests.retain(Contest::is_contested);
+            } else if !report.contests.is_empty() {
+                report.contests.truncate(report.contests.len() / 2);
+            } else {
+                return json;
             }
         }
     }

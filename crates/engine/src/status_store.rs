@@ -3,8 +3,9 @@
 
 use crate::policy_store::{PolicySource, PolicyStore, PutError, Rejection};
 use std::sync::OnceLock;
-use tagwarden_core::policy::cache::LoadedPolicy;
-use tagwarden_core::report::Record;
+use tagwarden_core::contest::{self, Contest};
+use tagwarden_core::policy::cache::{LoadedPolicy, PolicyState, Standing};
+use tagwarden_core::report::{epoch_ms, Record};
 
 use tagwarden_core::status::StatusReport;
 
@@ -61,40 +62,136 @@ fn render<S: PolicySource>(store: &PolicyStore<S>, report: &StatusReport) -> Str
     }
 }
 
-/// How often a part's report is laid over the one there again when another part's landed first.
-const PART_ATTEMPTS: u32 = 5;
+/// How often a report is laid over the one there again when another write landed first.
+const ATTEMPTS: u32 = 5;
 
-/// [`write`] for the sweep of one part of the deployment (`part`, a resource-ID prefix): laid
-/// over the report there now (`StatusReport::merged_into`) and written only over the version
-/// read, so that parts swept at once never drop each other's failures; read and laid over again
-/// when another part's landed in between.
-async fn write_part<S: PolicySource>(
+/// Write `report` over the one there without losing what only that one holds: the contests
+/// (`tagwarden_core::contest`: only the event path counts them; those a new policy, `fingerprint`,
+/// lifted are dropped) and, for the sweep of one `part` of the deployment (a resource-ID prefix),
+/// the other parts' failures (`StatusReport::merged_into`). Written only over the version read
+/// where the store can write so, and read and laid over again when another write landed in
+/// between (parts swept at once, an event's contest).
+async fn write_over<S: PolicySource>(
     store: &PolicyStore<S>,
     cluster: Option<&str>,
     report: &StatusReport,
-    part: &str,
+    part: Option<&str>,
+    fingerprint: Option<&str>,
 ) -> Result<(), String> {
     if !enforced(store, cluster) {
         return Ok(());
     }
-    for _ in 0..PART_ATTEMPTS {
-        let there = store.source.get_status_tagged(cluster).await.map_err(|e| e.to_string())?;
-        // A report that is not one tagwarden wrote is replaced, as a whole sweep's would.
+    for _ in 0..ATTEMPTS {
+        let there = match store.source.get_status_tagged(cluster).await {
+            Ok(there) => there,
+            // Unreadable (a guardrail on reads, a fault): the new report still goes out, as it
+            // did before reports were read back; what only the old one held is lost, and said so.
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the status report back: written without its contests");
+                return store.source.put_status(cluster, &render(store, report)).await.map_err(|e| e.to_string());
+            }
+        };
+        // A report that is not one tagwarden wrote is replaced.
         let older = there.as_ref().and_then(|o| serde_json::from_str::<StatusReport>(&o.text).ok());
-        let text = render(store, &report.clone().merged_into(older, part));
+        let mut report = report.clone();
+        if let Some(older) = &older {
+            report.contests = match fingerprint {
+                Some(fp) => contest::in_force(older.contests.clone(), fp, epoch_ms() / 1000),
+                None => older.contests.clone(),
+            };
+        }
+        let report = match part {
+            Some(part) => report.merged_into(older, part),
+            None => report,
+        };
+        let text = render(store, &report);
         match store.source.put_status_if(cluster, &text, there.as_ref().map(|o| o.etag.as_str())).await {
             Ok(()) => return Ok(()),
             Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
             Err(PutError::Source(e)) => return Err(e.to_string()),
         }
     }
-    Err(format!("another part's report landed {PART_ATTEMPTS} times between the read and the write"))
+    Err(format!("another write of the report landed {ATTEMPTS} times between the read and the write"))
+}
+
+/// Change the contests kept in cluster `policy`'s status report with `change`, given those in
+/// force under its policy now, written only over the version read where the store can (read and
+/// changed again when another write landed in between). A report is started if there is none.
+/// What `change` answered the last time, and the contests written.
+pub async fn update_contests<S: PolicySource, T>(
+    store: &PolicyStore<S>,
+    policy: &LoadedPolicy,
+    mut change: impl FnMut(&mut Vec<Contest>) -> T,
+) -> Result<(T, Vec<Contest>), String> {
+    let key = store.cluster_key(policy);
+    let cluster = Some(key).filter(|c| !c.is_empty());
+    if !enforced(store, cluster) {
+        return Err("the deployment does not enforce this cluster".to_string());
+    }
+    for _ in 0..ATTEMPTS {
+        let there = store.source.get_status_tagged(cluster).await.map_err(|e| e.to_string())?;
+        let older = there.as_ref().and_then(|o| serde_json::from_str::<StatusReport>(&o.text).ok());
+        let mut report = match older {
+            Some(report) => report,
+            None => {
+                // The policy was just loaded, so its cache is there; `ok` otherwise, as it is in force.
+                let standing =
+                    store.standing(key).await.unwrap_or(Standing { state: PolicyState::Ok, errors: Vec::new() });
+                let location = store.location_for(key);
+                StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, &[])
+            }
+        };
+        let mut contests =
+            contest::in_force(std::mem::take(&mut report.contests), &policy.fingerprint, epoch_ms() / 1000);
+        let answer = change(&mut contests);
+        report.contests = contests.clone();
+        let text = render(store, &report);
+        match store.source.put_status_if(cluster, &text, there.as_ref().map(|o| o.etag.as_str())).await {
+            Ok(()) => return Ok((answer, contests)),
+            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
+            Err(PutError::Source(e)) => return Err(e.to_string()),
+        }
+    }
+    Err(format!("another write of the report landed {ATTEMPTS} times between the read and the write"))
+}
+
+/// Lift the contests on `resource` (only `key`'s, if given) in the status report of `cluster`: an
+/// operator's acknowledgement (`tagwarden status --lift`). How many were lifted.
+pub async fn lift_contests<S: PolicySource>(
+    store: &PolicyStore<S>,
+    cluster: Option<&str>,
+    resource: &str,
+    key: Option<&str>,
+) -> Result<usize, String> {
+    for _ in 0..ATTEMPTS {
+        let Some(there) = store.source.get_status_tagged(cluster).await.map_err(|e| e.to_string())? else {
+            return Ok(0);
+        };
+        let Ok(mut report) = serde_json::from_str::<StatusReport>(&there.text) else { return Ok(0) };
+        let lifted = contest::lift(&mut report.contests, resource, key);
+        if lifted == 0 {
+            return Ok(0);
+        }
+        let text = render(store, &report);
+        match store.source.put_status_if(cluster, &text, Some(&there.etag)).await {
+            Ok(()) => return Ok(lifted),
+            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
+            Err(PutError::Source(e)) => return Err(e.to_string()),
+        }
+    }
+    Err(format!("another write of the report landed {ATTEMPTS} times between the read and the write"))
 }
 
 /// A report that cannot be written is logged: it never fails the invocation that made it.
-async fn write_logged<S: PolicySource>(store: &PolicyStore<S>, cluster: Option<&str>, report: &StatusReport) {
-    if let Err(e) = write(store, cluster, report).await {
-        tracing::warn!(error = %e, "could not write the status report");
+async fn write_logged<S: PolicySource>(
+    store: &PolicyStore<S>,
+    cluster: Option<&str>,
+    report: &StatusReport,
+    part: Option<&str>,
+    fingerprint: Option<&str>,
+) {
+    if let Err(e) = write_over(store, cluster, report, part, fingerprint).await {
+        tracing::warn!(error = %e, part, "could not write the status report");
     }
 }
 
@@ -112,7 +209,7 @@ pub async fn read<S: PolicySource>(
 /// A rejected newer version, reported beside that cluster's policy with the one in force.
 pub async fn report_rejection<S: PolicySource>(store: &PolicyStore<S>, r: &Rejection) {
     let report = StatusReport::new(store.source.cloud(), &r.location, r.in_force.clone(), r.errors.clone(), Vec::new());
-    write_logged(store, r.cluster.as_deref(), &report).await;
+    write_logged(store, r.cluster.as_deref(), &report, None, None).await;
 }
 
 /// A sweep's status report for one cluster (`policy`): the version it applied, how that
@@ -129,12 +226,5 @@ pub async fn report_sweep<S: PolicySource>(
     let location = store.location_for(cluster);
     let report = StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, records);
     let cluster = Some(cluster).filter(|c| !c.is_empty());
-    match part {
-        None => write_logged(store, cluster, &report).await,
-        Some(part) => {
-            if let Err(e) = write_part(store, cluster, &report, part).await {
-                tracing::warn!(error = %e, part, "could not write the status report");
-            }
-        }
-    }
+    write_logged(store, cluster, &report, part, Some(&policy.fingerprint)).await;
 }

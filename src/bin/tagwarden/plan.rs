@@ -108,6 +108,7 @@ fn print_human(p: &plan::Plan, cloud: Cloud, infra_id: &str) -> anyhow::Result<(
         Decision::Unchanged => "unchanged: no drift, no write".to_string(),
         Decision::NotOwned => "not-owned: tagwarden never writes this resource".to_string(),
         Decision::Disabled => "disabled: the cluster asked for no tag propagation".to_string(),
+        Decision::Contested => format!("contested: {} held back, another writer keeps changing it", p.held.join(", ")),
         Decision::LimitExceeded => format!(
             "limit-exceeded: the write would leave {} tags, over the limit of {}; nothing is written",
             p.tags_after, p.tag_limit

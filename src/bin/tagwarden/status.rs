@@ -19,6 +19,13 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Lift the contests on this resource (its ARN or ARM ID, as the report names it): tagwarden
+    /// corrects its keys again, and counts anew. A new policy version lifts every contest too.
+    #[arg(long, value_name = "RESOURCE")]
+    lift: Option<String>,
+    /// With --lift: only this key's contest.
+    #[arg(long, value_name = "KEY", requires = "lift")]
+    key: Option<String>,
 }
 
 /// Exit 0 when the policy is in force and nothing failed (for a cluster set: in every cluster);
@@ -26,6 +33,9 @@ pub struct Args {
 /// resources failed; 3 when there is no report (for a set: no cluster has one).
 pub fn run(args: Args) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    if let Some(resource) = &args.lift {
+        return lift(&runtime, &args, resource);
+    }
     let reports = runtime.block_on(Box::pin(async {
         Target::connect(&args.policy, args.region.as_deref(), true).await?.status().await
     }))?;
@@ -40,7 +50,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
     }
     let present = || reports.iter().filter_map(|(_, r)| r.as_ref());
     let policy_ok = present().all(|r| r.policy.state == PolicyState::Ok);
-    let none_failed = present().all(|r| r.failures.is_empty());
+    // A contested key is not in line either: another writer keeps it from the policy's value.
+    let none_failed = present().all(|r| r.failures.is_empty() && !r.contests.iter().any(|c| c.is_contested()));
     match reports.as_slice() {
         [(None, Some(report))] if args.json => print_json(report)?,
         [(None, Some(report))] => print!("{}", human(report)),
@@ -74,6 +85,32 @@ pub fn run(args: Args) -> Result<(), Failure> {
     }
 }
 
+/// `--lift`: exit 0 when a contest was lifted, 1 when the reports hold none on that resource.
+fn lift(runtime: &tokio::runtime::Runtime, args: &Args, resource: &str) -> Result<(), Failure> {
+    let key = args.key.as_deref();
+    let lifted = runtime.block_on(Box::pin(async {
+        Target::connect(&args.policy, args.region.as_deref(), true).await?.lift(resource, key).await
+    }))?;
+    let total: usize = lifted.iter().map(|(_, n)| n).sum();
+    if args.json {
+        let clusters: Vec<serde_json::Value> =
+            lifted.iter().map(|(c, n)| serde_json::json!({"infraID": c, "lifted": n})).collect();
+        print_json(&serde_json::json!({"resource": resource, "key": key, "lifted": total, "clusters": clusters}))?;
+    } else if total > 0 {
+        let what = key.map_or_else(|| "every contested key".to_string(), |k| format!("key {k}"));
+        println!("lifted {total} contest(s) on {resource} ({what}): tagwarden corrects it again from its next event or sweep (a running function instance re-reads the contests within a minute)");
+    }
+    if total == 0 {
+        let why = anyhow::anyhow!(
+            "no contest on {resource}{} in the status report(s) beside {}: `tagwarden status` lists them, with the resource as written there",
+            key.map(|k| format!(" for key {k}")).unwrap_or_default(),
+            args.policy
+        );
+        return Err(Failure::Invalid(Some(why)));
+    }
+    Ok(())
+}
+
 fn human(r: &StatusReport) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -104,6 +141,25 @@ fn human(r: &StatusReport) -> String {
         let _ = writeln!(out, "unsupported {} (no API tags these; reported, not written)", r.unsupported.len());
         for f in &r.unsupported {
             let _ = writeln!(out, "  {} ({})", f.resource, f.resource_type);
+        }
+    }
+    let contested: Vec<_> = r.contests.iter().filter(|c| c.is_contested()).collect();
+    if !contested.is_empty() {
+        let _ = writeln!(
+            out,
+            "contested  {} (another writer keeps changing these keys; tagwarden stopped writing them)",
+            contested.len()
+        );
+        for c in contested {
+            let _ = writeln!(
+                out,
+                "  {} key {}: changed by {}, since {}",
+                c.resource,
+                c.key,
+                c.writer(),
+                ago(c.contested_since.unwrap_or_default())
+            );
+            let _ = writeln!(out, "    lift: tagwarden status --policy <SRC> --lift {} --key {}", c.resource, c.key);
         }
     }
     out

@@ -105,6 +105,18 @@ impl Target {
             Target::Blob(store) => reports(store).await,
         }
     }
+
+    /// Lift the contests on `resource` (only `key`'s, if given) in every report there: how many,
+    /// by cluster.
+    pub async fn lift(&self, resource: &str, key: Option<&str>) -> anyhow::Result<Vec<(Option<String>, usize)>> {
+        #[allow(unreachable_code)]
+        match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(store) => lift(store, resource, key).await,
+            #[cfg(feature = "azure")]
+            Target::Blob(store) => lift(store, resource, key).await,
+        }
+    }
 }
 
 /// What the publisher's `--watch` loop reports about where it publishes.
@@ -157,6 +169,27 @@ async fn reports<S: tagwarden::policy_store::PolicySource>(
     for cluster in store.clusters().await? {
         let report = tagwarden::status_store::read(store, Some(&cluster)).await?;
         out.push((Some(cluster), report));
+    }
+    Ok(out)
+}
+
+#[cfg(any(feature = "aws", feature = "azure"))]
+async fn lift<S: tagwarden::policy_store::PolicySource>(
+    store: &tagwarden::policy_store::PolicyStore<S>,
+    resource: &str,
+    key: Option<&str>,
+) -> anyhow::Result<Vec<(Option<String>, usize)>> {
+    use anyhow::Context as _;
+    let clusters = if store.is_set() { store.clusters().await?.into_iter().map(Some).collect() } else { vec![None] };
+    let mut out = Vec::new();
+    for cluster in clusters {
+        let lifted = tagwarden::status_store::lift_contests(store, cluster.as_deref(), resource, key)
+            .await
+            .map_err(anyhow::Error::msg)
+            .with_context(|| {
+                format!("lifting the contests on {resource} in the status report beside {}", store.location())
+            })?;
+        out.push((cluster, lifted));
     }
     Ok(out)
 }

@@ -512,7 +512,7 @@ run "cluster_set_s3" {
     error_message = "policy changes anywhere in the set notify the function"
   }
   assert {
-    condition     = toset(keys(aws_cloudwatch_metric_alarm.insights)) == toset(["dev-a1b2c/write_failures", "stage-d3e4f/write_failures", "prod-g5h6i/write_failures", "policy_rejected", "listing_failures"]) && toset([for a in aws_cloudwatch_metric_alarm.compliance_lag : a.alarm_name]) == toset([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : "tagwarden-${id}-compliance-lag-p99"])
+    condition     = toset(keys(aws_cloudwatch_metric_alarm.insights)) == toset(["dev-a1b2c/write_failures", "stage-d3e4f/write_failures", "prod-g5h6i/write_failures", "dev-a1b2c/contested", "stage-d3e4f/contested", "prod-g5h6i/contested", "policy_rejected", "listing_failures"]) && toset([for a in aws_cloudwatch_metric_alarm.compliance_lag : a.alarm_name]) == toset([for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : "tagwarden-${id}-compliance-lag-p99"])
     error_message = "alarms per cluster: ${jsonencode(keys(aws_cloudwatch_metric_alarm.insights))}"
   }
   assert {

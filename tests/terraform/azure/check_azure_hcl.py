@@ -788,8 +788,8 @@ def main() -> int:
     alerts = L.get("custom_metric_alerts", {})
     custom = R.get(("azurerm_monitor_metric_alert", "custom"), {})
     crit = first(custom.get("criteria"))
-    check("alerts: WriteFailures > 0, PolicyRejected > 0 and ListingFailures > 0 (custom metrics, TagWarden namespace)",
-          {a.get("metric") for a in alerts.values()} == {"WriteFailures", "PolicyRejected", "ListingFailures"}
+    check("alerts: WriteFailures > 0, Contested > 0, PolicyRejected > 0 and ListingFailures > 0 (custom metrics, TagWarden namespace)",
+          {a.get("metric") for a in alerts.values()} == {"WriteFailures", "Contested", "PolicyRejected", "ListingFailures"}
           and crit.get("operator") == "GreaterThan" and crit.get("threshold") == 0
           and crit.get("metric_namespace") == "${local.metric_namespace}" and crit.get("skip_metric_validation") is True)
     fe = first(R.get(("azurerm_monitor_metric_alert", "function_errors"), {}).get("criteria"))

@@ -612,7 +612,7 @@ def resources_phase(tf):
 
     def alarms_exist_with_sns():
         names = {f"tagwarden-{INFRA_ID}-{s}"
-                 for s in ("write-failures", "policy-rejected", "listing-failures", "lambda-errors", "dlq-not-empty",
+                 for s in ("write-failures", "contested", "policy-rejected", "listing-failures", "lambda-errors", "dlq-not-empty",
                            "compliance-lag-p99", "no-events", "no-sweep")}
         got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix=f"tagwarden-{INFRA_ID}")["MetricAlarms"]}
         if set(got) != names:

@@ -139,6 +139,7 @@ def main():
 
     def alarms_per_cluster():
         want = ({f"tagwarden-{c}-write-failures" for c in CLUSTERS} | {f"tagwarden-{c}-compliance-lag-p99" for c in CLUSTERS}
+                | {f"tagwarden-{c}-contested" for c in CLUSTERS}
                 | {"tagwarden-policy-rejected", "tagwarden-listing-failures", "tagwarden-lambda-errors", "tagwarden-dlq-not-empty",
                    "tagwarden-no-events", "tagwarden-no-sweep"})
         got = {a["AlarmName"]: a for a in cw.describe_alarms(AlarmNamePrefix="tagwarden-")["MetricAlarms"]}

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::sweep::{batches, identity, Planned, Run};
-use super::{answer_to, for_event, hint, lock_key, Adapter, Engine, Read};
+use super::{answer_to, cause_of, for_event, hint, lock_key, Adapter, Cause, Engine, Read};
 use crate::cloud_error::CloudError;
 use tagwarden_core::events::Event;
 use tagwarden_core::plan;
@@ -104,7 +104,7 @@ impl<A: Adapter> Engine<A> {
 
         // Each resource planned on its own, exactly as a single event's.
         let mut records: Vec<Option<Record>> = vec![None; targets.len()];
-        let (mut planned, mut whose) = (Vec::new(), Vec::new());
+        let (mut planned, mut whose, mut causes) = (Vec::new(), Vec::new(), Vec::new());
         for (i, t) in targets.iter().enumerate() {
             let current = match t.tags.as_ref() {
                 Some(Ok(tags)) => tags.clone(),
@@ -117,10 +117,14 @@ impl<A: Adapter> Engine<A> {
             };
             match answer_to(&policies, cloud, &t.resource, &current) {
                 Ok(policy) => {
-                    let plan = plan::plan(&policy.policy, cloud, &policy.infra_id, &t.resource, &current);
+                    let mut plan = plan::plan(&policy.policy, cloud, &policy.infra_id, &t.resource, &current);
+                    // A tag change among its events: this correction answers it, and is counted.
+                    let cause = t.events.iter().map(|&e| cause_of(&events[e])).fold(Cause::Other, Cause::strongest);
+                    self.hold_contested(policy, &mut plan, cause).await;
                     let (policy, resource, started) = (policy.clone(), t.resource.clone(), Instant::now());
                     planned.push(Planned { policy, resource, current, plan, started });
                     whose.push(i);
+                    causes.push(cause);
                 }
                 Err(record) => records[i] = Some(*record),
             }
@@ -128,6 +132,11 @@ impl<A: Adapter> Engine<A> {
         let jobs = if self.dry_run { Vec::new() } else { batches(&self.adapter, &planned) };
         let how = Run { stop_at, deferred: DEFERRED, locks_held: true };
         let (_, written) = self.run_jobs(&policies, &planned, jobs, how).await;
+        for ((p, record), cause) in planned.iter().zip(&written).zip(causes) {
+            if record.status == tagwarden_core::report::Status::Applied {
+                self.count_correction(&p.policy, &p.plan, cause).await;
+            }
+        }
         drop(held);
         for (record, i) in written.into_iter().zip(whose) {
             records[i] = Some(record);

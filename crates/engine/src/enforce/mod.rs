@@ -7,9 +7,11 @@
 //! cloud's adapter, its policy store and the function's own identities; the functions and the CLI
 //! call it directly.
 //!
-//! Loop safety takes two guards: an event the function's own identities caused is dropped before
-//! any call, and planning is idempotent, so an own write read back finds no drift (the only guard
-//! for AWS's `Tag Change on Resource`, which names no caller).
+//! Loop safety takes three guards: an event the function's own identities caused is dropped before
+//! any call; planning is idempotent, so an own write read back finds no drift (the only guard
+//! for AWS's `Tag Change on Resource`, which names no caller against tagwarden's own writes); and
+//! a key another controller keeps changing back is contested after a few corrections, never fought
+//! over (`contests`, `tagwarden_core::contest`).
 //!
 //! The invariants it holds, unit-tested below against an in-memory cloud: a resource is written
 //! at most once per policy version however many events name it at once (a duplicate waits for
@@ -19,6 +21,7 @@
 
 mod batch;
 mod coalesce;
+mod contests;
 pub mod sweep;
 
 use std::sync::Arc;
@@ -31,9 +34,10 @@ use crate::cloud_error::{CloudError, ErrorClass};
 use crate::inflight::ResourceLocks;
 use crate::policy_store::{PolicySource, PolicyStore};
 pub use coalesce::POLICY_SWEEP_WINDOW;
+pub use contests::Cause;
 use sweep::{Batching, Listing, Progress, Unindexed};
 use tagwarden_core::cloud::Cloud;
-use tagwarden_core::events::Event;
+use tagwarden_core::events::{Event, EventKind};
 use tagwarden_core::plan;
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::policy::clusters::{Owner, Policies};
@@ -192,6 +196,8 @@ pub struct Engine<A: Adapter> {
     /// The part of the deployment this engine sweeps (a resource-ID prefix, [`Engine::part`]);
     /// `None`: all of it.
     part: Option<String>,
+    /// The contested keys kept in each cluster's status report, and this instance's corrections.
+    contests: contests::Contests,
 }
 
 impl<A: Adapter> Engine<A> {
@@ -211,6 +217,7 @@ impl<A: Adapter> Engine<A> {
             policy_window: POLICY_SWEEP_WINDOW,
             coalesce: coalesce::Coalesce::default(),
             part: None,
+            contests: contests::Contests::default(),
         }
     }
 
@@ -232,6 +239,7 @@ impl<A: Adapter> Engine<A> {
             policy_window: self.policy_window,
             coalesce: coalesce::Coalesce::default(),
             part: Some(part),
+            contests: contests::Contests::default(),
         }
     }
 
@@ -296,7 +304,8 @@ impl<A: Adapter> Engine<A> {
                         return Record::failed(self.cloud(), r, version, why.clone()).failing(Failure::Transient, why);
                     }
                     let current = known.as_ref().map_or(Current::Read, Current::Known);
-                    self.reconcile(policies, r, current).await.in_line_since(event.occurred_at_ms, epoch_ms())
+                    let cause = cause_of(event);
+                    self.reconcile(policies, r, current, cause).await.in_line_since(event.occurred_at_ms, epoch_ms())
                 }
             })
             .buffered(self.concurrency)
@@ -309,8 +318,16 @@ impl<A: Adapter> Engine<A> {
         out
     }
 
-    /// Read (unless the tags are known), find its cluster's policy, plan and write one resource.
-    pub async fn reconcile(&self, policies: &Policies, r: &ResourceRef, current: Current<'_>) -> Record {
+    /// Read (unless the tags are known), find its cluster's policy, plan and write one resource;
+    /// a key another controller keeps changing is held back (`cause`: whether this correction
+    /// answers a tag change, and so is counted, [`Cause`]).
+    pub async fn reconcile(
+        &self,
+        policies: &Policies,
+        r: &ResourceRef,
+        current: Current<'_>,
+        cause: Cause<'_>,
+    ) -> Record {
         let held = self.in_flight.acquire(&lock_key(self.cloud(), r)).await;
         // The resource's lock first, then a permit: whoever holds a permit never waits for a lock,
         // so the two cannot deadlock. The semaphore is never closed.
@@ -320,11 +337,17 @@ impl<A: Adapter> Engine<A> {
             Current::Known(_) if held.waited => Current::Read,
             current => current,
         };
-        self.reconcile_held(policies, r, current).await
+        self.reconcile_held(policies, r, current, cause).await
     }
 
     /// [`Engine::reconcile`] for a caller that holds the resource's lock already (a batch).
-    pub(crate) async fn reconcile_held(&self, policies: &Policies, r: &ResourceRef, mode: Current<'_>) -> Record {
+    pub(crate) async fn reconcile_held(
+        &self,
+        policies: &Policies,
+        r: &ResourceRef,
+        mode: Current<'_>,
+        cause: Cause<'_>,
+    ) -> Record {
         let start = Instant::now();
         let version = policies.version();
         let version = &version;
@@ -351,7 +374,8 @@ impl<A: Adapter> Engine<A> {
             Ok(p) => p,
             Err(record) => return *record,
         };
-        let plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, r, &current);
+        let mut plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, r, &current);
+        self.hold_contested(policy, &mut plan, cause).await;
         let mut written = false;
         let mut error = None;
         if plan.writes() && !self.dry_run {
@@ -360,15 +384,30 @@ impl<A: Adapter> Engine<A> {
                 Err(e) => error = Some(e),
             }
         }
+        if written {
+            self.count_correction(policy, &plan, cause).await;
+        }
         let elapsed = start.elapsed().as_millis() as u64;
         let mut record = Record::from_plan(self.cloud(), &policy.policy, &plan, written, elapsed);
         if policies.is_set() {
             record.infra_id = Some(policy.infra_id.clone());
         }
+        record.reason = record.reason.or_else(|| contests::reason(&plan));
         match error {
             Some(e) => e.into_record(record),
             None => record,
         }
+    }
+}
+
+/// Whether `event`'s corrections are counted: a tag change is somebody's (the function's own were
+/// dropped before), an AWS creation is the first tagging, an Azure write may be either.
+fn cause_of(event: &Event) -> Cause<'_> {
+    let by = event.actor.as_deref();
+    match (event.kind, event.cloud) {
+        (EventKind::TagChange, _) => Cause::TagChange { by },
+        (EventKind::Create, Cloud::Azure) => Cause::Write { by },
+        _ => Cause::Other,
     }
 }
 
@@ -557,7 +596,9 @@ mod tests {
         let engine = engine(Memory::with(&[(&r.id, tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]))]), POLICY);
         let (p, cloud) = (policy(), &engine.adapter);
         // Ten events name the resource at once (a create, its tag change, redeliveries).
-        let records = futures_util::future::join_all((0..10).map(|_| engine.reconcile(&p, &r, Current::Read))).await;
+        let records =
+            futures_util::future::join_all((0..10).map(|_| engine.reconcile(&p, &r, Current::Read, Cause::Other)))
+                .await;
         assert_eq!(cloud.writes(), 1, "one write per resource per policy version");
         assert_eq!(records.iter().filter(|r| r.status == Status::Applied).count(), 1);
         assert_eq!(
@@ -566,7 +607,7 @@ mod tests {
             "unmanaged keys survive"
         );
         // Read again: in line, nothing to do.
-        let again = engine.reconcile(&p, &r, Current::Read).await;
+        let again = engine.reconcile(&p, &r, Current::Read, Cause::Other).await;
         assert_eq!((again.status, cloud.writes()), (Status::Unchanged, 1));
     }
 
@@ -576,22 +617,65 @@ mod tests {
         let r = resource("i-0def");
         let mut dry = engine(Memory::with(&[(&r.id, tags(&[OWNED]))]), POLICY);
         dry.dry_run = true;
-        assert_eq!(dry.reconcile(&p, &r, Current::Read).await.status, Status::WouldApply);
+        assert_eq!(dry.reconcile(&p, &r, Current::Read, Cause::Other).await.status, Status::WouldApply);
         assert_eq!(dry.adapter.writes(), 0, "a dry run writes nothing");
 
         let foreign = engine(Memory::with(&[(&r.id, tags(&[("kubernetes.io/cluster/other", "owned")]))]), POLICY);
-        assert_eq!(foreign.reconcile(&p, &r, Current::Read).await.status, Status::NotOwned);
+        assert_eq!(foreign.reconcile(&p, &r, Current::Read, Cause::Other).await.status, Status::NotOwned);
         assert_eq!(foreign.adapter.writes(), 0);
 
         let missing = engine(Memory::default(), POLICY);
-        let record = missing.reconcile(&p, &r, Current::Read).await;
+        let record = missing.reconcile(&p, &r, Current::Read, Cause::Other).await;
         assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
         assert!(record.error.as_deref().is_some_and(|e| e.contains("NotFound")), "{record:?}");
-        let gone = missing.reconcile(&p, &r, Current::Listed).await;
+        let gone = missing.reconcile(&p, &r, Current::Listed, Cause::Other).await;
         assert_eq!((gone.status, gone.failure), (Status::Gone, None), "deleted after its listing: {gone:?}");
         let throttled = engine(Memory { throttled: true, ..Memory::with(&[(&r.id, tags(&[OWNED]))]) }, POLICY);
-        let record = throttled.reconcile(&p, &r, Current::Read).await;
+        let record = throttled.reconcile(&p, &r, Current::Read, Cause::Other).await;
         assert_eq!((record.status, record.failure), (Status::Failed, Some(Failure::Transient)));
+    }
+
+    /// A writer that removes `team` after every write: corrected `CORRECTIONS` times, then held
+    /// back and reported, costing no write; `env`, drifted once, is still corrected.
+    #[tokio::test]
+    async fn a_key_removed_after_every_write_is_contested_after_the_count() {
+        use tagwarden_core::contest::CORRECTIONS;
+        let engine = engine(Memory::with(&[("i-0a", tags(&[OWNED, ("team", "platform"), ("env", "prod")]))]), POLICY);
+        let mut event = tag_change(&["i-0a"]);
+        event.actor = Some("arn:aws:sts::111122223333:assumed-role/remover/1".into());
+        let drift = |key: &str, value: Option<&str>| {
+            let mut all = engine.adapter.tags.lock().expect("tags");
+            let t = all.get_mut("i-0a").expect("resource");
+            match value {
+                Some(v) => t.insert(key.into(), v.into()),
+                None => t.remove(key),
+            };
+        };
+        for round in 1..=CORRECTIONS + 2 {
+            drift("team", None);
+            let before = engine.adapter.writes();
+            let out = engine.handle_event(&event, None).await;
+            let (wrote, record) = (engine.adapter.writes() - before, &out.records[0]);
+            if round <= CORRECTIONS {
+                assert_eq!((wrote, record.status), (1, Status::Applied), "round {round}");
+            } else {
+                assert_eq!((wrote, record.status), (0, Status::Contested), "round {round}");
+                assert_eq!(record.contested, ["team"]);
+                assert_eq!(out.metrics.by_type["ec2:instance"].contested, 1);
+            }
+        }
+        let report = engine.store.source.statuses.lock().expect("statuses").get(&None).cloned().expect("a report");
+        let contested: Vec<_> = report.contests.iter().filter(|c| c.is_contested()).collect();
+        assert_eq!((contested.len(), contested[0].writer()), (1, "arn:aws:sts::111122223333:assumed-role/remover/1"));
+        // One edit of another key: corrected, the contested one still held.
+        drift("env", Some("dev"));
+        let out = engine.handle_event(&event, None).await;
+        assert_eq!(
+            (out.records[0].status, out.records[0].contested.as_slice()),
+            (Status::Applied, ["team".to_string()].as_slice())
+        );
+        assert_eq!(engine.adapter.get("i-0a").get("env").map(String::as_str), Some("prod"));
+        assert!(!engine.adapter.get("i-0a").contains_key("team"));
     }
 
     /// What an event's delivery becomes: a transient failure hands it back (SQS redelivers, then

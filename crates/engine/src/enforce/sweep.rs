@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use futures_util::stream::{self, StreamExt};
 
-use super::{answer_to, report_sweeps, Adapter, Current, Engine};
+use super::{answer_to, contests, report_sweeps, Adapter, Cause, Current, Engine};
 use crate::cloud_error::{CloudError, ErrorClass};
 use tagwarden_core::cloud::{ownership_for, Cloud, Ownership};
 use tagwarden_core::plan::{self, Plan};
@@ -183,7 +183,8 @@ impl<A: Adapter> Engine<A> {
             let started = Instant::now();
             match answer_to(&policies, self.cloud(), &resource, &current) {
                 Ok(policy) => {
-                    let plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, &resource, &current);
+                    let mut plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, &resource, &current);
+                    self.hold_contested(policy, &mut plan, Cause::Other).await;
                     planned.push(Planned { policy: policy.clone(), resource, current, plan, started });
                 }
                 // Owned by two clusters: reported, never written.
@@ -261,6 +262,7 @@ impl<A: Adapter> Engine<A> {
             if policies.is_set() {
                 record.infra_id = Some(p.policy.infra_id.clone());
             }
+            record.reason = contests::reason(&p.plan);
             out.push(match written[i].take() {
                 // Deleted since it was listed or read: nothing left to enforce.
                 Some(Err(e)) if e.class == ErrorClass::NotFound => {
@@ -289,17 +291,18 @@ impl<A: Adapter> Engine<A> {
                 vec![Done::Record(record.failing(Failure::Transient, why))]
             }
             Job::Read(r) => {
-                let record = self.reconcile(policies, &r, Current::Listed).await;
+                let record = self.reconcile(policies, &r, Current::Listed, Cause::Other).await;
                 // The listing carried no tags: the drift was first seen by this reconcile's read.
                 let seen = epoch_ms().saturating_sub(record.latency_ms);
                 vec![Done::Record(since(record, seen))]
             }
             Job::Reread(i) if past => vec![Done::Deferred(i)],
+            // A correction answering somebody's change is counted by the batch once written.
             Job::Reread(i) => {
                 let r = &planned[i].resource;
                 let record = match how.locks_held {
-                    true => self.reconcile_held(policies, r, Current::Listed).await,
-                    false => self.reconcile(policies, r, Current::Listed).await,
+                    true => self.reconcile_held(policies, r, Current::Listed, Cause::Other).await,
+                    false => self.reconcile(policies, r, Current::Listed, Cause::Other).await,
                 };
                 vec![Done::Replaced(i, record)]
             }

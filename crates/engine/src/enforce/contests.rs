@@ -1,0 +1,290 @@
+//! The engine's side of never fighting another controller (`tagwarden_core::contest`): which keys
+//! of a plan are held back, and the count of corrections behind it.
+//!
+//! The count lives in each cluster's status report, so it outlives the function's instances and
+//! cold starts, and every path (events, sweeps, parts) reads the same contests. Keeping it costs
+//! calls on the policy store only (never the tagged resources' budget), and only where a fight may
+//! be starting: a correction answering a caller the event names (one read and one conditional
+//! write of the report), a key with an entry there already, or one this instance corrected before
+//! within the window. A correction no event names a caller for is remembered by the instance
+//! alone until it happens again. The report's contests are read at most once per [`FRESH`] per
+//! cluster and instance, and only when a plan writes.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::{Adapter, Engine};
+use tagwarden_core::cloud::Cloud;
+use tagwarden_core::contest::{self, Contest, Correction, Step};
+use tagwarden_core::plan::Plan;
+use tagwarden_core::policy::cache::LoadedPolicy;
+use tagwarden_core::report::epoch_ms;
+
+/// How long a cluster's contests as read are used before they are read again: another instance
+/// may have contested a key since, so at most one more correction per instance in this time.
+pub const FRESH: Duration = Duration::from_secs(60);
+
+/// Entries of this instance's memory past which the oldest are forgotten.
+const REMEMBERED: usize = 10_000;
+
+/// Why a resource is reconciled: only a correction answering somebody's change is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause<'a> {
+    /// A tag change (CloudTrail's tagging call, `Tag Change on Resource`, Azure's `tags/write`),
+    /// made by `by` when the event named a caller.
+    TagChange { by: Option<&'a str> },
+    /// An Azure resource write: a creation or an update, which Event Grid does not tell apart
+    /// (both are `<type>/write`), and an update may replace the tags. Counted, but kept in the
+    /// report only from its second correction, so a creation costs no write of the report.
+    Write { by: Option<&'a str> },
+    /// An AWS creation, a sweep, a policy change: the first tagging, or nobody's change.
+    Other,
+}
+
+impl<'a> Cause<'a> {
+    /// Of two events naming one resource, the one whose correction counts most.
+    pub fn strongest(self, other: Cause<'a>) -> Cause<'a> {
+        let rank = |c: &Cause<'_>| match c {
+            Cause::TagChange { by: Some(_) } => 3,
+            Cause::TagChange { by: None } => 2,
+            Cause::Write { .. } => 1,
+            Cause::Other => 0,
+        };
+        if rank(&other) > rank(&self) {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+/// One cluster's contests as last read or written: when, under which policy fingerprint.
+struct Kept {
+    at: Instant,
+    fingerprint: String,
+    contests: Vec<Contest>,
+}
+
+/// Each cluster's contests as last read or written, and this instance's own corrections.
+#[derive(Default)]
+pub struct Contests {
+    /// By cluster key.
+    kept: Mutex<HashMap<String, Kept>>,
+    /// By (policy fingerprint and resource, key): when this instance corrected it, within the
+    /// window, until the report has an entry for it.
+    memory: Mutex<HashMap<(String, String), Vec<u64>>>,
+}
+
+impl<A: Adapter> Engine<A> {
+    /// Take the contested keys out of `plan` (for cluster `policy`). When `cause` is somebody's
+    /// change, a key already corrected [`contest::CORRECTIONS`] times within the window is
+    /// contested now (written to the report), and held back too. Nothing is read unless the plan
+    /// writes. The correction is counted once written ([`Engine::count_correction`]).
+    pub(super) async fn hold_contested(&self, policy: &LoadedPolicy, plan: &mut Plan, cause: Cause<'_>) {
+        if !plan.writes() {
+            return;
+        }
+        let fold = self.cloud() == Cloud::Azure;
+        let kept = self.kept_contests(policy).await;
+        for c in kept.iter().filter(|c| c.is_contested()) {
+            if plan.set.contains_key(&c.key) && c.is_about(&plan.resource, &c.key, fold) {
+                plan.hold(&c.key);
+            }
+        }
+        let Some(by) = counted(cause) else { return };
+        if self.dry_run || !plan.writes() {
+            return;
+        }
+        let now = epoch_ms() / 1000;
+        let id = identity(&policy.fingerprint, &plan.resource, fold);
+        // Only a key at the count needs the report; the kept copy says which (this instance's
+        // own writes of the report keep it current, another's are at most FRESH old).
+        let at_count: Vec<(String, Vec<u64>)> = plan
+            .set
+            .keys()
+            .map(|k| (k.clone(), self.remembered(&id, k, now)))
+            .filter(|(k, earlier)| {
+                let c = Correction { resource: &plan.resource, key: k, policy: &policy.fingerprint, writer: by, fold };
+                contest::check(&mut kept.clone(), &c, earlier, now) == Step::Contest
+            })
+            .collect();
+        if at_count.is_empty() {
+            return;
+        }
+        let decide = |contests: &mut Vec<Contest>| -> Vec<Step> {
+            at_count
+                .iter()
+                .map(|(key, earlier)| {
+                    let c = Correction { resource: &plan.resource, key, policy: &policy.fingerprint, writer: by, fold };
+                    contest::check(contests, &c, earlier, now)
+                })
+                .collect()
+        };
+        let steps = self.update_kept(policy, kept, decide).await;
+        for ((key, _), step) in at_count.iter().zip(steps) {
+            if step == Step::Contest {
+                tracing::warn!(
+                    resource = plan.resource,
+                    key,
+                    by = by.unwrap_or(contest::UNKNOWN_WRITER),
+                    "contested: another writer keeps changing this key; tagwarden stops writing it"
+                );
+                plan.hold(key);
+            }
+        }
+    }
+
+    /// Count the correction `plan` wrote, when `cause` is somebody's change. Kept in the report
+    /// when the event named its caller (a tag change), the key has an entry there, or this
+    /// instance corrected it within the window; any other (`Tag Change on Resource` names no
+    /// caller; an Azure write may be a creation) only in this instance's memory, until it happens
+    /// again.
+    pub(super) async fn count_correction(&self, policy: &LoadedPolicy, plan: &Plan, cause: Cause<'_>) {
+        let Some(by) = counted(cause) else { return };
+        if self.dry_run || plan.set.is_empty() {
+            return;
+        }
+        let eager = matches!(cause, Cause::TagChange { by: Some(_) });
+        let fold = self.cloud() == Cloud::Azure;
+        let now = epoch_ms() / 1000;
+        let id = identity(&policy.fingerprint, &plan.resource, fold);
+        let kept = self.kept_contests(policy).await;
+        /// A written key, and this instance's earlier corrections of it.
+        type Written = (String, Vec<u64>);
+        let keys: Vec<Written> = plan.set.keys().map(|k| (k.clone(), self.remembered(&id, k, now))).collect();
+        let (suspect, calm): (Vec<&Written>, Vec<&Written>) = keys.iter().partition(|(k, earlier)| {
+            eager || !earlier.is_empty() || kept.iter().any(|c| c.is_about(&plan.resource, k, fold))
+        });
+        let calm: Vec<String> = calm.into_iter().map(|(k, _)| k.clone()).collect();
+        self.remember(&id, &calm, now);
+        if suspect.is_empty() {
+            return;
+        }
+        // From here the report's entry holds the key's count (this instance's earlier corrections
+        // folded in): the memory would count them twice, and outlive an operator's lift.
+        let entered: Vec<String> = suspect.iter().map(|(k, _)| k.clone()).collect();
+        self.forget(&id, &entered);
+        let record = |contests: &mut Vec<Contest>| {
+            for (key, earlier) in &suspect {
+                let c = Correction { resource: &plan.resource, key, policy: &policy.fingerprint, writer: by, fold };
+                contest::record(contests, &c, earlier, now);
+            }
+        };
+        self.update_kept(policy, kept, record).await;
+    }
+
+    /// Change cluster `policy`'s contests in its status report with `change` (the report read
+    /// fresh), and keep what was written; if the report cannot be written, change the kept copy
+    /// `kept` instead, so a fight is still stopped in this instance (the next write of the report
+    /// carries it). What `change` answered.
+    async fn update_kept<T>(
+        &self,
+        policy: &LoadedPolicy,
+        kept: Vec<Contest>,
+        mut change: impl FnMut(&mut Vec<Contest>) -> T,
+    ) -> T {
+        match crate::status_store::update_contests(&self.store, policy, &mut change).await {
+            Ok((answer, written)) => {
+                self.keep(policy, written);
+                answer
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not keep the count of corrections in the status report");
+                let mut local = kept;
+                let answer = change(&mut local);
+                self.keep(policy, local);
+                answer
+            }
+        }
+    }
+
+    /// Cluster `policy`'s contests in force: as kept if read within [`FRESH`] under the same
+    /// policy, else read from its status report (none if it cannot be read: a fight is then
+    /// counted in this instance's memory alone).
+    async fn kept_contests(&self, policy: &LoadedPolicy) -> Vec<Contest> {
+        let key = self.store.cluster_key(policy).to_string();
+        let now = epoch_ms() / 1000;
+        {
+            let kept = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(k) = kept.get(&key).filter(|k| k.at.elapsed() < FRESH && k.fingerprint == policy.fingerprint) {
+                return contest::in_force(k.contests.clone(), &policy.fingerprint, now);
+            }
+        }
+        let cluster = Some(key.as_str()).filter(|c| !c.is_empty());
+        let read = match crate::status_store::read(&self.store, cluster).await {
+            Ok(report) => report.map(|r| r.contests).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the contests in the status report");
+                Vec::new()
+            }
+        };
+        let contests = contest::in_force(read, &policy.fingerprint, now);
+        self.keep(policy, contests.clone());
+        contests
+    }
+
+    fn keep(&self, policy: &LoadedPolicy, contests: Vec<Contest>) {
+        let key = self.store.cluster_key(policy).to_string();
+        let mut kept = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.insert(key, Kept { at: Instant::now(), fingerprint: policy.fingerprint.clone(), contests });
+    }
+
+    /// This instance's corrections of `key` on resource `id` within the window.
+    fn remembered(&self, id: &str, key: &str, now: u64) -> Vec<u64> {
+        let memory = self.contests.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let times = memory.get(&(id.to_string(), key.to_string())).map(Vec::as_slice).unwrap_or_default();
+        times.iter().copied().filter(|&t| t + contest::WINDOW_SECS > now).collect()
+    }
+
+    fn forget(&self, id: &str, keys: &[String]) {
+        let mut memory = self.contests.memory.lock().unwrap_or_else(|e| e.into_inner());
+        for key in keys {
+            memory.remove(&(id.to_string(), key.clone()));
+        }
+    }
+
+    /// Remember this instance's correction of `keys` on resource `id` at `now`.
+    fn remember(&self, id: &str, keys: &[String], now: u64) {
+        let mut memory = self.contests.memory.lock().unwrap_or_else(|e| e.into_inner());
+        if memory.len() >= REMEMBERED {
+            memory.retain(|_, ts| ts.iter().any(|&t| t + contest::WINDOW_SECS > now));
+            if memory.len() >= REMEMBERED {
+                memory.clear();
+            }
+        }
+        for key in keys {
+            let ts = memory.entry((id.to_string(), key.clone())).or_default();
+            ts.retain(|&t| t + contest::WINDOW_SECS > now);
+            ts.push(now);
+        }
+    }
+}
+
+/// Who made the change a correction answers, if it is counted at all.
+fn counted(cause: Cause<'_>) -> Option<Option<&str>> {
+    match cause {
+        Cause::TagChange { by } | Cause::Write { by } => Some(by),
+        Cause::Other => None,
+    }
+}
+
+/// A resource's key in this instance's memory, under the policy (`fingerprint`) its corrections
+/// were made for, since a new policy starts every count anew; ARM IDs compare without case.
+fn identity(fingerprint: &str, resource: &str, fold: bool) -> String {
+    let resource = if fold { resource.to_ascii_lowercase() } else { resource.to_string() };
+    format!("{fingerprint}\n{resource}")
+}
+
+/// Why a record's keys were held back: which keys, and how to lift it.
+pub(super) fn reason(plan: &Plan) -> Option<String> {
+    (!plan.held.is_empty()).then(|| {
+        format!(
+            "contested: another writer keeps changing {} (tagwarden corrected it {} times within {} min), so tagwarden stopped writing it; the status report names the writer. A policy change lifts it, or `tagwarden status --lift {}`",
+            plan.held.join(", "),
+            contest::CORRECTIONS,
+            contest::WINDOW_SECS / 60,
+            plan.resource
+        )
+    })
+}
