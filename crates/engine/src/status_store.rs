@@ -65,12 +65,45 @@ fn render<S: PolicySource>(store: &PolicyStore<S>, report: &StatusReport) -> Str
 /// How often a report is laid over the one there again when another write landed first.
 const ATTEMPTS: u32 = 5;
 
+/// Why a report could not be rewritten.
+enum Rewrite {
+    /// The report there could not be read.
+    Unreadable(String),
+    /// It could not be written (or other writes kept landing first).
+    Unwritten(String),
+}
+
+/// Rewrite cluster `cluster`'s report: `change` makes the one to write from the one there (`None`:
+/// there is none, or it is not one tagwarden wrote), or `None` to write nothing, and answers
+/// something. Written only over the version read where the store can write so, and read and
+/// changed again when another write landed in between (parts swept at once, an event's contest,
+/// an operator's lift). What `change` answered the last time.
+async fn rewrite<S: PolicySource, T>(
+    store: &PolicyStore<S>,
+    cluster: Option<&str>,
+    mut change: impl FnMut(Option<StatusReport>) -> (Option<StatusReport>, T),
+) -> Result<T, Rewrite> {
+    for _ in 0..ATTEMPTS {
+        let there = store.source.get_status_tagged(cluster).await.map_err(|e| Rewrite::Unreadable(e.to_string()))?;
+        let older = there.as_ref().and_then(|o| serde_json::from_str::<StatusReport>(&o.text).ok());
+        let (report, answer) = change(older);
+        let Some(report) = report else { return Ok(answer) };
+        let text = render(store, &report);
+        match store.source.put_status_if(cluster, &text, there.as_ref().map(|o| o.etag.as_str())).await {
+            Ok(()) => return Ok(answer),
+            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
+            Err(PutError::Source(e)) => return Err(Rewrite::Unwritten(e.to_string())),
+        }
+    }
+    Err(Rewrite::Unwritten(format!(
+        "another write of the report landed {ATTEMPTS} times between the read and the write"
+    )))
+}
+
 /// Write `report` over the one there without losing what only that one holds: the contests
 /// (`tagwarden_core::contest`: only the event path counts them; those a new policy, `fingerprint`,
 /// lifted are dropped) and, for the sweep of one `part` of the deployment (a resource-ID prefix),
-/// the other parts' failures (`StatusReport::merged_into`). Written only over the version read
-/// where the store can write so, and read and laid over again when another write landed in
-/// between (parts swept at once, an event's contest).
+/// the other parts' failures (`StatusReport::merged_into`).
 async fn write_over<S: PolicySource>(
     store: &PolicyStore<S>,
     cluster: Option<&str>,
@@ -81,18 +114,7 @@ async fn write_over<S: PolicySource>(
     if !enforced(store, cluster) {
         return Ok(());
     }
-    for _ in 0..ATTEMPTS {
-        let there = match store.source.get_status_tagged(cluster).await {
-            Ok(there) => there,
-            // Unreadable (a guardrail on reads, a fault): the new report still goes out, as it
-            // did before reports were read back; what only the old one held is lost, and said so.
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the status report back: written without its contests");
-                return store.source.put_status(cluster, &render(store, report)).await.map_err(|e| e.to_string());
-            }
-        };
-        // A report that is not one tagwarden wrote is replaced.
-        let older = there.as_ref().and_then(|o| serde_json::from_str::<StatusReport>(&o.text).ok());
+    let over = |older: Option<StatusReport>| {
         let mut report = report.clone();
         if let Some(older) = &older {
             report.contests = match fingerprint {
@@ -104,20 +126,23 @@ async fn write_over<S: PolicySource>(
             Some(part) => report.merged_into(older, part),
             None => report,
         };
-        let text = render(store, &report);
-        match store.source.put_status_if(cluster, &text, there.as_ref().map(|o| o.etag.as_str())).await {
-            Ok(()) => return Ok(()),
-            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
-            Err(PutError::Source(e)) => return Err(e.to_string()),
+        (Some(report), ())
+    };
+    match rewrite(store, cluster, over).await {
+        Ok(()) => Ok(()),
+        // Unreadable (a guardrail on reads, a fault): the new report still goes out, as it did
+        // before reports were read back; what only the old one held is lost, and said so.
+        Err(Rewrite::Unreadable(e)) => {
+            tracing::warn!(error = %e, "could not read the status report back: written without its contests");
+            store.source.put_status(cluster, &render(store, report)).await.map_err(|e| e.to_string())
         }
+        Err(Rewrite::Unwritten(e)) => Err(e),
     }
-    Err(format!("another write of the report landed {ATTEMPTS} times between the read and the write"))
 }
 
 /// Change the contests kept in cluster `policy`'s status report with `change`, given those in
-/// force under its policy now, written only over the version read where the store can (read and
-/// changed again when another write landed in between). A report is started if there is none.
-/// What `change` answered the last time, and the contests written.
+/// force under its policy now (a report is started if there is none). What `change` answered the
+/// last time, and the contests written.
 pub async fn update_contests<S: PolicySource, T>(
     store: &PolicyStore<S>,
     policy: &LoadedPolicy,
@@ -128,31 +153,20 @@ pub async fn update_contests<S: PolicySource, T>(
     if !enforced(store, cluster) {
         return Err("the deployment does not enforce this cluster".to_string());
     }
-    for _ in 0..ATTEMPTS {
-        let there = store.source.get_status_tagged(cluster).await.map_err(|e| e.to_string())?;
-        let older = there.as_ref().and_then(|o| serde_json::from_str::<StatusReport>(&o.text).ok());
-        let mut report = match older {
-            Some(report) => report,
-            None => {
-                // The policy was just loaded, so its cache is there; `ok` otherwise, as it is in force.
-                let standing =
-                    store.standing(key).await.unwrap_or(Standing { state: PolicyState::Ok, errors: Vec::new() });
-                let location = store.location_for(key);
-                StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, &[])
-            }
-        };
+    // The policy was just loaded, so its cache is there; `ok` otherwise, as it is in force.
+    let standing = store.standing(key).await.unwrap_or(Standing { state: PolicyState::Ok, errors: Vec::new() });
+    let location = store.location_for(key);
+    let contested = |older: Option<StatusReport>| {
+        let mut report = older.unwrap_or_else(|| {
+            StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing.clone(), &[])
+        });
         let mut contests =
             contest::in_force(std::mem::take(&mut report.contests), &policy.fingerprint, epoch_ms() / 1000);
         let answer = change(&mut contests);
         report.contests = contests.clone();
-        let text = render(store, &report);
-        match store.source.put_status_if(cluster, &text, there.as_ref().map(|o| o.etag.as_str())).await {
-            Ok(()) => return Ok((answer, contests)),
-            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
-            Err(PutError::Source(e)) => return Err(e.to_string()),
-        }
-    }
-    Err(format!("another write of the report landed {ATTEMPTS} times between the read and the write"))
+        (Some(report), (answer, contests))
+    };
+    rewrite(store, cluster, contested).await.map_err(|(Rewrite::Unreadable(e) | Rewrite::Unwritten(e))| e)
 }
 
 /// Lift the contests on `resource` (only `key`'s, if given) in the status report of `cluster`: an
@@ -163,23 +177,14 @@ pub async fn lift_contests<S: PolicySource>(
     resource: &str,
     key: Option<&str>,
 ) -> Result<usize, String> {
-    for _ in 0..ATTEMPTS {
-        let Some(there) = store.source.get_status_tagged(cluster).await.map_err(|e| e.to_string())? else {
-            return Ok(0);
-        };
-        let Ok(mut report) = serde_json::from_str::<StatusReport>(&there.text) else { return Ok(0) };
-        let lifted = contest::lift(&mut report.contests, resource, key);
-        if lifted == 0 {
-            return Ok(0);
-        }
-        let text = render(store, &report);
-        match store.source.put_status_if(cluster, &text, Some(&there.etag)).await {
-            Ok(()) => return Ok(lifted),
-            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
-            Err(PutError::Source(e)) => return Err(e.to_string()),
-        }
-    }
-    Err(format!("another write of the report landed {ATTEMPTS} times between the read and the write"))
+    let lifted = |older: Option<StatusReport>| match older {
+        Some(mut report) => match contest::lift(&mut report.contests, resource, key) {
+            0 => (None, 0),
+            n => (Some(report), n),
+        },
+        None => (None, 0),
+    };
+    rewrite(store, cluster, lifted).await.map_err(|(Rewrite::Unreadable(e) | Rewrite::Unwritten(e))| e)
 }
 
 /// A report that cannot be written is logged: it never fails the invocation that made it.
