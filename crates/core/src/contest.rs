@@ -8,8 +8,9 @@
 //! after every removal is a loop between two controllers, each spending the account's request
 //! budget forever.
 //!
-//! The rule: tagwarden counts its *corrections* of a key on a resource — writes answering a tag
-//! change somebody else made, never the first tagging of a new resource, never a sweep's — and once
+//! The rule: tagwarden counts its *corrections* of a key on a resource — written answers to a change
+//! somebody else made (a tag change; an Azure write, which may also be a creation), never the
+//! first tagging after an AWS creation event, never a sweep's — and once
 //! it has made [`CORRECTIONS`] within [`WINDOW_SECS`], the next one is not made: the key is contested,
 //! with who changed it, until the cluster's policy changes or an operator lifts it
 //! (`tagwarden status --lift`). An ordinary drift (one edit) is one correction; a person editing the

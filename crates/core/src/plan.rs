@@ -66,8 +66,14 @@ impl Plan {
     }
 
     /// Take `key` out of the write (it is contested): with nothing left, the plan writes nothing.
+    /// Its drift is no longer a change to make, and a key it would have added no longer counts.
     pub fn hold(&mut self, key: &str) {
         if self.set.remove(key).is_some() {
+            if let Some(at) = self.changes.iter().position(|c| c.key == key) {
+                if self.changes.remove(at).old.is_none() {
+                    self.tags_after = self.tags_after.saturating_sub(1).max(self.tags_before);
+                }
+            }
             self.held.push(key.to_string());
             if self.set.is_empty() && self.outcome == Decision::Apply {
                 self.outcome = Decision::Contested;

@@ -160,9 +160,9 @@ impl StatusReport {
         report
     }
 
-    /// JSON no longer than `max` bytes (an SSM Standard parameter), dropping failures, then the
-    /// corrections not yet contested, to fit: a contested key is dropped last, since without it
-    /// the fight starts again.
+    /// JSON no longer than `max` bytes (an SSM Standard parameter), dropping what is unsupported,
+    /// then the corrections not yet contested, then failures, to fit: a contested key is dropped
+    /// last, since without it the fight starts again.
     pub fn to_json_within(&self, max: usize) -> String {
         let mut report = self.clone();
         loop {
@@ -172,10 +172,11 @@ impl StatusReport {
             }
             if !report.unsupported.is_empty() {
                 report.unsupported.truncate(report.unsupported.len() / 2);
+            } else if report.contests.iter().any(|c| !c.is_contested()) {
+                // A count not yet at the contest is cheaper to lose than a failure to report.
+                report.contests.retain(Contest::is_contested);
             } else if !report.failures.is_empty() {
                 report.failures.truncate(report.failures.len() / 2);
-            } else if report.contests.iter().any(|c| !c.is_contested()) {
-                report.contests.retain(Contest::is_contested);
             } else if !report.contests.is_empty() {
                 report.contests.truncate(report.contests.len() / 2);
             } else {
@@ -276,6 +277,29 @@ mod tests {
         assert_eq!(back.parts, again.parts);
         let whole = of(vec![]);
         assert!(!serde_json::to_string(&whole).expect("json").contains("parts"), "a whole sweep names no part");
+    }
+
+    /// Within an SSM parameter, counts not yet at the contest go before the sweep's failures, and
+    /// a contested key goes last.
+    #[test]
+    fn counts_give_way_to_failures_and_contests_stay() {
+        let entry = |i: usize, contested: bool| Contest {
+            resource: format!("arn:aws:ec2:us-east-1:111122223333:instance/i-{i:017}"),
+            key: "team".into(),
+            policy: "p.yaml@etag".into(),
+            corrections: vec![1_700_000_000],
+            writer: Some("arn:aws:iam::111122223333:user/bob".into()),
+            contested_since: contested.then_some(1_700_000_100),
+        };
+        let failures =
+            vec![ResourceFailure::new("arn:aws:ec2:us-east-1:111122223333:instance/i-1", "ec2:instance", "x")];
+        let mut r = StatusReport::new(Cloud::Aws, &"ssm:/p", Some("v".into()), vec![], failures);
+        r.contests = (0..30).map(|i| entry(i, i == 0)).collect();
+        let json = r.to_json_within(4096);
+        let back: StatusReport = serde_json::from_str(&json).expect("a report");
+        assert!(json.len() <= 4096);
+        assert_eq!((back.failures.len(), back.contests.len()), (1, 1), "{json}");
+        assert!(back.contests[0].is_contested());
     }
 
     #[test]

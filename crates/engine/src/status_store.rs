@@ -130,8 +130,10 @@ async fn write_over<S: PolicySource>(
     };
     match rewrite(store, cluster, over).await {
         Ok(()) => Ok(()),
-        // Unreadable (a guardrail on reads, a fault): the new report still goes out, as it did
-        // before reports were read back; what only the old one held is lost, and said so.
+        // A part's report is only ever laid over the others: unreadable, nothing is written.
+        Err(Rewrite::Unreadable(e)) if part.is_some() => Err(e),
+        // Unreadable otherwise (a guardrail on reads, a fault): the new report still goes out, as
+        // it did before reports were read back; what only the old one held is lost, and said so.
         Err(Rewrite::Unreadable(e)) => {
             tracing::warn!(error = %e, "could not read the status report back: written without its contests");
             store.source.put_status(cluster, &render(store, report)).await.map_err(|e| e.to_string())
@@ -157,8 +159,10 @@ pub async fn update_contests<S: PolicySource, T>(
     let standing = store.standing(key).await.unwrap_or(Standing { state: PolicyState::Ok, errors: Vec::new() });
     let location = store.location_for(key);
     let contested = |older: Option<StatusReport>| {
-        let mut report = older.unwrap_or_else(|| {
-            StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing.clone(), &[])
+        // No report yet: one that holds the contests and says no sweep has run (generated_at 0).
+        let mut report = older.unwrap_or_else(|| StatusReport {
+            generated_at: 0,
+            ..StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing.clone(), &[])
         });
         let mut contests =
             contest::in_force(std::mem::take(&mut report.contests), &policy.fingerprint, epoch_ms() / 1000);

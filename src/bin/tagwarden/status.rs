@@ -121,7 +121,15 @@ fn human(r: &StatusReport) -> String {
     for e in &p.errors {
         let _ = writeln!(out, "  {e}");
     }
-    let _ = writeln!(out, "last sweep {}", ago(r.generated_at));
+    match r.generated_at {
+        // Written by the event path alone (a contest), before any sweep.
+        0 => {
+            let _ = writeln!(out, "last sweep none yet");
+        }
+        at => {
+            let _ = writeln!(out, "last sweep {}", ago(at));
+        }
+    }
     // Swept in parts (an Azure Function over several subscriptions): the part swept longest ago.
     if let Some((part, at)) = r.parts.iter().min_by_key(|(_, at)| **at) {
         let _ = writeln!(out, "parts      {}, the oldest swept {} ({part})", r.parts.len(), ago(*at));

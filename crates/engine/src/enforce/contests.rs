@@ -176,8 +176,8 @@ impl<A: Adapter> Engine<A> {
 
     /// Change cluster `policy`'s contests in its status report with `change` (the report read
     /// fresh), and keep what was written; if the report cannot be written, change the kept copy
-    /// `kept` instead, so a fight is still stopped in this instance (the next write of the report
-    /// carries it). What `change` answered.
+    /// `kept` instead, so a fight is still stopped in this instance (until the copy is read
+    /// again, at most [`FRESH`] later: only the report is shared). What `change` answered.
     async fn update_kept<T>(
         &self,
         policy: &LoadedPolicy,
@@ -193,7 +193,11 @@ impl<A: Adapter> Engine<A> {
                 tracing::warn!(error = %e, "could not keep the count of corrections in the status report");
                 let mut local = kept;
                 let answer = change(&mut local);
-                self.keep(policy, local);
+                // Not stamped fresh: the report is read again when the copy was due anyway.
+                let mut all = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(k) = all.get_mut(self.store.cluster_key(policy)) {
+                    k.contests = local;
+                }
                 answer
             }
         }
@@ -214,9 +218,17 @@ impl<A: Adapter> Engine<A> {
         let cluster = Some(key.as_str()).filter(|c| !c.is_empty());
         let read = match crate::status_store::read(&self.store, cluster).await {
             Ok(report) => report.map(|r| r.contests).unwrap_or_default(),
+            // Not kept as read: the copy there was (however old) still holds its contests back,
+            // and the next plan that writes tries the report again.
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the contests in the status report");
-                Vec::new()
+                let kept = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
+                let old = kept.get(&key).filter(|k| k.fingerprint == policy.fingerprint);
+                return contest::in_force(
+                    old.map(|k| k.contests.clone()).unwrap_or_default(),
+                    &policy.fingerprint,
+                    now,
+                );
             }
         };
         let contests = contest::in_force(read, &policy.fingerprint, now);

@@ -674,6 +674,9 @@ mod tests {
             (out.records[0].status, out.records[0].contested.as_slice()),
             (Status::Applied, ["team".to_string()].as_slice())
         );
+        let changed: Vec<&str> = out.records[0].changes.iter().map(|c| c.key.as_str()).collect();
+        assert_eq!(changed, ["env"], "a held key is not reported as written");
+        assert_eq!(out.metrics.by_type["ec2:instance"].tags_written, 1);
         assert_eq!(engine.adapter.get("i-0a").get("env").map(String::as_str), Some("prod"));
         assert!(!engine.adapter.get("i-0a").contains_key("team"));
     }
