@@ -112,20 +112,26 @@ pub struct Correction<'a> {
 /// writer) and the answer is [`Step::Contest`]. Only a correction that was written is counted
 /// ([`record`]): a write that failed is tried again, not mistaken for a fight.
 pub fn check(contests: &mut Vec<Contest>, c: &Correction<'_>, earlier: &[u64], now: u64) -> Step {
-    let made = match contests.iter().find(|e| e.is_about(c.resource, c.key, c.fold)) {
-        Some(e) if e.is_contested() => return Step::Contest,
-        Some(e) => recent(&e.corrections, now).count(),
-        None => recent(earlier, now).count(),
-    };
-    if made < CORRECTIONS {
+    if !reached(contests, c, earlier, now) {
         return Step::Correct;
     }
     let e = entry(contests, c, earlier, now);
+    if e.is_contested() {
+        return Step::Contest;
+    }
     e.contested_since = Some(now);
     if let Some(w) = c.writer {
         e.writer = Some(w.to_string());
     }
     Step::Contest
+}
+
+/// Whether [`check`] would answer [`Step::Contest`], without marking anything.
+pub fn reached(contests: &[Contest], c: &Correction<'_>, earlier: &[u64], now: u64) -> bool {
+    match contests.iter().find(|e| e.is_about(c.resource, c.key, c.fold)) {
+        Some(e) => e.is_contested() || recent(&e.corrections, now).count() >= CORRECTIONS,
+        None => recent(earlier, now).count() >= CORRECTIONS,
+    }
 }
 
 /// Count correction `c`, written at `now` (`earlier`: as for [`check`]).

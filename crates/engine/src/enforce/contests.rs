@@ -106,7 +106,7 @@ impl<A: Adapter> Engine<A> {
             .map(|k| (k.clone(), self.remembered(&id, k, now)))
             .filter(|(k, earlier)| {
                 let c = Correction { resource: &plan.resource, key: k, policy: &policy.fingerprint, writer: by, fold };
-                contest::check(&mut kept.clone(), &c, earlier, now) == Step::Contest
+                contest::reached(&kept, &c, earlier, now)
             })
             .collect();
         if at_count.is_empty() {
