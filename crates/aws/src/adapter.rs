@@ -11,7 +11,7 @@
 
 use super::policy_store::AwsSource;
 use crate::Tagger;
-use tagwarden_core::cloud::Cloud;
+use tagwarden_core::cloud::{Cloud, ClusterRef};
 use tagwarden_core::events::{Event, EventKind};
 use tagwarden_core::report::Record;
 use tagwarden_core::resource::ResourceRef;
@@ -76,9 +76,20 @@ impl Adapter for Tagger {
         Tagger::write(self, r, set, current).await
     }
 
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
-        let (found, failed) = self.tagged(infra_id, pages).await;
-        (found.into_iter().map(|(r, tags)| (r, Some(tags))).collect(), failed.into_iter().collect())
+    /// One Tagging API listing per ownership key of the cluster (GetResources ANDs its tag
+    /// filters, so a Cluster API cluster's two keys are two listings), each resource kept once.
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+        let (mut found, mut failed) = (Vec::new(), Vec::new());
+        let mut seen = std::collections::HashSet::new();
+        for key in cluster.ownership_keys(Cloud::Aws) {
+            let before = found.len();
+            let (listed, error) = self.tagged(&key, &|n| pages(before + n)).await;
+            found.extend(
+                listed.into_iter().filter(|(r, _)| seen.insert(r.to_string())).map(|(r, tags)| (r, Some(tags))),
+            );
+            failed.extend(error);
+        }
+        (found, failed)
     }
 
     async fn list_unindexed(&self, owned: &[Listed]) -> Unindexed {

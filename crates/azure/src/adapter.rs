@@ -20,7 +20,7 @@ use std::sync::Mutex;
 use super::arm::ArmClient;
 use super::blob_store::BlobSource;
 use super::resource_graph::{management_group_of, GraphError, GraphListing, Scopes};
-use tagwarden_core::cloud::{Cloud, OWNED};
+use tagwarden_core::cloud::{Cloud, ClusterRef, OWNED};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
@@ -141,39 +141,51 @@ impl ArmTagger {
     async fn split_with_unseen(
         &self,
         listing: GraphListing,
-        infra_ids: &[&str],
+        clusters: &[ClusterRef<'_>],
         pages: &(dyn Fn(usize) + Sync),
     ) -> Vec<(Listing, Vec<String>)> {
-        let keys: Vec<String> = infra_ids.iter().map(|id| Cloud::Azure.ownership_key(id)).collect();
+        let keys: Vec<Vec<String>> = clusters.iter().map(|c| c.ownership_keys(Cloud::Azure)).collect();
         let mut out: Vec<(Listing, Vec<String>)> = keys.iter().map(|_| Default::default()).collect();
         for (r, tags) in listing.found {
             // A resource two clusters claim is listed for both: the engine reports the conflict.
-            let owners = keys
-                .iter()
-                .enumerate()
-                .filter(|(_, k)| tags.iter().any(|(t, v)| t.eq_ignore_ascii_case(k) && v.eq_ignore_ascii_case(OWNED)));
-            for (i, _) in owners {
+            let carries =
+                |k: &String| tags.iter().any(|(t, v)| t.eq_ignore_ascii_case(k) && v.eq_ignore_ascii_case(OWNED));
+            for (i, _) in keys.iter().enumerate().filter(|(_, ks)| ks.iter().any(carries)) {
                 out[i].0 .0.push((r.clone(), Some(tags.clone())));
             }
         }
         let mut found: usize = out.iter().map(|o| o.0 .0.len()).sum();
         for scope in listing.unseen {
-            for (i, key) in keys.iter().enumerate() {
+            for (i, cluster_keys) in keys.iter().enumerate() {
                 let (arm_found, errors) =
-                    self.arm_listing(std::slice::from_ref(&scope), key, &|n| pages(found + n)).await;
+                    self.arm_listing_keys(std::slice::from_ref(&scope), cluster_keys, &|n| pages(found + n)).await;
+                out[i].0 .1.extend(errors);
                 if !arm_found.is_empty() {
                     out[i].1.push(format!(
                         "Resource Graph showed none of cluster {}'s {} owned resources in {scope} (it leaves out what the identity may not read: grant Reader there); they were listed through ARM's Resources - List, which costs a read per owned resource",
-                        infra_ids[i],
+                        clusters[i].infra_id,
                         arm_found.len()
                     ));
                 }
                 found += arm_found.len();
                 out[i].0 .0.extend(arm_found);
-                out[i].0 .1.extend(errors);
             }
         }
         out
+    }
+
+    /// [`Self::arm_listing`] for each of a cluster's ownership keys, each resource kept once (a
+    /// Cluster API resource may carry both of its cluster's keys).
+    async fn arm_listing_keys(&self, scopes: &[String], keys: &[String], pages: &(dyn Fn(usize) + Sync)) -> Listing {
+        let (mut found, mut failed): Listing = Default::default();
+        let mut seen = BTreeSet::new();
+        for key in keys {
+            let before = found.len();
+            let (listed, errors) = self.arm_listing(scopes, key, &|n| pages(before + n)).await;
+            found.extend(listed.into_iter().filter(|(r, _)| seen.insert(r.id.to_ascii_lowercase())));
+            failed.extend(errors);
+        }
+        (found, failed)
     }
 
     /// ARM's tag-filtered listing of `scopes` (a management group's: each subscription under it),
@@ -237,13 +249,17 @@ impl Adapter for ArmTagger {
         self.arm.merge_tags(&r.id, set).await
     }
 
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
-        let mut all = self.list_owned_all(&[infra_id], pages).await;
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+        let mut all = self.list_owned_all(&[cluster], pages).await;
         all.pop().map(|(listing, _)| listing).unwrap_or_default()
     }
 
-    async fn list_owned_noting(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> (Listing, Vec<String>) {
-        self.list_owned_all(&[infra_id], pages).await.pop().unwrap_or_default()
+    async fn list_owned_noting(
+        &self,
+        cluster: ClusterRef<'_>,
+        pages: &(dyn Fn(usize) + Sync),
+    ) -> (Listing, Vec<String>) {
+        self.list_owned_all(&[cluster], pages).await.pop().unwrap_or_default()
     }
 
     /// Resource Graph's listing of every swept cluster in one query (`ceil(N / 1000)` pages for N
@@ -252,28 +268,34 @@ impl Adapter for ArmTagger {
     /// beyond the wait budget, failing or unreachable fails the listing, retryably, instead: ARM's
     /// listing would spend a read per owned resource of the subscription's ARM budget, which its
     /// owner's deployments share (`super::resource_graph`).
-    async fn list_owned_all(&self, infra_ids: &[&str], pages: &(dyn Fn(usize) + Sync)) -> Vec<(Listing, Vec<String>)> {
-        let keys: Vec<String> = infra_ids.iter().map(|id| Cloud::Azure.ownership_key(id)).collect();
+    async fn list_owned_all(
+        &self,
+        clusters: &[ClusterRef<'_>],
+        pages: &(dyn Fn(usize) + Sync),
+    ) -> Vec<(Listing, Vec<String>)> {
         let refused = if !self.resource_graph {
             None
         } else {
+            let keys: Vec<String> = clusters.iter().flat_map(|c| c.ownership_keys(Cloud::Azure)).collect();
             match Scopes::parse(&self.sweep_scopes) {
                 Ok(scopes) => match self.arm.graph_owned(&scopes, &keys, pages).await {
-                    Ok(listing) => return self.split_with_unseen(listing, infra_ids, pages).await,
+                    Ok(listing) => return self.split_with_unseen(listing, clusters, pages).await,
                     Err(GraphError::Failed(e)) => {
-                        return keys.iter().map(|_| ((Vec::new(), vec![e.clone()]), Vec::new())).collect()
+                        return clusters.iter().map(|_| ((Vec::new(), vec![e.clone()]), Vec::new())).collect()
                     }
                     Err(GraphError::Refused(e)) => Some(e.to_string()),
                 },
                 Err(why) => Some(why),
             }
         };
-        let mut out = Vec::with_capacity(keys.len());
-        for (id, key) in infra_ids.iter().zip(&keys) {
+        let mut out = Vec::with_capacity(clusters.len());
+        for cluster in clusters {
+            let id = cluster.infra_id;
             let notes = refused.iter().map(|why| format!(
                 "Resource Graph refused the owned listing of cluster {id} ({why}); listed through ARM's Resources - List instead, which costs a read per owned resource"
             ));
-            out.push((self.arm_listing(&self.sweep_scopes, key, pages).await, notes.collect()));
+            let keys = cluster.ownership_keys(Cloud::Azure);
+            out.push((self.arm_listing_keys(&self.sweep_scopes, &keys, pages).await, notes.collect()));
         }
         out
     }

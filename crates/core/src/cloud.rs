@@ -11,6 +11,43 @@ use crate::TagMap;
 /// Value of the ownership tag on resources the cluster owns.
 pub const OWNED: &str = "owned";
 
+/// What provisioned a cluster, which decides the tags that mark the resources it owns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ClusterKind {
+    /// An OpenShift cluster from the installer (`Infrastructure`): `kubernetes.io/cluster/<infraID>`
+    /// on AWS, `kubernetes.io_cluster.<infraID>` on Azure (openshift/installer; DESIGN.md §2).
+    #[default]
+    OpenShift,
+    /// A HyperShift hosted cluster (`HostedCluster`): the same key on its `spec.infraID`, which
+    /// HyperShift writes on what it creates and the cloud provider on what it creates for the
+    /// hosted cluster (hypershift `nodepool/aws.go` `awsClusterCloudProviderTagKey`).
+    HyperShift,
+    /// A Cluster API workload cluster, named by its `Cluster`'s name: the provider's own key on
+    /// what CAPA/CAPZ create, the cloud provider's key on what the workload cluster's cloud
+    /// provider creates (load balancers, volumes). Either marks the resource as the cluster's.
+    #[serde(rename = "ClusterAPI")]
+    ClusterApi,
+}
+
+impl ClusterKind {
+    pub fn is_openshift(&self) -> bool {
+        *self == ClusterKind::OpenShift
+    }
+}
+
+/// A cluster as the tags on its resources name it: what the sweep lists by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterRef<'a> {
+    pub kind: ClusterKind,
+    pub infra_id: &'a str,
+}
+
+impl ClusterRef<'_> {
+    pub fn ownership_keys(&self, cloud: Cloud) -> Vec<String> {
+        cloud.ownership_keys(self.kind, self.infra_id)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Cloud {
@@ -26,12 +63,34 @@ impl Cloud {
         }
     }
 
-    /// The tag that marks a resource as belonging to cluster `infra_id`.
+    /// The tag that marks a resource as belonging to OpenShift cluster `infra_id`.
     /// Azure forbids `/` in tag names, so OpenShift spells it differently there.
     pub fn ownership_key(self, infra_id: &str) -> String {
-        match self {
-            Cloud::Aws => format!("kubernetes.io/cluster/{infra_id}"),
-            Cloud::Azure => format!("kubernetes.io_cluster.{infra_id}"),
+        format!("{}{infra_id}", self.ownership_prefixes(ClusterKind::OpenShift)[0])
+    }
+
+    /// Each tag key that marks a resource as owned (`=owned`) by cluster `infra_id` of `kind`.
+    pub fn ownership_keys(self, kind: ClusterKind, infra_id: &str) -> Vec<String> {
+        self.ownership_prefixes(kind).iter().map(|p| format!("{p}{infra_id}")).collect()
+    }
+
+    /// The ownership keys of `kind` less the cluster's name, the writer's own key first.
+    /// - CAPA `api/v1beta2/tags.go`: `NameAWSProviderOwned = "sigs.k8s.io/cluster-api-provider-aws/cluster/"`
+    ///   on what CAPA creates, and `NameKubernetesAWSCloudProviderPrefix = "kubernetes.io/cluster/"`,
+    ///   which CAPA adds for the cloud provider (`ClusterAWSCloudProviderTagKey`) and the AWS
+    ///   cloud provider and CSI driver write on what they create.
+    /// - CAPZ `api/v1beta1/tags.go`: `NameAzureProviderOwned = "sigs.k8s.io_cluster-api-provider-azure_cluster_"`
+    ///   and `NameKubernetesAzureCloudProviderPrefix = "kubernetes.io_cluster_"`.
+    pub fn ownership_prefixes(self, kind: ClusterKind) -> &'static [&'static str] {
+        match (self, kind) {
+            (Cloud::Aws, ClusterKind::OpenShift | ClusterKind::HyperShift) => &["kubernetes.io/cluster/"],
+            (Cloud::Azure, ClusterKind::OpenShift | ClusterKind::HyperShift) => &["kubernetes.io_cluster."],
+            (Cloud::Aws, ClusterKind::ClusterApi) => {
+                &["sigs.k8s.io/cluster-api-provider-aws/cluster/", "kubernetes.io/cluster/"]
+            }
+            (Cloud::Azure, ClusterKind::ClusterApi) => {
+                &["sigs.k8s.io_cluster-api-provider-azure_cluster_", "kubernetes.io_cluster_"]
+            }
         }
     }
 
@@ -172,38 +231,59 @@ pub enum Ownership {
     Unowned,
 }
 
+/// [`ownership_for`] of OpenShift cluster `infra_id`, on a service that compares keys exactly.
 pub fn ownership(cloud: Cloud, infra_id: &str, current: &TagMap) -> Ownership {
-    ownership_for(cloud, "", infra_id, current)
+    ownership_for(cloud, "", ClusterKind::OpenShift, infra_id, current)
 }
 
-/// [`ownership`] of a resource of `resource_type`, whose service may compare keys ignoring case.
-pub fn ownership_for(cloud: Cloud, resource_type: &str, infra_id: &str, current: &TagMap) -> Ownership {
-    let key = cloud.ownership_key(infra_id);
-    match cloud.get_for(resource_type, current, &key).map(|(_, v)| v.as_str()) {
-        Some(OWNED) => Ownership::Owned,
-        Some("shared") => Ownership::Shared,
-        _ => Ownership::Unowned,
+/// How a resource of `resource_type` (whose service may compare keys ignoring case) relates to
+/// cluster `infra_id` of `kind`: owned when any of the kind's ownership keys says `owned`.
+pub fn ownership_for(
+    cloud: Cloud,
+    resource_type: &str,
+    kind: ClusterKind,
+    infra_id: &str,
+    current: &TagMap,
+) -> Ownership {
+    let values = cloud
+        .ownership_keys(kind, infra_id)
+        .into_iter()
+        .filter_map(|key| cloud.get_for(resource_type, current, &key).map(|(_, v)| v.as_str()))
+        .collect::<Vec<_>>();
+    if values.contains(&OWNED) {
+        Ownership::Owned
+    } else if values.contains(&"shared") {
+        Ownership::Shared
+    } else {
+        Ownership::Unowned
     }
 }
 
-/// Every cluster that owns the resource: the infraIDs of its `<ownership key>=owned` tags, read
-/// the way the service compares keys. More than one is a conflict no cluster may resolve.
+/// Every cluster that owns the resource: the names in its `<ownership key>=owned` tags, of any
+/// kind of cluster, read the way the service compares keys. More than one is a conflict no
+/// cluster may resolve; a Cluster API cluster's two keys naming it count once.
 pub fn owners(cloud: Cloud, resource_type: &str, current: &TagMap) -> Vec<String> {
-    let prefix = cloud.ownership_key("");
+    let mut prefixes: Vec<&str> = [ClusterKind::OpenShift, ClusterKind::ClusterApi]
+        .iter()
+        .flat_map(|k| cloud.ownership_prefixes(*k).iter().copied())
+        .collect();
+    prefixes.dedup();
     let ignore_case = cloud.keys_ignore_case(resource_type);
     let mut ids: Vec<String> = current
         .iter()
         .filter(|(_, v)| v.as_str() == OWNED)
-        .filter_map(|(k, _)| match ignore_case {
-            true if starts_with_ignore_case(k, &prefix) => Some(&k[prefix.len()..]),
-            false => k.strip_prefix(prefix.as_str()),
-            true => None,
+        .filter_map(|(k, _)| {
+            prefixes.iter().find_map(|prefix| match ignore_case {
+                true if starts_with_ignore_case(k, prefix) => Some(&k[prefix.len()..]),
+                false => k.strip_prefix(prefix),
+                true => None,
+            })
         })
         .filter(|id| !id.is_empty())
         .map(str::to_owned)
         .collect();
     ids.sort();
-    ids.dedup_by(|a, b| ignore_case && a.eq_ignore_ascii_case(b));
+    ids.dedup_by(|a, b| if ignore_case { a.eq_ignore_ascii_case(b) } else { a == b });
     ids
 }
 
@@ -231,7 +311,7 @@ mod tests {
         let c = tags(&[("Kubernetes.io/cluster/mine-1", "owned")]);
         assert_eq!(ownership(Cloud::Aws, "mine-1", &c), Ownership::Unowned);
         // ... except on IAM, which compares keys ignoring case.
-        assert_eq!(ownership_for(Cloud::Aws, "iam:role", "mine-1", &c), Ownership::Owned);
+        assert_eq!(ownership_for(Cloud::Aws, "iam:role", ClusterKind::OpenShift, "mine-1", &c), Ownership::Owned);
         let c = tags(&[("Kubernetes.IO_cluster.mine-1", "owned")]);
         assert_eq!(ownership(Cloud::Azure, "mine-1", &c), Ownership::Owned);
     }
@@ -246,6 +326,44 @@ mod tests {
         let c = tags(&[("Kubernetes.IO_cluster.az-1", "owned"), ("kubernetes.io_cluster.az-2", "owned")]);
         assert_eq!(owners(Cloud::Azure, "Microsoft.Compute/disks", &c), vec!["az-1", "az-2"]);
         assert!(owners(Cloud::Aws, "s3:bucket", &tags(&[("kubernetes.io/cluster/", "owned")])).is_empty());
+    }
+
+    #[test]
+    fn a_cluster_api_cluster_owns_by_either_of_its_keys() {
+        let capa = |k: &str| tags(&[(k, "owned")]);
+        for key in ["sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "kubernetes.io/cluster/w-1"] {
+            assert_eq!(
+                ownership_for(Cloud::Aws, "ec2:instance", ClusterKind::ClusterApi, "w-1", &capa(key)),
+                Ownership::Owned
+            );
+            assert_eq!(owners(Cloud::Aws, "ec2:instance", &capa(key)), vec!["w-1"]);
+        }
+        // An OpenShift or HyperShift cluster is not owner by Cluster API's key.
+        let c = capa("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1");
+        assert_eq!(ownership_for(Cloud::Aws, "ec2:instance", ClusterKind::HyperShift, "w-1", &c), Ownership::Unowned);
+        // Both keys naming the same cluster are one owner; naming two clusters, a conflict.
+        let both = tags(&[
+            ("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"),
+            ("kubernetes.io/cluster/w-1", "owned"),
+        ]);
+        assert_eq!(owners(Cloud::Aws, "ec2:instance", &both), vec!["w-1"]);
+        let two = tags(&[
+            ("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"),
+            ("kubernetes.io/cluster/w-2", "owned"),
+        ]);
+        assert_eq!(owners(Cloud::Aws, "ec2:instance", &two), vec!["w-1", "w-2"]);
+        // One key owned, the other shared: owned.
+        let mixed = tags(&[
+            ("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"),
+            ("kubernetes.io/cluster/w-1", "shared"),
+        ]);
+        assert_eq!(ownership_for(Cloud::Aws, "ec2:vpc", ClusterKind::ClusterApi, "w-1", &mixed), Ownership::Owned);
+        let capz = tags(&[("sigs.k8s.io_cluster-api-provider-azure_cluster_z-1", "owned")]);
+        assert_eq!(owners(Cloud::Azure, "Microsoft.Network/loadBalancers", &capz), vec!["z-1"]);
+        assert_eq!(
+            ownership_for(Cloud::Azure, "Microsoft.Network/loadBalancers", ClusterKind::ClusterApi, "Z-1", &capz),
+            Ownership::Owned
+        );
     }
 
     #[test]

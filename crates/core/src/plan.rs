@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::cloud::{ownership_for, Cloud, Ownership};
+use crate::cloud::{ownership_for, Cloud, ClusterKind, Ownership};
 use crate::policy::{Desired, DesiredTag, Policy, Superseded};
 use crate::resource::ResourceRef;
 use crate::TagMap;
@@ -82,19 +82,21 @@ impl Plan {
     }
 }
 
-/// Plan one resource against a policy for cluster `infra_id`.
+/// Plan one resource against a policy for cluster `infra_id` (of the policy's kind).
 pub fn plan(policy: &Policy, cloud: Cloud, infra_id: &str, resource: &ResourceRef, current: &TagMap) -> Plan {
-    let owned = ownership_for(cloud, &resource.kind, infra_id, current) == Ownership::Owned;
+    let owned = ownership_for(cloud, &resource.kind, policy.kind, infra_id, current) == Ownership::Owned;
     // Only owned resources need the desired set; the rest are reported without it.
     let desired =
         if owned && policy.enforce { policy.desired_for(cloud, resource, current) } else { Desired::default() };
     let limit = policy.resource_tag_limit(cloud, &resource.kind);
-    plan_desired(cloud, infra_id, policy.enforce, resource, current, desired, limit)
+    plan_desired(cloud, policy.kind, infra_id, policy.enforce, resource, current, desired, limit)
 }
 
 /// The planner proper, for a desired set computed elsewhere.
+#[allow(clippy::too_many_arguments)]
 pub fn plan_desired(
     cloud: Cloud,
+    kind: ClusterKind,
     infra_id: &str,
     enforce: bool,
     resource: &ResourceRef,
@@ -102,7 +104,7 @@ pub fn plan_desired(
     desired: Desired<'_>,
     tag_limit: usize,
 ) -> Plan {
-    let own = ownership_for(cloud, &resource.kind, infra_id, current);
+    let own = ownership_for(cloud, &resource.kind, kind, infra_id, current);
     let fold = cloud.keys_ignore_case(&resource.kind);
     let tags_before = current.keys().filter(|k| cloud.counts_against_limit(k)).count();
     let mut plan = Plan {
@@ -203,7 +205,8 @@ mod tests {
             .expect("resource");
             let current = tags(&[(owner, "owned")]);
             let want = tags(&[(reserved, "owned"), ("team", "platform")]);
-            let plan = plan_desired(cloud, "c-1", true, &r, &current, Desired::from_map(&want), 50);
+            let plan =
+                plan_desired(cloud, ClusterKind::OpenShift, "c-1", true, &r, &current, Desired::from_map(&want), 50);
             assert_eq!(plan.set, tags(&[("team", "platform")]), "{cloud} {reserved}");
         }
     }

@@ -3,7 +3,7 @@
 //! resources the cluster does not own are never written, and no write passes the tag limit.
 
 use proptest::prelude::*;
-use tagwarden_core::cloud::{Cloud, OWNED};
+use tagwarden_core::cloud::{Cloud, ClusterKind, OWNED};
 use tagwarden_core::plan::{plan_desired, Decision, Plan};
 use tagwarden_core::policy::Desired;
 use tagwarden_core::resource::ResourceRef;
@@ -22,7 +22,14 @@ fn key() -> impl Strategy<Value = String> {
         Just(format!("kubernetes.io/cluster/{INFRA}")),
         Just(format!("Kubernetes.io/Cluster/{INFRA}")),
         Just(format!("kubernetes.io_cluster.{INFRA}")),
+        Just(format!("sigs.k8s.io/cluster-api-provider-aws/cluster/{INFRA}")),
+        Just(format!("sigs.k8s.io_cluster-api-provider-azure_cluster_{INFRA}")),
+        Just(format!("kubernetes.io_cluster_{INFRA}")),
     ]
+}
+
+fn cluster_kind() -> impl Strategy<Value = ClusterKind> {
+    prop_oneof![Just(ClusterKind::OpenShift), Just(ClusterKind::HyperShift), Just(ClusterKind::ClusterApi)]
 }
 
 fn tag_map(max: usize) -> impl Strategy<Value = TagMap> {
@@ -67,27 +74,50 @@ fn dedupe((cloud, kind): (Cloud, &str), tags: &mut TagMap) {
     });
 }
 
-fn plan_for((cloud, kind): (Cloud, &str), current: &TagMap, desired: &TagMap, limit: usize) -> Plan {
+fn plan_for(target: (Cloud, &str), current: &TagMap, desired: &TagMap, limit: usize) -> Plan {
+    plan_kind(target, ClusterKind::OpenShift, current, desired, limit)
+}
+
+fn plan_kind(
+    (cloud, kind): (Cloud, &str),
+    cluster: ClusterKind,
+    current: &TagMap,
+    desired: &TagMap,
+    limit: usize,
+) -> Plan {
     let resource = ResourceRef { id: "r".into(), kind: kind.into(), arn: None };
-    plan_desired(cloud, INFRA, true, &resource, current, Desired::from_map(desired), limit)
+    plan_desired(cloud, cluster, INFRA, true, &resource, current, Desired::from_map(desired), limit)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn invariants(target in cloud(), mut current in tag_map(12), desired in tag_map(10), owned in any::<bool>(), limit in 1usize..20) {
+    fn invariants(
+        target in cloud(),
+        cluster in cluster_kind(),
+        which in 0usize..2,
+        mut current in tag_map(12),
+        desired in tag_map(10),
+        owned in any::<bool>(),
+        limit in 1usize..20,
+    ) {
         let (cloud, kind) = target;
         // A resource holds no two keys its service considers equal. A policy may (on AWS `team`
         // and `Team` are two EC2 keys); on IAM the planner writes the later one only.
         if owned {
-            let key = cloud.ownership_key(INFRA);
+            // Any of the kind's ownership keys (Cluster API has two).
+            let keys = cloud.ownership_keys(cluster, INFRA);
+            let key = keys[which % keys.len()].clone();
             current.retain(|k, _| !same(cloud, kind, k, &key));
             current.insert(key, OWNED.to_string());
         }
         dedupe(target, &mut current);
-        let plan = plan_for(target, &current, &desired, limit);
+        let plan = plan_kind(target, cluster, &current, &desired, limit);
         let after = apply(target, &current, &plan);
+        if owned {
+            prop_assert!(plan.owned, "owned by {:?}'s key, not seen as owned", cluster);
+        }
 
         // No plan ever deletes: every key survives (by the service's key comparison).
         for k in current.keys() {
@@ -125,7 +155,7 @@ proptest! {
         // Empty write ⇔ no write call.
         prop_assert_eq!(plan.set.is_empty(), plan.outcome != Decision::Apply);
         // Applied, then re-planned: nothing left to do.
-        let again = plan_for(target, &after, &desired, limit);
+        let again = plan_kind(target, cluster, &after, &desired, limit);
         if plan.outcome == Decision::Apply {
             prop_assert_eq!(again.outcome, Decision::Unchanged, "re-plan after apply wrote {:?}", again.set);
         }
@@ -136,7 +166,7 @@ proptest! {
     fn disabled_writes_nothing((cloud, _) in cloud(), mut current in tag_map(8), desired in tag_map(8)) {
         current.insert(cloud.ownership_key(INFRA), OWNED.to_string());
         let resource = ResourceRef { id: "r".into(), kind: "ec2:instance".into(), arn: None };
-        let plan = plan_desired(cloud, INFRA, false, &resource, &current, Desired::from_map(&desired), 50);
+        let plan = plan_desired(cloud, ClusterKind::OpenShift, INFRA, false, &resource, &current, Desired::from_map(&desired), 50);
         prop_assert_eq!(plan.outcome, Decision::Disabled);
         prop_assert!(plan.set.is_empty());
     }

@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if args.json {
         print_json(&PlanOutput { plan: &plan, infra_id: &infra_id, policy_version: &policy.version })?;
     } else {
-        print_human(&plan, cloud, &infra_id)?;
+        print_human(&plan, &cloud.ownership_keys(policy.kind, &infra_id))?;
     }
     Ok(())
 }
@@ -94,9 +94,10 @@ fn shown(policy: &tagwarden::policy::Policy, mut p: plan::Plan) -> plan::Plan {
     p
 }
 
-fn print_human(p: &plan::Plan, cloud: Cloud, infra_id: &str) -> anyhow::Result<()> {
+fn print_human(p: &plan::Plan, owner_keys: &[String]) -> anyhow::Result<()> {
     println!("resource  {} ({})", p.resource, p.resource_type);
-    let owner = cloud.ownership_key(infra_id);
+    // A Cluster API cluster's resources are owned by either of its two keys.
+    let owner = owner_keys.join(" or ");
     let owned = if p.owned {
         format!("yes ({owner}=owned)")
     } else {

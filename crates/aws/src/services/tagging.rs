@@ -4,7 +4,7 @@
 
 use super::limits::{TAGGING_RESOURCES_PAGE, TAGGING_TAGS_PAGE};
 use crate::Tagger;
-use tagwarden_core::cloud::{Cloud, OWNED};
+use tagwarden_core::cloud::OWNED;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::TAGGING;
 use tagwarden_core::TagMap;
@@ -68,21 +68,20 @@ impl Tagger {
             })
             .collect())
     }
-    /// Every resource the Tagging API lists with cluster `infra_id`'s ownership tag, with its tags;
-    /// a listing that fails part-way keeps the pages it read and names its error.
+    /// Every resource the Tagging API lists with `owner_key=owned`, with its tags; a listing
+    /// that fails part-way keeps the pages it read and names its error.
     pub(crate) async fn tagged(
         &self,
-        infra_id: &str,
+        owner_key: &str,
         pages: &(dyn Fn(usize) + Sync),
     ) -> (Vec<(ResourceRef, TagMap)>, Option<CloudError>) {
         let c = &self.clients;
-        let owner_key = Cloud::Aws.ownership_key(infra_id);
         let mut found = Vec::new();
         let listing = c
             .tagging
             .get_resources()
             .tag_filters(
-                aws_sdk_resourcegroupstagging::types::TagFilter::builder().key(&owner_key).values(OWNED).build(),
+                aws_sdk_resourcegroupstagging::types::TagFilter::builder().key(owner_key).values(OWNED).build(),
             )
             .resources_per_page(TAGGING_RESOURCES_PAGE)
             .tags_per_page(TAGGING_TAGS_PAGE);
@@ -90,7 +89,7 @@ impl Tagger {
         while let Some(page) = stream.next().await {
             let page = match page {
                 Ok(page) => page,
-                Err(e) => return (found, Some(crate::error::from_sdk(TAGGING.read, &owner_key, e))),
+                Err(e) => return (found, Some(crate::error::from_sdk(TAGGING.read, owner_key, e))),
             };
             for m in page.resource_tag_mapping_list() {
                 let Some(r) = m.resource_arn().and_then(|a| ResourceRef::from_arn(a).ok()) else { continue };

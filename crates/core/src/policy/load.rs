@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{installer_yaml, Limits, Override, Pattern, Policy, Selector, Tag, TagSelector};
-use crate::cloud::Cloud;
+use crate::cloud::{Cloud, ClusterKind};
 
 // The limits on what one deployment reads (issue 35), the one place they are set. A real policy
 // is a few kilobytes in one to three documents with a handful of overrides; these leave two orders
@@ -84,6 +84,7 @@ type Pairs = Vec<(String, String)>;
 struct Layer {
     cloud: Option<Cloud>,
     infra_id: Option<String>,
+    kind: Option<ClusterKind>,
     enforce: Option<bool>,
     status: Vec<(String, String)>,
     spec: Vec<(String, String)>,
@@ -137,6 +138,7 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
         documents: Vec::with_capacity(docs.len()),
         cloud: None,
         infra_id: None,
+        kind: ClusterKind::OpenShift,
         enforce: true,
         status: Vec::new(),
         spec: Vec::new(),
@@ -147,6 +149,7 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
     };
     let mut cloud_from: Option<String> = None;
     let mut infra_from: Option<String> = None;
+    let mut kind_from: Option<String> = None;
     for (doc_index, (name, text)) in docs.into_iter().enumerate() {
         let globs = policy.overrides.len() + policy.limits.resource_tags_by_type.len();
         let layer = parse_document(&name, &text, MAX_OVERRIDES.saturating_sub(globs))?.1;
@@ -181,6 +184,23 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
                 _ => {
                     policy.infra_id = Some(id);
                     infra_from.get_or_insert_with(|| name.clone());
+                }
+            }
+        }
+        if let Some(k) = layer.kind {
+            match &kind_from {
+                Some(first) if policy.kind != k => {
+                    return Err(PolicyError::Conflict {
+                        field: "clusterKind",
+                        first: first.clone(),
+                        a: format!("{:?}", policy.kind),
+                        second: name,
+                        b: format!("{k:?}"),
+                    });
+                }
+                _ => {
+                    policy.kind = k;
+                    kind_from.get_or_insert_with(|| name.clone());
                 }
             }
         }
@@ -283,7 +303,8 @@ fn parse_document(name: &str, text: &str, globs: usize) -> Result<(DocumentKind,
             ),
         });
     }
-    const NATIVE_KEYS: &[&str] = &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "enforce"];
+    const NATIVE_KEYS: &[&str] =
+        &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "enforce", "clusterKind"];
     if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
         return Ok((DocumentKind::Native, d.native(Value::Object(obj), globs)?));
     }
@@ -343,6 +364,7 @@ impl Doc<'_> {
         Ok(Layer {
             cloud: Some(cloud),
             infra_id,
+            kind: Some(ClusterKind::OpenShift),
             status: self.resource_tags(status, &format!("status.platformStatus.{c}.resourceTags"))?,
             spec: self.resource_tags(spec, &format!("spec.platformSpec.{c}.resourceTags"))?,
             ..Layer::default()
@@ -498,6 +520,7 @@ impl Doc<'_> {
         Ok(Layer {
             cloud: doc.cloud,
             infra_id: doc.infra_id,
+            kind: doc.cluster_kind,
             enforce: doc.enforce,
             status,
             overrides,
@@ -517,6 +540,9 @@ struct NativeDoc {
     cloud: Option<Cloud>,
     #[serde(rename = "infraID", alias = "infraId")]
     infra_id: Option<String>,
+    /// `OpenShift` (default), `HyperShift` or `ClusterAPI`: which ownership keys mark what the
+    /// cluster owns ([`ClusterKind`]); the publisher writes it from the object it read.
+    cluster_kind: Option<ClusterKind>,
     enforce: Option<bool>,
     #[serde(default)]
     tags: Map<String, Value>,
@@ -652,5 +678,39 @@ mod schema_tests {
         same::<NativeTagSelector>(&schema, "/$defs/override/properties/selector/properties/tag");
         let max = schema.pointer("/properties/overrides/maxItems").and_then(Value::as_u64);
         assert_eq!(max, Some(super::MAX_OVERRIDES as u64), "overrides' maxItems is MAX_OVERRIDES");
+    }
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::*;
+
+    #[test]
+    fn the_cluster_kind_comes_from_the_document_and_documents_agree_on_it() {
+        let native = |kind: &str| format!("version: 1\ninfraID: w-1\nclusterKind: {kind}\ntags: {{team: a}}\n");
+        let p = load_one("p.yaml", &native("ClusterAPI")).expect("valid");
+        assert_eq!(p.kind, ClusterKind::ClusterApi);
+        assert_eq!(load_one("p.yaml", "version: 1\ntags: {team: a}\n").expect("valid").kind, ClusterKind::OpenShift);
+        let e = load_one("p.yaml", &native("Kops")).expect_err("unknown kind");
+        assert!(e.to_string().contains("clusterKind") || e.to_string().contains("Kops"), "{e}");
+
+        // An Infrastructure object is OpenShift's: a document saying otherwise is a conflict.
+        let infra =
+            r#"{"kind": "Infrastructure", "status": {"infrastructureName": "w-1", "platformStatus": {"type": "AWS"}}}"#;
+        let e = load(vec![("00.json".into(), infra.into()), ("10.yaml".into(), native("HyperShift"))])
+            .expect_err("two kinds");
+        assert!(e.to_string().contains("clusterKind"), "{e}");
+        // A layer that names no kind takes the other's.
+        let both = load(vec![
+            ("00.yaml".into(), native("HyperShift")),
+            ("10.yaml".into(), "version: 1\ntags: {b: c}\n".into()),
+        ])
+        .expect("one kind");
+        assert_eq!(both.kind, ClusterKind::HyperShift);
+        // The version of an OpenShift policy is what it was before kinds existed.
+        let plain = load_one("p.yaml", "version: 1\ninfraID: w-1\ntags: {team: a}\n").expect("valid");
+        let said = load_one("p.yaml", &native("OpenShift")).expect("valid");
+        assert_eq!(plain.version, said.version);
+        assert_ne!(plain.version, load_one("p.yaml", &native("ClusterAPI")).expect("valid").version);
     }
 }

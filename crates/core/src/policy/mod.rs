@@ -19,7 +19,7 @@ use globset::GlobMatcher;
 use serde::{Serialize, Serializer};
 use sha2::{Digest, Sha256};
 
-use crate::cloud::Cloud;
+use crate::cloud::{Cloud, ClusterKind};
 use crate::resource::ResourceRef;
 use crate::TagMap;
 
@@ -143,6 +143,10 @@ pub struct Policy {
     pub documents: Vec<String>,
     pub cloud: Option<Cloud>,
     pub infra_id: Option<String>,
+    /// What provisioned the cluster, which decides its ownership keys. Left out of the version
+    /// when OpenShift (the default), so that versions published before kinds existed still hold.
+    #[serde(skip_serializing_if = "ClusterKind::is_openshift")]
+    pub kind: ClusterKind,
     /// False when the cluster asked for no propagation (`propagateUserTags: false`).
     pub enforce: bool,
     pub status: Vec<Tag>,

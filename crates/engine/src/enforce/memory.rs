@@ -11,7 +11,7 @@ use super::sweep::{Batching, Listed, Listing, Unindexed};
 use super::{Adapter, Read};
 use crate::cloud_error::{CloudError, ErrorClass};
 use crate::policy_store::{Layout, ListedObject as Document, Object, PolicySource, PutError};
-use tagwarden_core::cloud::{Cloud, OWNED};
+use tagwarden_core::cloud::{Cloud, ClusterRef, OWNED};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::status::StatusReport;
 use tagwarden_core::TagMap;
@@ -110,12 +110,12 @@ impl Adapter for Memory {
         Ok(())
     }
 
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
-        let key = Cloud::Aws.ownership_key(infra_id);
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+        let keys = cluster.ownership_keys(Cloud::Aws);
         let found: Vec<Listed> = match self.tags.lock() {
             Ok(all) => all
                 .iter()
-                .filter(|(_, t)| t.get(&key).map(String::as_str) == Some(OWNED))
+                .filter(|(_, t)| keys.iter().any(|key| t.get(key).map(String::as_str) == Some(OWNED)))
                 .map(|(id, t)| (resource(id), (!self.bare_listing).then(|| t.clone())))
                 .collect(),
             Err(_) => return (Vec::new(), vec![error("Poisoned", ErrorClass::Fatal)]),

@@ -36,7 +36,7 @@ use crate::policy_store::{PolicySource, PolicyStore};
 pub use coalesce::POLICY_SWEEP_WINDOW;
 pub use contests::Cause;
 use sweep::{Batching, Listing, Progress, Unindexed};
-use tagwarden_core::cloud::Cloud;
+use tagwarden_core::cloud::{Cloud, ClusterRef};
 use tagwarden_core::events::{Event, EventKind};
 use tagwarden_core::plan;
 use tagwarden_core::policy::cache::LoadedPolicy;
@@ -104,24 +104,32 @@ pub trait Adapter: Send + Sync {
         let _ = (events, version);
         Implied::default()
     }
-    /// Every resource cluster `infra_id`'s ownership tag marks, with its tags when the listing
-    /// carries them; `pages` is told how many were found so far as pages arrive. A listing that
-    /// failed part-way keeps what it found and names its error.
-    async fn list_owned(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing;
+    /// Every resource one of `cluster`'s ownership tags marks, each once, with its tags when the
+    /// listing carries them; `pages` is told how many were found so far as pages arrive. A listing
+    /// that failed part-way keeps what it found and names its error.
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing;
     /// [`Adapter::list_owned`], and what the sweep must say about how it listed: each time a
     /// cheaper listing was refused and a dearer one used instead, why (reported and counted as a
     /// fallback, not a failure: everything was listed).
-    async fn list_owned_noting(&self, infra_id: &str, pages: &(dyn Fn(usize) + Sync)) -> (Listing, Vec<String>) {
-        (self.list_owned(infra_id, pages).await, Vec::new())
+    async fn list_owned_noting(
+        &self,
+        cluster: ClusterRef<'_>,
+        pages: &(dyn Fn(usize) + Sync),
+    ) -> (Listing, Vec<String>) {
+        (self.list_owned(cluster, pages).await, Vec::new())
     }
-    /// [`Adapter::list_owned_noting`] for every swept cluster, in `infra_ids`' order: one listing
+    /// [`Adapter::list_owned_noting`] for every swept cluster, in `clusters`' order: one listing
     /// each, unless the cloud can list several ownership keys in one query (Azure Resource Graph).
     /// `pages` is told how many were found so far, all clusters together.
-    async fn list_owned_all(&self, infra_ids: &[&str], pages: &(dyn Fn(usize) + Sync)) -> Vec<(Listing, Vec<String>)> {
-        let mut out = Vec::with_capacity(infra_ids.len());
+    async fn list_owned_all(
+        &self,
+        clusters: &[ClusterRef<'_>],
+        pages: &(dyn Fn(usize) + Sync),
+    ) -> Vec<(Listing, Vec<String>)> {
+        let mut out = Vec::with_capacity(clusters.len());
         let mut before = 0;
-        for id in infra_ids {
-            let listed = self.list_owned_noting(id, &|n| pages(before + n)).await;
+        for cluster in clusters {
+            let listed = self.list_owned_noting(*cluster, &|n| pages(before + n)).await;
             before += listed.0 .0.len();
             out.push(listed);
         }

@@ -27,7 +27,7 @@ use futures_util::stream::{self, StreamExt};
 
 use super::{answer_to, contests, report_sweeps, Adapter, Cause, Current, Engine};
 use crate::cloud_error::{CloudError, ErrorClass};
-use tagwarden_core::cloud::{ownership_for, Cloud, Ownership};
+use tagwarden_core::cloud::{ownership_for, Cloud, ClusterRef, Ownership};
 use tagwarden_core::plan::{self, Plan};
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::policy::clusters::Policies;
@@ -379,8 +379,10 @@ impl<A: Adapter> Engine<A> {
         let mut fallbacks = Vec::new();
         let mut seen = HashSet::new();
         let ids: Vec<&str> = swept.iter().map(|p| p.infra_id.as_str()).collect();
+        let clusters: Vec<ClusterRef<'_>> =
+            swept.iter().map(|p| ClusterRef { kind: p.policy.kind, infra_id: &p.infra_id }).collect();
         let pages = |n: usize| self.report("discover", n as u64, 0);
-        let listings = self.adapter.list_owned_all(&ids, &pages).await;
+        let listings = self.adapter.list_owned_all(&clusters, &pages).await;
         for (policy, ((listed, errors), notes)) in swept.iter().zip(listings) {
             fallbacks.extend(notes.into_iter().map(|why| (policy.infra_id.clone(), why)));
             for (r, tags) in listed {
@@ -398,7 +400,7 @@ impl<A: Adapter> Engine<A> {
         }
         // The swept cluster a resource is owned by (or claimed by, in a conflict), if any.
         let ours = |r: &ResourceRef, tags: &TagMap| match answer_to(policies, self.cloud(), r, tags) {
-            Ok(p) => (ownership_for(self.cloud(), &r.kind, &p.infra_id, tags) == Ownership::Owned
+            Ok(p) => (ownership_for(self.cloud(), &r.kind, p.policy.kind, &p.infra_id, tags) == Ownership::Owned
                 && ids.contains(&p.infra_id.as_str()))
             .then(|| p.infra_id.clone()),
             Err(record) => record.infra_id.filter(|id| record.status == Status::Failed && ids.contains(&id.as_str())),
