@@ -50,6 +50,12 @@ use serde_json::{json, Value};
 pub const INFRASTRUCTURES_CRD: &str =
     "tests/fixtures/openshift/0000_10_config-operator_01_infrastructures-Default.crd.yaml";
 
+/// The other vendored CRDs the fake serves, relative to the package root: HyperShift's
+/// `HostedCluster` and `NodePool` (openshift/hypershift) and Cluster API's `AWSCluster`,
+/// `AWSMachineTemplate` (kubernetes-sigs/cluster-api-provider-aws) and `AzureCluster`
+/// (kubernetes-sigs/cluster-api-provider-azure); each file's header names its commit.
+pub const SERVED_CRDS: &[&str] = &[];
+
 /// Schema keywords the fake enforces (or that carry no rule: `description`).
 const ENFORCED: &[&str] = &[
     "description",
@@ -221,6 +227,10 @@ pub struct Crd {
     pub kind: String,
     pub plural: String,
     pub version: String,
+    /// `<group>/<version>`.
+    pub api_version: String,
+    /// `spec.scope: Namespaced` (else cluster-scoped).
+    pub namespaced: bool,
     pub status_subresource: bool,
     schema: Value,
     patterns: HashMap<String, Regex>,
@@ -231,6 +241,23 @@ impl Crd {
     pub fn infrastructures() -> &'static Crd {
         static CRD: OnceLock<Crd> = OnceLock::new();
         CRD.get_or_init(|| Crd::load(INFRASTRUCTURES_CRD))
+    }
+
+    /// Every CRD the fake API server serves, each parsed once per test process: the
+    /// Infrastructure CRD and those of HyperShift and Cluster API ([`SERVED_CRDS`]).
+    pub fn served() -> &'static [Crd] {
+        static CRDS: OnceLock<Vec<Crd>> = OnceLock::new();
+        CRDS.get_or_init(|| std::iter::once(&INFRASTRUCTURES_CRD).chain(SERVED_CRDS).map(|p| Crd::load(p)).collect())
+    }
+
+    /// The served CRD of resource `plural`.
+    pub fn by_plural(plural: &str) -> Option<&'static Crd> {
+        Crd::served().iter().find(|c| c.plural == plural)
+    }
+
+    /// The served CRD at `/apis/<group>/<version>/…/<plural>`.
+    pub fn at(group: &str, version: &str, plural: &str) -> Option<&'static Crd> {
+        Crd::served().iter().find(|c| c.group == group && c.version == version && c.plural == plural)
     }
 
     /// Parse a CRD manifest (relative to the package root). Panics on a schema keyword this fake
@@ -247,11 +274,15 @@ impl Crd {
             .find(|v| v["storage"] == true && v["served"] == true)
             .unwrap_or_else(|| panic!("{}: no served storage version", path.display()));
         let schema = version["schema"]["openAPIV3Schema"].clone();
+        let group = spec["group"].as_str().expect("spec.group").to_string();
+        let version_name = version["name"].as_str().expect("version name").to_string();
         let mut crd = Crd {
-            group: spec["group"].as_str().expect("spec.group").to_string(),
+            api_version: format!("{group}/{version_name}"),
+            namespaced: spec["scope"] == "Namespaced",
+            group,
             kind: spec["names"]["kind"].as_str().expect("spec.names.kind").to_string(),
             plural: spec["names"]["plural"].as_str().expect("spec.names.plural").to_string(),
-            version: version["name"].as_str().expect("version name").to_string(),
+            version: version_name,
             status_subresource: version["subresources"].get("status").is_some(),
             schema,
             patterns: HashMap::new(),

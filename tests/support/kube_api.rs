@@ -165,26 +165,43 @@ struct Kind {
 
 fn kind_of(resource: &str) -> Kind {
     match resource {
-        "infrastructures" => Kind { api_version: "config.openshift.io/v1", kind: "Infrastructure", custom: true },
         "configmaps" => Kind { api_version: "v1", kind: "ConfigMap", custom: false },
-        _ => Kind { api_version: "events.k8s.io/v1", kind: "Event", custom: false },
+        "events" => Kind { api_version: "events.k8s.io/v1", kind: "Event", custom: false },
+        _ => match Crd::by_plural(resource) {
+            Some(crd) => Kind { api_version: &crd.api_version, kind: &crd.kind, custom: true },
+            None => panic!("the fake API server serves no resource {resource:?}"),
+        },
     }
 }
 
-/// `/apis/config.openshift.io/v1/infrastructures[/NAME[/status]]`,
-/// `/api/v1/namespaces/NS/configmaps[/NAME]`, `/apis/events.k8s.io/v1/namespaces/NS/events[/NAME]`.
+/// `/apis/config.openshift.io/v1/infrastructures[/NAME[/status]]` (and so every served CRD's
+/// path: `/apis/GROUP/VERSION/[namespaces/NS/]PLURAL[/NAME[/status]]`, a namespaced one's
+/// collection also across all namespaces), `/api/v1/namespaces/NS/configmaps[/NAME]`,
+/// `/apis/events.k8s.io/v1/namespaces/NS/events[/NAME]`.
 fn route(path: &str) -> Option<Route> {
     let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
-    let (resource, namespace, rest) = match parts.as_slice() {
-        ["apis", "config.openshift.io", "v1", "infrastructures", rest @ ..] => ("infrastructures", "", rest),
+    let (resource, namespace, rest): (&'static str, &str, &[&str]) = match parts.as_slice() {
         ["api", "v1", "namespaces", ns, "configmaps", rest @ ..] => ("configmaps", *ns, rest),
         ["apis", "events.k8s.io", "v1", "namespaces", ns, "events", rest @ ..] => ("events", *ns, rest),
+        ["apis", group, version, "namespaces", ns, plural, rest @ ..] => {
+            let crd = Crd::at(group, version, plural).filter(|c| c.namespaced)?;
+            (&crd.plural, *ns, rest)
+        }
+        ["apis", group, version, plural, rest @ ..] => {
+            let crd = Crd::at(group, version, plural)?;
+            // A namespaced kind is listed (or watched) across namespaces here, never named.
+            if crd.namespaced && !rest.is_empty() {
+                return None;
+            }
+            (&crd.plural, "", rest)
+        }
         _ => return None,
     };
+    let has_status = Crd::by_plural(resource).is_some_and(|c| c.status_subresource);
     let (name, status) = match rest {
         [] => (None, false),
         [name] => (Some(name.to_string()), false),
-        [name, "status"] if resource == "infrastructures" => (Some(name.to_string()), true),
+        [name, "status"] if has_status => (Some(name.to_string()), true),
         _ => return None,
     };
     Some(Route { collection: Collection { resource, namespace: namespace.to_string() }, name, status })
@@ -289,7 +306,15 @@ impl FakeApi {
     /// [`FakeApi::update_status`] and the like) or if the CRD refuses it.
     pub fn put_infrastructure(&self, object: Value) -> u64 {
         let mut inner = self.lock();
-        match write_infrastructure(&mut inner, &self.notices, Op::Seed, None, object, FieldValidation::Ignore) {
+        match write_custom(
+            &mut inner,
+            &self.notices,
+            &infrastructures(),
+            Op::Seed,
+            None,
+            object,
+            FieldValidation::Ignore,
+        ) {
             Ok(w) => w.rv,
             Err((code, status)) => panic!("seeding the Infrastructure object: {code} {status}"),
         }
@@ -316,7 +341,7 @@ impl FakeApi {
     /// `PATCH …/infrastructures/cluster/status` with a JSON merge patch (RFC 7386), as an admin.
     pub fn patch_status(&self, patch: Value) -> Result<u64, Value> {
         let mut inner = self.lock();
-        patch_infrastructure(&mut inner, &self.notices, true, "cluster", &patch, FieldValidation::Ignore)
+        patch_custom(&mut inner, &self.notices, &infrastructures(), true, "cluster", &patch, FieldValidation::Ignore)
             .map(|w| w.rv)
             .map_err(|(_, s)| s)
     }
@@ -343,9 +368,62 @@ impl FakeApi {
 
     fn write(&self, op: Op, name: Option<&str>, object: Value) -> Result<u64, Value> {
         let mut inner = self.lock();
-        write_infrastructure(&mut inner, &self.notices, op, name, object, FieldValidation::Ignore)
+        write_custom(&mut inner, &self.notices, &infrastructures(), op, name, object, FieldValidation::Ignore)
             .map(|w| w.rv)
             .map_err(|(_, s)| s)
+    }
+
+    /// Seed a custom resource of `plural` (HyperShift's or Cluster API's) in `namespace` as an
+    /// admin would create it and then write its `.status`, if it carries one: pruned, defaulted
+    /// and validated against its CRD. Panics if the CRD refuses it.
+    pub fn put_custom(&self, plural: &str, namespace: &str, object: Value) -> u64 {
+        let c = custom(plural, namespace);
+        let mut inner = self.lock();
+        match write_custom(&mut inner, &self.notices, &c, Op::Seed, None, object, FieldValidation::Ignore) {
+            Ok(w) => w.rv,
+            Err((code, status)) => panic!("seeding {plural} in {namespace}: {code} {status}"),
+        }
+    }
+
+    /// `POST` of a custom resource as an admin: its resourceVersion, or the error Status.
+    pub fn create_custom(&self, plural: &str, namespace: &str, object: Value) -> Result<u64, Value> {
+        let c = custom(plural, namespace);
+        let mut inner = self.lock();
+        write_custom(&mut inner, &self.notices, &c, Op::Create, None, object, FieldValidation::Ignore)
+            .map(|w| w.rv)
+            .map_err(|(_, s)| s)
+    }
+
+    /// Read a custom resource, change it with `edit`, write it back through the main resource
+    /// (`kubectl edit`): the new resourceVersion, or the error Status.
+    pub fn edit_custom(
+        &self,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+        edit: impl FnOnce(&mut Value),
+    ) -> Result<u64, Value> {
+        let c = custom(plural, namespace);
+        let mut inner = self.lock();
+        let mut object = inner.objects.get(&(c.clone(), name.to_string())).cloned().expect("an object to edit");
+        edit(&mut object);
+        write_custom(&mut inner, &self.notices, &c, Op::Update, Some(name), object, FieldValidation::Ignore)
+            .map(|w| w.rv)
+            .map_err(|(_, s)| s)
+    }
+
+    /// Delete a custom resource (`kubectl delete`).
+    pub fn delete_custom(&self, plural: &str, namespace: &str, name: &str) -> u64 {
+        let c = custom(plural, namespace);
+        let mut inner = self.lock();
+        let key = (c, name.to_string());
+        let mut object = inner.objects.remove(&key).expect("an object to delete");
+        inner.rv += 1;
+        let rv = inner.rv;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let event = WatchEvent { rv, collection: key.0, name: key.1, kind: "DELETED", object };
+        inner.deliver(&self.notices, event);
+        rv
     }
 
     /// From now on the service account may not `verb` (get, list, watch, create, update, patch)
@@ -737,7 +815,7 @@ async fn serve(
         Some("Ignore") => FieldValidation::Ignore,
         _ => FieldValidation::Warn,
     };
-    let infra = collection.resource == "infrastructures";
+    let custom = Crd::by_plural(collection.resource).is_some();
     let answer = |result: Result<Written, (u16, Value)>, ok: u16| match result {
         Ok(w) => (ok, w.object, w.warnings),
         Err((code, s)) => (code, s, Vec::new()),
@@ -758,10 +836,11 @@ async fn serve(
                 None => respond(&mut stream, 404, &not_found(&collection, &name)).await,
             }
         }
-        ("POST", None) if infra => {
-            let result = write_infrastructure(
+        ("POST", None) if custom => {
+            let result = write_custom(
                 &mut inner.lock().expect("state"),
                 &notices,
+                &collection,
                 Op::Create,
                 None,
                 body,
@@ -777,11 +856,12 @@ async fn serve(
                 Err((code, s)) => respond(&mut stream, code, &s).await,
             }
         }
-        ("PUT", Some(name)) if infra => {
+        ("PUT", Some(name)) if custom => {
             let op = if subresource { Op::UpdateStatus } else { Op::Update };
-            let result = write_infrastructure(
+            let result = write_custom(
                 &mut inner.lock().expect("state"),
                 &notices,
+                &collection,
                 op,
                 Some(&name),
                 body,
@@ -797,7 +877,7 @@ async fn serve(
                 Err((code, s)) => respond(&mut stream, code, &s).await,
             }
         }
-        ("PATCH", Some(name)) if infra => {
+        ("PATCH", Some(name)) if custom => {
             let content_type = req.headers.get("content-type").map(String::as_str).unwrap_or("");
             if !content_type.starts_with("application/merge-patch+json") {
                 // Custom resources take no strategic merge patch; JSON patch and apply are not
@@ -809,9 +889,10 @@ async fn serve(
                 );
                 return respond(&mut stream, 415, &s).await;
             }
-            let result = patch_infrastructure(
+            let result = patch_custom(
                 &mut inner.lock().expect("state"),
                 &notices,
+                &collection,
                 subresource,
                 &name,
                 &body,
@@ -841,6 +922,12 @@ async fn serve(
         }
         _ => respond(&mut stream, 405, &status(405, "MethodNotAllowed", "the server does not allow this method")).await,
     }
+}
+
+/// Whether an object stored in `stored` is in the collection `asked` reads: the same one, or for a
+/// namespaced kind asked across all namespaces (`namespace` empty), any of its namespaces.
+fn in_collection(stored: &Collection, asked: &Collection) -> bool {
+    stored.resource == asked.resource && (asked.namespace.is_empty() || stored.namespace == asked.namespace)
 }
 
 fn not_found(c: &Collection, name: &str) -> Value {
@@ -877,7 +964,7 @@ fn list(inner: &Inner, c: &Collection, query: &BTreeMap<String, String>) -> Resu
     let items: Vec<Value> = inner
         .objects
         .iter()
-        .filter(|((col, name), _)| col == c && only.as_ref().is_none_or(|o| o == name))
+        .filter(|((col, name), _)| in_collection(col, c) && only.as_ref().is_none_or(|o| o == name))
         .map(|(_, o)| {
             let mut o = o.clone();
             if !k.custom {
@@ -1003,18 +1090,23 @@ fn infrastructures() -> Collection {
     Collection { resource: "infrastructures", namespace: String::new() }
 }
 
-/// The 422 (or, for a CEL rule the fake cannot evaluate, 500) for a refused Infrastructure.
-fn refused(name: &str, refusal: Refusal) -> (u16, Value) {
+/// The collection of served custom resource `plural` in `namespace` (ignored if cluster-scoped).
+fn custom(plural: &str, namespace: &str) -> Collection {
+    let crd = Crd::by_plural(plural).unwrap_or_else(|| panic!("no served CRD for {plural}"));
+    Collection { resource: &crd.plural, namespace: if crd.namespaced { namespace.to_string() } else { String::new() } }
+}
+
+/// The 422 (or, for a CEL rule the fake cannot evaluate, 500) for a refused custom resource.
+fn refused(crd: &Crd, name: &str, refusal: Refusal) -> (u16, Value) {
     match refusal {
-        Refusal::Invalid(errs) => (422, Crd::infrastructures().invalid_status(name, &errs)),
+        Refusal::Invalid(errs) => (422, crd.invalid_status(name, &errs)),
         Refusal::Unimplemented(what) => (500, status(500, "InternalError", &what)),
     }
 }
 
 /// Decode a body as the API server does for a custom resource: prune unknown fields (a warning
 /// each, or a 400 under `fieldValidation=Strict`), prune nulls, apply defaults.
-fn decode_body(body: &mut Value, validation: FieldValidation) -> Result<Vec<String>, (u16, Value)> {
-    let crd = Crd::infrastructures();
+fn decode_body(crd: &Crd, body: &mut Value, validation: FieldValidation) -> Result<Vec<String>, (u16, Value)> {
     if !body.is_object() {
         return Err((400, status(400, "BadRequest", "the body of the request is not a JSON object")));
     }
@@ -1034,19 +1126,21 @@ fn decode_body(body: &mut Value, validation: FieldValidation) -> Result<Vec<Stri
     }
 }
 
-/// Create, seed or update the Infrastructure named by the body (or `url_name`): the body is
-/// decoded, prepared by the strategy of the main resource or of `/status`, validated against the
-/// CRD (with the stored object as `oldSelf` on an update), and stored unless nothing changed.
-fn write_infrastructure(
+/// Create, seed or update the custom resource in `c` named by the body (or `url_name`): the body
+/// is decoded, prepared by the strategy of the main resource or of `/status`, validated against
+/// its CRD (with the stored object as `oldSelf` on an update), and stored unless nothing changed.
+fn write_custom(
     inner: &mut Inner,
     notices: &broadcast::Sender<Notice>,
+    c: &Collection,
     op: Op,
     url_name: Option<&str>,
     mut body: Value,
     validation: FieldValidation,
 ) -> Result<Written, (u16, Value)> {
-    let c = infrastructures();
-    let warnings = decode_body(&mut body, validation)?;
+    let c = c.clone();
+    let crd = Crd::by_plural(c.resource).expect("a served custom resource");
+    let warnings = decode_body(crd, &mut body, validation)?;
     let body_name = body["metadata"]["name"].as_str().map(str::to_owned);
     let name = match (url_name, body_name) {
         (Some(url), Some(b)) if url != b => {
@@ -1056,14 +1150,17 @@ fn write_infrastructure(
         (Some(url), _) => url.to_string(),
         (None, Some(b)) => b,
         (None, None) => {
-            let mut s = status(422, "Invalid", "Infrastructure.config.openshift.io \"\" is invalid: metadata.name: Required value: name or generateName is required");
-            s["details"] = json!({"group": "config.openshift.io", "kind": "Infrastructure",
+            let message = format!(
+                "{} \"\" is invalid: metadata.name: Required value: name or generateName is required",
+                crd.qualified_kind()
+            );
+            let mut s = status(422, "Invalid", &message);
+            s["details"] = json!({"group": crd.group, "kind": crd.kind,
                                   "causes": [{"reason": "FieldValueRequired", "message": "Required value: name or generateName is required", "field": "metadata.name"}]});
             return Err((422, s));
         }
     };
     body["metadata"]["name"] = json!(name);
-    let crd = Crd::infrastructures();
     let key = (c.clone(), name.clone());
     match op {
         Op::Create | Op::Seed => {
@@ -1086,12 +1183,12 @@ fn write_infrastructure(
                 }
             }
             created["metadata"]["generation"] = json!(1);
-            crd.validate(&created, None).map_err(|r| refused(&name, r))?;
+            crd.validate(&created, None).map_err(|r| refused(crd, &name, r))?;
             let object = match (op, with_status) {
                 (Op::Seed, Some(status)) => {
                     let mut next = created.clone();
                     next["status"] = status;
-                    crd.validate(&next, Some(&created)).map_err(|r| refused(&name, r))?;
+                    crd.validate(&next, Some(&created)).map_err(|r| refused(crd, &name, r))?;
                     next
                 }
                 _ => created,
@@ -1124,9 +1221,12 @@ fn write_infrastructure(
                 Some(rv) if rv != current_rv => return Err((409, conflict(&c, &name))),
                 Some(_) => {}
             }
-            let next =
-                if op == Op::UpdateStatus { prepare_status(body, &current) } else { prepare_update(body, &current) };
-            crd.validate(&next, Some(&current)).map_err(|r| refused(&name, r))?;
+            let next = if op == Op::UpdateStatus {
+                prepare_status(body, &current)
+            } else {
+                prepare_update(&c, body, &current)
+            };
+            crd.validate(&next, Some(&current)).map_err(|r| refused(crd, &name, r))?;
             if next == current {
                 return Ok(Written { object: current, rv: current_rv.parse().unwrap_or_default(), warnings });
             }
@@ -1140,8 +1240,8 @@ fn write_infrastructure(
 
 /// The main resource's update strategy: `.status` as stored, the server's metadata as stored, and
 /// `metadata.generation` bumped when anything but metadata and status changes.
-fn prepare_update(mut body: Value, current: &Value) -> Value {
-    let k = kind_of("infrastructures");
+fn prepare_update(c: &Collection, mut body: Value, current: &Value) -> Value {
+    let k = kind_of(c.resource);
     body["apiVersion"] = json!(k.api_version);
     body["kind"] = json!(k.kind);
     match current.get("status") {
@@ -1186,21 +1286,21 @@ fn prepare_status(body: Value, current: &Value) -> Value {
 
 /// A JSON merge patch on the stored object, then the update (of `/status` or the main resource)
 /// the patched object is; the stored resourceVersion is the precondition unless the patch sets one.
-fn patch_infrastructure(
+fn patch_custom(
     inner: &mut Inner,
     notices: &broadcast::Sender<Notice>,
+    c: &Collection,
     status_only: bool,
     name: &str,
     patch: &Value,
     validation: FieldValidation,
 ) -> Result<Written, (u16, Value)> {
-    let c = infrastructures();
     let Some(mut object) = inner.objects.get(&(c.clone(), name.to_string())).cloned() else {
-        return Err((404, not_found(&c, name)));
+        return Err((404, not_found(c, name)));
     };
     merge_patch(&mut object, patch);
     let op = if status_only { Op::UpdateStatus } else { Op::Update };
-    write_infrastructure(inner, notices, op, Some(name), object, validation)
+    write_custom(inner, notices, c, op, Some(name), object, validation)
 }
 
 /// The API server's validation of what tagwarden writes (k8s.io/kubernetes pkg/apis/core/validation:
@@ -1287,7 +1387,7 @@ async fn watch_stream(
     };
     let bookmarks = query.get("allowWatchBookmarks").map(String::as_str) == Some("true");
     let from: u64 = query.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let matches = |e: &WatchEvent| e.collection == c && only.as_ref().is_none_or(|o| *o == e.name);
+    let matches = |e: &WatchEvent| in_collection(&e.collection, &c) && only.as_ref().is_none_or(|o| *o == e.name);
     // Subscribe under the lock that reads the backlog, so no event falls in between.
     let (backlog, gone, gone_as_http, mut rx) = {
         let i = inner.lock().expect("state");

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use serde_json::json;
-use tagwarden::cloud::Cloud;
 use tagwarden::plan::{self, Decision};
 use tagwarden::policy::validate;
 use tagwarden::resource::ResourceRef;
