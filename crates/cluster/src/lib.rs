@@ -6,10 +6,13 @@
 //!   function read ([`tagwarden_core::policy::load`]), so the same validation applies to both paths.
 //! - [`watch`]: list + watch on that one object, resuming after disconnects and re-listing after
 //!   `410 Gone`; it yields only complete objects, and a new document only when its bytes change.
+//! - [`cluster_set`]: on a HyperShift or Cluster API management cluster, one policy per hosted or
+//!   workload cluster (`HostedCluster` + `NodePool`s, `AWSCluster`, `AzureCluster`).
 //! - [`mirror`]: the status report into a ConfigMap, with a Kubernetes Event when the state changes.
 //!
 //! Everything here speaks to the API server through `kube` (in-cluster config or a kubeconfig).
 
+pub mod cluster_set;
 pub mod conditions;
 pub mod health;
 pub mod infrastructure;
@@ -21,7 +24,7 @@ use std::path::Path;
 
 pub use conditions::{Conditions, Facts, PublishFailure};
 pub use kube::Client;
-pub use mirror::{MirrorOutcome, StatusMirror};
+pub use mirror::{warn_member, MirrorOutcome, StatusMirror};
 pub use source::{read_once, ClusterSource, SourceDocument};
 pub use watch::{watch, watch_counting, Change};
 

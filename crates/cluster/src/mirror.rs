@@ -321,6 +321,38 @@ impl Summary {
     }
 }
 
+/// A Warning Event on a cluster set's member object (its `HostedCluster`, `AWSCluster` …): that
+/// cluster's policy was not published, and why, shown where its owner looks (`oc describe`).
+/// Needs `create` on `events.k8s.io` events in the object's namespace.
+pub async fn warn_member(
+    client: &Client,
+    instance: Option<String>,
+    object: &super::cluster_set::ObjectRef,
+    reason: &str,
+    note: String,
+) -> Result<(), ClusterError> {
+    let regarding = k8s_openapi::api::core::v1::ObjectReference {
+        api_version: Some(object.api_version.clone()),
+        kind: Some(object.kind.clone()),
+        namespace: Some(object.namespace.clone()),
+        name: Some(object.name.clone()),
+        uid: object.uid.clone(),
+        resource_version: object.resource_version.clone(),
+        ..Default::default()
+    };
+    let event = Event {
+        type_: EventType::Warning,
+        reason: reason.to_string(),
+        note: Some(truncate(note, MAX_NOTE_BYTES)),
+        action: "Publish".to_string(),
+        secondary: None,
+    };
+    Recorder::new(client.clone(), Reporter { controller: "tagwarden".to_string(), instance })
+        .publish(&event, &regarding)
+        .await
+        .map_err(|e| api_error(&format!("events in namespace {}", object.namespace), "create", e))
+}
+
 fn truncate(mut s: String, max: usize) -> String {
     if s.len() > max {
         let mut end = max - '…'.len_utf8();

@@ -29,6 +29,14 @@ pub struct Args {
     /// an Infrastructure object).
     #[arg(long, value_name = "NS/NAME", requires = "from_cluster")]
     configmap: Option<String>,
+    /// With --from-cluster on a management cluster: publish one policy per cluster of its set, each
+    /// into its own folder of the cluster set given by --to: hypershift (each HostedCluster with
+    /// its NodePools), capa (each AWSCluster) or capz (each AzureCluster).
+    #[arg(long, value_name = "KIND", requires = "from_cluster", conflicts_with_all = ["configmap", "watch", "cluster"])]
+    cluster_set: Option<String>,
+    /// With --cluster-set: read only this namespace (default: every namespace).
+    #[arg(long, value_name = "NS", requires = "cluster_set")]
+    namespace: Option<String>,
     /// With --from-cluster: the kubeconfig (default: KUBECONFIG, ~/.kube/config, then in-cluster).
     #[arg(long, value_name = "FILE", requires = "from_cluster")]
     kubeconfig: Option<PathBuf>,
@@ -176,6 +184,99 @@ async fn from_cluster(_: &Args) -> Result<(), Failure> {
         .into())
 }
 
+/// One cluster of a set, as `--cluster-set` reports it.
+#[cfg(feature = "kube")]
+#[derive(serde::Serialize)]
+struct SetRow {
+    /// `HostedCluster clusters/hc-1`.
+    object: String,
+    cluster: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<PublishOutcome>,
+    /// Why nothing was published for it (what was published before stays in force).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// `--cluster-set`: each member's document published on its own, so one refused or failing
+/// cluster never holds back another; each one not published gets a Warning Event on its object.
+/// Exit 3 if any publish failed, else 2 if any lost a race, else 1 if any was refused.
+#[cfg(feature = "kube")]
+async fn publish_set(args: &Args, kind: &str, client: &tagwarden::cluster::Client) -> Result<(), Failure> {
+    use tagwarden::cluster::{self, cluster_set};
+    let kind: cluster_set::SetKind =
+        kind.parse().map_err(|e: String| Failure::Invalid(Some(anyhow::anyhow!("--cluster-set: {e}"))))?;
+    let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
+    let members = cluster_set::read_set(client, kind, args.namespace.as_deref()).await?;
+    let (mut refused, mut raced, mut failed) = (0, 0, 0);
+    let mut rows = Vec::with_capacity(members.len());
+    let instance = std::env::var("POD_NAME").ok();
+    for m in members {
+        let object = m.object.to_string();
+        let (outcome, error, warning) = match (&m.document, &m.cluster) {
+            (Ok(doc), Some(cluster)) => match target.publish(&doc.text, Some(cluster), args.dry_run).await {
+                Ok(o) if o.result == "refused" => {
+                    refused += 1;
+                    let note =
+                        format!("the function would reject cluster {cluster}'s policy: {}", o.violations.join("; "));
+                    (Some(o), None, Some(("PolicyRefused", note)))
+                }
+                Ok(o) => (Some(o), None, None),
+                Err(e) => {
+                    match e {
+                        PublishError::Conflict { .. } | PublishError::Raced { .. } => raced += 1,
+                        PublishError::Cloud(_) => failed += 1,
+                    }
+                    let why = format!("{:#}", anyhow::Error::from(e));
+                    (None, Some(why.clone()), Some(("PublishFailed", why)))
+                }
+            },
+            (Err(why), _) => {
+                refused += 1;
+                (None, Some(why.clone()), Some(("NoPolicy", why.clone())))
+            }
+            (Ok(_), None) => {
+                refused += 1;
+                let why = "the object names no cluster".to_string();
+                (None, Some(why.clone()), Some(("NoPolicy", why)))
+            }
+        };
+        if let (Some((reason, note)), false) = (warning, args.dry_run) {
+            if let Err(e) = cluster::warn_member(client, instance.clone(), &m.object, reason, note).await {
+                tracing::warn!(object = %object, error = %e, "could not record the Event");
+            }
+        }
+        rows.push(SetRow { object, cluster: m.cluster, outcome, error });
+    }
+    if args.json {
+        print_json(&serde_json::json!({ "kind": kind.to_string(), "clusters": rows }))?;
+    } else if rows.is_empty() {
+        println!(
+            "no cluster of kind {kind} found{}",
+            args.namespace.as_ref().map(|n| format!(" in namespace {n}")).unwrap_or_default()
+        );
+    } else {
+        for row in &rows {
+            println!("{}{}", row.object, row.cluster.as_ref().map(|c| format!(" → cluster {c}")).unwrap_or_default());
+            match (&row.outcome, &row.error) {
+                (Some(o), _) => show(o, false, false)?,
+                (None, Some(e)) => println!("not published: {e}"),
+                (None, None) => {}
+            }
+        }
+    }
+    match (failed, raced, refused) {
+        (0, 0, 0) => Ok(()),
+        (0, 0, n) => {
+            Err(Failure::Invalid(Some(anyhow::anyhow!("{n} of the set's clusters published nothing (see above)"))))
+        }
+        (0, n, _) => {
+            Err(Failure::NotInLine(Some(anyhow::anyhow!("{n} of the set's publishes lost a race: run again"))))
+        }
+        (n, _, _) => Err(Failure::Error(anyhow::anyhow!("{n} of the set's publishes failed (see above)"))),
+    }
+}
+
 /// A credential expiring within this is reported (Degraded) before it stops working.
 #[cfg(feature = "kube")]
 const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -199,6 +300,9 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
         refuse_sas_in_location(&args.to).map_err(|e| Failure::Invalid(Some(e)))?;
     }
     let client = cluster::client(args.kubeconfig.as_deref()).await?;
+    if let Some(kind) = &args.cluster_set {
+        return publish_set(args, kind, &client).await;
+    }
     if !args.watch {
         let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
         let doc = cluster::read_once(&client, &source).await?;

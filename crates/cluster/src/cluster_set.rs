@@ -1,0 +1,234 @@
+//! A management cluster's *cluster set*: one policy per HyperShift hosted cluster or Cluster API
+//! workload cluster, each published under its own cluster's folder of a set location.
+//!
+//! Reading is [`read_set`]; turning one object (and the objects that refine it) into a tagwarden
+//! policy document is pure, in [`hypershift`] and [`cluster_api`], where each kind's rules are
+//! cited. The document is a native `tagwarden.yaml` naming its `clusterKind`, so the function
+//! judges it with the same loader as any other, and a reader of the store sees where it came from
+//! (its header comment names the objects).
+
+use std::fmt;
+use std::str::FromStr;
+
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::{json, Map, Value};
+
+use super::source::SourceDocument;
+use super::{api_error, ClusterError};
+
+pub mod cluster_api;
+pub mod hypershift;
+
+/// Which management cluster's objects make the set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetKind {
+    /// HyperShift: `HostedCluster`s and their `NodePool`s.
+    HyperShift,
+    /// Cluster API on AWS (CAPA): `AWSCluster`s.
+    Capa,
+    /// Cluster API on Azure (CAPZ): `AzureCluster`s.
+    Capz,
+}
+
+impl FromStr for SetKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "hypershift" => Ok(SetKind::HyperShift),
+            "capa" => Ok(SetKind::Capa),
+            "capz" => Ok(SetKind::Capz),
+            other => Err(format!(
+                "unknown cluster set kind {other:?}: expected hypershift (HostedClusters), capa (AWSClusters) or capz (AzureClusters)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for SetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SetKind::HyperShift => "hypershift",
+            SetKind::Capa => "capa",
+            SetKind::Capz => "capz",
+        })
+    }
+}
+
+/// One custom resource type the set reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Resource {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+}
+
+impl Resource {
+    fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk(self.group, self.version, self.kind);
+        let ar = ApiResource::from_gvk_with_plural(&gvk, self.plural);
+        match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+            None => Api::all_with(client.clone(), &ar),
+        }
+    }
+
+    fn qualified(&self) -> String {
+        format!("{}.{}", self.plural, self.group)
+    }
+}
+
+impl SetKind {
+    /// The objects a member comes from, then those that refine it.
+    pub fn resources(self) -> (Resource, Option<Resource>) {
+        match self {
+            SetKind::HyperShift => (hypershift::HOSTED_CLUSTERS, Some(hypershift::NODE_POOLS)),
+            SetKind::Capa => (cluster_api::AWS_CLUSTERS, None),
+            SetKind::Capz => (cluster_api::AZURE_CLUSTERS, None),
+        }
+    }
+}
+
+/// The object a member's tags come from, as an Event's `regarding` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// One cluster of the set.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub object: ObjectRef,
+    /// The name its resources' ownership tags carry (the set's folder), when the object names it.
+    pub cluster: Option<String>,
+    /// The document to publish, or why the object gives none (nothing is published for it; what
+    /// was published before stays in force).
+    pub document: Result<SourceDocument, String>,
+}
+
+/// What one member's object yields: the cluster and the document text, or why not.
+pub type Translated = Result<(String, String), (Option<String>, String)>;
+
+/// Read every member of the set (in `namespace`, or all namespaces): each main object with the
+/// objects that refine it, translated on its own, so one bad object never hides another cluster.
+pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -> Result<Vec<Member>, ClusterError> {
+    let (main, refining) = kind.resources();
+    let list = |r: Resource| async move {
+        let what = r.qualified();
+        match r.api(client, namespace).list(&ListParams::default()).await {
+            Ok(list) => Ok(list.items),
+            Err(kube::Error::Api(s)) if s.code == 404 => Err(ClusterError::NotFound {
+                what,
+                hint: ": is this a management cluster of that kind? Its CRD is not installed here",
+            }),
+            Err(e) => Err(api_error(&what, "list", e)),
+        }
+    };
+    let objects = list(main).await?;
+    let refiners = match refining {
+        Some(r) => list(r).await?,
+        None => Vec::new(),
+    };
+    let mut members: Vec<Member> = objects
+        .iter()
+        .map(|o| {
+            let value = as_value(o);
+            let ns = o.namespace().unwrap_or_default();
+            let same_ns: Vec<Value> =
+                refiners.iter().filter(|r| r.namespace().unwrap_or_default() == ns).map(as_value).collect();
+            let translated = match kind {
+                SetKind::HyperShift => hypershift::document(&value, &same_ns),
+                SetKind::Capa => cluster_api::aws_document(&value),
+                SetKind::Capz => cluster_api::azure_document(&value),
+            };
+            let object = ObjectRef {
+                api_version: format!("{}/{}", main.group, main.version),
+                kind: main.kind.to_string(),
+                namespace: ns,
+                name: o.name_any(),
+                uid: o.uid(),
+                resource_version: o.resource_version(),
+            };
+            let name = format!("{} {}/{}", main.qualified(), object.namespace, object.name);
+            match translated {
+                Ok((cluster, text)) => Member {
+                    document: Ok(SourceDocument {
+                        name,
+                        text,
+                        resource_version: object.resource_version.clone().unwrap_or_default(),
+                    }),
+                    cluster: Some(cluster),
+                    object,
+                },
+                Err((cluster, why)) => Member { object, cluster, document: Err(why) },
+            }
+        })
+        .collect();
+    members.sort_by(|a, b| (&a.object.namespace, &a.object.name).cmp(&(&b.object.namespace, &b.object.name)));
+    Ok(members)
+}
+
+fn as_value(o: &DynamicObject) -> Value {
+    serde_json::to_value(o).unwrap_or(Value::Null)
+}
+
+/// `{key, value}` lists (HyperShift's `resourceTags`) as a map, in order, a later key winning as
+/// a map would; `path` names the field in the message for anything else.
+pub(crate) fn key_value_list(list: Option<&Value>, path: &str) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    match list {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let key = item.get("key").and_then(Value::as_str);
+                let value = item.get("value").and_then(Value::as_str);
+                match (key, value) {
+                    (Some(k), Some(v)) => drop(out.insert(k.to_string(), json!(v))),
+                    _ => return Err(format!("{path}[{i}]: expected {{key, value}} strings")),
+                }
+            }
+        }
+        Some(_) => return Err(format!("{path}: expected a list of {{key, value}}")),
+    }
+    Ok(out)
+}
+
+/// A string→string map (Cluster API's `additionalTags`).
+pub(crate) fn string_map(map: Option<&Value>, path: &str) -> Result<Map<String, Value>, String> {
+    match map {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => {
+            for (k, v) in m {
+                if !v.is_string() {
+                    return Err(format!("{path}.{k}: expected a string"));
+                }
+            }
+            Ok(m.clone())
+        }
+        Some(_) => Err(format!("{path}: expected a map of tag keys to values")),
+    }
+}
+
+/// The native document: a header comment naming its sources, then the policy as YAML.
+pub(crate) fn native_document(sources: &[String], policy: &Value) -> Result<String, String> {
+    let yaml = serde_yaml_ng::to_string(policy).map_err(|e| format!("could not encode the document: {e}"))?;
+    let mut out = String::from("# Published by `tagwarden publish --from-cluster --cluster-set` from:\n");
+    for s in sources {
+        out.push_str(&format!("#   {s}\n"));
+    }
+    out.push_str(&yaml);
+    Ok(out)
+}
