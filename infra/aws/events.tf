@@ -61,9 +61,9 @@ locals {
   # sub-patterns; EventBridge User Guide, "Content filtering in Amazon EventBridge event patterns").
   # A change that removes the ownership tag no longer matches, and nothing needs enforcing then; a
   # DeleteBucketTagging still reaches the function through the s3 CloudTrail rule.
-  owner_infra_ids = local.clusters
+  # Every ownership key of every cluster (a Cluster API cluster has two; main.tf).
   owned_tag_clauses = [
-    for id in local.owner_infra_ids : { tags = { "kubernetes.io/cluster/${id}" = [local.ownership_tag_value] } }
+    for u in local.ownership_units : { tags = { (u.key) = [local.ownership_tag_value] } }
   ]
 
   event_patterns = merge(local.cloudtrail_patterns, {

@@ -164,17 +164,23 @@ locals {
   # updates policies in place (new policy versions) and adds or removes only the last: the
   # attachments never outnumber the groups during an apply. One cluster keeps the key and the
   # policy it always had (<name>-<infraID>-tag-writes).
+  # What is packed is an ownership key's statements: one per OpenShift or HyperShift cluster, two
+  # per Cluster API cluster (local.ownership_units), so a Cluster API cluster counts twice.
   tag_write_clusters_per_policy = length(var.extra_tag_actions) > 0 ? 1 : 2
-  tag_write_groups = { for i, ids in chunklist(local.clusters, local.tag_write_clusters_per_policy) :
-  (local.cluster_set ? format("%02d", i + 1) : ids[0]) => ids }
+  tag_write_unit_groups         = chunklist(local.ownership_units, local.tag_write_clusters_per_policy)
+  # A single cluster keeps the key it always had; a single Cluster API cluster whose two keys need
+  # two policies (with extra_tag_actions) names the second `<infraID>-2`.
+  tag_write_group_keys = [for i, units in local.tag_write_unit_groups :
+  local.cluster_set ? format("%02d", i + 1) : i == 0 ? units[0].id : format("%s-%d", units[0].id, i + 1)]
+  tag_write_groups = { for i, units in local.tag_write_unit_groups : local.tag_write_group_keys[i] => distinct([for u in units : u.id]) }
   # Statement ids must be unique within a policy and alphanumeric (IAM JSON policy reference, "Sid"):
-  # a group of two numbers its clusters' statements 1 and 2.
-  owned_tag_write_statements = { for k, ids in local.tag_write_groups : k => flatten([
-    for i, id in ids : [for sid, st in local.owned_tag_writes : {
-      sid           = length(ids) > 1 ? "${sid}${i + 1}" : sid
+  # a group of two numbers its keys' statements 1 and 2.
+  owned_tag_write_statements = { for i, units in local.tag_write_unit_groups : local.tag_write_group_keys[i] => flatten([
+    for j, u in units : [for sid, st in local.owned_tag_writes : {
+      sid           = length(units) > 1 ? "${sid}${j + 1}" : sid
       actions       = st.actions
       resources     = st.resources
-      ownership_key = local.ownership_tag_keys[id]
+      ownership_key = u.key
     }]
   ]) }
 

@@ -22,8 +22,18 @@ locals {
   region     = data.aws_region.current.name
   tags       = var.tags
 
-  # The tag that marks a resource as belonging to a cluster (DESIGN.md §1).
-  ownership_tag_keys  = { for id in local.clusters : id => "kubernetes.io/cluster/${id}" }
+  # The tags that mark a resource as belonging to a cluster (DESIGN.md §1), by the cluster's kind
+  # (issue 33; crates/core/src/cloud.rs, ClusterKind): an OpenShift or HyperShift cluster owns by
+  # kubernetes.io/cluster/<infraID>; a Cluster API (CAPA) cluster by CAPA's own key on what CAPA
+  # creates (api/v1beta2/tags.go, NameAWSProviderOwned) or by the cloud provider's on what the
+  # workload cluster's cloud provider and CSI driver create, so either grants the write.
+  ownership_tag_keys = { for id in local.clusters : id => (
+    lookup(var.cluster_kinds, id, "OpenShift") == "ClusterAPI"
+    ? ["sigs.k8s.io/cluster-api-provider-aws/cluster/${id}", "kubernetes.io/cluster/${id}"]
+    : ["kubernetes.io/cluster/${id}"]
+  ) }
+  # Each (cluster, ownership key): one set of conditioned tag-write statements each (iam.tf).
+  ownership_units     = flatten([for id in local.clusters : [for key in local.ownership_tag_keys[id] : { id = id, key = key }]])
   ownership_tag_value = "owned"
 
   # The services the function reads and writes natively: the CloudTrail events it handles

@@ -58,6 +58,23 @@ variable "infra_ids" {
   }
 }
 
+variable "cluster_kinds" {
+  description = "What provisioned each cluster that is not an OpenShift installer cluster, by infraID (issue 33). `ClusterAPI`: a Cluster API (CAPA) workload cluster, named by its `Cluster`'s name, which owns by `sigs.k8s.io/cluster-api-provider-aws/cluster/<name>=owned` (what CAPA creates) or `kubernetes.io/cluster/<name>=owned` (what its cloud provider creates): the role may write under either, and its tag-write statements count twice in the packing. `HyperShift` and `OpenShift` (the default) own by `kubernetes.io/cluster/<infraID>`. Must agree with the `clusterKind` of each cluster's published policy (`tagwarden publish --from-cluster --cluster-set` writes it)."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in values(var.cluster_kinds) : contains(["OpenShift", "HyperShift", "ClusterAPI"], k)])
+    error_message = "cluster_kinds values must be OpenShift, HyperShift or ClusterAPI."
+  }
+
+  # Terraform 1.9+ lets a validation read other variables.
+  validation {
+    condition     = alltrue([for id in keys(var.cluster_kinds) : contains(coalesce(var.infra_ids, compact([var.infra_id])), id)])
+    error_message = "cluster_kinds names a cluster that is neither infra_id nor in infra_ids: list it there too."
+  }
+}
+
 variable "managed_policies_per_role_quota" {
   description = "The account's \"Managed policies attached to an IAM role\" quota (IAM User Guide, \"IAM and AWS STS quotas\": 10 by default, adjustable to 20 in Service Quotas). The role's ownership-conditioned tag writes are managed policies of two clusters each (one each with `extra_tag_actions`); a plan that would attach more than this is refused, before anything is created. Set it only after the quota is raised."
   type        = number

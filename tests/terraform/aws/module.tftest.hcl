@@ -113,8 +113,8 @@ run "defaults" {
     error_message = "global_event_patterns: ${jsonencode(keys(local.global_event_patterns))}"
   }
   assert {
-    condition     = local.owner_infra_ids == tolist(["mycluster-7xk2p"])
-    error_message = "the Tag Change filter must be built from local.owner_infra_ids"
+    condition     = jsonencode(local.owned_tag_clauses) == jsonencode([{ tags = { "kubernetes.io/cluster/mycluster-7xk2p" = ["owned"] } }])
+    error_message = "the Tag Change filter must be built from the cluster's ownership key: ${jsonencode(local.owned_tag_clauses)}"
   }
 
   # Item 13: ListBucket (404 for a missing policy object) is part of the code's S3 policy reads.
@@ -528,6 +528,52 @@ run "cluster_set_s3" {
     condition     = strcontains(aws_cloudwatch_dashboard.this.dashboard_body, jsonencode(["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", "all", { label = "average", stat = "Average" }]))
     error_message = "CallsPerCorrection is drawn under InfraID all"
   }
+}
+
+# Issue 33: a Cluster API (CAPA) cluster owns by two keys, CAPA's and the cloud provider's: the role
+# may write under either (its statements twice, packed as two), and the Tag Change filter matches
+# either.
+run "cluster_api_cluster_in_a_set" {
+  command = plan
+  variables {
+    infra_id      = null
+    infra_ids     = ["dev-a1b2c", "capa-w1"]
+    cluster_kinds = { "capa-w1" = "ClusterAPI" }
+  }
+  assert {
+    condition     = jsonencode(local.tag_write_groups) == jsonencode({ "01" = ["dev-a1b2c", "capa-w1"], "02" = ["capa-w1"] }) && length(aws_iam_role_policy_attachment.owned_tag_writes) == 2
+    error_message = "the CAPA cluster's two keys pack as two: ${jsonencode(local.tag_write_groups)}"
+  }
+  assert {
+    condition = alltrue([for key in ["sigs.k8s.io/cluster-api-provider-aws/cluster/capa-w1", "kubernetes.io/cluster/capa-w1", "kubernetes.io/cluster/dev-a1b2c"] : length(flatten([
+      for k, d in data.aws_iam_policy_document.owned_tag_writes : [for st in d.statement : st.sid if contains([for c in st.condition : "${c.test} ${c.variable} ${jsonencode(c.values)}"], "StringEquals aws:ResourceTag/${key} [\"owned\"]")]
+    ])) == length(local.owned_tag_writes)])
+    error_message = "each ownership key's write statements, conditioned on that key"
+  }
+  assert {
+    condition = jsondecode(aws_cloudwatch_event_rule.resource_events["tag_change"].event_pattern).detail == {
+      "$or" = [for key in ["kubernetes.io/cluster/dev-a1b2c", "sigs.k8s.io/cluster-api-provider-aws/cluster/capa-w1", "kubernetes.io/cluster/capa-w1"] : { tags = { (key) = ["owned"] } }]
+    }
+    error_message = "Tag Change filter: ${aws_cloudwatch_event_rule.resource_events["tag_change"].event_pattern}"
+  }
+}
+
+run "cluster_kinds_names_only_listed_clusters" {
+  command = plan
+  variables {
+    infra_id      = null
+    infra_ids     = ["dev-a1b2c"]
+    cluster_kinds = { "capa-w1" = "ClusterAPI" }
+  }
+  expect_failures = [var.cluster_kinds]
+}
+
+run "cluster_kinds_are_known" {
+  command = plan
+  variables {
+    cluster_kinds = { "mycluster-7xk2p" = "Kops" }
+  }
+  expect_failures = [var.cluster_kinds]
 }
 
 run "cluster_set_ssm" {
