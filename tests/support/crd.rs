@@ -76,12 +76,15 @@ const ENFORCED: &[&str] = &[
     "default",
     "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-validations",
+    "maxProperties",
+    "minProperties",
+    "x-kubernetes-int-or-string",
 ];
 
 /// Schema keywords the CRD uses that the fake does not enforce. `x-kubernetes-list-type: atomic`
 /// has nothing to enforce; `set` and `map` (item uniqueness) are not enforced.
 pub const NOT_ENFORCED: &[&str] =
-    &["format", "anyOf", "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type"];
+    &["format", "anyOf", "allOf", "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type"];
 
 /// ObjectMeta's fields: all `metadata` keeps of what a client sends.
 const OBJECT_META: &[&str] = &[
@@ -460,6 +463,16 @@ impl Crd {
                 return;
             }
         }
+        // "x-kubernetes-int-or-string: true" (structural schemas: no `type`, an integer or a string).
+        if schema["x-kubernetes-int-or-string"] == true && !(value.is_i64() || value.is_u64() || value.is_string()) {
+            errs.push(FieldError::new(
+                ErrorType::TypeInvalid,
+                path,
+                Some(go_value(value)),
+                format!("{path} in body must be of type integer,string: \"{}\"", type_name(value)),
+            ));
+            return;
+        }
         if let Some(allowed) = schema["enum"].as_array() {
             if !allowed.contains(value) {
                 let list: Vec<String> = allowed
@@ -476,6 +489,27 @@ impl Crd {
         }
         match value {
             Value::Object(map) => {
+                // kube-openapi's object validator: `TooManyProperties` / `TooFewProperties`.
+                if let Some(max) = schema["maxProperties"].as_u64() {
+                    if map.len() as u64 > max {
+                        errs.push(FieldError::new(
+                            ErrorType::TooMany,
+                            path,
+                            Some(map.len().to_string()),
+                            format!("must have at most {max} items"),
+                        ));
+                    }
+                }
+                if let Some(min) = schema["minProperties"].as_u64() {
+                    if (map.len() as u64) < min {
+                        errs.push(FieldError::new(
+                            ErrorType::Invalid,
+                            path,
+                            Some(go_value(value)),
+                            format!("{path} in body should have at least {min} properties"),
+                        ));
+                    }
+                }
                 for r in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
                     if !map.contains_key(r) {
                         errs.push(FieldError::new(ErrorType::Required, &child(path, r), None, ""));

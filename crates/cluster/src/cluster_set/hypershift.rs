@@ -7,13 +7,27 @@
 //!   itself updates in place only "VPC Endpoints, EC2 instances, initial EBS volumes and
 //!   default/endpoint security groups" (the field's documentation in the CRD): tagwarden carries a
 //!   change to everything else it owns.
+//! - The HostedCluster controller writes the ownership tag itself into `resourceTags`
+//!   (hypershift `hostedcluster_controller.go` `reconcileAWSResourceTags`): an ownership key is
+//!   never a tag to enforce (tagwarden never writes one), so it is left out, and the document's
+//!   header says so.
 //! - A `NodePool`'s `spec.platform.aws.resourceTags` go on that pool's instances, "merged with
 //!   HostedCluster scoped tags, and HostedCluster tags take precedence in case of conflicts" (the
-//!   field's documentation). tagwarden's overrides win over its base tags, so a pool's override
-//!   carries only the keys its HostedCluster does not set: the same result, with the reverse
-//!   precedence of an ordinary override made explicit.
+//!   field's documentation), unless the HostedCluster's tag says `overridePolicy: Allow`
+//!   (hypershift `nodepool/aws.go` `awsAdditionalTags`: `if !isHCTag || allowed`). tagwarden's
+//!   overrides win over its base tags, so a pool's override carries the keys its HostedCluster
+//!   does not set, and those whose HostedCluster tag allows the override: the same result.
+//! - No EC2 tag names the pool. A pool's instances are named after it: CAPA tags each instance
+//!   `Name=<AWSMachine name>`, the AWSMachine takes its Machine's name, and Cluster API names a
+//!   Machine `<MachineSet>-<5 random>` and a MachineSet `<MachineDeployment>-<5 random>`, where
+//!   HyperShift names the MachineDeployment after the pool (hypershift `nodepool/capi.go`; CAPI
+//!   `machineset_controller.go`, `machinedeployment_rollout_planner.go`; inferred from their
+//!   composition). So the override selects `Name` by `<pool>-?????-?????`, which no other
+//!   pool's machines match even where one pool's name begins with another's.
 
 use serde_json::{json, Value};
+
+use tagwarden_core::cloud::Cloud;
 
 use super::{key_value_list, native_document, Resource, Translated};
 
@@ -22,10 +36,35 @@ pub const HOSTED_CLUSTERS: Resource =
 pub const NODE_POOLS: Resource =
     Resource { group: "hypershift.openshift.io", version: "v1beta1", kind: "NodePool", plural: "nodepools" };
 
-/// The tag by which a pool's instances are told apart: CAPA names each instance after its
-/// `AWSMachine` (`Name`), which HyperShift names after the pool, but a selector matches a tag's
-/// whole value; HyperShift's own pool tag is exact.
-pub const NODE_POOL_TAG: &str = "hypershift.openshift.io/nodePool";
+/// The glob a pool's instances' `Name` matches (see the module's documentation).
+pub fn machine_name_pattern(pool: &str) -> String {
+    format!("{pool}-?????-?????")
+}
+
+/// A `resourceTags` list less the ownership keys (named in `dropped`), with each key's
+/// `overridePolicy`.
+fn user_tags(
+    list: Option<&Value>,
+    path: &str,
+    dropped: &mut Vec<String>,
+) -> Result<(serde_json::Map<String, Value>, Vec<String>), String> {
+    let mut tags = key_value_list(list, path)?;
+    tags.retain(|k, _| {
+        let owner = Cloud::Aws.is_ownership_key(k);
+        if owner {
+            dropped.push(format!("{path}: {k} (an ownership tag, never enforced)"));
+        }
+        !owner
+    });
+    let allowed = list
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| t.get("overridePolicy").and_then(Value::as_str) == Some("Allow"))
+        .filter_map(|t| t.get("key").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    Ok((tags, allowed))
+}
 
 /// The hosted cluster's infraID and document, from `hc` and the NodePools of its namespace
 /// (`pools`; those of other HostedClusters are skipped by `spec.clusterName`).
@@ -49,7 +88,12 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
         }
         None => return refuse("spec.platform.type is not set".into()),
     }
-    let tags = match key_value_list(hc.pointer("/spec/platform/aws/resourceTags"), "spec.platform.aws.resourceTags") {
+    let mut dropped = Vec::new();
+    let (tags, allowed) = match user_tags(
+        hc.pointer("/spec/platform/aws/resourceTags"),
+        "spec.platform.aws.resourceTags",
+        &mut dropped,
+    ) {
         Ok(t) => t,
         Err(e) => return refuse(e),
     };
@@ -61,19 +105,19 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
     for pool in mine {
         let pool_name = pool.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
         let path = format!("NodePool {namespace}/{pool_name} spec.platform.aws.resourceTags");
-        let mut pool_tags = match key_value_list(pool.pointer("/spec/platform/aws/resourceTags"), &path) {
-            Ok(t) => t,
+        let mut pool_tags = match user_tags(pool.pointer("/spec/platform/aws/resourceTags"), &path, &mut dropped) {
+            Ok((t, _)) => t,
             Err(e) => return refuse(e),
         };
-        // HostedCluster tags take precedence: the pool's own value never reaches a key it sets.
-        pool_tags.retain(|k, _| !tags.contains_key(k));
+        // HostedCluster tags take precedence, unless they allow the pool's.
+        pool_tags.retain(|k, _| !tags.contains_key(k) || allowed.contains(k));
         if pool_tags.is_empty() {
             continue;
         }
         sources.push(format!("NodePool {namespace}/{pool_name} (spec.platform.aws.resourceTags)"));
         overrides.push(json!({
             "name": format!("NodePool {namespace}/{pool_name}"),
-            "selector": {"type": "ec2:instance", "tag": {"key": NODE_POOL_TAG, "value": pool_name}},
+            "selector": {"type": "ec2:instance", "tag": {"key": "Name", "valuePattern": machine_name_pattern(pool_name)}},
             "tags": pool_tags,
         }));
     }
@@ -87,6 +131,7 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
     if !overrides.is_empty() {
         policy["overrides"] = Value::Array(overrides);
     }
+    sources.extend(dropped.into_iter().map(|d| format!("left out: {d}")));
     native_document(&sources, &policy).map(|text| (infra_id.clone(), text)).map_err(|e| (Some(infra_id.clone()), e))
 }
 
@@ -109,9 +154,19 @@ mod tests {
 
     #[test]
     fn a_hosted_cluster_is_one_policy_and_its_pools_yield_to_it() {
-        let hc = hosted("hc-1", "hc-1-x7k2p", json!([{"key": "team", "value": "a"}, {"key": "cost", "value": "1"}]));
+        let hc = hosted(
+            "hc-1",
+            "hc-1-x7k2p",
+            json!([{"key": "team", "value": "a"}, {"key": "cost", "value": "1"},
+                   {"key": "env", "value": "prod", "overridePolicy": "Allow"},
+                   {"key": "kubernetes.io/cluster/hc-1-x7k2p", "value": "owned"}]),
+        );
         let pools = [
-            pool("workers", "hc-1", json!([{"key": "team", "value": "pool-says"}, {"key": "tier", "value": "gpu"}])),
+            pool(
+                "workers",
+                "hc-1",
+                json!([{"key": "team", "value": "pool-says"}, {"key": "tier", "value": "gpu"}, {"key": "env", "value": "dev"}]),
+            ),
             pool("other", "hc-2", json!([{"key": "tier", "value": "never"}])),
             pool("plain", "hc-1", json!([{"key": "cost", "value": "pool"}])),
         ];
@@ -120,12 +175,26 @@ mod tests {
         let policy = load_one("hc", &text).expect("the loader takes it");
         assert_eq!(policy.kind, ClusterKind::HyperShift);
         assert_eq!(policy.infra_id.as_deref(), Some("hc-1-x7k2p"));
-        // The HostedCluster's team wins over the pool's; the pool adds only tier; the pool whose
-        // tags the HostedCluster all sets adds no override; hc-2's pool is not hc-1's.
+        // The HostedCluster's team wins over the pool's, its env allows the pool's; the pool adds
+        // tier; the pool whose tags the HostedCluster all sets adds no override; hc-2's pool is
+        // not hc-1's; the ownership tag HyperShift lists is left out, and said to be.
         assert_eq!(policy.overrides.len(), 1, "{text}");
         let o = &policy.overrides[0];
-        assert_eq!(o.tags.iter().map(|t| (t.key.as_str(), t.value.as_str())).collect::<Vec<_>>(), [("tier", "gpu")]);
-        assert!(text.contains("NodePool clusters/workers") && !text.contains("never"), "{text}");
+        let pairs =
+            |t: &[tagwarden_core::policy::Tag]| t.iter().map(|t| (t.key.clone(), t.value.clone())).collect::<Vec<_>>();
+        assert_eq!(pairs(&o.tags), [("env".into(), "dev".into()), ("tier".into(), "gpu".into())]);
+        assert_eq!(pairs(&policy.status).len(), 3, "team, cost, env: {text}");
+        assert!(text.contains("NodePool clusters/workers") && !text.contains("tier: never"), "{text}");
+        assert!(text.contains("left out: spec.platform.aws.resourceTags: kubernetes.io/cluster/hc-1-x7k2p"), "{text}");
+
+        // The pool's instances, by name; another pool's whose name starts with this one's, not.
+        let instance = |name: &str| {
+            let tags = [("Name".to_string(), name.to_string())].into();
+            let r = tagwarden_core::resource::ResourceRef { id: "i-1".into(), kind: "ec2:instance".into(), arn: None };
+            o.selector.matches(Cloud::Aws, &r, &tags)
+        };
+        assert!(instance("workers-7xk2p-9bq4z"));
+        assert!(!instance("workers-gpu-7xk2p-9bq4z") && !instance("Workers-7xk2p-9bq4z") && !instance("workers-7xk2p"));
     }
 
     #[test]

@@ -414,6 +414,28 @@ impl Doc<'_> {
         Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status: p.user_tags, ..Layer::default() })
     }
 
+    /// A tag criterion: a value, or a glob the value must match (case-sensitively; each `?`
+    /// stands for one character and is not counted as a wildcard: a pattern such as a machine
+    /// name's `workers-?????-?????` costs what its literal would).
+    fn tag_selector(&self, path: &str, t: NativeTagSelector) -> Result<TagSelector, PolicyError> {
+        let value_pattern = match (&t.value, t.value_pattern) {
+            (Some(_), Some(_)) => return Err(self.field(path, "give value or valuePattern, not both")),
+            (_, None) => None,
+            (None, Some(p)) => {
+                let costly = p.replace('?', "");
+                self.glob(&format!("{path}.valuePattern"), &costly)?;
+                if p.len() > MAX_PATTERN_BYTES {
+                    self.glob(&format!("{path}.valuePattern"), &p)?;
+                }
+                Some(
+                    Pattern::case_sensitive(&p)
+                        .map_err(|e| self.field(&format!("{path}.valuePattern"), e.to_string()))?,
+                )
+            }
+        };
+        Ok(TagSelector { key: t.key, value: t.value, value_pattern })
+    }
+
     /// A glob at `path`, refused before it is compiled when it is longer or has more wildcards
     /// than the limits allow.
     fn glob(&self, path: &str, p: &str) -> Result<Pattern, PolicyError> {
@@ -502,7 +524,7 @@ impl Doc<'_> {
             let selector = Selector {
                 resource_type: pattern(s.resource_type, "type")?,
                 id: pattern(s.id, "id")?,
-                tag: s.tag.map(|t| TagSelector { key: t.key, value: t.value }),
+                tag: s.tag.map(|t| self.tag_selector(&format!("{path}.selector.tag"), t)).transpose()?,
             };
             overrides.push((o.name, selector, self.tag_map(&o.tags, &format!("{path}.tags"))?));
         }
@@ -575,6 +597,8 @@ struct NativeSelector {
 struct NativeTagSelector {
     key: String,
     value: Option<String>,
+    #[serde(rename = "valuePattern")]
+    value_pattern: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -684,6 +708,26 @@ mod schema_tests {
 #[cfg(test)]
 mod kind_tests {
     use super::*;
+    use crate::resource::ResourceRef;
+
+    #[test]
+    fn a_tag_value_pattern_selects_by_the_values_shape_exactly() {
+        let doc = |tag: &str| {
+            format!("version: 1\ntags: {{}}\noverrides:\n  - selector: {{type: 'ec2:instance', tag: {tag}}}\n    tags: {{tier: gpu}}\n")
+        };
+        let p = load_one("p.yaml", &doc("{key: Name, valuePattern: 'workers-?????-?????'}"))
+            .expect("ten ? are not ten wildcards");
+        let sel = &p.overrides[0].selector;
+        let r = ResourceRef { id: "i-1".into(), kind: "ec2:instance".into(), arn: None };
+        let named = |n: &str| sel.matches(Cloud::Aws, &r, &[("Name".to_string(), n.to_string())].into());
+        assert!(named("workers-abcde-12345"));
+        assert!(!named("Workers-abcde-12345"), "values are compared with their case");
+        assert!(!named("workers-gpu-abcde-12345"));
+        let e = load_one("p.yaml", &doc("{key: Name, value: a, valuePattern: 'a*'}")).expect_err("both");
+        assert!(e.to_string().contains("not both"), "{e}");
+        let e = load_one("p.yaml", &doc("{key: Name, valuePattern: '*a*b*c*d*e*f*g*h*i*'}")).expect_err("stars count");
+        assert!(e.to_string().contains("MAX_PATTERN_WILDCARDS"), "{e}");
+    }
 
     #[test]
     fn the_cluster_kind_comes_from_the_document_and_documents_agree_on_it() {

@@ -73,6 +73,9 @@ pub struct Selector {
 pub struct TagSelector {
     pub key: String,
     pub value: Option<String>,
+    /// A glob the value must match, case-sensitively (a tag value is compared exactly).
+    #[serde(rename = "valuePattern", skip_serializing_if = "Option::is_none")]
+    pub value_pattern: Option<Pattern>,
 }
 
 /// A case-insensitive glob (`*` also crosses `/`), kept with its source text.
@@ -85,6 +88,12 @@ pub struct Pattern {
 impl Pattern {
     pub fn new(source: &str) -> Result<Self, globset::Error> {
         let glob = globset::GlobBuilder::new(source).case_insensitive(true).build()?;
+        Ok(Pattern { source: source.to_string(), matcher: glob.compile_matcher() })
+    }
+
+    /// A glob that tells case apart, for tag values.
+    pub fn case_sensitive(source: &str) -> Result<Self, globset::Error> {
+        let glob = globset::GlobBuilder::new(source).build()?;
         Ok(Pattern { source: source.to_string(), matcher: glob.compile_matcher() })
     }
 
@@ -117,6 +126,9 @@ impl Selector {
                 None => return false,
                 Some((_, v)) => {
                     if t.value.as_ref().is_some_and(|want| want != v) {
+                        return false;
+                    }
+                    if t.value_pattern.as_ref().is_some_and(|p| !p.is_match(v)) {
                         return false;
                     }
                 }
