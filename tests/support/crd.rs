@@ -1,7 +1,9 @@
 //! The custom-resource half of the fake API server (`kube_api.rs`): what the real API server does
 //! with a write to a custom resource, derived from the CRD itself, not written down a second time.
-//! The CRD is the one openshift/api generates for `infrastructures.config.openshift.io`, vendored
-//! in `tests/fixtures/openshift/` (header: repo, path, commit).
+//! The CRDs are the ones openshift/api generates for `infrastructures.config.openshift.io`,
+//! vendored in `tests/fixtures/openshift/`, and HyperShift's and Cluster API's in
+//! `tests/fixtures/hypershift/` and `tests/fixtures/cluster-api/` ([`SERVED_CRDS`]; each file's
+//! header: repo, path, commit).
 //!
 //! Sources, all in the Kubernetes documentation
 //! (<https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/>)
@@ -31,9 +33,11 @@
 //!   with `reason` `FieldValue…`, the error body as `message` and the path as `field`), the
 //!   error bodies as `field.Error.ErrorBody` prints them.
 //!
-//! The CEL rules are not interpreted: [`CEL_RULES`] lists the ones this fake evaluates, each by
-//! hand, keyed by its exact text in the CRD. A rule the fake reaches and does not know is an error
-//! (HTTP 500), never a pass; `tests/kube_crd.rs` checks that every rule on the tag paths is known.
+//! The CEL rules run in cel-rust (the `cel` crate), with `self`, `oldSelf` and Kubernetes'
+//! `isURL`; [`CEL_RULES`] lists the few evaluated by hand instead (keyed by their exact text: the
+//! Infrastructure CRD's, and two in CEL's optional syntax, which cel-rust does not parse). A rule
+//! the fake reaches and cannot run is an error (HTTP 500), never a pass; `tests/kube_crd.rs`
+//! checks that every rule on the tag paths runs.
 //!
 //! Not enforced (none occurs on the tag paths; the same test checks that): `format`, `anyOf`, the
 //! uniqueness of `x-kubernetes-list-type: set|map` lists, and validation ratcheting (every object
@@ -54,7 +58,13 @@ pub const INFRASTRUCTURES_CRD: &str =
 /// `HostedCluster` and `NodePool` (openshift/hypershift) and Cluster API's `AWSCluster`,
 /// `AWSMachineTemplate` (kubernetes-sigs/cluster-api-provider-aws) and `AzureCluster`
 /// (kubernetes-sigs/cluster-api-provider-azure); each file's header names its commit.
-pub const SERVED_CRDS: &[&str] = &[];
+pub const SERVED_CRDS: &[&str] = &[
+    "tests/fixtures/hypershift/hostedclusters-Hypershift-Default.crd.yaml",
+    "tests/fixtures/hypershift/nodepools-Default.crd.yaml",
+    "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsclusters.yaml",
+    "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
+    "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_azureclusters.yaml",
+];
 
 /// Schema keywords the fake enforces (or that carry no rule: `description`).
 const ENFORCED: &[&str] = &[
@@ -122,8 +132,22 @@ const VSPHERE_DAY2_VCENTERS: &str =
     "!has(oldSelf.vsphere) && has(self.vsphere) ? (has(self.vsphere.vcenters) && size(self.vsphere.vcenters) < 2) : true";
 
 /// The CEL rules the fake evaluates (by hand, in [`eval_rule`]).
-pub const CEL_RULES: &[&str] =
-    &[AWS_TAG_CHARS, IMMUTABLE_LIST, AZURE_TAGS_FIXED, SET_ONCE, CLUSTER_HOSTED_ONLY, VSPHERE_DAY2_VCENTERS];
+/// HostedCluster `spec` (hypershift CRD): the two rules in CEL's optional syntax.
+const HC_AZURE_OAUTH_ROUTE: &str = r#"self.platform.type != "Azure" || self.platform.?azure.azureAuthenticationConfig.azureAuthenticationConfigType.orValue("") == "WorkloadIdentities" || self.services.exists(s, s.service == "OAuthServer" && s.servicePublishingStrategy.type == "Route")"#;
+const HC_AZURE_OAUTH_WORKLOAD: &str = r#"self.platform.type != "Azure" || self.platform.?azure.azureAuthenticationConfig.azureAuthenticationConfigType.orValue("") != "WorkloadIdentities" || self.services.exists(s, s.service == "OAuthServer" && (s.servicePublishingStrategy.type == "Route" || s.servicePublishingStrategy.type == "LoadBalancer"))"#;
+
+/// The rules evaluated by hand (the Infrastructure CRD's, written before the interpreter, and
+/// the two cel-rust cannot parse); every other rule goes to cel-rust ([`interpret`]).
+pub const CEL_RULES: &[&str] = &[
+    AWS_TAG_CHARS,
+    IMMUTABLE_LIST,
+    AZURE_TAGS_FIXED,
+    SET_ONCE,
+    CLUSTER_HOSTED_ONLY,
+    VSPHERE_DAY2_VCENTERS,
+    HC_AZURE_OAUTH_ROUTE,
+    HC_AZURE_OAUTH_WORKLOAD,
+];
 
 /// `field.ErrorType`: the cause's `reason` and the words the error body starts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -843,7 +867,61 @@ pub fn eval_rule(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, 
                 true
             })
         }
-        _ => Err(format!("the fake API server does not implement the CEL rule {rule:?}")),
+        HC_AZURE_OAUTH_ROUTE | HC_AZURE_OAUTH_WORKLOAD => {
+            // The CEL optional syntax (`.?azure…orValue("")`), which cel-rust does not parse:
+            // both rules hold whenever the platform is not Azure; on Azure, by hand.
+            let platform = &this["platform"];
+            if platform["type"] != "Azure" {
+                return Ok(true);
+            }
+            let workload = platform
+                .pointer("/azure/azureAuthenticationConfig/azureAuthenticationConfigType")
+                .and_then(Value::as_str)
+                == Some("WorkloadIdentities");
+            let oauth = |types: &[&str]| {
+                this["services"].as_array().into_iter().flatten().any(|s| {
+                    s["service"] == "OAuthServer" && types.iter().any(|t| s["servicePublishingStrategy"]["type"] == *t)
+                })
+            };
+            Ok(if rule == HC_AZURE_OAUTH_ROUTE {
+                workload || oauth(&["Route"])
+            } else {
+                !workload || oauth(&["Route", "LoadBalancer"])
+            })
+        }
+        _ => interpret(rule, this, old),
+    }
+}
+
+/// Whether the fake can run `rule`: by hand, or parsed by cel-rust.
+pub fn runnable(rule: &str) -> Result<(), String> {
+    if CEL_RULES.contains(&rule) {
+        return Ok(());
+    }
+    cel::Program::compile(rule).map(drop).map_err(|e| e.to_string())
+}
+
+/// Any other rule, run by cel-rust with `self` (and `oldSelf` on an update), and Kubernetes'
+/// `isURL` from its CEL URL library (k8s.io/apiserver `pkg/cel/library/urls.go`: true when Go's
+/// `url.Parse` accepts the string; here: a scheme, then anything without spaces). A rule cel-rust
+/// cannot parse or run, or that yields no boolean, is an error (HTTP 500), never a pass.
+fn interpret(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, String> {
+    let program = cel::Program::compile(rule)
+        .map_err(|e| format!("the fake API server cannot parse the CEL rule {rule:?}: {e}"))?;
+    let mut context = cel::Context::default();
+    let value = |v: &Value| cel::to_value(v).map_err(|e| format!("CEL rule {rule:?}: {e}"));
+    context.add_variable_from_value("self", value(this)?);
+    if let Some(old) = old {
+        context.add_variable_from_value("oldSelf", value(old)?);
+    }
+    let _ = context.add_function("isURL", |s: std::sync::Arc<String>| {
+        static RE: OnceLock<Regex> = OnceLock::new();
+        RE.get_or_init(|| Regex::new(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$").expect("URL shape")).is_match(&s)
+    });
+    match program.execute(&context) {
+        Ok(cel::Value::Bool(b)) => Ok(b),
+        Ok(other) => Err(format!("CEL rule {rule:?} yielded {other:?}, not a boolean")),
+        Err(e) => Err(format!("CEL rule {rule:?} on {this}: {e}")),
     }
 }
 
