@@ -37,3 +37,4 @@ mod aws_scale_up;
 mod publish_aws;
 mod publish_cluster;
 mod publish_egress;
+mod publish_kinds;

@@ -315,6 +315,18 @@ impl<S: PolicySource> PolicyStore<S> {
         PolicyUnavailable { location: self.location(), reason: reason.to_string() }
     }
 
+    /// Each cluster whose policy is in force now, with its version, as last read (no call made):
+    /// for a set's report to name the clusters that own nothing yet.
+    pub async fn in_force(&self) -> Vec<(String, String)> {
+        let st = self.state.lock().await;
+        st.caches
+            .iter()
+            .filter_map(|(k, c)| {
+                c.current(&self.location_for(k)).ok().map(|p| (p.infra_id.clone(), p.policy.version.clone()))
+            })
+            .collect()
+    }
+
     /// The policies in force, re-checked when the TTL has passed (or when `force`).
     pub async fn policies(&self, force: bool) -> (Result<Policies, PolicyUnavailable>, Vec<(String, PolicyChange)>) {
         let (changes, usable) = self.recheck(force).await;

@@ -93,6 +93,9 @@ struct ClusterSummary {
     /// was swept; with none, nothing of this cluster was.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     rejected: Vec<String>,
+    /// A named cluster with no policy in the set: why nothing of it was swept, and the fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unpublished: Option<String>,
     #[serde(flatten)]
     counts: Counts,
 }
@@ -185,6 +188,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 };
                 println!("  rejected    its newer policy: {}; {kept}", c.rejected.join("; "));
             }
+            if let Some(why) = &c.unpublished {
+                println!("  unpublished {why}; nothing of this cluster is enforced");
+            }
         }
         println!("resources     {} seen, {} owned", t.resources, t.owned);
         let verb = if summary.dry_run { "would write" } else { "written" };
@@ -222,7 +228,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         let why = anyhow::anyhow!("{resources} resource(s) and {listings} listing(s) failed");
         return Err(Failure::NotInLine(Some(why)));
     }
-    if !summary.rejected.is_empty() || summary.clusters.iter().any(|c| !c.rejected.is_empty()) {
+    if !summary.rejected.is_empty()
+        || summary.clusters.iter().any(|c| !c.rejected.is_empty() || c.unpublished.is_some())
+    {
         return Err(Failure::Invalid(None));
     }
     if summary.dry_run && summary.totals.drifted > 0 {
@@ -236,6 +244,8 @@ struct Swept {
     policy: String,
     is_set: bool,
     out: Outcome,
+    /// Each cluster whose policy was in force, with its version.
+    in_force: Vec<(String, String)>,
     api_calls: BTreeMap<String, u64>,
     seconds: f64,
 }
@@ -307,6 +317,7 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
         policy: location.to_string(),
         is_set: engine.store.is_set(),
         out,
+        in_force: engine.store.in_force().await,
         api_calls: clients.calls.snapshot(),
         seconds,
     })
@@ -362,7 +373,14 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let (bar, callback) = progress();
     engine.progress = callback;
     let (out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
-    Ok(Swept { policy: location.to_string(), is_set: engine.store.is_set(), out, api_calls: calls.snapshot(), seconds })
+    Ok(Swept {
+        policy: location.to_string(),
+        is_set: engine.store.is_set(),
+        out,
+        in_force: engine.store.in_force().await,
+        api_calls: calls.snapshot(),
+        seconds,
+    })
 }
 
 #[cfg(not(feature = "azure"))]
@@ -383,7 +401,7 @@ fn listed(args: &Args, set: bool, location: &impl std::fmt::Display) -> anyhow::
 }
 
 fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
-    let Swept { policy, is_set, mut out, api_calls, seconds } = swept;
+    let Swept { policy, is_set, mut out, in_force, api_calls, seconds } = swept;
     if let Some(e) = &out.error {
         return Err(anyhow::anyhow!("{e}").into());
     }
@@ -404,6 +422,22 @@ fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
             clusters.entry(id.as_str()).or_default();
         }
     }
+    // A named cluster that owns nothing yet is listed (its counts 0), and one that published
+    // nothing in the set is listed with why: never left out of the report.
+    if is_set {
+        for id in &args.clusters {
+            clusters.entry(id.as_str()).or_default();
+        }
+    }
+    let unpublished = |id: &str| {
+        let known =
+            in_force.iter().any(|(c, _)| c == id) || out.rejected.iter().any(|r| r.cluster.as_deref() == Some(id));
+        (is_set && !known).then(|| {
+            format!(
+                "no policy of this cluster in the set: publish one (tagwarden publish --to {policy} --cluster {id}, or --from-cluster on its cluster)"
+            )
+        })
+    };
     let rejected_of = |id: Option<&str>| -> Vec<String> {
         out.rejected.iter().filter(|r| r.cluster.as_deref() == id).flat_map(|r| r.errors.clone()).collect()
     };
@@ -417,8 +451,10 @@ fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
                 .map(|r| r.policy_version.clone())
                 .or_else(|| {
                     out.rejected.iter().find(|r| r.cluster.as_deref() == Some(id)).and_then(|r| r.in_force.clone())
-                }),
+                })
+                .or_else(|| in_force.iter().find(|(c, _)| c == id).map(|(_, v)| v.clone())),
             rejected: rejected_of(Some(id)),
+            unpublished: unpublished(id),
             counts: Counts::of(records.iter().copied()),
         })
         .collect();
