@@ -389,7 +389,19 @@ async fn cli_sweeps_and_reports_each_cluster() {
     assert_eq!(code, 3, "a set is swept only for the clusters named: {err}");
     assert!(err.contains("--cluster INFRA_ID"), "{err}");
     let (a, b, refused) = (infra(0), infra(1), infra(INVALID));
-    let clusters = ["--cluster", a.as_str(), "--cluster", b.as_str(), "--cluster", refused.as_str()];
+    // A named cluster that has published nothing yet is reported as such, never left out (exit 1).
+    let named = ["sweep", "--policy", &set, "--dry-run", "--cluster", &a, "--cluster", &refused];
+    let (code, out, err) = cli(&[&named[..], &["--json"]].concat());
+    assert_eq!(code, 1, "{out}{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    let listed = json["clusters"].as_array().cloned().unwrap_or_default();
+    let unpublished = listed.iter().find(|c| c["infraID"] == refused.as_str()).map(|c| c["unpublished"].clone());
+    assert!(unpublished.is_some_and(|u| u.as_str().is_some_and(|u| u.contains("--cluster"))), "{json}");
+    let (_, out, _) = cli(&named);
+    assert!(out.contains("unpublished no policy of this cluster in the set"), "{out}");
+    let clusters = ["--cluster", a.as_str(), "--cluster", b.as_str()];
+    let with_refused = ["--cluster", a.as_str(), "--cluster", b.as_str(), "--cluster", refused.as_str()];
+    let cli3 = |args: &[&str]| cli(&[args, &with_refused[..]].concat());
     let cli = |args: &[&str]| cli(&[args, &clusters[..]].concat());
     let (code, out, err) = cli(&["sweep", "--policy", &set, "--dry-run"]);
     assert_eq!(code, 2, "drift in a dry run: {out}{err}");
@@ -414,7 +426,7 @@ async fn cli_sweeps_and_reports_each_cluster() {
     assert!(body.contains("aws:"), "the refusal must come from an aws: key: {body}");
     let key = format!("clusters/{refused}/10-cluster.yaml");
     clients.s3.put_object().bucket(&bucket).key(key).body(body.into_bytes().into()).send().await.expect("policy");
-    let (code, out, err) = cli(&["sweep", "--policy", &set, "--json"]);
+    let (code, out, err) = cli3(&["sweep", "--policy", &set, "--json"]);
     assert_eq!(code, 1, "a rejected policy is an invalid policy: {err}");
     let json: serde_json::Value = serde_json::from_str(&out).expect("json");
     let clusters = json["clusters"].as_array().cloned().unwrap_or_default();
@@ -428,7 +440,7 @@ async fn cli_sweeps_and_reports_each_cluster() {
         (None, Some(0)),
         "nothing of it is enforced: {third}"
     );
-    let (_, out, _) = cli(&["sweep", "--policy", &set]);
+    let (_, out, _) = cli3(&["sweep", "--policy", &set]);
     assert!(
         out.contains(&format!("cluster       {refused} (version -)"))
             && out.contains("nothing of this cluster is enforced"),
