@@ -272,3 +272,53 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
     eprintln!("KINDS: day-2 edit of hc-b: one publish, one sweep writing {}", out["written"]);
     assert_eq!(out["written"], 2, "hc-b's two resources, nothing else: {out}");
 }
+
+/// `--cluster-set hypershift --watch`, as the Deployment runs it: each member published once, then
+/// only what changes (a NodePool edit republishes its HostedCluster's policy alone), a member that
+/// leaves keeps its last policy, and a new one is published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_set_publisher_follows_the_management_cluster() {
+    use std::time::Duration;
+    let patience = Duration::from_secs(30);
+    let api = FakeApi::start().await;
+    api.put_custom("hostedclusters", NS, hosted_cluster("hc-a", "hca-7xk2p", tag_list(&[("team", "a")])));
+    api.put_custom("hostedclusters", NS, hosted_cluster("hc-b", "hcb-7xk2p", tag_list(&[("team", "b")])));
+    api.put_custom("nodepools", NS, node_pool("hc-b-workers", "hc-b", tag_list(&[("tier", "cpu")])));
+    let (c, account, env) = support::account_with_env().await;
+    let policy_bucket = format!("policy-{account}");
+    c.s3.create_bucket().bucket(&policy_bucket).send().await.expect("policy bucket");
+    let set = format!("s3://{policy_bucket}/clusters/*/");
+    let publisher = crate::publisher::Publisher::spawn(
+        &api.kubeconfig("tagwarden", None),
+        &set,
+        &env,
+        &["--cluster-set", "hypershift", "--namespace", NS],
+    );
+    let mut first: Vec<String> = (0..2)
+        .map(|_| publisher.next("each member's first publish", patience))
+        .map(|l| format!("{} {}", l["infra_id"].as_str().unwrap_or_default(), l["result"].as_str().unwrap_or_default()))
+        .collect();
+    first.sort();
+    assert_eq!(first, ["hca-7xk2p written", "hcb-7xk2p written"]);
+
+    // A NodePool edit changes hc-b's policy alone.
+    api.edit_custom("nodepools", NS, "hc-b-workers", |o| {
+        o["spec"]["platform"]["aws"]["resourceTags"] = tag_list(&[("tier", "gpu")]);
+    })
+    .expect("a NodePool tag edit");
+    let line = publisher.next("the NodePool edit", patience);
+    assert_eq!((line["infra_id"].as_str(), line["result"].as_str()), (Some("hcb-7xk2p"), Some("written")), "{line}");
+    assert!(publisher.lines.recv_timeout(Duration::from_secs(2)).is_err(), "hc-a's policy did not change");
+    let key = "clusters/hcb-7xk2p/10-cluster.yaml";
+    let body = c.s3.get_object().bucket(&policy_bucket).key(key).send().await.expect("published");
+    let text = String::from_utf8(body.body.collect().await.expect("body").to_vec()).expect("utf-8");
+    assert!(text.contains("tier: gpu") && text.contains("hc-b-workers-?????-?????"), "{text}");
+
+    // hc-a leaves the set: its last policy stays; a new HostedCluster is published.
+    api.delete_custom("hostedclusters", NS, "hc-a");
+    api.put_custom("hostedclusters", NS, hosted_cluster("hc-c", "hcc-7xk2p", tag_list(&[("team", "c")])));
+    let line = publisher.next("the new member", patience);
+    assert_eq!(line["infra_id"], "hcc-7xk2p", "{line}");
+    let kept = c.s3.get_object().bucket(&policy_bucket).key("clusters/hca-7xk2p/10-cluster.yaml").send().await;
+    assert!(kept.is_ok(), "a cluster that left keeps its last policy (never an empty one)");
+}

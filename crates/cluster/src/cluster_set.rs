@@ -10,7 +10,10 @@
 use std::fmt;
 use std::str::FromStr;
 
+use futures_util::stream::{self, Stream, StreamExt};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::WatchStreamExt;
 use kube::{Api, Client, ResourceExt};
 use serde_json::{json, Map, Value};
 
@@ -179,6 +182,32 @@ pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -
         .collect();
     members.sort_by(|a, b| (&a.object.namespace, &a.object.name).cmp(&(&b.object.namespace, &b.object.name)));
     Ok(members)
+}
+
+/// `--watch`: a unit each time any object of the set changes (either resource; after a
+/// disconnect, once the re-list is complete), for the caller to read the set again. kube's
+/// watcher keeps each watch going (resume, re-list after `410 Gone`) and backs off on errors,
+/// which are logged: the caller's periodic resync covers what a long outage hid.
+pub fn changes(client: Client, kind: SetKind, namespace: Option<String>) -> impl Stream<Item = ()> + Send {
+    let (main, refining) = kind.resources();
+    let watch = move |r: Resource| {
+        watcher(r.api(&client, namespace.as_deref()), watcher::Config::default())
+            .default_backoff()
+            .filter_map(move |e| async move {
+                match e {
+                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) => Some(()),
+                    Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
+                    Err(e) => {
+                        tracing::warn!(resource = %r.qualified(), error = %e, "watch interrupted; retrying");
+                        None
+                    }
+                }
+            })
+            .boxed()
+    };
+    let mut all = vec![watch(main)];
+    all.extend(refining.map(watch));
+    stream::select_all(all)
 }
 
 fn as_value(o: &DynamicObject) -> Value {

@@ -31,8 +31,9 @@ pub struct Args {
     configmap: Option<String>,
     /// With --from-cluster on a management cluster: publish one policy per cluster of its set, each
     /// into its own folder of the cluster set given by --to: hypershift (each HostedCluster with
-    /// its NodePools), capa (each AWSCluster) or capz (each AzureCluster).
-    #[arg(long, value_name = "KIND", requires = "from_cluster", conflicts_with_all = ["configmap", "watch", "cluster"])]
+    /// its NodePools), capa (each AWSCluster) or capz (each AzureCluster). With --watch, again on
+    /// every change (no status mirror, no --listen).
+    #[arg(long, value_name = "KIND", requires = "from_cluster", conflicts_with_all = ["configmap", "cluster", "listen"])]
     cluster_set: Option<String>,
     /// With --cluster-set: read only this namespace (default: every namespace).
     #[arg(long, value_name = "NS", requires = "cluster_set")]
@@ -202,10 +203,12 @@ struct SetRow {
 /// cluster never holds back another; each one not published gets a Warning Event on its object.
 /// Exit 3 if any publish failed, else 2 if any lost a race, else 1 if any was refused.
 #[cfg(feature = "kube")]
-async fn publish_set(args: &Args, kind: &str, client: &tagwarden::cluster::Client) -> Result<(), Failure> {
+async fn publish_set(
+    args: &Args,
+    kind: tagwarden::cluster::cluster_set::SetKind,
+    client: &tagwarden::cluster::Client,
+) -> Result<(), Failure> {
     use tagwarden::cluster::{self, cluster_set};
-    let kind: cluster_set::SetKind =
-        kind.parse().map_err(|e: String| Failure::Invalid(Some(anyhow::anyhow!("--cluster-set: {e}"))))?;
     let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
     let members = cluster_set::read_set(client, kind, args.namespace.as_deref()).await?;
     let (mut refused, mut raced, mut failed) = (0, 0, 0);
@@ -277,6 +280,104 @@ async fn publish_set(args: &Args, kind: &str, client: &tagwarden::cluster::Clien
     }
 }
 
+/// `--cluster-set --watch`: the set read again on each change of its objects (and every
+/// `--resync` seconds, when every member is published again, a no-op where the store holds it),
+/// and only the members whose document changed since they were last published are written: one
+/// JSON line each. A member that cannot be published is told once per reason (a Warning Event);
+/// a failed publish is retried with back-off, not only at the next change. A cluster that leaves
+/// the set keeps the policy it last published.
+#[cfg(feature = "kube")]
+async fn watch_set(
+    args: &Args,
+    kind: tagwarden::cluster::cluster_set::SetKind,
+    client: &tagwarden::cluster::Client,
+) -> Result<(), Failure> {
+    use futures_util::StreamExt;
+    use std::collections::HashMap;
+    use tagwarden::cluster::{self, cluster_set};
+
+    let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
+    let instance = std::env::var("POD_NAME").ok();
+    let changes = cluster_set::changes(client.clone(), kind, args.namespace.clone());
+    let mut changes = std::pin::pin!(changes);
+    let resync_every = Duration::from_secs(args.resync);
+    let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + resync_every, resync_every);
+    let retry = tokio::time::sleep(Duration::ZERO);
+    let mut retry = std::pin::pin!(retry);
+    let mut retrying = false;
+    let mut failures = 0;
+    // By cluster (or, for a member without one, its object): the document last published or
+    // refused, or the reason last told.
+    let mut done: HashMap<String, String> = HashMap::new();
+    loop {
+        tokio::select! {
+            change = changes.next() => {
+                if change.is_none() {
+                    return Err(anyhow::anyhow!("the watch of the cluster set ended").into());
+                }
+            }
+            _ = resync.tick() => done.clear(),
+            () = &mut retry, if retrying => {}
+        }
+        let mut failed = false;
+        match cluster_set::read_set(client, kind, args.namespace.as_deref()).await {
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the cluster set; retrying");
+                failed = true;
+            }
+            Ok(members) => {
+                for m in members {
+                    let object = m.object.to_string();
+                    let (doc, cluster) = match (&m.document, &m.cluster) {
+                        (Ok(doc), Some(cluster)) => (doc, cluster),
+                        (Err(why), _) => {
+                            if done.get(&object) != Some(why) {
+                                eprintln!("{object}: not published: {why}");
+                                let _ =
+                                    cluster::warn_member(client, instance.clone(), &m.object, "NoPolicy", why.clone())
+                                        .await;
+                                done.insert(object, why.clone());
+                            }
+                            continue;
+                        }
+                        (Ok(_), None) => continue,
+                    };
+                    if done.get(cluster) == Some(&doc.text) {
+                        continue;
+                    }
+                    match target.publish(&doc.text, Some(cluster), args.dry_run).await {
+                        Ok(o) => {
+                            if o.result == "refused" {
+                                let note = format!(
+                                    "the function would reject cluster {cluster}'s policy: {}",
+                                    o.violations.join("; ")
+                                );
+                                let _ =
+                                    cluster::warn_member(client, instance.clone(), &m.object, "PolicyRefused", note)
+                                        .await;
+                            }
+                            show(&o, args.json, true)?;
+                            done.insert(cluster.clone(), doc.text.clone());
+                        }
+                        Err(e) => {
+                            tracing::warn!(cluster = %cluster, error = %anyhow::Error::from(e), "publish failed; retrying");
+                            failed = true;
+                        }
+                    }
+                }
+            }
+        }
+        retrying = failed;
+        if failed {
+            let backoff = Backoff::PUBLISH.delay(failures);
+            failures = failures.saturating_add(1);
+            retry.as_mut().reset(tokio::time::Instant::now() + backoff);
+        } else {
+            failures = 0;
+        }
+    }
+}
+
 /// A credential expiring within this is reported (Degraded) before it stops working.
 #[cfg(feature = "kube")]
 const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -301,7 +402,12 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
     }
     let client = cluster::client(args.kubeconfig.as_deref()).await?;
     if let Some(kind) = &args.cluster_set {
-        return publish_set(args, kind, &client).await;
+        let kind: cluster::cluster_set::SetKind =
+            kind.parse().map_err(|e: String| Failure::Invalid(Some(anyhow::anyhow!("--cluster-set: {e}"))))?;
+        return match args.watch {
+            true => watch_set(args, kind, &client).await,
+            false => publish_set(args, kind, &client).await,
+        };
     }
     if !args.watch {
         let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
