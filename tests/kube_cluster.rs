@@ -676,3 +676,92 @@ async fn the_manifests_rbac_allows_exactly_what_the_code_does() {
     let configmap = exercise(ClusterSource::configmap("tagwarden/tagwarden-policy").expect("NS/NAME")).await;
     assert_least_privilege("configmap-source.yaml", &configmap);
 }
+
+/// Everything the set publisher does on a management cluster of `kind` — read the set, watch both
+/// resources, tell a member without a policy with an Event on it — against `objects` (plural,
+/// namespace, object), and return the requests.
+async fn exercise_set(kind: cluster::cluster_set::SetKind, objects: Vec<(&str, &str, Value)>) -> Vec<Seen> {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    for (plural, ns, object) in objects {
+        api.put_custom(plural, ns, object);
+    }
+    let members = cluster::cluster_set::read_set(&client, kind, None).await.expect("the set");
+    let refused = members.iter().find(|m| m.document.is_err()).expect("a member without a policy");
+    cluster::warn_member(&client, None, &refused.object, "NoPolicy", "why".into()).await.expect("the Event");
+    let mut changes = Box::pin(cluster::cluster_set::changes(client, kind, None));
+    tokio::time::timeout(PATIENCE, changes.next()).await.expect("the watch answers").expect("a change");
+    let drain = tokio::spawn(async move { while changes.next().await.is_some() {} });
+    until("both watches are open", || {
+        api.open_watch_count() >= if kind == cluster::cluster_set::SetKind::HyperShift { 2 } else { 1 }
+    })
+    .await;
+    drain.abort();
+    api.requests()
+}
+
+/// Issue 33: the components that turn the publisher into a management cluster's set publisher
+/// grant exactly what it does: list and watch of those objects, Events in their namespace.
+#[tokio::test]
+async fn the_set_components_rbac_allows_exactly_what_the_set_publisher_does() {
+    use cluster::cluster_set::SetKind;
+    let hosted = |name: &str, infra: &str| {
+        let role = |r: &str| format!("arn:aws:iam::111122223333:role/{r}");
+        let o = json!({"metadata": {"name": name, "namespace": "clusters"}, "spec": {
+            "release": {"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+            "pullSecret": {"name": "ps"}, "infraID": infra,
+            "platform": {"type": "AWS", "aws": {"region": "us-east-1", "rolesRef": {
+                "controlPlaneOperatorARN": role("a"), "imageRegistryARN": role("b"), "ingressARN": role("c"),
+                "kubeCloudControllerARN": role("d"), "networkARN": role("e"), "nodePoolManagementARN": role("f"),
+                "storageARN": role("g")}, "resourceTags": [{"key": "team", "value": "a"}]}},
+            "services": [{"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer"}},
+                         {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route"}},
+                         {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
+                         {"service": "Ignition", "servicePublishingStrategy": {"type": "Route"}}]}});
+        let mut o = o;
+        if infra.is_empty() {
+            // Not set yet (HyperShift sets it when it creates the infrastructure).
+            o["spec"].as_object_mut().map(|s| s.remove("infraID"));
+        }
+        o
+    };
+    let pool = json!({"metadata": {"name": "hc-a-workers", "namespace": "clusters"}, "spec": {
+        "clusterName": "hc-a", "management": {"upgradeType": "Replace"},
+        "release": {"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
+        "platform": {"type": "AWS", "aws": {"instanceType": "m5.large", "subnet": {"id": "subnet-0123456789abcdef0"}}}}});
+    let hypershift = exercise_set(
+        SetKind::HyperShift,
+        vec![
+            ("hostedclusters", "clusters", hosted("hc-a", "hca-7xk2p")),
+            ("hostedclusters", "clusters", hosted("hc-empty", "")),
+            ("nodepools", "clusters", pool),
+        ],
+    )
+    .await;
+    assert_least_privilege("components/hypershift/rbac.yaml", &hypershift);
+
+    let capa = |name: &str, owned: bool| {
+        let mut o = json!({"metadata": {"name": name, "namespace": "fleet"}, "spec": {"region": "us-east-1", "additionalTags": {"team": "w"}}});
+        if owned {
+            o["metadata"]["ownerReferences"] =
+                json!([{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "w-1", "uid": "u"}]);
+        }
+        o
+    };
+    let cluster_api = exercise_set(
+        SetKind::Capa,
+        vec![("awsclusters", "fleet", capa("w-1-x", true)), ("awsclusters", "fleet", capa("orphan", false))],
+    )
+    .await;
+    // The component grants azureclusters too (for capz): exercised the same way.
+    let capz = exercise_set(
+        SetKind::Capz,
+        vec![(
+            "azureclusters",
+            "fleet",
+            json!({"metadata": {"name": "orphan", "namespace": "fleet"}, "spec": {"location": "westeurope"}}),
+        )],
+    )
+    .await;
+    assert_least_privilege("components/cluster-api/rbac.yaml", &[cluster_api, capz].concat());
+}

@@ -32,8 +32,9 @@ pub struct Args {
     /// With --from-cluster on a management cluster: publish one policy per cluster of its set, each
     /// into its own folder of the cluster set given by --to: hypershift (each HostedCluster with
     /// its NodePools), capa (each AWSCluster) or capz (each AzureCluster). With --watch, again on
-    /// every change (no status mirror, no --listen).
-    #[arg(long, value_name = "KIND", requires = "from_cluster", conflicts_with_all = ["configmap", "cluster", "listen"])]
+    /// every change (with --listen's health and metrics; each cluster's status report is not
+    /// mirrored: `tagwarden status` reads them).
+    #[arg(long, value_name = "KIND", requires = "from_cluster", conflicts_with_all = ["configmap", "cluster"])]
     cluster_set: Option<String>,
     /// With --cluster-set: read only this namespace (default: every namespace).
     #[arg(long, value_name = "NS", requires = "cluster_set")]
@@ -294,10 +295,19 @@ async fn watch_set(
 ) -> Result<(), Failure> {
     use futures_util::StreamExt;
     use std::collections::HashMap;
+    use std::sync::Arc;
+    use tagwarden::cluster::health::{self, Health};
     use tagwarden::cluster::{self, cluster_set};
 
     let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
     let instance = std::env::var("POD_NAME").ok();
+    let health = Arc::new(Health::default());
+    if let Some(addr) = args.listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--listen {addr}: cannot listen there; choose a free port"))?;
+        tokio::spawn(health::serve(listener, health.clone()));
+    }
     let changes = cluster_set::changes(client.clone(), kind, args.namespace.clone());
     let mut changes = std::pin::pin!(changes);
     let resync_every = Duration::from_secs(args.resync);
@@ -323,14 +333,18 @@ async fn watch_set(
         match cluster_set::read_set(client, kind, args.namespace.as_deref()).await {
             Err(e) => {
                 tracing::warn!(error = %e, "could not read the cluster set; retrying");
+                health.failed("failed");
                 failed = true;
             }
             Ok(members) => {
+                health.set_ready();
+                let mut refused = false;
                 for m in members {
                     let object = m.object.to_string();
                     let (doc, cluster) = match (&m.document, &m.cluster) {
                         (Ok(doc), Some(cluster)) => (doc, cluster),
                         (Err(why), _) => {
+                            refused = true;
                             if done.get(&object) != Some(why) {
                                 eprintln!("{object}: not published: {why}");
                                 let _ =
@@ -348,6 +362,8 @@ async fn watch_set(
                     match target.publish(&doc.text, Some(cluster), args.dry_run).await {
                         Ok(o) => {
                             if o.result == "refused" {
+                                refused = true;
+                                health.failed("refused");
                                 let note = format!(
                                     "the function would reject cluster {cluster}'s policy: {}",
                                     o.violations.join("; ")
@@ -356,15 +372,21 @@ async fn watch_set(
                                     cluster::warn_member(client, instance.clone(), &m.object, "PolicyRefused", note)
                                         .await;
                             }
+                            if o.result != "refused" {
+                                health.succeeded(unix_now());
+                            }
                             show(&o, args.json, true)?;
                             done.insert(cluster.clone(), doc.text.clone());
                         }
                         Err(e) => {
+                            let (metric, _) = classify(&e, &target);
+                            health.failed(metric);
                             tracing::warn!(cluster = %cluster, error = %anyhow::Error::from(e), "publish failed; retrying");
                             failed = true;
                         }
                     }
                 }
+                health.set_refused(refused);
             }
         }
         retrying = failed;
