@@ -693,3 +693,53 @@ async fn the_cli_sweeps_a_management_group_and_falls_back_through_its_subscripti
     }
     assert_eq!(fake.tags(&f.others[0]).expect("foreign")["team"], "theirs");
 }
+
+/// Issue 33: a Cluster API (CAPZ) workload cluster owns by CAPZ's key on what CAPZ creates and by
+/// the cloud provider's `kubernetes.io_cluster_<name>` on what the workload cluster creates; the
+/// sweep lists both in one Resource Graph query (and, refused, both through ARM), and writes
+/// neither OpenShift's spelling of the key (`kubernetes.io_cluster.<name>`, another kind's) nor
+/// another CAPZ cluster's resources.
+#[tokio::test]
+async fn a_cluster_api_cluster_is_swept_by_both_its_keys() {
+    let doc = "version: 1\ncloud: azure\nclusterKind: ClusterAPI\ninfraID: z-1\ntags:\n  team: platform\n";
+    let scope = format!("/subscriptions/{}", subscription(0));
+    for refused in [false, true] {
+        let env = Env::with(POLICY, &[(POLICY, doc)], &[("TAGWARDEN_SWEEP_SCOPES", &scope)]).await;
+        let rg = format!("{scope}/resourceGroups/z-1-rg/providers");
+        let id = |name: &str| format!("{rg}/Microsoft.Compute/disks/{name}");
+        env.fake.put_resource(
+            &id("by-capz"),
+            &[("sigs.k8s.io_cluster-api-provider-azure_cluster_z-1", "owned"), ("team", "x")],
+        );
+        env.fake.put_resource(&id("by-ccm"), &[("kubernetes.io_cluster_z-1", "owned"), ("team", "x")]);
+        env.fake.put_resource(
+            &id("both"),
+            &[
+                ("sigs.k8s.io_cluster-api-provider-azure_cluster_z-1", "owned"),
+                ("kubernetes.io_cluster_z-1", "owned"),
+                ("team", "x"),
+            ],
+        );
+        env.fake.put_resource(&id("openshift-spelling"), &[("kubernetes.io_cluster.z-1", "owned"), ("team", "x")]);
+        env.fake.put_resource(
+            &id("other"),
+            &[("sigs.k8s.io_cluster-api-provider-azure_cluster_z-2", "owned"), ("team", "x")],
+        );
+        if refused {
+            env.fake.refuse_graph(404, "InvalidResourceType");
+        }
+        let (status, body, _) = sweep(&env).await;
+        assert_eq!(status, 200, "{body:#}");
+        assert_eq!(statuses(&body), json!({"applied": 3}), "refused graph: {refused}: {body:#}");
+        for name in ["by-capz", "by-ccm", "both"] {
+            assert_eq!(env.fake.tags(&id(name)).expect("resource")["team"], "platform", "{name}");
+        }
+        for name in ["openshift-spelling", "other"] {
+            assert_eq!(env.fake.tags(&id(name)).expect("resource")["team"], "x", "{name} is not z-1's");
+        }
+        assert_eq!(env.fake.count("PATCH tags"), 3, "one Merge each, the resource with both keys once");
+        if !refused {
+            assert_eq!(env.fake.count("POST graph"), 1, "both keys in one query");
+        }
+    }
+}
