@@ -449,14 +449,14 @@ async fn cli_sweeps_and_reports_each_cluster() {
 }
 
 /// An S3 notification of `keys`, written at `at_ms`, as the policy bucket sends it to the Lambda.
-fn written(keys: &[&str], at_ms: u64) -> String {
+pub(crate) fn written(keys: &[&str], at_ms: u64) -> String {
     let at = tagwarden::events::format_rfc3339_ms(at_ms);
     let records: Vec<_> =
         keys.iter().map(|k| json!({"eventSource": "aws:s3", "eventTime": at, "s3": {"object": {"key": k}}})).collect();
     json!({"Records": records}).to_string()
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     tagwarden::report::epoch_ms()
 }
 

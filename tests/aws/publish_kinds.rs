@@ -7,7 +7,7 @@
 //! cluster's tags and each kind's precedence, a Cluster API cluster's resources are owned by
 //! either of its keys, nothing of another cluster, a shared resource or a refused cluster is
 //! written, and a day-2 edit of a `HostedCluster`'s `resourceTags` reaches what HyperShift itself
-//! leaves behind (an S3 bucket) in one publish and one sweep.
+//! leaves behind (an S3 bucket) in one publish and the function's one policy-change sweep.
 
 #![cfg(all(feature = "aws", feature = "kube"))]
 
@@ -265,12 +265,30 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
     let (_, out, text) = publish("hypershift");
     let b_row = out["clusters"].as_array().and_then(|r| r.iter().find(|r| r["cluster"] == "hcb-7xk2p").cloned());
     assert_eq!(b_row.map(|r| r["outcome"]["changes"]["changed"]["team"].clone()), Some(json!(["b", "b2"])), "{text}");
-    let (_, out, _) = sweep();
+    // The function, as deployed for the set, gets the policy bucket's notification of hc-b's new
+    // layer: one policy-change sweep of hc-b.
+    let mut function = crate::fleet::reconciler(&c, &account, &set, std::time::Duration::from_secs(300));
+    let store = std::sync::Arc::get_mut(&mut function.store).expect("a new engine's store is its own");
+    store.set_clusters(Some(clusters.iter().map(|c| c.to_string()).collect()));
+    c.calls.reset();
+    let layer = "clusters/hcb-7xk2p/10-cluster.yaml";
+    let inv = tagwarden::aws::function::handle(
+        &function,
+        crate::aws_clusters::written(&[layer], crate::aws_clusters::now_ms()),
+    )
+    .await;
+    assert!(inv.error.is_none(), "{:?}", inv.error);
     assert_tags("hc-b's bucket after the edit", &tags(&c, &b_bucket).await, &[team("b2")]);
     assert_tags("hc-b's node after the edit", &tags(&c, &b_node).await, &[team("b2"), ("tier", Some("cpu"))]);
     assert_tags("hc-a's node, untouched by hc-b's edit", &tags(&c, &a_node).await, &[team("a")]);
-    eprintln!("KINDS: day-2 edit of hc-b: one publish, one sweep writing {}", out["written"]);
-    assert_eq!(out["written"], 2, "hc-b's two resources, nothing else: {out}");
+    let writes = c.calls.writes();
+    eprintln!(
+        "KINDS: day-2 edit of hc-b: one publish, one policy-change sweep ({} resources) making {writes} writes, {} calls",
+        inv.response["sweep"],
+        c.calls.total()
+    );
+    assert_eq!(inv.response["sweep"], 2, "hc-b's resources alone are swept: {}", inv.response);
+    assert_eq!(writes, 2, "hc-b's node (CreateTags) and bucket (PutBucketTagging), nothing else");
 }
 
 /// `--cluster-set hypershift --watch`, as the Deployment runs it: each member published once, then
