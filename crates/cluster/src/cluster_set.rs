@@ -256,7 +256,10 @@ pub(crate) fn native_document(sources: &[String], policy: &Value) -> Result<Stri
     let yaml = serde_yaml_ng::to_string(policy).map_err(|e| format!("could not encode the document: {e}"))?;
     let mut out = String::from("# Published by `tagwarden publish --from-cluster --cluster-set` from:\n");
     for s in sources {
-        out.push_str(&format!("#   {s}\n"));
+        // A comment line stays one line whatever an object carries (an ownerReference's name is
+        // not validated as a DNS name).
+        let line: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        out.push_str(&format!("#   {line}\n"));
     }
     out.push_str(&yaml);
     Ok(out)

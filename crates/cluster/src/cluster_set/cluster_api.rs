@@ -101,6 +101,19 @@ mod tests {
     }
 
     #[test]
+    fn a_name_cannot_add_lines_to_the_document() {
+        let object = json!({
+            "metadata": {"name": "w", "namespace": "n",
+                         "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "w-1\ntags: {evil: x}"}]},
+            "spec": {"additionalTags": {"team": "a"}}
+        });
+        let (_, text) = aws_document(&object).expect("a document");
+        assert!(!text.lines().any(|l| l.starts_with("tags: {evil")), "{text}");
+        // The cluster name itself is the folder, which the publish refuses unless it is an infraID.
+        assert!(tagwarden_core::policy::clusters::valid_infra_id("w-1\ntags: {evil: x}").is_err());
+    }
+
+    #[test]
     fn the_label_names_the_cluster_when_no_owner_does_and_neither_is_refused() {
         let labelled = json!({"metadata": {"name": "z", "namespace": "n", "labels": {CLUSTER_NAME_LABEL: "z-1"}},
                               "spec": {"location": "westeurope", "additionalTags": {"team": "b"}}});
