@@ -692,10 +692,8 @@ async fn exercise_set(kind: cluster::cluster_set::SetKind, objects: Vec<(&str, &
     let mut changes = Box::pin(cluster::cluster_set::changes(client, kind, None));
     tokio::time::timeout(PATIENCE, changes.next()).await.expect("the watch answers").expect("a change");
     let drain = tokio::spawn(async move { while changes.next().await.is_some() {} });
-    until("both watches are open", || {
-        api.open_watch_count() >= if kind == cluster::cluster_set::SetKind::HyperShift { 2 } else { 1 }
-    })
-    .await;
+    let resources = 1 + kind.resources().1.len();
+    until("every watch is open", || api.open_watch_count() >= resources).await;
     drain.abort();
     api.requests()
 }
@@ -748,9 +746,15 @@ async fn the_set_components_rbac_allows_exactly_what_the_set_publisher_does() {
         }
         o
     };
+    let template = json!({"metadata": {"name": "w-1-md-0", "namespace": "fleet"},
+                          "spec": {"template": {"spec": {"instanceType": "m5.large", "additionalTags": {"tier": "gpu"}}}}});
     let cluster_api = exercise_set(
         SetKind::Capa,
-        vec![("awsclusters", "fleet", capa("w-1-x", true)), ("awsclusters", "fleet", capa("orphan", false))],
+        vec![
+            ("awsclusters", "fleet", capa("w-1-x", true)),
+            ("awsclusters", "fleet", capa("orphan", false)),
+            ("awsmachinetemplates", "fleet", template),
+        ],
     )
     .await;
     // The component grants azureclusters too (for capz): exercised the same way.

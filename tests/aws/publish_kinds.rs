@@ -152,6 +152,21 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
     for (cluster, team) in [("w-1", "w1"), ("w-2", "w2")] {
         api.put_custom("awsclusters", FLEET, aws_cluster(cluster, json!({"team": team, "cost-center": "7"})));
     }
+    // w-1's workers: a MachineDeployment whose AWSMachineTemplate's tags win on its machines (CAPA).
+    api.put_custom("awsmachinetemplates", FLEET, json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachineTemplate",
+        "metadata": {"name": "w-1-md-0-t", "namespace": FLEET},
+        "spec": {"template": {"spec": {"instanceType": "m5.large", "additionalTags": {"team": "w1-machines", "tier": "gpu"}}}}
+    }));
+    api.put_custom("machinedeployments", FLEET, json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineDeployment",
+        "metadata": {"name": "w-1-md-0", "namespace": FLEET},
+        "spec": {"clusterName": "w-1", "selector": {"matchLabels": {"cluster.x-k8s.io/deployment-name": "w-1-md-0"}},
+                 "template": {"metadata": {"labels": {"cluster.x-k8s.io/deployment-name": "w-1-md-0"}},
+                              "spec": {"clusterName": "w-1",
+                                       "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "w-1-md-0"}},
+                                       "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "w-1-md-0-t"}}}}
+    }));
     let stored = api.get("hostedclusters", NS, "hc-a").expect("stored");
     assert!(stored["spec"].get("notAField").is_none(), "pruned by the CRD");
     assert_eq!(stored["spec"]["issuerURL"], "https://kubernetes.default.svc", "defaulted by the CRD");
@@ -174,6 +189,12 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
     let w1_by_capa =
         instance(&c, &account, &[("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"), drift]).await;
     let w1_by_ccm = bucket(&c, &format!("w-1-pvc-{account}"), &[("kubernetes.io/cluster/w-1", "owned"), drift]).await;
+    let w1_machine = instance(
+        &c,
+        &account,
+        &[("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"), ("Name", "w-1-md-0-xk2vp-9btqz"), drift],
+    )
+    .await;
     let w2_by_capa =
         instance(&c, &account, &[("sigs.k8s.io/cluster-api-provider-aws/cluster/w-2", "owned"), drift]).await;
     let shared = instance(&c, &account, &[(&a, "shared"), drift]).await;
@@ -233,6 +254,7 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
         "a named cluster without a policy is reported, not left out: {out}"
     );
     eprintln!("KINDS: sweep of 5 clusters: written {} (owned {})", out["written"], out["owned"]);
+    assert_eq!((out["owned"].as_u64(), out["written"].as_u64()), (Some(10), Some(10)), "{out}");
 
     let team = |v: &'static str| ("team", Some(v));
     assert_tags("hc-a's node", &tags(&c, &a_node).await, &[team("a"), ("env", Some("dev")), ("tier", Some("gpu"))]);
@@ -251,6 +273,12 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
     assert_tags("hc-c's node", &tags(&c, &c_node).await, &[team("c")]);
     assert_tags("w-1 (CAPA's key)", &tags(&c, &w1_by_capa).await, &[team("w1"), ("cost-center", Some("7"))]);
     assert_tags("w-1 (the cloud provider's key)", &tags(&c, &w1_by_ccm).await, &[team("w1")]);
+    assert_tags(
+        "w-1's machine (its template's tags win)",
+        &tags(&c, &w1_machine).await,
+        &[team("w1-machines"), ("tier", Some("gpu")), ("cost-center", Some("7"))],
+    );
+    assert_tags("w-1's CAPA instance of no deployment", &tags(&c, &w1_by_capa).await, &[("tier", None)]);
     assert_tags("w-2", &tags(&c, &w2_by_capa).await, &[team("w2")]);
     for (what, r) in [("the refused cluster's", &bad_node), ("a shared", &shared), ("another cluster's", &foreign)] {
         assert_tags(what, &tags(&c, r).await, &[team("someone-else"), ("cost-center", None)]);

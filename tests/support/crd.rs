@@ -64,6 +64,7 @@ pub const SERVED_CRDS: &[&str] = &[
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsclusters.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_azureclusters.yaml",
+    "tests/fixtures/cluster-api/cluster.x-k8s.io_machinedeployments.yaml",
 ];
 
 /// Schema keywords the fake enforces (or that carry no rule: `description`).

@@ -28,7 +28,8 @@ pub mod hypershift;
 pub enum SetKind {
     /// HyperShift: `HostedCluster`s and their `NodePool`s.
     HyperShift,
-    /// Cluster API on AWS (CAPA): `AWSCluster`s.
+    /// Cluster API on AWS (CAPA): `AWSCluster`s, with the `AWSMachineTemplate`s of their
+    /// `MachineDeployment`s.
     Capa,
     /// Cluster API on Azure (CAPZ): `AzureCluster`s.
     Capz,
@@ -85,11 +86,13 @@ impl Resource {
 
 impl SetKind {
     /// The objects a member comes from, then those that refine it.
-    pub fn resources(self) -> (Resource, Option<Resource>) {
+    pub fn resources(self) -> (Resource, &'static [Resource]) {
         match self {
-            SetKind::HyperShift => (hypershift::HOSTED_CLUSTERS, Some(hypershift::NODE_POOLS)),
-            SetKind::Capa => (cluster_api::AWS_CLUSTERS, None),
-            SetKind::Capz => (cluster_api::AZURE_CLUSTERS, None),
+            SetKind::HyperShift => (hypershift::HOSTED_CLUSTERS, &[hypershift::NODE_POOLS]),
+            SetKind::Capa => {
+                (cluster_api::AWS_CLUSTERS, &[cluster_api::MACHINE_DEPLOYMENTS, cluster_api::AWS_MACHINE_TEMPLATES])
+            }
+            SetKind::Capz => (cluster_api::AZURE_CLUSTERS, &[]),
         }
     }
 }
@@ -141,20 +144,24 @@ pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -
         }
     };
     let objects = list(main).await?;
-    let refiners = match refining {
-        Some(r) => list(r).await?,
-        None => Vec::new(),
-    };
+    let mut refiners = Vec::with_capacity(refining.len());
+    for r in refining {
+        refiners.push(list(*r).await?);
+    }
     let mut members: Vec<Member> = objects
         .iter()
         .map(|o| {
             let value = as_value(o);
             let ns = o.namespace().unwrap_or_default();
-            let same_ns: Vec<Value> =
-                refiners.iter().filter(|r| r.namespace().unwrap_or_default() == ns).map(as_value).collect();
+            // Each refining resource's objects of the member's namespace, in `resources()`' order.
+            let same_ns: Vec<Vec<Value>> = refiners
+                .iter()
+                .map(|all| all.iter().filter(|r| r.namespace().unwrap_or_default() == ns).map(as_value).collect())
+                .collect();
+            let of = |i: usize| same_ns.get(i).map(Vec::as_slice).unwrap_or_default();
             let translated = match kind {
-                SetKind::HyperShift => hypershift::document(&value, &same_ns),
-                SetKind::Capa => cluster_api::aws_document(&value),
+                SetKind::HyperShift => hypershift::document(&value, of(0)),
+                SetKind::Capa => cluster_api::aws_document(&value, of(0), of(1)),
                 SetKind::Capz => cluster_api::azure_document(&value),
             };
             let object = ObjectRef {
@@ -181,7 +188,31 @@ pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -
         })
         .collect();
     members.sort_by(|a, b| (&a.object.namespace, &a.object.name).cmp(&(&b.object.namespace, &b.object.name)));
-    Ok(members)
+    Ok(refuse_shared_folders(members))
+}
+
+/// A cluster's folder is the set's, but the name it comes from is an editable field of a
+/// namespaced object: two objects naming the same cluster would each overwrite the other's policy
+/// (or one would take over another team's). None of them is published, and each is told why.
+fn refuse_shared_folders(mut members: Vec<Member>) -> Vec<Member> {
+    let named: Vec<Option<String>> =
+        members.iter().map(|m| m.document.is_ok().then(|| m.cluster.clone()).flatten()).collect();
+    for i in 0..members.len() {
+        let Some(cluster) = &named[i] else { continue };
+        let others: Vec<String> = members
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i && named[*j].as_ref() == Some(cluster))
+            .map(|(_, m)| m.object.to_string())
+            .collect();
+        if !others.is_empty() {
+            members[i].document = Err(format!(
+                "{} names cluster {cluster} too: one cluster's policy comes from one object; none of them is published until only one names it",
+                others.join(", ")
+            ));
+        }
+    }
+    members
 }
 
 /// `--watch`: a unit each time any object of the set changes (either resource; after a
@@ -206,7 +237,7 @@ pub fn changes(client: Client, kind: SetKind, namespace: Option<String>) -> impl
             .boxed()
     };
     let mut all = vec![watch(main)];
-    all.extend(refining.map(watch));
+    all.extend(refining.iter().copied().map(watch));
     stream::select_all(all)
 }
 
@@ -258,9 +289,48 @@ pub(crate) fn native_document(sources: &[String], policy: &Value) -> Result<Stri
     for s in sources {
         // A comment line stays one line whatever an object carries (an ownerReference's name is
         // not validated as a DNS name).
-        let line: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+        // Only printable ASCII: YAML also breaks lines at U+0085, U+2028 and U+2029.
+        let line: String = s.chars().map(|c| if c == ' ' || c.is_ascii_graphic() { c } else { '?' }).collect();
         out.push_str(&format!("#   {line}\n"));
     }
     out.push_str(&yaml);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(ns: &str, name: &str, cluster: &str) -> Member {
+        let object = ObjectRef {
+            api_version: "infrastructure.cluster.x-k8s.io/v1beta2".into(),
+            kind: "AWSCluster".into(),
+            namespace: ns.into(),
+            name: name.into(),
+            uid: None,
+            resource_version: None,
+        };
+        let document = SourceDocument { name: name.into(), text: "version: 1\n".into(), resource_version: "1".into() };
+        Member { object, cluster: Some(cluster.into()), document: Ok(document) }
+    }
+
+    #[test]
+    fn two_objects_naming_one_cluster_publish_neither() {
+        let members = refuse_shared_folders(vec![
+            member("team-a", "dev", "dev"),
+            member("team-b", "dev", "dev"),
+            member("x", "w", "w-1"),
+        ]);
+        let why = |i: usize| members[i].document.as_ref().err().cloned().unwrap_or_default();
+        assert!(why(0).contains("AWSCluster team-b/dev names cluster dev too"), "{}", why(0));
+        assert!(why(1).contains("AWSCluster team-a/dev names cluster dev too"), "{}", why(1));
+        assert!(members[2].document.is_ok(), "another cluster is published");
+    }
+
+    #[test]
+    fn a_header_line_is_one_line_of_printable_ascii() {
+        let text =
+            native_document(&["a\u{2028}enforce: false\nb\u{85}c".into()], &json!({"version": 1})).expect("text");
+        assert_eq!(text.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>(), ["version: 1"], "{text}");
+    }
 }

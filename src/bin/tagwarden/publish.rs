@@ -210,6 +210,7 @@ async fn publish_set(
     client: &tagwarden::cluster::Client,
 ) -> Result<(), Failure> {
     use tagwarden::cluster::{self, cluster_set};
+    refuse_single_location(&args.to)?;
     let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
     let members = cluster_set::read_set(client, kind, args.namespace.as_deref()).await?;
     let (mut refused, mut raced, mut failed) = (0, 0, 0);
@@ -281,6 +282,17 @@ async fn publish_set(
     }
 }
 
+/// A set's members go each into its own folder: a single location would take each in turn.
+#[cfg(feature = "kube")]
+fn refuse_single_location(to: &str) -> Result<(), Failure> {
+    if to.contains('*') {
+        return Ok(());
+    }
+    Err(Failure::Invalid(Some(anyhow::anyhow!(
+        "--to {to}: --cluster-set publishes each cluster into its own folder of a cluster set; name one, e.g. s3://BUCKET/clusters/*/, ssm:/PATH/*, or a blob prefix ending in */"
+    ))))
+}
+
 /// `--cluster-set --watch`: the set read again on each change of its objects (and every
 /// `--resync` seconds, when every member is published again, a no-op where the store holds it),
 /// and only the members whose document changed since they were last published are written: one
@@ -299,6 +311,7 @@ async fn watch_set(
     use tagwarden::cluster::health::{self, Health};
     use tagwarden::cluster::{self, cluster_set};
 
+    refuse_single_location(&args.to)?;
     let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
     let instance = std::env::var("POD_NAME").ok();
     let health = Arc::new(Health::default());
@@ -319,6 +332,8 @@ async fn watch_set(
     // By cluster (or, for a member without one, its object): the document last published or
     // refused, or the reason last told.
     let mut done: HashMap<String, String> = HashMap::new();
+    // The clusters whose document the function would refuse, as last published.
+    let mut refused_clusters = std::collections::HashSet::new();
     loop {
         tokio::select! {
             change = changes.next() => {
@@ -347,9 +362,16 @@ async fn watch_set(
                             refused = true;
                             if done.get(&object) != Some(why) {
                                 eprintln!("{object}: not published: {why}");
-                                let _ =
-                                    cluster::warn_member(client, instance.clone(), &m.object, "NoPolicy", why.clone())
-                                        .await;
+                                if !args.dry_run {
+                                    let _ = cluster::warn_member(
+                                        client,
+                                        instance.clone(),
+                                        &m.object,
+                                        "NoPolicy",
+                                        why.clone(),
+                                    )
+                                    .await;
+                                }
                                 done.insert(object, why.clone());
                             }
                             continue;
@@ -357,6 +379,7 @@ async fn watch_set(
                         (Ok(_), None) => continue,
                     };
                     if done.get(cluster) == Some(&doc.text) {
+                        refused |= refused_clusters.contains(cluster);
                         continue;
                     }
                     match target.publish(&doc.text, Some(cluster), args.dry_run).await {
@@ -368,11 +391,19 @@ async fn watch_set(
                                     "the function would reject cluster {cluster}'s policy: {}",
                                     o.violations.join("; ")
                                 );
-                                let _ =
-                                    cluster::warn_member(client, instance.clone(), &m.object, "PolicyRefused", note)
-                                        .await;
-                            }
-                            if o.result != "refused" {
+                                if !args.dry_run {
+                                    let _ = cluster::warn_member(
+                                        client,
+                                        instance.clone(),
+                                        &m.object,
+                                        "PolicyRefused",
+                                        note,
+                                    )
+                                    .await;
+                                }
+                                refused_clusters.insert(cluster.clone());
+                            } else {
+                                refused_clusters.remove(cluster);
                                 health.succeeded(unix_now());
                             }
                             show(&o, args.json, true)?;

@@ -7,11 +7,22 @@
 //!   `kubernetes.io/cluster/<name>` (AWS) or `kubernetes.io_cluster_<name>` (Azure)
 //!   (`ClusterKind::ClusterApi`).
 //! - `spec.additionalTags` (a map; CAPA `Tags`, CAPZ `Tags`) are every owned resource's tags.
-//!   Machine-level additional tags (`AWSMachineTemplate`, `AzureMachineTemplate`) are not read
-//!   yet: no tag on an instance names its template, so they would need the machines' instance
-//!   IDs (see the closing note).
+//! - CAPA machine-level tags: an `AWSMachineTemplate`'s `spec.template.spec.additionalTags` go on
+//!   the instances of the machines made from it and win over the AWSCluster's (CAPA
+//!   `pkg/cloud/scope/machine.go` `AdditionalTags`): an override, whose precedence is the ordinary
+//!   one. No tag names the template; a `MachineDeployment` (cluster.x-k8s.io/v1beta2) names it
+//!   (`spec.template.spec.infrastructureRef`), and Cluster API names its machines
+//!   `<MachineDeployment>-<5>-<5>` (a MachineSet `<md>-<5>`, `rollout_planner.go`; a Machine
+//!   `{{ .machineSet.name }}-{{ .random }}`, `machineset_controller.go`; the AWSMachine takes the
+//!   Machine's name and CAPA tags the instance `Name=<AWSMachine name>`, `instances.go`), so the
+//!   override selects `Name` by `<md>-?????-?????`. A MachineDeployment with its own
+//!   `spec.machineNaming.template` names its machines otherwise: its tags are left out, and the
+//!   document says so. `Name` and ownership keys among additional tags are CAPA's to set and never
+//!   written by tagwarden: left out, said in the document. Machine pools (`AWSMachinePool`) and
+//!   EKS (`AWSManagedControlPlane`) are not read yet.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use tagwarden_core::cloud::Cloud;
 
 use super::{native_document, string_map, Resource, Translated};
 
@@ -20,6 +31,14 @@ pub const AWS_CLUSTERS: Resource = Resource {
     version: "v1beta2",
     kind: "AWSCluster",
     plural: "awsclusters",
+};
+pub const MACHINE_DEPLOYMENTS: Resource =
+    Resource { group: "cluster.x-k8s.io", version: "v1beta2", kind: "MachineDeployment", plural: "machinedeployments" };
+pub const AWS_MACHINE_TEMPLATES: Resource = Resource {
+    group: "infrastructure.cluster.x-k8s.io",
+    version: "v1beta2",
+    kind: "AWSMachineTemplate",
+    plural: "awsmachinetemplates",
 };
 pub const AZURE_CLUSTERS: Resource = Resource {
     group: "infrastructure.cluster.x-k8s.io",
@@ -31,17 +50,92 @@ pub const AZURE_CLUSTERS: Resource = Resource {
 /// The label Cluster API puts on the objects of a cluster (`clusterv1.ClusterNameLabel`).
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
-/// The workload cluster and its document, from a CAPA `AWSCluster`.
-pub fn aws_document(object: &Value) -> Translated {
-    document(object, "aws", "AWSCluster")
+/// The workload cluster and its document, from a CAPA `AWSCluster` and the `MachineDeployment`s
+/// and `AWSMachineTemplate`s of its namespace.
+pub fn aws_document(object: &Value, deployments: &[Value], templates: &[Value]) -> Translated {
+    document(object, "aws", "AWSCluster", |cluster, notes| machine_overrides(cluster, deployments, templates, notes))
 }
 
 /// The workload cluster and its document, from a CAPZ `AzureCluster`.
 pub fn azure_document(object: &Value) -> Translated {
-    document(object, "azure", "AzureCluster")
+    document(object, "azure", "AzureCluster", |_, _| Ok(Vec::new()))
 }
 
-fn document(object: &Value, cloud: &str, kind: &str) -> Translated {
+/// An additional tag the provider sets itself and tagwarden never writes (`Name`, ownership keys).
+fn providers_own(cloud: Cloud, key: &str) -> bool {
+    key.eq_ignore_ascii_case("name") || cloud.is_ownership_key(key)
+}
+
+/// `tags` less the provider's own keys, each one left out named in `notes`.
+fn without_providers_own(
+    cloud: Cloud,
+    mut tags: Map<String, Value>,
+    path: &str,
+    notes: &mut Vec<String>,
+) -> Map<String, Value> {
+    tags.retain(|k, _| {
+        let own = providers_own(cloud, k);
+        if own {
+            notes.push(format!("left out: {path}: {k} (the provider sets it; tagwarden never writes it)"));
+        }
+        !own
+    });
+    tags
+}
+
+/// The overrides of cluster `cluster`'s machine deployments: each deployment's template's tags on
+/// its machines.
+fn machine_overrides(
+    cluster: &str,
+    deployments: &[Value],
+    templates: &[Value],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Value>, String> {
+    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut mine: Vec<&Value> = deployments.iter().filter(|d| str_at(d, "/spec/clusterName") == cluster).collect();
+    mine.sort_by_key(|d| str_at(d, "/metadata/name"));
+    let mut overrides = Vec::new();
+    for md in mine {
+        let (ns, name) = (str_at(md, "/metadata/namespace"), str_at(md, "/metadata/name"));
+        let infra = md.pointer("/spec/template/spec/infrastructureRef").cloned().unwrap_or(Value::Null);
+        if str_at(&infra, "/kind") != "AWSMachineTemplate" {
+            continue;
+        }
+        let template_name = str_at(&infra, "/name");
+        let Some(template) = templates.iter().find(|t| str_at(t, "/metadata/name") == template_name) else {
+            notes.push(format!(
+                "left out: MachineDeployment {ns}/{name}: its AWSMachineTemplate {template_name} does not exist"
+            ));
+            continue;
+        };
+        let path = format!("AWSMachineTemplate {ns}/{template_name} spec.template.spec.additionalTags");
+        let tags = string_map(template.pointer("/spec/template/spec/additionalTags"), &path)?;
+        let tags = without_providers_own(Cloud::Aws, tags, &path, notes);
+        if tags.is_empty() {
+            continue;
+        }
+        if md.pointer("/spec/machineNaming/template").is_some() || name.len() > 51 {
+            notes.push(format!(
+                "left out: {path}: MachineDeployment {ns}/{name} names its machines with spec.machineNaming.template, so its instances cannot be told apart"
+            ));
+            continue;
+        }
+        notes.push(format!("MachineDeployment {ns}/{name} with {path}"));
+        overrides.push(json!({
+            "name": format!("MachineDeployment {ns}/{name}"),
+            "selector": {"type": super::hypershift::MACHINE_RESOURCES, "tag": {"key": "Name", "valuePattern": format!("{name}-?????-?????")}},
+            "tags": tags,
+        }));
+    }
+    Ok(overrides)
+}
+
+fn document(
+    object: &Value,
+    cloud: &str,
+    kind: &str,
+    machines: impl FnOnce(&str, &mut Vec<String>) -> Result<Vec<Value>, String>,
+) -> Translated {
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
     let Some(cluster) = owning_cluster(object) else {
@@ -54,14 +148,22 @@ fn document(object: &Value, cloud: &str, kind: &str) -> Translated {
     };
     let tags = string_map(object.pointer("/spec/additionalTags"), "spec.additionalTags")
         .map_err(|e| (Some(cluster.clone()), e))?;
-    let policy = json!({
+    let mut notes = Vec::new();
+    let provider = if cloud == "aws" { Cloud::Aws } else { Cloud::Azure };
+    let tags = without_providers_own(provider, tags, "spec.additionalTags", &mut notes);
+    let overrides = machines(&cluster, &mut notes).map_err(|e| (Some(cluster.clone()), e))?;
+    let mut policy = json!({
         "version": 1,
         "cloud": cloud,
         "clusterKind": "ClusterAPI",
         "infraID": cluster,
         "tags": tags,
     });
-    let sources = [format!("{kind} {namespace}/{name} (spec.additionalTags) of Cluster {namespace}/{cluster}")];
+    if !overrides.is_empty() {
+        policy["overrides"] = Value::Array(overrides);
+    }
+    let mut sources = vec![format!("{kind} {namespace}/{name} (spec.additionalTags) of Cluster {namespace}/{cluster}")];
+    sources.extend(notes);
     native_document(&sources, &policy).map(|text| (cluster.clone(), text)).map_err(|e| (Some(cluster.clone()), e))
 }
 
@@ -93,11 +195,63 @@ mod tests {
                          "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "w-1", "uid": "u"}]},
             "spec": {"region": "eu-west-1", "additionalTags": {"team": "a", "cost": "7"}}
         });
-        let (cluster, text) = aws_document(&object).expect("a document");
+        let (cluster, text) = aws_document(&object, &[], &[]).expect("a document");
         assert_eq!(cluster, "w-1", "named after the owning Cluster, not the AWSCluster");
         let policy = load_one("w-1", &text).expect("the loader takes it");
         assert_eq!((policy.kind, policy.cloud), (ClusterKind::ClusterApi, Some(Cloud::Aws)));
         assert_eq!(policy.status.len(), 2);
+    }
+
+    #[test]
+    fn a_machine_deployments_template_tags_win_on_its_machines() {
+        let object = json!({
+            "metadata": {"name": "w-1-x", "namespace": "fleet", "labels": {CLUSTER_NAME_LABEL: "w-1"}},
+            "spec": {"additionalTags": {"team": "cluster", "cost": "7", "Name": "not-ours"}}
+        });
+        let md = |name: &str, template: &str, naming: bool| {
+            let mut d = json!({"metadata": {"name": name, "namespace": "fleet"}, "spec": {"clusterName": "w-1",
+                "template": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": template}}}}});
+            if naming {
+                d["spec"]["machineNaming"] = json!({"template": "{{ .cluster.name }}-{{ .random }}"});
+            }
+            d
+        };
+        let template = |name: &str, tags: Value| json!({"metadata": {"name": name, "namespace": "fleet"}, "spec": {"template": {"spec": {"additionalTags": tags}}}});
+        let deployments = [
+            md("w-1-md-0", "w-1-md-0-t", false),
+            md("w-1-md-1", "w-1-md-1-t", true),
+            md("w-2-md-0", "w-1-md-0-t", false),
+        ];
+        let mut other = deployments[2].clone();
+        other["spec"]["clusterName"] = json!("w-2");
+        let deployments = [deployments[0].clone(), deployments[1].clone(), other];
+        let templates = [
+            template("w-1-md-0-t", json!({"team": "machines", "tier": "gpu"})),
+            template("w-1-md-1-t", json!({"tier": "cpu"})),
+        ];
+        let (_, text) = aws_document(&object, &deployments, &templates).expect("a document");
+        let policy = load_one("w-1", &text).expect("the loader takes it");
+        assert_eq!(policy.overrides.len(), 1, "{text}");
+        let o = &policy.overrides[0];
+        let machine = |n: &str| {
+            let tags = [("Name".to_string(), n.to_string())].into();
+            let r = tagwarden_core::resource::ResourceRef { id: "i-1".into(), kind: "ec2:instance".into(), arn: None };
+            o.selector.matches(Cloud::Aws, &r, &tags)
+        };
+        assert!(machine("w-1-md-0-xk2vp-9btqz") && !machine("w-1-md-0-xk2vp") && !machine("w-2-md-0-xk2vp-9btqz"));
+        let desired = policy.desired_for(
+            Cloud::Aws,
+            &tagwarden_core::resource::ResourceRef { id: "i-1".into(), kind: "ec2:instance".into(), arn: None },
+            &[("Name".to_string(), "w-1-md-0-xk2vp-9btqz".to_string())].into(),
+        );
+        assert_eq!(desired.get(Cloud::Aws, "team").map(|t| t.value), Some("machines"), "the machine's wins");
+        assert_eq!(desired.get(Cloud::Aws, "cost").map(|t| t.value), Some("7"));
+        assert!(desired.get(Cloud::Aws, "Name").is_none());
+        assert!(text.contains("left out: spec.additionalTags: Name"), "{text}");
+        assert!(
+            text.contains("MachineDeployment fleet/w-1-md-1 names its machines with spec.machineNaming.template"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -107,7 +261,7 @@ mod tests {
                          "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "w-1\ntags: {evil: x}"}]},
             "spec": {"additionalTags": {"team": "a"}}
         });
-        let (_, text) = aws_document(&object).expect("a document");
+        let (_, text) = aws_document(&object, &[], &[]).expect("a document");
         assert!(!text.lines().any(|l| l.starts_with("tags: {evil")), "{text}");
         // The cluster name itself is the folder, which the publish refuses unless it is an infraID.
         assert!(tagwarden_core::policy::clusters::valid_infra_id("w-1\ntags: {evil: x}").is_err());

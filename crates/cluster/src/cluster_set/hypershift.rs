@@ -22,8 +22,11 @@
 //!   Machine `<MachineSet>-<5 random>` and a MachineSet `<MachineDeployment>-<5 random>`, where
 //!   HyperShift names the MachineDeployment after the pool (hypershift `nodepool/capi.go`; CAPI
 //!   `machineset_controller.go`, `machinedeployment_rollout_planner.go`; inferred from their
-//!   composition). So the override selects `Name` by `<pool>-?????-?????`, which no other
-//!   pool's machines match even where one pool's name begins with another's.
+//!   composition). So the override selects `Name` by `<pool>-?????-?????` (an `InPlace` pool's
+//!   machines come from a MachineSet named after the pool: `<pool>-?????`), on the instances, their
+//!   volumes and network interfaces, which CAPA tags alike. A pattern that would also select
+//!   another pool's machines, or a pool name Cluster API would shorten in its machines' names,
+//!   leaves that pool's tags out, and the document says so.
 
 use serde_json::{json, Value};
 
@@ -36,9 +39,30 @@ pub const HOSTED_CLUSTERS: Resource =
 pub const NODE_POOLS: Resource =
     Resource { group: "hypershift.openshift.io", version: "v1beta1", kind: "NodePool", plural: "nodepools" };
 
-/// The glob a pool's instances' `Name` matches (see the module's documentation).
-pub fn machine_name_pattern(pool: &str) -> String {
-    format!("{pool}-?????-?????")
+/// The glob a pool's machines' `Name` matches (see the module's documentation): a `Replace` pool's
+/// machines come from a MachineDeployment (`<pool>-<5>-<5>`), an `InPlace` pool's from a MachineSet
+/// named after it (`<pool>-<5>`; hypershift `nodepool/capi.go`).
+pub fn machine_name_pattern(pool: &str, in_place: bool) -> String {
+    if in_place {
+        format!("{pool}-?????")
+    } else {
+        format!("{pool}-?????-?????")
+    }
+}
+
+/// What a pool's tags go on: CAPA tags the instance, its volumes and its network interfaces with
+/// the machine's tags, `Name` included (CAPA `instances.go`, `ensureStorageTags`).
+pub const MACHINE_RESOURCES: &str = "ec2:{instance,volume,network-interface}";
+
+/// The longest pool name whose machines keep it whole: Cluster API trims a generated name to 58
+/// characters before its 5 random ones (`names.go`), so a MachineSet `<pool>-<5>` keeps the pool's
+/// name up to 52, and its machines `<pool>-<5>-<5>` up to 51 (inferred from those limits).
+fn longest_pool_name(in_place: bool) -> usize {
+    if in_place {
+        57
+    } else {
+        51
+    }
 }
 
 /// A `resourceTags` list less the ownership keys (named in `dropped`), with each key's
@@ -102,8 +126,23 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
     let mut mine: Vec<&Value> =
         pools.iter().filter(|p| p.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)).collect();
     mine.sort_by_key(|p| p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string());
+    let shape = |p: &Value| {
+        let name = p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let in_place = p.pointer("/spec/management/upgradeType").and_then(Value::as_str) == Some("InPlace");
+        (name, in_place)
+    };
+    // A machine name each pool can give, to find a pattern that would also select another pool's.
+    let samples: Vec<(String, String)> = mine
+        .iter()
+        .map(|p| {
+            let (name, in_place) = shape(p);
+            let sample = if in_place { format!("{name}-bcdfg") } else { format!("{name}-bcdfg-hjklm") };
+            (name, sample)
+        })
+        .collect();
     for pool in mine {
-        let pool_name = pool.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let (pool_name, in_place) = shape(pool);
+        let pool_name = pool_name.as_str();
         let path = format!("NodePool {namespace}/{pool_name} spec.platform.aws.resourceTags");
         let mut pool_tags = match user_tags(pool.pointer("/spec/platform/aws/resourceTags"), &path, &mut dropped) {
             Ok((t, _)) => t,
@@ -114,10 +153,27 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
         if pool_tags.is_empty() {
             continue;
         }
+        let pattern = machine_name_pattern(pool_name, in_place);
+        let glob = tagwarden_core::policy::Pattern::case_sensitive(&pattern);
+        let clash = samples.iter().find(|(other, sample)| {
+            other != pool_name && glob.as_ref().is_ok_and(|g: &tagwarden_core::policy::Pattern| g.is_match(sample))
+        });
+        if let Some((other, _)) = clash {
+            dropped.push(format!(
+                "NodePool {namespace}/{pool_name} tags: its machines cannot be told from NodePool {other}'s by name, so they are not enforced"
+            ));
+            continue;
+        }
+        if pool_name.len() > longest_pool_name(in_place) {
+            dropped.push(format!(
+                "NodePool {namespace}/{pool_name} tags: Cluster API shortens the names of its machines, so they are not enforced"
+            ));
+            continue;
+        }
         sources.push(format!("NodePool {namespace}/{pool_name} (spec.platform.aws.resourceTags)"));
         overrides.push(json!({
             "name": format!("NodePool {namespace}/{pool_name}"),
-            "selector": {"type": "ec2:instance", "tag": {"key": "Name", "valuePattern": machine_name_pattern(pool_name)}},
+            "selector": {"type": MACHINE_RESOURCES, "tag": {"key": "Name", "valuePattern": pattern}},
             "tags": pool_tags,
         }));
     }
@@ -194,7 +250,39 @@ mod tests {
             o.selector.matches(Cloud::Aws, &r, &tags)
         };
         assert!(instance("workers-7xk2p-9bq4z"));
+        let volume = |name: &str| {
+            let tags = [("Name".to_string(), name.to_string())].into();
+            let r = tagwarden_core::resource::ResourceRef { id: "vol-1".into(), kind: "ec2:volume".into(), arn: None };
+            o.selector.matches(Cloud::Aws, &r, &tags)
+        };
+        assert!(volume("workers-7xk2p-9bq4z"), "CAPA tags the machine's volumes alike");
         assert!(!instance("workers-gpu-7xk2p-9bq4z") && !instance("Workers-7xk2p-9bq4z") && !instance("workers-7xk2p"));
+    }
+
+    #[test]
+    fn pools_whose_machines_cannot_be_told_apart_are_left_out_and_said_to_be() {
+        let hc = hosted("hc-1", "hc-1-x7k2p", json!([{"key": "team", "value": "a"}]));
+        let mut in_place = pool("workers-large", "hc-1", json!([{"key": "tier", "value": "big"}]));
+        in_place["spec"]["management"] = json!({"upgradeType": "InPlace"});
+        let mut long = pool(&"p".repeat(52), "hc-1", json!([{"key": "tier", "value": "long"}]));
+        long["spec"]["management"] = json!({"upgradeType": "Replace"});
+        // `workers-?????-?????` would match `workers-large-ab3de`, an InPlace machine of the other.
+        let pools = [pool("workers", "hc-1", json!([{"key": "tier", "value": "small"}])), in_place, long];
+        let (_, text) = document(&hc, &pools).expect("a document");
+        let policy = load_one("hc", &text).expect("valid");
+        let names: Vec<_> = policy.overrides.iter().filter_map(|o| o.name.clone()).collect();
+        assert_eq!(names, ["NodePool clusters/workers-large"], "{text}");
+        let o = &policy.overrides[0];
+        let tags = [("Name".to_string(), "workers-large-ab3de".to_string())].into();
+        let r = tagwarden_core::resource::ResourceRef { id: "i-1".into(), kind: "ec2:instance".into(), arn: None };
+        assert!(o.selector.matches(Cloud::Aws, &r, &tags), "an InPlace pool's machine: <pool>-<5>");
+        assert!(
+            text.contains(
+                "NodePool clusters/workers tags: its machines cannot be told from NodePool clusters/workers-large"
+            ) || text.contains("cannot be told from NodePool workers-large"),
+            "{text}"
+        );
+        assert!(text.contains("shortens the names of its machines"), "{text}");
     }
 
     #[test]
