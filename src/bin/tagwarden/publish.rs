@@ -210,8 +210,7 @@ async fn publish_set(
     client: &tagwarden::cluster::Client,
 ) -> Result<(), Failure> {
     use tagwarden::cluster::{self, cluster_set};
-    refuse_single_location(&args.to)?;
-    let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
+    let target = set_target(args).await?;
     let members = cluster_set::read_set(client, kind, args.namespace.as_deref()).await?;
     let (mut refused, mut raced, mut failed) = (0, 0, 0);
     let mut rows = Vec::with_capacity(members.len());
@@ -222,8 +221,7 @@ async fn publish_set(
             (Ok(doc), Some(cluster)) => match target.publish(&doc.text, Some(cluster), args.dry_run).await {
                 Ok(o) if o.result == "refused" => {
                     refused += 1;
-                    let note =
-                        format!("the function would reject cluster {cluster}'s policy: {}", o.violations.join("; "));
+                    let note = refused_note(cluster, &o);
                     (Some(o), None, Some(("PolicyRefused", note)))
                 }
                 Ok(o) => (Some(o), None, None),
@@ -282,15 +280,23 @@ async fn publish_set(
     }
 }
 
-/// A set's members go each into its own folder: a single location would take each in turn.
+/// The cluster set `--to` names. A set's members go each into its own folder: a single location
+/// would take each in turn, so one is refused.
 #[cfg(feature = "kube")]
-fn refuse_single_location(to: &str) -> Result<(), Failure> {
-    if to.contains('*') {
-        return Ok(());
+async fn set_target(args: &Args) -> Result<Target, Failure> {
+    let to = &args.to;
+    if !to.contains('*') {
+        return Err(Failure::Invalid(Some(anyhow::anyhow!(
+            "--to {to}: --cluster-set publishes each cluster into its own folder of a cluster set; name one, e.g. s3://BUCKET/clusters/*/, ssm:/PATH/*, or a blob prefix ending in */"
+        ))));
     }
-    Err(Failure::Invalid(Some(anyhow::anyhow!(
-        "--to {to}: --cluster-set publishes each cluster into its own folder of a cluster set; name one, e.g. s3://BUCKET/clusters/*/, ssm:/PATH/*, or a blob prefix ending in */"
-    ))))
+    Ok(Target::connect(to, args.region.as_deref(), true).await?)
+}
+
+/// The Warning Event's note for a member whose document the function would refuse.
+#[cfg(feature = "kube")]
+fn refused_note(cluster: &str, o: &PublishOutcome) -> String {
+    format!("the function would reject cluster {cluster}'s policy: {}", o.violations.join("; "))
 }
 
 /// `--cluster-set --watch`: the set read again on each change of its objects (and every
@@ -311,8 +317,7 @@ async fn watch_set(
     use tagwarden::cluster::health::{self, Health};
     use tagwarden::cluster::{self, cluster_set};
 
-    refuse_single_location(&args.to)?;
-    let target = Target::connect(&args.to, args.region.as_deref(), true).await?;
+    let target = set_target(args).await?;
     let instance = std::env::var("POD_NAME").ok();
     let health = Arc::new(Health::default());
     if let Some(addr) = args.listen {
@@ -387,10 +392,7 @@ async fn watch_set(
                             if o.result == "refused" {
                                 refused = true;
                                 health.failed("refused");
-                                let note = format!(
-                                    "the function would reject cluster {cluster}'s policy: {}",
-                                    o.violations.join("; ")
-                                );
+                                let note = refused_note(cluster, &o);
                                 if !args.dry_run {
                                     let _ = cluster::warn_member(
                                         client,

@@ -114,9 +114,15 @@ fn machine_overrides(
         if tags.is_empty() {
             continue;
         }
-        if md.pointer("/spec/machineNaming/template").is_some() || name.len() > 51 {
+        if md.pointer("/spec/machineNaming/template").is_some() {
             notes.push(format!(
                 "left out: {path}: MachineDeployment {ns}/{name} names its machines with spec.machineNaming.template, so its instances cannot be told apart"
+            ));
+            continue;
+        }
+        if name.len() > 51 {
+            notes.push(format!(
+                "left out: {path}: Cluster API shortens the names of MachineDeployment {ns}/{name}'s machines, so its instances cannot be told apart"
             ));
             continue;
         }
