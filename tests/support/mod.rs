@@ -143,6 +143,40 @@ pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>
     (Clients::new(&config), account, env)
 }
 
+/// The SDK configuration of a session in `account` (any 12-digit id: moto makes the account on
+/// `AssumeRole`) in `region`, through the strict layer.
+pub async fn config_in(account: &str, region: &str) -> aws_config::SdkConfig {
+    let moto = moto();
+    let base = tagwarden::aws::config_loader()
+        .expect("network settings")
+        .endpoint_url(&moto.endpoint)
+        .region(aws_sdk_sts::config::Region::new(region.to_string()))
+        .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+        .load()
+        .await;
+    let assumed = aws_sdk_sts::Client::new(&base)
+        .assume_role()
+        .role_arn(format!("arn:aws:iam::{account}:role/tagwarden-test"))
+        .role_session_name("test")
+        .send()
+        .await
+        .expect("sts:AssumeRole in moto");
+    let c = assumed.credentials().expect("credentials");
+    let creds = Credentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_string()),
+        None,
+        "assumed",
+    );
+    base.to_builder().credentials_provider(aws_sdk_sts::config::SharedCredentialsProvider::new(creds)).build()
+}
+
+/// A fresh 12-digit account id.
+pub fn new_account() -> String {
+    format!("{:012}", rand_u64() % 1_000_000_000_000)
+}
+
 fn rand_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();

@@ -54,6 +54,8 @@ struct State {
     index: Mutex<HashMap<(String, Bytes), (Instant, Bytes)>>,
     /// Rule → how often it refused or rewrote a request.
     fired: Mutex<BTreeMap<&'static str, u64>>,
+    /// Accounts whose roles `AssumeRole` must find (`Strict::require_roles_in`).
+    roles_checked: Mutex<std::collections::HashSet<String>>,
 }
 
 /// The process-wide layer in front of `upstream` (moto), on its own runtime so that it outlives
@@ -104,6 +106,13 @@ impl Strict {
         self.state.lag.lock().unwrap().insert(akid.to_string(), lag);
     }
 
+    /// Hold `AssumeRole` into `account` to AWS's rule: a role that does not exist there is
+    /// refused. moto hands out a session for any role ARN (its other tests assume roles nobody
+    /// created), so the rule covers only the accounts a test models as real.
+    pub fn require_roles_in(&self, account: &str) {
+        self.state.roles_checked.lock().unwrap().insert(account.to_string());
+    }
+
     /// How often each rule refused or rewrote a request.
     pub fn fired(&self) -> BTreeMap<&'static str, u64> {
         self.state.fired.lock().unwrap().clone()
@@ -125,6 +134,24 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
     let akid = access_key(&parts.headers);
 
     match (service.as_str(), op.as_str()) {
+        ("sts", "AssumeRole") => {
+            let p = form(&body);
+            let role = p.iter().find(|(k, _)| k == "RoleArn").map(|(_, v)| v.clone()).unwrap_or_default();
+            let account = role.split(':').nth(4).unwrap_or_default().to_string();
+            let name = role.rsplit('/').next().unwrap_or_default().to_string();
+            if state.roles_checked.lock().unwrap().contains(&account) && !role_exists(upstream, &account, &name).await?
+            {
+                // STS API reference, AssumeRole: a role the caller may not assume (missing, or its
+                // trust policy does not name the caller) is refused with 403 AccessDenied, "User:
+                // <caller> is not authorized to perform: sts:AssumeRole on resource: <role>".
+                state.fire("sts-assume-missing-role");
+                return Ok(query_error(
+                    403,
+                    "AccessDenied",
+                    &format!("User: {akid} is not authorized to perform: sts:AssumeRole on resource: {role}"),
+                ));
+            }
+        }
         ("ec2", "CreateTags") => {
             let p = form(&body);
             // EC2 API reference, CreateTags: "Resources … Constraints: Up to 1000 resource IDs."
@@ -526,6 +553,25 @@ async fn upstream_call(
     let (parts, body) = req.into_parts();
     let resp = forward(upstream, parts, body.collect().await?.to_bytes()).await?;
     Ok(resp.into_body().collect().await?.to_bytes())
+}
+
+/// Whether role `name` exists in `account`: moto's IAM asked in that account (`x-moto-account-id`;
+/// moto routes on the signature's service and does not check it).
+async fn role_exists(upstream: SocketAddr, account: &str, name: &str) -> Result<bool, BoxError> {
+    let req = Request::builder()
+        .method("POST")
+        .uri("/")
+        .header("host", "iam.amazonaws.com")
+        .header("x-moto-account-id", account)
+        .header(
+            hyper::header::AUTHORIZATION,
+            "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/iam/aws4_request, SignedHeaders=host, Signature=0",
+        )
+        .header("content-type", "application/x-www-form-urlencoded; charset=utf-8")
+        .body(Full::new(Bytes::from(format!("Action=GetRole&Version=2010-05-08&RoleName={}", enc(name)))))?;
+    let (parts, body) = req.into_parts();
+    let resp = forward(upstream, parts, body.collect().await?.to_bytes()).await?;
+    Ok(resp.status().is_success())
 }
 
 async fn upstream_keys(

@@ -25,6 +25,16 @@ use tagwarden_engine::enforce::{Adapter, Implied, Read};
 /// and a write, without a burst that would meet the services' request-rate limits.
 pub const DEFAULT_CONCURRENCY: usize = 10;
 
+impl Tagger {
+    /// A failed listing named with the organization shard it failed in (`Tagger::scope`).
+    fn scoped(&self, mut e: CloudError) -> CloudError {
+        if let Some(scope) = &self.scope {
+            e.target = format!("{} in {scope}", e.target);
+        }
+        e
+    }
+}
+
 impl Adapter for Tagger {
     type Source = AwsSource;
     type Group = Api;
@@ -87,13 +97,15 @@ impl Adapter for Tagger {
             found.extend(
                 listed.into_iter().filter(|(r, _)| seen.insert(r.to_string())).map(|(r, tags)| (r, Some(tags))),
             );
-            failed.extend(error);
+            failed.extend(error.map(|e| self.scoped(e)));
         }
         (found, failed)
     }
 
     async fn list_unindexed(&self, owned: &[Listed]) -> Unindexed {
-        self.unindexed(owned).await
+        let mut beside = self.unindexed(owned).await;
+        beside.failed = beside.failed.into_iter().map(|e| self.scoped(e)).collect();
+        beside
     }
 
     /// EC2 `CreateTags` and `TagResources` name many resources sharing one delta; S3's

@@ -63,16 +63,21 @@ impl Config {
         let clusters = tagwarden_engine::config::clusters(var("TAGWARDEN_CLUSTERS"), set)?;
         let own = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
         let concurrency = tagwarden_engine::config::concurrency(var("TAGWARDEN_CONCURRENCY"), DEFAULT_CONCURRENCY)?;
-        let ec2_writes_per_second = match var("TAGWARDEN_EC2_WRITES_PER_SECOND") {
-            None => DEFAULT_EC2_WRITES_PER_SECOND,
+        let ec2_writes_per_second = Self::ec2_writes_per_second(var("TAGWARDEN_EC2_WRITES_PER_SECOND"))?;
+        Ok(Config { policy, policy_ttl, clusters, own, concurrency, ec2_writes_per_second })
+    }
+
+    /// `TAGWARDEN_EC2_WRITES_PER_SECOND`: 1–100, by default [`DEFAULT_EC2_WRITES_PER_SECOND`].
+    pub fn ec2_writes_per_second(value: Option<String>) -> Result<u32, ConfigError> {
+        match value {
+            None => Ok(DEFAULT_EC2_WRITES_PER_SECOND),
             Some(s) => s.parse::<u32>().ok().filter(|n| (1..=100).contains(n)).ok_or_else(|| ConfigError::Invalid {
                 var: "TAGWARDEN_EC2_WRITES_PER_SECOND",
                 value: s.clone(),
                 problem: "is not a number from 1 to 100 (EC2 CreateTags calls a second)".into(),
                 fix: format!("set it to e.g. {DEFAULT_EC2_WRITES_PER_SECOND}, or unset it for the default"),
-            })?,
-        };
-        Ok(Config { policy, policy_ttl, clusters, own, concurrency, ec2_writes_per_second })
+            }),
+        }
     }
 }
 

@@ -37,6 +37,9 @@ impl Tagger {
             Err(e) => beside.failed.push(e),
         };
         keep(self.list_elbv2_children(&lbs).await, &mut beside);
+        if !self.global {
+            return beside;
+        }
         keep(self.list_route53().await, &mut beside);
         let iam = match self.list_iam().await {
             Ok(iam) => iam,

@@ -18,6 +18,7 @@ use aws_lambda_events::event::sqs::SqsBatchResponse;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::organization::{Organization, ShardMessage};
 use crate::Tagger;
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::events;
@@ -135,10 +136,7 @@ pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
 /// a sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
 /// redone, they re-read as unchanged).
 pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Option<Instant>) -> Invocation {
-    let stop_at = deadline.map(|d| {
-        let reserve = DEADLINE_RESERVE.min(d.saturating_duration_since(Instant::now()) / 5);
-        d.checked_sub(reserve).unwrap_or(d)
-    });
+    let stop_at = stop_at(deadline);
     let past = || stop_at.is_some_and(|t| Instant::now() >= t);
     let calls_before = engine.adapter.clients.calls.total();
     let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
@@ -259,6 +257,151 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Op
             false => infra_id.as_deref().unwrap_or("unknown"),
         };
         for (cluster, m) in by_cluster(&metrics, &records, deployment) {
+            inv.lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
+        }
+    }
+    inv
+}
+
+/// When no new work starts: [`DEADLINE_RESERVE`] before `deadline`, at most a fifth of what is left.
+fn stop_at(deadline: Option<Instant>) -> Option<Instant> {
+    deadline.map(|d| {
+        let reserve = DEADLINE_RESERVE.min(d.saturating_duration_since(Instant::now()) / 5);
+        d.checked_sub(reserve).unwrap_or(d)
+    })
+}
+
+/// [`handle_until`] for an organization's hub (`crate::organization`):
+/// - the schedule (or `{"tagwarden": "sweep"}`) sends one shard per member account and region to
+///   the shard queue, or with none sweeps them here, in turn;
+/// - a shard (`{"tagwarden": "sweep", "account": …, "region": …}`, directly or as an SQS message)
+///   is swept in that account and region; failing, its message is handed back, so SQS redelivers
+///   it and finally dead-letters it;
+/// - a policy written under an account's folder sends (or sweeps) that account's shards for the
+///   clusters written;
+/// - events, alone or in an SQS batch, each go to their account and region's engine.
+pub async fn handle_organization_until(org: &Organization, payload: String, deadline: Option<Instant>) -> Invocation {
+    let stop_at = stop_at(deadline);
+    let calls_before = org.calls.total();
+    let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
+    let mut all = Outcome::default();
+    if let Some(shard) = ShardMessage::parse(&payload) {
+        let (out, report) = org.sweep_shard(&shard, stop_at).await;
+        if out.must_retry() {
+            inv.error = Some(
+                out.error
+                    .clone()
+                    .unwrap_or_else(|| format!("shard {}/{}: {} failed", shard.account, shard.region, report.failed)),
+            );
+        }
+        inv.response = serde_json::to_value(&report).unwrap_or_default();
+        all.absorb(out);
+        return finish(inv, all, org.calls.total() - calls_before);
+    }
+    let shards = match serde_json::from_str::<Payload>(&payload) {
+        Err(e) => {
+            inv.error = Some(format!("not a payload tagwarden reads: {e}"));
+            return inv;
+        }
+        Ok(Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled)) => org.config.shards(),
+        Ok(Payload::S3Notification { records }) => {
+            let keys: Vec<String> = records.into_iter().map(|S3Record::S3 { s3, .. }| s3.object.key).collect();
+            org.config.shards_for(&keys)
+        }
+        Ok(Payload::EventBridge(EventBridge::ObjectCreated { detail, .. })) => {
+            org.config.shards_for(&[detail.object.key])
+        }
+        Ok(Payload::EventBridge(EventBridge::ParameterStoreChange { detail, .. })) => {
+            inv.response =
+                json!({"ignored": format!("parameter {}: an organization's policies are in S3", detail.name)});
+            return inv;
+        }
+        Ok(Payload::EventBridge(EventBridge::Event)) => {
+            match events::parse_one(payload.as_bytes()) {
+                Ok(event) => {
+                    let out = org.handle_events(std::slice::from_ref(&event), stop_at).await.pop().unwrap_or_default();
+                    if out.must_retry() {
+                        inv.error =
+                            Some(out.error.clone().unwrap_or_else(|| format!("{} resource(s) failed", out.failed())));
+                    }
+                    all.absorb(out);
+                }
+                Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
+            }
+            return finish(inv, all, org.calls.total() - calls_before);
+        }
+        Ok(Payload::SqsBatch { records: messages }) => {
+            let mut response = SqsBatchResponse::default();
+            let (mut events, mut ids) = (Vec::new(), Vec::new());
+            for SqsMessage::Sqs { message_id: id, body } in messages {
+                if stop_at.is_some_and(|t| Instant::now() >= t) {
+                    response.add_failure(id);
+                } else if let Some(shard) = ShardMessage::parse(&body) {
+                    let (out, report) = org.sweep_shard(&shard, stop_at).await;
+                    if out.must_retry() {
+                        tracing::error!(
+                            message_id = id,
+                            account = shard.account,
+                            region = shard.region,
+                            failed = report.failed,
+                            error = out.error,
+                            "shard not swept whole; SQS redelivers it"
+                        );
+                        response.add_failure(id);
+                    }
+                    all.absorb(out);
+                } else {
+                    match events::parse_one(body.as_bytes()) {
+                        Ok(event) => {
+                            events.push(event);
+                            ids.push(id);
+                        }
+                        Err(e) => {
+                            tracing::error!(message_id = id, error = %e, "message is not an event");
+                            response.add_failure(id);
+                        }
+                    }
+                }
+            }
+            for (id, out) in ids.into_iter().zip(org.handle_events(&events, stop_at).await) {
+                if out.must_retry() {
+                    response.add_failure(id);
+                }
+                all.absorb(out);
+            }
+            inv.response = serde_json::to_value(&response).unwrap_or_default();
+            return finish(inv, all, org.calls.total() - calls_before);
+        }
+    };
+    // A sweep, or a policy change: its shards.
+    if org.config.shard_queue.is_some() {
+        match org.enqueue(&shards).await {
+            Ok(sent) => inv.response = json!({"shards": sent}),
+            Err(e) => inv.error = Some(format!("shards not sent: {e}")),
+        }
+        return inv;
+    }
+    let reports = org.sweep_shards(&shards, &|_| {}).await;
+    let mut failed = 0;
+    for (out, _) in reports {
+        failed += usize::from(out.must_retry());
+        all.absorb(out);
+    }
+    if failed > 0 {
+        inv.error = Some(format!("{failed} of {} shard(s) not swept whole", shards.len()));
+    }
+    inv.response = json!({"shards": shards.len(), "failed": failed});
+    finish(inv, all, org.calls.total() - calls_before)
+}
+
+/// The invocation's records and EMF metrics, per cluster.
+fn finish(mut inv: Invocation, out: Outcome, api_calls: u64) -> Invocation {
+    inv.lines.extend(out.records.iter().map(|r| r.to_json_line()));
+    let mut metrics = out.metrics;
+    if !metrics.is_empty() {
+        metrics.api_calls = api_calls;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
+        for (cluster, m) in by_cluster(&metrics, &out.records, ALL_CLUSTERS) {
             inv.lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
         }
     }

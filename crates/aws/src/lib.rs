@@ -10,6 +10,7 @@ pub mod config;
 pub mod discover;
 pub mod error;
 pub mod function;
+pub mod organization;
 pub mod policy_store;
 mod services;
 pub mod tags;
@@ -40,12 +41,27 @@ pub struct Tagger {
     /// The account the resources are in, when known: S3 tagging calls name it as the
     /// `ExpectedBucketOwner`, so a same-named bucket of another account is refused by S3.
     pub account: Option<String>,
+    /// Whether this tagger's sweep lists what has no region (Route 53, IAM): in an organization,
+    /// only one region's shard of each account does (`organization`); alone, always.
+    pub global: bool,
+    /// An organization shard's `<account>/<region>`: a failed listing is named with it, so each
+    /// shard's status lies in its own part of the cluster's report
+    /// (`tagwarden_core::status::aws_region_part`).
+    pub scope: Option<String>,
 }
 
 impl Tagger {
     pub fn new(clients: Clients) -> Self {
         let ec2_batch = tagwarden_core::services::EC2.batch.max();
-        Tagger { clients, not_found: Backoff::NOT_FOUND, ec2_batch, ec2_writes: None, account: None }
+        Tagger {
+            clients,
+            not_found: Backoff::NOT_FOUND,
+            ec2_batch,
+            ec2_writes: None,
+            account: None,
+            global: true,
+            scope: None,
+        }
     }
 }
 
@@ -60,7 +76,9 @@ pub mod sdk {
     pub use aws_sdk_route53 as route53;
     pub use aws_sdk_s3 as s3;
     pub use aws_sdk_sns as sns;
+    pub use aws_sdk_sqs as sqs;
     pub use aws_sdk_ssm as ssm;
+    pub use aws_sdk_sts as sts;
 }
 
 /// Every SDK client tagwarden uses, built once and shared by all invocations of a warm function.
@@ -168,7 +186,12 @@ pub async fn preflight(config: &SdkConfig) -> Result<(), SetupError> {
 
 impl Clients {
     pub fn new(config: &SdkConfig) -> Self {
-        let calls = CallCounter::default();
+        Self::counted(config, CallCounter::default())
+    }
+
+    /// [`Clients::new`], counting into `calls`: an organization's clients, one set per member
+    /// account and region, count into one.
+    pub fn counted(config: &SdkConfig, calls: CallCounter) -> Self {
         // The SDK's retry quota (standard mode: a token bucket of 500, a throttled retry costs 5,
         // any other 14; aws-smithy-runtime `token_bucket.rs`) is by default one per service and
         // region for the whole process (`RetryPartition::new`, a static map). AWS throttles per

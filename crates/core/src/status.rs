@@ -38,9 +38,30 @@ pub struct StatusReport {
     pub contests: Vec<Contest>,
 }
 
+/// The part of an AWS organization one sweep shard covers: a member account's region, and with
+/// `global` the resources whose ARNs name no region (IAM, Route 53, S3), which one region's shard
+/// sweeps (IAM's and Route 53's events come from us-east-1 only). A listing that failed is named
+/// `<what> in <account>/<region>` by the shard's adapter, so it too falls in its part.
+pub fn aws_region_part(account: &str, region: &str, global: bool) -> String {
+    format!("{AWS_PART}{account}/{region}{}", if global { GLOBAL } else { "" })
+}
+
+const AWS_PART: &str = "aws:";
+const GLOBAL: &str = "+global";
+
 /// Whether `resource` (an ARM ID) lies within `part` (an ID prefix such as `/subscriptions/<id>`):
-/// ARM IDs compare without case.
+/// ARM IDs compare without case. An AWS shard's part ([`aws_region_part`]) holds the ARNs of its
+/// account and region, and its failed listings.
 pub fn in_part(resource: &str, part: &str) -> bool {
+    if let Some(scope) = part.strip_prefix(AWS_PART) {
+        let (scope, global) = scope.strip_suffix(GLOBAL).map_or((scope, false), |s| (s, true));
+        let (account, region) = scope.split_once('/').unwrap_or((scope, ""));
+        let arn: Vec<&str> = resource.splitn(6, ':').collect();
+        return match arn.as_slice() {
+            ["arn", _, _, r, a, _] => (*r == region || (global && r.is_empty())) && (*a == account || a.is_empty()),
+            _ => resource.ends_with(&format!(" in {scope}")),
+        };
+    }
     let part = part.trim_end_matches('/');
     resource.len() >= part.len()
         && resource.is_char_boundary(part.len())
@@ -250,6 +271,17 @@ mod tests {
         assert!(!in_part("/subscriptions/aaaab/resourceGroups/rg", sub), "a longer id is another subscription");
         assert!(!in_part("/subscriptions/bbbb/resourceGroups/rg", sub));
         assert!(!in_part("/subscriptions/aa", sub));
+
+        let east = aws_region_part("111122223333", "us-east-1", true);
+        let west = aws_region_part("111122223333", "us-west-2", false);
+        let vpc = "arn:aws:ec2:us-east-1:111122223333:vpc/vpc-1";
+        assert!(in_part(vpc, &east) && !in_part(vpc, &west));
+        assert!(!in_part("arn:aws:ec2:us-east-1:444455556666:vpc/vpc-1", &east), "another account");
+        for global in ["arn:aws:iam::111122223333:role/r", "arn:aws:s3:::bucket", "arn:aws:route53:::hostedzone/Z1"] {
+            assert!(in_part(global, &east) && !in_part(global, &west), "{global}");
+        }
+        let listing = "kubernetes.io/cluster/a-1 in 111122223333/us-west-2";
+        assert!(in_part(listing, &west) && !in_part(listing, &east));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::value::RawValue;
 use tagwarden_aws::config::Config;
 use tagwarden_aws::function;
+use tagwarden_aws::organization::{OrgConfig, Organization, Settings};
 use tagwarden_aws::policy_store::policy_store;
 use tagwarden_aws::Clients;
 use tagwarden_aws::Tagger;
@@ -42,6 +43,14 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         concat!(env!("CARGO_PKG_NAME"), " ", env!("CARGO_PKG_VERSION"), " (commit ", env!("TAGWARDEN_COMMIT"), ")");
     tracing::info!(version = env!("CARGO_PKG_VERSION"), commit = env!("TAGWARDEN_COMMIT"), "{build}");
     tagwarden_engine::status_store::set_written_by(build.to_string());
+    match OrgConfig::from_lookup(|k| std::env::var(k).ok()) {
+        Ok(Some(org)) => return run_hub(org).await,
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!(error = %e, "invalid configuration");
+            return Err(e.to_string().into());
+        }
+    }
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -82,18 +91,71 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             let deadline = deadline_of(event.context.deadline);
             let handling: std::pin::Pin<Box<dyn std::future::Future<Output = function::Invocation> + Send + '_>> =
                 Box::pin(function::handle_until(&engine, Box::<str>::from(event.payload).into_string(), deadline));
-            let inv = handling.await;
             // Records and EMF metrics go to stdout, one JSON document per line.
-            let mut out = std::io::stdout().lock();
-            for line in &inv.lines {
-                let _ = writeln!(out, "{line}");
-            }
-            drop(out);
-            match inv.error {
-                Some(message) => Err(Diagnostic { error_type: "TagwardenFailure".to_string(), error_message: message }),
-                None => Ok(inv.response),
-            }
+            answer(handling.await)
         }
     }))
     .await
+}
+
+/// An organization's hub (`TAGWARDEN_ORGANIZATION` set): every member account's clusters through
+/// the role it assumes there (`tagwarden_aws::organization`).
+async fn run_hub(org: OrgConfig) -> Result<(), lambda_runtime::Error> {
+    let var = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let own: Vec<String> = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
+    let settings = (|| {
+        Ok::<_, tagwarden_engine::config::ConfigError>(Settings {
+            policy_ttl: tagwarden_engine::config::policy_ttl(var("POLICY_TTL"))?,
+            own,
+            concurrency: tagwarden_engine::config::concurrency(
+                var("TAGWARDEN_CONCURRENCY"),
+                tagwarden_aws::adapter::DEFAULT_CONCURRENCY,
+            )?,
+            ec2_writes_per_second: Config::ec2_writes_per_second(var("TAGWARDEN_EC2_WRITES_PER_SECOND"))?,
+            dry_run: false,
+        })
+    })();
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "invalid configuration");
+            return Err(e.to_string().into());
+        }
+    };
+    let hub = match tagwarden_aws::load_config().await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "invalid network configuration");
+            return Err(e.to_string().into());
+        }
+    };
+    tracing::info!(accounts = org.clusters.len(), regions = org.regions.len(), "organization hub");
+    let org = Arc::new(Organization::new(&hub, org, settings));
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
+        let org = org.clone();
+        async move {
+            let deadline = deadline_of(event.context.deadline);
+            let handling: std::pin::Pin<Box<dyn std::future::Future<Output = function::Invocation> + Send + '_>> =
+                Box::pin(function::handle_organization_until(
+                    &org,
+                    Box::<str>::from(event.payload).into_string(),
+                    deadline,
+                ));
+            answer(handling.await)
+        }
+    }))
+    .await
+}
+
+/// Print the invocation's lines (records, then EMF metrics) to stdout and answer it.
+fn answer(inv: function::Invocation) -> Result<serde_json::Value, Diagnostic> {
+    let mut out = std::io::stdout().lock();
+    for line in &inv.lines {
+        let _ = writeln!(out, "{line}");
+    }
+    drop(out);
+    match inv.error {
+        Some(message) => Err(Diagnostic { error_type: "TagwardenFailure".to_string(), error_message: message }),
+        None => Ok(inv.response),
+    }
 }

@@ -8,6 +8,8 @@
 mod demo;
 mod explain;
 mod input;
+#[cfg(feature = "aws")]
+mod organization;
 mod plan;
 #[cfg(any(feature = "aws", feature = "azure"))]
 mod publish;
@@ -65,6 +67,9 @@ enum Command {
     /// Run the whole AWS path against a local emulator and show what it did (scripts/demo).
     #[cfg(feature = "aws")]
     Demo(demo::Args),
+    /// An AWS Organization's hub by hand: sweep every member account and region, or show the summary.
+    #[cfg(feature = "aws")]
+    Organization(organization::Args),
 }
 
 /// How a command ended, beyond success.
@@ -127,6 +132,8 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         #[cfg(feature = "aws")]
         Command::Demo(args) => demo::run(args),
+        #[cfg(feature = "aws")]
+        Command::Organization(args) => organization::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -212,10 +212,17 @@ impl<A: Adapter> Engine<A> {
     /// The engine over `adapter` and `store`, ignoring the events `own` (the function's role ARN,
     /// principal or client ids) caused; `A::CONCURRENCY` resources at once.
     pub fn new(adapter: A, store: PolicyStore<A::Source>, own: Vec<String>) -> Self {
+        Self::sharing(adapter, Arc::new(store), own, None)
+    }
+
+    /// [`Engine::new`] over a store other engines share, sweeping `part` of what the store's
+    /// policies cover (see [`Engine::part`]; `None`: all of it): an AWS organization's engines,
+    /// one per member account and region, share their account's store (`aws::organization`).
+    pub fn sharing(adapter: A, store: Arc<PolicyStore<A::Source>>, own: Vec<String>, part: Option<String>) -> Self {
         let concurrency = A::CONCURRENCY.max(1);
         Engine {
             adapter,
-            store: Arc::new(store),
+            store,
             own,
             in_flight: ResourceLocks::default(),
             permits: Semaphore::new(concurrency),
@@ -224,7 +231,7 @@ impl<A: Adapter> Engine<A> {
             progress: None,
             policy_window: POLICY_SWEEP_WINDOW,
             coalesce: coalesce::Coalesce::default(),
-            part: None,
+            part,
             contests: contests::Contests::default(),
         }
     }

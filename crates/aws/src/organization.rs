@@ -1,0 +1,925 @@
+//! One deployment for a whole AWS Organization: the hub's function enforces every member
+//! account's clusters through a role it assumes there (the spoke's), and sweeps in shards of one
+//! account and region each.
+//!
+//! - **Which cluster lives where.** Each member account publishes its clusters as a cluster set
+//!   of its own in the hub's bucket, `s3://<bucket>/<prefix><account>/<infraID>/…`; the bucket
+//!   policy lets a principal write only under its own account's folder (`infra/aws`:
+//!   `${aws:PrincipalAccount}` in the resource, `aws:PrincipalOrgID` in the condition). A policy
+//!   is enforced only in the account whose folder holds it: the engines of account A load A's set
+//!   alone, so a resource of A tagged for a cluster of B is owned by no cluster they enforce.
+//!   The deployment names the clusters it enforces (`TAGWARDEN_CLUSTERS=<account>/<infraID>`), or
+//!   every cluster an account publishes (`<account>/*`: the account is then the trust boundary).
+//! - **Credentials per account.** [`Sessions`]: STS `AssumeRole` into
+//!   `arn:<partition>:iam::<account>:role/<member role>` through the SDK's regional STS endpoint,
+//!   one session per account shared by its regions, renewed [`RENEW_BEFORE`] before it expires
+//!   (a role assumed from the function's own role session is a chained session: at most one hour,
+//!   IAM user guide "Role chaining"); a refusal is remembered for [`RETRY_REFUSED`], so an account
+//!   whose spoke is missing costs one `AssumeRole` per that time, and its records name the account
+//!   and the fix while the other accounts go on.
+//! - **Loop safety.** The spoke role's own writes name it as the session issuer
+//!   (`arn:<partition>:iam::<account>:role/<member role>`): each account's engine ignores them
+//!   beside the function's own role.
+//! - **Shards.** A sweep is one [`Shard`] per account × region, each within its own
+//!   account-region's API budget (`GetResources` and the EC2 buckets are per account and region):
+//!   sent as one SQS message each (`SendMessageBatch`, 10 a call, SQS developer guide "Amazon SQS
+//!   message quotas"), consumed by the function one at a time, redelivered on failure and finally
+//!   dead-lettered by the queue's redrive policy. What has no region (IAM, Route 53; their events
+//!   come from us-east-1) is swept by one region's shard per account ([`OrgConfig::global_region`]).
+//!   Each shard writes its outcome to `<prefix>_organization/<account>/<region>.json`; the
+//!   organization summary ([`Summary`], `tagwarden status --organization`) is read from them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use aws_config::SdkConfig;
+use aws_credential_types::provider::error::CredentialsError;
+use aws_credential_types::provider::{future, ProvideCredentials, SharedCredentialsProvider};
+use aws_credential_types::Credentials;
+use aws_sdk_sts::error::ProvideErrorMetadata;
+use futures_util::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
+
+use crate::policy_store::{AwsSource, PolicyLocation};
+use crate::{Clients, Tagger};
+use tagwarden_core::calls::CallCounter;
+use tagwarden_core::events::Event;
+use tagwarden_core::policy::clusters::valid_infra_id;
+use tagwarden_core::report::{Outcome, Status};
+use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
+use tagwarden_engine::config::ConfigError;
+use tagwarden_engine::enforce::Engine;
+use tagwarden_engine::policy_store::PolicyStore;
+use tagwarden_engine::rate_limit::RateLimit;
+
+/// How long before a member session expires it is renewed.
+pub const RENEW_BEFORE: Duration = Duration::from_secs(5 * 60);
+/// How long a refused `AssumeRole` is remembered before the account is tried again.
+pub const RETRY_REFUSED: Duration = Duration::from_secs(5 * 60);
+/// The longest session a chained role may have (IAM user guide, "Role chaining": one hour).
+const SESSION_SECONDS: i32 = 3600;
+/// The folder, beside the accounts' folders, where the shards' outcomes are written (not an
+/// account id, so never an account's set; writable by the hub alone).
+pub const SHARDS_FOLDER: &str = "_organization/";
+/// `SendMessageBatch` takes at most 10 messages (SQS developer guide, "Amazon SQS message quotas").
+const SQS_BATCH: usize = 10;
+/// Shards swept at once when the function or the CLI sweeps them itself: each is its own
+/// account-region's budget, so they do not share one.
+const SHARDS_AT_ONCE: usize = 4;
+/// Failures a shard's outcome names (the rest are counted, and in each cluster's status report).
+const FAILURES_NAMED: usize = 20;
+
+/// The hub's organization settings, from the environment.
+///
+/// - `TAGWARDEN_ORGANIZATION`: `s3://bucket/prefix/`, the folder of the member accounts' sets;
+/// - `TAGWARDEN_MEMBER_ROLE`: the spoke role's name in every member account;
+/// - `TAGWARDEN_MEMBER_REGIONS`: the regions the spokes cover, comma-separated;
+/// - `TAGWARDEN_CLUSTERS`: `<account>/<infraID>` or `<account>/*`, comma-separated;
+/// - `TAGWARDEN_SHARD_QUEUE_URL`: the SQS queue a sweep's shards are sent to (unset: the function
+///   sweeps them itself, in turn).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgConfig {
+    pub bucket: String,
+    pub prefix: String,
+    pub role_name: String,
+    pub regions: Vec<String>,
+    /// Each member account's clusters: their infraIDs, or `None` for every one it publishes.
+    pub clusters: BTreeMap<String, Option<BTreeSet<String>>>,
+    pub shard_queue: Option<String>,
+}
+
+impl OrgConfig {
+    /// `None` when `TAGWARDEN_ORGANIZATION` is unset (one account's deployment).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ConfigError> {
+        let var = |k: &str| get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let Some(location) = var("TAGWARDEN_ORGANIZATION") else { return Ok(None) };
+        let (bucket, prefix) =
+            match location.parse::<PolicyLocation>() {
+                Ok(PolicyLocation::S3Prefix { bucket, prefix }) => (bucket, prefix),
+                _ => return Err(ConfigError::Invalid {
+                    var: "TAGWARDEN_ORGANIZATION",
+                    value: location,
+                    problem: "is not an S3 folder".into(),
+                    fix: "set it to s3://BUCKET/PREFIX/, the folder holding <account>/<infraID>/ (the hub module does)"
+                        .into(),
+                }),
+            };
+        let role_name = var("TAGWARDEN_MEMBER_ROLE").ok_or_else(|| ConfigError::Missing {
+            var: "TAGWARDEN_MEMBER_ROLE",
+            fix: "set it to the spoke role's name in the member accounts (the hub module does)".into(),
+        })?;
+        if !role_name.bytes().all(|b| b.is_ascii_alphanumeric() || b"+=,.@_-".contains(&b)) || role_name.len() > 64 {
+            return Err(ConfigError::Invalid {
+                var: "TAGWARDEN_MEMBER_ROLE",
+                value: role_name,
+                problem: "is not an IAM role name (1-64 of A-Z a-z 0-9 +=,.@_-)".into(),
+                fix: "give the role's name, not its ARN, e.g. tagwarden-member".into(),
+            });
+        }
+        let regions_value = var("TAGWARDEN_MEMBER_REGIONS").unwrap_or_default();
+        let mut regions: Vec<String> =
+            regions_value.split(',').map(str::trim).filter(|r| !r.is_empty()).map(str::to_owned).collect();
+        regions.sort();
+        regions.dedup();
+        let region_like = |r: &str| {
+            r.split('-').count() >= 3 && r.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        };
+        if regions.is_empty() || !regions.iter().all(|r| region_like(r)) {
+            return Err(ConfigError::Invalid {
+                var: "TAGWARDEN_MEMBER_REGIONS",
+                value: regions_value,
+                problem: "names no region, or something that is not one".into(),
+                fix: "list the regions the spokes cover, comma-separated, e.g. us-east-1,eu-west-1".into(),
+            });
+        }
+        let listed = var("TAGWARDEN_CLUSTERS").ok_or_else(|| ConfigError::Missing {
+            var: "TAGWARDEN_CLUSTERS",
+            fix: "an organization is enforced only for the clusters its hub lists: <account>/<infraID> or <account>/* (every cluster the account publishes), comma-separated".into(),
+        })?;
+        let mut clusters: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+        for entry in listed.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let bad = |problem: String| ConfigError::Invalid {
+                var: "TAGWARDEN_CLUSTERS",
+                value: listed.clone(),
+                problem,
+                fix: "write each as <12-digit account>/<infraID> or <account>/*, e.g. 111122223333/prod-7xk2p".into(),
+            };
+            let (account, cluster) = entry.split_once('/').ok_or_else(|| bad(format!("{entry:?} names no account")))?;
+            if !is_account(account) {
+                return Err(bad(format!("{account:?} is not a 12-digit account id")));
+            }
+            let named = clusters.entry(account.to_string()).or_insert_with(|| Some(BTreeSet::new()));
+            if cluster == "*" {
+                *named = None;
+            } else {
+                valid_infra_id(cluster).map_err(|why| bad(format!("{entry:?}: {why}")))?;
+                if let Some(set) = named {
+                    set.insert(cluster.to_string());
+                }
+            }
+        }
+        if clusters.is_empty() {
+            return Err(ConfigError::Invalid {
+                var: "TAGWARDEN_CLUSTERS",
+                value: listed,
+                problem: "names no cluster".into(),
+                fix: "list <account>/<infraID> or <account>/*, comma-separated".into(),
+            });
+        }
+        let shard_queue = var("TAGWARDEN_SHARD_QUEUE_URL");
+        Ok(Some(OrgConfig { bucket, prefix, role_name, regions, clusters, shard_queue }))
+    }
+
+    /// The region whose shard of each account sweeps what has no region: us-east-1, where IAM's
+    /// and Route 53's events come from, when the spokes cover it; else the first.
+    pub fn global_region(&self) -> &str {
+        self.regions.iter().find(|r| *r == "us-east-1").or(self.regions.first()).map_or("us-east-1", |r| r)
+    }
+
+    /// Every shard of a whole sweep: each listed account × each region.
+    pub fn shards(&self) -> Vec<Shard> {
+        let mut shards = Vec::with_capacity(self.clusters.len() * self.regions.len());
+        for account in self.clusters.keys() {
+            for region in &self.regions {
+                shards.push(Shard { account: account.clone(), region: region.clone(), clusters: None });
+            }
+        }
+        shards
+    }
+
+    /// The shards a policy written at `keys` (object keys in the bucket) asks to sweep: each
+    /// listed account's regions, for the clusters written; keys outside the accounts' folders, or
+    /// of a cluster the hub does not enforce, ask for none.
+    pub fn shards_for(&self, keys: &[String]) -> Vec<Shard> {
+        let mut written: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for key in keys {
+            let Some(rest) = key.strip_prefix(&self.prefix) else { continue };
+            let mut parts = rest.splitn(3, '/');
+            let (Some(account), Some(cluster), Some(_)) = (parts.next(), parts.next(), parts.next()) else { continue };
+            let enforced =
+                self.clusters.get(account).is_some_and(|named| named.as_ref().is_none_or(|n| n.contains(cluster)));
+            if enforced && valid_infra_id(cluster).is_ok() {
+                written
+                    .entry(self.clusters.get_key_value(account).map_or(account, |(a, _)| a.as_str()))
+                    .or_default()
+                    .insert(cluster.to_string());
+            }
+        }
+        let mut shards = Vec::new();
+        for (account, clusters) in written {
+            for region in &self.regions {
+                let clusters = Some(clusters.iter().cloned().collect());
+                shards.push(Shard { account: account.to_string(), region: region.clone(), clusters });
+            }
+        }
+        shards
+    }
+}
+
+pub fn is_account(s: &str) -> bool {
+    s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// One account and region of a sweep, as its SQS message carries it:
+/// `{"tagwarden": "sweep", "account": …, "region": …, "clusters": […]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub account: String,
+    pub region: String,
+    /// Only these clusters (a policy change); `None`: every cluster of the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
+}
+
+/// A shard's message: the sweep request with its account and region.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "tagwarden")]
+pub enum ShardMessage {
+    #[serde(rename = "sweep")]
+    Sweep(Shard),
+}
+
+impl ShardMessage {
+    /// A shard's message, and nothing else: a body without both `account` and `region` is not one.
+    pub fn parse(body: &str) -> Option<Shard> {
+        match serde_json::from_str::<ShardMessage>(body) {
+            Ok(ShardMessage::Sweep(shard)) if is_account(&shard.account) && !shard.region.is_empty() => Some(shard),
+            _ => None,
+        }
+    }
+}
+
+/// Why a member account's role could not be assumed: the account, the role, STS's answer and the fix.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("account {account}: sts:AssumeRole into {role} was refused ({code}: {message}); deploy the spoke in that account (the StackSet's OUs, or infra/aws/modules/spoke) with its role trusting this function's role, or remove the account from TAGWARDEN_CLUSTERS; the other accounts are enforced")]
+pub struct Refused {
+    pub account: String,
+    pub role: String,
+    pub code: String,
+    pub message: String,
+    /// Throttled or unanswered: tried again at the next call, not remembered.
+    pub transient: bool,
+}
+
+#[derive(Clone)]
+enum Session {
+    Granted { credentials: Credentials, renew_at: SystemTime },
+    Refused { why: Refused, retry_at: SystemTime },
+}
+
+/// Member sessions, one per account, shared by that account's clients in every region.
+pub struct Sessions {
+    sts: aws_sdk_sts::Client,
+    partition: String,
+    role_name: String,
+    session_name: String,
+    accounts: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Session>>>>>,
+    assumed: AtomicU64,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions").field("role_name", &self.role_name).finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    /// `AssumeRole` calls through `hub`'s configuration (its region's STS endpoint: the SDK
+    /// calls the regional endpoint, never the global one), counted in `calls`.
+    pub fn new(hub: &SdkConfig, partition: &str, role_name: &str, calls: CallCounter) -> Self {
+        let sts = aws_sdk_sts::Client::from_conf(
+            aws_sdk_sts::config::Builder::from(hub).interceptor(crate::calls::CountCalls(calls)).build(),
+        );
+        Sessions {
+            sts,
+            partition: partition.to_string(),
+            role_name: role_name.to_string(),
+            session_name: "tagwarden".to_string(),
+            accounts: Mutex::new(HashMap::new()),
+            assumed: AtomicU64::new(0),
+        }
+    }
+
+    /// `AssumeRole` calls made so far.
+    pub fn assumed(&self) -> u64 {
+        self.assumed.load(Ordering::Relaxed)
+    }
+
+    pub fn role_arn(&self, account: &str) -> String {
+        format!("arn:{}:iam::{account}:role/{}", self.partition, self.role_name)
+    }
+
+    /// The account's session credentials: cached until [`RENEW_BEFORE`] their expiry; one
+    /// `AssumeRole` at a time per account (callers at once wait for it and share its answer).
+    pub async fn credentials(&self, account: &str) -> Result<Credentials, Refused> {
+        let slot = {
+            let mut accounts = self.accounts.lock().unwrap_or_else(|p| p.into_inner());
+            accounts.entry(account.to_string()).or_default().clone()
+        };
+        let mut slot = slot.lock().await;
+        let now = SystemTime::now();
+        match &*slot {
+            Some(Session::Granted { credentials, renew_at }) if now < *renew_at => return Ok(credentials.clone()),
+            Some(Session::Refused { why, retry_at }) if now < *retry_at => return Err(why.clone()),
+            _ => {}
+        }
+        self.assumed.fetch_add(1, Ordering::Relaxed);
+        let role = self.role_arn(account);
+        let answer = self
+            .sts
+            .assume_role()
+            .role_arn(&role)
+            .role_session_name(&self.session_name)
+            .duration_seconds(SESSION_SECONDS)
+            .send()
+            .await;
+        let refused = |code: &str, message: String, transient: bool| Refused {
+            account: account.to_string(),
+            role: role.clone(),
+            code: code.to_string(),
+            message,
+            transient,
+        };
+        let why = match answer {
+            Ok(out) => match out.credentials() {
+                Some(c) => {
+                    let expires = SystemTime::try_from(*c.expiration()).unwrap_or(now + Duration::from_secs(900));
+                    let credentials = Credentials::new(
+                        c.access_key_id(),
+                        c.secret_access_key(),
+                        Some(c.session_token().to_string()),
+                        Some(expires),
+                        "tagwarden-member",
+                    );
+                    let renew_at = expires.checked_sub(RENEW_BEFORE).filter(|t| *t > now).unwrap_or(now);
+                    *slot = Some(Session::Granted { credentials: credentials.clone(), renew_at });
+                    tracing::info!(account, role, "member session started");
+                    return Ok(credentials);
+                }
+                None => refused("NoCredentials", "STS answered without credentials".into(), true),
+            },
+            Err(e) => {
+                let code = e.code().unwrap_or("NoAnswer").to_string();
+                let message = e.message().map(str::to_owned).unwrap_or_else(|| tagwarden_core::error_chain(&e));
+                let transient = e.as_service_error().is_none()
+                    || matches!(crate::error::classify(&code), ErrorClass::Throttled | ErrorClass::Transient);
+                refused(&code, message, transient)
+            }
+        };
+        tracing::error!(error = %why, "member role not assumed");
+        if !why.transient {
+            *slot = Some(Session::Refused { why: why.clone(), retry_at: now + RETRY_REFUSED });
+        }
+        Err(why)
+    }
+}
+
+/// The SDK's credentials for one member account: the [`Sessions`]' (the SDK's identity cache
+/// asks again only near their expiry).
+#[derive(Debug, Clone)]
+struct MemberCredentials {
+    sessions: Arc<Sessions>,
+    account: String,
+}
+
+impl ProvideCredentials for MemberCredentials {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        future::ProvideCredentials::new(async move {
+            self.sessions.credentials(&self.account).await.map_err(CredentialsError::provider_error)
+        })
+    }
+}
+
+/// How the hub's engines are set up, the same for every member.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub policy_ttl: Duration,
+    /// The function's own role ARN (its own writes are ignored).
+    pub own: Vec<String>,
+    pub concurrency: usize,
+    pub ec2_writes_per_second: u32,
+    pub dry_run: bool,
+}
+
+/// One member account: its set's store, the clusters it enforces, and one engine per region.
+struct Member {
+    store: Arc<PolicyStore<AwsSource>>,
+    clusters: Vec<String>,
+    listed_at: Instant,
+    engines: Mutex<HashMap<String, Arc<Engine<Tagger>>>>,
+}
+
+/// The hub: every member account's engines, built as they are needed.
+pub struct Organization {
+    pub config: OrgConfig,
+    pub settings: Settings,
+    /// The function's own clients (the hub's account): the policy bucket, the shard queue.
+    pub hub: Clients,
+    sqs: aws_sdk_sqs::Client,
+    base: SdkConfig,
+    pub sessions: Arc<Sessions>,
+    /// Every call of every member's clients, STS's and SQS's too.
+    pub calls: CallCounter,
+    members: tokio::sync::Mutex<HashMap<String, Arc<Member>>>,
+}
+
+/// What a shard's sweep found, as written to `<prefix>_organization/<account>/<region>.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardReport {
+    pub account: String,
+    pub region: String,
+    pub clusters: Vec<String>,
+    pub finished_at_ms: u64,
+    pub seconds: f64,
+    /// Owned resources swept.
+    pub owned: usize,
+    /// Owned resources in line with their policy when the sweep ended (unchanged or written).
+    pub in_line: usize,
+    pub written: usize,
+    pub failed: usize,
+    pub gone: usize,
+    pub api_calls: u64,
+    /// Why the member role could not be assumed, naming the fix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The first failures, `<resource>: <error>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+}
+
+impl ShardReport {
+    fn of(shard: &Shard, clusters: Vec<String>, out: &Outcome, started: Instant, api_calls: u64) -> Self {
+        let count = |s: Status| out.records.iter().filter(|r| r.status == s).count();
+        let owned = out.records.iter().filter(|r| r.status != Status::NotOwned && r.infra_id.is_some()).count();
+        ShardReport {
+            account: shard.account.clone(),
+            region: shard.region.clone(),
+            clusters,
+            finished_at_ms: tagwarden_core::report::epoch_ms(),
+            seconds: started.elapsed().as_secs_f64(),
+            owned,
+            in_line: count(Status::Applied) + count(Status::Unchanged),
+            written: count(Status::Applied),
+            failed: out.failed(),
+            gone: count(Status::Gone),
+            api_calls,
+            refused: None,
+            error: out.error.clone(),
+            failures: out
+                .records
+                .iter()
+                .filter(|r| r.status == Status::Failed)
+                .take(FAILURES_NAMED)
+                .map(|r| format!("{}: {}", r.resource, r.error.as_deref().unwrap_or("failed")))
+                .collect(),
+        }
+    }
+}
+
+/// The organization at a glance, from the shards' outcomes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub accounts: usize,
+    pub clusters: usize,
+    pub owned: usize,
+    pub in_line: usize,
+    pub failed: usize,
+    /// Accounts whose member role was refused, with why.
+    pub refused: BTreeMap<String, String>,
+    /// Each account's last sweep: the oldest of its regions' (ms since the epoch).
+    pub last_sweep_ms: BTreeMap<String, u64>,
+    pub shards: Vec<ShardReport>,
+}
+
+impl Summary {
+    pub fn of(shards: Vec<ShardReport>) -> Self {
+        let mut s = Summary::default();
+        let mut clusters = BTreeSet::new();
+        for r in &shards {
+            clusters.extend(r.clusters.iter().map(|c| (r.account.clone(), c.clone())));
+            s.owned += r.owned;
+            s.in_line += r.in_line;
+            s.failed += r.failed;
+            if let Some(why) = &r.refused {
+                s.refused.insert(r.account.clone(), why.clone());
+            }
+            let last = s.last_sweep_ms.entry(r.account.clone()).or_insert(r.finished_at_ms);
+            *last = (*last).min(r.finished_at_ms);
+        }
+        s.accounts = s.last_sweep_ms.len();
+        s.clusters = clusters.len();
+        s.shards = shards;
+        s
+    }
+}
+
+impl Organization {
+    /// The hub over `hub` (the function's own configuration: its account and region).
+    pub fn new(hub: &SdkConfig, config: OrgConfig, settings: Settings) -> Self {
+        let calls = CallCounter::default();
+        let partition = settings.own.iter().find_map(|arn| arn.split(':').nth(1)).unwrap_or("aws").to_string();
+        let sessions = Arc::new(Sessions::new(hub, &partition, &config.role_name, calls.clone()));
+        let sqs = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(hub).interceptor(crate::calls::CountCalls(calls.clone())).build(),
+        );
+        Organization {
+            hub: Clients::counted(hub, calls.clone()),
+            sqs,
+            base: hub.clone(),
+            sessions,
+            calls,
+            config,
+            settings,
+            members: tokio::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Account `account`'s store and clusters: its named clusters, or (`<account>/*`) the ones its
+    /// folder holds, listed again after the policy TTL.
+    async fn member(&self, account: &str) -> Result<Arc<Member>, String> {
+        let Some(named) = self.config.clusters.get(account) else {
+            return Err(format!("account {account} is not one the hub enforces (TAGWARDEN_CLUSTERS)"));
+        };
+        let mut members = self.members.lock().await;
+        if let Some(m) = members.get(account) {
+            if named.is_some() || m.listed_at.elapsed() < self.settings.policy_ttl {
+                return Ok(m.clone());
+            }
+        }
+        let prefix = format!("{}{account}/", self.config.prefix);
+        let clusters: Vec<String> = match named {
+            Some(named) => named.iter().cloned().collect(),
+            None => self.published(&prefix).await.map_err(|e| e.to_string())?,
+        };
+        if let Some(m) = members.get_mut(account) {
+            if m.clusters == clusters {
+                // The same clusters: the store (its cache) and engines (their contests) stay.
+                let kept = Member {
+                    store: m.store.clone(),
+                    clusters,
+                    listed_at: Instant::now(),
+                    engines: Mutex::new(m.engines.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+                };
+                *m = Arc::new(kept);
+                return Ok(m.clone());
+            }
+        }
+        let location = PolicyLocation::S3Set { bucket: self.config.bucket.clone(), prefix };
+        let store = crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
+            .with_clusters(Some(clusters.clone()));
+        let member =
+            Arc::new(Member { store: Arc::new(store), clusters, listed_at: Instant::now(), engines: Mutex::default() });
+        members.insert(account.to_string(), member.clone());
+        Ok(member)
+    }
+
+    /// The clusters an account's folder holds (one `ListObjectsV2` page per 1,000).
+    async fn published(&self, prefix: &str) -> Result<Vec<String>, CloudError> {
+        let mut found = Vec::new();
+        let mut pages = self
+            .hub
+            .s3
+            .list_objects_v2()
+            .bucket(&self.config.bucket)
+            .prefix(prefix)
+            .delimiter("/")
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| crate::error::from_sdk("s3:ListObjectsV2", prefix, e))?;
+            found.extend(
+                page.common_prefixes()
+                    .iter()
+                    .filter_map(|p| p.prefix()?.strip_prefix(prefix)?.strip_suffix('/').map(str::to_owned))
+                    .filter(|c| valid_infra_id(c).is_ok()),
+            );
+        }
+        found.sort();
+        Ok(found)
+    }
+
+    /// The engine of `account` in `region`: the member role's session, the region's clients,
+    /// the account's store; its status reports laid over the other regions' as its part.
+    async fn engine(&self, account: &str, region: &str) -> Result<(Arc<Engine<Tagger>>, Vec<String>), String> {
+        let member = self.member(account).await?;
+        let mut engines = member.engines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = engines.get(region) {
+            return Ok((e.clone(), member.clusters.clone()));
+        }
+        let credentials = MemberCredentials { sessions: self.sessions.clone(), account: account.to_string() };
+        let config = self
+            .base
+            .to_builder()
+            .credentials_provider(SharedCredentialsProvider::new(credentials))
+            .region(aws_config::Region::new(region.to_string()))
+            .build();
+        let global = region == self.config.global_region();
+        let tagger = Tagger {
+            ec2_writes: Some(RateLimit::per_second(f64::from(self.settings.ec2_writes_per_second))),
+            account: Some(account.to_string()),
+            global,
+            scope: Some(format!("{account}/{region}")),
+            ..Tagger::new(Clients::counted(&config, self.calls.clone()))
+        };
+        let mut own = self.settings.own.clone();
+        own.push(self.sessions.role_arn(account));
+        let part = tagwarden_core::status::aws_region_part(account, region, global);
+        let mut engine = Engine::sharing(tagger, member.store.clone(), own, Some(part));
+        engine.set_concurrency(self.settings.concurrency);
+        engine.dry_run = self.settings.dry_run;
+        let engine = Arc::new(engine);
+        engines.insert(region.to_string(), engine.clone());
+        Ok((engine, member.clusters.clone()))
+    }
+
+    /// Sweep one shard, starting no write after `stop_at`, and (unless a dry run) write its
+    /// outcome beside the accounts' folders.
+    pub async fn sweep_shard(&self, shard: &Shard, stop_at: Option<Instant>) -> (Outcome, ShardReport) {
+        let started = Instant::now();
+        let calls_before = self.calls.total();
+        let (engine, clusters) = match self.engine(&shard.account, &shard.region).await {
+            Ok(found) => found,
+            Err(why) => {
+                let out = Outcome { error: Some(why), ..Outcome::default() };
+                let report = ShardReport::of(shard, Vec::new(), &out, started, 0);
+                return (out, report);
+            }
+        };
+        let clusters: Vec<String> = match &shard.clusters {
+            Some(only) => clusters.into_iter().filter(|c| only.contains(c)).collect(),
+            None => clusters,
+        };
+        // The session first: a refused account is one record naming the fix, not a failure per
+        // listing; its clusters' reports still say it (the sweep below fails every listing).
+        let refused = self.sessions.credentials(&shard.account).await.err();
+        let out = match &refused {
+            Some(why) if !why.transient => Outcome { error: Some(why.to_string()), ..Outcome::default() },
+            _ => Box::pin(engine.sweep(false, Some(&clusters), stop_at)).await,
+        };
+        let mut report = ShardReport::of(shard, clusters, &out, started, self.calls.total() - calls_before);
+        report.refused = refused.map(|r| r.to_string());
+        if !self.settings.dry_run {
+            if let Err(e) = self.write_report(&report).await {
+                tracing::warn!(error = %e, account = shard.account, region = shard.region, "shard outcome not written");
+            }
+        }
+        (out, report)
+    }
+
+    /// Every shard of `shards`, [`SHARDS_AT_ONCE`] at once (each its own account-region's
+    /// budget), `done` told of each as it finishes.
+    pub async fn sweep_shards(
+        &self,
+        shards: &[Shard],
+        done: &(dyn Fn(&ShardReport) + Sync),
+    ) -> Vec<(Outcome, ShardReport)> {
+        let mut finished =
+            stream::iter(0..shards.len()).map(|i| self.sweep_shard(&shards[i], None)).buffer_unordered(SHARDS_AT_ONCE);
+        let mut all = Vec::with_capacity(shards.len());
+        while let Some((out, report)) = finished.next().await {
+            done(&report);
+            all.push((out, report));
+        }
+        all
+    }
+
+    /// Send `shards` to the shard queue, 10 a call; the number sent, or why not all were.
+    pub async fn enqueue(&self, shards: &[Shard]) -> Result<usize, String> {
+        let Some(queue) = &self.config.shard_queue else { return Err("no TAGWARDEN_SHARD_QUEUE_URL".into()) };
+        let mut sent = 0;
+        for chunk in shards.chunks(SQS_BATCH) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let body = serde_json::to_string(&ShardMessage::Sweep(s.clone())).unwrap_or_default();
+                    aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .message_body(body)
+                        .build()
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            let out = self
+                .sqs
+                .send_message_batch()
+                .queue_url(queue)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| crate::error::from_sdk("sqs:SendMessageBatch", queue, e).to_string())?;
+            if let Some(f) = out.failed().first() {
+                return Err(format!(
+                    "sqs:SendMessageBatch refused {} shard(s): {}: {}",
+                    out.failed().len(),
+                    f.code(),
+                    f.message().unwrap_or_default()
+                ));
+            }
+            sent += out.successful().len();
+        }
+        Ok(sent)
+    }
+
+    /// Reconcile `events`, each in its own account and region's engine; an event of an account
+    /// the hub does not enforce is ignored, one whose account's role is refused fails naming it.
+    pub async fn handle_events(&self, events: &[Event], stop_at: Option<Instant>) -> Vec<Outcome> {
+        let mut outs: Vec<Outcome> = events.iter().map(|_| Outcome::default()).collect();
+        let mut groups: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+        for (i, e) in events.iter().enumerate() {
+            match (e.account.as_deref(), e.region.as_deref()) {
+                (Some(a), Some(r)) if self.config.clusters.contains_key(a) => {
+                    groups.entry((a.to_string(), r.to_string())).or_default().push(i)
+                }
+                _ => {
+                    outs[i].metrics.events_received = 1;
+                    outs[i].metrics.events_ignored = 1;
+                    tracing::info!(
+                        id = e.id,
+                        account = e.account,
+                        "event of an account the hub does not enforce: ignored"
+                    );
+                }
+            }
+        }
+        let handled = stream::iter(groups)
+            .map(|((account, region), at)| async move {
+                let batch: Vec<Event> = at.iter().map(|&i| events[i].clone()).collect();
+                let outs = match self.engine(&account, &region).await {
+                    Ok((engine, _)) => engine.handle_events(&batch, stop_at).await,
+                    Err(why) => {
+                        batch.iter().map(|_| Outcome { error: Some(why.clone()), ..Outcome::default() }).collect()
+                    }
+                };
+                (at, outs)
+            })
+            .buffer_unordered(SHARDS_AT_ONCE)
+            .collect::<Vec<_>>()
+            .await;
+        for (at, group) in handled {
+            for (i, out) in at.into_iter().zip(group) {
+                outs[i] = out;
+            }
+        }
+        outs
+    }
+
+    fn report_key(&self, account: &str, region: &str) -> String {
+        format!("{}{SHARDS_FOLDER}{account}/{region}.json", self.config.prefix)
+    }
+
+    async fn write_report(&self, report: &ShardReport) -> Result<(), CloudError> {
+        let key = self.report_key(&report.account, &report.region);
+        let body = serde_json::to_vec_pretty(report).unwrap_or_default();
+        self.hub
+            .s3
+            .put_object()
+            .bucket(&self.config.bucket)
+            .key(&key)
+            .content_type("application/json")
+            .body(body.into())
+            .send()
+            .await
+            .map_err(|e| crate::error::from_sdk("s3:PutObject", &key, e))?;
+        Ok(())
+    }
+
+    /// The organization summary, from every shard outcome written so far.
+    pub async fn summary(&self) -> Result<Summary, CloudError> {
+        read_summary(&self.hub, &self.config.bucket, &self.config.prefix).await
+    }
+}
+
+/// The organization summary under `s3://bucket/prefix`: every shard outcome, read.
+pub async fn read_summary(hub: &Clients, bucket: &str, prefix: &str) -> Result<Summary, CloudError> {
+    let folder = format!("{prefix}{SHARDS_FOLDER}");
+    let mut keys = Vec::new();
+    let mut pages = hub.s3.list_objects_v2().bucket(bucket).prefix(&folder).into_paginator().send();
+    while let Some(page) = pages.next().await {
+        let page = page.map_err(|e| crate::error::from_sdk("s3:ListObjectsV2", &folder, e))?;
+        keys.extend(page.contents().iter().filter_map(|o| o.key().map(str::to_owned)).filter(|k| k.ends_with(".json")));
+    }
+    let mut shards = Vec::with_capacity(keys.len());
+    for key in keys {
+        let got = hub.s3.get_object().bucket(bucket).key(&key).send().await;
+        let body = match got {
+            Ok(o) => o.body.collect().await.map(|b| b.into_bytes()).unwrap_or_default(),
+            Err(e) => return Err(crate::error::from_sdk("s3:GetObject", &key, e)),
+        };
+        match serde_json::from_slice::<ShardReport>(&body) {
+            Ok(r) => shards.push(r),
+            Err(e) => tracing::warn!(key, error = %e, "not a shard outcome tagwarden wrote; left out"),
+        }
+    }
+    shards.sort_by(|a, b| (&a.account, &a.region).cmp(&(&b.account, &b.region)));
+    Ok(Summary::of(shards))
+}
+
+/// Milliseconds since the epoch, for a shard outcome's age.
+pub fn age_seconds(at_ms: u64) -> u64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
+    now.saturating_sub(at_ms) / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from(vars: &[(&str, &str)]) -> Result<Option<OrgConfig>, ConfigError> {
+        OrgConfig::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    const BASE: [(&str, &str); 3] = [
+        ("TAGWARDEN_ORGANIZATION", "s3://hub/accounts/"),
+        ("TAGWARDEN_MEMBER_ROLE", "tagwarden-member"),
+        ("TAGWARDEN_MEMBER_REGIONS", "eu-west-1, us-east-1"),
+    ];
+
+    fn with(clusters: &str) -> Result<Option<OrgConfig>, ConfigError> {
+        let mut vars = BASE.to_vec();
+        vars.push(("TAGWARDEN_CLUSTERS", clusters));
+        from(&vars)
+    }
+
+    #[test]
+    fn accounts_clusters_and_shards_from_the_environment() {
+        assert_eq!(from(&[]).expect("unset"), None, "one account's deployment");
+        let c = with("111122223333/a-1, 111122223333/b-2,444455556666/*").expect("valid").expect("org");
+        assert_eq!((c.bucket.as_str(), c.prefix.as_str(), c.global_region()), ("hub", "accounts/", "us-east-1"));
+        assert_eq!(c.clusters["444455556666"], None, "every cluster the account publishes");
+        assert_eq!(c.shards().len(), 4, "2 accounts x 2 regions");
+
+        let keys = [
+            "accounts/111122223333/a-1/policy.yaml".to_string(),
+            "accounts/111122223333/c-3/policy.yaml".to_string(),
+            "accounts/444455556666/x-9/policy.yaml".to_string(),
+            "accounts/999999999999/a-1/policy.yaml".to_string(),
+            "accounts/_organization/111122223333/us-east-1.json".to_string(),
+        ];
+        let shards = c.shards_for(&keys);
+        let of = |a: &str| shards.iter().filter(|s| s.account == a).map(|s| s.clusters.clone()).collect::<Vec<_>>();
+        assert_eq!(of("111122223333"), vec![Some(vec!["a-1".to_string()]); 2], "c-3 is not enforced");
+        assert_eq!(of("444455556666"), vec![Some(vec!["x-9".to_string()]); 2]);
+        assert!(of("999999999999").is_empty(), "an account the hub does not list asks for nothing");
+    }
+
+    #[test]
+    fn errors_name_the_variable_and_the_fix() {
+        for (clusters, says) in
+            [("a-1", "names no account"), ("1234/a-1", "12-digit"), ("111122223333/-bad", "111122223333/-bad")]
+        {
+            let e = with(clusters).expect_err(clusters).to_string();
+            assert!(e.contains("TAGWARDEN_CLUSTERS") && e.contains(says) && e.contains("e.g."), "{e}");
+        }
+        let mut vars = BASE.to_vec();
+        vars[2] = ("TAGWARDEN_MEMBER_REGIONS", "");
+        vars.push(("TAGWARDEN_CLUSTERS", "111122223333/a-1"));
+        assert!(from(&vars).expect_err("no region").to_string().contains("TAGWARDEN_MEMBER_REGIONS"));
+        vars[1] = ("TAGWARDEN_MEMBER_ROLE", "arn:aws:iam::1:role/x");
+        assert!(from(&vars).expect_err("an ARN").to_string().contains("not its ARN"));
+        vars[0] = ("TAGWARDEN_ORGANIZATION", "s3://hub/accounts/*/");
+        assert!(from(&vars).expect_err("a set").to_string().contains("s3://BUCKET/PREFIX/"));
+    }
+
+    #[test]
+    fn a_shard_message_round_trips_and_nothing_else_is_one() {
+        let shard = Shard { account: "111122223333".into(), region: "us-east-1".into(), clusters: None };
+        let body = serde_json::to_string(&ShardMessage::Sweep(shard.clone())).expect("json");
+        assert_eq!(body, r#"{"tagwarden":"sweep","account":"111122223333","region":"us-east-1"}"#);
+        assert_eq!(ShardMessage::parse(&body), Some(shard));
+        for not in [r#"{"tagwarden":"sweep"}"#, r#"{"tagwarden":"sweep","account":"1","region":"r"}"#, "{}"] {
+            assert_eq!(ShardMessage::parse(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn the_summary_adds_up_the_shards() {
+        let shard = |a: &str, r: &str, at: u64, owned: usize, failed: usize| ShardReport {
+            account: a.into(),
+            region: r.into(),
+            clusters: vec!["c-1".into()],
+            finished_at_ms: at,
+            owned,
+            in_line: owned - failed,
+            failed,
+            ..ShardReport::default()
+        };
+        let mut refused = shard("222222222222", "us-east-1", 5, 0, 0);
+        refused.refused = Some("account 222222222222: …".into());
+        let s = Summary::of(vec![
+            shard("111111111111", "us-east-1", 10, 100, 1),
+            shard("111111111111", "eu-west-1", 7, 50, 0),
+            refused,
+        ]);
+        assert_eq!((s.accounts, s.clusters, s.owned, s.in_line, s.failed), (2, 2, 150, 149, 1));
+        assert_eq!(s.last_sweep_ms["111111111111"], 7, "the oldest region's sweep");
+        assert!(s.refused.contains_key("222222222222"));
+    }
+}

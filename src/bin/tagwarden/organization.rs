@@ -1,0 +1,250 @@
+//! `tagwarden organization`: an AWS Organization's hub by hand. `sweep` sweeps each member account
+//! and region as the hub's shards do (through the member role, each shard within its own
+//! account-region's budget), with a line per shard as it ends; `status` reads the organization
+//! summary the shards wrote.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use serde::Serialize;
+use tagwarden::aws::organization::{self, OrgConfig, Organization, Settings, ShardReport, Summary};
+
+use crate::input::print_json;
+use crate::Failure;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Subcommand)]
+enum Command {
+    /// Sweep every member account and region (or those named with --account).
+    Sweep(SweepArgs),
+    /// Show the organization summary: accounts, clusters, resources in line, failed, each
+    /// account's last sweep.
+    Status(StatusArgs),
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    /// The folder of the member accounts' sets (the hub's TAGWARDEN_ORGANIZATION):
+    /// s3://BUCKET/PREFIX/, holding <account>/<infraID>/.
+    #[arg(long, value_name = "S3_FOLDER")]
+    organization: String,
+    /// The spoke role's name in every member account.
+    #[arg(long, value_name = "NAME", default_value = "tagwarden-member")]
+    member_role: String,
+    /// A region the spokes cover; repeat for several.
+    #[arg(long = "member-region", value_name = "REGION", required = true)]
+    member_regions: Vec<String>,
+    /// A cluster: ACCOUNT/INFRA_ID, or ACCOUNT/* for every cluster the account publishes; repeat.
+    #[arg(long = "cluster", value_name = "ACCOUNT/INFRA_ID", required = true)]
+    clusters: Vec<String>,
+    /// Sweep only this account; repeat for several (default: every account of --cluster).
+    #[arg(long = "account", value_name = "ACCOUNT")]
+    accounts: Vec<String>,
+    /// The hub's region, where STS and the bucket are called (default: the SDK's).
+    #[arg(long)]
+    region: Option<String>,
+    /// Plan only; exit 2 when any owned resource has drifted.
+    #[arg(long)]
+    dry_run: bool,
+    /// Resources reconciled, and write calls in flight, at once in each shard.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Print each shard's outcome, the summary and the API calls as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct StatusArgs {
+    /// The folder of the member accounts' sets: s3://BUCKET/PREFIX/.
+    #[arg(long, value_name = "S3_FOLDER")]
+    organization: String,
+    #[arg(long)]
+    region: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Swept {
+    organization: String,
+    dry_run: bool,
+    summary: Summary,
+    assume_role_calls: u64,
+    api_calls: std::collections::BTreeMap<String, u64>,
+    seconds: f64,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    match args.command {
+        Command::Sweep(args) => runtime.block_on(Box::pin(sweep(args))),
+        Command::Status(args) => runtime.block_on(Box::pin(status(args))),
+    }
+}
+
+async fn hub_config(region: Option<&str>) -> Result<aws_config::SdkConfig, Failure> {
+    let mut loader = tagwarden::aws::config_loader()?;
+    if let Some(r) = region {
+        loader = loader.region(aws_config::Region::new(r.to_string()));
+    }
+    let config = loader.load().await;
+    tagwarden::aws::preflight(&config).await?;
+    Ok(config)
+}
+
+async fn sweep(args: SweepArgs) -> Result<(), Failure> {
+    let listed = args.clusters.join(",");
+    let regions = args.member_regions.join(",");
+    let vars = [
+        ("TAGWARDEN_ORGANIZATION", args.organization.as_str()),
+        ("TAGWARDEN_MEMBER_ROLE", args.member_role.as_str()),
+        ("TAGWARDEN_MEMBER_REGIONS", regions.as_str()),
+        ("TAGWARDEN_CLUSTERS", listed.as_str()),
+    ];
+    let config = OrgConfig::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+        .map_err(|e| Failure::Invalid(Some(anyhow::anyhow!("{}", flag_names(&e.to_string())))))?
+        .ok_or_else(|| Failure::Invalid(Some(anyhow::anyhow!("--organization is required"))))?;
+    if let Some(a) = args.accounts.iter().find(|a| !config.clusters.contains_key(a.as_str())) {
+        let why = anyhow::anyhow!("--account {a} names no cluster: add --cluster {a}/INFRA_ID (or {a}/*)");
+        return Err(Failure::Invalid(Some(why)));
+    }
+    let hub = hub_config(args.region.as_deref()).await?;
+    let settings = Settings {
+        policy_ttl: std::time::Duration::ZERO,
+        own: Vec::new(),
+        concurrency: args.concurrency.clamp(1, 64),
+        ec2_writes_per_second: tagwarden::aws::config::DEFAULT_EC2_WRITES_PER_SECOND,
+        dry_run: args.dry_run,
+    };
+    let shards: Vec<_> = config
+        .shards()
+        .into_iter()
+        .filter(|s| args.accounts.is_empty() || args.accounts.contains(&s.account))
+        .collect();
+    let org = Organization::new(&hub, config, settings);
+    let started = Instant::now();
+    let total = shards.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let quiet = args.json;
+    let swept = org
+        .sweep_shards(&shards, &|r: &ShardReport| {
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if !quiet {
+                eprintln!("[{n}/{total}] {}", line(r, args.dry_run));
+            }
+        })
+        .await;
+    let drifted: usize = swept
+        .iter()
+        .map(|(out, _)| out.records.iter().filter(|r| r.status == tagwarden::report::Status::WouldApply).count())
+        .sum();
+    let reports: Vec<ShardReport> = swept.into_iter().map(|(_, r)| r).collect();
+    let summary = Summary::of(reports);
+    let out = Swept {
+        organization: args.organization.clone(),
+        dry_run: args.dry_run,
+        assume_role_calls: org.sessions.assumed(),
+        api_calls: org.calls.snapshot(),
+        seconds: started.elapsed().as_secs_f64(),
+        summary,
+    };
+    if args.json {
+        print_json(&out)?;
+    } else {
+        print!("{}", human(&out.summary));
+        println!("AssumeRole    {} call(s)", out.assume_role_calls);
+        println!("API calls     {} in {:.1} s", out.api_calls.values().sum::<u64>(), out.seconds);
+    }
+    verdict(&out.summary, args.dry_run && drifted > 0)
+}
+
+async fn status(args: StatusArgs) -> Result<(), Failure> {
+    let (bucket, prefix) = match args.organization.parse::<tagwarden::aws::policy_store::PolicyLocation>() {
+        Ok(tagwarden::aws::policy_store::PolicyLocation::S3Prefix { bucket, prefix }) => (bucket, prefix),
+        _ => {
+            let why =
+                anyhow::anyhow!("--organization {:?} is not an S3 folder: give s3://BUCKET/PREFIX/", args.organization);
+            return Err(Failure::Invalid(Some(why)));
+        }
+    };
+    let hub = hub_config(args.region.as_deref()).await?;
+    let clients = tagwarden::aws::Clients::new(&hub);
+    let summary = organization::read_summary(&clients, &bucket, &prefix).await.map_err(anyhow::Error::from)?;
+    if summary.shards.is_empty() {
+        return Err(Failure::Error(anyhow::anyhow!(
+            "no shard outcome under {}{}: the hub writes one per account and region after each sweep; run one (tagwarden organization sweep, or invoke the hub with {{\"tagwarden\": \"sweep\"}})",
+            args.organization,
+            organization::SHARDS_FOLDER
+        )));
+    }
+    if args.json {
+        print_json(&summary)?;
+    } else {
+        print!("{}", human(&summary));
+    }
+    verdict(&summary, false)
+}
+
+/// Exit 2 when anything failed or an account's role was refused (or drifted, in a dry run).
+fn verdict(summary: &Summary, drifted: bool) -> Result<(), Failure> {
+    if summary.failed > 0 || !summary.refused.is_empty() || summary.shards.iter().any(|s| s.error.is_some()) {
+        let why = anyhow::anyhow!(
+            "{} resource(s) failed, {} account(s) refused the member role",
+            summary.failed,
+            summary.refused.len()
+        );
+        return Err(Failure::NotInLine(Some(why)));
+    }
+    if drifted {
+        return Err(Failure::NotInLine(None));
+    }
+    Ok(())
+}
+
+fn line(r: &ShardReport, dry_run: bool) -> String {
+    let verb = if dry_run { "would write" } else { "written" };
+    match (&r.refused, &r.error) {
+        (Some(why), _) => format!("{}/{}: refused: {why}", r.account, r.region),
+        (None, Some(e)) if r.owned == 0 => format!("{}/{}: failed: {e}", r.account, r.region),
+        _ => format!(
+            "{}/{}: {} owned, {} in line, {} {verb}, {} failed, {} calls, {:.1} s",
+            r.account, r.region, r.owned, r.in_line, r.written, r.failed, r.api_calls, r.seconds
+        ),
+    }
+}
+
+fn human(s: &Summary) -> String {
+    let mut out = format!(
+        "organization  {} account(s), {} cluster(s), {} owned, {} in line, {} failed\n",
+        s.accounts, s.clusters, s.owned, s.in_line, s.failed
+    );
+    for (account, at) in &s.last_sweep_ms {
+        let refused = s.refused.get(account).map(|w| format!(" - REFUSED: {w}")).unwrap_or_default();
+        out.push_str(&format!(
+            "account       {account}: last swept {} s ago{refused}\n",
+            organization::age_seconds(*at)
+        ));
+    }
+    for r in &s.shards {
+        out.push_str(&format!("  {}\n", line(r, false)));
+        for f in &r.failures {
+            out.push_str(&format!("    failed {f}\n"));
+        }
+    }
+    out
+}
+
+/// The configuration's messages name the hub's variables; here, the flags.
+fn flag_names(message: &str) -> String {
+    message
+        .replace("TAGWARDEN_ORGANIZATION", "--organization")
+        .replace("TAGWARDEN_MEMBER_ROLE", "--member-role")
+        .replace("TAGWARDEN_MEMBER_REGIONS", "--member-region")
+        .replace("TAGWARDEN_CLUSTERS", "--cluster")
+}

@@ -1,0 +1,407 @@
+//! A whole AWS Organization from one hub (issue 31), on moto through the strict layer: member
+//! accounts × 2 regions, each account's clusters published under its own folder of the hub's
+//! bucket, a spoke role in every account but one. The schedule's sweep goes out as one SQS
+//! message per account and region; the shards are handed to the function as SQS batches, as
+//! Lambda's event source mapping would. Every owned resource of every enforced account ends in
+//! line; nothing foreign, shared, or of another account's cluster is written; the account without
+//! the role is refused, named, and the others are in line; the organization summary says so, and
+//! `tagwarden organization status` shows it. The figures (calls per owned resource, writes,
+//! `AssumeRole` calls, shards) are printed (`--nocapture`); the size comes from
+//! `TAGWARDEN_ORG_{ACCOUNTS,CLUSTERS,INSTANCES,DRIFT_PERCENT}` (`scripts/bench-organization`).
+//!
+//! moto's EventBridge does not deliver across accounts (reference/aws.md): the events a spoke's
+//! rule would forward to the hub are handed to the function as the hub's queue would.
+
+#![cfg(feature = "aws")]
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tagwarden::aws::function::handle_organization_until;
+use tagwarden::aws::organization::{OrgConfig, Organization, Settings};
+use tagwarden::aws::{Clients, Tagger};
+use tagwarden::resource::ResourceRef;
+use tagwarden::TagMap;
+
+use crate::load::env_usize;
+use crate::{fleet, support};
+
+const REGIONS: [&str; 2] = ["eu-west-1", "us-east-1"];
+const ROLE: &str = "tagwarden-member";
+/// The account the hub enforces as `<account>/*`: every cluster it publishes.
+const EVERY: usize = 1;
+
+fn infra(account: usize, cluster: usize) -> String {
+    format!("a{account:02}c{cluster}-7xk2p")
+}
+
+fn owner_key(id: &str) -> String {
+    format!("kubernetes.io/cluster/{id}")
+}
+
+fn policy(id: &str, account: usize) -> String {
+    format!("version: 1\ninfraID: {id}\ntags:\n  team: t-{account}\n  env: prod\n")
+}
+
+fn ec2_tags(pairs: &[(String, String)]) -> Vec<tagwarden::aws::sdk::ec2::types::Tag> {
+    pairs.iter().map(|(k, v)| tagwarden::aws::sdk::ec2::types::Tag::builder().key(k).value(v).build()).collect()
+}
+
+async fn run_instances(clients: &Clients, n: usize, pairs: &[(String, String)]) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let image = clients.ec2.describe_images().send().await.expect("images");
+    let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
+    let spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+        .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance)
+        .set_tags(Some(ec2_tags(pairs)))
+        .build();
+    let run = clients.ec2.run_instances().image_id(&image).min_count(n as i32).max_count(n as i32);
+    let run = run.tag_specifications(spec).send().await.expect("instances");
+    run.instances().iter().filter_map(|i| i.instance_id()).map(str::to_owned).collect()
+}
+
+/// One member account: its id, its clients per region, and its instances by what they should end as.
+struct Member {
+    id: String,
+    clients: BTreeMap<&'static str, Clients>,
+    /// (instance, region, the team it must end with: `None` for untouched).
+    instances: Vec<(String, &'static str, Option<String>)>,
+}
+
+struct Org {
+    hub: aws_config::SdkConfig,
+    hub_env: Vec<(&'static str, String)>,
+    bucket: String,
+    queue: String,
+    members: Vec<Member>,
+    /// The account with no spoke role.
+    refused: usize,
+    /// Owned instances that must end in line, and how many of them drifted.
+    owned: usize,
+    drifted: usize,
+    /// Account-regions with a drifted resource: the least writes a sweep can make (an account's
+    /// clusters share one delta here, so their resources share one `CreateTags`).
+    deltas: usize,
+}
+
+async fn organization(accounts: usize) -> Org {
+    let clusters = env_usize("TAGWARDEN_ORG_CLUSTERS", 1);
+    let instances = env_usize("TAGWARDEN_ORG_INSTANCES", 3);
+    let drift_percent = env_usize("TAGWARDEN_ORG_DRIFT_PERCENT", 100);
+    let moto = support::moto();
+    let (_, hub_account, hub_env) = support::account_with_env().await;
+    let hub = support::config_in(&hub_account, "us-east-1").await;
+    let hub_clients = Clients::new(&hub);
+    let bucket = format!("hub-{hub_account}");
+    hub_clients.s3.create_bucket().bucket(&bucket).send().await.expect("hub bucket");
+    let sqs = tagwarden::aws::sdk::sqs::Client::new(&hub);
+    let queue = sqs.create_queue().queue_name(format!("shards-{hub_account}")).send().await.expect("queue");
+    let queue = queue.queue_url().expect("queue url").to_string();
+    let refused = accounts - 1;
+    let (mut owned, mut drifted, mut deltas) = (0, 0, std::collections::BTreeSet::new());
+    let mut members = Vec::new();
+    for a in 0..accounts {
+        let id = support::new_account();
+        let mut member = Member { id: id.clone(), clients: BTreeMap::new(), instances: Vec::new() };
+        for region in REGIONS {
+            member.clients.insert(region, Clients::new(&support::config_in(&id, region).await));
+        }
+        // From here on, a role must exist to be assumed in this account (the test's own session,
+        // above, is an administrator's).
+        moto.strict.require_roles_in(&id);
+        if a != refused {
+            let iam = &member.clients["us-east-1"].iam;
+            iam.create_role().role_name(ROLE).assume_role_policy_document("{}").send().await.expect("spoke role");
+        }
+        for c in 0..clusters {
+            let cluster = infra(a, c);
+            let key = format!("accounts/{id}/{cluster}/policy.yaml");
+            let body = policy(&cluster, a).into_bytes();
+            hub_clients.s3.put_object().bucket(&bucket).key(key).body(body.into()).send().await.expect("policy");
+            let enforced = a != refused;
+            for region in REGIONS {
+                let ec2 = &member.clients[region];
+                let n_drifted = (instances * drift_percent).div_ceil(100).min(instances);
+                let stale = [(owner_key(&cluster), "owned".into()), ("team".into(), "someone-else".into())];
+                let in_line = [
+                    (owner_key(&cluster), "owned".into()),
+                    ("team".into(), format!("t-{a}")),
+                    ("env".into(), "prod".into()),
+                ];
+                let want = enforced.then(|| format!("t-{a}"));
+                for i in run_instances(ec2, n_drifted, &stale).await {
+                    member.instances.push((i, region, want.clone()));
+                }
+                for i in run_instances(ec2, instances - n_drifted, &in_line).await {
+                    member.instances.push((i, region, Some(format!("t-{a}"))));
+                }
+                if enforced {
+                    owned += instances;
+                    drifted += n_drifted;
+                    if n_drifted > 0 {
+                        deltas.insert((a, region));
+                    }
+                }
+            }
+        }
+        // Never written: a resource another account's cluster owns, one this account's cluster
+        // only shares, and one of a cluster published in this folder that the hub does not list
+        // (but for the account enforced as `<account>/*`, where it is listed by being published).
+        let ec2 = &member.clients["eu-west-1"];
+        let other = infra((a + 1) % accounts, 0);
+        let unlisted = format!("unlisted{a}-1x2y3");
+        let every = a == EVERY && a != refused;
+        for (pairs, want) in [
+            (vec![(owner_key(&other), "owned".to_string()), ("team".into(), "someone-else".into())], None),
+            (vec![(owner_key(&infra(a, 0)), "shared".to_string()), ("team".into(), "someone-else".into())], None),
+            (
+                vec![(owner_key(&unlisted), "owned".to_string()), ("team".into(), "x".into())],
+                every.then(|| format!("t-{a}")),
+            ),
+        ] {
+            for i in run_instances(ec2, 1, &pairs).await {
+                member.instances.push((i, "eu-west-1", want.clone()));
+            }
+        }
+        if every {
+            owned += 1;
+            drifted += 1;
+            deltas.insert((a, "eu-west-1"));
+        }
+        let key = format!("accounts/{id}/{unlisted}/policy.yaml");
+        hub_clients
+            .s3
+            .put_object()
+            .bucket(&bucket)
+            .key(key)
+            .body(policy(&unlisted, a).into_bytes().into())
+            .send()
+            .await
+            .expect("policy");
+        members.push(member);
+    }
+    Org { hub, hub_env, bucket, queue, members, refused, owned, drifted, deltas: deltas.len() }
+}
+
+impl Org {
+    fn config(&self, clusters: usize) -> OrgConfig {
+        let listed: Vec<String> = self
+            .members
+            .iter()
+            .enumerate()
+            .flat_map(|(a, m)| match a {
+                EVERY => vec![format!("{}/*", m.id)],
+                _ => (0..clusters).map(|c| format!("{}/{}", m.id, infra(a, c))).collect(),
+            })
+            .collect();
+        let vars = [
+            ("TAGWARDEN_ORGANIZATION", format!("s3://{}/accounts/", self.bucket)),
+            ("TAGWARDEN_MEMBER_ROLE", ROLE.to_string()),
+            ("TAGWARDEN_MEMBER_REGIONS", REGIONS.join(",")),
+            ("TAGWARDEN_CLUSTERS", listed.join(",")),
+            ("TAGWARDEN_SHARD_QUEUE_URL", self.queue.clone()),
+        ];
+        OrgConfig::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()))
+            .expect("valid")
+            .expect("an organization")
+    }
+
+    async fn tags(&self, m: &Member, instance: &str, region: &str) -> TagMap {
+        let r = ResourceRef::ec2(instance, region, &m.id);
+        Tagger::new(m.clients[region].clone()).read(&r).await.expect("read")
+    }
+
+    /// Every instance ends as it must: its account's team where enforced, untouched elsewhere.
+    async fn check(&self) {
+        for m in &self.members {
+            for (i, region, want) in &m.instances {
+                let tags = self.tags(m, i, region).await;
+                match want {
+                    Some(team) => {
+                        assert_eq!(tags.get("team"), Some(team), "{}/{region} {i}: {tags:?}", m.id);
+                        assert_eq!(tags.get("env").map(String::as_str), Some("prod"), "{}/{region} {i}", m.id);
+                    }
+                    None => assert!(!tags.contains_key("env"), "{}/{region} {i} was written: {tags:?}", m.id),
+                }
+            }
+        }
+    }
+
+    /// Hand every shard message on the queue to the function, ten a batch, as Lambda's event source
+    /// mapping does; the message ids it handed back (SQS would redeliver them, then dead-letter them).
+    async fn drain(&self, org: &Organization) -> (usize, Vec<String>) {
+        let sqs = tagwarden::aws::sdk::sqs::Client::new(&self.hub);
+        let (mut handled, mut failed) = (0, Vec::new());
+        loop {
+            let got = sqs
+                .receive_message()
+                .queue_url(&self.queue)
+                .max_number_of_messages(10)
+                .visibility_timeout(600)
+                .send()
+                .await
+                .expect("receive");
+            let messages = got.messages();
+            if messages.is_empty() {
+                return (handled, failed);
+            }
+            let records: Vec<Value> = messages
+                .iter()
+                .map(|m| json!({"messageId": m.message_id(), "eventSource": "aws:sqs", "body": m.body()}))
+                .collect();
+            let inv = handle_organization_until(org, json!({"Records": records}).to_string(), None).await;
+            let back: Vec<String> = inv.response["batchItemFailures"]
+                .as_array()
+                .map(|f| f.iter().filter_map(|f| f["itemIdentifier"].as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            for m in messages {
+                handled += 1;
+                let id = m.message_id().unwrap_or_default().to_string();
+                if back.contains(&id) {
+                    failed.push(m.body().unwrap_or_default().to_string());
+                } else {
+                    let receipt = m.receipt_handle().unwrap_or_default();
+                    sqs.delete_message().queue_url(&self.queue).receipt_handle(receipt).send().await.expect("delete");
+                }
+            }
+        }
+    }
+}
+
+fn settings(hub_account_role: String) -> Settings {
+    Settings {
+        policy_ttl: std::time::Duration::from_secs(300),
+        own: vec![hub_account_role],
+        concurrency: 10,
+        ec2_writes_per_second: 100,
+        dry_run: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_hub_enforces_every_member_account_and_names_the_refused_one() {
+    let started = Instant::now();
+    let o = organization(env_usize("TAGWARDEN_ORG_ACCOUNTS", 10)).await;
+    let clusters = env_usize("TAGWARDEN_ORG_CLUSTERS", 1);
+    let config = o.config(clusters);
+    let shards = config.shards().len();
+    let org = Organization::new(&o.hub, config, settings("arn:aws:iam::000000000000:role/tagwarden-hub".into()));
+    let set_up = started.elapsed();
+
+    // The schedule: one message per account and region, nothing swept in this invocation.
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.error, None);
+    assert_eq!(inv.response["shards"], shards, "{}", inv.response);
+    org.calls.reset();
+    let sweep_started = Instant::now();
+    let (handled, failed) = o.drain(&org).await;
+    let sweep_took = sweep_started.elapsed();
+    let refused = &o.members[o.refused].id;
+    assert_eq!(handled, shards);
+    assert_eq!(failed.len(), REGIONS.len(), "only the refused account's shards are handed back: {failed:?}");
+    assert!(failed.iter().all(|b| b.contains(refused.as_str())), "{failed:?}");
+    o.check().await;
+
+    let calls = org.calls.snapshot();
+    let count = |op: &str| calls.get(op).copied().unwrap_or(0);
+    let listings = count("Resource Groups Tagging API:GetResources");
+    let writes = count("EC2:CreateTags");
+    let assumed = org.sessions.assumed();
+    println!(
+        "organization: {} accounts x {} regions, {} clusters each, {} owned ({} drifted); set up in {:.1} s",
+        o.members.len(),
+        REGIONS.len(),
+        clusters,
+        o.owned,
+        o.drifted,
+        set_up.as_secs_f64()
+    );
+    println!(
+        "first sweep: {shards} shards in {:.1} s; {listings} GetResources ({:.4} per owned), {writes} CreateTags (distinct deltas {}), {assumed} AssumeRole, {} calls in all: {calls:?}",
+        sweep_took.as_secs_f64(),
+        listings as f64 / o.owned.max(1) as f64,
+        o.deltas,
+        calls.values().sum::<u64>()
+    );
+    assert_eq!(writes as usize, o.deltas, "one CreateTags per account-region and cluster with drift");
+    assert!(assumed <= o.members.len() as u64, "at most one AssumeRole per account: {assumed}");
+    let sts: u64 = calls.iter().filter(|(op, _)| op.ends_with(":AssumeRole")).map(|(_, n)| n).sum();
+    assert_eq!(sts, assumed, "{calls:?}");
+
+    // The summary: every account, the refused one named with its fix; every owned resource in line.
+    let summary = org.summary().await.expect("summary");
+    let largest = summary.shards.iter().map(|s| s.api_calls).max().unwrap_or(0);
+    println!(
+        "largest shard: {largest} calls; summary: {} accounts, {} owned, {} in line, {} failed",
+        summary.accounts, summary.owned, summary.in_line, summary.failed
+    );
+    assert_eq!(summary.accounts, o.members.len());
+    assert_eq!((summary.owned, summary.in_line, summary.failed), (o.owned, o.owned, 0));
+    let why = summary.refused.get(refused.as_str()).expect("the refused account is named");
+    assert!(why.contains("AccessDenied") && why.contains("deploy the spoke"), "{why}");
+    // Each cluster's own report holds both regions' parts.
+    let hub = Clients::new(&o.hub);
+    let key = format!("accounts/{}/{}/{}", o.members[0].id, infra(0, 0), tagwarden::policy::STATUS_REPORT_NAME);
+    let report = hub.s3.get_object().bucket(&o.bucket).key(&key).send().await.expect("a cluster's status report");
+    let report: Value = serde_json::from_slice(&report.body.collect().await.expect("body").into_bytes()).expect("json");
+    assert_eq!(report["parts"].as_object().map(|p| p.len()), Some(REGIONS.len()), "{report}");
+
+    // A second sweep finds nothing to write, and assumes no role again.
+    let before = org.sessions.assumed();
+    org.calls.reset();
+    let again = org.sweep_shards(&org.config.shards(), &|_| {}).await;
+    let calls = org.calls.snapshot();
+    println!("second sweep: {} calls, {} writes: {calls:?}", calls.values().sum::<u64>(), org.calls.writes());
+    assert_eq!(org.calls.writes(), 0, "{calls:?}");
+    assert_eq!(org.sessions.assumed(), before, "sessions are reused (the refused account waits out its retry)");
+    assert_eq!(again.iter().filter(|(out, _)| out.must_retry()).count(), REGIONS.len());
+
+    // The CLI shows the summary, and exits 2 for the refused account.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+        .args(["organization", "status", "--organization", &format!("s3://{}/accounts/", o.bucket), "--json"])
+        .envs(o.hub_env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("tagwarden runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(json["accounts"], o.members.len());
+    assert!(json["refused"][refused.as_str()].is_string(), "{json}");
+}
+
+/// Events of three member accounts at once, in one SQS batch beside one of an account the hub
+/// does not enforce: each is corrected in its own account and region, the stranger is ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_several_accounts_each_go_to_their_own_account() {
+    let o = organization(4).await;
+    let org = Organization::new(&o.hub, o.config(env_usize("TAGWARDEN_ORG_CLUSTERS", 1)), settings(String::new()));
+    let mut bodies = Vec::new();
+    for (n, m) in o.members.iter().take(3).enumerate() {
+        let (instance, region, _) =
+            m.instances.iter().find(|(_, r, want)| *r == "us-east-1" && want.is_some()).expect("one");
+        let r = ResourceRef::ec2(instance, region, &m.id);
+        let mut event: Value = serde_json::from_str(&fleet::event_for(&r, &m.id, &format!("e{n}"))).expect("json");
+        event["region"] = json!(region);
+        event["detail"]["awsRegion"] = json!(region);
+        bodies.push((format!("m{n}"), event.to_string(), Some((m, instance.clone(), *region))));
+    }
+    let stranger = support::new_account();
+    let r = ResourceRef::ec2("i-0123456789abcdef0", "us-east-1", &stranger);
+    bodies.push(("m9".into(), fleet::event_for(&r, &stranger, "e9"), None));
+    let records: Vec<Value> =
+        bodies.iter().map(|(id, body, _)| json!({"messageId": id, "eventSource": "aws:sqs", "body": body})).collect();
+    let inv = handle_organization_until(&org, json!({"Records": records}).to_string(), None).await;
+    assert_eq!(inv.response["batchItemFailures"], json!([]), "{}", inv.response);
+    let calls = org.calls.snapshot();
+    println!("3 accounts' events: {} calls: {calls:?}", calls.values().sum::<u64>());
+    for (_, _, named) in &bodies {
+        let Some((m, instance, region)) = named else { continue };
+        let tags = o.tags(m, instance, region).await;
+        assert_eq!(tags.get("env").map(String::as_str), Some("prod"), "{} {instance}: {tags:?}", m.id);
+    }
+    assert_eq!(org.sessions.assumed(), 3, "one session per account whose events came");
+    assert!(calls.keys().all(|op| !op.contains("GetResources")), "events list nothing: {calls:?}");
+}
