@@ -72,7 +72,7 @@ struct Member {
 }
 
 struct Org {
-    hub: aws_config::SdkConfig,
+    hub: tagwarden::aws::sdk::config::SdkConfig,
     hub_env: Vec<(&'static str, String)>,
     bucket: String,
     queue: String,

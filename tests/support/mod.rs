@@ -145,7 +145,7 @@ pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>
 
 /// The SDK configuration of a session in `account` (any 12-digit id: moto makes the account on
 /// `AssumeRole`) in `region`, through the strict layer.
-pub async fn config_in(account: &str, region: &str) -> aws_config::SdkConfig {
+pub async fn config_in(account: &str, region: &str) -> tagwarden::aws::sdk::config::SdkConfig {
     let moto = moto();
     let base = tagwarden::aws::config_loader()
         .expect("network settings")

@@ -67,6 +67,7 @@ impl Tagger {
 
 /// The SDK crates, for callers (tests, tools) that build requests of their own.
 pub mod sdk {
+    pub use aws_config as config;
     pub use aws_sdk_ec2 as ec2;
     pub use aws_sdk_elasticloadbalancing as elb;
     pub use aws_sdk_elasticloadbalancingv2 as elbv2;
