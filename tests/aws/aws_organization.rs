@@ -31,6 +31,18 @@ const REGIONS: [&str; 2] = ["eu-west-1", "us-east-1"];
 const ROLE: &str = "tagwarden-member";
 /// The account the hub enforces as `<account>/*`: every cluster it publishes.
 const EVERY: usize = 1;
+/// Account 0 holds this many clusters at least: more than one session policy holds (about 9), so
+/// its clusters are swept in two groups, each its own session and shard.
+const MANY: usize = 12;
+
+/// How many clusters account `a` has, `base` for the others.
+fn clusters_of(a: usize, base: usize) -> usize {
+    if a == 0 {
+        base.max(MANY)
+    } else {
+        base
+    }
+}
 
 fn infra(account: usize, cluster: usize) -> String {
     format!("a{account:02}c{cluster}-7xk2p")
@@ -67,8 +79,8 @@ async fn run_instances(clients: &Clients, n: usize, pairs: &[(String, String)]) 
 struct Member {
     id: String,
     clients: BTreeMap<&'static str, Clients>,
-    /// (instance, region, the team it must end with: `None` for untouched).
-    instances: Vec<(String, &'static str, Option<String>)>,
+    /// (instance, region, the team it must end with: `None` for untouched, its owner's infraID).
+    instances: Vec<(String, &'static str, Option<String>, String)>,
 }
 
 struct Org {
@@ -116,7 +128,7 @@ async fn organization(accounts: usize) -> Org {
             let iam = &member.clients["us-east-1"].iam;
             iam.create_role().role_name(ROLE).assume_role_policy_document("{}").send().await.expect("spoke role");
         }
-        for c in 0..clusters {
+        for c in 0..clusters_of(a, clusters) {
             let cluster = infra(a, c);
             let key = format!("accounts/{id}/{cluster}/policy.yaml");
             let body = policy(&cluster, a).into_bytes();
@@ -133,10 +145,10 @@ async fn organization(accounts: usize) -> Org {
                 ];
                 let want = enforced.then(|| format!("t-{a}"));
                 for i in run_instances(ec2, n_drifted, &stale).await {
-                    member.instances.push((i, region, want.clone()));
+                    member.instances.push((i, region, want.clone(), cluster.clone()));
                 }
                 for i in run_instances(ec2, instances - n_drifted, &in_line).await {
-                    member.instances.push((i, region, Some(format!("t-{a}"))));
+                    member.instances.push((i, region, Some(format!("t-{a}")), cluster.clone()));
                 }
                 if enforced {
                     owned += instances;
@@ -163,7 +175,7 @@ async fn organization(accounts: usize) -> Org {
             ),
         ] {
             for i in run_instances(ec2, 1, &pairs).await {
-                member.instances.push((i, "eu-west-1", want.clone()));
+                member.instances.push((i, "eu-west-1", want.clone(), String::new()));
             }
         }
         if every {
@@ -194,7 +206,7 @@ impl Org {
             .enumerate()
             .flat_map(|(a, m)| match a {
                 EVERY => vec![format!("{}/*", m.id)],
-                _ => (0..clusters).map(|c| format!("{}/{}", m.id, infra(a, c))).collect(),
+                _ => (0..clusters_of(a, clusters)).map(|c| format!("{}/{}", m.id, infra(a, c))).collect(),
             })
             .collect();
         let vars = [
@@ -217,7 +229,7 @@ impl Org {
     /// Every instance ends as it must: its account's team where enforced, untouched elsewhere.
     async fn check(&self) {
         for m in &self.members {
-            for (i, region, want) in &m.instances {
+            for (i, region, want, _) in &m.instances {
                 let tags = self.tags(m, i, region).await;
                 match want {
                     Some(team) => {
@@ -287,8 +299,11 @@ async fn one_hub_enforces_every_member_account_and_names_the_refused_one() {
     let o = organization(env_usize("TAGWARDEN_ORG_ACCOUNTS", 10)).await;
     let clusters = env_usize("TAGWARDEN_ORG_CLUSTERS", 1);
     let config = o.config(clusters);
-    let shards = config.shards().len();
+    let per_account_region = config.shards().len();
     let org = Organization::new(&o.hub, config, settings("arn:aws:iam::000000000000:role/tagwarden-hub".into()));
+    // Account 0's clusters need two sessions: a shard per group in each region.
+    let shards = org.shards().await.len();
+    assert_eq!(shards, per_account_region + REGIONS.len());
     let set_up = started.elapsed();
 
     // The schedule: one message per account and region, nothing swept in this invocation.
@@ -326,8 +341,10 @@ async fn one_hub_enforces_every_member_account_and_names_the_refused_one() {
         o.deltas,
         calls.values().sum::<u64>()
     );
-    assert_eq!(writes as usize, o.deltas, "one CreateTags per account-region and cluster with drift");
-    assert!(assumed <= o.members.len() as u64, "at most one AssumeRole per account: {assumed}");
+    // One CreateTags per account-region with drift, and per session: account 0's two groups write
+    // the same delta apart.
+    assert_eq!(writes as usize, o.deltas + REGIONS.len(), "one CreateTags per account-region and session with drift");
+    assert!(assumed <= o.members.len() as u64 + 1, "at most one AssumeRole per session: {assumed}");
     let sts: u64 = calls.iter().filter(|(op, _)| op.ends_with(":AssumeRole")).map(|(_, n)| n).sum();
     assert_eq!(sts, assumed, "{calls:?}");
 
@@ -352,7 +369,7 @@ async fn one_hub_enforces_every_member_account_and_names_the_refused_one() {
     // A second sweep finds nothing to write, and assumes no role again.
     let before = org.sessions.assumed();
     org.calls.reset();
-    let again = org.sweep_shards(&org.config.shards(), &|_| {}).await;
+    let again = org.sweep_shards(&org.shards().await, &|_| {}).await;
     let calls = org.calls.snapshot();
     println!("second sweep: {} calls, {} writes: {calls:?}", calls.values().sum::<u64>(), org.calls.writes());
     assert_eq!(org.calls.writes(), 0, "{calls:?}");
@@ -380,8 +397,12 @@ async fn events_of_several_accounts_each_go_to_their_own_account() {
     let org = Organization::new(&o.hub, o.config(env_usize("TAGWARDEN_ORG_CLUSTERS", 1)), settings(String::new()));
     let mut bodies = Vec::new();
     for (n, m) in o.members.iter().take(3).enumerate() {
-        let (instance, region, _) =
-            m.instances.iter().find(|(_, r, want)| *r == "us-east-1" && want.is_some()).expect("one");
+        // Account 0's clusters are grouped in name order: its last (a00c9) is in the second
+        // group, where its event must be routed.
+        let last = infra(0, 9);
+        let found =
+            m.instances.iter().find(|(_, r, want, c)| *r == "us-east-1" && want.is_some() && (n > 0 || *c == last));
+        let (instance, region, _, _) = found.expect("one");
         let r = ResourceRef::ec2(instance, region, &m.id);
         let mut event: Value = serde_json::from_str(&fleet::event_for(&r, &m.id, &format!("e{n}"))).expect("json");
         event["region"] = json!(region);
@@ -402,6 +423,6 @@ async fn events_of_several_accounts_each_go_to_their_own_account() {
         let tags = o.tags(m, instance, region).await;
         assert_eq!(tags.get("env").map(String::as_str), Some("prod"), "{} {instance}: {tags:?}", m.id);
     }
-    assert_eq!(org.sessions.assumed(), 3, "one session per account whose events came");
+    assert_eq!(org.sessions.assumed(), 4, "one session per account whose events came, two for account 0's two groups");
     assert!(calls.keys().all(|op| !op.contains("GetResources")), "events list nothing: {calls:?}");
 }

@@ -303,7 +303,7 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
             inv.error = Some(format!("not a payload tagwarden reads: {e}"));
             return inv;
         }
-        Ok(Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled)) => org.config.shards(),
+        Ok(Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled)) => org.shards().await,
         Ok(Payload::S3Notification { records }) => {
             let keys: Vec<String> = records.into_iter().map(|S3Record::S3 { s3, .. }| s3.object.key).collect();
             org.config.shards_for(&keys)

@@ -17,6 +17,16 @@
 //!   IAM user guide "Role chaining"); a refusal is remembered for [`RETRY_REFUSED`], so an account
 //!   whose spoke is missing costs one `AssumeRole` per that time, and its records name the account
 //!   and the fix while the other accounts go on.
+//! - **Least privilege at any number of clusters.** The spoke role grants the tag reads and the
+//!   tag writes (the reserved keys denied) on any resource of its account; every session the hub
+//!   starts passes a session policy ([`session_policy`]) that allows each write only on what one of
+//!   that session's clusters owns (`aws:ResourceTag/<ownership key>`, S3 buckets by the cluster's
+//!   name pattern). The effective permissions are the role's and the session policy's intersection
+//!   (IAM user guide, "Session policies"). A session policy holds at most 2,048 characters (STS
+//!   `AssumeRole`, `Policy`), about ten clusters; an account with more has its clusters packed into
+//!   groups ([`pack`]), a session and a sweep shard each, so the role's own size never grows with
+//!   the clusters (1 or 1,000). STS also limits the packed session (policy and tags, a size it
+//!   does not publish): a session over it is refused and reported like any refusal; not modelled here.
 //! - **Loop safety.** The spoke role's own writes name it as the session issuer
 //!   (`arn:<partition>:iam::<account>:role/<member role>`): each account's engine ignores them
 //!   beside the function's own role.
@@ -26,7 +36,7 @@
 //!   message quotas"), consumed by the function one at a time, redelivered on failure and finally
 //!   dead-lettered by the queue's redrive policy. What has no region (IAM, Route 53; their events
 //!   come from us-east-1) is swept by one region's shard per account ([`OrgConfig::global_region`]).
-//!   Each shard writes its outcome to `<prefix>_organization/<account>/<region>.json`; the
+//!   Each shard writes its outcome to `<prefix>_organization/<account>/<region>[-<group>].json`; the
 //!   organization summary ([`Summary`], `tagwarden status --organization`) is read from them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -45,9 +55,13 @@ use serde::{Deserialize, Serialize};
 use crate::policy_store::{AwsSource, PolicyLocation};
 use crate::{Clients, Tagger};
 use tagwarden_core::calls::CallCounter;
+use tagwarden_core::cloud::ClusterKind;
 use tagwarden_core::events::Event;
 use tagwarden_core::policy::clusters::valid_infra_id;
 use tagwarden_core::report::{Outcome, Status};
+use tagwarden_core::resource::ResourceRef;
+use tagwarden_core::services::{Guard, S3, SERVICES};
+use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 use tagwarden_engine::config::ConfigError;
 use tagwarden_engine::enforce::Engine;
@@ -68,6 +82,9 @@ const SQS_BATCH: usize = 10;
 /// Shards swept at once when the function or the CLI sweeps them itself: each is its own
 /// account-region's budget, so they do not share one.
 const SHARDS_AT_ONCE: usize = 4;
+/// "The plaintext that you use for both inline and managed session policies can't exceed 2,048
+/// characters" (STS API reference, `AssumeRole`, `Policy`).
+pub const SESSION_POLICY_MAX: usize = 2048;
 /// Failures a shard's outcome names (the rest are counted, and in each cluster's status report).
 const FAILURES_NAMED: usize = 20;
 
@@ -183,7 +200,7 @@ impl OrgConfig {
         let mut shards = Vec::with_capacity(self.clusters.len() * self.regions.len());
         for account in self.clusters.keys() {
             for region in &self.regions {
-                shards.push(Shard { account: account.clone(), region: region.clone(), clusters: None });
+                shards.push(Shard { account: account.clone(), region: region.clone(), clusters: None, group: None });
             }
         }
         shards
@@ -211,7 +228,7 @@ impl OrgConfig {
         for (account, clusters) in written {
             for region in &self.regions {
                 let clusters = Some(clusters.iter().cloned().collect());
-                shards.push(Shard { account: account.to_string(), region: region.clone(), clusters });
+                shards.push(Shard { account: account.to_string(), region: region.clone(), clusters, group: None });
             }
         }
         shards
@@ -231,6 +248,9 @@ pub struct Shard {
     /// Only these clusters (a policy change); `None`: every cluster of the account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<Vec<String>>,
+    /// The account's cluster group ([`pack`]) when it has several; `None`: every group, in turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<usize>,
 }
 
 /// A shard's message: the sweep request with its account and region.
@@ -269,13 +289,16 @@ enum Session {
     Refused { why: Refused, retry_at: SystemTime },
 }
 
+/// One session's slot: empty until first asked for; one `AssumeRole` at a time fills it.
+type SessionSlot = Arc<tokio::sync::Mutex<Option<Session>>>;
+
 /// Member sessions, one per account, shared by that account's clients in every region.
 pub struct Sessions {
     sts: aws_sdk_sts::Client,
-    partition: String,
+    pub partition: String,
     role_name: String,
     session_name: String,
-    accounts: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Session>>>>>,
+    sessions: Mutex<HashMap<(String, usize), SessionSlot>>,
     assumed: AtomicU64,
 }
 
@@ -297,7 +320,7 @@ impl Sessions {
             partition: partition.to_string(),
             role_name: role_name.to_string(),
             session_name: "tagwarden".to_string(),
-            accounts: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
             assumed: AtomicU64::new(0),
         }
     }
@@ -311,12 +334,13 @@ impl Sessions {
         format!("arn:{}:iam::{account}:role/{}", self.partition, self.role_name)
     }
 
-    /// The account's session credentials: cached until [`RENEW_BEFORE`] their expiry; one
-    /// `AssumeRole` at a time per account (callers at once wait for it and share its answer).
-    pub async fn credentials(&self, account: &str) -> Result<Credentials, Refused> {
+    /// The credentials of the session of `account`'s cluster group `group`, narrowed by `policy`
+    /// ([`session_policy`]): cached until [`RENEW_BEFORE`] their expiry; one `AssumeRole` at a time
+    /// per session (callers at once wait for it and share its answer).
+    pub async fn credentials(&self, account: &str, group: usize, policy: &str) -> Result<Credentials, Refused> {
         let slot = {
-            let mut accounts = self.accounts.lock().unwrap_or_else(|p| p.into_inner());
-            accounts.entry(account.to_string()).or_default().clone()
+            let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            sessions.entry((account.to_string(), group)).or_default().clone()
         };
         let mut slot = slot.lock().await;
         let now = SystemTime::now();
@@ -333,6 +357,7 @@ impl Sessions {
             .role_arn(&role)
             .role_session_name(&self.session_name)
             .duration_seconds(SESSION_SECONDS)
+            .policy(policy)
             .send()
             .await;
         let refused = |code: &str, message: String, transient: bool| Refused {
@@ -355,7 +380,7 @@ impl Sessions {
                     );
                     let renew_at = expires.checked_sub(RENEW_BEFORE).filter(|t| *t > now).unwrap_or(now);
                     *slot = Some(Session::Granted { credentials: credentials.clone(), renew_at });
-                    tracing::info!(account, role, "member session started");
+                    tracing::info!(account, group, role, "member session started");
                     return Ok(credentials);
                 }
                 None => refused("NoCredentials", "STS answered without credentials".into(), true),
@@ -382,6 +407,8 @@ impl Sessions {
 struct MemberCredentials {
     sessions: Arc<Sessions>,
     account: String,
+    group: usize,
+    policy: Arc<str>,
 }
 
 impl ProvideCredentials for MemberCredentials {
@@ -390,7 +417,10 @@ impl ProvideCredentials for MemberCredentials {
         Self: 'a,
     {
         future::ProvideCredentials::new(async move {
-            self.sessions.credentials(&self.account).await.map_err(CredentialsError::provider_error)
+            self.sessions
+                .credentials(&self.account, self.group, &self.policy)
+                .await
+                .map_err(CredentialsError::provider_error)
         })
     }
 }
@@ -406,11 +436,20 @@ pub struct Settings {
     pub dry_run: bool,
 }
 
-/// One member account: its set's store, the clusters it enforces, and one engine per region.
+/// One member account: its set's store, the clusters it enforces, and their groups.
 struct Member {
     store: Arc<PolicyStore<AwsSource>>,
     clusters: Vec<String>,
     listed_at: Instant,
+    groups: Vec<Group>,
+}
+
+/// Clusters of one account that share a session ([`pack`]), and their engine in each region.
+struct Group {
+    clusters: Vec<String>,
+    /// Each of their ownership keys.
+    keys: Vec<String>,
+    policy: Arc<str>,
     engines: Mutex<HashMap<String, Arc<Engine<Tagger>>>>,
 }
 
@@ -428,11 +467,14 @@ pub struct Organization {
     members: tokio::sync::Mutex<HashMap<String, Arc<Member>>>,
 }
 
-/// What a shard's sweep found, as written to `<prefix>_organization/<account>/<region>.json`.
+/// What a shard's sweep found, as written to `<prefix>_organization/<account>/<region>[-<group>].json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ShardReport {
     pub account: String,
     pub region: String,
+    /// The account's cluster group, where it has several.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<usize>,
     pub clusters: Vec<String>,
     pub finished_at_ms: u64,
     pub seconds: f64,
@@ -461,6 +503,7 @@ impl ShardReport {
         ShardReport {
             account: shard.account.clone(),
             region: shard.region.clone(),
+            group: shard.group,
             clusters,
             finished_at_ms: tagwarden_core::report::epoch_ms(),
             seconds: started.elapsed().as_secs_f64(),
@@ -499,7 +542,18 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn of(shards: Vec<ShardReport>) -> Self {
+    /// The summary of the shards' outcomes. Where an account-region was swept both whole and in
+    /// groups (its clusters outgrew one session, or shrank back), only the newer way counts.
+    pub fn of(mut shards: Vec<ShardReport>) -> Self {
+        let mut newest: BTreeMap<(String, String, bool), u64> = BTreeMap::new();
+        for r in &shards {
+            let at = newest.entry((r.account.clone(), r.region.clone(), r.group.is_some())).or_default();
+            *at = (*at).max(r.finished_at_ms);
+        }
+        shards.retain(|r| {
+            let other = newest.get(&(r.account.clone(), r.region.clone(), r.group.is_none())).copied().unwrap_or(0);
+            newest[&(r.account.clone(), r.region.clone(), r.group.is_some())] >= other
+        });
         let mut s = Summary::default();
         let mut clusters = BTreeSet::new();
         for r in &shards {
@@ -560,22 +614,44 @@ impl Organization {
         };
         if let Some(m) = members.get_mut(account) {
             if m.clusters == clusters {
-                // The same clusters: the store (its cache) and engines (their contests) stay.
-                let kept = Member {
-                    store: m.store.clone(),
-                    clusters,
-                    listed_at: Instant::now(),
-                    engines: Mutex::new(m.engines.lock().unwrap_or_else(|p| p.into_inner()).clone()),
-                };
-                *m = Arc::new(kept);
+                // The same clusters: the store (its cache), groups and engines (their contests) stay.
+                if let Some(m) = Arc::get_mut(m) {
+                    m.listed_at = Instant::now();
+                }
                 return Ok(m.clone());
             }
         }
         let location = PolicyLocation::S3Set { bucket: self.config.bucket.clone(), prefix };
         let store = crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
             .with_clusters(Some(clusters.clone()));
-        let member =
-            Arc::new(Member { store: Arc::new(store), clusters, listed_at: Instant::now(), engines: Mutex::default() });
+        // The clusters' kinds (their ownership keys) are in their policies; one not yet readable
+        // is taken as OpenShift's (`kubernetes.io/cluster/<infraID>`) until the next listing.
+        let (loaded, _) = store.policies(false).await;
+        let kinds: HashMap<String, ClusterKind> = match &loaded {
+            Ok(p) => p.iter().map(|l| (l.infra_id.clone(), l.policy.kind)).collect(),
+            Err(_) => HashMap::new(),
+        };
+        let owned: Vec<(String, Vec<String>)> = clusters
+            .iter()
+            .map(|c| {
+                let kind = kinds.get(c).copied().unwrap_or_default();
+                (c.clone(), tagwarden_core::cloud::Cloud::Aws.ownership_keys(kind, c))
+            })
+            .collect();
+        let groups = pack(&self.sessions.partition, &owned)
+            .into_iter()
+            .map(|at| {
+                let members: Vec<&(String, Vec<String>)> = at.iter().map(|&i| &owned[i]).collect();
+                let group: Vec<(String, Vec<String>)> = members.iter().map(|&c| c.clone()).collect();
+                Group {
+                    clusters: group.iter().map(|(c, _)| c.clone()).collect(),
+                    keys: group.iter().flat_map(|(_, k)| k.clone()).collect(),
+                    policy: session_policy(&self.sessions.partition, &group).into(),
+                    engines: Mutex::default(),
+                }
+            })
+            .collect();
+        let member = Arc::new(Member { store: Arc::new(store), clusters, listed_at: Instant::now(), groups });
         members.insert(account.to_string(), member.clone());
         Ok(member)
     }
@@ -605,22 +681,29 @@ impl Organization {
         Ok(found)
     }
 
-    /// The engine of `account` in `region`: the member role's session, the region's clients,
-    /// the account's store; its status reports laid over the other regions' as its part.
-    async fn engine(&self, account: &str, region: &str) -> Result<(Arc<Engine<Tagger>>, Vec<String>), String> {
-        let member = self.member(account).await?;
-        let mut engines = member.engines.lock().unwrap_or_else(|p| p.into_inner());
+    /// The engine of `account`'s cluster group `group` in `region`: that group's session, the
+    /// region's clients, the account's store; its status reports laid over the other regions' as
+    /// its part.
+    fn engine(&self, account: &str, member: &Member, group: usize, region: &str) -> Arc<Engine<Tagger>> {
+        let g = &member.groups[group];
+        let mut engines = g.engines.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(e) = engines.get(region) {
-            return Ok((e.clone(), member.clusters.clone()));
+            return e.clone();
         }
-        let credentials = MemberCredentials { sessions: self.sessions.clone(), account: account.to_string() };
+        let credentials = MemberCredentials {
+            sessions: self.sessions.clone(),
+            account: account.to_string(),
+            group,
+            policy: g.policy.clone(),
+        };
         let config = self
             .base
             .to_builder()
             .credentials_provider(SharedCredentialsProvider::new(credentials))
             .region(aws_config::Region::new(region.to_string()))
             .build();
-        let global = region == self.config.global_region();
+        // What has no region is swept once per account: by its first group's shard in one region.
+        let global = region == self.config.global_region() && group == 0;
         let tagger = Tagger {
             ec2_writes: Some(RateLimit::per_second(f64::from(self.settings.ec2_writes_per_second))),
             account: Some(account.to_string()),
@@ -630,13 +713,28 @@ impl Organization {
         };
         let mut own = self.settings.own.clone();
         own.push(self.sessions.role_arn(account));
-        let part = tagwarden_core::status::aws_region_part(account, region, global);
+        let part = tagwarden_core::status::aws_region_part(account, region, region == self.config.global_region());
         let mut engine = Engine::sharing(tagger, member.store.clone(), own, Some(part));
         engine.set_concurrency(self.settings.concurrency);
         engine.dry_run = self.settings.dry_run;
         let engine = Arc::new(engine);
         engines.insert(region.to_string(), engine.clone());
-        Ok((engine, member.clusters.clone()))
+        engine
+    }
+
+    /// Every shard of a whole sweep: each listed account × region, × cluster group where the
+    /// account's clusters need more than one session. An account whose clusters cannot be told
+    /// (its folder unreadable) is one shard per region, which fails naming why.
+    pub async fn shards(&self) -> Vec<Shard> {
+        let mut shards = Vec::new();
+        for shard in self.config.shards() {
+            let groups = self.member(&shard.account).await.map_or(1, |m| m.groups.len());
+            match groups {
+                0 | 1 => shards.push(shard),
+                n => shards.extend((0..n).map(|g| Shard { group: Some(g), ..shard.clone() })),
+            }
+        }
+        shards
     }
 
     /// Sweep one shard, starting no write after `stop_at`, and (unless a dry run) write its
@@ -644,27 +742,54 @@ impl Organization {
     pub async fn sweep_shard(&self, shard: &Shard, stop_at: Option<Instant>) -> (Outcome, ShardReport) {
         let started = Instant::now();
         let calls_before = self.calls.total();
-        let (engine, clusters) = match self.engine(&shard.account, &shard.region).await {
-            Ok(found) => found,
+        let member = match self.member(&shard.account).await {
+            Ok(m) => m,
             Err(why) => {
                 let out = Outcome { error: Some(why), ..Outcome::default() };
                 let report = ShardReport::of(shard, Vec::new(), &out, started, 0);
                 return (out, report);
             }
         };
-        let clusters: Vec<String> = match &shard.clusters {
-            Some(only) => clusters.into_iter().filter(|c| only.contains(c)).collect(),
-            None => clusters,
+        let groups: Vec<usize> = match shard.group {
+            Some(g) if g < member.groups.len() => vec![g],
+            Some(g) => {
+                let why = format!(
+                    "account {}: no cluster group {g} (its clusters changed); the next sweep's shards are new",
+                    shard.account
+                );
+                return (
+                    Outcome { error: Some(why), ..Outcome::default() },
+                    ShardReport::of(shard, Vec::new(), &Outcome::default(), started, 0),
+                );
+            }
+            None => (0..member.groups.len()).collect(),
         };
-        // The session first: a refused account is one record naming the fix, not a failure per
-        // listing; its clusters' reports still say it (the sweep below fails every listing).
-        let refused = self.sessions.credentials(&shard.account).await.err();
-        let out = match &refused {
-            Some(why) if !why.transient => Outcome { error: Some(why.to_string()), ..Outcome::default() },
-            _ => Box::pin(engine.sweep(false, Some(&clusters), stop_at)).await,
-        };
-        let mut report = ShardReport::of(shard, clusters, &out, started, self.calls.total() - calls_before);
-        report.refused = refused.map(|r| r.to_string());
+        let (mut out, mut swept, mut refused) = (Outcome::default(), Vec::new(), None);
+        for g in groups {
+            let group = &member.groups[g];
+            let clusters: Vec<String> = match &shard.clusters {
+                Some(only) => group.clusters.iter().filter(|c| only.contains(c)).cloned().collect(),
+                None => group.clusters.clone(),
+            };
+            if clusters.is_empty() {
+                continue;
+            }
+            // The session first: a refused account is one record naming the fix, not a failure
+            // per listing.
+            match self.sessions.credentials(&shard.account, g, &group.policy).await {
+                Err(why) if !why.transient => {
+                    out.error = Some(why.to_string());
+                    refused = Some(why.to_string());
+                }
+                _ => {
+                    let engine = self.engine(&shard.account, &member, g, &shard.region);
+                    out.absorb(Box::pin(engine.sweep(false, Some(&clusters), stop_at)).await);
+                }
+            }
+            swept.extend(clusters);
+        }
+        let mut report = ShardReport::of(shard, swept, &out, started, self.calls.total() - calls_before);
+        report.refused = refused;
         if !self.settings.dry_run {
             if let Err(e) = self.write_report(&report).await {
                 tracing::warn!(error = %e, account = shard.account, region = shard.region, "shard outcome not written");
@@ -752,8 +877,8 @@ impl Organization {
         let handled = stream::iter(groups)
             .map(|((account, region), at)| async move {
                 let batch: Vec<Event> = at.iter().map(|&i| events[i].clone()).collect();
-                let outs = match self.engine(&account, &region).await {
-                    Ok((engine, _)) => engine.handle_events(&batch, stop_at).await,
+                let outs = match self.member(&account).await {
+                    Ok(member) => self.handle_in_account(&account, &region, &member, &batch, stop_at).await,
                     Err(why) => {
                         batch.iter().map(|_| Outcome { error: Some(why.clone()), ..Outcome::default() }).collect()
                     }
@@ -771,12 +896,63 @@ impl Organization {
         outs
     }
 
-    fn report_key(&self, account: &str, region: &str) -> String {
-        format!("{}{SHARDS_FOLDER}{account}/{region}.json", self.config.prefix)
+    /// Events of one account and region: to its one group's engine; where it has several, each
+    /// resource is read once (every session may read) to find the group of the cluster that owns
+    /// it, and each group's engine gets the events narrowed to its resources.
+    async fn handle_in_account(
+        &self,
+        account: &str,
+        region: &str,
+        member: &Member,
+        batch: &[Event],
+        stop_at: Option<Instant>,
+    ) -> Vec<Outcome> {
+        if member.groups.len() <= 1 {
+            if member.groups.is_empty() {
+                return batch.iter().map(|_| Outcome::default()).collect();
+            }
+            return self.engine(account, member, 0, region).handle_events(batch, stop_at).await;
+        }
+        let first = self.engine(account, member, 0, region);
+        let owner_group = |tags: &TagMap| {
+            member.groups.iter().position(|g| g.keys.iter().any(|k| tags.get(k).is_some_and(|v| v == "owned")))
+        };
+        let mut per_group: Vec<Vec<(usize, Event)>> = member.groups.iter().map(|_| Vec::new()).collect();
+        for (i, event) in batch.iter().enumerate() {
+            let mut narrowed: BTreeMap<usize, Vec<ResourceRef>> = BTreeMap::new();
+            for r in &event.resources {
+                // Not readable or owned by none: left to the first group, which reports it.
+                let g = match first.adapter.read(r).await {
+                    Ok(tags) => owner_group(&tags).unwrap_or(0),
+                    Err(_) => 0,
+                };
+                narrowed.entry(g).or_default().push(r.clone());
+            }
+            if narrowed.is_empty() {
+                narrowed.insert(0, Vec::new());
+            }
+            for (g, resources) in narrowed {
+                per_group[g].push((i, Event { resources, ..event.clone() }));
+            }
+        }
+        let mut outs: Vec<Outcome> = batch.iter().map(|_| Outcome::default()).collect();
+        for (g, events) in per_group.into_iter().enumerate().filter(|(_, e)| !e.is_empty()) {
+            let (at, events): (Vec<usize>, Vec<Event>) = events.into_iter().unzip();
+            let handled = self.engine(account, member, g, region).handle_events(&events, stop_at).await;
+            for (i, out) in at.into_iter().zip(handled) {
+                outs[i].absorb(out);
+            }
+        }
+        outs
+    }
+
+    fn report_key(&self, report: &ShardReport) -> String {
+        let group = report.group.map(|g| format!("-{g}")).unwrap_or_default();
+        format!("{}{SHARDS_FOLDER}{}/{}{group}.json", self.config.prefix, report.account, report.region)
     }
 
     async fn write_report(&self, report: &ShardReport) -> Result<(), CloudError> {
-        let key = self.report_key(&report.account, &report.region);
+        let key = self.report_key(report);
         let body = serde_json::to_vec_pretty(report).unwrap_or_default();
         self.hub
             .s3
@@ -826,6 +1002,68 @@ pub async fn read_summary(hub: &Clients, bucket: &str, prefix: &str) -> Result<S
 pub fn age_seconds(at_ms: u64) -> u64 {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
     now.saturating_sub(at_ms) / 1000
+}
+
+/// The writes a session may make only on what its clusters own: every descriptor's write whose
+/// service evaluates `aws:ResourceTag` (`Guard::Owned`) and the service actions `tag:TagResources`
+/// needs (`Guard::OwnedVia`), from `tagwarden_core::services`.
+fn owned_writes() -> Vec<&'static str> {
+    let mut writes: Vec<&'static str> = SERVICES
+        .iter()
+        .filter_map(|s| match s.grant.guard {
+            Guard::Owned => Some(s.write),
+            Guard::OwnedVia(action) => Some(action),
+            _ => None,
+        })
+        .collect();
+    writes.sort_unstable();
+    writes.dedup();
+    writes
+}
+
+/// The session policy of a group of clusters, each with its ownership keys: everything but the
+/// tag writes as the role grants it; the owned-resource writes only where one of the keys is
+/// `owned`; S3's `PutBucketTagging` (no tag condition key) only on the clusters' bucket name
+/// patterns (`<infraID>-*`, the hub module's default). Compact JSON: the limit counts characters.
+pub fn session_policy(partition: &str, clusters: &[(String, Vec<String>)]) -> String {
+    let mut not_action = owned_writes();
+    not_action.push(S3.write);
+    let mut statements = vec![serde_json::json!({"Effect": "Allow", "NotAction": not_action, "Resource": "*"})];
+    for key in clusters.iter().flat_map(|(_, keys)| keys) {
+        // Every action, on what the key marks owned: the role grants only the tag reads and
+        // writes, so this adds the writes on owned resources and nothing else.
+        statements.push(serde_json::json!({
+            "Effect": "Allow",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"StringEquals": {format!("aws:ResourceTag/{key}"): "owned"}},
+        }));
+    }
+    let buckets: Vec<String> = clusters.iter().map(|(c, _)| format!("arn:{partition}:s3:::{c}-*")).collect();
+    if !buckets.is_empty() {
+        statements.push(serde_json::json!({"Effect": "Allow", "Action": S3.write, "Resource": buckets}));
+    }
+    serde_json::json!({"Version": "2012-10-17", "Statement": statements}).to_string()
+}
+
+/// The clusters (each with its ownership keys) in groups whose session policies each fit
+/// [`SESSION_POLICY_MAX`], in order; positions into `clusters`.
+pub fn pack(partition: &str, clusters: &[(String, Vec<String>)]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    for i in 0..clusters.len() {
+        current.push(i);
+        let members: Vec<(String, Vec<String>)> = current.iter().map(|&j| clusters[j].clone()).collect();
+        if current.len() > 1 && session_policy(partition, &members).len() > SESSION_POLICY_MAX {
+            current.pop();
+            groups.push(std::mem::take(&mut current));
+            current.push(i);
+        }
+    }
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    groups
 }
 
 #[cfg(test)]
@@ -890,13 +1128,53 @@ mod tests {
 
     #[test]
     fn a_shard_message_round_trips_and_nothing_else_is_one() {
-        let shard = Shard { account: "111122223333".into(), region: "us-east-1".into(), clusters: None };
+        let shard = Shard { account: "111122223333".into(), region: "us-east-1".into(), clusters: None, group: None };
         let body = serde_json::to_string(&ShardMessage::Sweep(shard.clone())).expect("json");
         assert_eq!(body, r#"{"tagwarden":"sweep","account":"111122223333","region":"us-east-1"}"#);
         assert_eq!(ShardMessage::parse(&body), Some(shard));
         for not in [r#"{"tagwarden":"sweep"}"#, r#"{"tagwarden":"sweep","account":"1","region":"r"}"#, "{}"] {
             assert_eq!(ShardMessage::parse(not), None, "{not}");
         }
+    }
+
+    /// Issue 31 item 5: the session policies at 1, 20, 100 and 1,000 clusters in one account,
+    /// each within STS's 2,048 characters, every cluster in exactly one group, in order.
+    #[test]
+    fn session_policies_fit_sts_and_cover_every_cluster_once() {
+        let cluster = |i: usize| {
+            let id = format!("cluster-{i:04}-7xk2p");
+            let keys = if i % 10 == 9 { ClusterKind::ClusterApi } else { ClusterKind::OpenShift };
+            (id.clone(), tagwarden_core::cloud::Cloud::Aws.ownership_keys(keys, &id))
+        };
+        for n in [1usize, 20, 100, 1000] {
+            let clusters: Vec<(String, Vec<String>)> = (0..n).map(cluster).collect();
+            let groups = pack("aws", &clusters);
+            let flat: Vec<usize> = groups.iter().flatten().copied().collect();
+            assert_eq!(flat, (0..n).collect::<Vec<_>>(), "{n}: every cluster once, in order");
+            let sizes: Vec<usize> = groups
+                .iter()
+                .map(|g| session_policy("aws", &g.iter().map(|&i| clusters[i].clone()).collect::<Vec<_>>()).len())
+                .collect();
+            assert!(sizes.iter().all(|&s| s <= SESSION_POLICY_MAX), "{n}: {sizes:?}");
+            println!(
+                "{n} clusters: {} session(s), largest policy {} characters, {} clusters in the largest group",
+                groups.len(),
+                sizes.iter().max().unwrap_or(&0),
+                groups.iter().map(Vec::len).max().unwrap_or(0)
+            );
+        }
+        let one = session_policy("aws", &[cluster(0)]);
+        let doc: serde_json::Value = serde_json::from_str(&one).expect("json");
+        let statements = doc["Statement"].as_array().expect("statements");
+        assert_eq!(statements.len(), 3, "reads, the owned writes, the buckets: {one}");
+        let not = statements[0]["NotAction"].as_array().expect("NotAction");
+        for write in ["ec2:CreateTags", "iam:TagRole", "s3:PutBucketTagging", "elasticfilesystem:TagResource"] {
+            assert!(not.iter().any(|a| a == write), "{write} is never granted unconditionally: {one}");
+        }
+        let condition =
+            &statements[1]["Condition"]["StringEquals"]["aws:ResourceTag/kubernetes.io/cluster/cluster-0000-7xk2p"];
+        assert_eq!(condition, "owned", "{one}");
+        assert_eq!(statements[2]["Resource"], serde_json::json!(["arn:aws:s3:::cluster-0000-7xk2p-*"]));
     }
 
     #[test]

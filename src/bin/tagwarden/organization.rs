@@ -122,12 +122,13 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
         ec2_writes_per_second: tagwarden::aws::config::DEFAULT_EC2_WRITES_PER_SECOND,
         dry_run: args.dry_run,
     };
-    let shards: Vec<_> = config
+    let org = Organization::new(&hub, config, settings);
+    let shards: Vec<_> = org
         .shards()
+        .await
         .into_iter()
         .filter(|s| args.accounts.is_empty() || args.accounts.contains(&s.account))
         .collect();
-    let org = Organization::new(&hub, config, settings);
     let started = Instant::now();
     let total = shards.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
