@@ -117,7 +117,7 @@ resource "aws_lambda_function" "this" {
   code_signing_config_arn        = var.code_signing_config_arn
 
   environment {
-    variables = {
+    variables = merge({
       TAGWARDEN_POLICY        = local.policy_uri
       TAGWARDEN_SELF_ROLE_ARN = aws_iam_role.lambda.arn
       POLICY_TTL              = tostring(var.policy_ttl_seconds)
@@ -127,7 +127,7 @@ resource "aws_lambda_function" "this" {
       # Issue 35: the infraIDs this deployment enforces; the function enforces no other folder or
       # parameter of the set, and a set deployment without it enforces nothing (fails closed).
       TAGWARDEN_CLUSTERS = join(",", local.clusters)
-    }
+    }, var.extra_environment)
   }
 
   # Failed asynchronous invocations (sweep schedule, policy-change notifications) are kept, not dropped.

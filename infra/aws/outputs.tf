@@ -167,3 +167,8 @@ output "trail_bucket_name" {
   description = "The trail's log bucket (create_trail), else null."
   value       = one(aws_s3_bucket.trail[*].id)
 }
+
+output "reserved_tag_key_patterns" {
+  description = "The tag key patterns the role denies writing (DenyReservedTagKeys): the organization module's `reserved_tag_key_patterns`, so the member roles deny the same."
+  value       = local.reserved_key_patterns
+}

@@ -669,3 +669,14 @@ variable "trail_bucket_force_destroy" {
   default     = false
   nullable    = false
 }
+
+variable "extra_environment" {
+  description = "Settings laid over the function's environment: an AWS Organization hub's, from modules/organization's `environment` (TAGWARDEN_ORGANIZATION and the rest; README \"One deployment for an AWS Organization\")."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in keys(var.extra_environment) : can(regex("^TAGWARDEN_[A-Z_]+$", k))])
+    error_message = "extra_environment may only set TAGWARDEN_* variables (pass modules/organization's environment output)."
+  }
+}

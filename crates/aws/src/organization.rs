@@ -65,7 +65,7 @@ use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 use tagwarden_engine::config::ConfigError;
 use tagwarden_engine::enforce::Engine;
-use tagwarden_engine::policy_store::PolicyStore;
+use tagwarden_engine::policy_store::{is_policy_document, PolicyStore};
 use tagwarden_engine::rate_limit::RateLimit;
 
 /// How long before a member session expires it is renewed.
@@ -212,7 +212,8 @@ impl OrgConfig {
     pub fn shards_for(&self, keys: &[String]) -> Vec<Shard> {
         let mut written: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
         for key in keys {
-            let Some(rest) = key.strip_prefix(&self.prefix) else { continue };
+            // A policy document only: never a status report or a shard outcome the hub wrote.
+            let Some(rest) = key.strip_prefix(&self.prefix).filter(|_| is_policy_document(key)) else { continue };
             let mut parts = rest.splitn(3, '/');
             let (Some(account), Some(cluster), Some(_)) = (parts.next(), parts.next(), parts.next()) else { continue };
             let enforced =
@@ -1100,6 +1101,7 @@ mod tests {
             "accounts/444455556666/x-9/policy.yaml".to_string(),
             "accounts/999999999999/a-1/policy.yaml".to_string(),
             "accounts/_organization/111122223333/us-east-1.json".to_string(),
+            "accounts/111122223333/b-2/tagwarden-status.json".to_string(),
         ];
         let shards = c.shards_for(&keys);
         let of = |a: &str| shards.iter().filter(|s| s.account == a).map(|s| s.clusters.clone()).collect::<Vec<_>>();

@@ -1,0 +1,60 @@
+output "environment" {
+  description = "The hub function's organization settings: pass as the tagwarden module's `extra_environment`."
+  value = {
+    TAGWARDEN_ORGANIZATION    = "s3://${aws_s3_bucket.organization.bucket}/${local.prefix}"
+    TAGWARDEN_MEMBER_ROLE     = var.member_role_name
+    TAGWARDEN_MEMBER_REGIONS  = join(",", var.member_regions)
+    TAGWARDEN_CLUSTERS        = join(",", var.clusters)
+    TAGWARDEN_SHARD_QUEUE_URL = aws_sqs_queue.shards.url
+  }
+}
+
+output "organization_uri" {
+  description = "Where member accounts publish: s3://<bucket>/accounts/<their account>/<infraID>/ (tagwarden publish --to)."
+  value       = "s3://${aws_s3_bucket.organization.bucket}/${local.prefix}"
+}
+
+output "organization_bucket_name" {
+  description = "The members' policy bucket."
+  value       = aws_s3_bucket.organization.bucket
+}
+
+output "hub_event_bus_arn" {
+  description = "The bus the spokes forward to (modules/member `hub_event_bus_arn`)."
+  value       = aws_cloudwatch_event_bus.hub.arn
+}
+
+output "shard_queue_url" {
+  description = "The sweep shards' queue."
+  value       = aws_sqs_queue.shards.url
+}
+
+output "dlq_url" {
+  description = "Where shards and member events that kept failing are kept (their bodies name the account and region)."
+  value       = aws_sqs_queue.dlq.url
+}
+
+output "member_role_policy_json" {
+  description = "The member role's policy (modules/member `member_role_policy_json`; the StackSet's template carries the same)."
+  value       = module.member_definition.member_role_policy_json
+}
+
+output "member_trust_policy_json" {
+  description = "The member role's trust policy: the hub function's role alone."
+  value       = module.member_definition.member_trust_policy_json
+}
+
+output "member_event_patterns" {
+  description = "The member rules' patterns by key (modules/member `event_patterns`)."
+  value       = module.member_definition.member_event_patterns
+}
+
+output "member_template_json" {
+  description = "The spoke's CloudFormation template, as the StackSet deploys it (checked with cfn-lint by scripts/test-terraform)."
+  value       = module.member_definition.member_template_json
+}
+
+output "stack_set_name" {
+  description = "The StackSet's name (null without member_organizational_unit_ids)."
+  value       = try(aws_cloudformation_stack_set.member[0].name, null)
+}

@@ -1,0 +1,148 @@
+variable "name" {
+  description = "Name prefix of everything the hub adds: queues `<name>-shards`, `<name>-member-events`, bus `<name>-hub`, bucket `<name>-<hub account>-org`, StackSet `<name>-member`. Use the tagwarden module's `name`."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z0-9][a-z0-9-]{0,39}$", var.name))
+    error_message = "name must be 1-40 characters of lowercase letters, digits and '-'."
+  }
+}
+
+variable "organization_id" {
+  description = "The AWS Organization's id (o-…): only its accounts may publish policies and send events to the hub (aws:PrincipalOrgID), and only its roles are assumed (aws:ResourceOrgID)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^o-[a-z0-9]{10,32}$", var.organization_id))
+    error_message = "organization_id must be an Organizations id, o- followed by 10-32 lowercase letters or digits (aws organizations describe-organization)."
+  }
+}
+
+variable "member_role_name" {
+  description = "The role every member account holds for the hub (the StackSet and modules/member create it): the hub's function assumes `arn:aws:iam::<account>:role/<member_role_name>`."
+  type        = string
+  default     = "tagwarden-member"
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", var.member_role_name))
+    error_message = "member_role_name must be an IAM role name: 1-64 of A-Z a-z 0-9 +=,.@_-."
+  }
+}
+
+variable "member_regions" {
+  description = "The regions the member accounts' resources are in: a spoke in each (EventBridge rules) and a sweep shard per account and region. Include us-east-1 for IAM and Route 53 (their events come from there only)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.member_regions) > 0 && alltrue([for r in var.member_regions : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]$", r))])
+    error_message = "member_regions must list at least one region name, e.g. [\"us-east-1\", \"eu-west-1\"]."
+  }
+}
+
+variable "member_organizational_unit_ids" {
+  description = "The OUs (or the root, r-…) the StackSet deploys the spokes to; every account added to them later gets its spoke with no apply (auto-deployment). Empty: no StackSet (deploy modules/member per account instead)."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for ou in var.member_organizational_unit_ids : can(regex("^(ou-[a-z0-9]{4,32}-[a-z0-9]{8,32}|r-[a-z0-9]{4,32})$", ou))])
+    error_message = "member_organizational_unit_ids must be OU ids (ou-xxxx-xxxxxxxx) or the root id (r-xxxx)."
+  }
+}
+
+variable "stack_set_call_as" {
+  description = "Whether the StackSet is managed from the management account (SELF) or a delegated administrator account (DELEGATED_ADMIN), as CloudFormation's CallAs."
+  type        = string
+  default     = "SELF"
+
+  validation {
+    condition     = contains(["SELF", "DELEGATED_ADMIN"], var.stack_set_call_as)
+    error_message = "stack_set_call_as must be SELF or DELEGATED_ADMIN."
+  }
+}
+
+variable "clusters" {
+  description = "The clusters the hub enforces: `<account>/<infraID>`, or `<account>/*` for every cluster that account publishes under its folder (the account is then the trust boundary). Sets the function's TAGWARDEN_CLUSTERS."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.clusters) > 0 && alltrue([for c in var.clusters : can(regex("^[0-9]{12}/([A-Za-z0-9][A-Za-z0-9_.-]{0,62}|\\*)$", c))])
+    error_message = "clusters must list <12-digit account>/<infraID> or <account>/*, e.g. [\"111122223333/prod-7xk2p\", \"444455556666/*\"]."
+  }
+
+  validation {
+    # Lambda: "The total size of the set [of environment variables] does not exceed 4 KB" (Lambda
+    # Developer Guide, quotas). The other variables take about 600 bytes.
+    condition     = length(join(",", var.clusters)) <= 3000
+    error_message = "clusters is longer than 3,000 characters together: the function's environment holds at most 4 KB. Name whole accounts as <account>/* instead of their clusters one by one."
+  }
+}
+
+variable "function_role_name" {
+  description = "The hub function's role name: the tagwarden module's `role_name`."
+  type        = string
+}
+
+variable "function_role_arn" {
+  description = "The hub function's role ARN: the tagwarden module's `role_arn`. The member roles trust it alone."
+  type        = string
+
+  validation {
+    condition     = can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$", var.function_role_arn))
+    error_message = "function_role_arn must be an IAM role ARN."
+  }
+}
+
+variable "function_arn" {
+  description = "The hub function's ARN: the tagwarden module's `function_arn`. It consumes the shard and member-event queues."
+  type        = string
+}
+
+variable "reserved_tag_key_patterns" {
+  description = "The tag key patterns no write may carry: the tagwarden module's `reserved_tag_key_patterns` (one source for the hub's and the members' DenyReservedTagKeys)."
+  type        = list(string)
+
+  validation {
+    condition     = length(var.reserved_tag_key_patterns) > 0
+    error_message = "reserved_tag_key_patterns must not be empty: pass the tagwarden module's output."
+  }
+}
+
+variable "shard_visibility_timeout_seconds" {
+  description = "How long a shard message stays hidden while the function sweeps it: at least the function's timeout (SQS requires it for a Lambda event source)."
+  type        = number
+  default     = 900
+
+  validation {
+    condition     = var.shard_visibility_timeout_seconds >= 60 && var.shard_visibility_timeout_seconds <= 43200
+    error_message = "shard_visibility_timeout_seconds must be 60-43200."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Deliveries of a shard or member event before it goes to the dead-letter queue."
+  type        = number
+  default     = 3
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
+    error_message = "max_receive_count must be 1-1000."
+  }
+}
+
+variable "shard_maximum_concurrency" {
+  description = "Shards swept at once across the organization (the SQS event source's MaximumConcurrency, 2-1000): each sweeps its own account-region, so this bounds only the hub's Lambda concurrency."
+  type        = number
+  default     = 20
+
+  validation {
+    condition     = var.shard_maximum_concurrency >= 2 && var.shard_maximum_concurrency <= 1000
+    error_message = "shard_maximum_concurrency must be 2-1000 (Lambda's SQS MaximumConcurrency)."
+  }
+}
+
+variable "tags" {
+  description = "Tags added to every taggable resource."
+  type        = map(string)
+  default     = {}
+}
