@@ -387,6 +387,24 @@ async fn one_hub_enforces_every_member_account_and_names_the_refused_one() {
     let json: Value = serde_json::from_str(&stdout).expect("json");
     assert_eq!(json["accounts"], o.members.len());
     assert!(json["refused"][refused.as_str()].is_string(), "{json}");
+
+    // The CLI sweeps one account by hand as the shards do (a dry run: in line, nothing written).
+    let (a, one) = (2, &o.members[2].id);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+        .args(["organization", "sweep", "--organization", &format!("s3://{}/accounts/", o.bucket)])
+        .args(REGIONS.iter().flat_map(|r| ["--member-region", r]))
+        .args(["--cluster", &format!("{one}/{}", infra(a, 0)), "--account", one, "--dry-run", "--json"])
+        .envs(o.hub_env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("tagwarden runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_str(&stdout).expect("json");
+    let shards = json["summary"]["shards"].as_array().cloned().unwrap_or_default();
+    assert_eq!(shards.len(), REGIONS.len(), "{json}");
+    assert!(shards.iter().all(|s| s["account"] == one.as_str() && s["failed"] == 0), "{json}");
+    let instances = env_usize("TAGWARDEN_ORG_INSTANCES", 3);
+    assert_eq!(json["summary"]["in_line"], instances * REGIONS.len() * clusters_of(a, clusters), "{json}");
 }
 
 /// Events of three member accounts at once, in one SQS batch beside one of an account the hub
