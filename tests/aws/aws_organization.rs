@@ -444,3 +444,86 @@ async fn events_of_several_accounts_each_go_to_their_own_account() {
     assert_eq!(org.sessions.assumed(), 4, "one session per account whose events came, two for account 0's two groups");
     assert!(calls.keys().all(|op| !op.contains("GetResources")), "events list nothing: {calls:?}");
 }
+
+/// A `RunInstances` CloudTrail event naming `instance` (the fixture, one instance, no network
+/// interfaces) in `account` and `region`.
+fn run_instances_event(instance: &str, account: &str, region: &str, id: &str) -> String {
+    let path =
+        format!("{}/tests/fixtures/events/aws/ec2-run-instances-three-with-enis.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).expect("fixture");
+    let mut v: Value =
+        serde_json::from_str(&text.replace("111122223333", account).replace("eu-west-1", region)).expect("json");
+    let items = v["detail"]["responseElements"]["instancesSet"]["items"].as_array_mut().expect("items");
+    items.truncate(1);
+    items[0]["instanceId"] = json!(instance);
+    items[0].as_object_mut().expect("item").remove("networkInterfaceSet");
+    v["id"] = json!(id);
+    v.to_string()
+}
+
+/// A scale-up in three member accounts at once (issue 31's measure): each account's new instances
+/// and their root volumes, named by one `RunInstances` event each, arrive in one SQS batch (the
+/// member-events mapping takes 100). Each account's resources are read and written in shared calls
+/// of its own session, paced by its own account-region's write bucket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scale_up_in_three_accounts_costs_what_one_account_does() {
+    let per_account = env_usize("TAGWARDEN_ORG_SCALE_UP", 30);
+    let o = organization(3).await;
+    let org = Organization::new(&o.hub, o.config(1), settings(String::new()));
+    let mut bodies = Vec::new();
+    let mut launched = Vec::new();
+    // Account 0 holds 12 clusters in two groups; its scale-up is of its first.
+    for (a, m) in o.members.iter().enumerate() {
+        let ec2 = &m.clients["us-east-1"];
+        let image = ec2.describe_images().send().await.expect("images");
+        let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
+        let pairs = [(owner_key(&infra(a, 0)), "owned".to_string()), ("keep".to_string(), "me".to_string())];
+        let spec = |t: tagwarden::aws::sdk::ec2::types::ResourceType| {
+            tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
+                .resource_type(t)
+                .set_tags(Some(ec2_tags(&pairs)))
+                .build()
+        };
+        let run = ec2
+            .run_instances()
+            .image_id(&image)
+            .min_count(per_account as i32)
+            .max_count(per_account as i32)
+            .tag_specifications(spec(tagwarden::aws::sdk::ec2::types::ResourceType::Instance))
+            .tag_specifications(spec(tagwarden::aws::sdk::ec2::types::ResourceType::Volume))
+            .send()
+            .await
+            .expect("scale-up");
+        for (i, instance) in run.instances().iter().filter_map(|i| i.instance_id()).enumerate() {
+            bodies.push(run_instances_event(instance, &m.id, "us-east-1", &format!("a{a}-{i}")));
+            launched.push((a, instance.to_string()));
+        }
+    }
+    let records: Vec<Value> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| json!({"messageId": format!("m{i}"), "eventSource": "aws:sqs", "body": body}))
+        .collect();
+    let inv = handle_organization_until(&org, json!({"Records": records}).to_string(), None).await;
+    assert_eq!(inv.response["batchItemFailures"], json!([]), "{}", inv.response);
+    let calls = org.calls.snapshot();
+    let ec2: u64 = calls.iter().filter(|(op, _)| op.starts_with("EC2:")).map(|(_, n)| n).sum();
+    let corrected = launched.len() * 2; // each instance and its root volume
+    println!(
+        "scale-up in 3 accounts: {} events, {corrected} resources corrected, {ec2} EC2 calls ({:.3} a resource), {} calls in all ({:.3} a resource, the policy loads and sessions included): {calls:?}",
+        bodies.len(),
+        ec2 as f64 / corrected as f64,
+        calls.values().sum::<u64>(),
+        calls.values().sum::<u64>() as f64 / corrected as f64
+    );
+    for (a, instance) in &launched {
+        let m = &o.members[*a];
+        let tags = o.tags(m, instance, "us-east-1").await;
+        assert_eq!(tags.get("team"), Some(&format!("t-{a}")), "{} {instance}: {tags:?}", m.id);
+        assert_eq!(tags.get("keep").map(String::as_str), Some("me"), "unmanaged key kept");
+    }
+    // Each account's instances and volumes share its writes: at most one CreateTags per account
+    // for the identical delta (1,000 ids a call), and one DescribeTags and DescribeVolumes each.
+    assert!(calls.get("EC2:CreateTags").copied().unwrap_or(0) <= 3, "{calls:?}");
+    assert_eq!(org.sessions.assumed(), 3, "one session per account");
+}

@@ -1166,6 +1166,7 @@ mod tests {
             );
         }
         let one = session_policy("aws", &[cluster(0)]);
+        println!("one cluster's session policy: {one}");
         let doc: serde_json::Value = serde_json::from_str(&one).expect("json");
         let statements = doc["Statement"].as_array().expect("statements");
         assert_eq!(statements.len(), 3, "reads, the owned writes, the buckets: {one}");

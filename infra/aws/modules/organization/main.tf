@@ -142,8 +142,10 @@ resource "aws_sqs_queue_policy" "member_events" {
 resource "aws_lambda_event_source_mapping" "member_events" {
   event_source_arn                   = aws_sqs_queue.member_events.arn
   function_name                      = var.function_arn
-  batch_size                         = 10
-  maximum_batching_window_in_seconds = 1
+  # As the tagwarden module's events mapping (sqs_batch_size, sqs_batching_window_seconds): a
+  # scale-up's events share their reads and writes.
+  batch_size                         = 100
+  maximum_batching_window_in_seconds = 2
   function_response_types            = ["ReportBatchItemFailures"]
 }
 
