@@ -468,13 +468,14 @@ fn run_instances_event(instance: &str, account: &str, region: &str, id: &str) ->
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scale_up_in_three_accounts_costs_what_one_account_does() {
     let per_account = env_usize("TAGWARDEN_ORG_SCALE_UP", 30);
-    let o = organization(3).await;
+    // The fourth account (the last) is the one without the spoke role: not used here.
+    let o = organization(4).await;
     let org = Organization::new(&o.hub, o.config(1), settings(String::new()));
     let mut bodies = Vec::new();
     let mut launched = Vec::new();
     // Account 0 holds 12 clusters in two groups; its scale-up is of its first.
-    for (a, m) in o.members.iter().enumerate() {
-        let ec2 = &m.clients["us-east-1"];
+    for (a, m) in o.members.iter().enumerate().take(3) {
+        let ec2 = &m.clients["us-east-1"].ec2;
         let image = ec2.describe_images().send().await.expect("images");
         let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
         let pairs = [(owner_key(&infra(a, 0)), "owned".to_string()), ("keep".to_string(), "me".to_string())];

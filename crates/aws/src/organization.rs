@@ -64,7 +64,7 @@ use tagwarden_core::services::{Guard, S3, SERVICES};
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 use tagwarden_engine::config::ConfigError;
-use tagwarden_engine::enforce::Engine;
+use tagwarden_engine::enforce::{Adapter, Engine};
 use tagwarden_engine::policy_store::{is_policy_document, PolicyStore};
 use tagwarden_engine::rate_limit::RateLimit;
 
@@ -918,14 +918,17 @@ impl Organization {
         let owner_group = |tags: &TagMap| {
             member.groups.iter().position(|g| g.keys.iter().any(|k| tags.get(k).is_some_and(|v| v == "owned")))
         };
+        // Every resource of the batch read at once, in shared calls (EC2's DescribeTags).
+        let all: Vec<&ResourceRef> = batch.iter().flat_map(|e| e.resources.iter()).collect();
+        let mut read = Adapter::read_all(&first.adapter, &all, self.settings.concurrency).await.into_iter();
         let mut per_group: Vec<Vec<(usize, Event)>> = member.groups.iter().map(|_| Vec::new()).collect();
         for (i, event) in batch.iter().enumerate() {
             let mut narrowed: BTreeMap<usize, Vec<ResourceRef>> = BTreeMap::new();
             for r in &event.resources {
                 // Not readable or owned by none: left to the first group, which reports it.
-                let g = match first.adapter.read(r).await {
-                    Ok(tags) => owner_group(&tags).unwrap_or(0),
-                    Err(_) => 0,
+                let g = match read.next() {
+                    Some(Ok(found)) => owner_group(&found.tags).unwrap_or(0),
+                    _ => 0,
                 };
                 narrowed.entry(g).or_default().push(r.clone());
             }
