@@ -51,7 +51,7 @@ struct Account {
     owned: BTreeMap<String, Vec<ResourceRef>>,
 }
 
-fn ec2_tags(pairs: &[(String, String)]) -> Vec<tagwarden::aws::sdk::ec2::types::Tag> {
+pub(crate) fn ec2_tags(pairs: &[(String, String)]) -> Vec<tagwarden::aws::sdk::ec2::types::Tag> {
     pairs.iter().map(|(k, v)| tagwarden::aws::sdk::ec2::types::Tag::builder().key(k).value(v).build()).collect()
 }
 
@@ -65,7 +65,10 @@ async fn publish_policies(clients: &Clients, bucket: &str, n: usize) {
 }
 
 /// `n` new instances with `pairs`: their ids.
-async fn run_instances(clients: &Clients, n: usize, pairs: &[(String, String)]) -> Vec<String> {
+pub(crate) async fn run_instances(clients: &Clients, n: usize, pairs: &[(String, String)]) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
     let image = clients.ec2.describe_images().send().await.expect("images");
     let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
     let spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()

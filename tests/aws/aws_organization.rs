@@ -24,6 +24,7 @@ use tagwarden::aws::{Clients, Tagger};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 
+use crate::aws_clusters::{ec2_tags, run_instances};
 use crate::load::env_usize;
 use crate::{fleet, support};
 
@@ -54,25 +55,6 @@ fn owner_key(id: &str) -> String {
 
 fn policy(id: &str, account: usize) -> String {
     format!("version: 1\ninfraID: {id}\ntags:\n  team: t-{account}\n  env: prod\n")
-}
-
-fn ec2_tags(pairs: &[(String, String)]) -> Vec<tagwarden::aws::sdk::ec2::types::Tag> {
-    pairs.iter().map(|(k, v)| tagwarden::aws::sdk::ec2::types::Tag::builder().key(k).value(v).build()).collect()
-}
-
-async fn run_instances(clients: &Clients, n: usize, pairs: &[(String, String)]) -> Vec<String> {
-    if n == 0 {
-        return Vec::new();
-    }
-    let image = clients.ec2.describe_images().send().await.expect("images");
-    let image = image.images().first().and_then(|i| i.image_id()).expect("moto ships AMIs").to_string();
-    let spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
-        .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance)
-        .set_tags(Some(ec2_tags(pairs)))
-        .build();
-    let run = clients.ec2.run_instances().image_id(&image).min_count(n as i32).max_count(n as i32);
-    let run = run.tag_specifications(spec).send().await.expect("instances");
-    run.instances().iter().filter_map(|i| i.instance_id()).map(str::to_owned).collect()
 }
 
 /// One member account: its id, its clients per region, and its instances by what they should end as.

@@ -100,56 +100,34 @@ pub async fn account() -> (Clients, String) {
 
 /// The same, plus the environment a subprocess (the CLI, the Lambda) needs to act in that account.
 pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>) {
-    let moto = moto();
     let region = "us-east-1";
-    let base = tagwarden::aws::config_loader()
-        .expect("network settings")
-        .endpoint_url(&moto.endpoint)
-        .region(aws_sdk_sts::config::Region::new(region))
-        .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
-        .load()
-        .await;
-    let account = format!("{:012}", rand_u64() % 1_000_000_000_000);
-    let role = format!("arn:aws:iam::{account}:role/tagwarden-test");
-    let assumed = aws_sdk_sts::Client::new(&base)
-        .assume_role()
-        .role_arn(&role)
-        .role_session_name("test")
-        .send()
-        .await
-        .expect("sts:AssumeRole in moto");
-    let c = assumed.credentials().expect("credentials");
+    let account = new_account();
+    let (base, c) = session_in(&account, region).await;
     let env = vec![
-        ("AWS_ENDPOINT_URL", moto.endpoint.clone()),
+        ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
         ("AWS_REGION", region.to_string()),
         ("AWS_ACCESS_KEY_ID", c.access_key_id().to_string()),
         ("AWS_SECRET_ACCESS_KEY", c.secret_access_key().to_string()),
         ("AWS_SESSION_TOKEN", c.session_token().to_string()),
     ];
-    let creds = Credentials::new(
-        c.access_key_id(),
-        c.secret_access_key(),
-        Some(c.session_token().to_string()),
-        None,
-        "assumed",
-    );
-    let config = tagwarden::aws::config_loader()
-        .expect("network settings")
-        .endpoint_url(&moto.endpoint)
-        .region(aws_sdk_sts::config::Region::new(region))
-        .credentials_provider(creds)
-        .load()
-        .await;
-    (Clients::new(&config), account, env)
+    (Clients::new(&with_session(base, &c)), account, env)
 }
 
 /// The SDK configuration of a session in `account` (any 12-digit id: moto makes the account on
 /// `AssumeRole`) in `region`, through the strict layer.
 pub async fn config_in(account: &str, region: &str) -> tagwarden::aws::sdk::config::SdkConfig {
-    let moto = moto();
+    let (base, c) = session_in(account, region).await;
+    with_session(base, &c)
+}
+
+/// The configuration of `region` through the strict layer, and a session's credentials in `account`.
+async fn session_in(
+    account: &str,
+    region: &str,
+) -> (tagwarden::aws::sdk::config::SdkConfig, aws_sdk_sts::types::Credentials) {
     let base = tagwarden::aws::config_loader()
         .expect("network settings")
-        .endpoint_url(&moto.endpoint)
+        .endpoint_url(&moto().endpoint)
         .region(aws_sdk_sts::config::Region::new(region.to_string()))
         .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
         .load()
@@ -161,7 +139,13 @@ pub async fn config_in(account: &str, region: &str) -> tagwarden::aws::sdk::conf
         .send()
         .await
         .expect("sts:AssumeRole in moto");
-    let c = assumed.credentials().expect("credentials");
+    (base, assumed.credentials().expect("credentials").clone())
+}
+
+fn with_session(
+    base: tagwarden::aws::sdk::config::SdkConfig,
+    c: &aws_sdk_sts::types::Credentials,
+) -> tagwarden::aws::sdk::config::SdkConfig {
     let creds = Credentials::new(
         c.access_key_id(),
         c.secret_access_key(),
