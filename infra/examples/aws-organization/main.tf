@@ -43,6 +43,7 @@ module "organization" {
   function_role_name        = module.tagwarden.role_name
   function_role_arn         = module.tagwarden.role_arn
   function_arn              = module.tagwarden.function_arn
+  function_timeout_seconds  = 300 # the tagwarden module's timeout (its default)
   reserved_tag_key_patterns = module.tagwarden.reserved_tag_key_patterns
 
   tags = var.tags

@@ -99,7 +99,7 @@ resource "aws_sqs_queue" "dlq" {
 
 resource "aws_sqs_queue" "member_events" {
   name                       = "${var.name}-member-events"
-  visibility_timeout_seconds = var.shard_visibility_timeout_seconds
+  visibility_timeout_seconds = 6 * var.function_timeout_seconds
   sqs_managed_sse_enabled    = true
   redrive_policy             = jsonencode({ deadLetterTargetArn = aws_sqs_queue.dlq.arn, maxReceiveCount = var.max_receive_count })
   tags                       = var.tags
@@ -109,7 +109,7 @@ resource "aws_sqs_queue" "member_events" {
 # max_receive_count times, then dead-lettered with its body naming the account and region.
 resource "aws_sqs_queue" "shards" {
   name                       = "${var.name}-shards"
-  visibility_timeout_seconds = var.shard_visibility_timeout_seconds
+  visibility_timeout_seconds = 6 * var.function_timeout_seconds
   sqs_managed_sse_enabled    = true
   redrive_policy             = jsonencode({ deadLetterTargetArn = aws_sqs_queue.dlq.arn, maxReceiveCount = var.max_receive_count })
   tags                       = var.tags
@@ -140,8 +140,8 @@ resource "aws_sqs_queue_policy" "member_events" {
 }
 
 resource "aws_lambda_event_source_mapping" "member_events" {
-  event_source_arn                   = aws_sqs_queue.member_events.arn
-  function_name                      = var.function_arn
+  event_source_arn = aws_sqs_queue.member_events.arn
+  function_name    = var.function_arn
   # As the tagwarden module's events mapping (sqs_batch_size, sqs_batching_window_seconds): a
   # scale-up's events share their reads and writes.
   batch_size                         = 100

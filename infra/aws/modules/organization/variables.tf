@@ -108,14 +108,14 @@ variable "reserved_tag_key_patterns" {
   }
 }
 
-variable "shard_visibility_timeout_seconds" {
-  description = "How long a shard message stays hidden while the function sweeps it: at least the function's timeout (SQS requires it for a Lambda event source)."
+variable "function_timeout_seconds" {
+  description = "The hub function's timeout: the tagwarden module's `timeout`. The queues' visibility timeout is six times it (Lambda Developer Guide, \"Using Lambda with Amazon SQS\": at least six times the function's timeout)."
   type        = number
-  default     = 900
+  default     = 300
 
   validation {
-    condition     = var.shard_visibility_timeout_seconds >= 60 && var.shard_visibility_timeout_seconds <= 43200
-    error_message = "shard_visibility_timeout_seconds must be 60-43200."
+    condition     = var.function_timeout_seconds >= 10 && var.function_timeout_seconds <= 900
+    error_message = "function_timeout_seconds must be 10-900, as Lambda's timeout."
   }
 }
 
