@@ -351,7 +351,7 @@ async fn one_hub_enforces_every_member_account_and_names_the_refused_one() {
     // A second sweep finds nothing to write, and assumes no role again.
     let before = org.sessions.assumed();
     org.calls.reset();
-    let again = org.sweep_shards(&org.shards().await, &|_| {}).await;
+    let again = org.sweep_shards(&org.shards().await, None, &|_| {}).await;
     let calls = org.calls.snapshot();
     println!("second sweep: {} calls, {} writes: {calls:?}", calls.values().sum::<u64>(), org.calls.writes());
     assert_eq!(org.calls.writes(), 0, "{calls:?}");

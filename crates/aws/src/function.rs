@@ -381,7 +381,7 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
         }
         return inv;
     }
-    let reports = org.sweep_shards(&shards, &|_| {}).await;
+    let reports = org.sweep_shards(&shards, stop_at, &|_| {}).await;
     let mut failed = 0;
     for (out, _) in reports {
         failed += usize::from(out.must_retry());

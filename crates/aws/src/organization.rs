@@ -85,6 +85,8 @@ const SHARDS_AT_ONCE: usize = 4;
 /// "The plaintext that you use for both inline and managed session policies can't exceed 2,048
 /// characters" (STS API reference, `AssumeRole`, `Policy`).
 pub const SESSION_POLICY_MAX: usize = 2048;
+/// Tries of the shard entries `SendMessageBatch` refused alone.
+const ENQUEUE_ATTEMPTS: usize = 3;
 /// Failures a shard's outcome names (the rest are counted, and in each cluster's status report).
 const FAILURES_NAMED: usize = 20;
 
@@ -274,7 +276,7 @@ impl ShardMessage {
 
 /// Why a member account's role could not be assumed: the account, the role, STS's answer and the fix.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("account {account}: sts:AssumeRole into {role} was refused ({code}: {message}); deploy the spoke in that account (the StackSet's OUs, or infra/aws/modules/spoke) with its role trusting this function's role, or remove the account from TAGWARDEN_CLUSTERS; the other accounts are enforced")]
+#[error("account {account}: sts:AssumeRole into {role} was refused ({code}: {message}); {fix}; the other accounts are enforced", fix = self.fix())]
 pub struct Refused {
     pub account: String,
     pub role: String,
@@ -284,10 +286,34 @@ pub struct Refused {
     pub transient: bool,
 }
 
+impl Refused {
+    /// What to do, by STS's answer (STS API reference, AssumeRole, Errors).
+    fn fix(&self) -> &'static str {
+        match self.code.as_str() {
+            "RegionDisabledException" => "activate STS in the hub's region (IAM console, Account settings, STS endpoints)",
+            "PackedPolicyTooLarge" | "MalformedPolicyDocument" => {
+                "the session policy of this account's cluster group was refused: report it with the account's clusters (tagwarden packs at most 2,048 characters a session)"
+            }
+            "ExpiredToken" | "InvalidClientTokenId" => "the hub function's own credentials were refused: check its role",
+            c if c == "AccessDenied" || c.ends_with("AccessDenied") => "deploy the spoke in that account (the StackSet's OUs, or infra/aws/modules/member) with its role trusting the hub function's role, check no SCP denies sts:AssumeRole, or remove the account from TAGWARDEN_CLUSTERS",
+            _ if self.transient => "STS did not answer in time: the shard is retried",
+            _ => "check the member role in that account (infra/aws/modules/member) and the hub function's sts:AssumeRole grant",
+        }
+    }
+}
+
 #[derive(Clone)]
 enum Session {
-    Granted { credentials: Credentials, renew_at: SystemTime },
-    Refused { why: Refused, retry_at: SystemTime },
+    /// Narrowed by `policy`: a group repacked (a cluster added, its kind known) asks again.
+    Granted {
+        credentials: Credentials,
+        renew_at: SystemTime,
+        policy: Arc<str>,
+    },
+    Refused {
+        why: Refused,
+        retry_at: SystemTime,
+    },
 }
 
 /// One session's slot: empty until first asked for; one `AssumeRole` at a time fills it.
@@ -346,7 +372,11 @@ impl Sessions {
         let mut slot = slot.lock().await;
         let now = SystemTime::now();
         match &*slot {
-            Some(Session::Granted { credentials, renew_at }) if now < *renew_at => return Ok(credentials.clone()),
+            Some(Session::Granted { credentials, renew_at, policy: granted })
+                if now < *renew_at && **granted == *policy =>
+            {
+                return Ok(credentials.clone())
+            }
             Some(Session::Refused { why, retry_at }) if now < *retry_at => return Err(why.clone()),
             _ => {}
         }
@@ -380,7 +410,8 @@ impl Sessions {
                         "tagwarden-member",
                     );
                     let renew_at = expires.checked_sub(RENEW_BEFORE).filter(|t| *t > now).unwrap_or(now);
-                    *slot = Some(Session::Granted { credentials: credentials.clone(), renew_at });
+                    *slot =
+                        Some(Session::Granted { credentials: credentials.clone(), renew_at, policy: policy.into() });
                     tracing::info!(account, group, role, "member session started");
                     return Ok(credentials);
                 }
@@ -454,6 +485,18 @@ struct Group {
     engines: Mutex<HashMap<String, Arc<Engine<Tagger>>>>,
 }
 
+impl Group {
+    /// The same group, its engines kept, for a member checked again and found unchanged.
+    fn carried(&self) -> Group {
+        Group {
+            clusters: self.clusters.clone(),
+            keys: self.keys.clone(),
+            policy: self.policy.clone(),
+            engines: Mutex::new(self.engines.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+        }
+    }
+}
+
 /// The hub: every member account's engines, built as they are needed.
 pub struct Organization {
     pub config: OrgConfig,
@@ -476,6 +519,9 @@ pub struct ShardReport {
     /// The account's cluster group, where it has several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<usize>,
+    /// How many groups the account's clusters were in: a group's outcome past them is stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<usize>,
     pub clusters: Vec<String>,
     pub finished_at_ms: u64,
     pub seconds: f64,
@@ -505,6 +551,7 @@ impl ShardReport {
             account: shard.account.clone(),
             region: shard.region.clone(),
             group: shard.group,
+            groups: None,
             clusters,
             finished_at_ms: tagwarden_core::report::epoch_ms(),
             seconds: started.elapsed().as_secs_f64(),
@@ -555,6 +602,15 @@ impl Summary {
             let other = newest.get(&(r.account.clone(), r.region.clone(), r.group.is_none())).copied().unwrap_or(0);
             newest[&(r.account.clone(), r.region.clone(), r.group.is_some())] >= other
         });
+        // A group past the newest count of its account-region's groups is gone (repacked smaller).
+        let mut counts: BTreeMap<(String, String), (u64, usize)> = BTreeMap::new();
+        for r in shards.iter().filter(|r| r.group.is_some()) {
+            let c = counts.entry((r.account.clone(), r.region.clone())).or_insert((0, usize::MAX));
+            if r.finished_at_ms >= c.0 {
+                *c = (r.finished_at_ms, r.groups.unwrap_or(usize::MAX));
+            }
+        }
+        shards.retain(|r| r.group.is_none_or(|g| g < counts[&(r.account.clone(), r.region.clone())].1));
         let mut s = Summary::default();
         let mut clusters = BTreeSet::new();
         for r in &shards {
@@ -579,7 +635,13 @@ impl Organization {
     /// The hub over `hub` (the function's own configuration: its account and region).
     pub fn new(hub: &SdkConfig, config: OrgConfig, settings: Settings) -> Self {
         let calls = CallCounter::default();
-        let partition = settings.own.iter().find_map(|arn| arn.split(':').nth(1)).unwrap_or("aws").to_string();
+        // The partition of the function's role, else of the hub's region (the CLI names no role).
+        let region = hub.region().map(|r| r.to_string()).unwrap_or_default();
+        let partition = settings
+            .own
+            .iter()
+            .find_map(|arn| arn.split(':').nth(1).filter(|p| !p.is_empty()).map(str::to_owned))
+            .unwrap_or_else(|| tagwarden_core::resource::partition(&region).to_string());
         let sessions = Arc::new(Sessions::new(hub, &partition, &config.role_name, calls.clone()));
         let sqs = aws_sdk_sqs::Client::from_conf(
             aws_sdk_sqs::config::Builder::from(hub).interceptor(crate::calls::CountCalls(calls.clone())).build(),
@@ -599,34 +661,45 @@ impl Organization {
     /// Account `account`'s store and clusters: its named clusters, or (`<account>/*`) the ones its
     /// folder holds, listed again after the policy TTL.
     async fn member(&self, account: &str) -> Result<Arc<Member>, String> {
+        self.member_checked(account, false).await
+    }
+
+    /// [`Organization::member`]; with `fresh`, listed and grouped again now, not after the TTL
+    /// (a policy write names a cluster the cached list does not hold yet). Every policy TTL the
+    /// account's clusters and their kinds are read again; where the groups come out the same,
+    /// the member (its store's cache, its engines' contests) stays.
+    async fn member_checked(&self, account: &str, fresh: bool) -> Result<Arc<Member>, String> {
         let Some(named) = self.config.clusters.get(account) else {
             return Err(format!("account {account} is not one the hub enforces (TAGWARDEN_CLUSTERS)"));
         };
         let mut members = self.members.lock().await;
         if let Some(m) = members.get(account) {
-            if named.is_some() || m.listed_at.elapsed() < self.settings.policy_ttl {
+            if !fresh && m.listed_at.elapsed() < self.settings.policy_ttl {
                 return Ok(m.clone());
             }
         }
         let prefix = format!("{}{account}/", self.config.prefix);
         let clusters: Vec<String> = match named {
             Some(named) => named.iter().cloned().collect(),
-            None => self.published(&prefix).await.map_err(|e| e.to_string())?,
+            None => self.published(&prefix).await.map_err(|e| {
+                format!(
+                    "account {account}: its clusters could not be listed under s3://{}/{prefix}: {e}",
+                    self.config.bucket
+                )
+            })?,
         };
-        if let Some(m) = members.get_mut(account) {
-            if m.clusters == clusters {
-                // The same clusters: the store (its cache), groups and engines (their contests) stay.
-                if let Some(m) = Arc::get_mut(m) {
-                    m.listed_at = Instant::now();
-                }
-                return Ok(m.clone());
+        let store = match members.get(account).filter(|m| m.clusters == clusters) {
+            Some(m) => m.store.clone(),
+            None => {
+                let location = PolicyLocation::S3Set { bucket: self.config.bucket.clone(), prefix };
+                Arc::new(
+                    crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
+                        .with_clusters(Some(clusters.clone())),
+                )
             }
-        }
-        let location = PolicyLocation::S3Set { bucket: self.config.bucket.clone(), prefix };
-        let store = crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
-            .with_clusters(Some(clusters.clone()));
-        // The clusters' kinds (their ownership keys) are in their policies; one not yet readable
-        // is taken as OpenShift's (`kubernetes.io/cluster/<infraID>`) until the next listing.
+        };
+        // The clusters' kinds (their ownership keys) are in their policies; one not readable yet
+        // is taken as OpenShift's (`kubernetes.io/cluster/<infraID>`) until the next check.
         let (loaded, _) = store.policies(false).await;
         let kinds: HashMap<String, ClusterKind> = match &loaded {
             Ok(p) => p.iter().map(|l| (l.infra_id.clone(), l.policy.kind)).collect(),
@@ -639,11 +712,10 @@ impl Organization {
                 (c.clone(), tagwarden_core::cloud::Cloud::Aws.ownership_keys(kind, c))
             })
             .collect();
-        let groups = pack(&self.sessions.partition, &owned)
+        let groups: Vec<Group> = pack(&self.sessions.partition, &owned)
             .into_iter()
             .map(|at| {
-                let members: Vec<&(String, Vec<String>)> = at.iter().map(|&i| &owned[i]).collect();
-                let group: Vec<(String, Vec<String>)> = members.iter().map(|&c| c.clone()).collect();
+                let group: Vec<(String, Vec<String>)> = at.iter().map(|&i| owned[i].clone()).collect();
                 Group {
                     clusters: group.iter().map(|(c, _)| c.clone()).collect(),
                     keys: group.iter().flat_map(|(_, k)| k.clone()).collect(),
@@ -652,7 +724,21 @@ impl Organization {
                 }
             })
             .collect();
-        let member = Arc::new(Member { store: Arc::new(store), clusters, listed_at: Instant::now(), groups });
+        if let Some(m) = members.get(account) {
+            let same =
+                m.groups.len() == groups.len() && m.groups.iter().zip(&groups).all(|(a, b)| a.policy == b.policy);
+            if same && Arc::ptr_eq(&m.store, &store) {
+                let kept = Arc::new(Member {
+                    store,
+                    clusters,
+                    listed_at: Instant::now(),
+                    groups: m.groups.iter().map(Group::carried).collect(),
+                });
+                members.insert(account.to_string(), kept.clone());
+                return Ok(kept);
+            }
+        }
+        let member = Arc::new(Member { store, clusters, listed_at: Instant::now(), groups });
         members.insert(account.to_string(), member.clone());
         Ok(member)
     }
@@ -703,8 +789,8 @@ impl Organization {
             .credentials_provider(SharedCredentialsProvider::new(credentials))
             .region(aws_config::Region::new(region.to_string()))
             .build();
-        // What has no region is swept once per account: by its first group's shard in one region.
-        let global = region == self.config.global_region() && group == 0;
+        // What has no region is listed by one region's shards (each group for its own clusters).
+        let global = region == self.config.global_region();
         let tagger = Tagger {
             ec2_writes: Some(RateLimit::per_second(f64::from(self.settings.ec2_writes_per_second))),
             account: Some(account.to_string()),
@@ -714,7 +800,7 @@ impl Organization {
         };
         let mut own = self.settings.own.clone();
         own.push(self.sessions.role_arn(account));
-        let part = tagwarden_core::status::aws_region_part(account, region, region == self.config.global_region());
+        let part = tagwarden_core::status::aws_region_part(account, region, global);
         let mut engine = Engine::sharing(tagger, member.store.clone(), own, Some(part));
         engine.set_concurrency(self.settings.concurrency);
         engine.dry_run = self.settings.dry_run;
@@ -729,69 +815,35 @@ impl Organization {
     pub async fn shards(&self) -> Vec<Shard> {
         let mut shards = Vec::new();
         for shard in self.config.shards() {
-            let groups = self.member(&shard.account).await.map_or(1, |m| m.groups.len());
-            match groups {
-                0 | 1 => shards.push(shard),
-                n => shards.extend((0..n).map(|g| Shard { group: Some(g), ..shard.clone() })),
+            let groups = match self.member(&shard.account).await {
+                Ok(m) if m.groups.len() > 1 => m.groups.iter().map(|g| g.clusters.clone()).collect(),
+                _ => Vec::new(),
+            };
+            if groups.is_empty() {
+                shards.push(shard);
+                continue;
+            }
+            // A group's shard names its clusters: the instance that takes it may have packed them
+            // otherwise (the index only names its outcome).
+            for (g, clusters) in groups.into_iter().enumerate() {
+                shards.push(Shard { clusters: Some(clusters), group: Some(g), ..shard.clone() });
             }
         }
         shards
     }
 
     /// Sweep one shard, starting no write after `stop_at`, and (unless a dry run) write its
-    /// outcome beside the accounts' folders.
+    /// outcome beside the accounts' folders, whatever became of it. A policy change's shard (some
+    /// clusters of a whole account-region) writes none: it would stand for the account-region.
     pub async fn sweep_shard(&self, shard: &Shard, stop_at: Option<Instant>) -> (Outcome, ShardReport) {
         let started = Instant::now();
         let calls_before = self.calls.total();
-        let member = match self.member(&shard.account).await {
-            Ok(m) => m,
-            Err(why) => {
-                let out = Outcome { error: Some(why), ..Outcome::default() };
-                let report = ShardReport::of(shard, Vec::new(), &out, started, 0);
-                return (out, report);
-            }
-        };
-        let groups: Vec<usize> = match shard.group {
-            Some(g) if g < member.groups.len() => vec![g],
-            Some(g) => {
-                let why = format!(
-                    "account {}: no cluster group {g} (its clusters changed); the next sweep's shards are new",
-                    shard.account
-                );
-                return (
-                    Outcome { error: Some(why), ..Outcome::default() },
-                    ShardReport::of(shard, Vec::new(), &Outcome::default(), started, 0),
-                );
-            }
-            None => (0..member.groups.len()).collect(),
-        };
-        let (mut out, mut swept, mut refused) = (Outcome::default(), Vec::new(), None);
-        for g in groups {
-            let group = &member.groups[g];
-            let clusters: Vec<String> = match &shard.clusters {
-                Some(only) => group.clusters.iter().filter(|c| only.contains(c)).cloned().collect(),
-                None => group.clusters.clone(),
-            };
-            if clusters.is_empty() {
-                continue;
-            }
-            // The session first: a refused account is one record naming the fix, not a failure
-            // per listing.
-            match self.sessions.credentials(&shard.account, g, &group.policy).await {
-                Err(why) if !why.transient => {
-                    out.error = Some(why.to_string());
-                    refused = Some(why.to_string());
-                }
-                _ => {
-                    let engine = self.engine(&shard.account, &member, g, &shard.region);
-                    out.absorb(Box::pin(engine.sweep(false, Some(&clusters), stop_at)).await);
-                }
-            }
-            swept.extend(clusters);
-        }
+        let (out, swept, refused, groups) = self.sweep_groups(shard, stop_at).await;
         let mut report = ShardReport::of(shard, swept, &out, started, self.calls.total() - calls_before);
         report.refused = refused;
-        if !self.settings.dry_run {
+        report.groups = groups;
+        let partial = shard.clusters.is_some() && shard.group.is_none();
+        if !self.settings.dry_run && !partial {
             if let Err(e) = self.write_report(&report).await {
                 tracing::warn!(error = %e, account = shard.account, region = shard.region, "shard outcome not written");
             }
@@ -799,15 +851,68 @@ impl Organization {
         (out, report)
     }
 
+    /// What sweeping `shard` found: the outcome, the clusters swept, why the member role was
+    /// refused, and how many groups the account's clusters are in.
+    async fn sweep_groups(
+        &self,
+        shard: &Shard,
+        stop_at: Option<Instant>,
+    ) -> (Outcome, Vec<String>, Option<String>, Option<usize>) {
+        let mut member = self.member(&shard.account).await;
+        // A cluster named by a policy write that the cached list does not hold yet: list again.
+        let unknown = |m: &Member| shard.clusters.as_ref().is_some_and(|c| c.iter().any(|c| !m.clusters.contains(c)));
+        if matches!(&member, Ok(m) if unknown(m)) {
+            member = self.member_checked(&shard.account, true).await;
+        }
+        let member = match member {
+            Ok(m) => m,
+            Err(why) => return (Outcome { error: Some(why), ..Outcome::default() }, Vec::new(), None, None),
+        };
+        let (mut out, mut swept, mut refused) = (Outcome::default(), Vec::new(), None);
+        for (g, group) in member.groups.iter().enumerate() {
+            let clusters: Vec<String> = match &shard.clusters {
+                Some(only) => group.clusters.iter().filter(|c| only.contains(c)).cloned().collect(),
+                None => group.clusters.clone(),
+            };
+            if clusters.is_empty() {
+                continue;
+            }
+            if stop_at.is_some_and(|t| Instant::now() >= t) {
+                out.error =
+                    Some(format!("deferred: the invocation's deadline was near before {}", clusters.join(", ")));
+                break;
+            }
+            // The session first: a refused account is one record naming the fix, not a failure per
+            // listing; a throttled STS fails the shard at once, so SQS retries it whole.
+            match self.sessions.credentials(&shard.account, g, &group.policy).await {
+                Err(why) => {
+                    out.error = Some(why.to_string());
+                    if !why.transient {
+                        refused = Some(why.to_string());
+                    }
+                    break;
+                }
+                Ok(_) => {
+                    let engine = self.engine(&shard.account, &member, g, &shard.region);
+                    out.absorb(Box::pin(engine.sweep(false, Some(&clusters), stop_at)).await);
+                }
+            }
+            swept.extend(clusters);
+        }
+        (out, swept, refused, Some(member.groups.len()))
+    }
+
     /// Every shard of `shards`, [`SHARDS_AT_ONCE`] at once (each its own account-region's
     /// budget), `done` told of each as it finishes.
     pub async fn sweep_shards(
         &self,
         shards: &[Shard],
+        stop_at: Option<Instant>,
         done: &(dyn Fn(&ShardReport) + Sync),
     ) -> Vec<(Outcome, ShardReport)> {
-        let mut finished =
-            stream::iter(0..shards.len()).map(|i| self.sweep_shard(&shards[i], None)).buffer_unordered(SHARDS_AT_ONCE);
+        let mut finished = stream::iter(0..shards.len())
+            .map(|i| self.sweep_shard(&shards[i], stop_at))
+            .buffer_unordered(SHARDS_AT_ONCE);
         let mut all = Vec::with_capacity(shards.len());
         while let Some((out, report)) = finished.next().await {
             done(&report);
@@ -821,35 +926,46 @@ impl Organization {
         let Some(queue) = &self.config.shard_queue else { return Err("no TAGWARDEN_SHARD_QUEUE_URL".into()) };
         let mut sent = 0;
         for chunk in shards.chunks(SQS_BATCH) {
-            let entries = chunk
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let body = serde_json::to_string(&ShardMessage::Sweep(s.clone())).unwrap_or_default();
-                    aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                        .id(i.to_string())
-                        .message_body(body)
-                        .build()
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| e.to_string())?;
-            let out = self
-                .sqs
-                .send_message_batch()
-                .queue_url(queue)
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .map_err(|e| crate::error::from_sdk("sqs:SendMessageBatch", queue, e).to_string())?;
-            if let Some(f) = out.failed().first() {
-                return Err(format!(
-                    "sqs:SendMessageBatch refused {} shard(s): {}: {}",
-                    out.failed().len(),
-                    f.code(),
-                    f.message().unwrap_or_default()
-                ));
+            // The entries a call refused alone are sent again (a sweep shard twice costs calls, never a
+            // write: the second finds nothing to do); a refused call fails the invocation.
+            let mut pending: Vec<(usize, &Shard)> = chunk.iter().enumerate().collect();
+            for attempt in 1..=ENQUEUE_ATTEMPTS {
+                let entries = pending
+                    .iter()
+                    .map(|(i, s)| {
+                        let body = serde_json::to_string(&ShardMessage::Sweep((*s).clone())).unwrap_or_default();
+                        aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                            .id(i.to_string())
+                            .message_body(body)
+                            .build()
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| e.to_string())?;
+                let out =
+                    self.sqs.send_message_batch().queue_url(queue).set_entries(Some(entries)).send().await.map_err(
+                        |e| {
+                            format!(
+                                "{} ({sent} shard(s) sent before)",
+                                crate::error::from_sdk("sqs:SendMessageBatch", queue, e)
+                            )
+                        },
+                    )?;
+                sent += out.successful().len();
+                let failed: Vec<&str> = out.failed().iter().map(|f| f.id()).collect();
+                if failed.is_empty() {
+                    break;
+                }
+                if attempt == ENQUEUE_ATTEMPTS {
+                    let f = &out.failed()[0];
+                    return Err(format!(
+                        "sqs:SendMessageBatch refused {} shard(s) {ENQUEUE_ATTEMPTS} times ({sent} sent): {}: {}",
+                        failed.len(),
+                        f.code(),
+                        f.message().unwrap_or_default()
+                    ));
+                }
+                pending.retain(|(i, _)| failed.contains(&i.to_string().as_str()));
             }
-            sent += out.successful().len();
         }
         Ok(sent)
     }
@@ -922,17 +1038,24 @@ impl Organization {
         let all: Vec<&ResourceRef> = batch.iter().flat_map(|e| e.resources.iter()).collect();
         let mut read = Adapter::read_all(&first.adapter, &all, self.settings.concurrency).await.into_iter();
         let mut per_group: Vec<Vec<(usize, Event)>> = member.groups.iter().map(|_| Vec::new()).collect();
+        let mut unroutable: Vec<Option<String>> = vec![None; batch.len()];
         for (i, event) in batch.iter().enumerate() {
             let mut narrowed: BTreeMap<usize, Vec<ResourceRef>> = BTreeMap::new();
             for r in &event.resources {
-                // Not readable or owned by none: left to the first group, which reports it.
+                // Owned by none of the groups, or gone: the first group's engine reports it. Not
+                // readable: the event is retried rather than written through a session that may
+                // not be its cluster's.
                 let g = match read.next() {
                     Some(Ok(found)) => owner_group(&found.tags).unwrap_or(0),
+                    Some(Err(e)) if e.class != tagwarden_engine::cloud_error::ErrorClass::NotFound => {
+                        unroutable[i] = Some(format!("{r}: not read, so its cluster group is unknown: {e}"));
+                        continue;
+                    }
                     _ => 0,
                 };
                 narrowed.entry(g).or_default().push(r.clone());
             }
-            if narrowed.is_empty() {
+            if narrowed.is_empty() && unroutable[i].is_none() {
                 narrowed.insert(0, Vec::new());
             }
             for (g, resources) in narrowed {
@@ -945,6 +1068,11 @@ impl Organization {
             let handled = self.engine(account, member, g, region).handle_events(&events, stop_at).await;
             for (i, out) in at.into_iter().zip(handled) {
                 outs[i].absorb(out);
+            }
+        }
+        for (out, why) in outs.iter_mut().zip(unroutable) {
+            if let Some(why) = why {
+                out.error = Some(out.error.take().map_or(why.clone(), |e| format!("{e}; {why}")));
             }
         }
         outs
@@ -973,7 +1101,14 @@ impl Organization {
 
     /// The organization summary, from every shard outcome written so far.
     pub async fn summary(&self) -> Result<Summary, CloudError> {
-        read_summary(&self.hub, &self.config.bucket, &self.config.prefix).await
+        let mut summary = read_summary(&self.hub, &self.config.bucket, &self.config.prefix).await?;
+        // Only what the hub enforces now: an account or region it left keeps no place in it.
+        let current =
+            |r: &ShardReport| self.config.clusters.contains_key(&r.account) && self.config.regions.contains(&r.region);
+        if summary.shards.iter().any(|r| !current(r)) {
+            summary = Summary::of(summary.shards.into_iter().filter(current).collect());
+        }
+        Ok(summary)
     }
 }
 
@@ -1205,5 +1340,21 @@ mod tests {
         assert_eq!((s.accounts, s.clusters, s.owned, s.in_line, s.failed), (2, 2, 150, 149, 1));
         assert_eq!(s.last_sweep_ms["111111111111"], 7, "the oldest region's sweep");
         assert!(s.refused.contains_key("222222222222"));
+
+        // An account-region swept in two groups after three: the third group's outcome is stale;
+        // its earlier whole-account outcome too.
+        let group = |g: usize, at: u64, groups: usize| ShardReport {
+            group: Some(g),
+            groups: Some(groups),
+            ..shard("333333333333", "us-east-1", at, 10, 0)
+        };
+        let s = Summary::of(vec![
+            shard("333333333333", "us-east-1", 1, 30, 0),
+            group(2, 5, 3),
+            group(0, 20, 2),
+            group(1, 21, 2),
+        ]);
+        let kept: Vec<Option<usize>> = s.shards.iter().map(|r| r.group).collect();
+        assert_eq!((kept, s.owned), (vec![Some(0), Some(1)], 20), "only the newest packing counts");
     }
 }

@@ -134,7 +134,7 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
     let done = std::sync::atomic::AtomicUsize::new(0);
     let quiet = args.json;
     let swept = org
-        .sweep_shards(&shards, &|r: &ShardReport| {
+        .sweep_shards(&shards, None, &|r: &ShardReport| {
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             if !quiet {
                 eprintln!("[{n}/{total}] {}", line(r, args.dry_run));
