@@ -358,9 +358,9 @@ async fn one_hub_enforces_every_member_account_and_names_the_refused_one() {
     assert_eq!(org.sessions.assumed(), before, "sessions are reused (the refused account waits out its retry)");
     assert_eq!(again.iter().filter(|(out, _)| out.must_retry()).count(), REGIONS.len());
 
-    // The CLI shows the summary, and exits 2 for the refused account.
+    // `tagwarden status` shows the summary, and exits 2 for the refused account.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
-        .args(["organization", "status", "--organization", &format!("s3://{}/accounts/", o.bucket), "--json"])
+        .args(["status", "--organization", &format!("s3://{}/accounts/", o.bucket), "--json"])
         .envs(o.hub_env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
         .expect("tagwarden runs");

@@ -165,6 +165,12 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
     verdict(&out.summary, args.dry_run && drifted > 0)
 }
 
+/// `tagwarden status --organization`: the same summary.
+pub fn status_of(organization: String, region: Option<String>, json: bool) -> Result<(), Failure> {
+    let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
+    runtime.block_on(Box::pin(status(StatusArgs { organization, region, json })))
+}
+
 async fn status(args: StatusArgs) -> Result<(), Failure> {
     let (bucket, prefix) = match args.organization.parse::<tagwarden::aws::policy_store::PolicyLocation>() {
         Ok(tagwarden::aws::policy_store::PolicyLocation::S3Prefix { bucket, prefix }) => (bucket, prefix),

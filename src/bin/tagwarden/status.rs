@@ -12,7 +12,12 @@ use crate::Failure;
 pub struct Args {
     /// Where the policy is (the function's TAGWARDEN_POLICY): s3://…, ssm:… or a blob URL with a SAS.
     #[arg(long, value_name = "SRC")]
-    policy: String,
+    policy: Option<String>,
+    /// An AWS Organization hub's folder (its TAGWARDEN_ORGANIZATION, s3://BUCKET/PREFIX/): the
+    /// organization summary, as `tagwarden organization status` shows it.
+    #[cfg(feature = "aws")]
+    #[arg(long, value_name = "S3_FOLDER")]
+    organization: Option<String>,
     /// AWS region (default: the SDK's, from AWS_REGION or the profile).
     #[arg(long)]
     region: Option<String>,
@@ -32,17 +37,31 @@ pub struct Args {
 /// 1 when a policy is not in force as published (rejected, unreadable, unavailable); 2 when
 /// resources failed; 3 when there is no report (for a set: no cluster has one).
 pub fn run(args: Args) -> Result<(), Failure> {
+    #[cfg(feature = "aws")]
+    if let Some(organization) = args.organization.clone() {
+        if args.policy.is_some() || args.lift.is_some() {
+            let why =
+                anyhow::anyhow!("--organization shows the organization summary: give it without --policy and --lift");
+            return Err(Failure::Invalid(Some(why)));
+        }
+        return crate::organization::status_of(organization, args.region, args.json);
+    }
+    // A usage error, as clap's own for a missing argument: exit 3.
+    let Some(policy) = args.policy.clone() else {
+        return Err(Failure::Error(anyhow::anyhow!(
+            "--policy is required: where the policy is (s3://…, ssm:… or a blob URL), or --organization s3://BUCKET/PREFIX/ for an AWS Organization hub"
+        )));
+    };
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
     if let Some(resource) = &args.lift {
         return lift(&runtime, &args, resource);
     }
-    let reports = runtime.block_on(Box::pin(async {
-        Target::connect(&args.policy, args.region.as_deref(), true).await?.status().await
-    }))?;
+    let reports = runtime
+        .block_on(Box::pin(async { Target::connect(&policy, args.region.as_deref(), true).await?.status().await }))?;
     let none = || {
         anyhow::anyhow!(
             "no status report beside {}: the function writes one after each sweep; run one (tagwarden sweep, or invoke the function with {{\"tagwarden\": \"sweep\"}})",
-            args.policy
+            policy
         )
     };
     if reports.iter().all(|(_, r)| r.is_none()) {
@@ -89,7 +108,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
 fn lift(runtime: &tokio::runtime::Runtime, args: &Args, resource: &str) -> Result<(), Failure> {
     let key = args.key.as_deref();
     let lifted = runtime.block_on(Box::pin(async {
-        Target::connect(&args.policy, args.region.as_deref(), true).await?.lift(resource, key).await
+        Target::connect(args.policy.as_deref().unwrap_or_default(), args.region.as_deref(), true)
+            .await?
+            .lift(resource, key)
+            .await
     }))?;
     let total: usize = lifted.iter().map(|(_, n)| n).sum();
     if args.json {
@@ -104,7 +126,7 @@ fn lift(runtime: &tokio::runtime::Runtime, args: &Args, resource: &str) -> Resul
         let why = anyhow::anyhow!(
             "no contest on {resource}{} in the status report(s) beside {}: `tagwarden status` lists them, with the resource as written there",
             key.map(|k| format!(" for key {k}")).unwrap_or_default(),
-            args.policy
+            args.policy.as_deref().unwrap_or_default()
         );
         return Err(Failure::Invalid(Some(why)));
     }
