@@ -39,9 +39,11 @@ pub struct StatusReport {
 }
 
 /// The part of an AWS organization one sweep shard covers: a member account's region, and with
-/// `global` the resources whose ARNs name no region (IAM, Route 53, S3), which one region's shard
+/// `global` the resources whose ARNs name no region (IAM, Route 53), which one region's shard
 /// sweeps (IAM's and Route 53's events come from us-east-1 only). A listing that failed is named
-/// `<what> in <account>/<region>` by the shard's adapter, so it too falls in its part.
+/// `<what> in <account>/<region>` by the shard's adapter, so it too falls in its part. An S3
+/// bucket's ARN names no region either, but the bucket has one, and each region's shard lists its
+/// own (`ResourceFailure::region`).
 pub fn aws_region_part(account: &str, region: &str, global: bool) -> String {
     format!("{AWS_PART}{account}/{region}{}", if global { GLOBAL } else { "" })
 }
@@ -49,17 +51,32 @@ pub fn aws_region_part(account: &str, region: &str, global: bool) -> String {
 const AWS_PART: &str = "aws:";
 const GLOBAL: &str = "+global";
 
+/// An AWS part's account, region and whether it holds what has no region.
+fn aws_part(part: &str) -> Option<(&str, &str, bool)> {
+    let scope = part.strip_prefix(AWS_PART)?;
+    let (scope, global) = scope.strip_suffix(GLOBAL).map_or((scope, false), |s| (s, true));
+    let (account, region) = scope.split_once('/').unwrap_or((scope, ""));
+    Some((account, region, global))
+}
+
+/// An S3 bucket's ARN (`arn:<partition>:s3:::<name>`): it names neither region nor account
+/// (Service Authorization Reference, Amazon S3, resource type `bucket`), though the bucket lives
+/// in one region, and `GetResources` lists it in that region only (inferred from the Tagging
+/// API's regional endpoints; each shard's `GetResources` runs in its own region).
+fn is_bucket_arn(resource: &str) -> bool {
+    let arn: Vec<&str> = resource.splitn(6, ':').collect();
+    matches!(arn.as_slice(), ["arn", _, "s3", "", "", name] if !name.contains('/'))
+}
+
 /// Whether `resource` (an ARM ID) lies within `part` (an ID prefix such as `/subscriptions/<id>`):
 /// ARM IDs compare without case. An AWS shard's part ([`aws_region_part`]) holds the ARNs of its
 /// account and region, and its failed listings.
 pub fn in_part(resource: &str, part: &str) -> bool {
-    if let Some(scope) = part.strip_prefix(AWS_PART) {
-        let (scope, global) = scope.strip_suffix(GLOBAL).map_or((scope, false), |s| (s, true));
-        let (account, region) = scope.split_once('/').unwrap_or((scope, ""));
+    if let Some((account, region, global)) = aws_part(part) {
         let arn: Vec<&str> = resource.splitn(6, ':').collect();
         return match arn.as_slice() {
             ["arn", _, _, r, a, _] => (*r == region || (global && r.is_empty())) && (*a == account || a.is_empty()),
-            _ => resource.ends_with(&format!(" in {scope}")),
+            _ => resource.ends_with(&format!(" in {account}/{region}")),
         };
     }
     let part = part.trim_end_matches('/');
@@ -87,6 +104,10 @@ pub struct ResourceFailure {
     #[serde(rename = "type")]
     pub resource_type: String,
     pub error: String,
+    /// The region of a resource whose ARN names none though it has one (an S3 bucket): the
+    /// region whose sweep found it, so that region's next sweep, not another's, replaces it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 impl ResourceFailure {
@@ -98,6 +119,15 @@ impl ResourceFailure {
             resource: resource.to_string(),
             resource_type: resource_type.to_string(),
             error: error.to_string(),
+            region: None,
+        }
+    }
+
+    /// Whether this failure lies within `part` ([`in_part`]), by its region where its ARN has none.
+    pub fn in_part(&self, part: &str) -> bool {
+        match (&self.region, aws_part(part)) {
+            (Some(region), Some((_, part_region, _))) => region == part_region,
+            _ => in_part(&self.resource, part),
         }
     }
 
@@ -149,8 +179,15 @@ impl StatusReport {
     /// and in any order add up to the report of the whole, and none hides another's failures.
     pub fn merged_into(mut self, older: Option<StatusReport>, part: &str) -> StatusReport {
         let part = part.trim_end_matches('/');
+        if let Some((_, region, _)) = aws_part(part) {
+            for f in self.failures.iter_mut().chain(self.unsupported.iter_mut()) {
+                if is_bucket_arn(&f.resource) {
+                    f.region = Some(region.to_string());
+                }
+            }
+        }
         if let Some(older) = older {
-            let outside = |f: &ResourceFailure| !in_part(&f.resource, part);
+            let outside = |f: &ResourceFailure| !f.in_part(part);
             self.failures.extend(older.failures.into_iter().filter(outside));
             self.unsupported.extend(older.unsupported.into_iter().filter(outside));
             self.parts = older.parts;
@@ -277,11 +314,38 @@ mod tests {
         let vpc = "arn:aws:ec2:us-east-1:111122223333:vpc/vpc-1";
         assert!(in_part(vpc, &east) && !in_part(vpc, &west));
         assert!(!in_part("arn:aws:ec2:us-east-1:444455556666:vpc/vpc-1", &east), "another account");
-        for global in ["arn:aws:iam::111122223333:role/r", "arn:aws:s3:::bucket", "arn:aws:route53:::hostedzone/Z1"] {
+        for global in ["arn:aws:iam::111122223333:role/r", "arn:aws:route53:::hostedzone/Z1"] {
             assert!(in_part(global, &east) && !in_part(global, &west), "{global}");
         }
         let listing = "kubernetes.io/cluster/a-1 in 111122223333/us-west-2";
         assert!(in_part(listing, &west) && !in_part(listing, &east));
+    }
+
+    /// Issue 31: a bucket's ARN names no region, so the shard that listed it (its own region's)
+    /// stamps it; the global region's shard neither erases nor keeps it for that region.
+    #[test]
+    fn a_bucket_failure_belongs_to_the_region_that_listed_it() {
+        let bucket = |error: &str| ResourceFailure::new("arn:aws:s3:::prod-7xk2p-registry", "s3:bucket", error);
+        let of =
+            |failures: Vec<ResourceFailure>| StatusReport::new(Cloud::Aws, &"x", Some("v".into()), vec![], failures);
+        let east = aws_region_part("111122223333", "us-east-1", true);
+        let west = aws_region_part("111122223333", "eu-west-1", false);
+
+        let first = of(vec![bucket("AccessDenied")]).merged_into(None, &west);
+        assert_eq!(first.failures[0].region.as_deref(), Some("eu-west-1"));
+        let json = serde_json::to_string(&first).expect("json");
+        let first: StatusReport = serde_json::from_str(&json).expect("read back");
+        assert!(first.failures[0].in_part(&west) && !first.failures[0].in_part(&east));
+
+        let after_east = of(vec![]).merged_into(Some(first), &east);
+        assert_eq!(after_east.failures.len(), 1, "the global region's sweep keeps eu-west-1's bucket failure");
+        let after_west = of(vec![]).merged_into(Some(after_east), &west);
+        assert!(after_west.failures.is_empty(), "eu-west-1's next sweep replaces it: {:?}", after_west.failures);
+
+        // A report written before buckets had a region: the bucket falls in the global part.
+        assert!(bucket("x").in_part(&east) && !bucket("x").in_part(&west));
+        assert!(!is_bucket_arn("arn:aws:iam::111122223333:role/r") && !is_bucket_arn("arn:aws:s3:::b/key"));
+        assert!(is_bucket_arn("arn:aws-cn:s3:::b"));
     }
 
     #[test]
