@@ -61,8 +61,10 @@ fn aws_part(part: &str) -> Option<(&str, &str, bool)> {
 
 /// An S3 bucket's ARN (`arn:<partition>:s3:::<name>`): it names neither region nor account
 /// (Service Authorization Reference, Amazon S3, resource type `bucket`), though the bucket lives
-/// in one region, and `GetResources` lists it in that region only (inferred from the Tagging
-/// API's regional endpoints; each shard's `GetResources` runs in its own region).
+/// in one region. `GetResources` "Returns all the tagged or previously tagged resources that are
+/// located in the specified AWS Region for the account" (Resource Groups Tagging API reference),
+/// so a shard lists its own region's buckets only (that this holds for buckets is inferred: the
+/// reference names no service).
 fn is_bucket_arn(resource: &str) -> bool {
     let arn: Vec<&str> = resource.splitn(6, ':').collect();
     matches!(arn.as_slice(), ["arn", _, "s3", "", "", name] if !name.contains('/'))
