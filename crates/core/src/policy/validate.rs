@@ -3,8 +3,9 @@
 //! Every violation is reported, not only the first, each naming the key, the rule and the limit.
 //! Deliberate deviations from OpenShift's installer (see README, "Deviations"): `+-@` are three
 //! literal characters, not the accidental `+`..`@` range; lengths count characters, not bytes;
-//! AWS's own `aws:` prefix is reserved; and the `kubernetes.io/` and `openshift.io/` namespaces are
-//! reserved in any case (IAM compares tag keys case-insensitively).
+//! AWS's own `aws:` prefix is reserved; the `kubernetes.io/` and `openshift.io/` namespaces are
+//! reserved in any case (IAM compares tag keys case-insensitively); and on AWS so is `k8s.io/`,
+//! which the function's role may not write either (infra/aws/iam.tf, DenyReservedTagKeys).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -58,7 +59,7 @@ static AWS_BAD_CHAR: LazyLock<Regex> =
 // Case-insensitive, unlike the installer's regexes: IAM compares tag keys case-insensitively, so on
 // a role `Kubernetes.io/cluster/<infraID>` *is* the ownership tag (a deliberate deviation, README).
 static AWS_RESERVED_NS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)^([^/]*\.)?(kubernetes|openshift)\.io/").expect("static regex"));
+    LazyLock::new(|| Regex::new(r"(?i)^([^/]*\.)?(kubernetes|openshift|k8s)\.io/").expect("static regex"));
 static AZURE_KEY_BAD_CHAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.\-]").expect("static regex"));
 static AZURE_VALUE_BAD_CHAR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[^0-9A-Za-z_.=+\-@,/:;<>?]").expect("static regex"));
@@ -117,15 +118,24 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
                         .to_string(),
                 );
             }
-            reserve_cluster_api(cloud, key, &mut push);
-            if let Some(m) = AWS_RESERVED_NS.captures(key) {
+            let cluster_api = reserve_cluster_api(cloud, key, &mut push);
+            if let Some(m) = AWS_RESERVED_NS.captures(key).filter(|_| !cluster_api) {
                 let ns = m.get(2).map_or(String::new(), |g| g.as_str().to_ascii_lowercase());
+                // k8s.io/ holds other controllers' working tags (the cluster autoscaler discovers
+                // node groups by `k8s.io/cluster-autoscaler/enabled`): writing one on every owned
+                // resource would change what they manage, so the role's DenyReservedTagKeys
+                // refuses it, and a write carrying it would fail whole (ForAnyValue).
+                let why = if ns == "k8s" {
+                    "are reserved for Kubernetes controllers' own tags (e.g. the cluster autoscaler's \
+                     k8s.io/cluster-autoscaler/...), which tagwarden's role may not write"
+                } else {
+                    "are reserved for the cluster and its ownership tag"
+                };
                 push(
                     Rule::ReservedPrefix,
                     format!(
                         "keys in the {ns}.io/ namespace (including its subdomains, in any case: IAM compares tag \
-                         keys case-insensitively) are reserved for the cluster and its ownership tag; remove the \
-                         tag or choose a key outside that namespace"
+                         keys case-insensitively) {why}; remove the tag or choose a key outside that namespace"
                     ),
                 );
             }
@@ -155,7 +165,7 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
             if key.eq_ignore_ascii_case("name") {
                 push(Rule::ReservedKey, "the key \"name\" (any case) is reserved; choose another key".to_string());
             }
-            reserve_cluster_api(cloud, key, &mut push);
+            let _ = reserve_cluster_api(cloud, key, &mut push);
             if let Some(p) = AZURE_RESERVED_PREFIXES.iter().find(|p| starts_with_ignore_case(key, p)) {
                 push(
                     Rule::ReservedPrefix,
@@ -169,10 +179,11 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
 
 /// Cluster API's ownership namespace for `cloud` (and so HyperShift's: `Cloud::cluster_api_namespace`
 /// cites the providers' sources) is reserved as the ownership tag is, in any case: a user tag
-/// there would claim or disown a resource for a CAPA/CAPZ cluster.
-fn reserve_cluster_api(cloud: Cloud, key: &str, push: &mut impl FnMut(Rule, String)) {
+/// there would claim or disown a resource for a CAPA/CAPZ cluster. Whether it was.
+fn reserve_cluster_api(cloud: Cloud, key: &str, push: &mut impl FnMut(Rule, String)) -> bool {
     let ns = cloud.cluster_api_namespace();
-    if starts_with_ignore_case(key, ns) {
+    let reserved = starts_with_ignore_case(key, ns);
+    if reserved {
         push(
             Rule::ReservedPrefix,
             format!(
@@ -181,6 +192,7 @@ fn reserve_cluster_api(cloud: Cloud, key: &str, push: &mut impl FnMut(Rule, Stri
             ),
         );
     }
+    reserved
 }
 
 /// Describe the characters a rule rejects, e.g. `"*" and "#"`.
@@ -327,6 +339,23 @@ mod tests {
 
     /// Cluster API's ownership namespaces (CAPA on AWS, CAPZ on Azure; HyperShift uses them too)
     /// are reserved like the ownership tag, in any case, naming the key, the rule and the fix.
+    /// Issue 33: the role denies k8s.io/ keys (and its subdomains) on AWS, so the loader refuses
+    /// them rather than let every write carrying one fail whole.
+    #[test]
+    fn k8s_io_is_reserved_on_aws_as_the_role_denies_it() {
+        for k in ["k8s.io/cluster-autoscaler/enabled", "K8S.io/x", "sigs.k8s.io/other", "x.k8s.io/y"] {
+            assert_eq!(rules(Cloud::Aws, k, "true"), [Rule::ReservedPrefix], "{k}");
+        }
+        let v = check_tag(Cloud::Aws, "k8s.io/cluster-autoscaler/enabled", "true", "spec");
+        assert!(
+            v[0].message.contains("cluster autoscaler") && v[0].message.contains("choose a key"),
+            "{}",
+            v[0].message
+        );
+        assert!(rules(Cloud::Aws, "notk8s.io/x", "v").is_empty() && rules(Cloud::Aws, "team/k8s.io/x", "v").is_empty());
+        assert!(rules(Cloud::Azure, "k8s.io_x", "v").is_empty(), "Azure has no such deny");
+    }
+
     #[test]
     fn cluster_api_ownership_namespaces_are_reserved() {
         for k in [
@@ -341,7 +370,8 @@ mod tests {
         {
             assert_eq!(rules(Cloud::Azure, k, "owned"), [Rule::ReservedPrefix], "{k}");
         }
-        assert!(rules(Cloud::Aws, "sigs.k8s.io/other", "v").is_empty(), "only the provider's namespace");
+        // On AWS the rest of k8s.io/ is reserved too (below), with its own reason.
+        assert!(rules(Cloud::Azure, "sigs.k8s.io_other", "v").is_empty(), "only the provider's namespace");
         let v = check_tag(Cloud::Azure, "sigs.k8s.io_cluster-api-provider-azure_cluster_c", "owned", "spec");
         let m = &v[0].message;
         for part in ["\"sigs.k8s.io_cluster-api-provider-azure_cluster_c\"", "Cluster API", "any case", "choose a key"]
