@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 use tagwarden::aws::function::handle_organization_until;
-use tagwarden::aws::organization::{OrgConfig, Organization, Settings};
+use tagwarden::aws::organization::{pack, session_policy, OrgConfig, Organization, Settings, SESSION_POLICY_MAX};
 use tagwarden::aws::{Clients, Tagger};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
@@ -224,42 +224,46 @@ impl Org {
         }
     }
 
-    /// Hand every shard message on the queue to the function, ten a batch, as Lambda's event source
-    /// mapping does; the message ids it handed back (SQS would redeliver them, then dead-letter them).
     async fn drain(&self, org: &Organization) -> (usize, Vec<String>) {
-        let sqs = tagwarden::aws::sdk::sqs::Client::new(&self.hub);
-        let (mut handled, mut failed) = (0, Vec::new());
-        loop {
-            let got = sqs
-                .receive_message()
-                .queue_url(&self.queue)
-                .max_number_of_messages(10)
-                .visibility_timeout(600)
-                .send()
-                .await
-                .expect("receive");
-            let messages = got.messages();
-            if messages.is_empty() {
-                return (handled, failed);
-            }
-            let records: Vec<Value> = messages
-                .iter()
-                .map(|m| json!({"messageId": m.message_id(), "eventSource": "aws:sqs", "body": m.body()}))
-                .collect();
-            let inv = handle_organization_until(org, json!({"Records": records}).to_string(), None).await;
-            let back: Vec<String> = inv.response["batchItemFailures"]
-                .as_array()
-                .map(|f| f.iter().filter_map(|f| f["itemIdentifier"].as_str().map(str::to_owned)).collect())
-                .unwrap_or_default();
-            for m in messages {
-                handled += 1;
-                let id = m.message_id().unwrap_or_default().to_string();
-                if back.contains(&id) {
-                    failed.push(m.body().unwrap_or_default().to_string());
-                } else {
-                    let receipt = m.receipt_handle().unwrap_or_default();
-                    sqs.delete_message().queue_url(&self.queue).receipt_handle(receipt).send().await.expect("delete");
-                }
+        drain(&self.hub, &self.queue, org).await
+    }
+}
+
+/// Hand every shard message on `queue` to the function, ten a batch, as Lambda's event source
+/// mapping does; the message ids it handed back (SQS would redeliver them, then dead-letter them).
+async fn drain(hub: &tagwarden::aws::sdk::config::SdkConfig, queue: &str, org: &Organization) -> (usize, Vec<String>) {
+    let sqs = tagwarden::aws::sdk::sqs::Client::new(hub);
+    let (mut handled, mut failed) = (0, Vec::new());
+    loop {
+        let got = sqs
+            .receive_message()
+            .queue_url(queue)
+            .max_number_of_messages(10)
+            .visibility_timeout(600)
+            .send()
+            .await
+            .expect("receive");
+        let messages = got.messages();
+        if messages.is_empty() {
+            return (handled, failed);
+        }
+        let records: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"messageId": m.message_id(), "eventSource": "aws:sqs", "body": m.body()}))
+            .collect();
+        let inv = handle_organization_until(org, json!({"Records": records}).to_string(), None).await;
+        let back: Vec<String> = inv.response["batchItemFailures"]
+            .as_array()
+            .map(|f| f.iter().filter_map(|f| f["itemIdentifier"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        for m in messages {
+            handled += 1;
+            let id = m.message_id().unwrap_or_default().to_string();
+            if back.contains(&id) {
+                failed.push(m.body().unwrap_or_default().to_string());
+            } else {
+                let receipt = m.receipt_handle().unwrap_or_default();
+                sqs.delete_message().queue_url(queue).receipt_handle(receipt).send().await.expect("delete");
             }
         }
     }
@@ -509,4 +513,121 @@ async fn a_scale_up_in_three_accounts_costs_what_one_account_does() {
     // for the identical delta (1,000 ids a call), and one DescribeTags and DescribeVolumes each.
     assert!(calls.get("EC2:CreateTags").copied().unwrap_or(0) <= 3, "{calls:?}");
     assert_eq!(org.sessions.assumed(), 3, "one session per account");
+}
+
+/// A thousand clusters in one account (issue 31): the account is listed as `<account>/*`, its
+/// clusters are packed into session policies of at most 2,048 characters, each one session and one
+/// shard, and the strict layer holds every tag write to its session's policy, as IAM would. So each
+/// cluster's resource is written only through the session of its own group, and a group's session
+/// cannot write another group's resource. `TAGWARDEN_ORG_ONE_ACCOUNT_CLUSTERS` sets the number of
+/// clusters (30 by default; `scripts/bench-organization one-account 1000`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_clusters_in_one_account_each_written_only_under_its_own_session() {
+    let n = env_usize("TAGWARDEN_ORG_ONE_ACCOUNT_CLUSTERS", 30);
+    let region = "eu-west-1";
+    let started = Instant::now();
+    let moto = support::moto();
+    let (_, hub_account, _) = support::account_with_env().await;
+    let hub = support::config_in(&hub_account, "us-east-1").await;
+    let hub_s3 = Clients::new(&hub).s3;
+    let bucket = format!("hub-{hub_account}");
+    hub_s3.create_bucket().bucket(&bucket).send().await.expect("hub bucket");
+    let sqs = tagwarden::aws::sdk::sqs::Client::new(&hub);
+    let queue = sqs.create_queue().queue_name(format!("shards-{hub_account}")).send().await.expect("queue");
+    let queue = queue.queue_url().expect("queue url").to_string();
+
+    let id = support::new_account();
+    let member = Clients::new(&support::config_in(&id, region).await);
+    moto.strict.require_roles_in(&id);
+    member.iam.create_role().role_name(ROLE).assume_role_policy_document("{}").send().await.expect("spoke role");
+    let mut instances = Vec::new();
+    for c in 0..n {
+        let cluster = format!("k{c:04}-7xk2p");
+        let body = format!("version: 1\ninfraID: {cluster}\ntags:\n  team: {cluster}\n").into_bytes();
+        let key = format!("accounts/{id}/{cluster}/policy.yaml");
+        hub_s3.put_object().bucket(&bucket).key(key).body(body.into()).send().await.expect("policy");
+        let pairs = [(owner_key(&cluster), "owned".to_string()), ("team".to_string(), "someone-else".to_string())];
+        let launched = run_instances(&member, 1, &pairs).await;
+        instances.push((launched[0].clone(), cluster));
+    }
+    // Never written: a cluster of the account that published nothing, and a resource one only shares.
+    let unpublished = run_instances(&member, 1, &[(owner_key("unpublished-1x2y3"), "owned".to_string())]).await;
+    let shared = run_instances(&member, 1, &[(owner_key(&instances[0].1), "shared".to_string())]).await;
+    let set_up = started.elapsed();
+
+    let vars = [
+        ("TAGWARDEN_ORGANIZATION", format!("s3://{bucket}/accounts/")),
+        ("TAGWARDEN_MEMBER_ROLE", ROLE.to_string()),
+        ("TAGWARDEN_MEMBER_REGIONS", region.to_string()),
+        ("TAGWARDEN_CLUSTERS", format!("{id}/*")),
+        ("TAGWARDEN_SHARD_QUEUE_URL", queue.clone()),
+    ];
+    let config = OrgConfig::from_lookup(|k| vars.iter().find(|(v, _)| *v == k).map(|(_, x)| x.clone()))
+        .expect("valid")
+        .expect("an organization");
+    let org = Organization::new(&hub, config, settings(String::new()));
+    // The groups the hub packs the account's clusters into (in name order, as S3 lists them).
+    let keyed: Vec<(String, Vec<String>)> = instances.iter().map(|(_, c)| (c.clone(), vec![owner_key(c)])).collect();
+    let groups = pack("aws", &keyed);
+    let largest = groups
+        .iter()
+        .map(|g| session_policy("aws", &g.iter().map(|&i| keyed[i].clone()).collect::<Vec<_>>()).len())
+        .max()
+        .unwrap_or_default();
+    assert!(largest <= SESSION_POLICY_MAX, "{largest}");
+    assert_eq!(org.shards().await.len(), groups.len(), "one shard per cluster group");
+
+    let refused_before = moto.strict.fired().get("sts-session-policy").copied().unwrap_or(0);
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.error, None);
+    org.calls.reset();
+    let sweep_started = Instant::now();
+    let (handled, failed) = drain(&hub, &queue, &org).await;
+    let sweep_took = sweep_started.elapsed();
+    assert_eq!((handled, failed.len()), (groups.len(), 0), "{failed:?}");
+    let calls = org.calls.snapshot();
+    let refused = moto.strict.fired().get("sts-session-policy").copied().unwrap_or(0) - refused_before;
+    assert_eq!(refused, 0, "no write of the sweep was outside its session's policy");
+
+    let tags = |i: &str| {
+        let r = ResourceRef::ec2(i, region, &id);
+        let tagger = Tagger::new(member.clone());
+        async move { tagger.read(&r).await.expect("read") }
+    };
+    for (i, cluster) in &instances {
+        assert_eq!(tags(i).await.get("team"), Some(cluster), "{i} of {cluster}");
+    }
+    for i in unpublished.iter().chain(&shared) {
+        assert!(!tags(i).await.contains_key("team"), "{i} was written");
+    }
+    let writes = org.calls.writes();
+    assert_eq!(writes as usize, n, "one CreateTags per cluster: each cluster's own tags are its own delta");
+    assert_eq!(org.sessions.assumed(), groups.len() as u64, "one AssumeRole per cluster group");
+    println!(
+        "one account, {n} clusters: {} groups (sessions and shards), largest session policy {largest} of \
+         {SESSION_POLICY_MAX} characters; sweep: {} calls, {} GetResources, {writes} CreateTags, {} AssumeRole, \
+         {:.1} s (set-up {:.0} s); writes refused by a session policy: {refused}",
+        groups.len(),
+        calls.values().sum::<u64>(),
+        calls.iter().filter(|(op, _)| op.contains("GetResources")).map(|(_, c)| c).sum::<u64>(),
+        org.sessions.assumed(),
+        sweep_took.as_secs_f64(),
+        set_up.as_secs_f64(),
+    );
+
+    // What keeps a group to its own clusters is its session policy: the first group's session can
+    // write its own cluster's resource, and is refused the last group's.
+    let first: Vec<(String, Vec<String>)> = groups[0].iter().map(|&i| keyed[i].clone()).collect();
+    let (own, _) = &instances[groups[0][0]];
+    let (other, other_cluster) = instances.last().expect("clusters");
+    assert!(groups.len() > 1 && !first.iter().any(|(c, _)| c == other_cluster), "two groups at least");
+    let narrowed = Clients::new(&support::config_with_policy(&id, region, ROLE, &session_policy("aws", &first)).await);
+    let write = |i: &str| {
+        let tag = tagwarden::aws::sdk::ec2::types::Tag::builder().key("probe").value("x").build();
+        narrowed.ec2.create_tags().resources(i).tags(tag).send()
+    };
+    write(own).await.expect("a group's session writes its own cluster's resource");
+    use tagwarden::aws::sdk::ec2::error::ProvideErrorMetadata;
+    let e = write(other).await.expect_err("and not another group's");
+    assert_eq!(e.code(), Some("UnauthorizedOperation"), "{e:?}");
 }

@@ -102,7 +102,7 @@ pub async fn account() -> (Clients, String) {
 pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>) {
     let region = "us-east-1";
     let account = new_account();
-    let (base, c) = session_in(&account, region).await;
+    let (base, c) = session_in(&account, region, TEST_ROLE, None).await;
     let env = vec![
         ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
         ("AWS_REGION", region.to_string()),
@@ -116,7 +116,19 @@ pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>
 /// The SDK configuration of a session in `account` (any 12-digit id: moto makes the account on
 /// `AssumeRole`) in `region`, through the strict layer.
 pub async fn config_in(account: &str, region: &str) -> tagwarden::aws::sdk::config::SdkConfig {
-    let (base, c) = session_in(account, region).await;
+    let (base, c) = session_in(account, region, TEST_ROLE, None).await;
+    with_session(base, &c)
+}
+
+/// A session of `role` in `account`, narrowed by an STS session policy (`policy`), which the
+/// strict layer enforces on the tag writes.
+pub async fn config_with_policy(
+    account: &str,
+    region: &str,
+    role: &str,
+    policy: &str,
+) -> tagwarden::aws::sdk::config::SdkConfig {
+    let (base, c) = session_in(account, region, role, Some(policy)).await;
     with_session(base, &c)
 }
 
@@ -124,6 +136,8 @@ pub async fn config_in(account: &str, region: &str) -> tagwarden::aws::sdk::conf
 async fn session_in(
     account: &str,
     region: &str,
+    role: &str,
+    policy: Option<&str>,
 ) -> (tagwarden::aws::sdk::config::SdkConfig, aws_sdk_sts::types::Credentials) {
     let base = tagwarden::aws::config_loader()
         .expect("network settings")
@@ -134,8 +148,9 @@ async fn session_in(
         .await;
     let assumed = aws_sdk_sts::Client::new(&base)
         .assume_role()
-        .role_arn(format!("arn:aws:iam::{account}:role/tagwarden-test"))
+        .role_arn(format!("arn:aws:iam::{account}:role/{role}"))
         .role_session_name("test")
+        .set_policy(policy.map(str::to_owned))
         .send()
         .await
         .expect("sts:AssumeRole in moto");
@@ -155,6 +170,9 @@ fn with_session(
     );
     base.to_builder().credentials_provider(aws_sdk_sts::config::SharedCredentialsProvider::new(creds)).build()
 }
+
+/// The role the tests' own sessions assume (moto hands it out without its existing).
+const TEST_ROLE: &str = "tagwarden-test";
 
 /// A fresh 12-digit account id.
 pub fn new_account() -> String {

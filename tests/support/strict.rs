@@ -8,7 +8,10 @@
 //!   itself, shows them in `GetBucketTagging` / `GetResources`, and requires every
 //!   `PutBucketTagging` to carry them back unchanged, as S3 does;
 //! - IAM's case-insensitive tag keys on roles and users;
-//! - the Tagging API's index, which lags the services' own tags.
+//! - the Tagging API's index, which lags the services' own tags;
+//! - STS session policies on the tag writes (`session_allows`): moto hands out a session's
+//!   credentials but enforces no IAM, so the layer holds EC2 `CreateTags` and S3
+//!   `PutBucketTagging` of a session assumed with a `Policy` to that policy.
 //!
 //! Each rule names its source. Deliberately not here: faults (throttling, resets) — that is
 //! `fault_proxy.rs`, which tests put in front of this layer.
@@ -56,6 +59,8 @@ struct State {
     fired: Mutex<BTreeMap<&'static str, u64>>,
     /// Accounts whose roles `AssumeRole` must find (`Strict::require_roles_in`).
     roles_checked: Mutex<std::collections::HashSet<String>>,
+    /// Access key of a session assumed with a session policy → that policy.
+    session_policies: Mutex<HashMap<String, Value>>,
 }
 
 /// The process-wide layer in front of `upstream` (moto), on its own runtime so that it outlives
@@ -151,6 +156,17 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
                     &format!("User: {akid} is not authorized to perform: sts:AssumeRole on resource: {role}"),
                 ));
             }
+            let policy = p.iter().find(|(k, _)| k == "Policy").and_then(|(_, v)| serde_json::from_str::<Value>(v).ok());
+            if let Some(policy) = policy {
+                // IAM User Guide, "Session policies": "The resulting session's permissions are the
+                // intersection of the entity's identity-based policy and the session policies."
+                let (parts, body) = forward_bytes(upstream, parts, body).await?;
+                let text = String::from_utf8_lossy(&body);
+                if let Some(key) = between(&text, "<AccessKeyId>", "</AccessKeyId>") {
+                    state.session_policies.lock().unwrap().insert(key.to_string(), policy);
+                }
+                return Ok(Response::from_parts(parts, Full::new(body)));
+            }
         }
         ("ec2", "CreateTags") => {
             let p = form(&body);
@@ -158,6 +174,38 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
             if count_prefixed(&p, "ResourceId.") > EC2_CREATE_TAGS_MAX_IDS {
                 state.fire("ec2-create-tags-1000-ids");
                 return Ok(ec2_error(400, "InvalidParameterValue", "The request may name up to 1000 resource IDs."));
+            }
+            let policy = state.session_policies.lock().unwrap().get(&akid).cloned();
+            if let Some(policy) = policy {
+                let ids = values_prefixed(&p, "ResourceId.");
+                let filter: String =
+                    ids.iter().enumerate().map(|(i, id)| format!("&Filter.1.Value.{}={}", i + 1, enc(id))).collect();
+                let described = upstream_call(
+                    upstream,
+                    &parts,
+                    &format!("Action=DescribeTags&Version=2016-11-15&Filter.1.Name=resource-id{filter}"),
+                )
+                .await?;
+                let tags = ec2_described_tags(&described);
+                // The account is left out: the layer does not know it, and a session policy's
+                // resources here are `*` (the role scopes the account).
+                let region = region_of(&parts.headers);
+                // A request naming several resources is authorized for each: one not allowed
+                // refuses the call (EC2 API reference, "Error codes": UnauthorizedOperation, "You
+                // are not authorized to perform this operation").
+                let refused = ids.iter().find(|id| {
+                    let arn = format!("arn:aws:ec2:{region}::{}/{id}", ec2_type_of(id));
+                    let none = Vec::new();
+                    !session_allows(&policy, "ec2:CreateTags", &arn, Some(tags.get(*id).unwrap_or(&none)))
+                });
+                if let Some(id) = refused {
+                    state.fire("sts-session-policy");
+                    return Ok(ec2_error(
+                        403,
+                        "UnauthorizedOperation",
+                        &format!("You are not authorized to perform this operation. (session policy: ec2:CreateTags on {id})"),
+                    ));
+                }
             }
             if let Some(r) = reserved_key(&state, &tag_pairs(&p, "Tag."), || {
                 ec2_error(400, "InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
@@ -261,6 +309,15 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
         }
         ("s3", "PutBucketTagging") => {
             let bucket = bucket_of(&parts.uri);
+            let policy = state.session_policies.lock().unwrap().get(&akid).cloned();
+            // S3 evaluates no aws:ResourceTag for PutBucketTagging on a general purpose bucket
+            // (infra/aws/iam.tf, WriteBucketTags): only a statement on the bucket's ARN allows it.
+            if policy
+                .is_some_and(|p| !session_allows(&p, "s3:PutBucketTagging", &format!("arn:aws:s3:::{bucket}"), None))
+            {
+                state.fire("sts-session-policy");
+                return Ok(s3_error(403, "AccessDenied", "Access Denied"));
+            }
             let tags = xml_tags(&body);
             let system: Vec<(String, String)> =
                 state.s3_system.lock().unwrap().get(&bucket).cloned().unwrap_or_default();
@@ -364,6 +421,111 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
         _ => {}
     }
     forward(upstream, parts, body).await
+}
+
+/// Whether a session policy allows `action` on `resource` carrying `tags` (`None`: the service
+/// puts no `aws:ResourceTag` in the request context). The subset of IAM's evaluation our session
+/// policies use (IAM User Guide, "Policy evaluation logic" and the JSON element reference): an
+/// explicit Deny wins, else some Allow must match its `Action` or `NotAction`, its `Resource`
+/// (`*` and `?` wildcards), and every condition, of which only `StringEquals` on
+/// `aws:ResourceTag/<key>` is known here; any other condition matches nothing (fail closed).
+fn session_allows(policy: &Value, action: &str, resource: &str, tags: Option<&Vec<(String, String)>>) -> bool {
+    let statements = match &policy["Statement"] {
+        Value::Array(s) => s.clone(),
+        s @ Value::Object(_) => vec![s.clone()],
+        _ => Vec::new(),
+    };
+    let listed = |v: &Value| -> Vec<String> {
+        match v {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(a) => a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let matches = |st: &Value| {
+        let action_ok = if st.get("NotAction").is_some() {
+            !listed(&st["NotAction"]).iter().any(|a| glob(&a.to_ascii_lowercase(), &action.to_ascii_lowercase()))
+        } else {
+            listed(&st["Action"]).iter().any(|a| glob(&a.to_ascii_lowercase(), &action.to_ascii_lowercase()))
+        };
+        let resource_ok = listed(&st["Resource"]).iter().any(|r| glob(r, resource));
+        let conditions_ok = match st.get("Condition").and_then(Value::as_object) {
+            None => true,
+            Some(c) => c.iter().all(|(op, keys)| {
+                op == "StringEquals"
+                    && keys.as_object().is_some_and(|keys| {
+                        keys.iter().all(|(key, want)| {
+                            let Some(tag) = key.strip_prefix("aws:ResourceTag/") else { return false };
+                            let have = tags.and_then(|t| t.iter().find(|(k, _)| k == tag)).map(|(_, v)| v.as_str());
+                            have.is_some_and(|v| listed(want).iter().any(|w| w == v))
+                        })
+                    })
+            }),
+        };
+        action_ok && resource_ok && conditions_ok
+    };
+    let effect = |st: &Value, e: &str| st["Effect"].as_str() == Some(e);
+    !statements.iter().any(|st| effect(st, "Deny") && matches(st))
+        && statements.iter().any(|st| effect(st, "Allow") && matches(st))
+}
+
+/// IAM's wildcard match: `*` any run of characters, `?` one.
+fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti, mut star, mut mark) = (0, 0, None, 0);
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ti;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ti = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// EC2 `DescribeTags` items: resource id → its tags.
+fn ec2_described_tags(body: &[u8]) -> HashMap<String, Vec<(String, String)>> {
+    let text = String::from_utf8_lossy(body);
+    let mut out: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for item in text.split("<item>").skip(1) {
+        let (Some(id), Some(key)) = (between(item, "<resourceId>", "</resourceId>"), between(item, "<key>", "</key>"))
+        else {
+            continue;
+        };
+        let value = between(item, "<value>", "</value>").map(xml_unescape).unwrap_or_default();
+        out.entry(id.to_string()).or_default().push((xml_unescape(key), value));
+    }
+    out
+}
+
+/// The resource type of an EC2 id in its ARN (`i-` instance, `vol-` volume, ...).
+fn ec2_type_of(id: &str) -> &'static str {
+    match id.split('-').next().unwrap_or_default() {
+        "i" => "instance",
+        "vol" => "volume",
+        "eni" => "network-interface",
+        "sg" => "security-group",
+        "vpc" => "vpc",
+        "subnet" => "subnet",
+        "snap" => "snapshot",
+        "ami" => "image",
+        _ => "resource",
+    }
+}
+
+/// The region of a SigV4 credential scope (`Credential=AKID/date/region/service/aws4_request`).
+fn region_of(headers: &hyper::HeaderMap) -> String {
+    let auth = headers.get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    auth.split("Credential=").nth(1).and_then(|c| c.split('/').nth(2)).unwrap_or_default().to_string()
 }
 
 /// Refuse a user `aws:` key (every service: "The aws: prefix is reserved for AWS use", Tagging
