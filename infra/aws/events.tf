@@ -79,10 +79,12 @@ locals {
     }
   })
 
-  # Rules that feed the buffer queue.
+  # Rules that feed the buffer queue. None in an organization hub (main.tf): the hub account's own
+  # events reach the hub bus through its spoke, as every member's do, and a rule here would deliver
+  # each of them a second time.
   enabled_event_rules = {
     for k, v in local.event_patterns : k => v
-    if(k != "iam" || var.enable_iam_events) && (k != "route53" || var.enable_route53_events) && (k != "tag_change" || var.enable_tag_change_events)
+    if !local.organization && (k != "iam" || var.enable_iam_events) && (k != "route53" || var.enable_route53_events) && (k != "tag_change" || var.enable_tag_change_events)
   }
 
   # Rule names: <name>-<infra_id>-<suffix>, the suffix the service's key unless named here. The

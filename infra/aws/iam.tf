@@ -288,10 +288,15 @@ data "aws_iam_policy_document" "lambda" {
     }
   }
 
-  statement {
-    sid       = "ReadBucketTags"
-    actions   = local.grant.s3.read
-    resources = local.s3_bucket_arns
+  # None in an organization hub (no cluster of its own: main.tf); IAM refuses a statement without
+  # resources ("MalformedPolicyDocument: Policy statement must contain resources").
+  dynamic "statement" {
+    for_each = length(local.s3_bucket_arns) > 0 ? [1] : []
+    content {
+      sid       = "ReadBucketTags"
+      actions   = local.grant.s3.read
+      resources = local.s3_bucket_arns
+    }
   }
 
   # --- Tag writes, conditioned on the ownership tag --------------------------------------------------
@@ -339,15 +344,19 @@ data "aws_iam_policy_document" "lambda" {
   # the reference; parliament's copy of it agrees), so no tag-key guard can be written for this
   # replace-style call: an Allow conditioned on them would refuse every bucket, a Deny would never
   # apply. The code guards the keys of a bucket write (and verifies the write).
-  statement {
-    sid       = "WriteBucketTags"
-    actions   = local.grant.s3.write
-    resources = local.s3_bucket_arns
+  # None in an organization hub, as ReadBucketTags.
+  dynamic "statement" {
+    for_each = length(local.s3_bucket_arns) > 0 ? [1] : []
+    content {
+      sid       = "WriteBucketTags"
+      actions   = local.grant.s3.write
+      resources = local.s3_bucket_arns
 
-    condition {
-      test     = "StringEquals"
-      variable = "s3:ResourceAccount"
-      values   = [local.account_id]
+      condition {
+        test     = "StringEquals"
+        variable = "s3:ResourceAccount"
+        values   = [local.account_id]
+      }
     }
   }
 

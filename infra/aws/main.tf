@@ -11,11 +11,19 @@ locals {
   # the role may write under and whose policies the function applies.
   cluster_set = var.infra_ids != null
   clusters    = local.cluster_set ? var.infra_ids : compact([var.infra_id])
+  # Issue 31: an AWS Organization hub (modules/organization's `environment` in extra_environment,
+  # with infra_ids = []). Every account, the hub's too, is enforced through its member role and
+  # spoke, so this module grants no tag write, adds no rule for the hub account's own events, and
+  # draws and alarms on the whole organization's metrics rather than per listed cluster.
+  organization = contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
+  # Names in infra_ids not shaped as OpenShift's infraIDs, though their kind says OpenShift.
+  long_openshift_ids = [for id in local.clusters : id if
+  lookup(var.cluster_kinds, id, "OpenShift") != "ClusterAPI" && !can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))]
 
   name = local.cluster_set ? var.name : "${var.name}-${var.infra_id}"
   # How descriptions name what the deployment serves (a list of 20 infraIDs would not fit them).
-  subject = local.cluster_set ? "a set of ${length(local.clusters)} clusters" : "cluster ${var.infra_id}"
-  label   = local.cluster_set ? "cluster set ${var.name}" : var.infra_id
+  subject = local.organization ? "an AWS Organization" : local.cluster_set ? "a set of ${length(local.clusters)} clusters" : "cluster ${var.infra_id}"
+  label   = local.organization ? "organization hub ${var.name}" : local.cluster_set ? "cluster set ${var.name}" : var.infra_id
 
   account_id = data.aws_caller_identity.current.account_id
   partition  = data.aws_partition.current.partition
@@ -182,6 +190,13 @@ resource "aws_lambda_function" "this" {
     precondition {
       condition     = length(setsubtract(keys(var.cluster_policy_documents), local.clusters)) == 0 && (local.cluster_set || length(var.cluster_policy_documents) == 0)
       error_message = "cluster_policy_documents needs infra_ids, and its keys must be listed in infra_ids: ${join(", ", setsubtract(keys(var.cluster_policy_documents), local.clusters))}."
+    }
+    # Issue 33: an OpenShift or HyperShift infraID is at most 27 characters (the cluster name cut
+    # to 21, '-', 5 random); only a Cluster API cluster, named by its Cluster object, is longer
+    # (variables.tf, infra_ids).
+    precondition {
+      condition     = length(local.long_openshift_ids) == 0
+      error_message = "infra_ids: ${join(", ", local.long_openshift_ids)} is longer than an OpenShift infraID (27 characters, lowercase letters, digits and '-'). A Cluster API cluster's name may be up to 63: name its kind in cluster_kinds (\"<name>\" = \"ClusterAPI\")."
     }
     precondition {
       condition     = !(var.policy_key != null && var.policy_prefix != null)

@@ -34,7 +34,17 @@ locals {
   # One cluster: every ResourceType's line. A cluster set: one line per cluster (and "all"), summed
   # over resource types; SUM/AVG of a SEARCH is one time series (CloudWatch User Guide, "Use search
   # expressions in graphs" and "Using metric math"), so N clusters stay N lines.
-  search_lines = { for m in local.tagwarden_metrics : m => local.cluster_set ? [
+  #
+  # Issue 31: an organization hub lists no cluster (main.tf), and its clusters are any number in
+  # any account, past what a SEARCH returns (500 time series; CloudWatch User Guide, "CloudWatch
+  # search expression syntax"). Its lines are Metrics Insights queries over the namespace, which
+  # aggregate every series of a metric into one (up to 10,000 metrics a query; "Metrics Insights
+  # quotas"). The namespace is shared by every tagwarden deployment of the account and region, so
+  # the hub account runs no other (README, "One deployment for an AWS Organization").
+  insights_of = { for m in local.tagwarden_metrics : m => "SELECT ${m == "ReconcileLatency" ? "AVG" : "SUM"}(${m}) FROM \"${local.metric_namespace}\"" }
+  search_lines = { for m in local.tagwarden_metrics : m => local.organization ? [
+    [{ expression = local.insights_of[m], id = "q1", label = "organization" }]
+    ] : local.cluster_set ? [
     for i, id in(contains(local.deployment_metrics, m) ? [local.deployment_infra_id] : concat(local.clusters, [local.deployment_infra_id])) :
     [{ expression = "${m == "ReconcileLatency" ? "AVG" : "SUM"}(${local.search_of[m][id]})", id = "e${i}", label = id }]
   ] : [[{ expression = local.search_of[m][var.infra_id], id = "e1", label = "" }]] }
@@ -61,7 +71,7 @@ locals {
         width  = 24
         height = 2
         properties = {
-          markdown = "## tagwarden — ${local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`."
+          markdown = "## tagwarden — ${local.organization ? "AWS Organization hub `${var.name}`: every cluster of the organization module's `clusters` (tagwarden status --organization)" : local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`."
         }
       }],
       [for m in local.tagwarden_metrics : local.search_widget[m] if m != "ListingFailures"],
@@ -73,17 +83,21 @@ locals {
           width  = 8
           height = 6
           properties = {
-            title  = local.cluster_set ? "ComplianceLag (ms): event time to correction, p99 per cluster" : "ComplianceLag (ms): event time to correction, p50 / p99"
+            title = (local.organization ? "ComplianceLag (ms): event time to correction, the slowest in the organization" :
+            local.cluster_set ? "ComplianceLag (ms): event time to correction, p99 per cluster" : "ComplianceLag (ms): event time to correction, p50 / p99")
             region = local.region
             view   = "timeSeries"
             period = 300
-            metrics = local.cluster_set ? [
+            # (Through JSON: a query line and metric lines have different types.)
+            metrics = jsondecode(local.organization ? jsonencode([
+              [{ expression = "SELECT MAX(ComplianceLag) FROM \"${local.metric_namespace}\"", id = "q1", label = "maximum" }]
+              ]) : local.cluster_set ? jsonencode([
               for id in local.clusters : [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", id, { stat = "p99", label = "${id} p99" }]
-              ] : [
+              ]) : jsonencode([
               [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", var.infra_id, { stat = "p50", label = "p50" }],
               [local.metric_namespace, "ComplianceLag", "Cloud", "aws", "InfraID", var.infra_id, { stat = "p99", label = "p99" }],
-            ]
-            annotations = { horizontal = [{ label = "alarm (p99)", value = var.compliance_lag_p99_threshold_ms }] }
+            ]))
+            annotations = { horizontal = [{ label = local.organization ? "alarm (maximum)" : "alarm (p99)", value = var.compliance_lag_p99_threshold_ms }] }
           }
         },
         {
@@ -184,6 +198,19 @@ locals {
       infra_id    = id
       description = "tagwarden ${id}: another writer keeps changing a tag tagwarden writes, so tagwarden stopped writing it on that resource. tagwarden status names the resource, the key and the writer; settle which of the two owns the key (the policy, or the other controller's configuration), then tagwarden status --lift."
     } },
+    # Issue 31: an organization hub's clusters are not listed here; one alarm each over them all
+    # (no InfraID filter), `tagwarden status --organization` naming the cluster and resource. The
+    # lag is the slowest correction, not a p99: Metrics Insights aggregates with AVG, COUNT, MAX,
+    # MIN and SUM only (CloudWatch User Guide, "Metrics Insights query components and syntax").
+    { for k, a in {
+      write_failures = { metric = "WriteFailures", aggregate = "SUM", threshold = 0, what = "tag writes failed somewhere in the organization (tagwarden status --organization names the account and cluster; the function's logs the resource)." }
+      contested      = { metric = "Contested", aggregate = "SUM", threshold = 0, what = "another writer keeps changing a tag tagwarden writes, so tagwarden stopped writing it on that resource. tagwarden status --organization names the cluster; its status report the resource, the key and the writer." }
+      compliance_lag = { metric = "ComplianceLag", aggregate = "MAX", threshold = var.compliance_lag_p99_threshold_ms, what = "the slowest correction (event time to the corrected write) took over ${var.compliance_lag_p99_threshold_ms} ms; check the queues' age, throttling and the function's errors." }
+      } : k => merge(a, {
+        name        = "${local.name}-${replace(k, "_", "-")}"
+        infra_id    = null
+        description = "tagwarden ${local.label}: ${a.what}"
+    }) if local.organization },
     {
       policy_rejected = {
         name        = "${local.name}-policy-rejected"
@@ -242,7 +269,7 @@ resource "aws_cloudwatch_metric_alarm" "insights" {
   alarm_name          = each.value.name
   alarm_description   = each.value.description
   comparison_operator = "GreaterThanThreshold"
-  threshold           = 0
+  threshold           = lookup(each.value, "threshold", 0)
   evaluation_periods  = 1
   datapoints_to_alarm = 1
   treat_missing_data  = "notBreaching"
@@ -251,7 +278,7 @@ resource "aws_cloudwatch_metric_alarm" "insights" {
 
   metric_query {
     id          = "q1"
-    expression  = "SELECT SUM(${each.value.metric}) FROM \"${local.metric_namespace}\" WHERE InfraID = '${each.value.infra_id}'"
+    expression  = "SELECT ${lookup(each.value, "aggregate", "SUM")}(${each.value.metric}) FROM \"${local.metric_namespace}\"${each.value.infra_id == null ? "" : " WHERE InfraID = '${each.value.infra_id}'"}"
     period      = var.alarm_period_seconds
     return_data = true
   }

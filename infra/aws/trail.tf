@@ -115,9 +115,12 @@ data "aws_iam_policy_document" "trail_bucket" {
   }
 
   statement {
-    sid       = "AWSCloudTrailWrite"
-    actions   = ["s3:PutObject"]
-    resources = ["${aws_s3_bucket.trail[0].arn}/AWSLogs/${local.account_id}/*"]
+    sid     = "AWSCloudTrailWrite"
+    actions = ["s3:PutObject"]
+    # An organization trail also writes each member account's files under the organization's
+    # id (CloudTrail User Guide, "Amazon S3 bucket policy for CloudTrail", organization trails).
+    resources = concat(["${aws_s3_bucket.trail[0].arn}/AWSLogs/${local.account_id}/*"],
+    var.trail_organization_id == null ? [] : ["${aws_s3_bucket.trail[0].arn}/AWSLogs/${var.trail_organization_id}/*"])
     principals {
       type        = "Service"
       identifiers = ["cloudtrail.amazonaws.com"]
@@ -168,6 +171,7 @@ resource "aws_cloudtrail" "this" {
   name                          = local.trail_name
   s3_bucket_name                = aws_s3_bucket.trail[0].id
   is_multi_region_trail         = true
+  is_organization_trail         = var.trail_organization_id != null
   include_global_service_events = true
   enable_log_file_validation    = true
   enable_logging                = true

@@ -28,16 +28,30 @@ variable "infra_id" {
 }
 
 variable "infra_ids" {
-  description = "A cluster set: every cluster of the account this one deployment enforces (issue 12). Each cluster publishes its own policy under the set (`<policy_prefix><infraID>/` in S3, `<policy_parameter_path><infraID>` in SSM), and the function applies to each resource the policy of the cluster whose `kubernetes.io/cluster/<infraID>=owned` tag it carries. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
+  description = "A cluster set: every cluster of the account this one deployment enforces (issue 12); `[]` for an AWS Organization hub, which enforces the clusters the organization module lists. OpenShift infraIDs (up to 27 characters), or a Cluster API cluster's name (up to 63, named in `cluster_kinds`). Each cluster publishes its own policy under the set (`<policy_prefix><infraID>/` in S3, `<policy_parameter_path><infraID>` in SSM), and the function applies to each resource the policy of the cluster whose `kubernetes.io/cluster/<infraID>=owned` tag it carries. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
   type        = list(string)
   default     = null
 
   validation {
     condition = var.infra_ids == null ? true : (
-      length(var.infra_ids) > 0 && length(distinct(var.infra_ids)) == length(var.infra_ids) &&
-      alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))])
+      (length(var.infra_ids) > 0 || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")) &&
+      length(distinct(var.infra_ids)) == length(var.infra_ids) &&
+      # Issue 33: up to 63 characters here, for Cluster API names; OpenShift's 27 are held by the
+      # function's precondition (main.tf), which can read cluster_kinds (this validation cannot:
+      # cluster_kinds' own validation reads infra_ids).
+      alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$", id))])
     )
-    error_message = "infra_ids must be a non-empty list of distinct OpenShift infraIDs (1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit)."
+    error_message = "infra_ids must be a non-empty list of distinct infraIDs (OpenShift: 1-27 lowercase letters, digits and '-'; a Cluster API cluster's name, with cluster_kinds: up to 63, also '.'; starting and ending with a letter or digit); [] only for an AWS Organization hub (extra_environment = module.organization.environment)."
+  }
+
+  # Issue 31: an organization hub enforces every account, its own too, through that account's
+  # member role and spoke (modules/member in the hub account), under the session policies of
+  # crates/aws/src/organization.rs. A cluster listed here as well would get this module's
+  # single-account grants and rules beside them: every event of it handled twice, and writes outside
+  # the session policies.
+  validation {
+    condition     = var.infra_ids == null || !contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION") ? true : length(var.infra_ids) == 0
+    error_message = "An AWS Organization hub takes infra_ids = []: list the hub account's own clusters in the organization module's clusters (\"<hub account>/<infraID>\") and deploy modules/member in the hub account, as for any member."
   }
 
   # The ownership-conditioned tag writes are customer managed policies of two clusters each (one
@@ -639,6 +653,17 @@ variable "create_trail" {
   type        = bool
   default     = false
   nullable    = false
+}
+
+variable "trail_organization_id" {
+  description = "With create_trail, an organization trail (issue 31): the organization's id. CloudTrail then creates the trail in every member account (\"a trail with the name that you give it is created in every AWS account that belongs to your organization\", CloudTrail User Guide, \"Creating a trail for an organization\"), which is what makes each member's EventBridge receive its `AWS API Call via CloudTrail` events for its spoke to forward. Apply from the management account or a CloudTrail delegated administrator. Leave null where the organization already has one (AWS Control Tower creates one)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.trail_organization_id == null || can(regex("^o-[a-z0-9]{10,32}$", coalesce(var.trail_organization_id, "o-x")))
+    error_message = "trail_organization_id must be an organization id, o- and 10-32 lowercase letters or digits (aws organizations describe-organization --query Organization.Id)."
+  }
 }
 
 variable "trail_bucket_name" {

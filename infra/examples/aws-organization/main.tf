@@ -15,18 +15,21 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
-  # The module requires the hub account's own clusters. In organization mode the function enforces
-  # every account through its member role, the hub's too: list them in `clusters` as
-  # `<hub account>/<infraID>` as well, and deploy modules/member in the hub account (a
-  # service-managed StackSet never deploys to the management account). The single-account write
-  # grants the module gives its role for these are then unused.
-  infra_ids  = var.hub_infra_ids
+  # An organization hub: no cluster of its own here. Every account, the hub's too, is enforced
+  # through its member role and spoke; the hub's own clusters are listed in `clusters` as
+  # `<hub account>/<infraID>` with `hub_spoke = true` below.
+  infra_ids  = []
   lambda_zip = var.lambda_zip
 
   policy_source     = "s3"
   extra_environment = module.organization.environment
   sweep_schedule    = "rate(1 hour)"
   create_sns_topic  = true
+
+  # Every member account must record its management events for its spoke to forward them: an
+  # organization trail does that for all of them (AWS Control Tower's counts; then leave this off).
+  create_trail          = var.create_organization_trail
+  trail_organization_id = var.create_organization_trail ? var.organization_id : null
 
   tags = var.tags
 }
@@ -45,6 +48,23 @@ module "organization" {
   function_arn              = module.tagwarden.function_arn
   function_timeout_seconds  = 300 # the tagwarden module's timeout (its default)
   reserved_tag_key_patterns = module.tagwarden.reserved_tag_key_patterns
+
+  tags = var.tags
+}
+
+# The hub account's own spoke, in the hub's region, when the hub runs clusters too: a
+# service-managed StackSet never deploys to the management account, nor to an account outside its
+# OUs. Its other regions take the same module under a provider for each (create_member_role =
+# false there: the role is global).
+module "hub_spoke" {
+  source = "../../aws/modules/member"
+  count  = var.hub_spoke ? 1 : 0
+
+  hub_event_bus_arn        = module.organization.hub_event_bus_arn
+  member_role_policy_json  = module.organization.member_role_policy_json
+  member_trust_policy_json = module.organization.member_trust_policy_json
+  event_patterns           = module.organization.member_event_patterns
+  create_member_role       = true
 
   tags = var.tags
 }

@@ -25,9 +25,16 @@ variable "clusters" {
   type        = list(string)
 }
 
-variable "hub_infra_ids" {
-  description = "The hub account's own clusters (infraIDs), which the tagwarden module requires; list them in `clusters` too (`<hub account>/<infraID>`) to enforce them."
-  type        = list(string)
+variable "create_organization_trail" {
+  description = "Create an organization trail of management events from the hub (the management account or a CloudTrail delegated administrator). Without a trail in a member account its creations never reach EventBridge, and only the sweeps correct there. Leave false when the organization has one already (`aws cloudtrail describe-trails --query 'trailList[?IsOrganizationTrail]'`)."
+  type        = bool
+  default     = false
+}
+
+variable "hub_spoke" {
+  description = "Whether the hub account runs clusters too (listed in `clusters` as `<hub account>/<infraID>`): then it gets its spoke, the member role and rules, in the hub's region."
+  type        = bool
+  default     = false
 }
 
 variable "lambda_zip" {

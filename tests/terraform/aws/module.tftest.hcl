@@ -981,3 +981,113 @@ run "trail_on_request" {
     error_message = "the bucket policy's aws:SourceArn must be the trail's ARN: ${local.trail_arn}"
   }
 }
+
+# Issue 31: a hub's trail is the organization's, so every member account records.
+run "organization_trail_on_request" {
+  command = plan
+  variables {
+    create_trail          = true
+    trail_organization_id = "o-a1b2c3d4e5"
+  }
+  assert {
+    condition     = aws_cloudtrail.this[0].is_organization_trail && aws_cloudtrail.this[0].is_multi_region_trail
+    error_message = "trail_organization_id makes the trail an organization trail"
+  }
+}
+
+run "a_bad_trail_organization_id_is_refused" {
+  command = plan
+  variables {
+    create_trail          = true
+    trail_organization_id = "123456789012"
+  }
+  expect_failures = [var.trail_organization_id]
+}
+
+# Issue 31: an AWS Organization hub (modules/organization's environment) takes infra_ids = []. It
+# grants no write of its own and adds no rule for the hub account's events (its spoke forwards
+# them, as every member's); its alarms and dashboard cover every cluster of the organization.
+run "organization_hub_without_clusters_of_its_own" {
+  command = plan
+  variables {
+    infra_id          = null
+    infra_ids         = []
+    policy_source     = "s3"
+    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/", TAGWARDEN_CLUSTERS = "111122223333/*" }
+  }
+
+  assert {
+    condition     = length(aws_cloudwatch_event_rule.resource_events) == 0 && length(aws_iam_policy.owned_tag_writes) == 0
+    error_message = "an organization hub adds no event rule and no tag-write policy: ${jsonencode(keys(aws_cloudwatch_event_rule.resource_events))}"
+  }
+  assert {
+    condition     = local.s3_bucket_arns == []
+    error_message = "an organization hub writes no bucket's tags itself: ${jsonencode(local.s3_bucket_arns)}"
+  }
+  assert {
+    condition = alltrue([for k in ["write_failures", "contested", "compliance_lag"] :
+    !strcontains(one(aws_cloudwatch_metric_alarm.insights[k].metric_query).expression, "WHERE")])
+    error_message = "an organization hub's alarms cover every cluster (no InfraID filter)"
+  }
+  assert {
+    condition     = one(aws_cloudwatch_metric_alarm.insights["compliance_lag"].metric_query).expression == "SELECT MAX(ComplianceLag) FROM \"TagWarden\"" && length(aws_cloudwatch_metric_alarm.compliance_lag) == 0
+    error_message = "an organization hub alarms on the slowest correction: ${one(aws_cloudwatch_metric_alarm.insights["compliance_lag"].metric_query).expression}"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"] == "111122223333/*"
+    error_message = "the organization's cluster list wins over the module's own (empty) one"
+  }
+}
+
+run "an_empty_cluster_set_outside_an_organization_is_refused" {
+  command = plan
+  variables {
+    infra_id  = null
+    infra_ids = []
+  }
+  expect_failures = [var.infra_ids]
+}
+
+run "an_organization_hub_with_clusters_of_its_own_is_refused" {
+  command = plan
+  variables {
+    infra_id          = null
+    infra_ids         = ["hub-7xk2p"]
+    policy_source     = "s3"
+    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/" }
+  }
+  expect_failures = [var.infra_ids]
+}
+
+# Issue 33: a Cluster API cluster is named by its Cluster object, longer than OpenShift's 27.
+run "a_long_cluster_api_name_in_a_set" {
+  command = plan
+  variables {
+    infra_id      = null
+    infra_ids     = ["dev-a1b2c", "workload-cluster-for-the-payments-team-eu-west-1.prod"]
+    cluster_kinds = { "workload-cluster-for-the-payments-team-eu-west-1.prod" = "ClusterAPI" }
+  }
+  assert {
+    condition     = contains(local.s3_bucket_arns, "arn:aws:s3:::workload-cluster-for-the-payments-team-eu-west-1.prod-*")
+    error_message = "the long name's bucket pattern: ${jsonencode(local.s3_bucket_arns)}"
+  }
+}
+
+run "a_long_name_that_is_not_cluster_api_is_refused" {
+  command = plan
+  variables {
+    infra_id  = null
+    infra_ids = ["workload-cluster-for-the-payments-team"]
+  }
+  expect_failures = [aws_lambda_function.this]
+}
+
+run "a_cluster_api_name_over_63_characters_is_refused" {
+  command = plan
+  variables {
+    infra_id      = null
+    infra_ids     = ["a234567890123456789012345678901234567890123456789012345678901234"]
+    cluster_kinds = { "a234567890123456789012345678901234567890123456789012345678901234" = "ClusterAPI" }
+  }
+  expect_failures = [var.infra_ids]
+}
