@@ -748,12 +748,18 @@ async fn the_set_components_rbac_allows_exactly_what_the_set_publisher_does() {
     };
     let template = json!({"metadata": {"name": "w-1-md-0", "namespace": "fleet"},
                           "spec": {"template": {"spec": {"instanceType": "m5.large", "additionalTags": {"tier": "gpu"}}}}});
+    let control_plane = json!({"metadata": {"name": "w-1-cp", "namespace": "fleet", "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "w-1", "uid": "u"}]},
+                               "spec": {"version": "v1.33.0", "machineTemplate": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "w-1-md-0"}}}}});
+    let machine_pool = json!({"metadata": {"name": "w-1-mp-0", "namespace": "fleet", "labels": {"cluster.x-k8s.io/cluster-name": "w-1"}},
+                              "spec": {"awsLaunchTemplate": {"instanceType": "m5.large"}, "maxSize": 3, "minSize": 1, "additionalTags": {"spot": "true"}}});
     let cluster_api = exercise_set(
         SetKind::Capa,
         vec![
             ("awsclusters", "fleet", capa("w-1-x", true)),
             ("awsclusters", "fleet", capa("orphan", false)),
             ("awsmachinetemplates", "fleet", template),
+            ("kubeadmcontrolplanes", "fleet", control_plane),
+            ("awsmachinepools", "fleet", machine_pool),
         ],
     )
     .await;

@@ -586,7 +586,7 @@ async fn a_denied_verb_is_a_403_and_tagwarden_names_the_verbs_to_grant() {
 /// cel-rust. Rules elsewhere that cel-rust cannot parse are counted, and would be a 500 if reached.
 #[test]
 fn every_served_crd_runs_the_rules_on_its_tag_paths() {
-    let tag_paths: [(&str, &[&str], &str); 5] = [
+    let tag_paths: [(&str, &[&str], &str); 7] = [
         ("hostedclusters", &["", "spec", "spec.platform", "spec.platform.aws"], "spec.platform.aws.resourceTags"),
         ("nodepools", &["", "spec", "spec.platform", "spec.platform.aws"], "spec.platform.aws.resourceTags"),
         ("awsclusters", &["", "spec"], "spec.additionalTags"),
@@ -596,6 +596,13 @@ fn every_served_crd_runs_the_rules_on_its_tag_paths() {
             "spec.template.spec.additionalTags",
         ),
         ("azureclusters", &["", "spec"], "spec.additionalTags"),
+        ("awsmachinepools", &["", "spec"], "spec.additionalTags"),
+        // A control plane's tags are its template's; the set reads which template.
+        (
+            "kubeadmcontrolplanes",
+            &["", "spec", "spec.machineTemplate", "spec.machineTemplate.spec"],
+            "spec.machineTemplate.spec.infrastructureRef",
+        ),
     ];
     for (plural, above, tags) in tag_paths {
         let crd = Crd::by_plural(plural).unwrap_or_else(|| panic!("{plural} is served"));

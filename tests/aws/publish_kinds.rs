@@ -167,6 +167,30 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
                                        "bootstrap": {"configRef": {"apiGroup": "bootstrap.cluster.x-k8s.io", "kind": "KubeadmConfigTemplate", "name": "w-1-md-0"}},
                                        "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "w-1-md-0-t"}}}}
     }));
+    // w-1's control plane: a KubeadmControlPlane whose template's tags win on its machines, and a
+    // machine pool whose own tags win on its instances (CAPA).
+    api.put_custom("awsmachinetemplates", FLEET, json!({
+        "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachineTemplate",
+        "metadata": {"name": "w-1-cp-t", "namespace": FLEET},
+        "spec": {"template": {"spec": {"instanceType": "m5.xlarge", "additionalTags": {"team": "w1-control-plane", "tier": "cp"}}}}
+    }));
+    api.put_custom("kubeadmcontrolplanes", FLEET, json!({
+        "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+        "metadata": {"name": "w-1-cp", "namespace": FLEET, "labels": {"cluster.x-k8s.io/cluster-name": "w-1"},
+                     "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "w-1", "uid": "u-w-1"}]},
+        "spec": {"version": "v1.33.0", "replicas": 3,
+                 "machineTemplate": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": "w-1-cp-t"}}}}
+    }));
+    api.put_custom(
+        "awsmachinepools",
+        FLEET,
+        json!({
+            "apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "AWSMachinePool",
+            "metadata": {"name": "w-1-mp-0", "namespace": FLEET, "labels": {"cluster.x-k8s.io/cluster-name": "w-1"}},
+            "spec": {"minSize": 1, "maxSize": 3, "awsLaunchTemplate": {"instanceType": "m5.large"},
+                     "additionalTags": {"team": "w1-pool", "spot": "true"}}
+        }),
+    );
     let stored = api.get("hostedclusters", NS, "hc-a").expect("stored");
     assert!(stored["spec"].get("notAField").is_none(), "pruned by the CRD");
     assert_eq!(stored["spec"]["issuerURL"], "https://kubernetes.default.svc", "defaulted by the CRD");
@@ -193,6 +217,23 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
         &c,
         &account,
         &[("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"), ("Name", "w-1-md-0-xk2vp-9btqz"), drift],
+    )
+    .await;
+    let w1_control_plane = instance(
+        &c,
+        &account,
+        &[("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"), ("Name", "w-1-cp-8zk2q"), drift],
+    )
+    .await;
+    let w1_pool = instance(
+        &c,
+        &account,
+        &[
+            ("sigs.k8s.io/cluster-api-provider-aws/cluster/w-1", "owned"),
+            ("kubernetes.io/cluster/w-1", "owned"),
+            ("Name", "w-1-mp-0"),
+            drift,
+        ],
     )
     .await;
     let w2_by_capa =
@@ -254,7 +295,7 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
         "a named cluster without a policy is reported, not left out: {out}"
     );
     eprintln!("KINDS: sweep of 5 clusters: written {} (owned {})", out["written"], out["owned"]);
-    assert_eq!((out["owned"].as_u64(), out["written"].as_u64()), (Some(10), Some(10)), "{out}");
+    assert_eq!((out["owned"].as_u64(), out["written"].as_u64()), (Some(12), Some(12)), "{out}");
 
     let team = |v: &'static str| ("team", Some(v));
     assert_tags("hc-a's node", &tags(&c, &a_node).await, &[team("a"), ("env", Some("dev")), ("tier", Some("gpu"))]);
@@ -278,7 +319,21 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
         &tags(&c, &w1_machine).await,
         &[team("w1-machines"), ("tier", Some("gpu")), ("cost-center", Some("7"))],
     );
-    assert_tags("w-1's CAPA instance of no deployment", &tags(&c, &w1_by_capa).await, &[("tier", None)]);
+    assert_tags(
+        "w-1's control-plane machine (its KubeadmControlPlane's template wins)",
+        &tags(&c, &w1_control_plane).await,
+        &[team("w1-control-plane"), ("tier", Some("cp")), ("cost-center", Some("7")), ("spot", None)],
+    );
+    assert_tags(
+        "w-1's machine pool instance (the pool's tags win)",
+        &tags(&c, &w1_pool).await,
+        &[team("w1-pool"), ("spot", Some("true")), ("cost-center", Some("7")), ("tier", None)],
+    );
+    assert_tags(
+        "w-1's CAPA instance of no deployment",
+        &tags(&c, &w1_by_capa).await,
+        &[("tier", None), ("spot", None)],
+    );
     assert_tags("w-2", &tags(&c, &w2_by_capa).await, &[team("w2")]);
     for (what, r) in [("the refused cluster's", &bad_node), ("a shared", &shared), ("another cluster's", &foreign)] {
         assert_tags(what, &tags(&c, r).await, &[team("someone-else"), ("cost-center", None)]);
@@ -359,6 +414,32 @@ async fn the_set_publisher_follows_the_management_cluster() {
     let body = c.s3.get_object().bucket(&policy_bucket).key(key).send().await.expect("published");
     let text = String::from_utf8(body.body.collect().await.expect("body").to_vec()).expect("utf-8");
     assert!(text.contains("tier: gpu") && text.contains("hc-b-workers-?????-?????"), "{text}");
+
+    // A burst of edits (a controller writing one field after another) is read as one: the set is
+    // listed once for it, not once per watch event, and only its last document is published.
+    let lists = |api: &FakeApi| {
+        api.requests()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path.ends_with("/hostedclusters") && !r.is_watch())
+            .count()
+    };
+    let before = lists(&api);
+    const BURST: usize = 10;
+    for n in 0..BURST {
+        api.edit_custom("nodepools", NS, "hc-b-workers", |o| {
+            o["spec"]["platform"]["aws"]["resourceTags"] = tag_list(&[("tier", &format!("gpu-{n}"))]);
+        })
+        .expect("a NodePool tag edit");
+    }
+    let line = publisher.next("the burst", patience);
+    assert_eq!(line["infra_id"], "hcb-7xk2p", "{line}");
+    assert!(publisher.lines.recv_timeout(Duration::from_secs(2)).is_err(), "one publish for the burst");
+    let body = c.s3.get_object().bucket(&policy_bucket).key(key).send().await.expect("published");
+    let text = String::from_utf8(body.body.collect().await.expect("body").to_vec()).expect("utf-8");
+    assert!(text.contains(&format!("tier: gpu-{}", BURST - 1)), "the burst's last edit: {text}");
+    let read = lists(&api) - before;
+    println!("a burst of {BURST} NodePool edits: the set listed {read} time(s), published once");
+    assert!(read <= 2, "{read} lists of the set for one burst of {BURST} edits");
 
     // hc-a leaves the set: its last policy stays; a new HostedCluster is published.
     api.delete_custom("hostedclusters", NS, "hc-a");

@@ -56,8 +56,9 @@ pub const INFRASTRUCTURES_CRD: &str =
 
 /// The other vendored CRDs the fake serves, relative to the package root: HyperShift's
 /// `HostedCluster` and `NodePool` (openshift/hypershift) and Cluster API's `AWSCluster`,
-/// `AWSMachineTemplate` (kubernetes-sigs/cluster-api-provider-aws) and `AzureCluster`
-/// (kubernetes-sigs/cluster-api-provider-azure); each file's header names its commit.
+/// `AWSMachineTemplate`, `AWSMachinePool` (kubernetes-sigs/cluster-api-provider-aws),
+/// `AzureCluster` (kubernetes-sigs/cluster-api-provider-azure), `MachineDeployment` and
+/// `KubeadmControlPlane` (kubernetes-sigs/cluster-api); each file's header names its commit.
 pub const SERVED_CRDS: &[&str] = &[
     "tests/fixtures/hypershift/hostedclusters-Hypershift-Default.crd.yaml",
     "tests/fixtures/hypershift/nodepools-Default.crd.yaml",
@@ -65,6 +66,8 @@ pub const SERVED_CRDS: &[&str] = &[
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_azureclusters.yaml",
     "tests/fixtures/cluster-api/cluster.x-k8s.io_machinedeployments.yaml",
+    "tests/fixtures/cluster-api/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml",
+    "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinepools.yaml",
 ];
 
 /// Schema keywords the fake enforces (or that carry no rule: `description`).

@@ -89,9 +89,15 @@ impl SetKind {
     pub fn resources(self) -> (Resource, &'static [Resource]) {
         match self {
             SetKind::HyperShift => (hypershift::HOSTED_CLUSTERS, &[hypershift::NODE_POOLS]),
-            SetKind::Capa => {
-                (cluster_api::AWS_CLUSTERS, &[cluster_api::MACHINE_DEPLOYMENTS, cluster_api::AWS_MACHINE_TEMPLATES])
-            }
+            SetKind::Capa => (
+                cluster_api::AWS_CLUSTERS,
+                &[
+                    cluster_api::MACHINE_DEPLOYMENTS,
+                    cluster_api::AWS_MACHINE_TEMPLATES,
+                    cluster_api::KUBEADM_CONTROL_PLANES,
+                    cluster_api::AWS_MACHINE_POOLS,
+                ],
+            ),
             SetKind::Capz => (cluster_api::AZURE_CLUSTERS, &[]),
         }
     }
@@ -146,7 +152,15 @@ pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -
     let objects = list(main).await?;
     let mut refiners = Vec::with_capacity(refining.len());
     for r in refining {
-        refiners.push(list(*r).await?);
+        // A refining kind whose CRD is not installed (a management cluster without the kubeadm
+        // control plane provider, or without machine pools) refines nothing; the set is read.
+        match list(*r).await {
+            Err(ClusterError::NotFound { what, .. }) => {
+                tracing::debug!(resource = %what, "not installed here: nothing of it refines the set");
+                refiners.push(Vec::new());
+            }
+            listed => refiners.push(listed?),
+        }
     }
     let mut members: Vec<Member> = objects
         .iter()
@@ -161,7 +175,10 @@ pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -
             let of = |i: usize| same_ns.get(i).map(Vec::as_slice).unwrap_or_default();
             let translated = match kind {
                 SetKind::HyperShift => hypershift::document(&value, of(0)),
-                SetKind::Capa => cluster_api::aws_document(&value, of(0), of(1)),
+                SetKind::Capa => cluster_api::aws_document(
+                    &value,
+                    cluster_api::Machines { deployments: of(0), templates: of(1), control_planes: of(2), pools: of(3) },
+                ),
                 SetKind::Capz => cluster_api::azure_document(&value),
             };
             let object = ObjectRef {

@@ -18,8 +18,21 @@
 //!   override selects `Name` by `<md>-?????-?????`. A MachineDeployment with its own
 //!   `spec.machineNaming.template` names its machines otherwise: its tags are left out, and the
 //!   document says so. `Name` and ownership keys among additional tags are CAPA's to set and never
-//!   written by tagwarden: left out, said in the document. Machine pools (`AWSMachinePool`) and
-//!   EKS (`AWSManagedControlPlane`) are not read yet.
+//!   written by tagwarden: left out, said in the document.
+//! - Control-plane machines: a `KubeadmControlPlane` (controlplane.cluster.x-k8s.io/v1beta2) names
+//!   its `AWSMachineTemplate` in `spec.machineTemplate.spec.infrastructureRef` and its machines
+//!   `{{ .kubeadmControlPlane.name }}-{{ .random }}` (`desired_state.go`), each AWSMachine taking
+//!   its Machine's name (`helpers.go` `createInfraMachine`): the override selects `Name` by
+//!   `<kcp>-?????`. Names over 57 characters are shortened (`names.go`), and a
+//!   `spec.machineNaming.template` names them otherwise: left out, said in the document.
+//! - Machine pools: an `AWSMachinePool`'s `spec.additionalTags` are merged over the cluster's, the
+//!   pool's winning (`scope/machinepool.go` `AdditionalTags`), onto its launch template's instances
+//!   and volumes (`launchtemplate.go` TagSpecifications), each tagged `Name=<AWSMachinePool name>`
+//!   (`LaunchTemplateName`): the override selects `Name` by the pool's name. Its cluster is the
+//!   `cluster.x-k8s.io/cluster-name` label Cluster API puts on it. A pool whose additional tags set
+//!   `Name` renames its instances: left out, said in the document.
+//! - EKS (`AWSManagedControlPlane`) is not read: its resources carry two names (the Cluster's and
+//!   `spec.eksClusterName`) in their ownership keys, which one policy per cluster cannot hold.
 
 use serde_json::{json, Map, Value};
 use tagwarden_core::cloud::Cloud;
@@ -40,6 +53,18 @@ pub const AWS_MACHINE_TEMPLATES: Resource = Resource {
     kind: "AWSMachineTemplate",
     plural: "awsmachinetemplates",
 };
+pub const KUBEADM_CONTROL_PLANES: Resource = Resource {
+    group: "controlplane.cluster.x-k8s.io",
+    version: "v1beta2",
+    kind: "KubeadmControlPlane",
+    plural: "kubeadmcontrolplanes",
+};
+pub const AWS_MACHINE_POOLS: Resource = Resource {
+    group: "infrastructure.cluster.x-k8s.io",
+    version: "v1beta2",
+    kind: "AWSMachinePool",
+    plural: "awsmachinepools",
+};
 pub const AZURE_CLUSTERS: Resource = Resource {
     group: "infrastructure.cluster.x-k8s.io",
     version: "v1beta1",
@@ -50,10 +75,24 @@ pub const AZURE_CLUSTERS: Resource = Resource {
 /// The label Cluster API puts on the objects of a cluster (`clusterv1.ClusterNameLabel`).
 pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 
-/// The workload cluster and its document, from a CAPA `AWSCluster` and the `MachineDeployment`s
-/// and `AWSMachineTemplate`s of its namespace.
-pub fn aws_document(object: &Value, deployments: &[Value], templates: &[Value]) -> Translated {
-    document(object, "aws", "AWSCluster", |cluster, notes| machine_overrides(cluster, deployments, templates, notes))
+/// What refines an `AWSCluster`'s document: the objects of its namespace that name its machines.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Machines<'a> {
+    pub deployments: &'a [Value],
+    pub templates: &'a [Value],
+    pub control_planes: &'a [Value],
+    pub pools: &'a [Value],
+}
+
+/// The workload cluster and its document, from a CAPA `AWSCluster` and the objects of its
+/// namespace that name its machines.
+pub fn aws_document(object: &Value, machines: Machines<'_>) -> Translated {
+    document(object, "aws", "AWSCluster", |cluster, notes| {
+        let mut overrides = machine_overrides(cluster, machines.deployments, machines.templates, notes)?;
+        overrides.extend(control_plane_overrides(cluster, machines.control_planes, machines.templates, notes)?);
+        overrides.extend(pool_overrides(cluster, machines.pools, notes)?);
+        Ok(overrides)
+    })
 }
 
 /// The workload cluster and its document, from a CAPZ `AzureCluster`.
@@ -136,6 +175,99 @@ fn machine_overrides(
     Ok(overrides)
 }
 
+/// The longest KubeadmControlPlane name whose machines keep it whole: Cluster API trims a
+/// generated name over 63 characters and gives it a new random suffix (`names.go`), so
+/// `<kcp>-<5>` keeps it up to 57.
+const CONTROL_PLANE_NAME_KEPT: usize = 57;
+
+/// The overrides of cluster `cluster`'s kubeadm control planes: each one's template's tags on its
+/// machines.
+fn control_plane_overrides(
+    cluster: &str,
+    control_planes: &[Value],
+    templates: &[Value],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Value>, String> {
+    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut mine: Vec<&Value> =
+        control_planes.iter().filter(|k| owning_cluster(k).as_deref() == Some(cluster)).collect();
+    mine.sort_by_key(|k| str_at(k, "/metadata/name"));
+    let mut overrides = Vec::new();
+    for kcp in mine {
+        let (ns, name) = (str_at(kcp, "/metadata/namespace"), str_at(kcp, "/metadata/name"));
+        let infra = kcp.pointer("/spec/machineTemplate/spec/infrastructureRef").cloned().unwrap_or(Value::Null);
+        if str_at(&infra, "/kind") != "AWSMachineTemplate" {
+            continue;
+        }
+        let template_name = str_at(&infra, "/name");
+        let Some(template) = templates.iter().find(|t| str_at(t, "/metadata/name") == template_name) else {
+            notes.push(format!(
+                "left out: KubeadmControlPlane {ns}/{name}: its AWSMachineTemplate {template_name} does not exist"
+            ));
+            continue;
+        };
+        let path = format!("AWSMachineTemplate {ns}/{template_name} spec.template.spec.additionalTags");
+        let tags = string_map(template.pointer("/spec/template/spec/additionalTags"), &path)?;
+        let tags = without_providers_own(Cloud::Aws, tags, &path, notes);
+        if tags.is_empty() {
+            continue;
+        }
+        if kcp.pointer("/spec/machineNaming/template").is_some() {
+            notes.push(format!(
+                "left out: {path}: KubeadmControlPlane {ns}/{name} names its machines with spec.machineNaming.template, so its instances cannot be told apart"
+            ));
+            continue;
+        }
+        if name.len() > CONTROL_PLANE_NAME_KEPT {
+            notes.push(format!(
+                "left out: {path}: Cluster API shortens the names of KubeadmControlPlane {ns}/{name}'s machines, so its instances cannot be told apart"
+            ));
+            continue;
+        }
+        notes.push(format!("KubeadmControlPlane {ns}/{name} with {path}"));
+        overrides.push(json!({
+            "name": format!("KubeadmControlPlane {ns}/{name}"),
+            "selector": {"type": super::hypershift::MACHINE_RESOURCES, "tag": {"key": "Name", "valuePattern": format!("{name}-?????")}},
+            "tags": tags,
+        }));
+    }
+    Ok(overrides)
+}
+
+/// What a machine pool's launch template tags (`launchtemplate.go` TagSpecifications): its
+/// instances and their volumes.
+const POOL_RESOURCES: &str = "ec2:{instance,volume}";
+
+/// The overrides of cluster `cluster`'s machine pools: each pool's tags on its instances.
+fn pool_overrides(cluster: &str, pools: &[Value], notes: &mut Vec<String>) -> Result<Vec<Value>, String> {
+    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut mine: Vec<&Value> = pools.iter().filter(|p| owning_cluster(p).as_deref() == Some(cluster)).collect();
+    mine.sort_by_key(|p| str_at(p, "/metadata/name"));
+    let mut overrides = Vec::new();
+    for pool in mine {
+        let (ns, name) = (str_at(pool, "/metadata/namespace"), str_at(pool, "/metadata/name"));
+        let path = format!("AWSMachinePool {ns}/{name} spec.additionalTags");
+        let tags = string_map(pool.pointer("/spec/additionalTags"), &path)?;
+        if tags.keys().any(|k| k.eq_ignore_ascii_case("name")) {
+            notes.push(format!(
+                "left out: {path}: it sets Name, which renames the pool's instances, so they cannot be told apart"
+            ));
+            continue;
+        }
+        let tags = without_providers_own(Cloud::Aws, tags, &path, notes);
+        if tags.is_empty() {
+            continue;
+        }
+        notes.push(format!("AWSMachinePool {ns}/{name} with {path}"));
+        overrides.push(json!({
+            "name": format!("AWSMachinePool {ns}/{name}"),
+            "selector": {"type": POOL_RESOURCES, "tag": {"key": "Name", "valuePattern": name}},
+            "tags": tags,
+        }));
+    }
+    Ok(overrides)
+}
+
 fn document(
     object: &Value,
     cloud: &str,
@@ -201,7 +333,7 @@ mod tests {
                          "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "w-1", "uid": "u"}]},
             "spec": {"region": "eu-west-1", "additionalTags": {"team": "a", "cost": "7"}}
         });
-        let (cluster, text) = aws_document(&object, &[], &[]).expect("a document");
+        let (cluster, text) = aws_document(&object, Machines::default()).expect("a document");
         assert_eq!(cluster, "w-1", "named after the owning Cluster, not the AWSCluster");
         let policy = load_one("w-1", &text).expect("the loader takes it");
         assert_eq!((policy.kind, policy.cloud), (ClusterKind::ClusterApi, Some(Cloud::Aws)));
@@ -235,7 +367,9 @@ mod tests {
             template("w-1-md-0-t", json!({"team": "machines", "tier": "gpu"})),
             template("w-1-md-1-t", json!({"tier": "cpu"})),
         ];
-        let (_, text) = aws_document(&object, &deployments, &templates).expect("a document");
+        let (_, text) =
+            aws_document(&object, Machines { deployments: &deployments, templates: &templates, ..Machines::default() })
+                .expect("a document");
         let policy = load_one("w-1", &text).expect("the loader takes it");
         assert_eq!(policy.overrides.len(), 1, "{text}");
         let o = &policy.overrides[0];
@@ -260,6 +394,73 @@ mod tests {
         );
     }
 
+    /// Issue 33: a KubeadmControlPlane's template tags go on `<kcp>-?????`, an AWSMachinePool's
+    /// on the instances and volumes named after it; both above the cluster's, as CAPA merges them.
+    #[test]
+    fn control_plane_and_pool_tags_win_on_their_own_machines() {
+        let object = json!({
+            "metadata": {"name": "w-1-x", "namespace": "fleet", "labels": {CLUSTER_NAME_LABEL: "w-1"}},
+            "spec": {"additionalTags": {"team": "cluster", "cost": "7"}}
+        });
+        let owned_by = |cluster: &str| json!([{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": cluster, "uid": "u"}]);
+        let kcp = |name: &str, cluster: &str, template: &str| {
+            json!({
+                "metadata": {"name": name, "namespace": "fleet", "ownerReferences": owned_by(cluster)},
+                "spec": {"machineTemplate": {"spec": {"infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "AWSMachineTemplate", "name": template}}}}
+            })
+        };
+        let template = |name: &str, tags: Value| json!({"metadata": {"name": name, "namespace": "fleet"}, "spec": {"template": {"spec": {"additionalTags": tags}}}});
+        let pool = |name: &str, cluster: &str, tags: Value| {
+            json!({
+                "metadata": {"name": name, "namespace": "fleet", "labels": {CLUSTER_NAME_LABEL: cluster}},
+                "spec": {"additionalTags": tags}
+            })
+        };
+        let long = "w-1-control-plane-with-a-name-longer-than-fifty-seven-chars";
+        let control_planes =
+            [kcp("w-1-cp", "w-1", "w-1-cp-t"), kcp("w-2-cp", "w-2", "w-1-cp-t"), kcp(long, "w-1", "w-1-cp-t")];
+        let templates = [template("w-1-cp-t", json!({"team": "control-plane", "role-tier": "cp"}))];
+        let pools = [
+            pool("w-1-mp-0", "w-1", json!({"team": "pool", "Name": "renamed"})),
+            pool("w-1-mp-1", "w-1", json!({"spot": "true"})),
+            pool("w-2-mp-0", "w-2", json!({"team": "other"})),
+        ];
+        let machines =
+            Machines { templates: &templates, control_planes: &control_planes, pools: &pools, ..Machines::default() };
+        let (_, text) = aws_document(&object, machines).expect("a document");
+        let policy = load_one("w-1", &text).expect("the loader takes it");
+        assert_eq!(policy.overrides.len(), 2, "w-1's control plane and its second pool: {text}");
+        let desired = |kind: &str, name: &str| {
+            let r = tagwarden_core::resource::ResourceRef { id: "x-1".into(), kind: kind.into(), arn: None };
+            let d = policy.desired_for(Cloud::Aws, &r, &[("Name".to_string(), name.to_string())].into());
+            ["team", "role-tier", "spot", "cost"].map(|k| d.get(Cloud::Aws, k).map(|t| t.value.to_string()))
+        };
+        let some = |v: &str| Some(v.to_string());
+        assert_eq!(desired("ec2:instance", "w-1-cp-8zk2q"), [some("control-plane"), some("cp"), None, some("7")]);
+        assert_eq!(
+            desired("ec2:instance", "w-1-cp-8zk2q-x"),
+            [some("cluster"), None, None, some("7")],
+            "not a control-plane name"
+        );
+        assert_eq!(desired("ec2:volume", "w-1-mp-1"), [some("cluster"), None, some("true"), some("7")]);
+        assert_eq!(
+            desired("ec2:network-interface", "w-1-mp-1"),
+            [some("cluster"), None, None, some("7")],
+            "a launch template tags no ENI"
+        );
+        assert_eq!(
+            desired("ec2:instance", "w-1-mp-1-abc"),
+            [some("cluster"), None, None, some("7")],
+            "the pool's name exactly"
+        );
+        assert!(text.contains("AWSMachinePool fleet/w-1-mp-0 spec.additionalTags: it sets Name"), "{text}");
+        assert!(
+            text.contains(&format!("Cluster API shortens the names of KubeadmControlPlane fleet/{long}")),
+            "{text}"
+        );
+        assert!(!text.contains("w-2-mp-0") && !text.contains("w-2-cp"), "another cluster's: {text}");
+    }
+
     #[test]
     fn a_name_cannot_add_lines_to_the_document() {
         let object = json!({
@@ -267,7 +468,7 @@ mod tests {
                          "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": "w-1\ntags: {evil: x}"}]},
             "spec": {"additionalTags": {"team": "a"}}
         });
-        let (_, text) = aws_document(&object, &[], &[]).expect("a document");
+        let (_, text) = aws_document(&object, Machines::default()).expect("a document");
         assert!(!text.lines().any(|l| l.starts_with("tags: {evil")), "{text}");
         // The cluster name itself is the folder, which the publish refuses unless it is an infraID.
         assert!(tagwarden_core::policy::clusters::valid_infra_id("w-1\ntags: {evil: x}").is_err());
