@@ -306,6 +306,10 @@ fn refused_note(cluster: &str, o: &PublishOutcome) -> String {
 /// a failed publish is retried with back-off, not only at the next change. A cluster that leaves
 /// the set keeps the policy it last published.
 #[cfg(feature = "kube")]
+/// How long `--watch` waits for a quiet moment before it reads the set again, and at most.
+const SETTLE: Duration = Duration::from_millis(500);
+const SETTLE_MAX: Duration = Duration::from_secs(5);
+
 async fn watch_set(
     args: &Args,
     kind: tagwarden::cluster::cluster_set::SetKind,
@@ -345,6 +349,16 @@ async fn watch_set(
                 if change.is_none() {
                     return Err(anyhow::anyhow!("the watch of the cluster set ended").into());
                 }
+                // Changes come in bursts (a start's initial listing, a controller writing one
+                // object's status after another's spec): the set is read once for the whole
+                // burst, up to SETTLE_MAX after its first change, not once per watch event.
+                let settled = tokio::time::Instant::now() + SETTLE_MAX;
+                while let Ok(Some(_)) = tokio::time::timeout_at(
+                    settled.min(tokio::time::Instant::now() + SETTLE),
+                    changes.next(),
+                )
+                .await
+                {}
             }
             _ = resync.tick() => done.clear(),
             () = &mut retry, if retrying => {}
