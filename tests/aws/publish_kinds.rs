@@ -402,6 +402,34 @@ async fn the_set_publisher_follows_the_management_cluster() {
     first.sort();
     assert_eq!(first, ["hca-7xk2p written", "hcb-7xk2p written"]);
 
+    // Each member's status report (the function writes it beside the policy) is mirrored into
+    // tagwarden-status-<cluster> in the member's namespace.
+    let failed = tagwarden::status::ResourceFailure::new(
+        &format!("arn:aws:ec2:us-east-1:{account}:instance/i-0123456789abcdef0"),
+        "ec2:instance",
+        "UnauthorizedOperation",
+    );
+    let report = tagwarden::status::StatusReport::new(
+        tagwarden::cloud::Cloud::Aws,
+        &set,
+        Some("v1".into()),
+        vec![],
+        vec![failed],
+    );
+    let body = serde_json::to_vec(&report).expect("json");
+    let status_key = "clusters/hcb-7xk2p/tagwarden-status.json";
+    c.s3.put_object().bucket(&policy_bucket).key(status_key).body(body.into()).send().await.expect("report");
+    let started = std::time::Instant::now();
+    let mirrored = loop {
+        if let Some(cm) = api.get("configmaps", NS, "tagwarden-status-hcb-7xk2p") {
+            break cm;
+        }
+        assert!(started.elapsed() < patience, "hc-b's status report is mirrored into its namespace");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(mirrored["data"]["failures"], "1", "{mirrored}");
+    assert!(api.get("configmaps", NS, "tagwarden-status-hca-7xk2p").is_none(), "hc-a has no report yet");
+
     // A NodePool edit changes hc-b's policy alone.
     api.edit_custom("nodepools", NS, "hc-b-workers", |o| {
         o["spec"]["platform"]["aws"]["resourceTags"] = tag_list(&[("tier", "gpu")]);

@@ -306,6 +306,51 @@ fn refused_note(cluster: &str, o: &PublishOutcome) -> String {
 /// a failed publish is retried with back-off, not only at the next change. A cluster that leaves
 /// the set keeps the policy it last published.
 #[cfg(feature = "kube")]
+/// The ConfigMap a set member's status report is mirrored into, in its object's namespace.
+#[cfg(feature = "kube")]
+fn member_configmap(cluster: &str) -> String {
+    // A ConfigMap's name is a DNS subdomain: lowercase, '-' and '.'; an infraID may hold '_'.
+    let name =
+        format!("{}-{}", tagwarden::cluster::mirror::DEFAULT_NAME, cluster.to_ascii_lowercase().replace('_', "-"));
+    name.chars().take(253).collect()
+}
+
+/// Mirror each published member's status report (the function's, at the store) into
+/// `tagwarden-status-<cluster>` in its object's namespace: a ConfigMap `kubectl get` shows, with
+/// an Event there on each change of its state. One store read per member, and a ConfigMap write
+/// only when the report changed.
+#[cfg(feature = "kube")]
+async fn mirror_members(
+    client: &tagwarden::cluster::Client,
+    target: &Target,
+    published: &std::collections::BTreeMap<String, String>,
+    instance: Option<String>,
+) {
+    if published.is_empty() {
+        return;
+    }
+    let reports = match target.status().await {
+        Ok(reports) => reports,
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "the members' status reports are unreadable; mirrored next time");
+            return;
+        }
+    };
+    for (cluster, report) in reports {
+        let (Some(cluster), Some(report)) = (cluster, report) else { continue };
+        let Some(namespace) = published.get(&cluster) else { continue };
+        let mirror = tagwarden::cluster::StatusMirror::new(
+            client.clone(),
+            namespace,
+            &member_configmap(&cluster),
+            instance.clone(),
+        );
+        if let Err(e) = mirror.mirror(&report).await {
+            tracing::warn!(cluster = %cluster, error = %e, "status mirror failed");
+        }
+    }
+}
+
 /// How long `--watch` waits for a quiet moment before it reads the set again, and at most.
 const SETTLE: Duration = Duration::from_millis(500);
 const SETTLE_MAX: Duration = Duration::from_secs(5);
@@ -332,6 +377,14 @@ async fn watch_set(
     }
     let changes = cluster_set::changes(client.clone(), kind, args.namespace.clone());
     let mut changes = std::pin::pin!(changes);
+    // Issue 33: each member's status report, mirrored into its own namespace every
+    // --status-interval seconds, as the Infrastructure path mirrors its cluster's.
+    let status_every = Duration::from_secs(args.status_interval);
+    let mut status = tokio::time::interval_at(tokio::time::Instant::now() + status_every, status_every);
+    status.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The members published (or in line at the store) by the last read of the set: cluster → its
+    // object's namespace.
+    let mut published: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     let resync_every = Duration::from_secs(args.resync);
     let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + resync_every, resync_every);
     let retry = tokio::time::sleep(Duration::ZERO);
@@ -362,6 +415,12 @@ async fn watch_set(
             }
             _ = resync.tick() => done.clear(),
             () = &mut retry, if retrying => {}
+            _ = status.tick() => {
+                if !args.dry_run {
+                    mirror_members(client, &target, &published, instance.clone()).await;
+                }
+                continue;
+            }
         }
         let mut failed = false;
         match cluster_set::read_set(client, kind, args.namespace.as_deref()).await {
@@ -372,6 +431,11 @@ async fn watch_set(
             }
             Ok(members) => {
                 health.set_ready();
+                published = members
+                    .iter()
+                    .filter(|m| m.document.is_ok())
+                    .filter_map(|m| m.cluster.clone().map(|c| (c, m.object.namespace.clone())))
+                    .collect();
                 let mut refused = false;
                 for m in members {
                     let object = m.object.to_string();
