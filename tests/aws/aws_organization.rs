@@ -540,15 +540,18 @@ async fn a_thousand_clusters_in_one_account_each_written_only_under_its_own_sess
     let member = Clients::new(&support::config_in(&id, region).await);
     moto.strict.require_roles_in(&id);
     member.iam.create_role().role_name(ROLE).assume_role_policy_document("{}").send().await.expect("spoke role");
+    // One launch of every cluster's instance, then each one's tags: at a thousand clusters, a
+    // launch per cluster would spend the set-up in moto's image listing.
+    let launched = run_instances(&member, n, &[("team".to_string(), "someone-else".to_string())]).await;
     let mut instances = Vec::new();
-    for c in 0..n {
+    for (c, instance) in launched.into_iter().enumerate() {
         let cluster = format!("k{c:04}-7xk2p");
         let body = format!("version: 1\ninfraID: {cluster}\ntags:\n  team: {cluster}\n").into_bytes();
         let key = format!("accounts/{id}/{cluster}/policy.yaml");
         hub_s3.put_object().bucket(&bucket).key(key).body(body.into()).send().await.expect("policy");
-        let pairs = [(owner_key(&cluster), "owned".to_string()), ("team".to_string(), "someone-else".to_string())];
-        let launched = run_instances(&member, 1, &pairs).await;
-        instances.push((launched[0].clone(), cluster));
+        let owned = ec2_tags(&[(owner_key(&cluster), "owned".to_string())]);
+        member.ec2.create_tags().resources(&instance).set_tags(Some(owned)).send().await.expect("owned");
+        instances.push((instance, cluster));
     }
     // Never written: a cluster of the account that published nothing, and a resource one only shares.
     let unpublished = run_instances(&member, 1, &[(owner_key("unpublished-1x2y3"), "owned".to_string())]).await;
