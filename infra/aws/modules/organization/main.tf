@@ -245,9 +245,13 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "organization" {
 }
 
 # A member account's publishers write and read only under their own account's folder: the policy
-# variable ${aws:PrincipalAccount} in the resource (IAM User Guide, "IAM policy elements: Variables
-# and tags": request-context keys usable as variables) with the organization's id in the condition.
-# So an account can never publish a policy the hub enforces in another account.
+# variable ${aws:PrincipalAccount} in the resource with the organization's id in the condition. IAM
+# User Guide, "IAM policy elements: Variables and tags": variables work in resource policies, "You
+# can use any single-valued condition key as a variable", and in `Resource` "only in the resource
+# portion of the ARN" (after the fifth colon, as here); aws:PrincipalAccount is single-valued and
+# "included in the request context for all requests" (global condition context keys). Variables
+# need Version 2012-10-17, which aws_iam_policy_document writes. So an account can never publish
+# a policy the hub enforces in another account.
 data "aws_iam_policy_document" "organization_bucket" {
   statement {
     sid       = "MembersOwnFolder"
@@ -296,7 +300,10 @@ resource "aws_s3_bucket_policy" "organization" {
 
 data "aws_iam_policy_document" "function" {
   # Only the member role, and only in the organization's accounts (aws:ResourceOrgID, the account
-  # of the role assumed).
+  # of the role assumed). The key is "included in the request context only if the account that
+  # owns the resource is a member of an organization", and STS is not among the actions the global
+  # condition keys page says it does not support; that it holds for sts:AssumeRole is inferred
+  # from that list (AWS's data perimeter examples apply it to every action of an identity).
   statement {
     sid       = "AssumeMemberRoles"
     actions   = ["sts:AssumeRole"]
