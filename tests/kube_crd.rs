@@ -586,7 +586,7 @@ async fn a_denied_verb_is_a_403_and_tagwarden_names_the_verbs_to_grant() {
 /// cel-rust. Rules elsewhere that cel-rust cannot parse are counted, and would be a 500 if reached.
 #[test]
 fn every_served_crd_runs_the_rules_on_its_tag_paths() {
-    let tag_paths: [(&str, &[&str], &str); 7] = [
+    let tag_paths: [(&str, &[&str], &str); 8] = [
         ("hostedclusters", &["", "spec", "spec.platform", "spec.platform.aws"], "spec.platform.aws.resourceTags"),
         ("nodepools", &["", "spec", "spec.platform", "spec.platform.aws"], "spec.platform.aws.resourceTags"),
         ("awsclusters", &["", "spec"], "spec.additionalTags"),
@@ -597,6 +597,7 @@ fn every_served_crd_runs_the_rules_on_its_tag_paths() {
         ),
         ("azureclusters", &["", "spec"], "spec.additionalTags"),
         ("awsmachinepools", &["", "spec"], "spec.additionalTags"),
+        ("awsmanagedcontrolplanes", &["", "spec"], "spec.additionalTags"),
         // A control plane's tags are its template's; the set reads which template.
         (
             "kubeadmcontrolplanes",

@@ -39,9 +39,9 @@ variable "infra_ids" {
       # Issue 33: up to 63 characters here, for Cluster API names; OpenShift's 27 are held by the
       # function's precondition (main.tf), which can read cluster_kinds (this validation cannot:
       # cluster_kinds' own validation reads infra_ids).
-      alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$", id))])
+      alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$", id))])
     )
-    error_message = "infra_ids must be a non-empty list of distinct infraIDs (OpenShift: 1-27 lowercase letters, digits and '-'; a Cluster API cluster's name, with cluster_kinds: up to 63, also '.'; starting and ending with a letter or digit); [] only for an AWS Organization hub (extra_environment = module.organization.environment)."
+    error_message = "infra_ids must be a non-empty list of distinct infraIDs (OpenShift: 1-27 lowercase letters, digits and '-'; a Cluster API cluster's name, with cluster_kinds: up to 63, also '.' and '_' (an EKS cluster's default name is <namespace>_<name>); starting and ending with a letter or digit); [] only for an AWS Organization hub (extra_environment = module.organization.environment)."
   }
 
   # Issue 31: an organization hub enforces every account, its own too, through that account's

@@ -191,6 +191,14 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
                      "additionalTags": {"team": "w1-pool", "spot": "true"}}
         }),
     );
+    // w-3: an EKS cluster (no AWSCluster), whose EKS name differs from its Cluster's, as CAPA's
+    // webhook defaults it (<namespace>_<name>).
+    api.put_custom("awsmanagedcontrolplanes", FLEET, json!({
+        "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "AWSManagedControlPlane",
+        "metadata": {"name": "w-3-cp", "namespace": FLEET, "labels": {"cluster.x-k8s.io/cluster-name": "w-3"},
+                     "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "w-3", "uid": "u-w-3"}]},
+        "spec": {"eksClusterName": "fleet_w-3-cp", "region": "us-east-1", "additionalTags": {"team": "w3", "cost-center": "9"}}
+    }));
     let stored = api.get("hostedclusters", NS, "hc-a").expect("stored");
     assert!(stored["spec"].get("notAField").is_none(), "pruned by the CRD");
     assert_eq!(stored["spec"]["issuerURL"], "https://kubernetes.default.svc", "defaulted by the CRD");
@@ -238,6 +246,19 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
     .await;
     let w2_by_capa =
         instance(&c, &account, &[("sigs.k8s.io/cluster-api-provider-aws/cluster/w-2", "owned"), drift]).await;
+    // EKS: the network CAPA names after the Cluster, the nodes after the EKS cluster.
+    let w3_network =
+        instance(&c, &account, &[("sigs.k8s.io/cluster-api-provider-aws/cluster/w-3", "owned"), drift]).await;
+    let w3_node = instance(
+        &c,
+        &account,
+        &[
+            ("sigs.k8s.io/cluster-api-provider-aws/cluster/fleet_w-3-cp", "owned"),
+            ("kubernetes.io/cluster/fleet_w-3-cp", "owned"),
+            drift,
+        ],
+    )
+    .await;
     let shared = instance(&c, &account, &[(&a, "shared"), drift]).await;
     let foreign = instance(&c, &account, &[("kubernetes.io/cluster/other-9zz9z", "owned"), drift]).await;
 
@@ -273,13 +294,13 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
     assert_eq!(warned.len(), 1, "only the refused one: {warned:?}");
     let (code, out, text) = publish("capa");
     assert_eq!(code, 0, "{text}");
-    assert_eq!(out["clusters"].as_array().map(Vec::len), Some(2), "{out}");
+    assert_eq!(out["clusters"].as_array().map(Vec::len), Some(4), "w-1, w-2, and w-3 under both its names: {out}");
     let (code, _, text) = publish("capa");
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("\"unchanged\""), "a second publish writes nothing: {text}");
 
     // --- one sweep of every published cluster ---
-    let clusters = ["hca-7xk2p", "hcb-7xk2p", "hcc-7xk2p", "w-1", "w-2", "hcx-7xk2p"];
+    let clusters = ["hca-7xk2p", "hcb-7xk2p", "hcc-7xk2p", "w-1", "w-2", "w-3", "fleet_w-3-cp", "hcx-7xk2p"];
     let sweep = || {
         let mut args = vec!["sweep", "--policy", set.as_str(), "--json"];
         for id in &clusters {
@@ -294,8 +315,8 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
         hcx.is_some_and(|c| c["unpublished"].as_str().is_some_and(|u| u.contains("no policy of this cluster"))),
         "a named cluster without a policy is reported, not left out: {out}"
     );
-    eprintln!("KINDS: sweep of 5 clusters: written {} (owned {})", out["written"], out["owned"]);
-    assert_eq!((out["owned"].as_u64(), out["written"].as_u64()), (Some(12), Some(12)), "{out}");
+    eprintln!("KINDS: sweep of 7 clusters: written {} (owned {})", out["written"], out["owned"]);
+    assert_eq!((out["owned"].as_u64(), out["written"].as_u64()), (Some(14), Some(14)), "{out}");
 
     let team = |v: &'static str| ("team", Some(v));
     assert_tags("hc-a's node", &tags(&c, &a_node).await, &[team("a"), ("env", Some("dev")), ("tier", Some("gpu"))]);
@@ -335,6 +356,9 @@ async fn hypershift_and_cluster_api_management_clusters_publish_their_sets_and_e
         &[("tier", None), ("spot", None)],
     );
     assert_tags("w-2", &tags(&c, &w2_by_capa).await, &[team("w2")]);
+    for (what, r) in [("w-3's network (the Cluster's name)", &w3_network), ("w-3's node (the EKS name)", &w3_node)] {
+        assert_tags(what, &tags(&c, r).await, &[team("w3"), ("cost-center", Some("9"))]);
+    }
     for (what, r) in [("the refused cluster's", &bad_node), ("a shared", &shared), ("another cluster's", &foreign)] {
         assert_tags(what, &tags(&c, r).await, &[team("someone-else"), ("cost-center", None)]);
     }

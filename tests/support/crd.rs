@@ -56,7 +56,7 @@ pub const INFRASTRUCTURES_CRD: &str =
 
 /// The other vendored CRDs the fake serves, relative to the package root: HyperShift's
 /// `HostedCluster` and `NodePool` (openshift/hypershift) and Cluster API's `AWSCluster`,
-/// `AWSMachineTemplate`, `AWSMachinePool` (kubernetes-sigs/cluster-api-provider-aws),
+/// `AWSMachineTemplate`, `AWSMachinePool`, `AWSManagedControlPlane` (kubernetes-sigs/cluster-api-provider-aws),
 /// `AzureCluster` (kubernetes-sigs/cluster-api-provider-azure), `MachineDeployment` and
 /// `KubeadmControlPlane` (kubernetes-sigs/cluster-api); each file's header names its commit.
 pub const SERVED_CRDS: &[&str] = &[
@@ -68,6 +68,7 @@ pub const SERVED_CRDS: &[&str] = &[
     "tests/fixtures/cluster-api/cluster.x-k8s.io_machinedeployments.yaml",
     "tests/fixtures/cluster-api/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinepools.yaml",
+    "tests/fixtures/cluster-api/controlplane.cluster.x-k8s.io_awsmanagedcontrolplanes.yaml",
 ];
 
 /// Schema keywords the fake enforces (or that carry no rule: `description`).

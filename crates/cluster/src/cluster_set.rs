@@ -28,8 +28,9 @@ pub mod hypershift;
 pub enum SetKind {
     /// HyperShift: `HostedCluster`s and their `NodePool`s.
     HyperShift,
-    /// Cluster API on AWS (CAPA): `AWSCluster`s, with the `AWSMachineTemplate`s of their
-    /// `MachineDeployment`s.
+    /// Cluster API on AWS (CAPA): `AWSCluster`s and EKS `AWSManagedControlPlane`s, with their
+    /// machines' tags (`MachineDeployment`s' and `KubeadmControlPlane`s' `AWSMachineTemplate`s,
+    /// `AWSMachinePool`s).
     Capa,
     /// Cluster API on Azure (CAPZ): `AzureCluster`s.
     Capz,
@@ -96,6 +97,8 @@ impl SetKind {
                     cluster_api::AWS_MACHINE_TEMPLATES,
                     cluster_api::KUBEADM_CONTROL_PLANES,
                     cluster_api::AWS_MACHINE_POOLS,
+                    // EKS clusters: members of their own (read_set), not refiners of an AWSCluster.
+                    cluster_api::AWS_MANAGED_CONTROL_PLANES,
                 ],
             ),
             SetKind::Capz => (cluster_api::AZURE_CLUSTERS, &[]),
@@ -162,50 +165,66 @@ pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -
             listed => refiners.push(listed?),
         }
     }
-    let mut members: Vec<Member> = objects
-        .iter()
-        .map(|o| {
-            let value = as_value(o);
-            let ns = o.namespace().unwrap_or_default();
-            // Each refining resource's objects of the member's namespace, in `resources()`' order.
-            let same_ns: Vec<Vec<Value>> = refiners
-                .iter()
-                .map(|all| all.iter().filter(|r| r.namespace().unwrap_or_default() == ns).map(as_value).collect())
-                .collect();
-            let of = |i: usize| same_ns.get(i).map(Vec::as_slice).unwrap_or_default();
-            let translated = match kind {
-                SetKind::HyperShift => hypershift::document(&value, of(0)),
-                SetKind::Capa => cluster_api::aws_document(
-                    &value,
-                    cluster_api::Machines { deployments: of(0), templates: of(1), control_planes: of(2), pools: of(3) },
-                ),
-                SetKind::Capz => cluster_api::azure_document(&value),
-            };
-            let object = ObjectRef {
-                api_version: format!("{}/{}", main.group, main.version),
-                kind: main.kind.to_string(),
-                namespace: ns,
-                name: o.name_any(),
-                uid: o.uid(),
-                resource_version: o.resource_version(),
-            };
-            let name = format!("{} {}/{}", main.qualified(), object.namespace, object.name);
-            match translated {
-                Ok((cluster, text)) => Member {
-                    document: Ok(SourceDocument {
-                        name,
-                        text,
-                        resource_version: object.resource_version.clone().unwrap_or_default(),
-                    }),
-                    cluster: Some(cluster),
-                    object,
-                },
-                Err((cluster, why)) => Member { object, cluster, document: Err(why) },
+    // Each refining resource's objects of namespace `ns`, in `resources()`' order.
+    let in_namespace = |ns: &str| -> Vec<Vec<Value>> {
+        refiners
+            .iter()
+            .map(|all| all.iter().filter(|r| r.namespace().unwrap_or_default() == ns).map(as_value).collect())
+            .collect()
+    };
+    let mut members: Vec<Member> = Vec::new();
+    for o in &objects {
+        let value = as_value(o);
+        let same_ns = in_namespace(&o.namespace().unwrap_or_default());
+        let of = |i: usize| same_ns.get(i).map(Vec::as_slice).unwrap_or_default();
+        let translated = match kind {
+            SetKind::HyperShift => hypershift::document(&value, of(0)),
+            SetKind::Capa => cluster_api::aws_document(&value, capa_machines(&same_ns)),
+            SetKind::Capz => cluster_api::azure_document(&value),
+        };
+        members.push(member(main, o, translated));
+    }
+    if kind == SetKind::Capa {
+        for o in refiners.get(4).into_iter().flatten() {
+            let same_ns = in_namespace(&o.namespace().unwrap_or_default());
+            for translated in cluster_api::eks_documents(&as_value(o), capa_machines(&same_ns)) {
+                members.push(member(cluster_api::AWS_MANAGED_CONTROL_PLANES, o, translated));
             }
-        })
-        .collect();
+        }
+    }
     members.sort_by(|a, b| (&a.object.namespace, &a.object.name).cmp(&(&b.object.namespace, &b.object.name)));
     Ok(refuse_shared_folders(members))
+}
+
+/// The objects of one namespace that name a CAPA cluster's machines, from the refiners' lists.
+fn capa_machines(same_ns: &[Vec<Value>]) -> cluster_api::Machines<'_> {
+    let of = |i: usize| same_ns.get(i).map(Vec::as_slice).unwrap_or_default();
+    cluster_api::Machines { deployments: of(0), templates: of(1), control_planes: of(2), pools: of(3) }
+}
+
+/// The member `translated` from object `o` of `resource`.
+fn member(resource: Resource, o: &DynamicObject, translated: Translated) -> Member {
+    let object = ObjectRef {
+        api_version: format!("{}/{}", resource.group, resource.version),
+        kind: resource.kind.to_string(),
+        namespace: o.namespace().unwrap_or_default(),
+        name: o.name_any(),
+        uid: o.uid(),
+        resource_version: o.resource_version(),
+    };
+    let name = format!("{} {}/{}", resource.qualified(), object.namespace, object.name);
+    match translated {
+        Ok((cluster, text)) => Member {
+            document: Ok(SourceDocument {
+                name,
+                text,
+                resource_version: object.resource_version.clone().unwrap_or_default(),
+            }),
+            cluster: Some(cluster),
+            object,
+        },
+        Err((cluster, why)) => Member { object, cluster, document: Err(why) },
+    }
 }
 
 /// A cluster's folder is the set's, but the name it comes from is an editable field of a

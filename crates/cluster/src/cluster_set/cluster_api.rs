@@ -31,8 +31,14 @@
 //!   (`LaunchTemplateName`): the override selects `Name` by the pool's name. Its cluster is the
 //!   `cluster.x-k8s.io/cluster-name` label Cluster API puts on it. A pool whose additional tags set
 //!   `Name` renames its instances: left out, said in the document.
-//! - EKS (`AWSManagedControlPlane`) is not read: its resources carry two names (the Cluster's and
-//!   `spec.eksClusterName`) in their ownership keys, which one policy per cluster cannot hold.
+//! - EKS: an `AWSManagedControlPlane` (controlplane.cluster.x-k8s.io/v1beta2) holds the cluster's
+//!   `spec.additionalTags` (no AWSCluster exists; the AWSManagedCluster has no tags). CAPA names
+//!   the ownership keys of what it creates after two names: the network and its security groups
+//!   after the Cluster (`ManagedControlPlaneScope.Name()`, `network/vpc.go`, `subnets.go`), the
+//!   EKS cluster, its subnets' `kubernetes.io/cluster/` key and the machine pools' nodes after
+//!   `spec.eksClusterName` (`KubernetesClusterName()`, `eks/cluster.go`, `eks/tags.go`,
+//!   `launchtemplate.go`). A policy is one name's, so an EKS cluster whose two names differ is two
+//!   members with the same tags and overrides: one folder per name.
 
 use serde_json::{json, Map, Value};
 use tagwarden_core::cloud::Cloud;
@@ -65,6 +71,12 @@ pub const AWS_MACHINE_POOLS: Resource = Resource {
     kind: "AWSMachinePool",
     plural: "awsmachinepools",
 };
+pub const AWS_MANAGED_CONTROL_PLANES: Resource = Resource {
+    group: "controlplane.cluster.x-k8s.io",
+    version: "v1beta2",
+    kind: "AWSManagedControlPlane",
+    plural: "awsmanagedcontrolplanes",
+};
 pub const AZURE_CLUSTERS: Resource = Resource {
     group: "infrastructure.cluster.x-k8s.io",
     version: "v1beta1",
@@ -87,7 +99,12 @@ pub struct Machines<'a> {
 /// The workload cluster and its document, from a CAPA `AWSCluster` and the objects of its
 /// namespace that name its machines.
 pub fn aws_document(object: &Value, machines: Machines<'_>) -> Translated {
-    document(object, "aws", "AWSCluster", |cluster, notes| {
+    aws_document_of(object, "AWSCluster", None, machines)
+}
+
+/// `name`: the name the resources' ownership keys carry, when not the Cluster's (EKS).
+fn aws_document_of(object: &Value, kind: &str, name: Option<&str>, machines: Machines<'_>) -> Translated {
+    document(object, "aws", kind, name, |cluster, notes| {
         let mut overrides = machine_overrides(cluster, machines.deployments, machines.templates, notes)?;
         overrides.extend(control_plane_overrides(cluster, machines.control_planes, machines.templates, notes)?);
         overrides.extend(pool_overrides(cluster, machines.pools, notes)?);
@@ -95,9 +112,25 @@ pub fn aws_document(object: &Value, machines: Machines<'_>) -> Translated {
     })
 }
 
+/// An EKS workload cluster's documents, from a CAPA `AWSManagedControlPlane`: the Cluster's name
+/// and its document, then, when `spec.eksClusterName` differs, that name and its document (the
+/// same tags and overrides, for what CAPA names after the EKS cluster).
+pub fn eks_documents(object: &Value, machines: Machines<'_>) -> Vec<Translated> {
+    const KIND: &str = "AWSManagedControlPlane";
+    let first = aws_document_of(object, KIND, None, machines);
+    let eks = object.pointer("/spec/eksClusterName").and_then(Value::as_str).unwrap_or_default();
+    match &first {
+        Ok((cluster, _)) if !eks.is_empty() && eks != cluster => {
+            let second = aws_document_of(object, KIND, Some(eks), machines);
+            vec![first, second]
+        }
+        _ => vec![first],
+    }
+}
+
 /// The workload cluster and its document, from a CAPZ `AzureCluster`.
 pub fn azure_document(object: &Value) -> Translated {
-    document(object, "azure", "AzureCluster", |_, _| Ok(Vec::new()))
+    document(object, "azure", "AzureCluster", None, |_, _| Ok(Vec::new()))
 }
 
 /// An additional tag the provider sets itself and tagwarden never writes (`Name`, ownership keys).
@@ -272,6 +305,7 @@ fn document(
     object: &Value,
     cloud: &str,
     kind: &str,
+    infra_name: Option<&str>,
     machines: impl FnOnce(&str, &mut Vec<String>) -> Result<Vec<Value>, String>,
 ) -> Translated {
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
@@ -284,25 +318,29 @@ fn document(
             ),
         ));
     };
+    let infra = infra_name.map_or_else(|| cluster.clone(), str::to_owned);
     let tags = string_map(object.pointer("/spec/additionalTags"), "spec.additionalTags")
-        .map_err(|e| (Some(cluster.clone()), e))?;
+        .map_err(|e| (Some(infra.clone()), e))?;
     let mut notes = Vec::new();
     let provider = if cloud == "aws" { Cloud::Aws } else { Cloud::Azure };
     let tags = without_providers_own(provider, tags, "spec.additionalTags", &mut notes);
-    let overrides = machines(&cluster, &mut notes).map_err(|e| (Some(cluster.clone()), e))?;
+    let overrides = machines(&cluster, &mut notes).map_err(|e| (Some(infra.clone()), e))?;
     let mut policy = json!({
         "version": 1,
         "cloud": cloud,
         "clusterKind": "ClusterAPI",
-        "infraID": cluster,
+        "infraID": infra,
         "tags": tags,
     });
     if !overrides.is_empty() {
         policy["overrides"] = Value::Array(overrides);
     }
     let mut sources = vec![format!("{kind} {namespace}/{name} (spec.additionalTags) of Cluster {namespace}/{cluster}")];
+    if infra != cluster {
+        sources.push(format!("for what CAPA names after the EKS cluster {infra} (spec.eksClusterName)"));
+    }
     sources.extend(notes);
-    native_document(&sources, &policy).map(|text| (cluster.clone(), text)).map_err(|e| (Some(cluster.clone()), e))
+    native_document(&sources, &policy).map(|text| (infra.clone(), text)).map_err(|e| (Some(infra.clone()), e))
 }
 
 /// The name of the `Cluster` that owns `object`.
@@ -459,6 +497,39 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("w-2-mp-0") && !text.contains("w-2-cp"), "another cluster's: {text}");
+    }
+
+    /// Issue 33: an EKS cluster's resources carry the Cluster's name or the EKS cluster's in their
+    /// ownership keys (CAPA `network/vpc.go` against `eks/tags.go`): one document for each name.
+    #[test]
+    fn an_eks_cluster_is_two_members_when_its_names_differ() {
+        let cp = |eks: Option<&str>| {
+            let mut o = json!({
+                "metadata": {"name": "w-3-cp", "namespace": "fleet",
+                             "ownerReferences": [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "w-3", "uid": "u"}]},
+                "spec": {"additionalTags": {"team": "eks", "Name": "x"}}
+            });
+            if let Some(eks) = eks {
+                o["spec"]["eksClusterName"] = json!(eks);
+            }
+            o
+        };
+        let pools =
+            [json!({"metadata": {"name": "w-3-mp", "namespace": "fleet", "labels": {CLUSTER_NAME_LABEL: "w-3"}},
+                            "spec": {"additionalTags": {"spot": "true"}}})];
+        let machines = Machines { pools: &pools, ..Machines::default() };
+        let docs = eks_documents(&cp(Some("fleet_w-3-cp")), machines);
+        let docs: Vec<(String, String)> = docs.into_iter().map(|d| d.expect("a document")).collect();
+        assert_eq!(docs.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(), ["w-3", "fleet_w-3-cp"]);
+        for (name, text) in &docs {
+            let policy = load_one(name, text).expect("the loader takes it");
+            assert_eq!(policy.kind, ClusterKind::ClusterApi);
+            assert_eq!(policy.overrides.len(), 1, "the pool's, in both: {text}");
+            assert!(text.contains("AWSManagedControlPlane fleet/w-3-cp"), "{text}");
+        }
+        assert!(docs[1].1.contains("EKS cluster fleet_w-3-cp (spec.eksClusterName)"), "{}", docs[1].1);
+        assert_eq!(eks_documents(&cp(None), machines).len(), 1, "not named yet: the Cluster's alone");
+        assert_eq!(eks_documents(&cp(Some("w-3")), machines).len(), 1, "one name");
     }
 
     #[test]
