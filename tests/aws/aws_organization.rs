@@ -240,12 +240,29 @@ async fn drain(hub: &tagwarden::aws::sdk::config::SdkConfig, queue: &str, org: &
             .queue_url(queue)
             .max_number_of_messages(10)
             .visibility_timeout(600)
+            .message_system_attribute_names(tagwarden::aws::sdk::sqs::types::MessageSystemAttributeName::MessageGroupId)
             .send()
             .await
             .expect("receive");
         let messages = got.messages();
         if messages.is_empty() {
             return (handled, failed);
+        }
+        if queue.ends_with(".fifo") {
+            // Each shard in its account-region's message group, which the queue delivers (and
+            // Lambda invokes) one at a time.
+            for m in messages {
+                let body: Value = serde_json::from_str(m.body().unwrap_or_default()).expect("a shard");
+                let group = m
+                    .attributes()
+                    .and_then(|a| a.get(&tagwarden::aws::sdk::sqs::types::MessageSystemAttributeName::MessageGroupId));
+                let want = format!(
+                    "{}/{}",
+                    body["account"].as_str().unwrap_or_default(),
+                    body["region"].as_str().unwrap_or_default()
+                );
+                assert_eq!(group, Some(&want), "{body}");
+            }
         }
         let records: Vec<Value> = messages
             .iter()
@@ -532,8 +549,15 @@ async fn a_thousand_clusters_in_one_account_each_written_only_under_its_own_sess
     let hub_s3 = Clients::new(&hub).s3;
     let bucket = format!("hub-{hub_account}");
     hub_s3.create_bucket().bucket(&bucket).send().await.expect("hub bucket");
+    // FIFO, as the organization module makes it: an account-region's shards one at a time.
     let sqs = tagwarden::aws::sdk::sqs::Client::new(&hub);
-    let queue = sqs.create_queue().queue_name(format!("shards-{hub_account}")).send().await.expect("queue");
+    let queue = sqs
+        .create_queue()
+        .queue_name(format!("shards-{hub_account}.fifo"))
+        .attributes(tagwarden::aws::sdk::sqs::types::QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .expect("queue");
     let queue = queue.queue_url().expect("queue url").to_string();
 
     let id = support::new_account();

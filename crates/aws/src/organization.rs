@@ -79,8 +79,8 @@ const SESSION_SECONDS: i32 = 3600;
 pub const SHARDS_FOLDER: &str = "_organization/";
 /// `SendMessageBatch` takes at most 10 messages (SQS developer guide, "Amazon SQS message quotas").
 const SQS_BATCH: usize = 10;
-/// Shards swept at once when the function or the CLI sweeps them itself: each is its own
-/// account-region's budget, so they do not share one.
+/// Account-regions swept at once when the function or the CLI sweeps the shards itself (and
+/// accounts whose events are handled at once): each is its own budget, so they do not share one.
 const SHARDS_AT_ONCE: usize = 4;
 /// "The plaintext that you use for both inline and managed session policies can't exceed 2,048
 /// characters" (STS API reference, `AssumeRole`, `Policy`).
@@ -262,6 +262,23 @@ pub struct Shard {
 pub enum ShardMessage {
     #[serde(rename = "sweep")]
     Sweep(Shard),
+}
+
+impl Shard {
+    /// The API budget the shard spends: its account-region's (`GetResources` and EC2's request
+    /// buckets are per account and region), shared by the shards of its cluster groups.
+    pub fn budget(&self) -> String {
+        format!("{}/{}", self.account, self.region)
+    }
+}
+
+/// A FIFO message's deduplication id, distinct for every send (up to 128 characters).
+fn dedup_id(body: &str, attempt: usize, entry: usize) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write(body.as_bytes());
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default();
+    format!("{now:x}-{attempt}-{entry}-{:016x}", h.finish())
 }
 
 impl ShardMessage {
@@ -902,19 +919,37 @@ impl Organization {
         (out, swept, refused, Some(member.groups.len()))
     }
 
-    /// Every shard of `shards`, [`SHARDS_AT_ONCE`] at once (each its own account-region's
-    /// budget), `done` told of each as it finishes.
+    /// Every shard of `shards`: [`SHARDS_AT_ONCE`] account-regions at once, the shards of one
+    /// account-region (its cluster groups) one after another, as the FIFO shard queue delivers
+    /// them, since they share its budget; `done` told of each as it finishes.
     pub async fn sweep_shards(
         &self,
         shards: &[Shard],
         stop_at: Option<Instant>,
         done: &(dyn Fn(&ShardReport) + Sync),
     ) -> Vec<(Outcome, ShardReport)> {
-        let mut finished = stream::iter(0..shards.len())
-            .map(|i| self.sweep_shard(&shards[i], stop_at))
+        // Owned, not borrowed: a stream of futures over borrowed shards is not general enough
+        // for the Lambda's boxed handler future.
+        let mut by_budget: BTreeMap<String, Vec<Shard>> = BTreeMap::new();
+        for s in shards {
+            by_budget.entry(s.budget()).or_default().push(s.clone());
+        }
+        let finished = stream::iter(by_budget.into_values())
+            .map(|same| self.sweep_in_turn(same, stop_at, done))
             .buffer_unordered(SHARDS_AT_ONCE);
+        finished.concat().await
+    }
+
+    /// `shards` one after another, `done` told of each.
+    async fn sweep_in_turn(
+        &self,
+        shards: Vec<Shard>,
+        stop_at: Option<Instant>,
+        done: &(dyn Fn(&ShardReport) + Sync),
+    ) -> Vec<(Outcome, ShardReport)> {
         let mut all = Vec::with_capacity(shards.len());
-        while let Some((out, report)) = finished.next().await {
+        for shard in &shards {
+            let (out, report) = self.sweep_shard(shard, stop_at).await;
             done(&report);
             all.push((out, report));
         }
@@ -924,6 +959,9 @@ impl Organization {
     /// Send `shards` to the shard queue, 10 a call; the number sent, or why not all were.
     pub async fn enqueue(&self, shards: &[Shard]) -> Result<usize, String> {
         let Some(queue) = &self.config.shard_queue else { return Err("no TAGWARDEN_SHARD_QUEUE_URL".into()) };
+        // SQS Developer Guide, "Amazon SQS FIFO queues": "The name of a FIFO queue must end with
+        // the .fifo suffix".
+        let fifo = queue.ends_with(".fifo");
         let mut sent = 0;
         for chunk in shards.chunks(SQS_BATCH) {
             // The entries a call refused alone are sent again (a sweep shard twice costs calls, never a
@@ -934,10 +972,20 @@ impl Organization {
                     .iter()
                     .map(|(i, s)| {
                         let body = serde_json::to_string(&ShardMessage::Sweep((*s).clone())).unwrap_or_default();
-                        aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
-                            .id(i.to_string())
-                            .message_body(body)
-                            .build()
+                        let entry = aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder().id(i.to_string());
+                        // A FIFO queue (the organization module's) delivers one message of a group
+                        // at a time, and Lambda invokes at most one per group ("concurrent
+                        // invocations are capped at the number of message group IDs", Lambda
+                        // Developer Guide, "Configuring scaling behavior for SQS event source
+                        // mappings"): the group is the account-region, whose API budget the shards
+                        // of its cluster groups share. It needs a deduplication id; each send is
+                        // its own (a sweep shard twice costs calls, never a write).
+                        let entry = if fifo {
+                            entry.message_group_id(s.budget()).message_deduplication_id(dedup_id(&body, attempt, *i))
+                        } else {
+                            entry
+                        };
+                        entry.message_body(body).build()
                     })
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(|e| e.to_string())?;

@@ -48,6 +48,7 @@ module "organization" {
   function_arn              = module.tagwarden.function_arn
   function_timeout_seconds  = 300 # the tagwarden module's timeout (its default)
   reserved_tag_key_patterns = module.tagwarden.reserved_tag_key_patterns
+  alarm_sns_topic_arn       = module.tagwarden.sns_topic_arn
 
   tags = var.tags
 }

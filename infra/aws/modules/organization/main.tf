@@ -107,12 +107,53 @@ resource "aws_sqs_queue" "member_events" {
 
 # One message per account × region (× cluster group) of a sweep; a failed shard is redelivered
 # max_receive_count times, then dead-lettered with its body naming the account and region.
+# FIFO, each message in its account-region's message group (crates/aws/src/organization.rs,
+# enqueue): the cluster groups of one account-region share its API budget, and Lambda invokes at
+# most one message group at a time ("concurrent invocations are capped at the number of message
+# group IDs or the maximum concurrency setting, whichever is lower", Lambda Developer Guide,
+# "Configuring scaling behavior for SQS event source mappings"), so they run one after another
+# while other account-regions run beside them. High-throughput FIFO (deduplication and the
+# throughput limit per message group; SQS Developer Guide, "High throughput for FIFO queues").
 resource "aws_sqs_queue" "shards" {
-  name                       = "${var.name}-shards"
+  name                       = "${var.name}-shards.fifo"
+  fifo_queue                 = true
+  deduplication_scope        = "messageGroup"
+  fifo_throughput_limit      = "perMessageGroupId"
   visibility_timeout_seconds = 6 * var.function_timeout_seconds
   sqs_managed_sse_enabled    = true
-  redrive_policy             = jsonencode({ deadLetterTargetArn = aws_sqs_queue.dlq.arn, maxReceiveCount = var.max_receive_count })
+  redrive_policy             = jsonencode({ deadLetterTargetArn = aws_sqs_queue.shards_dlq.arn, maxReceiveCount = var.max_receive_count })
   tags                       = var.tags
+}
+
+# "The dead-letter queue of a FIFO queue must also be a FIFO queue" (SQS Developer Guide, "Using
+# dead-letter queues in Amazon SQS").
+resource "aws_sqs_queue" "shards_dlq" {
+  name                      = "${var.name}-shards-dlq.fifo"
+  fifo_queue                = true
+  message_retention_seconds = 1209600 # 14 days, SQS's maximum
+  sqs_managed_sse_enabled   = true
+  tags                      = var.tags
+}
+
+# Something dead-lettered is something not enforced: an alarm on each dead-letter queue, to the
+# tagwarden module's topic (its sns_topic_arn output) when given.
+resource "aws_cloudwatch_metric_alarm" "dead_letters" {
+  for_each = { member_events = aws_sqs_queue.dlq.name, shards = aws_sqs_queue.shards_dlq.name }
+
+  alarm_name          = "${var.name}-org-${replace(each.key, "_", "-")}-dead-letters"
+  alarm_description   = "tagwarden organization: ${each.key == "shards" ? "sweep shards (their bodies name the account and region)" : "member events"} kept failing and are in ${each.value}; the function's logs say why. Inspect, then redrive."
+  namespace           = "AWS/SQS"
+  metric_name         = "ApproximateNumberOfMessagesVisible"
+  dimensions          = { QueueName = each.value }
+  statistic           = "Maximum"
+  period              = 300
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  evaluation_periods  = 1
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = compact([var.alarm_sns_topic_arn])
+  ok_actions          = compact([var.alarm_sns_topic_arn])
+  tags                = var.tags
 }
 
 data "aws_iam_policy_document" "member_events_queue" {

@@ -29,8 +29,13 @@ output "shard_queue_url" {
   value       = aws_sqs_queue.shards.url
 }
 
+output "shards_dlq_url" {
+  description = "Where shards that kept failing are kept (FIFO; their bodies name the account and region)."
+  value       = aws_sqs_queue.shards_dlq.url
+}
+
 output "dlq_url" {
-  description = "Where shards and member events that kept failing are kept (their bodies name the account and region)."
+  description = "Where member events that kept failing are kept (shards: shards_dlq_url)."
   value       = aws_sqs_queue.dlq.url
 }
 

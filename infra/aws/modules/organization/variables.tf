@@ -131,7 +131,7 @@ variable "max_receive_count" {
 }
 
 variable "shard_maximum_concurrency" {
-  description = "Shards swept at once across the organization (the SQS event source's MaximumConcurrency, 2-1000): each sweeps its own account-region, so this bounds only the hub's Lambda concurrency."
+  description = "Shards swept at once across the organization (the SQS event source's MaximumConcurrency, 2-1000). The shard queue is FIFO with one message group per account-region, so an account-region's shards never run at once whatever this is; it bounds the hub's Lambda concurrency."
   type        = number
   default     = 20
 
@@ -139,6 +139,12 @@ variable "shard_maximum_concurrency" {
     condition     = var.shard_maximum_concurrency >= 2 && var.shard_maximum_concurrency <= 1000
     error_message = "shard_maximum_concurrency must be 2-1000 (Lambda's SQS MaximumConcurrency)."
   }
+}
+
+variable "alarm_sns_topic_arn" {
+  description = "SNS topic the dead-letter alarms notify (the tagwarden module's sns_topic_arn output); null for none."
+  type        = string
+  default     = null
 }
 
 variable "tags" {
