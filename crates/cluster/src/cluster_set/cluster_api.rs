@@ -155,6 +155,33 @@ fn without_providers_own(
     tags
 }
 
+/// An object that makes machines from an `AWSMachineTemplate`, and how Cluster API names them.
+struct MachineOwner {
+    kind: &'static str,
+    /// Where the object names its template.
+    template_ref: &'static str,
+    /// The longest name its machines keep whole (longer ones are shortened, `names.go`).
+    name_kept: usize,
+    /// Its machines' names: the owner's name and the random suffixes, as a `valuePattern`.
+    suffix: &'static str,
+}
+
+/// `<md>-<5>-<5>`: a MachineSet `<md>-<5>`, its Machines `<machineset>-<5>`; 51 characters keep.
+const MACHINE_DEPLOYMENT: MachineOwner = MachineOwner {
+    kind: "MachineDeployment",
+    template_ref: "/spec/template/spec/infrastructureRef",
+    name_kept: 51,
+    suffix: "-?????-?????",
+};
+
+/// `<kcp>-<5>`: a generated name over 63 characters is shortened, so 57 keep.
+const CONTROL_PLANE: MachineOwner = MachineOwner {
+    kind: "KubeadmControlPlane",
+    template_ref: "/spec/machineTemplate/spec/infrastructureRef",
+    name_kept: 57,
+    suffix: "-?????",
+};
+
 /// The overrides of cluster `cluster`'s machine deployments: each deployment's template's tags on
 /// its machines.
 fn machine_overrides(
@@ -163,55 +190,9 @@ fn machine_overrides(
     templates: &[Value],
     notes: &mut Vec<String>,
 ) -> Result<Vec<Value>, String> {
-    let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut mine: Vec<&Value> = deployments.iter().filter(|d| str_at(d, "/spec/clusterName") == cluster).collect();
-    mine.sort_by_key(|d| str_at(d, "/metadata/name"));
-    let mut overrides = Vec::new();
-    for md in mine {
-        let (ns, name) = (str_at(md, "/metadata/namespace"), str_at(md, "/metadata/name"));
-        let infra = md.pointer("/spec/template/spec/infrastructureRef").cloned().unwrap_or(Value::Null);
-        if str_at(&infra, "/kind") != "AWSMachineTemplate" {
-            continue;
-        }
-        let template_name = str_at(&infra, "/name");
-        let Some(template) = templates.iter().find(|t| str_at(t, "/metadata/name") == template_name) else {
-            notes.push(format!(
-                "left out: MachineDeployment {ns}/{name}: its AWSMachineTemplate {template_name} does not exist"
-            ));
-            continue;
-        };
-        let path = format!("AWSMachineTemplate {ns}/{template_name} spec.template.spec.additionalTags");
-        let tags = string_map(template.pointer("/spec/template/spec/additionalTags"), &path)?;
-        let tags = without_providers_own(Cloud::Aws, tags, &path, notes);
-        if tags.is_empty() {
-            continue;
-        }
-        if md.pointer("/spec/machineNaming/template").is_some() {
-            notes.push(format!(
-                "left out: {path}: MachineDeployment {ns}/{name} names its machines with spec.machineNaming.template, so its instances cannot be told apart"
-            ));
-            continue;
-        }
-        if name.len() > 51 {
-            notes.push(format!(
-                "left out: {path}: Cluster API shortens the names of MachineDeployment {ns}/{name}'s machines, so its instances cannot be told apart"
-            ));
-            continue;
-        }
-        notes.push(format!("MachineDeployment {ns}/{name} with {path}"));
-        overrides.push(json!({
-            "name": format!("MachineDeployment {ns}/{name}"),
-            "selector": {"type": super::hypershift::MACHINE_RESOURCES, "tag": {"key": "Name", "valuePattern": format!("{name}-?????-?????")}},
-            "tags": tags,
-        }));
-    }
-    Ok(overrides)
+    let mine = deployments.iter().filter(|d| d.pointer("/spec/clusterName").and_then(Value::as_str) == Some(cluster));
+    template_overrides(&MACHINE_DEPLOYMENT, mine.collect(), templates, notes)
 }
-
-/// The longest KubeadmControlPlane name whose machines keep it whole: Cluster API trims a
-/// generated name over 63 characters and gives it a new random suffix (`names.go`), so
-/// `<kcp>-<5>` keeps it up to 57.
-const CONTROL_PLANE_NAME_KEPT: usize = 57;
 
 /// The overrides of cluster `cluster`'s kubeadm control planes: each one's template's tags on its
 /// machines.
@@ -221,22 +202,32 @@ fn control_plane_overrides(
     templates: &[Value],
     notes: &mut Vec<String>,
 ) -> Result<Vec<Value>, String> {
+    let mine = control_planes.iter().filter(|k| owning_cluster(k).as_deref() == Some(cluster));
+    template_overrides(&CONTROL_PLANE, mine.collect(), templates, notes)
+}
+
+/// For each of `owners` (of one cluster) whose `AWSMachineTemplate` has tags, an override putting
+/// them on its machines, by name; one whose machines cannot be told apart is left out, said in
+/// `notes`.
+fn template_overrides(
+    owner: &MachineOwner,
+    mut owners: Vec<&Value>,
+    templates: &[Value],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Value>, String> {
     let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut mine: Vec<&Value> =
-        control_planes.iter().filter(|k| owning_cluster(k).as_deref() == Some(cluster)).collect();
-    mine.sort_by_key(|k| str_at(k, "/metadata/name"));
+    owners.sort_by_key(|o| str_at(o, "/metadata/name"));
+    let kind = owner.kind;
     let mut overrides = Vec::new();
-    for kcp in mine {
-        let (ns, name) = (str_at(kcp, "/metadata/namespace"), str_at(kcp, "/metadata/name"));
-        let infra = kcp.pointer("/spec/machineTemplate/spec/infrastructureRef").cloned().unwrap_or(Value::Null);
+    for o in owners {
+        let (ns, name) = (str_at(o, "/metadata/namespace"), str_at(o, "/metadata/name"));
+        let infra = o.pointer(owner.template_ref).cloned().unwrap_or(Value::Null);
         if str_at(&infra, "/kind") != "AWSMachineTemplate" {
             continue;
         }
         let template_name = str_at(&infra, "/name");
         let Some(template) = templates.iter().find(|t| str_at(t, "/metadata/name") == template_name) else {
-            notes.push(format!(
-                "left out: KubeadmControlPlane {ns}/{name}: its AWSMachineTemplate {template_name} does not exist"
-            ));
+            notes.push(format!("left out: {kind} {ns}/{name}: its AWSMachineTemplate {template_name} does not exist"));
             continue;
         };
         let path = format!("AWSMachineTemplate {ns}/{template_name} spec.template.spec.additionalTags");
@@ -245,22 +236,22 @@ fn control_plane_overrides(
         if tags.is_empty() {
             continue;
         }
-        if kcp.pointer("/spec/machineNaming/template").is_some() {
+        if o.pointer("/spec/machineNaming/template").is_some() {
             notes.push(format!(
-                "left out: {path}: KubeadmControlPlane {ns}/{name} names its machines with spec.machineNaming.template, so its instances cannot be told apart"
+                "left out: {path}: {kind} {ns}/{name} names its machines with spec.machineNaming.template, so its instances cannot be told apart"
             ));
             continue;
         }
-        if name.len() > CONTROL_PLANE_NAME_KEPT {
+        if name.len() > owner.name_kept {
             notes.push(format!(
-                "left out: {path}: Cluster API shortens the names of KubeadmControlPlane {ns}/{name}'s machines, so its instances cannot be told apart"
+                "left out: {path}: Cluster API shortens the names of {kind} {ns}/{name}'s machines, so its instances cannot be told apart"
             ));
             continue;
         }
-        notes.push(format!("KubeadmControlPlane {ns}/{name} with {path}"));
+        notes.push(format!("{kind} {ns}/{name} with {path}"));
         overrides.push(json!({
-            "name": format!("KubeadmControlPlane {ns}/{name}"),
-            "selector": {"type": super::hypershift::MACHINE_RESOURCES, "tag": {"key": "Name", "valuePattern": format!("{name}-?????")}},
+            "name": format!("{kind} {ns}/{name}"),
+            "selector": {"type": super::hypershift::MACHINE_RESOURCES, "tag": {"key": "Name", "valuePattern": format!("{name}{}", owner.suffix)}},
             "tags": tags,
         }));
     }
