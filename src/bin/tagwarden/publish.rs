@@ -299,13 +299,6 @@ fn refused_note(cluster: &str, o: &PublishOutcome) -> String {
     format!("the function would reject cluster {cluster}'s policy: {}", o.violations.join("; "))
 }
 
-/// `--cluster-set --watch`: the set read again on each change of its objects (and every
-/// `--resync` seconds, when every member is published again, a no-op where the store holds it),
-/// and only the members whose document changed since they were last published are written: one
-/// JSON line each. A member that cannot be published is told once per reason (a Warning Event);
-/// a failed publish is retried with back-off, not only at the next change. A cluster that leaves
-/// the set keeps the policy it last published.
-#[cfg(feature = "kube")]
 /// The ConfigMap a set member's status report is mirrored into, in its object's namespace.
 #[cfg(feature = "kube")]
 fn member_configmap(cluster: &str) -> String {
@@ -352,9 +345,18 @@ async fn mirror_members(
 }
 
 /// How long `--watch` waits for a quiet moment before it reads the set again, and at most.
+#[cfg(feature = "kube")]
 const SETTLE: Duration = Duration::from_millis(500);
+#[cfg(feature = "kube")]
 const SETTLE_MAX: Duration = Duration::from_secs(5);
 
+/// `--cluster-set --watch`: the set read again on each change of its objects (and every
+/// `--resync` seconds, when every member is published again, a no-op where the store holds it),
+/// and only the members whose document changed since they were last published are written: one
+/// JSON line each. A member that cannot be published is told once per reason (a Warning Event);
+/// a failed publish is retried with back-off, not only at the next change. A cluster that leaves
+/// the set keeps the policy it last published.
+#[cfg(feature = "kube")]
 async fn watch_set(
     args: &Args,
     kind: tagwarden::cluster::cluster_set::SetKind,
