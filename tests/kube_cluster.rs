@@ -689,8 +689,8 @@ async fn exercise_set(kind: cluster::cluster_set::SetKind, objects: Vec<(&str, &
     let members = cluster::cluster_set::read_set(&client, kind, None).await.expect("the set");
     let refused = members.iter().find(|m| m.document.is_err()).expect("a member without a policy");
     cluster::warn_member(&client, None, &refused.object, "NoPolicy", "why".into()).await.expect("the Event");
-    // Each member's status report, mirrored into its namespace: created, then updated.
-    let mirror = cluster::StatusMirror::new(client.clone(), &refused.object.namespace, "tagwarden-status-x", None);
+    // Each member's status report, mirrored into the publisher's namespace: created, then updated.
+    let mirror = cluster::StatusMirror::new(client.clone(), NS, "tagwarden-status-x", None);
     mirror.mirror(&report(Some("v1"), &[], 0)).await.expect("created");
     mirror.mirror(&report(Some("v2"), &[], 1)).await.expect("updated");
     let mut changes = Box::pin(cluster::cluster_set::changes(client, kind, None));

@@ -427,7 +427,7 @@ async fn the_set_publisher_follows_the_management_cluster() {
     assert_eq!(first, ["hca-7xk2p written", "hcb-7xk2p written"]);
 
     // Each member's status report (the function writes it beside the policy) is mirrored into
-    // tagwarden-status-<cluster> in the member's namespace.
+    // tagwarden-status-<cluster> in the publisher's namespace (tagwarden, its default).
     let failed = tagwarden::status::ResourceFailure::new(
         &format!("arn:aws:ec2:us-east-1:{account}:instance/i-0123456789abcdef0"),
         "ec2:instance",
@@ -445,14 +445,15 @@ async fn the_set_publisher_follows_the_management_cluster() {
     c.s3.put_object().bucket(&policy_bucket).key(status_key).body(body.into()).send().await.expect("report");
     let started = std::time::Instant::now();
     let mirrored = loop {
-        if let Some(cm) = api.get("configmaps", NS, "tagwarden-status-hcb-7xk2p") {
+        if let Some(cm) = api.get("configmaps", "tagwarden", "tagwarden-status-hcb-7xk2p") {
             break cm;
         }
-        assert!(started.elapsed() < patience, "hc-b's status report is mirrored into its namespace");
+        assert!(started.elapsed() < patience, "hc-b's status report is mirrored");
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(mirrored["data"]["failures"], "1", "{mirrored}");
-    assert!(api.get("configmaps", NS, "tagwarden-status-hca-7xk2p").is_none(), "hc-a has no report yet");
+    assert!(api.get("configmaps", "tagwarden", "tagwarden-status-hca-7xk2p").is_none(), "hc-a has no report yet");
+    assert!(api.list("configmaps", NS).is_empty(), "nothing is written into the members' namespace");
 
     // A NodePool edit changes hc-b's policy alone.
     api.edit_custom("nodepools", NS, "hc-b-workers", |o| {

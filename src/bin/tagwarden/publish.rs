@@ -299,24 +299,36 @@ fn refused_note(cluster: &str, o: &PublishOutcome) -> String {
     format!("the function would reject cluster {cluster}'s policy: {}", o.violations.join("; "))
 }
 
-/// The ConfigMap a set member's status report is mirrored into, in its object's namespace.
+/// The ConfigMap a set member's status report is mirrored into.
 #[cfg(feature = "kube")]
 fn member_configmap(cluster: &str) -> String {
-    // A ConfigMap's name is a DNS subdomain: lowercase, '-' and '.'; an infraID may hold '_'.
-    let name =
-        format!("{}-{}", tagwarden::cluster::mirror::DEFAULT_NAME, cluster.to_ascii_lowercase().replace('_', "-"));
+    // A ConfigMap's name is a DNS subdomain: lowercase, '-' and '.'. An infraID may hold '_' or
+    // capitals; one that had to be changed takes a hash of itself, so two never share a name.
+    let plain = cluster.to_ascii_lowercase().replace('_', "-");
+    let name = if plain == cluster {
+        format!("{}-{plain}", tagwarden::cluster::mirror::DEFAULT_NAME)
+    } else {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        cluster.hash(&mut h);
+        format!("{}-{plain}-{:08x}", tagwarden::cluster::mirror::DEFAULT_NAME, h.finish() as u32)
+    };
     name.chars().take(253).collect()
 }
 
 /// Mirror each published member's status report (the function's, at the store) into
-/// `tagwarden-status-<cluster>` in its object's namespace: a ConfigMap `kubectl get` shows, with
-/// an Event there on each change of its state. One store read per member, and a ConfigMap write
-/// only when the report changed.
+/// `tagwarden-status-<cluster>` in the publisher's own namespace (`--status-namespace`), beside its
+/// `tagwarden-status`: a ConfigMap `kubectl get` shows, with an Event there on each change of its
+/// state. Not in the member's namespace: a grant to write ConfigMaps there would reach what other
+/// controllers apply into workload clusters (NodePool configs, ClusterResourceSets), and RBAC
+/// cannot narrow it to a name prefix. One store read per member, and a ConfigMap write only when
+/// the report changed.
 #[cfg(feature = "kube")]
 async fn mirror_members(
     client: &tagwarden::cluster::Client,
     target: &Target,
-    published: &std::collections::BTreeMap<String, String>,
+    published: &std::collections::BTreeSet<String>,
+    namespace: &str,
     instance: Option<String>,
 ) {
     if published.is_empty() {
@@ -331,7 +343,9 @@ async fn mirror_members(
     };
     for (cluster, report) in reports {
         let (Some(cluster), Some(report)) = (cluster, report) else { continue };
-        let Some(namespace) = published.get(&cluster) else { continue };
+        if !published.contains(&cluster) {
+            continue;
+        }
         let mirror = tagwarden::cluster::StatusMirror::new(
             client.clone(),
             namespace,
@@ -342,6 +356,15 @@ async fn mirror_members(
             tracing::warn!(cluster = %cluster, error = %e, "status mirror failed");
         }
     }
+}
+
+/// The namespace of the status ConfigMaps: `--status-namespace`, else the pod's, else tagwarden.
+#[cfg(feature = "kube")]
+fn status_namespace(args: &Args) -> String {
+    args.status_namespace
+        .clone()
+        .or_else(|| std::env::var("POD_NAMESPACE").ok())
+        .unwrap_or_else(|| "tagwarden".to_string())
 }
 
 /// How long `--watch` waits for a quiet moment before it reads the set again, and at most.
@@ -384,9 +407,9 @@ async fn watch_set(
     let status_every = Duration::from_secs(args.status_interval);
     let mut status = tokio::time::interval_at(tokio::time::Instant::now() + status_every, status_every);
     status.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The members published (or in line at the store) by the last read of the set: cluster → its
-    // object's namespace.
-    let mut published: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    // The members published (or in line at the store) by the last read of the set.
+    let mut published = std::collections::BTreeSet::new();
+    let status_namespace = status_namespace(args);
     let resync_every = Duration::from_secs(args.resync);
     let mut resync = tokio::time::interval_at(tokio::time::Instant::now() + resync_every, resync_every);
     let retry = tokio::time::sleep(Duration::ZERO);
@@ -419,7 +442,7 @@ async fn watch_set(
             () = &mut retry, if retrying => {}
             _ = status.tick() => {
                 if !args.dry_run {
-                    mirror_members(client, &target, &published, instance.clone()).await;
+                    mirror_members(client, &target, &published, &status_namespace, instance.clone()).await;
                 }
                 continue;
             }
@@ -433,11 +456,7 @@ async fn watch_set(
             }
             Ok(members) => {
                 health.set_ready();
-                published = members
-                    .iter()
-                    .filter(|m| m.document.is_ok())
-                    .filter_map(|m| m.cluster.clone().map(|c| (c, m.object.namespace.clone())))
-                    .collect();
+                published = members.iter().filter(|m| m.document.is_ok()).filter_map(|m| m.cluster.clone()).collect();
                 let mut refused = false;
                 for m in members {
                     let object = m.object.to_string();
@@ -559,11 +578,7 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
             .with_context(|| format!("--listen {addr}: cannot listen there; choose a free port"))?;
         tokio::spawn(health::serve(listener, health.clone()));
     }
-    let namespace = args
-        .status_namespace
-        .clone()
-        .or_else(|| std::env::var("POD_NAMESPACE").ok())
-        .unwrap_or_else(|| "tagwarden".to_string());
+    let namespace = status_namespace(args);
     let mirror = StatusMirror::new(client.clone(), &namespace, &args.status_configmap, std::env::var("POD_NAME").ok());
     let target = connect_reporting(args, &mirror, &health).await?;
     let target = &target;
