@@ -264,6 +264,15 @@ pub fn changes(client: Client, kind: SetKind, namespace: Option<String>) -> impl
                 match e {
                     Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone) => Some(()),
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => None,
+                    // A refining kind whose CRD is not installed (read_set reads it as empty) is
+                    // watched with back-off in case it appears, quietly.
+                    Err(
+                        watcher::Error::InitialListFailed(kube::Error::Api(s))
+                        | watcher::Error::WatchFailed(kube::Error::Api(s)),
+                    ) if s.code == 404 => {
+                        tracing::debug!(resource = %r.qualified(), "not installed here; watched again later");
+                        None
+                    }
                     Err(e) => {
                         tracing::warn!(resource = %r.qualified(), error = %e, "watch interrupted; retrying");
                         None

@@ -42,6 +42,7 @@
 
 use serde_json::{json, Map, Value};
 use tagwarden_core::cloud::Cloud;
+use tagwarden_core::policy::validate::is_k8s_io_key;
 
 use super::{native_document, string_map, Resource, Translated};
 
@@ -150,7 +151,13 @@ fn without_providers_own(
         if own {
             notes.push(format!("left out: {path}: {k} (the provider sets it; tagwarden never writes it)"));
         }
-        !own
+        // The rest of the cluster's tags are still enforced: the loader would refuse the whole
+        // document for one such key.
+        let reserved = !own && cloud == Cloud::Aws && is_k8s_io_key(k);
+        if reserved {
+            notes.push(format!("left out: {path}: {k} (in k8s.io/, which tagwarden's role may not write)"));
+        }
+        !own && !reserved
     });
     tags
 }
@@ -429,7 +436,7 @@ mod tests {
     fn control_plane_and_pool_tags_win_on_their_own_machines() {
         let object = json!({
             "metadata": {"name": "w-1-x", "namespace": "fleet", "labels": {CLUSTER_NAME_LABEL: "w-1"}},
-            "spec": {"additionalTags": {"team": "cluster", "cost": "7"}}
+            "spec": {"additionalTags": {"team": "cluster", "cost": "7", "k8s.io/cluster-autoscaler/enabled": "true"}}
         });
         let owned_by = |cluster: &str| json!([{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": cluster, "uid": "u"}]);
         let kcp = |name: &str, cluster: &str, template: &str| {
@@ -483,6 +490,10 @@ mod tests {
             "the pool's name exactly"
         );
         assert!(text.contains("AWSMachinePool fleet/w-1-mp-0 spec.additionalTags: it sets Name"), "{text}");
+        assert!(
+            text.contains("left out: spec.additionalTags: k8s.io/cluster-autoscaler/enabled (in k8s.io/"),
+            "{text}"
+        );
         assert!(
             text.contains(&format!("Cluster API shortens the names of KubeadmControlPlane fleet/{long}")),
             "{text}"

@@ -78,7 +78,12 @@ fn user_tags(
         if owner {
             dropped.push(format!("{path}: {k} (an ownership tag, never enforced)"));
         }
-        !owner
+        // Left out rather than the whole document refused by the loader for it.
+        let reserved = !owner && tagwarden_core::policy::validate::is_k8s_io_key(k);
+        if reserved {
+            dropped.push(format!("{path}: {k} (in k8s.io/, which tagwarden's role may not write)"));
+        }
+        !owner && !reserved
     });
     let allowed = list
         .and_then(Value::as_array)

@@ -66,6 +66,13 @@ static AZURE_VALUE_BAD_CHAR: LazyLock<Regex> =
 const AZURE_RESERVED_PREFIXES: &[&str] = &["kubernetes.io", "openshift.io", "microsoft", "azure", "windows"];
 
 /// Check one tag against the cloud's rules.
+/// Whether `key` lies in the `k8s.io/` namespace (or a subdomain's), in any case: other
+/// controllers' working tags, which the function's AWS role may not write (the loader refuses
+/// them on AWS; a cluster's translator leaves them out of its document, naming them).
+pub fn is_k8s_io_key(key: &str) -> bool {
+    AWS_RESERVED_NS.captures(key).and_then(|m| m.get(2)).is_some_and(|ns| ns.as_str().eq_ignore_ascii_case("k8s"))
+}
+
 pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut push = |rule: Rule, message: String| {
@@ -354,6 +361,8 @@ mod tests {
         );
         assert!(rules(Cloud::Aws, "notk8s.io/x", "v").is_empty() && rules(Cloud::Aws, "team/k8s.io/x", "v").is_empty());
         assert!(rules(Cloud::Azure, "k8s.io_x", "v").is_empty(), "Azure has no such deny");
+        assert!(is_k8s_io_key("k8s.io/cluster-autoscaler/enabled") && is_k8s_io_key("SIGS.K8S.IO/x"));
+        assert!(!is_k8s_io_key("kubernetes.io/cluster/x") && !is_k8s_io_key("team"));
     }
 
     #[test]
