@@ -899,14 +899,18 @@ impl Organization {
                     Some(format!("deferred: the invocation's deadline was near before {}", clusters.join(", ")));
                 break;
             }
-            // The session first: a refused account is one record naming the fix, not a failure per
-            // listing; a throttled STS fails the shard at once, so SQS retries it whole.
+            // The session first: a refused account is one record naming the fix (the shard's
+            // outcome, the summary), not a failure per listing, and not a shard handed back: on the
+            // FIFO queue it would hold its account-region's group for every redelivery while the
+            // hourly sweeps pile up behind it, and the next sweep asks again anyway. A throttled
+            // STS fails the shard at once, so SQS retries it whole.
             match self.sessions.credentials(&shard.account, g, &group.policy).await {
-                Err(why) => {
+                Err(why) if why.transient => {
                     out.error = Some(why.to_string());
-                    if !why.transient {
-                        refused = Some(why.to_string());
-                    }
+                    break;
+                }
+                Err(why) => {
+                    refused = Some(why.to_string());
                     break;
                 }
                 Ok(_) => {
