@@ -59,8 +59,10 @@ struct State {
     fired: Mutex<BTreeMap<&'static str, u64>>,
     /// Accounts whose roles `AssumeRole` must find (`Strict::require_roles_in`).
     roles_checked: Mutex<std::collections::HashSet<String>>,
-    /// Access key of a session assumed with a session policy → that policy.
-    session_policies: Mutex<HashMap<String, Value>>,
+    /// Access key of a session assumed with a session policy → the role's account and that policy.
+    session_policies: Mutex<HashMap<String, (String, Value)>>,
+    /// By account: tag writes checked against a session policy (allowed or refused).
+    session_checked: Mutex<HashMap<String, u64>>,
 }
 
 /// The process-wide layer in front of `upstream` (moto), on its own runtime so that it outlives
@@ -118,6 +120,13 @@ impl Strict {
         self.state.roles_checked.lock().unwrap().insert(account.to_string());
     }
 
+    /// In `account` (tests run side by side, each in accounts of its own): the sessions assumed
+    /// with a session policy, and the tag writes checked against one.
+    pub fn session_checks(&self, account: &str) -> (usize, u64) {
+        let policies = self.state.session_policies.lock().unwrap().values().filter(|(a, _)| a == account).count();
+        (policies, self.state.session_checked.lock().unwrap().get(account).copied().unwrap_or(0))
+    }
+
     /// How often each rule refused or rewrote a request.
     pub fn fired(&self) -> BTreeMap<&'static str, u64> {
         self.state.fired.lock().unwrap().clone()
@@ -156,14 +165,18 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
                     &format!("User: {akid} is not authorized to perform: sts:AssumeRole on resource: {role}"),
                 ));
             }
-            let policy = p.iter().find(|(k, _)| k == "Policy").and_then(|(_, v)| serde_json::from_str::<Value>(v).ok());
+            // A Policy that is not JSON stands as one that allows nothing (STS would refuse it:
+            // MalformedPolicyDocument), so a test can never pass on an unchecked session.
+            let policy = p.iter().find(|(k, _)| k == "Policy").map(|(_, v)| {
+                serde_json::from_str::<Value>(v).unwrap_or_else(|_| serde_json::json!({"Statement": []}))
+            });
             if let Some(policy) = policy {
                 // IAM User Guide, "Session policies": "The resulting session's permissions are the
                 // intersection of the entity's identity-based policy and the session policies."
                 let (parts, body) = forward_bytes(upstream, parts, body).await?;
                 let text = String::from_utf8_lossy(&body);
                 if let Some(key) = between(&text, "<AccessKeyId>", "</AccessKeyId>") {
-                    state.session_policies.lock().unwrap().insert(key.to_string(), policy);
+                    state.session_policies.lock().unwrap().insert(key.to_string(), (account, policy));
                 }
                 return Ok(Response::from_parts(parts, Full::new(body)));
             }
@@ -175,8 +188,9 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
                 state.fire("ec2-create-tags-1000-ids");
                 return Ok(ec2_error(400, "InvalidParameterValue", "The request may name up to 1000 resource IDs."));
             }
-            let policy = state.session_policies.lock().unwrap().get(&akid).cloned();
-            if let Some(policy) = policy {
+            let session = state.session_policies.lock().unwrap().get(&akid).cloned();
+            if let Some((account, policy)) = session {
+                *state.session_checked.lock().unwrap().entry(account).or_default() += 1;
                 let ids = values_prefixed(&p, "ResourceId.");
                 let filter: String =
                     ids.iter().enumerate().map(|(i, id)| format!("&Filter.1.Value.{}={}", i + 1, enc(id))).collect();
@@ -309,7 +323,11 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
         }
         ("s3", "PutBucketTagging") => {
             let bucket = bucket_of(&parts.uri);
-            let policy = state.session_policies.lock().unwrap().get(&akid).cloned();
+            let session = state.session_policies.lock().unwrap().get(&akid).cloned();
+            if let Some((account, _)) = &session {
+                *state.session_checked.lock().unwrap().entry(account.clone()).or_default() += 1;
+            }
+            let policy = session.map(|(_, p)| p);
             // S3 evaluates no aws:ResourceTag for PutBucketTagging on a general purpose bucket
             // (infra/aws/iam.tf, WriteBucketTags): only a statement on the bucket's ARN allows it.
             if policy
@@ -455,8 +473,12 @@ fn session_allows(policy: &Value, action: &str, resource: &str, tags: Option<&Ve
                 op == "StringEquals"
                     && keys.as_object().is_some_and(|keys| {
                         keys.iter().all(|(key, want)| {
+                            // "Condition key names are not case-sensitive" (IAM User Guide, "IAM JSON
+                            // policy elements: Condition"): the tag key in it neither.
                             let Some(tag) = key.strip_prefix("aws:ResourceTag/") else { return false };
-                            let have = tags.and_then(|t| t.iter().find(|(k, _)| k == tag)).map(|(_, v)| v.as_str());
+                            let have = tags
+                                .and_then(|t| t.iter().find(|(k, _)| k.eq_ignore_ascii_case(tag)))
+                                .map(|(_, v)| v.as_str());
                             have.is_some_and(|v| listed(want).iter().any(|w| w == v))
                         })
                     })
