@@ -50,20 +50,25 @@ resource "aws_sqs_queue" "events" {
 }
 
 data "aws_iam_policy_document" "events_queue" {
-  statement {
-    sid       = "EventBridgeRules"
-    actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.events.arn]
+  # An organization hub has no rule of its own (events.tf): then no Allow, and the Deny below
+  # refuses every sender, with no empty value list (SQS's policy grammar takes none).
+  dynamic "statement" {
+    for_each = length(local.event_rule_arns) > 0 ? [1] : []
+    content {
+      sid       = "EventBridgeRules"
+      actions   = ["sqs:SendMessage"]
+      resources = [aws_sqs_queue.events.arn]
 
-    principals {
-      type        = "Service"
-      identifiers = ["events.amazonaws.com"]
-    }
+      principals {
+        type        = "Service"
+        identifiers = ["events.amazonaws.com"]
+      }
 
-    condition {
-      test     = "ArnEquals"
-      variable = "aws:SourceArn"
-      values   = local.event_rule_arns
+      condition {
+        test     = "ArnEquals"
+        variable = "aws:SourceArn"
+        values   = local.event_rule_arns
+      }
     }
   }
 
@@ -90,10 +95,13 @@ data "aws_iam_policy_document" "events_queue" {
       identifiers = ["*"]
     }
 
-    condition {
-      test     = "ArnNotEquals"
-      variable = "aws:SourceArn"
-      values   = local.event_rule_arns
+    dynamic "condition" {
+      for_each = length(local.event_rule_arns) > 0 ? [1] : []
+      content {
+        test     = "ArnNotEquals"
+        variable = "aws:SourceArn"
+        values   = local.event_rule_arns
+      }
     }
 
     dynamic "condition" {

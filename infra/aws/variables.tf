@@ -25,6 +25,12 @@ variable "infra_id" {
     condition     = (var.infra_id == null) != (var.infra_ids == null)
     error_message = "Set infra_id (one cluster) or infra_ids (a cluster set, one deployment for every cluster of the account), exactly one of them."
   }
+
+  # Issue 31: an organization hub has no cluster of its own (infra_ids, below).
+  validation {
+    condition     = var.infra_id == null || !contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
+    error_message = "An AWS Organization hub takes infra_ids = [], not infra_id: list the hub account's own clusters in the organization module's clusters (\"<hub account>/<infraID>\") and deploy modules/member in the hub account, as for any member."
+  }
 }
 
 variable "infra_ids" {
@@ -656,7 +662,7 @@ variable "create_trail" {
 }
 
 variable "trail_organization_id" {
-  description = "With create_trail, an organization trail (issue 31): the organization's id. CloudTrail then creates the trail in every member account (\"a trail with the name that you give it is created in every AWS account that belongs to your organization\", CloudTrail User Guide, \"Creating a trail for an organization\"), which is what makes each member's EventBridge receive its `AWS API Call via CloudTrail` events for its spoke to forward. Apply from the management account or a CloudTrail delegated administrator. Leave null where the organization already has one (AWS Control Tower creates one)."
+  description = "With create_trail, an organization trail (issue 31): the organization's id. CloudTrail then creates the trail in every member account (\"a trail with the name that you give it is created in every AWS account that belongs to your organization\", CloudTrail User Guide, \"Creating a trail for an organization\"), which is what makes each member's EventBridge receive its `AWS API Call via CloudTrail` events for its spoke to forward. Apply from the management account: the bucket policy's aws:SourceArn names the trail in the applying account, and a trail a delegated administrator creates is the management account's. Leave null where the organization already has one (AWS Control Tower creates one)."
   type        = string
   default     = null
 

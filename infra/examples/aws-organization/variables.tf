@@ -26,7 +26,7 @@ variable "clusters" {
 }
 
 variable "create_organization_trail" {
-  description = "Create an organization trail of management events from the hub (the management account or a CloudTrail delegated administrator). Without a trail in a member account its creations never reach EventBridge, and only the sweeps correct there. Leave false when the organization has one already (`aws cloudtrail describe-trails --query 'trailList[?IsOrganizationTrail]'`)."
+  description = "Create an organization trail of management events from the hub (when it is the management account). Without a trail in a member account its creations never reach EventBridge, and only the sweeps correct there. Leave false when the organization has one already (`aws cloudtrail describe-trails --query 'trailList[?IsOrganizationTrail]'`)."
   type        = bool
   default     = false
 }

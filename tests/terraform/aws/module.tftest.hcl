@@ -1048,6 +1048,15 @@ run "an_empty_cluster_set_outside_an_organization_is_refused" {
   expect_failures = [var.infra_ids]
 }
 
+run "an_organization_hub_with_one_cluster_of_its_own_is_refused" {
+  command = plan
+  variables {
+    policy_source     = "s3"
+    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/" }
+  }
+  expect_failures = [var.infra_id]
+}
+
 run "an_organization_hub_with_clusters_of_its_own_is_refused" {
   command = plan
   variables {
