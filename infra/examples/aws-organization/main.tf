@@ -42,6 +42,9 @@ module "organization" {
   member_regions                 = var.member_regions
   member_organizational_unit_ids = var.member_organizational_unit_ids
   clusters                       = var.clusters
+  account_clusters               = var.account_clusters
+  cluster_kinds                  = var.cluster_kinds
+  contest_operators              = var.contest_operators
 
   function_role_name        = module.tagwarden.role_name
   function_role_arn         = module.tagwarden.role_arn
@@ -57,12 +60,14 @@ module "organization" {
 # service-managed StackSet never deploys to the management account, nor to an account outside its
 # OUs. Its other regions take the same module under a provider for each (create_member_role =
 # false there: the role is global).
+data "aws_caller_identity" "current" {}
+
 module "hub_spoke" {
   source = "../../aws/modules/member"
   count  = var.hub_spoke ? 1 : 0
 
   hub_event_bus_arn        = module.organization.hub_event_bus_arn
-  member_role_policy_json  = module.organization.member_role_policy_json
+  member_roles             = module.organization.member_roles[data.aws_caller_identity.current.account_id]
   member_trust_policy_json = module.organization.member_trust_policy_json
   event_patterns           = module.organization.member_event_patterns
   create_member_role       = true

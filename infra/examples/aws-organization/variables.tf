@@ -25,6 +25,24 @@ variable "clusters" {
   type        = list(string)
 }
 
+variable "account_clusters" {
+  description = "The clusters of each account listed whole (`<account>/*`), by account: that account's member roles write tags only on what these own."
+  type        = map(list(string))
+  default     = {}
+}
+
+variable "cluster_kinds" {
+  description = "Clusters that are not OpenShift installer clusters, by infraID: `ClusterAPI` or `HyperShift`."
+  type        = map(string)
+  default     = {}
+}
+
+variable "contest_operators" {
+  description = "IAM principal ARNs that may lift a contest (`tagwarden status --lift`), each lift recorded with who made it."
+  type        = list(string)
+  default     = []
+}
+
 variable "create_organization_trail" {
   description = "Create an organization trail of management events from the hub (when it is the management account). Without a trail in a member account its creations never reach EventBridge, and only the sweeps correct there. Leave false when the organization has one already (`aws cloudtrail describe-trails --query 'trailList[?IsOrganizationTrail]'`)."
   type        = bool

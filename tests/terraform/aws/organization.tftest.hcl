@@ -36,6 +36,8 @@ variables {
   member_regions                 = ["eu-west-1", "us-east-1"]
   member_organizational_unit_ids = ["ou-ab12-cd34ef56"]
   clusters                       = ["111122223333/prod-7xk2p", "444455556666/*"]
+  account_clusters               = { "444455556666" = ["shop-3kd9s", "capi-east"] }
+  cluster_kinds                  = { "capi-east" = "ClusterAPI" }
   function_role_name             = "tagwarden-lambda"
   function_role_arn              = "arn:aws:iam::999988887777:role/tagwarden-lambda"
   function_arn                   = "arn:aws:lambda:eu-west-1:999988887777:function:tagwarden"
@@ -70,15 +72,21 @@ run "a_hub_with_a_stack_set_of_spokes" {
     error_message = "the StackSet targets the OUs"
   }
 
-  # One definition: the template's rules are the member patterns, the role is created once (IAM is
-  # global), IAM's and Route 53's rules only where their events are delivered.
+  # One definition: the shared template's rules are the member patterns, IAM's and Route 53's rules
+  # only where their events are delivered; each account's roles in a StackSet of its own, deployed
+  # to that account alone, once (IAM is global).
   assert {
-    condition = (jsondecode(aws_cloudformation_stack_set.member[0].template_body).Resources.MemberRole.Condition == "IsRoleRegion" &&
-      jsondecode(aws_cloudformation_stack_set.member[0].template_body).Conditions.IsRoleRegion["Fn::Equals"][1] == "us-east-1" &&
+    condition = (!can(jsondecode(aws_cloudformation_stack_set.member[0].template_body).Resources.MemberRole) &&
+      jsondecode(aws_cloudformation_stack_set.member_roles["444455556666"].template_body).Resources.MemberRole0.Condition == "IsRoleRegion" &&
+      jsondecode(aws_cloudformation_stack_set.member_roles["444455556666"].template_body).Conditions.IsRoleRegion["Fn::Equals"][1] == "us-east-1" &&
+      toset(keys(aws_cloudformation_stack_set.member_roles)) == toset(["111122223333", "444455556666"]) &&
+      aws_cloudformation_stack_set_instance.member_roles["444455556666"].deployment_targets[0].account_filter_type == "INTERSECTION" &&
+      aws_cloudformation_stack_set_instance.member_roles["444455556666"].deployment_targets[0].accounts == toset(["444455556666"]) &&
+      aws_cloudformation_stack_set_instance.member_roles["444455556666"].region == "us-east-1" &&
       jsondecode(aws_cloudformation_stack_set.member[0].template_body).Resources.RuleIam.Condition == "IsGlobalRegion" &&
       jsondecode(aws_cloudformation_stack_set.member[0].template_body).Resources.RuleRoute53.Condition == "IsGlobalRegion" &&
     !can(jsondecode(aws_cloudformation_stack_set.member[0].template_body).Resources.RuleEc2.Condition))
-    error_message = "the member role once, in us-east-1; global services' rules only there"
+    error_message = "each account's roles once, in us-east-1, in that account alone; global services' rules only there"
   }
   assert {
     condition = (length([for k, r in jsondecode(aws_cloudformation_stack_set.member[0].template_body).Resources : k if startswith(k, "Rule")]) == length(output.member_event_patterns) &&
@@ -89,12 +97,17 @@ run "a_hub_with_a_stack_set_of_spokes" {
     condition     = jsondecode(output.member_trust_policy_json).Statement[0].Principal.AWS == "arn:aws:iam::999988887777:role/tagwarden-lambda"
     error_message = "the member role trusts the hub function's role alone"
   }
-  # The member role never grows with the clusters: no ownership key in it, the reserved keys denied.
+  # Each member role bounds its writes to its clusters' ownership keys, within IAM's 10,240
+  # characters; the reserved keys denied (tests/iam evaluates them request by request).
   assert {
-    condition = (!strcontains(output.member_role_policy_json, "kubernetes.io/cluster/") &&
-      length(output.member_role_policy_json) < 10240 &&
-    [for s in jsondecode(output.member_role_policy_json).Statement : s.Effect if s.Sid == "DenyReservedTagKeys"] == ["Deny"])
-    error_message = "the member role: constant size (IAM's 10,240 characters of inline policy), reserved keys denied"
+    condition = (alltrue([for a, roles in output.member_roles : alltrue([for r in roles : length(r.policy_json) < 10240])]) &&
+      keys(one([for s in jsondecode(output.member_roles["444455556666"][0].policy_json).Statement : s.Condition.StringNotEquals if s.Sid == "DenyUnowned"])) == [
+        "aws:ResourceTag/kubernetes.io/cluster/capi-east",
+        "aws:ResourceTag/kubernetes.io/cluster/shop-3kd9s",
+        "aws:ResourceTag/sigs.k8s.io/cluster-api-provider-aws/cluster/capi-east",
+      ] &&
+    [for s in jsondecode(output.member_roles["111122223333"][0].policy_json).Statement : s.Effect if s.Sid == "DenyReservedTagKeys"] == ["Deny"])
+    error_message = "member roles: each within IAM's 10,240 characters, writes bounded to its clusters' ownership keys, reserved keys denied"
   }
   # Loop safety: the member role's own calls are dropped at every CloudTrail rule.
   assert {
@@ -102,9 +115,9 @@ run "a_hub_with_a_stack_set_of_spokes" {
     error_message = "every CloudTrail rule drops the member role's own calls"
   }
 
-  # A member account writes only its own folder; the organization alone reaches the bus.
+  # A cluster's publisher writes only its own folder; the organization alone reaches the bus.
   assert {
-    condition = (toset(data.aws_iam_policy_document.organization_bucket.statement[0].resources) == toset(["arn:aws:s3:::tagwarden-999988887777-org/accounts/$${aws:PrincipalAccount}/*"]) &&
+    condition = (toset(data.aws_iam_policy_document.organization_bucket.statement[0].resources) == toset(["arn:aws:s3:::tagwarden-999988887777-org/accounts/$${aws:PrincipalAccount}/$${aws:PrincipalTag/tagwarden-cluster}/*"]) &&
     anytrue([for c in data.aws_iam_policy_document.organization_bucket.statement[0].condition : c.variable == "aws:PrincipalOrgID" && toset(c.values) == toset(["o-a1b2c3d4e5"])]))
     error_message = "members write under their own account's folder only, within the organization"
   }
@@ -113,7 +126,7 @@ run "a_hub_with_a_stack_set_of_spokes" {
     error_message = "only the organization's accounts put events on the hub bus"
   }
   assert {
-    condition = (toset(data.aws_iam_policy_document.function.statement[0].resources) == toset(["arn:aws:iam::*:role/tagwarden-member"]) &&
+    condition = (toset(data.aws_iam_policy_document.function.statement[0].resources) == toset(["arn:aws:iam::*:role/tagwarden-member", "arn:aws:iam::*:role/tagwarden-member-*"]) &&
     anytrue([for c in data.aws_iam_policy_document.function.statement[0].condition : c.variable == "aws:ResourceOrgID" && toset(c.values) == toset(["o-a1b2c3d4e5"])]))
     error_message = "the function assumes the member role only, only in the organization"
   }
@@ -149,6 +162,17 @@ run "a_thousand_named_clusters_are_refused_with_the_fix" {
   }
 
   expect_failures = [var.clusters]
+}
+
+# An account listed whole must name its clusters: its member roles' ownership bound lists them.
+run "an_account_listed_whole_without_its_clusters_is_refused" {
+  command = plan
+
+  variables {
+    account_clusters = {}
+  }
+
+  expect_failures = [aws_s3_object.member_roles]
 }
 
 run "an_invalid_organization_id_is_refused" {

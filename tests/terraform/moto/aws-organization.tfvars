@@ -8,6 +8,9 @@ organization_id                = "o-a1b2c3d4e5"
 member_regions                 = ["eu-west-1", "us-east-1"]
 member_organizational_unit_ids = []
 clusters                       = ["111122223333/prod-7xk2p", "444455556666/*", "123456789012/hub-a1b2c"]
+account_clusters               = { "444455556666" = ["shop-3kd9s", "capi-east"] }
+cluster_kinds                  = { "capi-east" = "ClusterAPI" }
+contest_operators              = ["arn:aws:iam::123456789012:role/platform-oncall"]
 hub_spoke                      = true
 tags = {
   app  = "tagwarden"

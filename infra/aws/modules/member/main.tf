@@ -13,21 +13,23 @@ locals {
   if !contains(local.global_services, k) || data.aws_region.current.name == "us-east-1" }
 }
 
+# The account's member roles, as the organization module rendered them for it: each writes tags
+# only on what its clusters own (its policy's DenyUnowned).
 resource "aws_iam_role" "member" {
-  count = var.create_member_role ? 1 : 0
+  for_each = var.create_member_role ? { for r in var.member_roles : r.name => r } : {}
 
-  name               = var.member_role_name
-  description        = "tagwarden hub: reads tags, writes them on what a session's clusters own"
+  name               = each.key
+  description        = "tagwarden hub: reads tags, writes them on what ${length(each.value.clusters)} cluster(s) own"
   assume_role_policy = var.member_trust_policy_json
   tags               = var.tags
 }
 
 resource "aws_iam_role_policy" "member" {
-  count = var.create_member_role ? 1 : 0
+  for_each = aws_iam_role.member
 
   name   = "tag-enforcement"
-  role   = aws_iam_role.member[0].id
-  policy = var.member_role_policy_json
+  role   = each.value.id
+  policy = var.member_roles[index(var.member_roles[*].name, each.key)].policy_json
 }
 
 data "aws_iam_policy_document" "forward_assume" {
@@ -48,7 +50,7 @@ data "aws_iam_policy_document" "forward_assume" {
 }
 
 resource "aws_iam_role" "forward" {
-  name               = "${var.name}-forward-${data.aws_region.current.name}"
+  name               = "${var.member_role_name}-forward-${data.aws_region.current.name}"
   description        = "tagwarden: EventBridge forwards this account's events to ${var.hub_event_bus_arn}"
   assume_role_policy = data.aws_iam_policy_document.forward_assume.json
   tags               = var.tags
@@ -82,4 +84,15 @@ resource "aws_cloudwatch_event_target" "hub" {
   rule     = aws_cloudwatch_event_rule.hub[each.key].name
   arn      = var.hub_event_bus_arn
   role_arn = aws_iam_role.forward.arn
+}
+
+# One role became a role per share of the account's clusters (the default name's).
+moved {
+  from = aws_iam_role.member[0]
+  to   = aws_iam_role.member["tagwarden-member"]
+}
+
+moved {
+  from = aws_iam_role_policy.member[0]
+  to   = aws_iam_role_policy.member["tagwarden-member"]
 }

@@ -1,5 +1,5 @@
 variable "name" {
-  description = "Name prefix: rules `<name>-<key>-hub`, forwarding role `<name>-forward-<region>`."
+  description = "Name prefix of the rules, `<name>-<key>-hub` (the forwarding role is `<member_role_name>-forward-<region>`, the name the hub bus admits)."
   type        = string
   default     = "tagwarden"
 
@@ -25,18 +25,23 @@ variable "member_role_name" {
   default     = "tagwarden-member"
 
   validation {
-    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", var.member_role_name))
-    error_message = "member_role_name must be an IAM role name: 1-64 of A-Z a-z 0-9 +=,.@_-."
+    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,40}$", var.member_role_name))
+    error_message = "member_role_name must be an IAM role name of 1-40 of A-Z a-z 0-9 +=,.@_- (the forwarding role adds -forward-<region>)."
   }
 }
 
-variable "member_role_policy_json" {
-  description = "The member role's policy: the organization module's `member_role_policy_json` (never written by hand)."
-  type        = string
+variable "member_roles" {
+  description = "This account's member roles: the organization module's `member_roles[\"<this account>\"]` (never written by hand). Each writes tags only on what its clusters own."
+  type = list(object({
+    name        = string
+    clusters    = list(string)
+    policy_json = string
+  }))
+  default = []
 
   validation {
-    condition     = can(jsondecode(var.member_role_policy_json).Statement)
-    error_message = "member_role_policy_json must be an IAM policy document: pass the organization module's output."
+    condition     = alltrue([for r in var.member_roles : can(jsondecode(r.policy_json).Statement)])
+    error_message = "member_roles must be the organization module's output for this account."
   }
 }
 

@@ -9,16 +9,23 @@ locals {
   generated = jsondecode(file("${path.module}/../../generated/services.json"))
   services  = local.generated.services
 
-  # --- the member role: the same in every account ------------------------------------------------
-  # Reads as the hub's own role has them; every tag write on any resource of the account with the
-  # hub's aws:TagKeys guard and reserved-key Deny. Which resources a session may write is the
-  # session policy's (crates/aws/src/organization.rs `session_policy`): each write only where one of
-  # that session's clusters' ownership keys is `owned`, buckets by the clusters' name patterns.
-  # The role's size never grows with the clusters (1 or 1,000 per account: README "Organization").
-  # Route 53 writes are not granted (no tag condition key: only a listed zone could be, which a
-  # StackSet cannot know).
-  # Each service's ARN patterns in any account and region of the partition (one policy for all).
-  # S3 has no account in its ARNs (its descriptor names none): every bucket, narrowed by the session.
+  # --- the member roles: reads everywhere, writes only on what the account's clusters own --------
+  # The ownership bound is the role's own, not the session policy's a caller may leave out: a Deny
+  # of every owned-resource tag write unless the resource carries one of the role's clusters'
+  # ownership keys as `owned`. IAM has no wildcard in a condition key's name and substitutes no
+  # policy variable there (IAM User Guide, "IAM policy elements: Variables and tags": variables go
+  # in `Resource` and in condition *values*), so each key is named. One negated operator over
+  # several keys matches only when every key differs ("all keys must match", Condition element;
+  # a negated operator on a key absent from the request matches), which is the AND a Deny needs:
+  # a single statement per role, about 75 characters per OpenShift cluster, against the role's
+  # inline quota of 10,240 (IAM and AWS STS quotas; white space not counted). An account with more
+  # clusters than one role holds gets several roles (`<member_role_name>-<n>`), each bounded to
+  # its share: `roles` below, and the hub function picks a cluster's role from the table it is given.
+  # Buckets: S3 evaluates no aws:ResourceTag on PutBucketTagging, so a role writes only its
+  # clusters' bucket name patterns (`<infraID>-*`, the session policy's) in its own account
+  # (aws:ResourceAccount, a global key S3 supports).
+  # Route 53 writes are not granted (no tag condition key: only a listed zone could be).
+  # Each service's ARN patterns in any account and region of the partition.
   arns = { for g in local.services : g.service => g.guard == "bucket" ? ["arn:${var.partition}:s3:::*"] : [
   for p in g.resources : replace(replace(replace(p, "{partition}", var.partition), "{region}", "*"), "{account}", "*")] }
   member_reads_any     = sort(distinct(flatten([for g in local.services : g.read_anywhere])))
@@ -29,33 +36,72 @@ locals {
   owned_arns           = sort(distinct(flatten([for g in local.owned : local.arns[g.service]])))
   member_anywhere      = sort(distinct(flatten([for g in local.services : g.write if g.guard == "anywhere"])))
   member_bucket_writes = sort(distinct(flatten([for g in local.services : g.write if g.guard == "bucket"])))
-  member_role_policy = {
-    Version = "2012-10-17"
-    Statement = [
-      { Sid = "ReadTagsAnywhere", Effect = "Allow", Action = local.member_reads_any, Resource = "*" },
-      { Sid = "ReadTags", Effect = "Allow", Action = local.member_reads, Resource = local.read_arns },
-      {
-        Sid      = "WriteTags"
-        Effect   = "Allow"
-        Action   = local.member_owned_writes
-        Resource = local.owned_arns
-        # As the hub's tag_keys_guard (infra/aws/iam.tf): fail closed without aws:TagKeys, never Name.
-        Condition = {
-          Null                                     = { "aws:TagKeys" = "false" }
-          "ForAllValues:StringNotEqualsIgnoreCase" = { "aws:TagKeys" = ["Name"] }
-        }
-      },
-      { Sid = "TagResources", Effect = "Allow", Action = local.member_anywhere, Resource = "*" },
-      { Sid = "WriteBucketTags", Effect = "Allow", Action = local.member_bucket_writes, Resource = local.arns["s3"] },
-      {
-        Sid       = "DenyReservedTagKeys"
-        Effect    = "Deny"
-        Action    = local.member_owned_writes
-        Resource  = "*"
-        Condition = { "ForAnyValue:StringLike" = { "aws:TagKeys" = var.reserved_tag_key_patterns } }
-      },
-    ]
+
+  # A cluster's ownership keys: `kubernetes.io/cluster/<id>` (OpenShift, HyperShift, and what a
+  # Cluster API cluster's cloud provider creates), and CAPA's own key for a Cluster API cluster.
+  ownership_keys = { for id in distinct(flatten(values(var.account_clusters))) : id => concat(
+    ["kubernetes.io/cluster/${id}"],
+    lookup(var.cluster_kinds, id, "OpenShift") == "ClusterAPI" ? ["sigs.k8s.io/cluster-api-provider-aws/cluster/${id}"] : [],
+  ) }
+  # What one cluster costs a role's inline policy, in characters: its keys in the Deny
+  # (`"aws:ResourceTag/<key>":"owned",`) and its bucket pattern (`"arn:<p>:s3:::<id>-*",`).
+  cluster_cost = { for id, keys in local.ownership_keys : id =>
+    sum([for k in keys : length(k) + 27]) + length(id) + length(var.partition) + 16
   }
+  # Clusters per role in each account: as many of its costliest as fit the budget.
+  per_role = { for a, ids in var.account_clusters : a =>
+    max(1, floor(var.role_key_budget / max(concat([1], [for id in ids : local.cluster_cost[id]])...)))
+  }
+  # Each account's roles: the sorted clusters, chunked; the first role keeps the plain name.
+  roles = { for a, ids in var.account_clusters : a => [
+    for n, chunk in chunklist(sort(distinct(ids)), local.per_role[a]) : {
+      name     = n == 0 ? var.member_role_name : "${var.member_role_name}-${n}"
+      clusters = chunk
+      policy   = local.role_policy[a][n]
+    }
+  ] }
+  role_policy = { for a, ids in var.account_clusters : a => [
+    for chunk in chunklist(sort(distinct(ids)), local.per_role[a]) : {
+      Version = "2012-10-17"
+      Statement = [
+        { Sid = "ReadTagsAnywhere", Effect = "Allow", Action = local.member_reads_any, Resource = "*" },
+        { Sid = "ReadTags", Effect = "Allow", Action = local.member_reads, Resource = local.read_arns },
+        {
+          Sid      = "WriteTags"
+          Effect   = "Allow"
+          Action   = local.member_owned_writes
+          Resource = local.owned_arns
+          # As the hub's tag_keys_guard (infra/aws/iam.tf): fail closed without aws:TagKeys, never Name.
+          Condition = {
+            Null                                     = { "aws:TagKeys" = "false" }
+            "ForAllValues:StringNotEqualsIgnoreCase" = { "aws:TagKeys" = ["Name"] }
+          }
+        },
+        { Sid = "TagResources", Effect = "Allow", Action = local.member_anywhere, Resource = "*" },
+        {
+          Sid       = "WriteBucketTags"
+          Effect    = "Allow"
+          Action    = local.member_bucket_writes
+          Resource  = [for id in chunk : "arn:${var.partition}:s3:::${id}-*"]
+          Condition = { StringEquals = { "aws:ResourceAccount" = a } }
+        },
+        {
+          Sid       = "DenyReservedTagKeys"
+          Effect    = "Deny"
+          Action    = local.member_owned_writes
+          Resource  = "*"
+          Condition = { "ForAnyValue:StringLike" = { "aws:TagKeys" = var.reserved_tag_key_patterns } }
+        },
+        {
+          Sid       = "DenyUnowned"
+          Effect    = "Deny"
+          Action    = local.member_owned_writes
+          Resource  = "*"
+          Condition = { StringNotEquals = { for k in flatten([for id in chunk : local.ownership_keys[id]]) : "aws:ResourceTag/${k}" => "owned" } }
+        },
+      ]
+    }
+  ] }
   member_trust_policy = {
     Version = "2012-10-17"
     Statement = [{
@@ -68,7 +114,8 @@ locals {
   # --- the member rules: the hub's patterns, less what names the hub's account or clusters -------
   # The spoke's own calls are dropped at the rule (loop safety): the member role's, in any account,
   # by the suffix of its ARN ("anything-but" with "suffix", EventBridge User Guide, "Content
-  # filtering"). A StackSet cannot know an account's clusters, so tag changes are not filtered on
+  # filtering"). An account's further roles (`<member_role_name>-<n>`, past one role's clusters)
+  # are not matched by it: their writes come back as events, each a read that finds nothing to do. A StackSet cannot know an account's clusters, so tag changes are not filtered on
   # the ownership tag here: the function drops those of no enforced cluster from the tags the event
   # carries, without a call.
   not_member_role = {
@@ -95,31 +142,41 @@ locals {
   # The member role is global: one region's stack creates it.
   role_region = contains(var.member_regions, "us-east-1") ? "us-east-1" : var.member_regions[0]
 
-  # --- the StackSet's template: the same definition in CloudFormation ----------------------------
+  # --- the StackSets' templates: the same definition in CloudFormation ---------------------------
+  # Two kinds: the spoke every account of the OUs gets (the rules and the role they forward with),
+  # and each account's member roles, rendered for that account alone from its clusters (a
+  # template of its own: a StackSet cannot vary a policy's condition keys by account otherwise;
+  # service-managed StackSets take no transform such as Fn::ForEach).
   logical_id = { for k in keys(local.member_event_patterns) : k => "Rule${join("", [for w in split("_", k) : title(w)])}" }
+  role_templates = { for a, roles in local.roles : a => {
+    AWSTemplateFormatVersion = "2010-09-09"
+    Description              = "tagwarden member account ${a}: the roles the hub's function assumes, each writing tags only on what its clusters own"
+    Conditions               = { IsRoleRegion = { "Fn::Equals" = [{ Ref = "AWS::Region" }, local.role_region] } }
+    Resources = { for n, r in roles : "MemberRole${n}" => {
+      Type      = "AWS::IAM::Role"
+      Condition = "IsRoleRegion"
+      Properties = {
+        RoleName                 = r.name
+        Description              = "tagwarden hub ${var.function_role_arn}: reads tags, writes them on what ${length(r.clusters)} cluster(s) own"
+        AssumeRolePolicyDocument = local.member_trust_policy
+        Policies                 = [{ PolicyName = "tag-enforcement", PolicyDocument = r.policy }]
+        Tags                     = [for k, v in var.tags : { Key = k, Value = v }]
+      }
+    } }
+  } }
   member_template = {
     AWSTemplateFormatVersion = "2010-09-09"
-    Description              = "tagwarden member account: the role the hub's function assumes, and the rules that forward this account's tag-relevant events to the hub bus"
+    Description              = "tagwarden member account: the rules that forward this account's tag-relevant events to the hub bus"
     Conditions = {
-      IsRoleRegion   = { "Fn::Equals" = [{ Ref = "AWS::Region" }, local.role_region] }
       IsGlobalRegion = { "Fn::Equals" = [{ Ref = "AWS::Region" }, "us-east-1"] }
     }
     Resources = merge(
       {
-        MemberRole = {
-          Type      = "AWS::IAM::Role"
-          Condition = "IsRoleRegion"
-          Properties = {
-            RoleName                 = var.member_role_name
-            Description              = "tagwarden hub ${var.function_role_arn}: reads tags, writes them on what a session's clusters own"
-            AssumeRolePolicyDocument = local.member_trust_policy
-            Policies                 = [{ PolicyName = "tag-enforcement", PolicyDocument = local.member_role_policy }]
-            Tags                     = [for k, v in var.tags : { Key = k, Value = v }]
-          }
-        }
         ForwardRole = {
           Type = "AWS::IAM::Role"
           Properties = {
+            # Named, so the hub bus admits these roles alone (aws:PrincipalArn in its policy).
+            RoleName    = { "Fn::Sub" = "${var.member_role_name}-forward-$${AWS::Region}" }
             Description = "tagwarden: EventBridge forwards this account's events to the hub bus"
             AssumeRolePolicyDocument = {
               Version = "2012-10-17"

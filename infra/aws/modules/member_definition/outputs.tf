@@ -1,10 +1,19 @@
-output "member_role_policy_json" {
-  description = "The member role's policy."
-  value       = jsonencode(local.member_role_policy)
+output "member_roles" {
+  description = "Each account's member roles: name, the clusters it writes for, and its policy (JSON)."
+  value = { for a, roles in local.roles : a => [for r in roles : {
+    name        = r.name
+    clusters    = r.clusters
+    policy_json = jsonencode(r.policy)
+  }] }
+}
+
+output "member_role_of_cluster" {
+  description = "The member role that writes each cluster's resources, by account and cluster (what the hub function assumes)."
+  value       = { for a, roles in local.roles : a => merge([for r in roles : { for c in r.clusters : c => r.name }]...) }
 }
 
 output "member_trust_policy_json" {
-  description = "The member role's trust policy: the hub function's role alone."
+  description = "The member roles' trust policy: the hub function's role alone."
   value       = jsonencode(local.member_trust_policy)
 }
 
@@ -14,6 +23,11 @@ output "member_event_patterns" {
 }
 
 output "member_template_json" {
-  description = "The spoke as a CloudFormation template (the StackSet's)."
+  description = "The spoke every account of the OUs gets, as a CloudFormation template: the rules and their forwarding role."
   value       = jsonencode(local.member_template)
+}
+
+output "member_role_templates_json" {
+  description = "Each account's member roles as a CloudFormation template, by account."
+  value       = { for a, t in local.role_templates : a => jsonencode(t) }
 }

@@ -3,8 +3,9 @@ variable "member_role_name" {
   type        = string
 
   validation {
-    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", var.member_role_name))
-    error_message = "member_role_name must be an IAM role name: 1-64 of A-Z a-z 0-9 +=,.@_-."
+    # 64 characters with `-forward-<region>` (the forwarding roles) or `-<n>` (further roles).
+    condition     = can(regex("^[A-Za-z0-9+=,.@_-]{1,40}$", var.member_role_name))
+    error_message = "member_role_name must be an IAM role name of 1-40 of A-Z a-z 0-9 +=,.@_- (the forwarding roles add -forward-<region>)."
   }
 }
 
@@ -43,4 +44,27 @@ variable "tags" {
   description = "Tags on the member role."
   type        = map(string)
   default     = {}
+}
+
+variable "account_clusters" {
+  description = "Each member account's clusters, by account: its member roles write tags only on what these own."
+  type        = map(list(string))
+  default     = {}
+}
+
+variable "cluster_kinds" {
+  description = "What provisioned each cluster that is not an OpenShift installer cluster, by cluster (`ClusterAPI` adds CAPA's ownership key)."
+  type        = map(string)
+  default     = {}
+}
+
+variable "role_key_budget" {
+  description = "Characters of one member role's inline policy given to its clusters' ownership keys and bucket patterns: IAM allows 10,240 per role (IAM and AWS STS quotas), the rest of the policy takes about 2,000."
+  type        = number
+  default     = 7800
+
+  validation {
+    condition     = var.role_key_budget >= 500 && var.role_key_budget <= 8000
+    error_message = "role_key_budget must be 500-8000 (a role's inline policies hold 10,240 characters in all)."
+  }
 }

@@ -27,6 +27,19 @@ locals {
 
   bucket_name = "${var.name}-${local.account_id}-org"
   prefix      = "accounts/"
+  # The function's own folder in the bucket: shard outcomes, the contest state, the member roles'
+  # table and templates. Never an account's: accounts are 12 digits.
+  own = "${local.prefix}_organization/"
+
+  # Each account's clusters, for its member roles: the ones `clusters` names, and `account_clusters`
+  # for an account listed whole (`<account>/*`).
+  named             = [for c in var.clusters : split("/", c) if !endswith(c, "/*")]
+  wildcard_accounts = [for c in var.clusters : split("/", c)[0] if endswith(c, "/*")]
+  all_clusters = { for a in distinct(concat([for c in local.named : c[0]], local.wildcard_accounts)) : a =>
+    distinct(concat([for c in local.named : c[1] if c[0] == a], lookup(var.account_clusters, a, [])))
+  }
+  account_clusters = { for a, ids in local.all_clusters : a => ids if length(ids) > 0 }
+  unbounded = [for a in local.wildcard_accounts : a if length(lookup(var.account_clusters, a, [])) == 0]
 }
 
 module "member_definition" {
@@ -37,8 +50,32 @@ module "member_definition" {
   hub_event_bus_arn         = aws_cloudwatch_event_bus.hub.arn
   member_regions            = var.member_regions
   reserved_tag_key_patterns = var.reserved_tag_key_patterns
+  account_clusters          = local.account_clusters
+  cluster_kinds             = var.cluster_kinds
   partition                 = local.partition
   tags                      = var.tags
+}
+
+# Which member role writes each cluster's resources, by account and cluster: the function reads
+# it to assume the right one (an account with more clusters than one role holds has several).
+resource "aws_s3_object" "member_roles" {
+  bucket       = aws_s3_bucket.organization.id
+  key          = "${local.own}member-roles.json"
+  content      = jsonencode(module.member_definition.member_role_of_cluster)
+  content_type = "application/json"
+  tags         = var.tags
+
+  lifecycle {
+    precondition {
+      condition     = length(local.unbounded) == 0
+      error_message = "clusters lists ${join(", ", formatlist("%s/*", local.unbounded))} without naming its clusters: its member roles may write only on what named clusters own. Add account_clusters = { \"${try(local.unbounded[0], "")}\" = [\"<infraID>\", ...] }."
+    }
+    precondition {
+      # IAM and AWS STS quotas: a role's inline policies hold 10,240 characters (white space aside).
+      condition     = alltrue([for a, roles in module.member_definition.member_roles : alltrue([for r in roles : length(r.policy_json) <= 10240])])
+      error_message = "A member role's policy is over IAM's 10,240 characters: lower role_key_budget in modules/member_definition."
+    }
+  }
 }
 
 # --- the hub bus: what the spokes forward ------------------------------------------------------------
@@ -48,11 +85,18 @@ resource "aws_cloudwatch_event_bus" "hub" {
   tags = var.tags
 }
 
-# Only the organization's accounts may put events here ("principal `*` with an org-ID condition",
-# AWS::Events::EventBusPolicy; EventBridge User Guide, "Permissions for event buses").
+# Only the spokes' forwarding roles, in the organization's accounts, may put events here, and only
+# the events the spokes' rules forward ("principal `*` with an org-ID condition",
+# AWS::Events::EventBusPolicy; EventBridge User Guide, "Permissions for event buses"; events:source
+# and events:detail-type are PutEvents' condition keys, Service Authorization Reference). A rule
+# whose target carries a role puts the events as that role, so aws:PrincipalArn is the spoke's
+# `<member_role_name>-forward-<region>` (inferred from "Sending and receiving events between AWS
+# accounts": an organization-wide grant needs the role on the target). EventBridge refuses an
+# `aws.` source from any other caller's PutEvents (NotAuthorizedForSourceException, observed), so
+# an `aws.*` event here is one a spoke's rule matched in its own account.
 data "aws_iam_policy_document" "hub_bus" {
   statement {
-    sid       = "OrganizationMembersPutEvents"
+    sid       = "SpokesForwardTheirEvents"
     actions   = ["events:PutEvents"]
     resources = [aws_cloudwatch_event_bus.hub.arn]
 
@@ -65,6 +109,24 @@ data "aws_iam_policy_document" "hub_bus" {
       test     = "StringEquals"
       variable = "aws:PrincipalOrgID"
       values   = [var.organization_id]
+    }
+
+    condition {
+      test     = "ArnLike"
+      variable = "aws:PrincipalArn"
+      values   = ["arn:${local.partition}:iam::*:role/${var.member_role_name}-forward-*"]
+    }
+
+    condition {
+      test     = "StringLike"
+      variable = "events:source"
+      values   = ["aws.*"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "events:detail-type"
+      values   = ["AWS API Call via CloudTrail", "Tag Change on Resource"]
     }
   }
 }
@@ -169,6 +231,27 @@ data "aws_iam_policy_document" "member_events_queue" {
 
     condition {
       test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = [aws_cloudwatch_event_rule.member_events.arn]
+    }
+  }
+
+  # Nobody else, whatever their own grants: an event here names a member account and makes the
+  # function read (and maybe write) there. aws:SourceArn is in the request only when a service
+  # sends on a resource's behalf (global condition keys), so every other sender is refused.
+  statement {
+    sid       = "OnlyTheHubBusRule"
+    effect    = "Deny"
+    actions   = ["sqs:SendMessage"]
+    resources = [aws_sqs_queue.member_events.arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotEquals"
       variable = "aws:SourceArn"
       values   = [aws_cloudwatch_event_rule.member_events.arn]
     }
@@ -285,17 +368,45 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "organization" {
   }
 }
 
-# A member account's publishers write and read only under their own account's folder: the policy
-# variable ${aws:PrincipalAccount} in the resource with the organization's id in the condition. IAM
-# User Guide, "IAM policy elements: Variables and tags": variables work in resource policies, "You
-# can use any single-valued condition key as a variable", and in `Resource` "only in the resource
-# portion of the ARN" (after the fifth colon, as here); aws:PrincipalAccount is single-valued and
-# "included in the request context for all requests" (global condition context keys). Variables
-# need Version 2012-10-17, which aws_iam_policy_document writes. So an account can never publish
-# a policy the hub enforces in another account.
+# Who writes what in the bucket, held by the bucket policy for every principal, the hub account's
+# own too (a same-account grant needs no identity policy, and a same-account identity policy needs
+# no bucket grant: so the Denies, not only the Allows).
+# - A cluster's publisher writes only its own folder, `accounts/<its account>/<its infraID>/`:
+#   the principal is tagged `tagwarden-cluster = <infraID>`, and the policy variables
+#   ${aws:PrincipalAccount} and ${aws:PrincipalTag/tagwarden-cluster} name the folder (IAM User
+#   Guide, "IAM policy elements: Variables and tags": variables in a resource policy's `Resource`,
+#   "only in the resource portion of the ARN"; any single-valued key, which both are; a variable
+#   whose key is absent matches nothing). A publisher of a cluster set (HyperShift, Cluster API)
+#   writes many clusters' folders: tagged `tagwarden-publisher = cluster-set`, it may write any
+#   folder of its own account.
+# - The function writes the clusters' status reports and its own folder; `contest_operators`
+#   write the contest state beside it (a lift); nobody else writes there.
+locals {
+  cluster_tag   = "tagwarden-cluster"
+  publisher_tag = "tagwarden-publisher"
+  own_folder    = "${aws_s3_bucket.organization.arn}/${local.own}*"
+}
+
 data "aws_iam_policy_document" "organization_bucket" {
   statement {
-    sid       = "MembersOwnFolder"
+    sid       = "PublishOwnCluster"
+    actions   = ["s3:GetObject", "s3:PutObject"]
+    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}$${aws:PrincipalAccount}/$${aws:PrincipalTag/${local.cluster_tag}}/*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:PrincipalOrgID"
+      values   = [var.organization_id]
+    }
+  }
+
+  statement {
+    sid       = "PublishClusterSet"
     actions   = ["s3:GetObject", "s3:PutObject"]
     resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}$${aws:PrincipalAccount}/*"]
 
@@ -308,6 +419,129 @@ data "aws_iam_policy_document" "organization_bucket" {
       test     = "StringEquals"
       variable = "aws:PrincipalOrgID"
       values   = [var.organization_id]
+    }
+
+    condition {
+      test     = "StringEquals"
+      variable = "aws:PrincipalTag/${local.publisher_tag}"
+      values   = ["cluster-set"]
+    }
+  }
+
+  # An untagged principal writes no policy, whatever it is granted elsewhere.
+  statement {
+    sid       = "DenyUntaggedPublishers"
+    effect    = "Deny"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotEquals"
+      variable = "aws:PrincipalArn"
+      values   = concat([var.function_role_arn], var.contest_operators)
+    }
+
+    condition {
+      test     = "Null"
+      variable = "aws:PrincipalTag/${local.cluster_tag}"
+      values   = ["true"]
+    }
+
+    condition {
+      test     = "StringNotEquals"
+      variable = "aws:PrincipalTag/${local.publisher_tag}"
+      values   = ["cluster-set"]
+    }
+  }
+
+  # A cluster's publisher writes its own folder only, whatever it is granted elsewhere.
+  statement {
+    sid           = "DenyOtherClustersFolders"
+    effect        = "Deny"
+    actions       = ["s3:PutObject"]
+    not_resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}$${aws:PrincipalAccount}/$${aws:PrincipalTag/${local.cluster_tag}}/*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotEquals"
+      variable = "aws:PrincipalArn"
+      values   = concat([var.function_role_arn], var.contest_operators)
+    }
+
+    condition {
+      test     = "Null"
+      variable = "aws:PrincipalTag/${local.cluster_tag}"
+      values   = ["false"]
+    }
+
+    condition {
+      test     = "StringNotEquals"
+      variable = "aws:PrincipalTag/${local.publisher_tag}"
+      values   = ["cluster-set"]
+    }
+  }
+
+  # The function's folder (shard outcomes, the member roles' table, the contest state): the
+  # function alone, and the contest operators for the contest state.
+  statement {
+    sid       = "DenyOwnFolderToOthers"
+    effect    = "Deny"
+    actions   = ["s3:PutObject", "s3:DeleteObject"]
+    resources = [local.own_folder]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotEquals"
+      variable = "aws:PrincipalArn"
+      values   = concat([var.function_role_arn], var.contest_operators)
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.contest_operators) > 0 ? [1] : []
+    content {
+      sid       = "ContestOperatorsLift"
+      actions   = ["s3:GetObject", "s3:PutObject"]
+      resources = ["${aws_s3_bucket.organization.arn}/${local.own}contests/*"]
+
+      principals {
+        type        = "AWS"
+        identifiers = var.contest_operators
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = length(var.contest_operators) > 0 ? [1] : []
+    content {
+      sid           = "ContestOperatorsWriteContestsOnly"
+      effect        = "Deny"
+      actions       = ["s3:PutObject", "s3:DeleteObject"]
+      not_resources = ["${aws_s3_bucket.organization.arn}/${local.own}contests/*"]
+
+      principals {
+        type        = "*"
+        identifiers = ["*"]
+      }
+
+      condition {
+        test     = "ArnEquals"
+        variable = "aws:PrincipalArn"
+        values   = var.contest_operators
+      }
     }
   }
 
@@ -348,7 +582,7 @@ data "aws_iam_policy_document" "function" {
   statement {
     sid       = "AssumeMemberRoles"
     actions   = ["sts:AssumeRole"]
-    resources = ["arn:${local.partition}:iam::*:role/${var.member_role_name}"]
+    resources = ["arn:${local.partition}:iam::*:role/${var.member_role_name}", "arn:${local.partition}:iam::*:role/${var.member_role_name}-*"]
 
     condition {
       test     = "StringEquals"
@@ -370,16 +604,22 @@ data "aws_iam_policy_document" "function" {
   }
 
   statement {
-    sid       = "ReadPolicies"
+    sid       = "ListPolicies"
     actions   = ["s3:ListBucket"]
     resources = [aws_s3_bucket.organization.arn]
   }
 
-  # The policies, the clusters' status reports beside them, the shards' outcomes.
   statement {
-    sid       = "ReadPoliciesWriteReports"
-    actions   = ["s3:GetObject", "s3:PutObject"]
+    sid       = "ReadPolicies"
+    actions   = ["s3:GetObject"]
     resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*"]
+  }
+
+  # The clusters' status reports beside their policies, and its own folder: never a policy.
+  statement {
+    sid       = "WriteReports"
+    actions   = ["s3:PutObject"]
+    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*/tagwarden-status.json", local.own_folder]
   }
 }
 
@@ -433,4 +673,66 @@ resource "aws_cloudformation_stack_set_instance" "member" {
   deployment_targets {
     organizational_unit_ids = var.member_organizational_unit_ids
   }
+}
+
+# Each member account's roles, rendered for that account from its clusters: a StackSet of its own
+# deployed to that account alone (the OUs intersected with the account: CloudFormation's
+# DeploymentTargets AccountFilterType INTERSECTION), in the region that holds the global roles.
+# The hub's own account is never a service-managed target: its roles come from modules/member
+# (`hub_spoke` in the example). A template over the 51,200 bytes CloudFormation takes inline is
+# read from the bucket (up to 1 MB: CloudFormation quotas).
+locals {
+  role_accounts  = length(var.member_organizational_unit_ids) > 0 ? { for a, t in module.member_definition.member_role_templates_json : a => t if a != local.account_id } : {}
+  inline_max     = 51200
+  role_region    = contains(var.member_regions, "us-east-1") ? "us-east-1" : var.member_regions[0]
+  large_template = { for a, t in local.role_accounts : a => t if length(t) > local.inline_max }
+}
+
+resource "aws_s3_object" "member_role_template" {
+  for_each = local.large_template
+
+  bucket       = aws_s3_bucket.organization.id
+  key          = "${local.own}templates/member-roles-${each.key}.json"
+  content      = each.value
+  content_type = "application/json"
+  tags         = var.tags
+}
+
+resource "aws_cloudformation_stack_set" "member_roles" {
+  for_each = local.role_accounts
+
+  name             = "${var.name}-member-roles-${each.key}"
+  description      = "tagwarden member roles of account ${each.key}: each writes tags only on what its clusters own"
+  permission_model = "SERVICE_MANAGED"
+  call_as          = var.stack_set_call_as
+  capabilities     = ["CAPABILITY_NAMED_IAM"]
+  template_body    = contains(keys(local.large_template), each.key) ? null : each.value
+  template_url     = contains(keys(local.large_template), each.key) ? "https://${aws_s3_bucket.organization.bucket_regional_domain_name}/${aws_s3_object.member_role_template[each.key].key}?versionId=${aws_s3_object.member_role_template[each.key].version_id}" : null
+  tags             = var.tags
+
+  auto_deployment {
+    enabled                          = false
+    retain_stacks_on_account_removal = false
+  }
+
+  lifecycle {
+    ignore_changes = [administration_role_arn]
+  }
+}
+
+resource "aws_cloudformation_stack_set_instance" "member_roles" {
+  for_each = local.role_accounts
+
+  stack_set_name = aws_cloudformation_stack_set.member_roles[each.key].name
+  region         = local.role_region
+  call_as        = var.stack_set_call_as
+
+  deployment_targets {
+    organizational_unit_ids = var.member_organizational_unit_ids
+    accounts                = [each.key]
+    account_filter_type     = "INTERSECTION"
+  }
+
+  # The spoke's shared part first: an upgrade removes the role from it before this creates it.
+  depends_on = [aws_cloudformation_stack_set_instance.member]
 }

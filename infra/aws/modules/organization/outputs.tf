@@ -39,13 +39,13 @@ output "dlq_url" {
   value       = aws_sqs_queue.dlq.url
 }
 
-output "member_role_policy_json" {
-  description = "The member role's policy (modules/member `member_role_policy_json`; the StackSet's template carries the same)."
-  value       = module.member_definition.member_role_policy_json
+output "member_roles" {
+  description = "Each account's member roles, by account: name, the clusters each writes for, its policy (modules/member `member_roles`; the account's StackSet carries the same)."
+  value       = module.member_definition.member_roles
 }
 
 output "member_trust_policy_json" {
-  description = "The member role's trust policy: the hub function's role alone."
+  description = "The member roles' trust policy: the hub function's role alone."
   value       = module.member_definition.member_trust_policy_json
 }
 
@@ -55,11 +55,16 @@ output "member_event_patterns" {
 }
 
 output "member_template_json" {
-  description = "The spoke's CloudFormation template, as the StackSet deploys it (checked with cfn-lint by scripts/test-terraform)."
+  description = "The spoke's shared CloudFormation template (rules and their forwarding role), as the StackSet deploys it to every account of the OUs."
   value       = module.member_definition.member_template_json
 }
 
 output "stack_set_name" {
   description = "The StackSet's name (null without member_organizational_unit_ids)."
   value       = try(aws_cloudformation_stack_set.member[0].name, null)
+}
+
+output "member_role_templates_json" {
+  description = "Each account's member roles as a CloudFormation template, by account (its StackSet's)."
+  value       = module.member_definition.member_role_templates_json
 }

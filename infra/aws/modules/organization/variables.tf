@@ -78,6 +78,40 @@ variable "clusters" {
   }
 }
 
+variable "account_clusters" {
+  description = "The clusters of each account listed as `<account>/*` in `clusters`, by account: the function finds such an account's clusters in its folder, but its member roles may write only on what these own (IAM names every ownership key). Accounts whose clusters `clusters` names one by one need no entry."
+  type        = map(list(string))
+  default     = {}
+
+  validation {
+    condition = alltrue([for a, ids in var.account_clusters : can(regex("^[0-9]{12}$", a)) && length(ids) > 0 &&
+    alltrue([for id in ids : can(regex("^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$", id))])])
+    error_message = "account_clusters must map 12-digit accounts to non-empty lists of infraIDs (or Cluster API cluster names), e.g. { \"444455556666\" = [\"prod-7xk2p\", \"dev-9qz1a\"] }."
+  }
+}
+
+variable "cluster_kinds" {
+  description = "What provisioned each cluster that is not an OpenShift installer cluster, by infraID: `ClusterAPI` (a CAPA cluster: its member role may also write under `sigs.k8s.io/cluster-api-provider-aws/cluster/<name>`), `HyperShift` or `OpenShift` (the default)."
+  type        = map(string)
+  default     = {}
+
+  validation {
+    condition     = alltrue([for k in values(var.cluster_kinds) : contains(["OpenShift", "HyperShift", "ClusterAPI"], k)])
+    error_message = "cluster_kinds values must be OpenShift, HyperShift or ClusterAPI."
+  }
+}
+
+variable "contest_operators" {
+  description = "IAM principal ARNs that may lift a contest (`tagwarden status --lift`): beside the hub function, the only writers of the contest state under `_organization/contests/`. Each lift is recorded with who made it."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.contest_operators : can(regex("^arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:.+$", p))])
+    error_message = "contest_operators must list IAM role or user ARNs, e.g. [\"arn:aws:iam::123456789012:role/platform-oncall\"]."
+  }
+}
+
 variable "function_role_name" {
   description = "The hub function's role name: the tagwarden module's `role_name`."
   type        = string
