@@ -39,7 +39,7 @@ locals {
     distinct(concat([for c in local.named : c[1] if c[0] == a], lookup(var.account_clusters, a, [])))
   }
   account_clusters = { for a, ids in local.all_clusters : a => ids if length(ids) > 0 }
-  unbounded = [for a in local.wildcard_accounts : a if length(lookup(var.account_clusters, a, [])) == 0]
+  unbounded        = [for a in local.wildcard_accounts : a if length(lookup(var.account_clusters, a, [])) == 0]
 }
 
 module "member_definition" {
