@@ -13,13 +13,16 @@ mock_provider "aws" {
     defaults = { json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}" }
   }
   mock_resource "aws_iam_role" {
-    defaults = { arn = "arn:aws:iam::111122223333:role/tagwarden-forward-us-east-1" }
+    defaults = { arn = "arn:aws:iam::111122223333:role/tagwarden-member-forward-us-east-1" }
   }
 }
 
 variables {
   hub_event_bus_arn        = "arn:aws:events:eu-west-1:999988887777:event-bus/tagwarden-hub"
-  member_role_policy_json  = "{\"Version\":\"2012-10-17\",\"Statement\":[]}"
+  member_roles = [
+    { name = "tagwarden-member", clusters = ["prod-7xk2p"], policy_json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}" },
+    { name = "tagwarden-member-1", clusters = ["dev-1a2b3"], policy_json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}" },
+  ]
   member_trust_policy_json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}"
   event_patterns = {
     ec2        = "{\"source\":[\"aws.ec2\"]}"
@@ -33,8 +36,10 @@ run "us_east_1_holds_the_role_and_every_rule" {
   command = apply
 
   assert {
-    condition     = toset(keys(aws_cloudwatch_event_rule.hub)) == toset(["ec2", "iam", "route53", "tag_change"]) && length(aws_iam_role.member) == 1
-    error_message = "every rule, and the member role, in us-east-1"
+    condition = (toset(keys(aws_cloudwatch_event_rule.hub)) == toset(["ec2", "iam", "route53", "tag_change"]) &&
+      toset(keys(aws_iam_role.member)) == toset(["tagwarden-member", "tagwarden-member-1"]) &&
+    aws_iam_role.forward.name == "tagwarden-member-forward-us-east-1")
+    error_message = "every rule, the account's member roles and the forwarding role the hub bus admits, in us-east-1"
   }
   assert {
     condition = alltrue([for t in aws_cloudwatch_event_target.hub :

@@ -218,6 +218,40 @@ resource "aws_cloudwatch_metric_alarm" "dead_letters" {
   tags                = var.tags
 }
 
+# The members the hub could not sweep, from the function's EMF metrics (namespace TagWarden,
+# dimension Cloud = aws: the organization's totals, emitted every scheduled run): a member role
+# refused or missing (a deleted or edited spoke is otherwise silent), an account over the folder
+# cap, an account the run's deadline did not reach, and accounts whose last sweep is older than
+# twice the schedule. Each alarm's description names the metric with the Account dimension that
+# says which account.
+locals {
+  member_alarms = {
+    member-refused     = { metric = "MemberRefused", what = "a member role was refused or is missing (AssumeRole failed): that account is not enforced. `tagwarden status --organization` names it and the fix; the metric's Account dimension says which. An SCP that denies changing the member roles to all but the StackSet's execution role keeps them from being removed." }
+    member-over-cap    = { metric = "MemberOverCap", what = "an account's folder holds more folders than the cap (TAGWARDEN_MEMBER_FOLDERS_MAX): its clusters are not swept. The metric's Account dimension says which; remove the folders that are not a cluster's or raise the cap." }
+    member-not-reached = { metric = "MemberNotReached", what = "the scheduled run's deadline came before some accounts were sent: they are taken first by the next run. Persisting: raise the function's timeout or memory." }
+    member-sweep-stale = { metric = "MemberSweepStale", what = "some accounts' last completed sweep is older than twice the schedule (MemberSweepAge by Account says which)." }
+  }
+}
+
+resource "aws_cloudwatch_metric_alarm" "members" {
+  for_each = local.member_alarms
+
+  alarm_name          = "${var.name}-org-${each.key}"
+  alarm_description   = "tagwarden organization: ${each.value.what}"
+  namespace           = "TagWarden"
+  metric_name         = each.value.metric
+  dimensions          = { Cloud = "aws" }
+  statistic           = "Maximum"
+  period              = 3600
+  comparison_operator = "GreaterThanThreshold"
+  threshold           = 0
+  evaluation_periods  = 1
+  treat_missing_data  = "notBreaching"
+  alarm_actions       = compact([var.alarm_sns_topic_arn])
+  ok_actions          = compact([var.alarm_sns_topic_arn])
+  tags                = var.tags
+}
+
 data "aws_iam_policy_document" "member_events_queue" {
   statement {
     sid       = "HubBusRule"
