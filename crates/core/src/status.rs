@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
-use crate::contest::Contest;
+use crate::contest::{Contest, Lift};
 use crate::policy::cache::{PolicyState, Standing};
 use crate::report::{Record, Status};
 
@@ -31,11 +31,15 @@ pub struct StatusReport {
     /// (its resource-ID prefix) and when its last sweep ended, in seconds since the epoch.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub parts: BTreeMap<String, u64>,
-    /// Keys tagwarden corrected again recently, or stopped correcting because another controller
-    /// keeps changing them (`crate::contest`): kept here so the count outlives the function's
-    /// instances; written by the event path, carried over by every other write of the report.
+    /// Keys tagwarden corrected again recently, or holds back because a controller the deployment
+    /// yields to keeps changing them (`crate::contest`): a copy of the cluster's contest state for
+    /// readers. The engine never reads it back: the state is kept apart, where only the function
+    /// and the deployment's operators write, so an entry added here changes nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contests: Vec<Contest>,
+    /// The operators' recent lifts of contests (who, when), copied from the contest state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lifts: Vec<Lift>,
 }
 
 /// The part of an AWS organization one sweep shard covers: a member account's region, and with
@@ -172,6 +176,7 @@ impl StatusReport {
             written_by: None,
             parts: BTreeMap::new(),
             contests: Vec::new(),
+            lifts: Vec::new(),
         }
     }
 
@@ -388,6 +393,8 @@ mod tests {
             corrections: vec![1_700_000_000],
             writer: Some("arn:aws:iam::111122223333:user/bob".into()),
             contested_since: contested.then_some(1_700_000_100),
+            hold_until: contested.then_some(1_700_003_700),
+            holds: u32::from(contested),
         };
         let failures =
             vec![ResourceFailure::new("arn:aws:ec2:us-east-1:111122223333:instance/i-1", "ec2:instance", "x")];

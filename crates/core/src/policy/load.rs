@@ -94,6 +94,7 @@ struct Layer {
     resource_tags: Option<usize>,
     resource_tags_by_type: Vec<(Pattern, usize)>,
     sensitive: Vec<String>,
+    never_yield: Vec<String>,
 }
 
 /// Load one document.
@@ -145,6 +146,7 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
         overrides: Vec::new(),
         limits: Limits::default(),
         sensitive: Default::default(),
+        never_yield: Default::default(),
         version: String::new(),
     };
     let mut cloud_from: Option<String> = None;
@@ -221,6 +223,7 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
         by_type.append(&mut policy.limits.resource_tags_by_type);
         policy.limits.resource_tags_by_type = by_type;
         policy.sensitive.extend(layer.sensitive);
+        policy.never_yield.extend(layer.never_yield);
         policy.documents.push(name);
     }
     Ok(policy.seal())
@@ -304,7 +307,7 @@ fn parse_document(name: &str, text: &str, globs: usize) -> Result<(DocumentKind,
         });
     }
     const NATIVE_KEYS: &[&str] =
-        &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "enforce", "clusterKind"];
+        &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "neverYield", "enforce", "clusterKind"];
     if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
         return Ok((DocumentKind::Native, d.native(Value::Object(obj), globs)?));
     }
@@ -550,6 +553,7 @@ impl Doc<'_> {
             resource_tags: limits.resource_tags,
             resource_tags_by_type: by_type,
             sensitive: doc.sensitive,
+            never_yield: doc.never_yield,
             ..Layer::default()
         })
     }
@@ -573,6 +577,9 @@ struct NativeDoc {
     limits: Option<NativeLimits>,
     #[serde(default)]
     sensitive: Vec<String>,
+    /// Keys never yielded to another controller: corrected every time (`crate::contest`).
+    #[serde(default)]
+    never_yield: Vec<String>,
 }
 
 #[derive(Deserialize)]

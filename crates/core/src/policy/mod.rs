@@ -167,6 +167,11 @@ pub struct Policy {
     pub limits: Limits,
     /// Keys whose values are printed only as hashes in logs.
     pub sensitive: BTreeSet<String>,
+    /// Keys tagwarden never yields on (`neverYield`): corrected every time, whoever changes them,
+    /// never contested (`crate::contest`). Each must be a key the policy manages. Left out of the
+    /// version when empty, so versions published before it existed still hold.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub never_yield: BTreeSet<String>,
     /// Short content hash of everything above; stamped on every outcome record.
     #[serde(skip)]
     pub version: String,

@@ -29,6 +29,8 @@ pub enum Rule {
     ReservedPrefix,
     DuplicateKey,
     TooManyTags,
+    /// A `neverYield` key the policy does not manage.
+    UnmanagedNeverYield,
 }
 
 impl fmt::Display for Rule {
@@ -251,6 +253,22 @@ pub fn policy(policy: &Policy, cloud: Cloud) -> Vec<Violation> {
     check_layer(&policy.spec, &|t| policy.label("spec", t.doc));
     for (i, o) in policy.overrides.iter().enumerate() {
         check_layer(&o.tags, &|_| policy.label(&o.label(i), o.doc));
+    }
+
+    // `neverYield` names keys the policy manages: anything else is a typo that would protect nothing.
+    for key in &policy.never_yield {
+        let mut managed = policy.status.iter().chain(&policy.spec).chain(policy.overrides.iter().flat_map(|o| &o.tags));
+        let norm = normalise_key(cloud, key);
+        if !managed.any(|t| normalise_key(cloud, &t.key) == norm) {
+            out.push(Violation {
+                key: key.clone(),
+                rule: Rule::UnmanagedNeverYield,
+                message: format!(
+                    "neverYield names {key:?}, which the policy does not manage: list only keys under tags or an override's tags"
+                ),
+                source: "neverYield".to_string(),
+            });
+        }
     }
 
     let cluster_keys = distinct_keys(cloud, policy.status.iter().chain(&policy.spec));
