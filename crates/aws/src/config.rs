@@ -9,7 +9,10 @@
 //! - `TAGWARDEN_CONCURRENCY`: resources reconciled, and calls in flight, at once in an invocation
 //!   (an SQS batch or a sweep; default 10, 1–64);
 //! - `TAGWARDEN_EC2_WRITES_PER_SECOND`: the function's own EC2 `CreateTags` calls a second (default
-//!   2, 1–100), well under the account's refill of 10 a second that the cluster's controllers share.
+//!   2, 1–100), well under the account's refill of 10 a second that the cluster's controllers share;
+//! - `TAGWARDEN_YIELD_TO`: the controllers whose changes may contest a key, as principal patterns
+//!   (`tagwarden_engine::config::yield_to`; default: the AWS Load Balancer Controller's and CAPA's
+//!   role sessions).
 //!
 //! Deliberately not here: the AWS SDK's own environment (region, credentials,
 //! `AWS_ENDPOINT_URL`), which `aws_config` reads, and building clients.
@@ -31,6 +34,8 @@ pub struct Config {
     pub concurrency: usize,
     /// EC2 `CreateTags` calls a second at most (`tagwarden_engine::rate_limit`).
     pub ec2_writes_per_second: u32,
+    /// The controllers whose changes may contest a key (`TAGWARDEN_YIELD_TO`).
+    pub yield_to: tagwarden_core::contest::YieldTo,
 }
 
 /// The default pace of one function instance's EC2 writes, as the Terraform module deploys it:
@@ -64,7 +69,14 @@ impl Config {
         let own = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
         let concurrency = tagwarden_engine::config::concurrency(var("TAGWARDEN_CONCURRENCY"), DEFAULT_CONCURRENCY)?;
         let ec2_writes_per_second = Self::ec2_writes_per_second(var("TAGWARDEN_EC2_WRITES_PER_SECOND"))?;
-        Ok(Config { policy, policy_ttl, clusters, own, concurrency, ec2_writes_per_second })
+        let yield_to = Self::yield_to(var("TAGWARDEN_YIELD_TO"))?;
+        Ok(Config { policy, policy_ttl, clusters, own, concurrency, ec2_writes_per_second, yield_to })
+    }
+
+    /// `TAGWARDEN_YIELD_TO` on AWS (`tagwarden_engine::config::yield_to`): by default the AWS
+    /// Load Balancer Controller's and CAPA's role sessions.
+    pub fn yield_to(value: Option<String>) -> Result<tagwarden_core::contest::YieldTo, ConfigError> {
+        tagwarden_engine::config::yield_to(value, tagwarden_core::cloud::Cloud::Aws)
     }
 
     /// `TAGWARDEN_EC2_WRITES_PER_SECOND`: 1–100, by default [`DEFAULT_EC2_WRITES_PER_SECOND`].
@@ -116,5 +128,19 @@ mod tests {
             let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_CONCURRENCY", bad)]).expect_err(bad);
             assert!(e.to_string().contains("from 1 to 64"), "{e}");
         }
+    }
+
+    #[test]
+    fn yield_to_defaults_to_the_controllers_and_a_bad_pattern_names_the_variable() {
+        let lbc = "arn:aws:sts::1:assumed-role/aws-load-balancer-controller/s";
+        let c = from(&[("TAGWARDEN_POLICY", "s3://b/k")]).expect("valid");
+        assert!(c.yield_to.accepts(Some(lbc)) && !c.yield_to.accepts(Some("arn:aws:iam::1:user/alice")));
+        let c = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_YIELD_TO", "none")]).expect("none");
+        assert!(!c.yield_to.accepts(Some(lbc)));
+        let c = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_YIELD_TO", "arn:aws:sts::1:assumed-role/ctl/*")])
+            .expect("mine");
+        assert!(c.yield_to.accepts(Some("arn:aws:sts::1:assumed-role/ctl/x")) && !c.yield_to.accepts(Some(lbc)));
+        let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_YIELD_TO", "*")]).expect_err("everyone");
+        assert!(e.to_string().starts_with("TAGWARDEN_YIELD_TO=\"*\"") && e.to_string().contains("every writer"), "{e}");
     }
 }

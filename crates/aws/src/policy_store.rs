@@ -149,11 +149,23 @@ pub type PolicyStore = policy_store::PolicyStore<AwsSource>;
 pub struct AwsSource {
     clients: Clients,
     pub location: PolicyLocation,
+    /// The folder of the bucket where the clusters' contest states are kept
+    /// ([`PolicySource::contest_state_name`]): [`CONTESTS_FOLDER`], or the organization hub's
+    /// `<prefix>_organization/contests/<account>/`.
+    pub contests_folder: String,
 }
+
+/// Where a bucket keeps its clusters' contest states, `<folder><infraID>.json`: outside every
+/// publisher's folder, written only by the function and the deployment's operators.
+pub const CONTESTS_FOLDER: &str = "_tagwarden/contests/";
+
+/// The SSM path under which the clusters' contest states are kept, `<path><infraID>`: outside every
+/// policy's and report's parameter path.
+pub const CONTESTS_SSM_PATH: &str = "/_tagwarden/contests/";
 
 impl AwsSource {
     pub fn new(clients: Clients, location: PolicyLocation) -> Self {
-        AwsSource { clients, location }
+        AwsSource { clients, location, contests_folder: CONTESTS_FOLDER.to_string() }
     }
 
     /// The endpoint the store's calls go to, to name the proxy they go through: the configured
@@ -346,6 +358,15 @@ impl PolicySource for AwsSource {
                 Ok(written.to_string())
             }
         }
+    }
+
+    /// S3: `<contests folder><infraID>.json` in the policy's bucket; SSM: `/_tagwarden/contests/<infraID>`.
+    fn contest_state_name(&self, infra_id: &str) -> Option<String> {
+        policy::clusters::valid_infra_id(infra_id).ok()?;
+        Some(match self.location.bucket() {
+            Some(_) => format!("{}{infra_id}.json", self.contests_folder),
+            None => format!("{CONTESTS_SSM_PATH}{infra_id}"),
+        })
     }
 
     async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, CloudError> {

@@ -390,6 +390,13 @@ impl PolicySource for BlobSource {
         }
     }
 
+    /// `_tagwarden/contests/<infraID>.json` in the policy's container: outside every publisher's
+    /// folder (`tagwarden_engine::policy_store::contest_state_object`).
+    fn contest_state_name(&self, infra_id: &str) -> Option<String> {
+        policy::clusters::valid_infra_id(infra_id).ok()?;
+        Some(policy_store::contest_state_object(infra_id))
+    }
+
     async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, CloudError> {
         match self.get(&self.status_name(cluster)?, None).await {
             Ok(found) => Ok(found.map(|o| o.text)),

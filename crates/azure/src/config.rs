@@ -76,6 +76,10 @@ pub struct Config {
     /// event names its topic (`topic`, CloudEvents `source`); `None` (unset) accepts any
     /// (`super::function::Topics` says why).
     pub event_topics: Option<Vec<String>>,
+    /// `TAGWARDEN_YIELD_TO`: the controllers whose changes may contest a key, by the writer an
+    /// event names (the caller's UPN, `appid` claim or principal id: a service principal's client
+    /// id, so a deployment names CAPZ's own); unset, none (`tagwarden_engine::config::yield_to`).
+    pub yield_to: tagwarden_core::contest::YieldTo,
 }
 
 impl Config {
@@ -233,7 +237,10 @@ impl Config {
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };
+        let yield_to =
+            tagwarden_engine::config::yield_to(var("TAGWARDEN_YIELD_TO"), tagwarden_core::cloud::Cloud::Azure)?;
         Ok(Config {
+            yield_to,
             port,
             policy,
             policy_ttl,

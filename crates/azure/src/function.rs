@@ -91,6 +91,7 @@ impl Handler {
             ArmTagger { resource_graph: config.resource_graph, ..ArmTagger::new(arm, config.sweep_scopes.clone()) };
         let mut engine = Engine::new(adapter, store, config.own.clone());
         engine.set_concurrency(config.concurrency);
+        engine.yield_to = config.yield_to.clone();
         let metrics = config
             .metrics
             .as_ref()

@@ -28,6 +28,23 @@ pub fn policy_ttl(value: Option<String>) -> Result<std::time::Duration, ConfigEr
     Ok(std::time::Duration::from_secs(secs))
 }
 
+/// `TAGWARDEN_YIELD_TO`, the same for both functions: the controllers whose changes may contest a
+/// key (`tagwarden_core::contest::YieldTo`), as comma-separated principal patterns (`*`, `?`), or
+/// `none`; `cloud`'s default when unset. Any other writer's change is drift, corrected every time.
+pub fn yield_to(
+    value: Option<String>,
+    cloud: tagwarden_core::cloud::Cloud,
+) -> Result<tagwarden_core::contest::YieldTo, ConfigError> {
+    use tagwarden_core::contest::YieldTo;
+    let Some(s) = value else { return Ok(YieldTo::default_for(cloud)) };
+    YieldTo::parse(&s).map_err(|problem| ConfigError::Invalid {
+        var: "TAGWARDEN_YIELD_TO",
+        value: s.clone(),
+        problem,
+        fix: "set it to the principal patterns of the controllers tagwarden yields to, comma-separated (e.g. arn:aws:sts::*:assumed-role/*aws-load-balancer-controller*/*; on Azure the controller's client id), or none, or unset it for the default".into(),
+    })
+}
+
 /// `TAGWARDEN_CONCURRENCY`, the same for both functions: resources reconciled, and calls in flight,
 /// at once in an invocation, from 1 to 64; `default` (the cloud's) when unset.
 pub fn concurrency(value: Option<String>, default: usize) -> Result<usize, ConfigError> {

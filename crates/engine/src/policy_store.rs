@@ -99,6 +99,16 @@ pub trait PolicySource: Send + Sync {
     /// Write `text` at `name` only if its ETag (or version) is still `expected`, or with `None`
     /// only if it does not exist: the new ETag or version.
     async fn put(&self, name: &str, text: &str, expected: Option<&str>) -> Result<String, PutError<Self::Error>>;
+    /// Where cluster `infra_id`'s contest state is kept (`tagwarden_core::contest::ContestState`),
+    /// read with [`PolicySource::get`] and written with [`PolicySource::put`] (conditionally, as
+    /// the status report is): an object apart from every publisher's folder, which the deployment
+    /// lets only the function and its operators write. Never derived from a name a publisher
+    /// chose: `infra_id` is a cluster the deployment enforces. `None`: this store keeps none, and
+    /// contests are counted in each function instance's memory alone.
+    fn contest_state_name(&self, infra_id: &str) -> Option<String> {
+        let _ = infra_id;
+        None
+    }
     /// The status report's text beside the policy (of cluster `cluster` in a set), if one was
     /// written.
     async fn get_status(&self, cluster: Option<&str>) -> Result<Option<String>, Self::Error>;
@@ -136,10 +146,23 @@ pub fn content_type(name: &str) -> &'static str {
     }
 }
 
+/// The folder, at the root of a policy bucket or container, where the function keeps its own
+/// state (the contests, `tagwarden_core::contest`): never a policy document, never a cluster's
+/// folder (an infraID starts with a letter or digit).
+pub const STATE_FOLDER: &str = "_tagwarden/";
+
+/// The name of cluster `infra_id`'s contest state object in a bucket or container.
+pub fn contest_state_object(infra_id: &str) -> String {
+    format!("{STATE_FOLDER}contests/{infra_id}.json")
+}
+
 /// Whether an object under a prefix is a policy layer.
 pub fn is_policy_document(name: &str) -> bool {
     let base = name.rsplit('/').next().unwrap_or(name);
-    [".yaml", ".yml", ".json"].iter().any(|e| base.ends_with(e)) && base != STATUS_REPORT_NAME && !base.starts_with('.')
+    [".yaml", ".yml", ".json"].iter().any(|e| base.ends_with(e))
+        && base != STATUS_REPORT_NAME
+        && !base.starts_with('.')
+        && !name.starts_with(STATE_FOLDER)
 }
 
 /// Why a conditional write did not happen as asked.

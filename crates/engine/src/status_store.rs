@@ -3,7 +3,7 @@
 
 use crate::policy_store::{PolicySource, PolicyStore, PutError, Rejection};
 use std::sync::OnceLock;
-use tagwarden_core::contest::{self, Contest};
+use tagwarden_core::contest::{self, Contest, ContestState, Lift};
 use tagwarden_core::policy::cache::{LoadedPolicy, PolicyState, Standing};
 use tagwarden_core::report::{epoch_ms, Record};
 
@@ -100,27 +100,30 @@ async fn rewrite<S: PolicySource, T>(
     )))
 }
 
-/// Write `report` over the one there without losing what only that one holds: the contests
-/// (`tagwarden_core::contest`: only the event path counts them; those a new policy, `fingerprint`,
-/// lifted are dropped) and, for the sweep of one `part` of the deployment (a resource-ID prefix),
-/// the other parts' failures (`StatusReport::merged_into`).
+/// Write `report` over the one there without losing what only that one holds: for the sweep of
+/// one `part` of the deployment (a resource-ID prefix), the other parts' failures
+/// (`StatusReport::merged_into`). The contests it shows are `shown`'s (the contest state, read
+/// apart: never the older report's, which anyone who can write the report could have forged);
+/// `None` when the state could not be read: the older report's copy is kept, for readers only.
 async fn write_over<S: PolicySource>(
     store: &PolicyStore<S>,
     cluster: Option<&str>,
     report: &StatusReport,
     part: Option<&str>,
-    fingerprint: Option<&str>,
+    shown: Option<&ContestState>,
 ) -> Result<(), String> {
     if !enforced(store, cluster) {
         return Ok(());
     }
     let over = |older: Option<StatusReport>| {
         let mut report = report.clone();
-        if let Some(older) = &older {
-            report.contests = match fingerprint {
-                Some(fp) => contest::in_force(older.contests.clone(), fp, epoch_ms() / 1000),
-                None => older.contests.clone(),
-            };
+        match (shown, &older) {
+            (Some(state), _) => show(&mut report, state),
+            (None, Some(older)) => {
+                report.contests = older.contests.clone();
+                report.lifts = older.lifts.clone();
+            }
+            (None, None) => {}
         }
         let report = match part {
             Some(part) => report.merged_into(older, part),
@@ -135,19 +138,98 @@ async fn write_over<S: PolicySource>(
         // Unreadable otherwise (a guardrail on reads, a fault): the new report still goes out, as
         // it did before reports were read back; what only the old one held is lost, and said so.
         Err(Rewrite::Unreadable(e)) => {
-            tracing::warn!(error = %e, "could not read the status report back: written without its contests");
-            store.source.put_status(cluster, &render(store, report)).await.map_err(|e| e.to_string())
+            tracing::warn!(error = %e, "could not read the status report back: written over it");
+            let mut report = report.clone();
+            if let Some(state) = shown {
+                show(&mut report, state);
+            }
+            store.source.put_status(cluster, &render(store, &report)).await.map_err(|e| e.to_string())
         }
         Err(Rewrite::Unwritten(e)) => Err(e),
     }
 }
 
-/// Change the contests kept in cluster `policy`'s status report with `change`, given those in
-/// force under its policy now (a report is started if there is none). What `change` answered the
-/// last time, and the contests written.
+/// The contests and lifts of `state` as the report shows them.
+fn show(report: &mut StatusReport, state: &ContestState) {
+    report.contests = state.contests.clone();
+    report.lifts = state.lifts.clone();
+}
+
+/// Where cluster `infra_id`'s contest state is kept in `store`, or why there is none.
+fn state_name<S: PolicySource>(store: &PolicyStore<S>, infra_id: &str) -> Result<String, String> {
+    tagwarden_core::policy::clusters::valid_infra_id(infra_id)?;
+    store.source.contest_state_name(infra_id).ok_or_else(|| format!("{} keeps no contest state", store.location()))
+}
+
+/// Cluster `infra_id`'s contest state (`tagwarden_core::contest::ContestState`), as kept apart
+/// from the status report: empty if none was written. Contests are read from here alone, never
+/// from the report. One that is not a state tagwarden wrote reads as empty (every key is then
+/// corrected: the safe side) and is replaced at the next write.
+pub async fn read_contest_state<S: PolicySource>(
+    store: &PolicyStore<S>,
+    infra_id: &str,
+) -> Result<ContestState, String> {
+    Ok(get_state(store, &state_name(store, infra_id)?).await?.map(|(state, _)| state).unwrap_or_default())
+}
+
+async fn get_state<S: PolicySource>(
+    store: &PolicyStore<S>,
+    name: &str,
+) -> Result<Option<(ContestState, String)>, String> {
+    let there = match store.source.get(name, None).await {
+        Ok(there) => there,
+        Err(e) if store.source.is_absent(&e) => None,
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(there.map(|o| {
+        let state = serde_json::from_str::<ContestState>(&o.text).unwrap_or_else(|e| {
+            tracing::warn!(object = %store.source.location_of(name), error = %e, "the contest state is not one tagwarden wrote: read as empty, replaced at the next write");
+            ContestState::default()
+        });
+        (state, o.etag)
+    }))
+}
+
+/// Rewrite cluster `infra_id`'s contest state: `change` changes it and answers whether to write it
+/// (and something). Written only over the version read (a conditional write), read and changed
+/// again when another write landed in between. What `change` answered the last time, and the
+/// state as written (or read, when nothing was written).
+async fn rewrite_state<S: PolicySource, T>(
+    store: &PolicyStore<S>,
+    infra_id: &str,
+    now: u64,
+    mut change: impl FnMut(&mut ContestState) -> (bool, T),
+) -> Result<(T, ContestState), String> {
+    let name = state_name(store, infra_id)?;
+    for _ in 0..ATTEMPTS {
+        let there = get_state(store, &name).await?;
+        let etag = there.as_ref().map(|(_, e)| e.clone());
+        let mut state = there.map(|(s, _)| s).unwrap_or_default();
+        let (write, answer) = change(&mut state);
+        if !write {
+            return Ok((answer, state));
+        }
+        state.cluster = infra_id.to_string();
+        state.updated_at = now;
+        state.bound();
+        let text = serde_json::to_string_pretty(&state).map_err(|e| e.to_string())?;
+        match store.source.put(&name, &text, etag.as_deref()).await {
+            Ok(_) => return Ok((answer, state)),
+            Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
+            Err(PutError::Source(e)) => return Err(e.to_string()),
+        }
+    }
+    Err(format!("another write of the contest state landed {ATTEMPTS} times between the read and the write"))
+}
+
+/// Change the contests kept in cluster `policy`'s contest state with `change`, given those in
+/// force under its policy at `now`; then show them in its status report (a report is started if
+/// there is none; a report that cannot be written is logged, the state is what counts). What
+/// `change` answered the last time, and the contests written.
 pub async fn update_contests<S: PolicySource, T>(
     store: &PolicyStore<S>,
     policy: &LoadedPolicy,
+    now: u64,
     mut change: impl FnMut(&mut Vec<Contest>) -> T,
 ) -> Result<(T, Vec<Contest>), String> {
     let key = store.cluster_key(policy);
@@ -155,40 +237,72 @@ pub async fn update_contests<S: PolicySource, T>(
     if !enforced(store, cluster) {
         return Err("the deployment does not enforce this cluster".to_string());
     }
+    let changed = |state: &mut ContestState| {
+        let mut contests = contest::in_force(std::mem::take(&mut state.contests), &policy.fingerprint, now);
+        let answer = change(&mut contests);
+        state.contests = contests.clone();
+        (true, (answer, contests))
+    };
+    let ((answer, contests), state) = rewrite_state(store, &policy.infra_id, now, changed).await?;
     // The policy was just loaded, so its cache is there; `ok` otherwise, as it is in force.
     let standing = store.standing(key).await.unwrap_or(Standing { state: PolicyState::Ok, errors: Vec::new() });
     let location = store.location_for(key);
-    let contested = |older: Option<StatusReport>| {
-        // No report yet: one that holds the contests and says no sweep has run (generated_at 0).
+    let shown = |older: Option<StatusReport>| {
+        // No report yet: one that shows the contests and says no sweep has run (generated_at 0).
         let mut report = older.unwrap_or_else(|| StatusReport {
             generated_at: 0,
             ..StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing.clone(), &[])
         });
-        let mut contests =
-            contest::in_force(std::mem::take(&mut report.contests), &policy.fingerprint, epoch_ms() / 1000);
-        let answer = change(&mut contests);
-        report.contests = contests.clone();
-        (Some(report), (answer, contests))
+        show(&mut report, &state);
+        (Some(report), ())
     };
-    rewrite(store, cluster, contested).await.map_err(|(Rewrite::Unreadable(e) | Rewrite::Unwritten(e))| e)
+    if let Err(Rewrite::Unreadable(e) | Rewrite::Unwritten(e)) = rewrite(store, cluster, shown).await {
+        tracing::warn!(error = %e, "could not show the contests in the status report (they are kept in the contest state)");
+    }
+    Ok((answer, contests))
 }
 
-/// Lift the contests on `resource` (only `key`'s, if given) in the status report of `cluster`: an
-/// operator's acknowledgement (`tagwarden status --lift`). How many were lifted.
+/// Lift the contests on `resource` (only `key`'s, if given) of cluster `infra_id` (`cluster`: its
+/// key in a set, for the report): an operator's acknowledgement (`tagwarden status --lift`),
+/// recorded in the contest state with `by` (the operator's principal) and `now`, and shown in the
+/// status report if there is one. How many were lifted.
 pub async fn lift_contests<S: PolicySource>(
     store: &PolicyStore<S>,
     cluster: Option<&str>,
+    infra_id: &str,
     resource: &str,
     key: Option<&str>,
+    by: &str,
+    now: u64,
 ) -> Result<usize, String> {
-    let lifted = |older: Option<StatusReport>| match older {
-        Some(mut report) => match contest::lift(&mut report.contests, resource, key) {
-            0 => (None, 0),
-            n => (Some(report), n),
-        },
-        None => (None, 0),
+    let lifted = |state: &mut ContestState| match contest::lift(&mut state.contests, resource, key) {
+        0 => (false, 0),
+        n => {
+            let lift = Lift {
+                resource: resource.to_string(),
+                key: key.map(str::to_owned),
+                by: by.to_string(),
+                at: now,
+                lifted: n,
+            };
+            state.record_lift(lift);
+            (true, n)
+        }
     };
-    rewrite(store, cluster, lifted).await.map_err(|(Rewrite::Unreadable(e) | Rewrite::Unwritten(e))| e)
+    let (n, state) = rewrite_state(store, infra_id, now, lifted).await?;
+    if n > 0 {
+        let shown = |older: Option<StatusReport>| match older {
+            Some(mut report) => {
+                show(&mut report, &state);
+                (Some(report), ())
+            }
+            None => (None, ()),
+        };
+        if let Err(Rewrite::Unreadable(e) | Rewrite::Unwritten(e)) = rewrite(store, cluster, shown).await {
+            tracing::warn!(error = %e, "lifted in the contest state; could not show it in the status report");
+        }
+    }
+    Ok(n)
 }
 
 /// A report that cannot be written is logged: it never fails the invocation that made it.
@@ -197,9 +311,9 @@ async fn write_logged<S: PolicySource>(
     cluster: Option<&str>,
     report: &StatusReport,
     part: Option<&str>,
-    fingerprint: Option<&str>,
+    shown: Option<&ContestState>,
 ) {
-    if let Err(e) = write_over(store, cluster, report, part, fingerprint).await {
+    if let Err(e) = write_over(store, cluster, report, part, shown).await {
         tracing::warn!(error = %e, part, "could not write the status report");
     }
 }
@@ -218,7 +332,41 @@ pub async fn read<S: PolicySource>(
 /// A rejected newer version, reported beside that cluster's policy with the one in force.
 pub async fn report_rejection<S: PolicySource>(store: &PolicyStore<S>, r: &Rejection) {
     let report = StatusReport::new(store.source.cloud(), &r.location, r.in_force.clone(), r.errors.clone(), Vec::new());
-    write_logged(store, r.cluster.as_deref(), &report, None, None).await;
+    // The cluster whose state to show: the set's cluster, or the single policy's in force.
+    let infra_id = match &r.cluster {
+        Some(c) => Some(c.clone()),
+        None => store.in_force().await.into_iter().next().map(|(id, _)| id),
+    };
+    let shown = match infra_id {
+        Some(id) => shown_state(store, &id, None).await,
+        None => Some(ContestState::default()),
+    };
+    write_logged(store, r.cluster.as_deref(), &report, None, shown.as_ref()).await;
+}
+
+/// Cluster `infra_id`'s contest state as a report shows it (those a new policy, `fingerprint`,
+/// lifted left out); `None` if it cannot be read.
+async fn shown_state<S: PolicySource>(
+    store: &PolicyStore<S>,
+    infra_id: &str,
+    fingerprint: Option<&str>,
+) -> Option<ContestState> {
+    match read_contest_state(store, infra_id).await {
+        Ok(mut state) => {
+            if let Some(fp) = fingerprint {
+                state.contests = contest::in_force(state.contests, fp, epoch_ms() / 1000);
+            }
+            Some(state)
+        }
+        Err(e) if store.source.contest_state_name(infra_id).is_none() => {
+            let _ = e;
+            Some(ContestState::default())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the contest state to show it in the status report");
+            None
+        }
+    }
 }
 
 /// A sweep's status report for one cluster (`policy`): the version it applied, how that
@@ -235,5 +383,6 @@ pub async fn report_sweep<S: PolicySource>(
     let location = store.location_for(cluster);
     let report = StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, records);
     let cluster = Some(cluster).filter(|c| !c.is_empty());
-    write_logged(store, cluster, &report, part, Some(&policy.fingerprint)).await;
+    let shown = shown_state(store, &policy.infra_id, Some(&policy.fingerprint)).await;
+    write_logged(store, cluster, &report, part, shown.as_ref()).await;
 }

@@ -81,6 +81,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let store = policy_store(&clients, config.policy, config.policy_ttl).with_clusters(config.clusters);
     let mut engine = Engine::new(tagger, store, config.own);
     engine.set_concurrency(config.concurrency);
+    engine.yield_to = config.yield_to;
     let engine = Arc::new(engine);
     // The payload as its JSON text: `function` reads it once into its `Payload` (a shape it does
     // not know is its own `TagwardenFailure`) and hands a bare event's text on as it came.
@@ -129,8 +130,17 @@ async fn run_hub(org: OrgConfig) -> Result<(), lambda_runtime::Error> {
             return Err(e.to_string().into());
         }
     };
+    let yield_to = match Config::yield_to(var("TAGWARDEN_YIELD_TO")) {
+        Ok(y) => y,
+        Err(e) => {
+            tracing::error!(error = %e, "invalid configuration");
+            return Err(e.to_string().into());
+        }
+    };
     tracing::info!(accounts = org.clusters.len(), regions = org.regions.len(), "organization hub");
-    let org = Arc::new(Organization::new(&hub, org, settings));
+    let mut org = Organization::new(&hub, org, settings);
+    org.yield_to = yield_to;
+    let org = Arc::new(org);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
         let org = org.clone();
         async move {

@@ -108,10 +108,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
 fn lift(runtime: &tokio::runtime::Runtime, args: &Args, resource: &str) -> Result<(), Failure> {
     let key = args.key.as_deref();
     let lifted = runtime.block_on(Box::pin(async {
-        Target::connect(args.policy.as_deref().unwrap_or_default(), args.region.as_deref(), true)
-            .await?
-            .lift(resource, key)
-            .await
+        let target = Target::connect(args.policy.as_deref().unwrap_or_default(), args.region.as_deref(), true).await?;
+        // The lift is an operator's action: recorded with who made it.
+        let by = target.caller(args.region.as_deref()).await;
+        target.lift(resource, key, &by).await
     }))?;
     let total: usize = lifted.iter().map(|(_, n)| n).sum();
     if args.json {
@@ -120,11 +120,11 @@ fn lift(runtime: &tokio::runtime::Runtime, args: &Args, resource: &str) -> Resul
         print_json(&serde_json::json!({"resource": resource, "key": key, "lifted": total, "clusters": clusters}))?;
     } else if total > 0 {
         let what = key.map_or_else(|| "every contested key".to_string(), |k| format!("key {k}"));
-        println!("lifted {total} contest(s) on {resource} ({what}): tagwarden corrects it again from its next event or sweep (a running function instance re-reads the contests within a minute)");
+        println!("lifted {total} contest(s) on {resource} ({what}), recorded in the contest state: tagwarden corrects it again from its next event or sweep (a running function instance re-reads the contests within a minute)");
     }
     if total == 0 {
         let why = anyhow::anyhow!(
-            "no contest on {resource}{} in the status report(s) beside {}: `tagwarden status` lists them, with the resource as written there",
+            "no contest on {resource}{} in the contest state of the cluster(s) of {}: `tagwarden status` lists them, with the resource as written there",
             key.map(|k| format!(" for key {k}")).unwrap_or_default(),
             args.policy.as_deref().unwrap_or_default()
         );
@@ -177,19 +177,28 @@ fn human(r: &StatusReport) -> String {
     if !contested.is_empty() {
         let _ = writeln!(
             out,
-            "contested  {} (another writer keeps changing these keys; tagwarden stopped writing them)",
+            "contested  {} (a controller tagwarden yields to keeps changing these keys; held back until the hold ends)",
             contested.len()
         );
         for c in contested {
             let _ = writeln!(
                 out,
-                "  {} key {}: changed by {}, since {}",
+                "  {} key {}: changed by {}, since {}, hold {} of its back-off until epoch {}",
                 c.resource,
                 c.key,
                 c.writer(),
-                ago(c.contested_since.unwrap_or_default())
+                ago(c.contested_since.unwrap_or_default()),
+                c.holds,
+                c.hold_until.unwrap_or_default()
             );
             let _ = writeln!(out, "    lift: tagwarden status --policy <SRC> --lift {} --key {}", c.resource, c.key);
+        }
+    }
+    if !r.lifts.is_empty() {
+        let _ = writeln!(out, "lifts      {} recent", r.lifts.len());
+        for l in r.lifts.iter().rev() {
+            let key = l.key.as_deref().map_or_else(|| "every key".to_string(), |k| format!("key {k}"));
+            let _ = writeln!(out, "  {} {key}: lifted {} by {}, {}", l.resource, l.lifted, l.by, ago(l.at));
         }
     }
     out

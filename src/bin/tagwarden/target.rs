@@ -106,16 +106,57 @@ impl Target {
         }
     }
 
-    /// Lift the contests on `resource` (only `key`'s, if given) in every report there: how many,
-    /// by cluster.
-    pub async fn lift(&self, resource: &str, key: Option<&str>) -> anyhow::Result<Vec<(Option<String>, usize)>> {
+    /// Lift the contests on `resource` (only `key`'s, if given) in every cluster's contest state
+    /// there, recording `by` (the operator's principal): how many, by cluster.
+    pub async fn lift(
+        &self,
+        resource: &str,
+        key: Option<&str>,
+        by: &str,
+    ) -> anyhow::Result<Vec<(Option<String>, usize)>> {
         #[allow(unreachable_code)]
         match self {
             #[cfg(feature = "aws")]
-            Target::Aws(store) => lift(store, resource, key).await,
+            Target::Aws(store) => lift(store, resource, key, by).await,
             #[cfg(feature = "azure")]
-            Target::Blob(store) => lift(store, resource, key).await,
+            Target::Blob(store) => lift(store, resource, key, by).await,
         }
+    }
+
+    /// Who the CLI acts as, for the audit of a lift: on AWS the caller's ARN (STS
+    /// `GetCallerIdentity`); on Azure the workload identity's client id; else `unknown`, with a
+    /// warning.
+    pub async fn caller(&self, region: Option<&str>) -> String {
+        let _ = region;
+        #[allow(unreachable_code)]
+        let found: Result<String, String> = match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(_) => {
+                let mut loader = match tagwarden::aws::config_loader() {
+                    Ok(l) => l,
+                    Err(e) => return unknown(&e.to_string()),
+                };
+                if let Some(r) = region {
+                    loader = loader.region(aws_config::Region::new(r.to_string()));
+                }
+                let config = loader.load().await;
+                let sts = tagwarden::aws::sdk::sts::Client::new(&config);
+                match sts.get_caller_identity().send().await {
+                    Ok(out) => out.arn().map(str::to_owned).ok_or_else(|| "STS named no ARN".to_string()),
+                    Err(e) => Err(format!(
+                        "sts:GetCallerIdentity: {}",
+                        tagwarden::aws::sdk::sts::error::DisplayErrorContext(e)
+                    )),
+                }
+            }
+            #[cfg(feature = "azure")]
+            Target::Blob(_) => std::env::var("AZURE_CLIENT_ID")
+                .ok()
+                .filter(|id| !id.is_empty())
+                .map(|id| format!("azure client {id}"))
+                .ok_or_else(|| "a SAS names no principal (no AZURE_CLIENT_ID: no workload identity)".to_string()),
+        };
+        found.unwrap_or_else(|why| unknown(&why))
     }
 }
 
@@ -178,18 +219,40 @@ async fn lift<S: tagwarden::policy_store::PolicySource>(
     store: &tagwarden::policy_store::PolicyStore<S>,
     resource: &str,
     key: Option<&str>,
+    by: &str,
 ) -> anyhow::Result<Vec<(Option<String>, usize)>> {
     use anyhow::Context as _;
-    let clusters = if store.is_set() { store.clusters().await?.into_iter().map(Some).collect() } else { vec![None] };
+    // Each cluster's infraID names its contest state: a set's folders, or the single policy's.
+    let clusters: Vec<(Option<String>, String)> = if store.is_set() {
+        store.clusters().await?.into_iter().map(|c| (Some(c.clone()), c)).collect()
+    } else {
+        let (loaded, _) = store.policies(true).await;
+        let loaded = loaded
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("reading the policy, whose infraID names its contest state")?;
+        loaded.iter().map(|p| (None, p.infra_id.clone())).collect()
+    };
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
     let mut out = Vec::new();
-    for cluster in clusters {
-        let lifted = tagwarden::status_store::lift_contests(store, cluster.as_deref(), resource, key)
-            .await
-            .map_err(anyhow::Error::msg)
-            .with_context(|| {
-                format!("lifting the contests on {resource} in the status report beside {}", store.location())
-            })?;
+    for (cluster, infra_id) in clusters {
+        let lifted =
+            tagwarden::status_store::lift_contests(store, cluster.as_deref(), &infra_id, resource, key, by, now)
+                .await
+                .map_err(anyhow::Error::msg)
+                .with_context(|| {
+                    format!(
+                        "lifting the contests on {resource} in cluster {infra_id}'s contest state ({})",
+                        store.location()
+                    )
+                })?;
         out.push((cluster, lifted));
     }
     Ok(out)
+}
+
+/// `unknown`, saying why on stderr: the lift is still recorded.
+fn unknown(why: &str) -> String {
+    eprintln!("warning: the lift is recorded as by \"unknown\": the caller's identity could not be read ({why})");
+    "unknown".to_string()
 }

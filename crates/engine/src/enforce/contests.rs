@@ -1,28 +1,34 @@
 //! The engine's side of never fighting another controller (`tagwarden_core::contest`): which keys
 //! of a plan are held back, and the count of corrections behind it.
 //!
-//! The count lives in each cluster's status report, so it outlives the function's instances and
-//! cold starts, and every path (events, sweeps, parts) reads the same contests. Keeping it costs
-//! calls on the policy store only (never the tagged resources' budget), and only where a fight may
-//! be starting: a correction answering a caller the event names (one read and one conditional
-//! write of the report), a key with an entry there already, or one this instance corrected before
-//! within the window. A correction no event names a caller for is remembered by the instance
-//! alone until it happens again. The report's contests are read at most once per [`FRESH`] per
-//! cluster and instance, and only when a plan writes.
+//! Only a change made by a controller the deployment yields to ([`Engine::yield_to`]) is counted,
+//! and never on a key the cluster's policy marks `neverYield`: any other change is drift,
+//! corrected every time. The count lives in each cluster's contest state, an object of the policy
+//! store apart from every publisher's folder (`PolicySource::contest_state_name`), so it outlives
+//! the function's instances and cold starts, every path (events, sweeps, parts) reads the same
+//! contests, and nobody who can only write the status report (which shows a copy) can forge one.
+//! Keeping it costs calls on the policy store only (never the tagged resources' budget), and only
+//! where a fight may be starting: a correction answering a yielded-to controller's tag change (one
+//! read and one conditional write of the state, and the report's copy), a key with an entry there
+//! already, or one this instance corrected before within the window. An Azure write (which may be a
+//! creation) is remembered by the instance alone until it happens again. The state is read at most
+//! once per [`FRESH`] per cluster and instance, and only when a plan writes.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::{Adapter, Engine};
+use crate::policy_store::PolicySource;
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::contest::{self, Contest, Correction, Step};
 use tagwarden_core::plan::Plan;
 use tagwarden_core::policy::cache::LoadedPolicy;
-use tagwarden_core::report::epoch_ms;
+use tagwarden_core::policy::Policy;
 
 /// How long a cluster's contests as read are used before they are read again: another instance
-/// may have contested a key since, so at most one more correction per instance in this time.
+/// may have contested a key (or an operator lifted one) since, so at most one more correction per
+/// instance in this time.
 pub const FRESH: Duration = Duration::from_secs(60);
 
 /// Entries of this instance's memory past which the oldest are forgotten.
@@ -36,7 +42,7 @@ pub enum Cause<'a> {
     TagChange { by: Option<&'a str> },
     /// An Azure resource write: a creation or an update, which Event Grid does not tell apart
     /// (both are `<type>/write`), and an update may replace the tags. Counted, but kept in the
-    /// report only from its second correction, so a creation costs no write of the report.
+    /// contest state only from its second correction, so a creation costs no write of it.
     Write { by: Option<&'a str> },
     /// An AWS creation, a sweep, a policy change: the first tagging, or nobody's change.
     Other,
@@ -69,18 +75,29 @@ struct Kept {
 /// Each cluster's contests as last read or written, and this instance's own corrections.
 #[derive(Default)]
 pub struct Contests {
-    /// By cluster key.
+    /// By cluster (infraID).
     kept: Mutex<HashMap<String, Kept>>,
     /// By (policy fingerprint and resource, key): when this instance corrected it, within the
-    /// window, until the report has an entry for it.
+    /// window, until the contest state has an entry for it.
     memory: Mutex<HashMap<(String, String), Vec<u64>>>,
 }
 
 impl<A: Adapter> Engine<A> {
-    /// Take the contested keys out of `plan` (for cluster `policy`). When `cause` is somebody's
-    /// change, a key already corrected [`contest::CORRECTIONS`] times within the window is
-    /// contested now (written to the report), and held back too. Nothing is read unless the plan
-    /// writes. The correction is counted once written ([`Engine::count_correction`]).
+    /// Seconds since the epoch, by the engine's clock.
+    fn now(&self) -> u64 {
+        (self.clock)()
+    }
+
+    /// Whether a change of `key` by `writer` may count toward a contest under `policy`.
+    fn yields(&self, policy: &Policy, key: &str, writer: Option<&str>) -> bool {
+        contest::may_yield(&self.yield_to, &policy.never_yield, key, writer)
+    }
+
+    /// Take the contested keys out of `plan` (for cluster `policy`): those held in the contest
+    /// state, still by a controller the deployment yields to and not `neverYield`. When `cause` is
+    /// such a controller's change, a key already corrected [`contest::CORRECTIONS`] times within
+    /// the window is contested now (written to the state), and held back too. Nothing is read
+    /// unless the plan writes. The correction is counted once written ([`Engine::count_correction`]).
     pub(super) async fn hold_contested(&self, policy: &LoadedPolicy, plan: &mut Plan, cause: Cause<'_>) {
         if !plan.writes() {
             return;
@@ -88,21 +105,25 @@ impl<A: Adapter> Engine<A> {
         let fold = self.cloud() == Cloud::Azure;
         let kept = self.kept_contests(policy).await;
         for c in kept.iter().filter(|c| c.is_contested()) {
-            if plan.set.contains_key(&c.key) && c.is_about(&plan.resource, &c.key, fold) {
+            if plan.set.contains_key(&c.key)
+                && c.is_about(&plan.resource, &c.key, fold)
+                && self.yields(&policy.policy, &c.key, c.writer.as_deref())
+            {
                 plan.hold(&c.key);
             }
         }
         let Some(by) = counted(cause) else { return };
-        if self.dry_run || !plan.writes() {
+        if self.dry_run || !plan.writes() || !self.yield_to.accepts(by) {
             return;
         }
-        let now = epoch_ms() / 1000;
+        let now = self.now();
         let id = identity(&policy.fingerprint, &plan.resource, fold);
-        // Only a key at the count needs the report; the kept copy says which (this instance's
-        // own writes of the report keep it current, another's are at most FRESH old).
+        // Only a key at the count needs the state; the kept copy says which (this instance's
+        // own writes of the state keep it current, another's are at most FRESH old).
         let at_count: Vec<(String, Vec<u64>)> = plan
             .set
             .keys()
+            .filter(|k| self.yields(&policy.policy, k, by))
             .map(|k| (k.clone(), self.remembered(&id, k, now)))
             .filter(|(k, earlier)| {
                 let c = Correction { resource: &plan.resource, key: k, policy: &policy.fingerprint, writer: by, fold };
@@ -112,47 +133,63 @@ impl<A: Adapter> Engine<A> {
         if at_count.is_empty() {
             return;
         }
-        let decide = |contests: &mut Vec<Contest>| -> Vec<Step> {
+        let decide = |contests: &mut Vec<Contest>| -> Vec<(Step, Option<u64>)> {
             at_count
                 .iter()
                 .map(|(key, earlier)| {
                     let c = Correction { resource: &plan.resource, key, policy: &policy.fingerprint, writer: by, fold };
-                    contest::check(contests, &c, earlier, now)
+                    let was = contest::held(contests, &plan.resource, key, fold).is_some();
+                    let step = contest::check(contests, &c, earlier, now);
+                    let started = (step == Step::Contest && !was)
+                        .then(|| contest::held(contests, &plan.resource, key, fold).and_then(|e| e.hold_until))
+                        .flatten();
+                    (step, started)
                 })
                 .collect()
         };
-        let steps = self.update_kept(policy, kept, decide).await;
-        for ((key, _), step) in at_count.iter().zip(steps) {
-            if step == Step::Contest {
+        let steps = self.update_kept(policy, kept, now, decide).await;
+        for ((key, _), (step, started)) in at_count.iter().zip(steps) {
+            if step != Step::Contest {
+                continue;
+            }
+            if let Some(hold_until) = started {
+                // The moment a contest starts: an alarm's line, naming the key, the resource and who.
                 tracing::warn!(
+                    cluster = policy.infra_id,
                     resource = plan.resource,
                     key,
-                    by = by.unwrap_or(contest::UNKNOWN_WRITER),
-                    "contested: another writer keeps changing this key; tagwarden stops writing it"
+                    writer = by.unwrap_or(contest::UNKNOWN_WRITER),
+                    hold_until,
+                    "contest started: a controller the deployment yields to keeps changing this key; tagwarden holds it back until hold_until, then corrects it again"
                 );
-                plan.hold(key);
             }
+            plan.hold(key);
         }
     }
 
-    /// Count the correction `plan` wrote, when `cause` is somebody's change. Kept in the report
+    /// Count the correction `plan` wrote, when `cause` is the change of a controller the deployment
+    /// yields to (keys the policy marks `neverYield` are never counted). Kept in the contest state
     /// when the event named its caller (a tag change), the key has an entry there, or this
-    /// instance corrected it within the window; any other (`Tag Change on Resource` names no
-    /// caller; an Azure write may be a creation) only in this instance's memory, until it happens
-    /// again.
+    /// instance corrected it within the window; an Azure write (which may be a creation) only in
+    /// this instance's memory, until it happens again.
     pub(super) async fn count_correction(&self, policy: &LoadedPolicy, plan: &Plan, cause: Cause<'_>) {
         let Some(by) = counted(cause) else { return };
-        if self.dry_run || plan.set.is_empty() {
+        if self.dry_run || plan.set.is_empty() || !self.yield_to.accepts(by) {
             return;
         }
         let eager = matches!(cause, Cause::TagChange { by: Some(_) });
         let fold = self.cloud() == Cloud::Azure;
-        let now = epoch_ms() / 1000;
+        let now = self.now();
         let id = identity(&policy.fingerprint, &plan.resource, fold);
         let kept = self.kept_contests(policy).await;
         /// A written key, and this instance's earlier corrections of it.
         type Written = (String, Vec<u64>);
-        let keys: Vec<Written> = plan.set.keys().map(|k| (k.clone(), self.remembered(&id, k, now))).collect();
+        let keys: Vec<Written> = plan
+            .set
+            .keys()
+            .filter(|k| self.yields(&policy.policy, k, by))
+            .map(|k| (k.clone(), self.remembered(&id, k, now)))
+            .collect();
         let (suspect, calm): (Vec<&Written>, Vec<&Written>) = keys.iter().partition(|(k, earlier)| {
             eager || !earlier.is_empty() || kept.iter().any(|c| c.is_about(&plan.resource, k, fold))
         });
@@ -161,7 +198,7 @@ impl<A: Adapter> Engine<A> {
         if suspect.is_empty() {
             return;
         }
-        // From here the report's entry holds the key's count (this instance's earlier corrections
+        // From here the state's entry holds the key's count (this instance's earlier corrections
         // folded in): the memory would count them twice, and outlive an operator's lift.
         let entered: Vec<String> = suspect.iter().map(|(k, _)| k.clone()).collect();
         self.forget(&id, &entered);
@@ -171,75 +208,83 @@ impl<A: Adapter> Engine<A> {
                 contest::record(contests, &c, earlier, now);
             }
         };
-        self.update_kept(policy, kept, record).await;
+        self.update_kept(policy, kept, now, record).await;
     }
 
-    /// Change cluster `policy`'s contests in its status report with `change` (the report read
-    /// fresh), and keep what was written; if the report cannot be written, change the kept copy
+    /// Change cluster `policy`'s contests in its contest state with `change` (the state read
+    /// fresh), and keep what was written; if the state cannot be written, change the kept copy
     /// `kept` instead, so a fight is still stopped in this instance (until the copy is read
-    /// again, at most [`FRESH`] later: only the report is shared). What `change` answered.
+    /// again, at most [`FRESH`] later: only the state is shared). What `change` answered.
     async fn update_kept<T>(
         &self,
         policy: &LoadedPolicy,
         kept: Vec<Contest>,
+        now: u64,
         mut change: impl FnMut(&mut Vec<Contest>) -> T,
     ) -> T {
-        match crate::status_store::update_contests(&self.store, policy, &mut change).await {
-            Ok((answer, written)) => {
-                self.keep(policy, written);
-                answer
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "could not keep the count of corrections in the status report");
-                let mut local = kept;
-                let answer = change(&mut local);
-                // Not stamped fresh: the report is read again when the copy was due anyway.
-                let mut all = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(k) = all.get_mut(self.store.cluster_key(policy)) {
-                    k.contests = local;
+        if self.store.source.contest_state_name(&policy.infra_id).is_some() {
+            match crate::status_store::update_contests(&self.store, policy, now, &mut change).await {
+                Ok((answer, written)) => {
+                    self.keep(policy, written);
+                    return answer;
                 }
-                answer
+                Err(e) => tracing::warn!(error = %e, "could not keep the count of corrections in the contest state"),
             }
         }
+        let mut local = kept;
+        let answer = change(&mut local);
+        // Not stamped fresh: the state is read again when the copy was due anyway.
+        let mut all = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
+        match all.get_mut(&policy.infra_id) {
+            Some(k) => k.contests = local,
+            None => {
+                let at = Instant::now().checked_sub(FRESH).unwrap_or_else(Instant::now);
+                all.insert(
+                    policy.infra_id.clone(),
+                    Kept { at, fingerprint: policy.fingerprint.clone(), contests: local },
+                );
+            }
+        }
+        answer
     }
 
     /// Cluster `policy`'s contests in force: as kept if read within [`FRESH`] under the same
-    /// policy, else read from its status report (none if it cannot be read: a fight is then
-    /// counted in this instance's memory alone).
+    /// policy, else read from its contest state (never from the status report, which anyone who
+    /// can write it could have forged). If the state cannot be read, or the store keeps none, the
+    /// copy this instance kept (however old) holds its contests back.
     async fn kept_contests(&self, policy: &LoadedPolicy) -> Vec<Contest> {
-        let key = self.store.cluster_key(policy).to_string();
-        let now = epoch_ms() / 1000;
-        {
+        let now = self.now();
+        let old = {
             let kept = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(k) = kept.get(&key).filter(|k| k.at.elapsed() < FRESH && k.fingerprint == policy.fingerprint) {
+            let mine = kept.get(&policy.infra_id).filter(|k| k.fingerprint == policy.fingerprint);
+            if let Some(k) = mine.filter(|k| k.at.elapsed() < FRESH) {
                 return contest::in_force(k.contests.clone(), &policy.fingerprint, now);
             }
-        }
-        let cluster = Some(key.as_str()).filter(|c| !c.is_empty());
-        let read = match crate::status_store::read(&self.store, cluster).await {
-            Ok(report) => report.map(|r| r.contests).unwrap_or_default(),
-            // Not kept as read: the copy there was (however old) still holds its contests back,
-            // and the next plan that writes tries the report again.
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read the contests in the status report");
-                let kept = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
-                let old = kept.get(&key).filter(|k| k.fingerprint == policy.fingerprint);
-                return contest::in_force(
-                    old.map(|k| k.contests.clone()).unwrap_or_default(),
-                    &policy.fingerprint,
-                    now,
-                );
-            }
+            mine.map(|k| k.contests.clone()).unwrap_or_default()
         };
-        let contests = contest::in_force(read, &policy.fingerprint, now);
-        self.keep(policy, contests.clone());
-        contests
+        if self.store.source.contest_state_name(&policy.infra_id).is_none() {
+            return contest::in_force(old, &policy.fingerprint, now);
+        }
+        match crate::status_store::read_contest_state(&self.store, &policy.infra_id).await {
+            Ok(state) => {
+                let contests = contest::in_force(state.contests, &policy.fingerprint, now);
+                self.keep(policy, contests.clone());
+                contests
+            }
+            // Not kept as read: the next plan that writes tries the state again.
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read the contest state");
+                contest::in_force(old, &policy.fingerprint, now)
+            }
+        }
     }
 
     fn keep(&self, policy: &LoadedPolicy, contests: Vec<Contest>) {
-        let key = self.store.cluster_key(policy).to_string();
         let mut kept = self.contests.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.insert(key, Kept { at: Instant::now(), fingerprint: policy.fingerprint.clone(), contests });
+        kept.insert(
+            policy.infra_id.clone(),
+            Kept { at: Instant::now(), fingerprint: policy.fingerprint.clone(), contests },
+        );
     }
 
     /// This instance's corrections of `key` on resource `id` within the window.
@@ -292,10 +337,12 @@ fn identity(fingerprint: &str, resource: &str, fold: bool) -> String {
 pub(super) fn reason(plan: &Plan) -> Option<String> {
     (!plan.held.is_empty()).then(|| {
         format!(
-            "contested: another writer keeps changing {} (tagwarden corrected it {} times within {} min), so tagwarden stopped writing it; the status report names the writer. A policy change lifts it, or `tagwarden status --lift {}`",
+            "contested: a controller the deployment yields to keeps changing {} (tagwarden corrected it {} times within {} min), so tagwarden holds it back until the hold ends ({} h the first time, doubling while the fight goes on, at most {} h), then corrects it again; the status report names the writer. A policy change lifts it, or `tagwarden status --lift {}`",
             plan.held.join(", "),
             contest::CORRECTIONS,
             contest::WINDOW_SECS / 60,
+            contest::FIRST_HOLD_SECS / 3600,
+            contest::MAX_HOLD_SECS / 3600,
             plan.resource
         )
     })

@@ -227,6 +227,9 @@ impl PolicySource for Documents {
     fn location_of(&self, name: &str) -> String {
         format!("memory:/{name}")
     }
+    fn contest_state_name(&self, infra_id: &str) -> Option<String> {
+        Some(crate::policy_store::contest_state_object(infra_id))
+    }
     async fn put(&self, name: &str, text: &str, _expected: Option<&str>) -> Result<String, PutError<CloudError>> {
         let mut docs = self.docs.lock().map_err(|_| PutError::Source(error("Poisoned", ErrorClass::Fatal)))?;
         docs.insert(name.to_string(), text.to_string());

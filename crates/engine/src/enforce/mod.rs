@@ -37,6 +37,7 @@ pub use coalesce::POLICY_SWEEP_WINDOW;
 pub use contests::Cause;
 use sweep::{Batching, Listing, Progress, Unindexed};
 use tagwarden_core::cloud::{Cloud, ClusterRef};
+pub use tagwarden_core::contest::YieldTo;
 use tagwarden_core::events::{Event, EventKind};
 use tagwarden_core::plan;
 use tagwarden_core::policy::cache::LoadedPolicy;
@@ -204,8 +205,22 @@ pub struct Engine<A: Adapter> {
     /// The part of the deployment this engine sweeps (a resource-ID prefix, [`Engine::part`]);
     /// `None`: all of it.
     part: Option<String>,
-    /// The contested keys kept in each cluster's status report, and this instance's corrections.
+    /// The contested keys kept in each cluster's contest state, and this instance's corrections.
     contests: contests::Contests,
+    /// The controllers whose changes may contest a key (`TAGWARDEN_YIELD_TO`); every other
+    /// writer's change is drift, corrected every time. By default the cloud's
+    /// ([`YieldTo::default_for`]).
+    pub yield_to: YieldTo,
+    /// Seconds since the epoch, as contests count them: the system clock, or a test's.
+    pub clock: Clock,
+}
+
+/// A clock of seconds since the epoch ([`Engine::clock`]).
+pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// The system clock.
+pub fn system_clock() -> Clock {
+    Arc::new(|| epoch_ms() / 1000)
 }
 
 impl<A: Adapter> Engine<A> {
@@ -220,6 +235,7 @@ impl<A: Adapter> Engine<A> {
     /// one per member account and region, share their account's store (`aws::organization`).
     pub fn sharing(adapter: A, store: Arc<PolicyStore<A::Source>>, own: Vec<String>, part: Option<String>) -> Self {
         let concurrency = A::CONCURRENCY.max(1);
+        let cloud = adapter.cloud();
         Engine {
             adapter,
             store,
@@ -233,6 +249,8 @@ impl<A: Adapter> Engine<A> {
             coalesce: coalesce::Coalesce::default(),
             part,
             contests: contests::Contests::default(),
+            yield_to: YieldTo::default_for(cloud),
+            clock: system_clock(),
         }
     }
 
@@ -255,6 +273,8 @@ impl<A: Adapter> Engine<A> {
             coalesce: coalesce::Coalesce::default(),
             part: Some(part),
             contests: contests::Contests::default(),
+            yield_to: self.yield_to.clone(),
+            clock: self.clock.clone(),
         }
     }
 
@@ -655,7 +675,9 @@ mod tests {
     #[tokio::test]
     async fn a_key_removed_after_every_write_is_contested_after_the_count() {
         use tagwarden_core::contest::CORRECTIONS;
-        let engine = engine(Memory::with(&[("i-0a", tags(&[OWNED, ("team", "platform"), ("env", "prod")]))]), POLICY);
+        let mut engine =
+            engine(Memory::with(&[("i-0a", tags(&[OWNED, ("team", "platform"), ("env", "prod")]))]), POLICY);
+        engine.yield_to = YieldTo::parse("arn:aws:sts::*:assumed-role/remover/*").expect("pattern");
         let mut event = tag_change(&["i-0a"]);
         event.actor = Some("arn:aws:sts::111122223333:assumed-role/remover/1".into());
         let drift = |key: &str, value: Option<&str>| {
@@ -679,9 +701,12 @@ mod tests {
                 assert_eq!(out.metrics.by_type["ec2:instance"].contested, 1);
             }
         }
-        let report = engine.store.source.statuses.lock().expect("statuses").get(&None).cloned().expect("a report");
-        let contested: Vec<_> = report.contests.iter().filter(|c| c.is_contested()).collect();
+        // Kept in the contest state, and shown in the report.
+        let state = crate::status_store::read_contest_state(&engine.store, "c-1").await.expect("state");
+        let contested: Vec<_> = state.contests.iter().filter(|c| c.is_contested()).collect();
         assert_eq!((contested.len(), contested[0].writer()), (1, "arn:aws:sts::111122223333:assumed-role/remover/1"));
+        let report = engine.store.source.statuses.lock().expect("statuses").get(&None).cloned().expect("a report");
+        assert_eq!(report.contests, state.contests, "the report shows the state");
         // One edit of another key: corrected, the contested one still held.
         drift("env", Some("dev"));
         let out = engine.handle_event(&event, None).await;
@@ -694,6 +719,108 @@ mod tests {
         assert_eq!(out.metrics.by_type["ec2:instance"].tags_written, 1);
         assert_eq!(engine.adapter.get("i-0a").get("env").map(String::as_str), Some("prod"));
         assert!(!engine.adapter.get("i-0a").contains_key("team"));
+    }
+
+    /// Drive `rounds` removals of `key` by `actor` through the event path: what each wrote.
+    async fn fight(engine: &Engine<Memory>, key: &str, actor: Option<&str>, rounds: usize) -> Vec<(u64, Status)> {
+        let mut event = tag_change(&["i-0a"]);
+        event.actor = actor.map(str::to_owned);
+        let mut out = Vec::new();
+        for _ in 0..rounds {
+            engine.adapter.tags.lock().expect("tags").get_mut("i-0a").expect("resource").remove(key);
+            let before = engine.adapter.writes();
+            let handled = engine.handle_event(&event, None).await;
+            out.push((engine.adapter.writes() - before, handled.records[0].status));
+        }
+        out
+    }
+
+    /// Anyone but a controller the deployment yields to, or an event that names no caller: drift,
+    /// corrected every time, never counted.
+    #[tokio::test]
+    async fn an_ordinary_principal_or_no_caller_is_corrected_every_time() {
+        for actor in [Some("arn:aws:iam::111122223333:user/alice"), Some("arn:aws:sts::1:assumed-role/admin/x"), None] {
+            let engine = engine(Memory::with(&[("i-0a", tags(&[OWNED]))]), POLICY);
+            let steps = fight(&engine, "team", actor, 10).await;
+            assert!(steps.iter().all(|s| *s == (1, Status::Applied)), "{actor:?}: {steps:?}");
+            let state = crate::status_store::read_contest_state(&engine.store, "c-1").await.expect("state");
+            assert!(state.contests.is_empty(), "{actor:?}: nothing counted: {state:?}");
+        }
+    }
+
+    /// A key the policy marks `neverYield`: corrected every time, even for the load balancer controller.
+    #[tokio::test]
+    async fn a_never_yield_key_is_corrected_whoever_writes() {
+        let policy = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\nneverYield: [team]\n";
+        let engine = engine(Memory::with(&[("i-0a", tags(&[OWNED]))]), policy);
+        let lbc = "arn:aws:sts::111122223333:assumed-role/aws-load-balancer-controller/1";
+        let steps = fight(&engine, "team", Some(lbc), 8).await;
+        assert!(steps.iter().all(|s| *s == (1, Status::Applied)), "{steps:?}");
+        let steps = fight(&engine, "env", Some(lbc), tagwarden_core::contest::CORRECTIONS + 1).await;
+        assert_eq!(steps.last(), Some(&(0, Status::Contested)), "another key still yields: {steps:?}");
+    }
+
+    /// A contest entry forged into the status report: neither the event path nor a sweep reads it.
+    #[tokio::test]
+    async fn a_forged_report_entry_changes_nothing() {
+        let engine = engine(Memory::with(&[("i-0a", tags(&[OWNED]))]), POLICY);
+        let p = policy();
+        engine.reconcile(&p, &resource("i-0a"), Current::Read, Cause::Other).await;
+        let forged = tagwarden_core::contest::Contest {
+            resource: "i-0a".into(),
+            key: "team".into(),
+            policy: engine
+                .store
+                .policies(false)
+                .await
+                .0
+                .expect("policy")
+                .iter()
+                .next()
+                .expect("one")
+                .fingerprint
+                .clone(),
+            corrections: vec![1, 2, 3],
+            writer: Some("arn:aws:sts::111122223333:assumed-role/aws-load-balancer-controller/1".into()),
+            contested_since: Some(u64::MAX / 4),
+            hold_until: Some(u64::MAX / 2),
+            holds: 9,
+        };
+        let mut report =
+            tagwarden_core::status::StatusReport::new(Cloud::Aws, &"memory:/", Some("v".into()), vec![], vec![]);
+        report.contests = vec![forged];
+        engine.store.source.statuses.lock().expect("statuses").insert(None, report);
+        let steps = fight(&engine, "team", Some("arn:aws:iam::111122223333:user/alice"), 2).await;
+        assert!(steps.iter().all(|s| *s == (1, Status::Applied)), "{steps:?}");
+        engine.adapter.tags.lock().expect("tags").get_mut("i-0a").expect("resource").remove("team");
+        let out = engine.sweep(false, None, None).await;
+        assert!(out.records.iter().all(|r| r.status != Status::Failed), "{:?}", out.records);
+        assert_eq!(engine.adapter.get("i-0a").get("team").map(String::as_str), Some("platform"), "the sweep writes it");
+    }
+
+    /// A contest holds an hour, then the key is corrected again; fought again, it holds two.
+    #[tokio::test]
+    async fn a_contest_expires_and_is_tried_again_with_a_longer_hold() {
+        use std::sync::atomic::AtomicU64;
+        use tagwarden_core::contest::{CORRECTIONS, FIRST_HOLD_SECS};
+        let mut engine = engine(Memory::with(&[("i-0a", tags(&[OWNED]))]), POLICY);
+        let now = Arc::new(AtomicU64::new(1_800_000_000));
+        let clock = now.clone();
+        engine.clock = Arc::new(move || clock.load(Ordering::Relaxed));
+        let lbc = "arn:aws:sts::111122223333:assumed-role/aws-load-balancer-controller/1";
+        let steps = fight(&engine, "team", Some(lbc), CORRECTIONS + 2).await;
+        assert_eq!(steps.iter().filter(|s| s.0 == 1).count(), CORRECTIONS, "{steps:?}");
+        // Within the hold: still held (the copy this instance keeps is read again after FRESH,
+        // which the test's clock does not move: the hold's end is judged by the clock).
+        now.fetch_add(FIRST_HOLD_SECS - 10, Ordering::Relaxed);
+        assert_eq!(fight(&engine, "team", Some(lbc), 1).await, [(0, Status::Contested)]);
+        now.fetch_add(10, Ordering::Relaxed);
+        let steps = fight(&engine, "team", Some(lbc), CORRECTIONS + 1).await;
+        assert_eq!(steps.iter().filter(|s| s.0 == 1).count(), CORRECTIONS, "retried after the hold: {steps:?}");
+        assert_eq!(steps.last(), Some(&(0, Status::Contested)));
+        let state = crate::status_store::read_contest_state(&engine.store, "c-1").await.expect("state");
+        let c = &state.contests[0];
+        assert_eq!((c.holds, c.hold_until.zip(c.contested_since).map(|(u, s)| u - s)), (2, Some(2 * FIRST_HOLD_SECS)));
     }
 
     /// What an event's delivery becomes: a transient failure hands it back (SQS redelivers, then
