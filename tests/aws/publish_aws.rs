@@ -214,7 +214,8 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
     let json: Value = serde_json::from_str(&out).expect("--json");
     assert_eq!(json["failures"][0]["name"], "i-0abc");
 
-    // A contested key (issue 33): shown with its writer and how to lift it; lifted by hand.
+    // A contested key: kept in the contest state (apart from the report, which shows a copy),
+    // shown with its writer and how to lift it; lifted by hand, the lift recorded with who.
     let lb = format!("arn:aws:elasticloadbalancing:us-east-1:{account}:targetgroup/web-tg/73e2d6bc24d8a067");
     let lbc = format!("arn:aws:sts::{account}:assumed-role/aws-load-balancer-controller/1700000000");
     let loc: PolicyLocation = to.parse().expect("location");
@@ -226,7 +227,18 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
         corrections: vec![1, 2, 3],
         writer: Some(lbc.clone()),
         contested_since: Some(4),
+        hold_until: Some(u64::MAX / 2),
+        holds: 1,
     }];
+    let state = tagwarden::contest::ContestState {
+        cluster: "c-1".into(),
+        updated_at: 4,
+        contests: report.contests.clone(),
+        lifts: Vec::new(),
+    };
+    let state_key = "_tagwarden/contests/c-1.json";
+    let text = serde_json::to_vec(&state).expect("json");
+    clients.s3.put_object().bucket(&b).key(state_key).body(text.into()).send().await.expect("state");
     tagwarden::status_store::write(&policy_store(&clients, loc, Duration::ZERO), None, &report)
         .await
         .expect("status written");
@@ -239,6 +251,14 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
     let (code, out, err) = cli(&env, &["status", "--policy", &to, "--lift", &lb, "--key", "team", "--json"], None);
     let json: Value = serde_json::from_str(&out).expect("--json");
     assert_eq!((code, json["lifted"].as_u64()), (0, Some(1)), "{out} {err}");
+    let got = clients.s3.get_object().bucket(&b).key(state_key).send().await.expect("state");
+    let state: tagwarden::contest::ContestState =
+        serde_json::from_slice(&got.body.collect().await.expect("body").into_bytes()).expect("a state");
+    assert!(state.contests.is_empty(), "{state:?}");
+    let lift = &state.lifts[0];
+    assert!(lift.by.starts_with("arn:aws:") && lift.key.as_deref() == Some("team"), "who lifted it: {lift:?}");
+    let (_, out, _) = cli(&env, &["status", "--policy", &to], None);
+    assert!(out.contains("lifts      1") && out.contains(&lift.by), "the report shows the lift: {out}");
     let (code, _, err) = cli(&env, &["status", "--policy", &to, "--lift", &lb], None);
     assert!(code == 1 && err.contains("no contest on"), "nothing left to lift: {code} {err}");
     let (code, out, _) = cli(&env, &["status", "--policy", &to], None);
