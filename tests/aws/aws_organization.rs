@@ -211,7 +211,12 @@ impl Org {
 
     /// Every instance ends as it must: its account's team where enforced, untouched elsewhere.
     async fn check(&self) {
-        for m in &self.members {
+        self.check_but(None).await
+    }
+
+    /// [`Org::check`], but for the account `skip` (one the hub refused).
+    async fn check_but(&self, skip: Option<&str>) {
+        for m in self.members.iter().filter(|m| Some(m.id.as_str()) != skip) {
             for (i, region, want, _) in &m.instances {
                 let tags = self.tags(m, i, region).await;
                 match want {
@@ -665,4 +670,209 @@ async fn a_thousand_clusters_in_one_account_each_written_only_under_its_own_sess
     use tagwarden::aws::sdk::ec2::error::ProvideErrorMetadata;
     let e = write(other).await.expect_err("and not another group's");
     assert_eq!(e.code(), Some("UnauthorizedOperation"), "{e:?}");
+}
+
+/// The EMF documents of an invocation's lines that carry metric `name`.
+fn emf_with(lines: &[String], name: &str) -> Vec<Value> {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|d| {
+            d["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().is_some_and(|m| m.iter().any(|m| m["Name"] == name))
+        })
+        .collect()
+}
+
+/// `folders` empty folders (`accounts/<account>/fNNNNN/`, as the console's "Create folder" makes
+/// them; no notification fires for them) in `account`'s own area, 64 `PutObject`s at once.
+async fn flood(hub: &Clients, bucket: &str, account: &str, folders: usize) -> std::time::Duration {
+    use futures_util::stream::{self, StreamExt};
+    let started = Instant::now();
+    stream::iter(0..folders)
+        .map(|i| {
+            let key = format!("accounts/{account}/f{i:05}/");
+            async move { hub.s3.put_object().bucket(bucket).key(key).body(Vec::new().into()).send().await.expect("folder") }
+        })
+        .buffer_unordered(64)
+        .for_each(|_| async {})
+        .await;
+    started.elapsed()
+}
+
+/// One member account floods its own area with empty folders: the scheduled run refuses that
+/// account alone (naming it, the count and the fix; `MemberOverCap`), at a bounded cost, and every
+/// other account's shards are sent in the same run, within a short deadline; they are then swept
+/// and in line. `folders` from `TAGWARDEN_ORG_FLOOD` (6,000 by default; the ignored test below
+/// takes 60,000).
+async fn a_flood_of(folders: usize) {
+    let o = organization(4).await;
+    let config = o.config(1);
+    let hub = Clients::new(&o.hub);
+    // The account sorted first, so that every other one came after it in the old name order.
+    let flooded =
+        o.members.iter().enumerate().filter(|(a, _)| *a != o.refused).map(|(_, m)| m.id.clone()).min().expect("one");
+    let took = flood(&hub, &o.bucket, &flooded, folders).await;
+    println!("{folders} empty folders created in {:.1} s", took.as_secs_f64());
+
+    let org = Organization::new(&o.hub, config.clone(), settings(String::new()));
+    let started = Instant::now();
+    let deadline = started + std::time::Duration::from_secs(10);
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), Some(deadline)).await;
+    let took = started.elapsed();
+    let calls = org.calls.snapshot();
+    let census: u64 = calls.iter().filter(|(op, _)| op.contains("ListObjectsV2")).map(|(_, n)| n).sum();
+    println!(
+        "scheduled run with {folders} empty folders in one account: {} calls ({census} ListObjectsV2) in {:.2} s: {}",
+        calls.values().sum::<u64>(),
+        took.as_secs_f64(),
+        inv.response
+    );
+    assert_eq!(inv.error, None, "{}", inv.response);
+    assert!(took < std::time::Duration::from_secs(10), "within the deadline: {took:?}");
+    let why = inv.response["over_cap"][flooded.as_str()].as_str().unwrap_or_default();
+    assert!(
+        why.contains(&flooded) && why.contains("TAGWARDEN_MEMBER_FOLDERS_MAX") && why.contains("folder"),
+        "{}",
+        inv.response
+    );
+    assert_eq!(inv.response["unreached"], json!([]), "{}", inv.response);
+    // Every other account's shards (account 0's two groups in each region), sent in this run.
+    let others = o.members.iter().filter(|m| m.id != flooded).count();
+    let flooded_is_0 = o.members[0].id == flooded;
+    let want = others * REGIONS.len() + if flooded_is_0 { 0 } else { REGIONS.len() };
+    assert_eq!(inv.response["shards"], want, "{}", inv.response);
+    // The flood is listed one page past the cap at most: at most 3 calls at 2,000 folders.
+    let pages = (config.folders_max + 1).div_ceil(1000) as u64;
+    // Each other account: its count and its store's listing; and the hub's own folder's.
+    assert!(census <= pages + (others as u64) * 2 + 1, "{calls:?}");
+    let over = emf_with(&inv.lines, "MemberOverCap");
+    assert!(over.iter().any(|d| d["Account"] == flooded.as_str() && d["MemberOverCap"] == 1), "{:?}", inv.lines);
+    assert!(over.iter().any(|d| d.get("Account").is_none() && d["MemberOverCap"] == 1), "{:?}", inv.lines);
+
+    let (handled, failed) = o.drain(&org).await;
+    assert_eq!((handled, failed.len()), (want, 0), "{failed:?}");
+    o.check_but(Some(&flooded)).await;
+
+    // The summary names it, as `tagwarden status --organization` does (exit 2).
+    let summary = org.summary().await.expect("summary");
+    assert!(summary.refused[flooded.as_str()].contains("TAGWARDEN_MEMBER_FOLDERS_MAX"), "{:?}", summary.refused);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+        .args(["status", "--organization", &format!("s3://{}/accounts/", o.bucket)])
+        .envs(o.hub_env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("tagwarden runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains(&flooded) && stdout.contains("REFUSED"), "{stdout}");
+
+    // A run whose deadline has passed reaches no account: each is named, counted, and recorded
+    // to be taken first next run.
+    let cut = Organization::new(&o.hub, config.clone(), settings(String::new()));
+    let inv = handle_organization_until(&cut, r#"{"tagwarden": "sweep"}"#.into(), Some(Instant::now())).await;
+    let unreached = inv.response["unreached"].as_array().cloned().unwrap_or_default();
+    assert_eq!(unreached.len(), o.members.len(), "{}", inv.response);
+    let not = emf_with(&inv.lines, "MemberNotReached");
+    assert!(
+        not.iter().any(|d| d.get("Account").is_none() && d["MemberNotReached"] == o.members.len()),
+        "{:?}",
+        inv.lines
+    );
+    let state = cut.read_state().await.expect("the hub's state");
+    assert_eq!(state.unreached.len(), o.members.len());
+    let next = Organization::new(&o.hub, config, settings(String::new()));
+    let inv = handle_organization_until(&next, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!((inv.response["shards"].clone(), inv.response["unreached"].clone()), (json!(want), json!([])));
+    let _ = o.drain(&next).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_flooding_its_folder_slows_no_other_account() {
+    a_flood_of(env_usize("TAGWARDEN_ORG_FLOOD", 6_000)).await;
+}
+
+/// `cargo test --all-features --test aws sixty_thousand -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "60,000 objects in moto: minutes of set-up"]
+async fn sixty_thousand_folders_in_one_member_account() {
+    a_flood_of(60_000).await;
+}
+
+/// A member whose spoke role is deleted is a failed shard: the hub's invocation says so in its
+/// response and its `MemberRefused` metric (not handed back), `tagwarden organization sweep` exits
+/// 2 naming the account, and the summary counts its clusters. Once the account is no longer
+/// listed, the next sweep records that, and `tagwarden status --organization` exits 0 without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_member_role_is_a_failed_shard_until_the_account_is_unlisted() {
+    let o = organization(3).await;
+    let (gone, gone_id) = (2, o.members[2].id.clone());
+    assert_eq!(o.refused, gone, "the last account has no role: the one deleted");
+    let mut config = o.config(1);
+    config.shard_queue = None;
+    // With its role: swept, nothing refused.
+    let iam = &o.members[gone].clients["us-east-1"].iam;
+    iam.create_role().role_name(ROLE).assume_role_policy_document("{}").send().await.expect("spoke role");
+    let org = Organization::new(&o.hub, config.clone(), settings(String::new()));
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.response["refused"], json!([]), "{}", inv.response);
+    assert!(emf_with(&inv.lines, "MemberRefused").iter().all(|d| d["MemberRefused"] == 0), "{:?}", inv.lines);
+
+    // Deleted: a failed shard in each region, counted, not the invocation's error.
+    iam.delete_role().role_name(ROLE).send().await.expect("role deleted");
+    let org = Organization::new(&o.hub, config, settings(String::new()));
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.error, None, "a retry of the whole sweep cannot help: {}", inv.response);
+    assert_eq!(inv.response["refused"], json!([gone_id]), "{}", inv.response);
+    assert_eq!(inv.response["failed"], REGIONS.len(), "{}", inv.response);
+    let refused = emf_with(&inv.lines, "MemberRefused");
+    assert!(
+        refused.iter().any(|d| d["Account"] == gone_id.as_str() && d["MemberRefused"] == REGIONS.len()),
+        "{:?}",
+        inv.lines
+    );
+    assert!(
+        refused.iter().any(|d| d.get("Account").is_none() && d["MemberRefused"] == REGIONS.len()),
+        "{:?}",
+        inv.lines
+    );
+
+    let location = format!("s3://{}/accounts/", o.bucket);
+    let cli = |args: Vec<String>| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+            .args(args)
+            .envs(o.hub_env.iter().map(|(k, v)| (*k, v.as_str())))
+            .output()
+            .expect("tagwarden runs");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), stdout.to_string(), format!("{stdout}{stderr}"))
+    };
+    let sweep = |accounts: usize| {
+        let mut args: Vec<String> = ["organization", "sweep", "--organization", &location].map(String::from).to_vec();
+        for r in REGIONS {
+            args.extend(["--member-region".to_string(), r.to_string()]);
+        }
+        for (a, m) in o.members.iter().enumerate().take(accounts) {
+            let listed = match a {
+                EVERY => format!("{}/*", m.id),
+                _ => format!("{}/{}", m.id, infra(a, 0)),
+            };
+            args.extend(["--cluster".to_string(), listed]);
+        }
+        args
+    };
+    let (code, _, text) = cli(sweep(3));
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains(&format!("account {gone_id} refused")) && text.contains("AccessDenied"), "{text}");
+    // Its cluster is counted: account 0's and 2's one listed, account 1's two published.
+    let status = vec!["status".to_string(), "--organization".into(), location.clone(), "--json".into()];
+    let (code, stdout, text) = cli(status.clone());
+    assert_eq!(code, Some(2), "{text}");
+    let json: Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!((json["accounts"].clone(), json["clusters"].clone()), (json!(3), json!(4)), "{json}");
+
+    // The account unlisted: the next sweep exits 0, and the summary no longer names it.
+    let (code, _, text) = cli(sweep(2));
+    assert_eq!(code, Some(0), "{text}");
+    let (code, _, text) = cli(status);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains(&gone_id), "{text}");
 }

@@ -12,13 +12,14 @@
 //! Deliberately not here: the Runtime API (`functions/aws-lambda`, through `lambda_runtime`), and
 //! configuration (`super::config`).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::SqsBatchResponse;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::organization::{Organization, ShardMessage};
+use crate::organization::{member_metric_lines, Organization, ShardMessage, ShardReport};
 use crate::Tagger;
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::events;
@@ -273,10 +274,14 @@ fn stop_at(deadline: Option<Instant>) -> Option<Instant> {
 
 /// [`handle_until`] for an organization's hub (`crate::organization`):
 /// - the schedule (or `{"tagwarden": "sweep"}`) sends one shard per member account and region to
-///   the shard queue, or with none sweeps them here, in turn;
+///   the shard queue, account by account as each one's are computed, in a rotating order, until
+///   the deadline ([`Organization::schedule`]), or with no queue sweeps them here, in turn; the
+///   accounts over the cap and those not reached are in the response and the metrics;
 /// - a shard (`{"tagwarden": "sweep", "account": …, "region": …}`, directly or as an SQS message)
 ///   is swept in that account and region; failing, its message is handed back, so SQS redelivers
-///   it and finally dead-letters it;
+///   it and finally dead-letters it; refused (the member role, or the account over the cap), it
+///   is a failed shard in the metrics (`MemberRefused`) and the response, not handed back: a
+///   retry cannot help, and on the FIFO queue it would hold its account-region's group;
 /// - a policy written under an account's folder sends (or sweeps) that account's shards for the
 ///   clusters written;
 /// - events, alone or in an SQS batch, each go to their account and region's engine.
@@ -285,6 +290,7 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
     let calls_before = org.calls.total();
     let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
     let mut all = Outcome::default();
+    let mut refused: BTreeMap<String, u64> = BTreeMap::new();
     if let Some(shard) = ShardMessage::parse(&payload) {
         let (out, report) = org.sweep_shard(&shard, stop_at).await;
         if out.must_retry() {
@@ -294,16 +300,37 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
                     .unwrap_or_else(|| format!("shard {}/{}: {} failed", shard.account, shard.region, report.failed)),
             );
         }
+        count_refused(&mut refused, &report);
         inv.response = serde_json::to_value(&report).unwrap_or_default();
         all.absorb(out);
-        return finish(inv, all, org.calls.total() - calls_before);
+        return finish_org(inv, all, org.calls.total() - calls_before, &refused, None);
     }
+    let mut run = None;
     let shards = match serde_json::from_str::<Payload>(&payload) {
         Err(e) => {
             inv.error = Some(format!("not a payload tagwarden reads: {e}"));
             return inv;
         }
-        Ok(Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled)) => org.shards().await,
+        Ok(Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled)) => {
+            let scheduled = Box::pin(org.schedule(stop_at, true)).await;
+            if org.config.shard_queue.is_some() {
+                // Sent account by account as they were computed.
+                inv.response = json!({
+                    "shards": scheduled.sent,
+                    "accounts": scheduled.reached.len(),
+                    "over_cap": scheduled.over_cap,
+                    "unreached": scheduled.unreached,
+                    "stale": scheduled.stale,
+                });
+                if let Some(e) = &scheduled.error {
+                    inv.error = Some(format!("shards not sent: {e}"));
+                }
+                return finish_org(inv, all, org.calls.total() - calls_before, &refused, Some(&scheduled));
+            }
+            let shards = scheduled.shards.clone();
+            run = Some(scheduled);
+            shards
+        }
         Ok(Payload::S3Notification { records }) => {
             let keys: Vec<String> = records.into_iter().map(|S3Record::S3 { s3, .. }| s3.object.key).collect();
             org.config.shards_for(&keys)
@@ -328,7 +355,7 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
                 }
                 Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
             }
-            return finish(inv, all, org.calls.total() - calls_before);
+            return finish_org(inv, all, org.calls.total() - calls_before, &refused, None);
         }
         Ok(Payload::SqsBatch { records: messages }) => {
             let mut response = SqsBatchResponse::default();
@@ -338,6 +365,7 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
                     response.add_failure(id);
                 } else if let Some(shard) = ShardMessage::parse(&body) {
                     let (out, report) = org.sweep_shard(&shard, stop_at).await;
+                    count_refused(&mut refused, &report);
                     if out.must_retry() {
                         tracing::error!(
                             message_id = id,
@@ -370,7 +398,7 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
                 all.absorb(out);
             }
             inv.response = serde_json::to_value(&response).unwrap_or_default();
-            return finish(inv, all, org.calls.total() - calls_before);
+            return finish_org(inv, all, org.calls.total() - calls_before, &refused, None);
         }
     };
     // A sweep, or a policy change: its shards.
@@ -383,15 +411,51 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
     }
     let reports = org.sweep_shards(&shards, stop_at, &|_| {}).await;
     let mut failed = 0;
-    for (out, _) in reports {
+    for (out, report) in reports {
         failed += usize::from(out.must_retry());
+        count_refused(&mut refused, &report);
         all.absorb(out);
     }
     if failed > 0 {
         inv.error = Some(format!("{failed} of {} shard(s) not swept whole", shards.len()));
     }
-    inv.response = json!({"shards": shards.len(), "failed": failed});
-    finish(inv, all, org.calls.total() - calls_before)
+    // A refused shard is failed, but not the invocation's error: a retry of the whole sweep
+    // cannot help it; `MemberRefused` and its alarm say so.
+    let mut response = json!({
+        "shards": shards.len(),
+        "failed": failed + refused.values().sum::<u64>() as usize,
+        "refused": refused.keys().collect::<Vec<_>>(),
+    });
+    if let Some(run) = &run {
+        response["over_cap"] = json!(run.over_cap);
+        response["unreached"] = json!(run.unreached);
+        response["stale"] = json!(run.stale);
+    }
+    inv.response = response;
+    finish_org(inv, all, org.calls.total() - calls_before, &refused, run.as_ref())
+}
+
+/// A shard refused (its member role, or its account over the cap): counted for its account.
+fn count_refused(refused: &mut BTreeMap<String, u64>, report: &ShardReport) {
+    if let Some(why) = &report.refused {
+        tracing::error!(account = report.account, region = report.region, error = why, "shard refused: not enforced");
+        *refused.entry(report.account.clone()).or_default() += 1;
+    }
+}
+
+/// [`finish`], then the organization's member metrics
+/// ([`crate::organization::member_metric_lines`]).
+fn finish_org(
+    inv: Invocation,
+    out: Outcome,
+    api_calls: u64,
+    refused: &BTreeMap<String, u64>,
+    run: Option<&crate::organization::Scheduled>,
+) -> Invocation {
+    let mut inv = finish(inv, out, api_calls);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
+    inv.lines.extend(member_metric_lines(refused, run, now));
+    inv
 }
 
 /// The invocation's records and EMF metrics, per cluster.

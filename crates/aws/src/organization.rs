@@ -68,6 +68,12 @@ use tagwarden_engine::enforce::{Adapter, Engine};
 use tagwarden_engine::policy_store::{is_policy_document, PolicyStore};
 use tagwarden_engine::rate_limit::RateLimit;
 
+mod schedule;
+pub use schedule::{
+    member_metric_lines, read_state, Census, HubState, OverCap, Scheduled, FOLDERS_MAX, HUB_STATE, OBJECTS_PER_FOLDER,
+    SWEEP_SCHEDULE_SECONDS,
+};
+
 /// How long before a member session expires it is renewed.
 pub const RENEW_BEFORE: Duration = Duration::from_secs(5 * 60);
 /// How long a refused `AssumeRole` is remembered before the account is tried again.
@@ -77,13 +83,6 @@ const SESSION_SECONDS: i32 = 3600;
 /// The folder, beside the accounts' folders, where the shards' outcomes are written (not an
 /// account id, so never an account's set; writable by the hub alone).
 pub const SHARDS_FOLDER: &str = "_organization/";
-/// Where the hub keeps a member account's clusters' contest states: `<prefix>_organization/contests/<account>/`,
-/// in the hub's own folder, which no member may write (`tagwarden_core::contest`).
-pub fn contests_folder(prefix: &str, account: &str) -> String {
-    format!("{prefix}{SHARDS_FOLDER}{CONTESTS_SUBFOLDER}{account}/")
-}
-/// The contest states' folder within [`SHARDS_FOLDER`].
-const CONTESTS_SUBFOLDER: &str = "contests/";
 /// `SendMessageBatch` takes at most 10 messages (SQS developer guide, "Amazon SQS message quotas").
 const SQS_BATCH: usize = 10;
 /// Account-regions swept at once when the function or the CLI sweeps the shards itself (and
@@ -104,7 +103,13 @@ const FAILURES_NAMED: usize = 20;
 /// - `TAGWARDEN_MEMBER_REGIONS`: the regions the spokes cover, comma-separated;
 /// - `TAGWARDEN_CLUSTERS`: `<account>/<infraID>` or `<account>/*`, comma-separated;
 /// - `TAGWARDEN_SHARD_QUEUE_URL`: the SQS queue a sweep's shards are sent to (unset: the function
-///   sweeps them itself, in turn).
+///   sweeps them itself, in turn);
+/// - `TAGWARDEN_MEMBER_FOLDERS_MAX`: the most folders an account's area may hold ([`FOLDERS_MAX`]
+///   by default; its objects at most [`OBJECTS_PER_FOLDER`] times that): an account over it is
+///   refused, its listing stopped there;
+/// - `TAGWARDEN_SWEEP_SCHEDULE_SECONDS`: the schedule's period ([`SWEEP_SCHEDULE_SECONDS`] by
+///   default): the scheduled runs' rotation, and an account whose last sweep is older than twice
+///   it is stale.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OrgConfig {
     pub bucket: String,
@@ -114,6 +119,10 @@ pub struct OrgConfig {
     /// Each member account's clusters: their infraIDs, or `None` for every one it publishes.
     pub clusters: BTreeMap<String, Option<BTreeSet<String>>>,
     pub shard_queue: Option<String>,
+    /// The most folders one account's area may hold; its objects at most [`OBJECTS_PER_FOLDER`] times.
+    pub folders_max: usize,
+    /// The scheduled sweep's period, in seconds.
+    pub schedule_seconds: u64,
 }
 
 impl OrgConfig {
@@ -195,7 +204,28 @@ impl OrgConfig {
             });
         }
         let shard_queue = var("TAGWARDEN_SHARD_QUEUE_URL");
-        Ok(Some(OrgConfig { bucket, prefix, role_name, regions, clusters, shard_queue }))
+        let number = |name: &'static str, default: u64, fix: &str| match var(name) {
+            None => Ok(default),
+            Some(v) => {
+                v.parse::<u64>().ok().filter(|n| (1..=10_000_000).contains(n)).ok_or_else(|| ConfigError::Invalid {
+                    var: name,
+                    value: v,
+                    problem: "is not a whole number from 1 to 10,000,000".into(),
+                    fix: fix.into(),
+                })
+            }
+        };
+        let folders_max = number(
+            "TAGWARDEN_MEMBER_FOLDERS_MAX",
+            FOLDERS_MAX as u64,
+            "the most folders one member account's area may hold, e.g. 2000 (the default)",
+        )? as usize;
+        let schedule_seconds = number(
+            "TAGWARDEN_SWEEP_SCHEDULE_SECONDS",
+            SWEEP_SCHEDULE_SECONDS,
+            "the sweep schedule's period in seconds, e.g. 3600 for rate(1 hour) (the default)",
+        )?;
+        Ok(Some(OrgConfig { bucket, prefix, role_name, regions, clusters, shard_queue, folders_max, schedule_seconds }))
     }
 
     /// The region whose shard of each account sweeps what has no region: us-east-1, where IAM's
@@ -532,10 +562,29 @@ pub struct Organization {
     pub sessions: Arc<Sessions>,
     /// Every call of every member's clients, STS's and SQS's too.
     pub calls: CallCounter,
-    members: tokio::sync::Mutex<HashMap<String, Arc<Member>>>,
-    /// The controllers whose changes may contest a key in every member account
-    /// (`TAGWARDEN_YIELD_TO`; by default AWS's, `tagwarden_core::contest::YieldTo::default_for`).
-    pub yield_to: tagwarden_core::contest::YieldTo,
+    /// Each account's member, behind a lock of its own: one account's listing holds no other.
+    members: Mutex<HashMap<String, MemberSlot>>,
+}
+
+/// One account's member: empty until first listed; one listing at a time fills it.
+type MemberSlot = Arc<tokio::sync::Mutex<Option<Arc<Member>>>>;
+
+/// Why an account's member could not be had.
+#[derive(Debug, Clone)]
+pub enum MemberError {
+    /// Its area holds more than the cap: refused until it is cleared (a record, not a retry).
+    OverCap(OverCap),
+    /// Not listed, or its area unreadable: the shard fails and is retried.
+    Failed(String),
+}
+
+impl std::fmt::Display for MemberError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemberError::OverCap(o) => o.fmt(f),
+            MemberError::Failed(why) => f.write_str(why),
+        }
+    }
 }
 
 /// What a shard's sweep found, as written to `<prefix>_organization/<account>/<region>[-<group>].json`.
@@ -613,6 +662,9 @@ pub struct Summary {
     pub refused: BTreeMap<String, String>,
     /// Each account's last sweep: the oldest of its regions' (ms since the epoch).
     pub last_sweep_ms: BTreeMap<String, u64>,
+    /// Accounts the last scheduled run did not reach before its deadline (taken first next run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreached: Vec<String>,
     pub shards: Vec<ShardReport>,
 }
 
@@ -681,14 +733,13 @@ impl Organization {
             calls,
             config,
             settings,
-            members: tokio::sync::Mutex::new(HashMap::new()),
-            yield_to: tagwarden_core::contest::YieldTo::default_for(tagwarden_core::cloud::Cloud::Aws),
+            members: Mutex::new(HashMap::new()),
         }
     }
 
     /// Account `account`'s store and clusters: its named clusters, or (`<account>/*`) the ones its
     /// folder holds, listed again after the policy TTL.
-    async fn member(&self, account: &str) -> Result<Arc<Member>, String> {
+    async fn member(&self, account: &str) -> Result<Arc<Member>, MemberError> {
         self.member_checked(account, false).await
     }
 
@@ -696,35 +747,48 @@ impl Organization {
     /// (a policy write names a cluster the cached list does not hold yet). Every policy TTL the
     /// account's clusters and their kinds are read again; where the groups come out the same,
     /// the member (its store's cache, its engines' contests) stays.
-    async fn member_checked(&self, account: &str, fresh: bool) -> Result<Arc<Member>, String> {
+    async fn member_checked(&self, account: &str, fresh: bool) -> Result<Arc<Member>, MemberError> {
         let Some(named) = self.config.clusters.get(account) else {
-            return Err(format!("account {account} is not one the hub enforces (TAGWARDEN_CLUSTERS)"));
+            return Err(MemberError::Failed(format!(
+                "account {account} is not one the hub enforces (TAGWARDEN_CLUSTERS)"
+            )));
         };
-        let mut members = self.members.lock().await;
-        if let Some(m) = members.get(account) {
+        let slot = {
+            let mut members = self.members.lock().unwrap_or_else(|p| p.into_inner());
+            members.entry(account.to_string()).or_default().clone()
+        };
+        let mut slot = slot.lock().await;
+        if let Some(m) = &*slot {
             if !fresh && m.listed_at.elapsed() < self.settings.policy_ttl {
                 return Ok(m.clone());
             }
         }
         let prefix = format!("{}{account}/", self.config.prefix);
+        // The account's area counted first, its listing stopped past the cap: an account over it
+        // costs a bounded number of calls and is refused before its store lists it whole.
+        let census = self.census(account).await.map_err(|e| {
+            MemberError::Failed(format!(
+                "account {account}: its clusters could not be listed under s3://{}/{prefix}: {e}",
+                self.config.bucket
+            ))
+        })?;
+        if let Some(over) = census.over_cap(self, account) {
+            tracing::error!(account, folders = census.folders.len(), objects = census.objects, "{over}");
+            *slot = None;
+            return Err(MemberError::OverCap(over));
+        }
         let clusters: Vec<String> = match named {
             Some(named) => named.iter().cloned().collect(),
-            None => self.published(&prefix).await.map_err(|e| {
-                format!(
-                    "account {account}: its clusters could not be listed under s3://{}/{prefix}: {e}",
-                    self.config.bucket
-                )
-            })?,
+            None => census.folders.iter().filter(|c| valid_infra_id(c).is_ok()).cloned().collect(),
         };
-        let store = match members.get(account).filter(|m| m.clusters == clusters) {
+        let store = match slot.as_ref().filter(|m| m.clusters == clusters) {
             Some(m) => m.store.clone(),
             None => {
                 let location = PolicyLocation::S3Set { bucket: self.config.bucket.clone(), prefix };
-                let mut store = crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
-                    .with_clusters(Some(clusters.clone()));
-                // The account's contest states: in the hub's own folder, which no member writes.
-                store.source.contests_folder = contests_folder(&self.config.prefix, account);
-                Arc::new(store)
+                Arc::new(
+                    crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
+                        .with_clusters(Some(clusters.clone())),
+                )
             }
         };
         // The clusters' kinds (their ownership keys) are in their policies; one not readable yet
@@ -753,7 +817,7 @@ impl Organization {
                 }
             })
             .collect();
-        if let Some(m) = members.get(account) {
+        if let Some(m) = slot.as_ref() {
             let same =
                 m.groups.len() == groups.len() && m.groups.iter().zip(&groups).all(|(a, b)| a.policy == b.policy);
             if same && Arc::ptr_eq(&m.store, &store) {
@@ -763,38 +827,20 @@ impl Organization {
                     listed_at: Instant::now(),
                     groups: m.groups.iter().map(Group::carried).collect(),
                 });
-                members.insert(account.to_string(), kept.clone());
+                *slot = Some(kept.clone());
                 return Ok(kept);
             }
         }
         let member = Arc::new(Member { store, clusters, listed_at: Instant::now(), groups });
-        members.insert(account.to_string(), member.clone());
+        *slot = Some(member.clone());
         Ok(member)
     }
 
-    /// The clusters an account's folder holds (one `ListObjectsV2` page per 1,000).
-    async fn published(&self, prefix: &str) -> Result<Vec<String>, CloudError> {
-        let mut found = Vec::new();
-        let mut pages = self
-            .hub
-            .s3
-            .list_objects_v2()
-            .bucket(&self.config.bucket)
-            .prefix(prefix)
-            .delimiter("/")
-            .into_paginator()
-            .send();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| crate::error::from_sdk("s3:ListObjectsV2", prefix, e))?;
-            found.extend(
-                page.common_prefixes()
-                    .iter()
-                    .filter_map(|p| p.prefix()?.strip_prefix(prefix)?.strip_suffix('/').map(str::to_owned))
-                    .filter(|c| valid_infra_id(c).is_ok()),
-            );
-        }
-        found.sort();
-        Ok(found)
+    /// The clusters account `account` was last found with (its member's, as listed), if any.
+    pub(crate) fn known_clusters(&self, account: &str) -> Option<Vec<String>> {
+        let slot = self.members.lock().unwrap_or_else(|p| p.into_inner()).get(account).cloned()?;
+        let member = slot.try_lock().ok()?;
+        member.as_ref().map(|m| m.clusters.clone())
     }
 
     /// The engine of `account`'s cluster group `group` in `region`: that group's session, the
@@ -832,7 +878,6 @@ impl Organization {
         let part = tagwarden_core::status::aws_region_part(account, region, global);
         let mut engine = Engine::sharing(tagger, member.store.clone(), own, Some(part));
         engine.set_concurrency(self.settings.concurrency);
-        engine.yield_to = self.yield_to.clone();
         engine.dry_run = self.settings.dry_run;
         let engine = Arc::new(engine);
         engines.insert(region.to_string(), engine.clone());
@@ -842,24 +887,40 @@ impl Organization {
     /// Every shard of a whole sweep: each listed account × region, × cluster group where the
     /// account's clusters need more than one session. An account whose clusters cannot be told
     /// (its folder unreadable) is one shard per region, which fails naming why.
+    /// An account over the cap ([`OrgConfig::folders_max`]) has none (see [`Organization::schedule`],
+    /// which says so).
     pub async fn shards(&self) -> Vec<Shard> {
         let mut shards = Vec::new();
-        for shard in self.config.shards() {
-            let groups = match self.member(&shard.account).await {
-                Ok(m) if m.groups.len() > 1 => m.groups.iter().map(|g| g.clusters.clone()).collect(),
-                _ => Vec::new(),
-            };
+        for account in self.config.clusters.keys() {
+            if let Ok(more) = self.account_shards(account).await {
+                shards.extend(more);
+            }
+        }
+        shards
+    }
+
+    /// Account `account`'s shards: one per region, × cluster group where it has several; one per
+    /// region when its clusters cannot be told (it fails naming why); none when it is over the cap.
+    pub async fn account_shards(&self, account: &str) -> Result<Vec<Shard>, OverCap> {
+        let groups = match self.member(account).await {
+            Ok(m) if m.groups.len() > 1 => m.groups.iter().map(|g| g.clusters.clone()).collect(),
+            Err(MemberError::OverCap(over)) => return Err(over),
+            _ => Vec::new(),
+        };
+        let mut shards = Vec::new();
+        for region in &self.config.regions {
+            let shard = Shard { account: account.to_string(), region: region.clone(), clusters: None, group: None };
             if groups.is_empty() {
                 shards.push(shard);
                 continue;
             }
             // A group's shard names its clusters: the instance that takes it may have packed them
             // otherwise (the index only names its outcome).
-            for (g, clusters) in groups.into_iter().enumerate() {
-                shards.push(Shard { clusters: Some(clusters), group: Some(g), ..shard.clone() });
+            for (g, clusters) in groups.iter().enumerate() {
+                shards.push(Shard { clusters: Some(clusters.clone()), group: Some(g), ..shard.clone() });
             }
         }
-        shards
+        Ok(shards)
     }
 
     /// Sweep one shard, starting no write after `stop_at`, and (unless a dry run) write its
@@ -896,7 +957,13 @@ impl Organization {
         }
         let member = match member {
             Ok(m) => m,
-            Err(why) => return (Outcome { error: Some(why), ..Outcome::default() }, Vec::new(), None, None),
+            // Over the cap: refused, as a refused role is (a record, not a shard handed back).
+            Err(MemberError::OverCap(over)) => {
+                return (Outcome::default(), shard.clusters.clone().unwrap_or_default(), Some(over.to_string()), None)
+            }
+            Err(why) => {
+                return (Outcome { error: Some(why.to_string()), ..Outcome::default() }, Vec::new(), None, None)
+            }
         };
         let (mut out, mut swept, mut refused) = (Outcome::default(), Vec::new(), None);
         for (g, group) in member.groups.iter().enumerate() {
@@ -924,6 +991,17 @@ impl Organization {
                 }
                 Err(why) => {
                     refused = Some(why.to_string());
+                    // Its clusters still count as the account's (the summary's cluster count),
+                    // each group's that the shard covers.
+                    for group in &member.groups[g..] {
+                        swept.extend(
+                            group
+                                .clusters
+                                .iter()
+                                .filter(|c| shard.clusters.as_ref().is_none_or(|only| only.contains(c)))
+                                .cloned(),
+                        );
+                    }
                     break;
                 }
                 Ok(_) => {
@@ -1062,6 +1140,7 @@ impl Organization {
                 let outs = match self.member(&account).await {
                     Ok(member) => self.handle_in_account(&account, &region, &member, &batch, stop_at).await,
                     Err(why) => {
+                        let why = why.to_string();
                         batch.iter().map(|_| Outcome { error: Some(why.clone()), ..Outcome::default() }).collect()
                     }
                 };
@@ -1164,30 +1243,49 @@ impl Organization {
         Ok(())
     }
 
-    /// The organization summary, from every shard outcome written so far.
+    /// The organization summary, from every shard outcome written so far: only what the hub
+    /// enforces now (an account or region it left keeps no place in it), as the last scheduled
+    /// run found it (accounts over the cap, not reached; a refused account's clusters).
     pub async fn summary(&self) -> Result<Summary, CloudError> {
-        let mut summary = read_summary(&self.hub, &self.config.bucket, &self.config.prefix).await?;
-        // Only what the hub enforces now: an account or region it left keeps no place in it.
-        let current =
-            |r: &ShardReport| self.config.clusters.contains_key(&r.account) && self.config.regions.contains(&r.region);
-        if summary.shards.iter().any(|r| !current(r)) {
-            summary = Summary::of(summary.shards.into_iter().filter(current).collect());
-        }
-        Ok(summary)
+        let shards = read_shards(&self.hub, &self.config.bucket, &self.config.prefix).await?;
+        let last = self.read_state().await.unwrap_or_default();
+        let accounts = self
+            .config
+            .clusters
+            .iter()
+            .map(|(a, named)| {
+                let clusters = match named {
+                    Some(named) => named.iter().cloned().collect(),
+                    None => self.known_clusters(a).or_else(|| last.accounts.get(a).cloned()).unwrap_or_default(),
+                };
+                (a.clone(), clusters)
+            })
+            .collect();
+        let state = HubState { regions: self.config.regions.clone(), accounts, ..last };
+        Ok(state.summary(shards))
     }
 }
 
-/// The organization summary under `s3://bucket/prefix`: every shard outcome, read.
+/// The organization summary under `s3://bucket/prefix`: every shard outcome, read; where the hub
+/// recorded its last scheduled run ([`HubState`]), only the accounts and regions it enforces, as
+/// [`Organization::summary`] has them.
 pub async fn read_summary(hub: &Clients, bucket: &str, prefix: &str) -> Result<Summary, CloudError> {
+    let shards = read_shards(hub, bucket, prefix).await?;
+    Ok(match schedule::read_state(hub, bucket, prefix).await {
+        Some(state) => state.summary(shards),
+        None => Summary::of(shards),
+    })
+}
+
+/// Every shard outcome under `s3://bucket/prefix` (`_organization/<account>/<region>….json`).
+async fn read_shards(hub: &Clients, bucket: &str, prefix: &str) -> Result<Vec<ShardReport>, CloudError> {
     let folder = format!("{prefix}{SHARDS_FOLDER}");
     let mut keys = Vec::new();
     let mut pages = hub.s3.list_objects_v2().bucket(bucket).prefix(&folder).into_paginator().send();
     while let Some(page) = pages.next().await {
         let page = page.map_err(|e| crate::error::from_sdk("s3:ListObjectsV2", &folder, e))?;
-        // The shards' outcomes, not the contest states beside them (`contests/<account>/…`).
-        let outcome = |k: &String| {
-            k.ends_with(".json") && k.strip_prefix(&folder).is_none_or(|r| !r.starts_with(CONTESTS_SUBFOLDER))
-        };
+        // An account's outcomes only: the hub's own state beside them is not one.
+        let outcome = |k: &String| k.ends_with(".json") && k.strip_prefix(&folder).is_some_and(|r| r.contains('/'));
         keys.extend(page.contents().iter().filter_map(|o| o.key().map(str::to_owned)).filter(outcome));
     }
     let mut shards = Vec::with_capacity(keys.len());
@@ -1203,7 +1301,7 @@ pub async fn read_summary(hub: &Clients, bucket: &str, prefix: &str) -> Result<S
         }
     }
     shards.sort_by(|a, b| (&a.account, &a.region).cmp(&(&b.account, &b.region)));
-    Ok(Summary::of(shards))
+    Ok(shards)
 }
 
 /// Milliseconds since the epoch, for a shard outcome's age.

@@ -123,13 +123,17 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
         dry_run: args.dry_run,
     };
     let org = Organization::new(&hub, config, settings);
-    let shards: Vec<_> = org
-        .shards()
-        .await
-        .into_iter()
-        .filter(|s| args.accounts.is_empty() || args.accounts.contains(&s.account))
-        .collect();
     let started = Instant::now();
+    // As the hub's schedule computes them (an account over the cap refused, naming it); recorded
+    // as the hub's last run when every account is swept (not one by hand, not a dry run).
+    let run = org.schedule(None, args.accounts.is_empty()).await;
+    let wanted = |a: &String| args.accounts.is_empty() || args.accounts.contains(a);
+    let shards: Vec<_> = run.shards.iter().filter(|s| wanted(&s.account)).cloned().collect();
+    for (account, why) in run.over_cap.iter().filter(|(a, _)| wanted(a)) {
+        if !args.json {
+            eprintln!("{account}: refused: {why}");
+        }
+    }
     let total = shards.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let quiet = args.json;
@@ -146,7 +150,11 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
         .map(|(out, _)| out.records.iter().filter(|r| r.status == tagwarden::report::Status::WouldApply).count())
         .sum();
     let reports: Vec<ShardReport> = swept.into_iter().map(|(_, r)| r).collect();
-    let summary = Summary::of(reports);
+    let mut summary = Summary::of(reports);
+    for (account, why) in run.over_cap.into_iter().filter(|(a, _)| wanted(a)) {
+        summary.accounts += usize::from(!summary.last_sweep_ms.contains_key(&account));
+        summary.refused.insert(account, why);
+    }
     let out = Swept {
         organization: args.organization.clone(),
         dry_run: args.dry_run,
@@ -198,15 +206,24 @@ async fn status(args: StatusArgs) -> Result<(), Failure> {
     verdict(&summary, false)
 }
 
-/// Exit 2 when anything failed or an account's role was refused (or drifted, in a dry run).
+/// Exit 2 when anything failed or an account was refused (its member role, or over the cap), each
+/// named (or drifted, in a dry run).
 fn verdict(summary: &Summary, drifted: bool) -> Result<(), Failure> {
-    if summary.failed > 0 || !summary.refused.is_empty() || summary.shards.iter().any(|s| s.error.is_some()) {
-        let why = anyhow::anyhow!(
-            "{} resource(s) failed, {} account(s) refused the member role",
-            summary.failed,
-            summary.refused.len()
-        );
-        return Err(Failure::NotInLine(Some(why)));
+    let errors: Vec<String> = summary
+        .shards
+        .iter()
+        .filter(|s| s.error.is_some() && s.refused.is_none())
+        .map(|s| format!("{}/{}", s.account, s.region))
+        .collect();
+    if summary.failed > 0 || !summary.refused.is_empty() || !errors.is_empty() {
+        let mut why = format!("{} resource(s) failed", summary.failed);
+        if !errors.is_empty() {
+            why.push_str(&format!("; shard(s) not swept whole: {}", errors.join(", ")));
+        }
+        for (account, refused) in &summary.refused {
+            why.push_str(&format!("; account {account} refused: {refused}"));
+        }
+        return Err(Failure::NotInLine(Some(anyhow::anyhow!(why))));
     }
     if drifted {
         return Err(Failure::NotInLine(None));
@@ -236,6 +253,14 @@ fn human(s: &Summary) -> String {
         out.push_str(&format!(
             "account       {account}: last swept {} s ago{refused}\n",
             organization::age_seconds(*at)
+        ));
+    }
+    for (account, why) in s.refused.iter().filter(|(a, _)| !s.last_sweep_ms.contains_key(*a)) {
+        out.push_str(&format!("account       {account}: never swept - REFUSED: {why}\n"));
+    }
+    for account in &s.unreached {
+        out.push_str(&format!(
+            "account       {account}: not reached by the last scheduled run before its deadline (taken first next run)\n"
         ));
     }
     for r in &s.shards {
