@@ -415,6 +415,25 @@ data "aws_iam_policy_document" "lambda" {
     }
   }
 
+  # The contest state: read and written by the function alone (the bucket policy denies others).
+  dynamic "statement" {
+    for_each = local.use_s3 ? [1] : []
+    content {
+      sid       = "WriteContestState"
+      actions   = concat(local.policy_store_actions.s3.status_read, local.policy_store_actions.s3.status_write)
+      resources = ["${local.bucket_arn}/${local.contests_folder}*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.use_ssm ? [1] : []
+    content {
+      sid       = "WriteContestParameters"
+      actions   = concat(local.policy_store_actions.ssm.status_read, local.policy_store_actions.ssm.status_write)
+      resources = ["arn:${local.partition}:ssm:${local.region}:${local.account_id}:parameter/_tagwarden/contests/*"]
+    }
+  }
+
   dynamic "statement" {
     for_each = local.use_ssm ? [1] : []
     content {

@@ -62,9 +62,11 @@ locals {
   s3_dir = (!local.use_s3 || local.s3_set ? null : local.s3_layered ? var.policy_prefix :
   (strcontains(local.s3_key, "/") ? "${join("/", slice(split("/", local.s3_key), 0, length(split("/", local.s3_key)) - 1))}/" : ""))
   # The status report beside the policy; in a set, one per cluster, beside its policy.
-  status_key  = !local.use_s3 ? null : local.s3_set ? "${local.s3_prefix}*/tagwarden-status.json" : "${local.s3_dir}tagwarden-status.json"
-  bucket_name = local.use_s3 ? coalesce(var.policy_bucket_name, "${local.name}-${local.account_id}") : null
-  bucket_arn  = local.use_s3 ? "arn:${local.partition}:s3:::${local.bucket_name}" : null
+  status_key = !local.use_s3 ? null : local.s3_set ? "${local.s3_prefix}*/tagwarden-status.json" : "${local.s3_dir}tagwarden-status.json"
+  # The contest state, apart from every publisher's folder (crates/aws/src/policy_store.rs).
+  contests_folder = "_tagwarden/contests/"
+  bucket_name     = local.use_s3 ? coalesce(var.policy_bucket_name, "${local.name}-${local.account_id}") : null
+  bucket_arn      = local.use_s3 ? "arn:${local.partition}:s3:::${local.bucket_name}" : null
 
   # SSM mode: one parameter, or a cluster set: one parameter per cluster under a path, and the
   # status reports under the sibling path "<path>-status/", outside the set (GetParametersByPath
@@ -135,6 +137,10 @@ resource "aws_lambda_function" "this" {
       # Issue 35: the infraIDs this deployment enforces; the function enforces no other folder or
       # parameter of the set, and a set deployment without it enforces nothing (fails closed).
       TAGWARDEN_CLUSTERS = join(",", local.clusters)
+      }, var.yield_to == null ? {} : {
+      # The controllers whose changes may hold a key back (a contest); every other writer's change
+      # is corrected every time. Unset: the code's defaults (the load balancer controller, CAPA).
+      TAGWARDEN_YIELD_TO = join(",", var.yield_to)
     }, var.extra_environment)
   }
 

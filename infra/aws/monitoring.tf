@@ -196,7 +196,7 @@ locals {
       name        = "${var.name}-${id}-contested"
       metric      = "Contested"
       infra_id    = id
-      description = "tagwarden ${id}: another writer keeps changing a tag tagwarden writes, so tagwarden stopped writing it on that resource. tagwarden status names the resource, the key and the writer; settle which of the two owns the key (the policy, or the other controller's configuration), then tagwarden status --lift."
+      description = "tagwarden ${id}: a controller the deployment yields to (yield_to) keeps changing a tag tagwarden writes, so tagwarden holds that key back on that resource for a while (an hour, doubling to a day), then corrects it again. Contributor Insights rule ${local.name}-contests lists each resource, key and writer; tagwarden status names them too. Settle which of the two owns the key (the policy, or the other controller's configuration), or lift it (tagwarden status --lift, by a contest operator)."
     } },
     # Issue 31: an organization hub's clusters are not listed here; one alarm each over them all
     # (no InfraID filter), `tagwarden status --organization` naming the cluster and resource. The
@@ -204,7 +204,7 @@ locals {
     # MIN and SUM only (CloudWatch User Guide, "Metrics Insights query components and syntax").
     { for k, a in {
       write_failures = { metric = "WriteFailures", aggregate = "SUM", threshold = 0, what = "tag writes failed somewhere in the organization (tagwarden status --organization names the account and cluster; the function's logs the resource)." }
-      contested      = { metric = "Contested", aggregate = "SUM", threshold = 0, what = "another writer keeps changing a tag tagwarden writes, so tagwarden stopped writing it on that resource. tagwarden status --organization names the cluster; its status report the resource, the key and the writer." }
+      contested      = { metric = "Contested", aggregate = "SUM", threshold = 0, what = "a controller the deployment yields to keeps changing a tag tagwarden writes, so tagwarden holds that key back on that resource for a while, then corrects it again. Contributor Insights rule ${local.name}-contests lists each resource, key and writer; tagwarden status --organization names the cluster." }
       compliance_lag = { metric = "ComplianceLag", aggregate = "MAX", threshold = var.compliance_lag_p99_threshold_ms, what = "the slowest correction (event time to the corrected write) took over ${var.compliance_lag_p99_threshold_ms} ms; check the queues' age, throttling and the function's errors." }
       } : k => merge(a, {
         name        = "${local.name}-${replace(k, "_", "-")}"
@@ -409,4 +409,25 @@ resource "aws_cloudwatch_metric_alarm" "no_sweep" {
       error_message = "The sweep alarm would wait ${coalesce(local.sweep_alarm_hours, 1)} h (twice ${var.sweep_schedule}); CloudWatch evaluates at most 168 one-hour periods. Set sweep_alarm_after_hours <= 168, or sweep_alarm = false."
     }
   }
+}
+
+# Who contests which key on which resource: a Contributor Insights rule over the function's log
+# lines at the moment a contest starts (the engine logs cluster, resource, key, writer and
+# hold_until, as JSON under `fields`), each (resource, key, writer) a contributor; the Contested
+# alarms point here. A rule's keys are at most four JSON paths (CloudWatch User Guide,
+# "Contributor Insights rule syntax").
+resource "aws_cloudwatch_contributor_insight_rule" "contests" {
+  rule_name  = "${local.name}-contests"
+  rule_state = "ENABLED"
+  rule_definition = jsonencode({
+    Schema        = { Name = "CloudWatchLogRule", Version = 1 }
+    LogGroupNames = [aws_cloudwatch_log_group.lambda.name]
+    LogFormat     = "JSON"
+    Contribution = {
+      Keys    = ["$.fields.resource", "$.fields.key", "$.fields.writer", "$.fields.cluster"]
+      Filters = [{ Match = "$.fields.message", StartsWith = ["contest started"] }]
+    }
+    AggregateOn = "Count"
+  })
+  tags = var.tags
 }

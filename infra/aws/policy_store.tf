@@ -86,6 +86,28 @@ resource "aws_s3_bucket_lifecycle_configuration" "policy" {
 data "aws_iam_policy_document" "policy_bucket" {
   count = local.use_s3 ? 1 : 0
 
+  # The contest state (`_tagwarden/contests/<infraID>.json`: which keys tagwarden holds back, and
+  # the lifts) is the function's to write, and the contest operators' to lift: no publisher's grant
+  # reaches it, and this Deny keeps any other principal of the account from forging a contest,
+  # whatever it is granted elsewhere.
+  statement {
+    sid       = "DenyContestStateToOthers"
+    effect    = "Deny"
+    actions   = ["s3:PutObject", "s3:DeleteObject"]
+    resources = ["${aws_s3_bucket.policy[0].arn}/${local.contests_folder}*"]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "ArnNotEquals"
+      variable = "aws:PrincipalArn"
+      values   = concat([aws_iam_role.lambda.arn], var.contest_operators)
+    }
+  }
+
   statement {
     sid     = "DenyInsecureTransport"
     effect  = "Deny"

@@ -711,3 +711,25 @@ variable "extra_environment" {
     error_message = "extra_environment may only set TAGWARDEN_* variables (pass modules/organization's environment output)."
   }
 }
+
+variable "yield_to" {
+  description = "The controllers tagwarden yields a key to when they keep changing it (a contest: the key is held back for an hour, doubling to a day, then corrected again), as IAM principal ARN patterns with `*` and `?`. Any other writer's change is drift, corrected every time. null: the code's defaults (the AWS Load Balancer Controller and CAPA's controllers, by role name). `[]`: never yield."
+  type        = list(string)
+  default     = null
+
+  validation {
+    condition     = var.yield_to == null || alltrue([for p in coalesce(var.yield_to, []) : can(regex("^arn:aws[a-z-]*:(iam|sts)::[0-9*?]+:[A-Za-z0-9+=,.@_/*?-]+$", p))])
+    error_message = "yield_to must list IAM principal ARN patterns, e.g. [\"arn:aws:sts::*:assumed-role/*aws-load-balancer-controller*/*\"]."
+  }
+}
+
+variable "contest_operators" {
+  description = "IAM principal ARNs that may lift a contest (`tagwarden status --lift`): beside the function, the only writers of the contest state (`_tagwarden/contests/` in the policy bucket). Each lift is recorded with who made it."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.contest_operators : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", p))])
+    error_message = "contest_operators must list IAM role or user ARNs, e.g. [\"arn:aws:iam::123456789012:role/platform-oncall\"]."
+  }
+}
