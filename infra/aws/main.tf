@@ -140,7 +140,7 @@ resource "aws_lambda_function" "this" {
       }, var.yield_to == null ? {} : {
       # The controllers whose changes may hold a key back (a contest); every other writer's change
       # is corrected every time. Unset: the code's defaults (the load balancer controller, CAPA).
-      TAGWARDEN_YIELD_TO = join(",", var.yield_to)
+      TAGWARDEN_YIELD_TO = length(var.yield_to) == 0 ? "none" : join(",", var.yield_to)
     }, var.extra_environment)
   }
 

@@ -72,7 +72,11 @@ locals {
   }
 
   # Every app setting the module owns, for the app (app_settings) and the settings fix below.
-  app_settings = merge(local.platform_app_settings, local.app_insights_auth_settings, local.contract_app_settings)
+  # The controllers whose changes may hold a key back (a contest); every other writer's change is
+  # corrected every time. Unset: the code's defaults.
+  yield_settings = var.yield_to == null ? {} : { TAGWARDEN_YIELD_TO = length(var.yield_to) == 0 ? "none" : join(",", var.yield_to) }
+
+  app_settings = merge(local.platform_app_settings, local.app_insights_auth_settings, local.contract_app_settings, local.yield_settings)
 
   # The app's resource id, known before the app exists (it is needed inside its own settings).
   function_app_id = "${local.resource_group_id}/providers/Microsoft.Web/sites/${local.function_app_name}"

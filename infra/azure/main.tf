@@ -46,7 +46,8 @@ locals {
   policy_dir = (local.cluster_set ? local.set_prefix : local.layered ? var.policy_prefix :
   (strcontains(local.policy_blob, "/") ? "${join("/", slice(split("/", local.policy_blob), 0, length(split("/", local.policy_blob)) - 1))}/" : ""))
   # The status report beside the policy; in a set, one per cluster beside its policy ('*': any infraID).
-  status_blob = local.cluster_set ? "${local.set_prefix}*/tagwarden-status.json" : "${local.policy_dir}tagwarden-status.json"
+  contests_blobs = "_tagwarden/contests/*"
+  status_blob    = local.cluster_set ? "${local.set_prefix}*/tagwarden-status.json" : "${local.policy_dir}tagwarden-status.json"
 
   policy_container      = "policy"
   dead_letter_container = "dead-letters"

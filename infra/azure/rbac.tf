@@ -81,6 +81,8 @@ locals {
   # ABAC (condition version 2.0): every data action of Storage Blob Data Contributor that changes a
   # blob is allowed only on the status report blob. Azure RBAC cannot scope an assignment to a single
   # blob; the narrowest scope is the container, and the condition narrows it to one blob path.
+  # The contest state (which keys tagwarden holds back, and the lifts) beside it, outside every
+  # publisher's folder: `_tagwarden/contests/<infraID>.json` (crates/azure/src/blob_store.rs).
   # Reads stay unconditioned (Storage Blob Data Reader grants them anyway). A cluster set has one
   # report per cluster, <prefix><infraID>/tagwarden-status.json: StringLike with '*' for the infraID
   # (Azure ABAC "Conditions format": StringLike, '*' matches any sequence of characters).
@@ -98,6 +100,8 @@ locals {
      OR
      (
       @Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] ${local.cluster_set ? "StringLike" : "StringEquals"} '${local.status_blob}'
+      OR
+      @Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringLike '${local.contests_blobs}'
      )
     )
   EOT
@@ -209,7 +213,7 @@ resource "azurerm_role_assignment" "status_report_writer" {
   principal_type     = "ServicePrincipal"
   condition_version  = "2.0"
   condition          = local.status_report_condition
-  description        = "tagwarden ${local.label}: write only ${local.status_blob} (ABAC condition on the blob path)."
+  description        = "tagwarden ${local.label}: write only ${local.status_blob} and ${local.contests_blobs} (ABAC condition on the blob path)."
 }
 
 # Issue 35: each cluster's publisher writes only its own folder of the set. "@Resource[Microsoft.

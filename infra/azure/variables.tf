@@ -601,3 +601,9 @@ variable "compliance_lag_threshold_ms" {
     error_message = "compliance_lag_threshold_ms must be between 1000 (1 s) and 86400000 (1 day)."
   }
 }
+
+variable "yield_to" {
+  description = "The controllers tagwarden yields a key to when they keep changing it (a contest: held back an hour, doubling to a day, then corrected again), as the writers Azure's events name (a principal's object id or an application's client id, `*` and `?` allowed). Any other writer's change is drift, corrected every time. null: the code's defaults; `[]`: never yield."
+  type        = list(string)
+  default     = null
+}

@@ -899,7 +899,7 @@ def main() -> int:
         rendered.update(m_ if isinstance(m_, dict) else {})
     rendered_keys = set(rendered) | {k for part in parts for k in re.findall(r"([A-Za-z_]+)\s*=", str(L.get(part, "")))}
     check("issue 24 item 2: the app's app_settings (local.app_settings, rendered from its maps) never name AzureWebJobsStorage",
-          parts == ["platform_app_settings", "app_insights_auth_settings", "contract_app_settings"]
+          parts == ["platform_app_settings", "app_insights_auth_settings", "contract_app_settings", "yield_settings"]
           and "AzureWebJobsStorage" not in rendered_keys and "AzureWebJobsStorage__accountName" in rendered_keys,
           f"maps {parts}, keys {sorted(rendered_keys)}")
     fix = R.get(("azapi_resource_action", "app_settings"), {})
