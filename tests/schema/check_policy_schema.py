@@ -117,6 +117,9 @@ def structural_docs():
         "an unknown limit": {"version": 1, "limits": {"tags": 3}},
         "sensitive": {"version": 1, "sensitive": ["cost-center"], "tags": {}},
         "sensitive as text": {"version": 1, "sensitive": "cost-center", "tags": {}},
+        "neverYield": {"version": 1, "neverYield": ["cost-center"], "tags": {"cost-center": "cc-1"}},
+        "neverYield as text": {"version": 1, "neverYield": "cost-center", "tags": {"cost-center": "cc-1"}},
+        "neverYield an empty key": {"version": 1, "neverYield": [""], "tags": {"cost-center": "cc-1"}},
     }
     for name, doc in cases.items():
         for cloud in ("aws", "azure"):

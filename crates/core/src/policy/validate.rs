@@ -313,6 +313,24 @@ mod tests {
     }
 
     #[test]
+    fn never_yield_names_only_managed_keys() {
+        let load = |text: &str| crate::policy::load::load_one("p.yaml", text).expect("parsed");
+        let ok = load("version: 1\ntags: {cost-center: cc}\noverrides: [{selector: {type: 'ec2:*'}, tags: {team: a}}]\nneverYield: [cost-center, team]\n");
+        assert!(policy(&ok, Cloud::Aws).is_empty(), "a key under tags, and one under an override's tags");
+        let typo = load("version: 1\ntags: {cost-center: cc}\nneverYield: [cost-centre]\n");
+        let v = policy(&typo, Cloud::Aws);
+        assert_eq!(
+            v.iter().map(|v| (v.rule, v.key.as_str())).collect::<Vec<_>>(),
+            [(Rule::UnmanagedNeverYield, "cost-centre")]
+        );
+        assert!(v[0].message.contains("does not manage"), "{}", v[0].message);
+        // Azure compares keys without case.
+        let azure = load("version: 1\ntags: {CostCenter: cc}\nneverYield: [costcenter]\n");
+        assert!(policy(&azure, Cloud::Azure).is_empty());
+        assert_eq!(policy(&azure, Cloud::Aws).len(), 1, "AWS keys are case-sensitive");
+    }
+
+    #[test]
     fn aws_installer_table() {
         // TestValidateTag rows of openshift/installer, plus our deliberate deviations.
         assert!(rules(Cloud::Aws, "test-key", "test-value").is_empty());
