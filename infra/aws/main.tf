@@ -137,7 +137,10 @@ resource "aws_lambda_function" "this" {
       # Issue 35: the infraIDs this deployment enforces; the function enforces no other folder or
       # parameter of the set, and a set deployment without it enforces nothing (fails closed).
       TAGWARDEN_CLUSTERS = join(",", local.clusters)
-      }, var.yield_to == null ? {} : {
+      }, local.organization && local.sweep_interval_seconds != null ? {
+      # An organization hub rotates the accounts' order and counts stale accounts by the schedule.
+      TAGWARDEN_SWEEP_SCHEDULE_SECONDS = tostring(local.sweep_interval_seconds)
+      } : {}, var.yield_to == null ? {} : {
       # The controllers whose changes may hold a key back (a contest); every other writer's change
       # is corrected every time. Unset: the code's defaults (the load balancer controller, CAPA).
       TAGWARDEN_YIELD_TO = length(var.yield_to) == 0 ? "none" : join(",", var.yield_to)
