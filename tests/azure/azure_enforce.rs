@@ -709,15 +709,18 @@ async fn resource_notifications_spare_the_read_where_their_tags_show_nothing_to_
     assert_eq!(env.fake.arm_calls(), ["GET tags"]);
 }
 
-/// Issue 33: a controller that re-PUTs the load balancer with its own tag set after every write
-/// (CAPZ keeps the tags it applied and drops the rest): corrected `CORRECTIONS` times, then the
-/// key is contested, naming the controller's identity, and no PATCH follows.
+/// A controller that re-PUTs the load balancer with its own tag set after every write (CAPZ keeps
+/// the tags it applied and drops the rest), named in `TAGWARDEN_YIELD_TO` by its client id (an
+/// Azure event names a service principal by its `appid` only): corrected `CORRECTIONS` times, then
+/// the key is contested, naming the controller's identity, and no PATCH follows.
 #[tokio::test]
 async fn a_controller_that_rewrites_the_tags_is_out_waited_then_reported() {
     use tagwarden::contest::CORRECTIONS;
     const CAPZ: &str = "7d1f4c8e-0b6a-4f37-9a52-2c1e5f0d9b43";
     let name = "p.json";
-    let env = Env::new(name, &[(name, &infrastructure(&[("team", "platform")], &[]))]).await;
+    let docs = [(name, infrastructure(&[("team", "platform")], &[]))];
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    let env = Env::with(name, &docs, &[("TAGWARDEN_YIELD_TO", CAPZ)]).await;
     let lb = rid("Microsoft.Network/loadBalancers", "mycluster-7xk2p-capz");
     for round in 1..=CORRECTIONS + 2 {
         env.fake.put_resource(&lb, &[(OWNER, "owned"), ("capz-role", "lb")]);
@@ -740,4 +743,24 @@ async fn a_controller_that_rewrites_the_tags_is_out_waited_then_reported() {
         .collect();
     assert_eq!(contested.len(), 1, "{report:#}");
     assert_eq!((contested[0]["key"].as_str(), contested[0]["writer"].as_str()), (Some("team"), Some(CAPZ)));
+}
+
+/// Any principal the deployment does not yield to (Azure's default: none) rewriting the tags is
+/// drift, corrected every time, never contested.
+#[tokio::test]
+async fn a_principal_not_yielded_to_is_corrected_every_time() {
+    const SOMEONE: &str = "0b5e2d1a-9c7f-4e3b-8a61-5d4c3b2a1f09";
+    let name = "p.json";
+    let env = Env::new(name, &[(name, &infrastructure(&[("team", "platform")], &[]))]).await;
+    let lb = rid("Microsoft.Network/loadBalancers", "mycluster-7xk2p-capz");
+    for round in 1..=tagwarden::contest::CORRECTIONS + 3 {
+        env.fake.put_resource(&lb, &[(OWNER, "owned"), ("capz-role", "lb")]);
+        env.fake.clear_log();
+        let body = env.drift(eg_event(&lb, "Microsoft.Network/loadBalancers/write", SOMEONE)).await;
+        assert_eq!(
+            (statuses(&body), env.fake.count("PATCH tags")),
+            (json!({"applied": 1}), 1),
+            "round {round}: {body:#}"
+        );
+    }
 }
