@@ -37,7 +37,11 @@ impl Target {
                     tagwarden::aws::preflight(&config).await?;
                 }
                 let clients = tagwarden::aws::Clients::new(&config);
-                let store = tagwarden::aws::policy_store::policy_store(&clients, parsed, std::time::Duration::ZERO);
+                let hub_folder = organization_contests(&parsed);
+                let mut store = tagwarden::aws::policy_store::policy_store(&clients, parsed, std::time::Duration::ZERO);
+                if let Some(folder) = hub_folder {
+                    store.source.contests_folder = folder;
+                }
                 return Ok(Target::Aws(store));
             }
             #[cfg(not(feature = "aws"))]
@@ -255,4 +259,32 @@ async fn lift<S: tagwarden::policy_store::PolicySource>(
 fn unknown(why: &str) -> String {
     eprintln!("warning: the lift is recorded as by \"unknown\": the caller's identity could not be read ({why})");
     "unknown".to_string()
+}
+
+/// A member account's cluster set in an Organization hub's bucket (`s3://BUCKET/PREFIX/<account>/*/`,
+/// the account a 12-digit id): its contests are kept in the hub's own folder,
+/// `PREFIX/_organization/contests/<account>/`, as the hub's function keeps them.
+#[cfg(feature = "aws")]
+fn organization_contests(location: &tagwarden::aws::policy_store::PolicyLocation) -> Option<String> {
+    let tagwarden::aws::policy_store::PolicyLocation::S3Set { prefix, .. } = location else { return None };
+    let trimmed = prefix.strip_suffix('/')?;
+    let (org, account) = trimmed.rsplit_once('/').map_or(("", trimmed), |(o, a)| (o, a));
+    let org = if org.is_empty() { String::new() } else { format!("{org}/") };
+    (account.len() == 12 && account.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| tagwarden::aws::organization::contests_folder(&org, account))
+}
+
+#[cfg(all(test, feature = "aws"))]
+mod tests {
+    #[test]
+    fn a_member_accounts_set_keeps_its_contests_in_the_hubs_folder() {
+        let folder = |s: &str| super::organization_contests(&s.parse().expect("location"));
+        assert_eq!(
+            folder("s3://b/accounts/111122223333/*/").as_deref(),
+            Some("accounts/_organization/contests/111122223333/")
+        );
+        assert_eq!(folder("s3://b/111122223333/*/").as_deref(), Some("_organization/contests/111122223333/"));
+        assert_eq!(folder("s3://b/clusters/*/"), None);
+        assert_eq!(folder("s3://b/p.yaml"), None);
+    }
 }
