@@ -88,6 +88,35 @@ def main(path: str) -> int:
         largest = max(size(json.loads(r["policy_json"])) for r in roles)
         print(f"{account}: {len(seen)} cluster(s) in {len(roles)} role(s), largest policy {largest} of {ROLE_QUOTA} characters")
 
+    # The auditor role: a person's preview reads everything the member roles read and writes nothing.
+    auditor = (out.get("auditor") or {}).get("value")
+    if auditor:
+        policy = json.loads(auditor["policy_json"])
+        trust = json.loads(auditor["trust_policy_json"])
+        account = sorted(roles_by_account)[0]
+        person = f"arn:aws:sts::{account}:assumed-role/{auditor['name']}/alice"
+        owned = {"aws:ResourceTag/kubernetes.io/cluster/" + roles_by_account[account][0]["clusters"][0]: "owned", "aws:TagKeys": ["cost-center"]}
+        for action, resource in (
+            ("ec2:CreateTags", f"arn:aws:ec2:eu-west-1:{account}:instance/i-0123456789abcdef0"),
+            ("iam:TagRole", f"arn:aws:iam::{account}:role/r"),
+            ("kms:TagResource", f"arn:aws:kms:eu-west-1:{account}:key/k"),
+            ("s3:PutBucketTagging", "arn:aws:s3:::b"),
+            ("tag:TagResources", "*"),
+            ("route53:ChangeTagsForResource", "arn:aws:route53:::hostedzone/Z1"),
+        ):
+            check(evaluate(Request(action, resource, person, account, None, owned), [policy]) != ALLOW, f"the auditor role is refused {action}")
+        check(evaluate(Request("tag:GetResources", "*", person, account), [policy]) == ALLOW, "the auditor role reads (tag:GetResources)")
+        check(evaluate(Request("ec2:DescribeTags", "*", person, account), [policy]) == ALLOW, "the auditor role reads (ec2:DescribeTags)")
+        named = trust["Statement"][0]["Principal"]["AWS"]
+        for p in named:
+            acct = p.split(":")[4]
+            session = p.replace(":iam::", ":sts::").replace(":role/", ":assumed-role/") + "/alice"
+            req = Request("sts:AssumeRole", f"arn:aws:iam::{account}:role/{auditor['name']}", session, acct, account)
+            check(evaluate(req, [{"Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "*"}]}], resource=trust) == ALLOW, f"{p} assumes the auditor role")
+            other = Request("sts:AssumeRole", req.resource, f"arn:aws:sts::{acct}:assumed-role/tagwarden-lambda/x", acct, account)
+            check(evaluate(other, [{"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}], resource=trust) != ALLOW, "the function's role assumes the auditor role")
+        print(f"auditor role: {size(policy)} characters, trusted by {len(named)} principal(s)")
+
     print(f"member roles: {passed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -317,6 +317,12 @@ def evaluate(
     # Identity-based permissions, within the session policy and the boundary where there are.
     identity_ok = all(k == ALLOW for k in kinds[: len(kinds) - 1 - (scps is not None)])
 
+    # A role's trust policy must allow AssumeRole, within the account too ("Roles terms and
+    # concepts": the trust policy "defines which principals can assume the role"). Inferred
+    # simplification: a trust policy naming the account's root is treated like one naming the
+    # principal (IAM then also wants the identity's grant, which the tests always give).
+    if req.action.lower().startswith("sts:assumerole") and res != ALLOW:
+        return IMPLICIT_DENY
     cross_account = (req.resource_account or req.principal_account) != req.principal_account
     if cross_account:
         # Both sides must allow (IAM User Guide, "Cross-account policy evaluation logic").

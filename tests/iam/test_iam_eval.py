@@ -119,6 +119,14 @@ class Kinds(unittest.TestCase):
         self.assertEqual(evaluate(tag_write(), [self.ALL], scps=[{"Statement": []}]), IMPLICIT_DENY)
         self.assertEqual(evaluate(tag_write(), [self.ALL], scps=[self.ALL]), ALLOW)
 
+    def test_assume_role_needs_the_trust_policy_even_in_the_account(self):
+        trust = {"Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{A}:role/fn"}, "Action": "sts:AssumeRole"}]}
+        role = f"arn:aws:iam::{A}:role/tagwarden-member"
+        ok = Request("sts:AssumeRole", role, f"arn:aws:sts::{A}:assumed-role/fn/s", A, A)
+        self.assertEqual(evaluate(ok, [self.ALL], resource=trust), ALLOW)
+        other = Request("sts:AssumeRole", role, f"arn:aws:sts::{A}:assumed-role/admin/s", A, A)
+        self.assertEqual(evaluate(other, [self.ALL], resource=trust), IMPLICIT_DENY)
+
     def test_size_counts_no_whitespace(self):
         self.assertEqual(size('{"a": [1, 2]}'), len('{"a":[1,2]}'))
 

@@ -45,6 +45,7 @@ module "organization" {
   account_clusters               = var.account_clusters
   cluster_kinds                  = var.cluster_kinds
   contest_operators              = var.contest_operators
+  auditor_principals             = var.auditor_principals
 
   function_role_name        = module.tagwarden.role_name
   function_role_arn         = module.tagwarden.role_arn
@@ -68,6 +69,7 @@ module "hub_spoke" {
 
   hub_event_bus_arn        = module.organization.hub_event_bus_arn
   member_roles             = module.organization.member_roles[data.aws_caller_identity.current.account_id]
+  auditor_role             = module.organization.auditor_role
   member_trust_policy_json = module.organization.member_trust_policy_json
   event_patterns           = module.organization.member_event_patterns
   create_member_role       = true

@@ -43,6 +43,12 @@ variable "contest_operators" {
   default     = []
 }
 
+variable "auditor_principals" {
+  description = "People's roles in the hub account that may assume the read-only auditor role in every spoke, to preview the hub's sweep before it writes (`tagwarden organization sweep --dry-run --member-role tagwarden-member-auditor`)."
+  type        = list(string)
+  default     = []
+}
+
 variable "create_organization_trail" {
   description = "Create an organization trail of management events from the hub (when it is the management account). Without a trail in a member account its creations never reach EventBridge, and only the sweeps correct there. Leave false when the organization has one already (`aws cloudtrail describe-trails --query 'trailList[?IsOrganizationTrail]'`)."
   type        = bool

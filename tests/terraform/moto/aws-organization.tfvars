@@ -11,6 +11,7 @@ clusters                       = ["111122223333/prod-7xk2p", "444455556666/*", "
 account_clusters               = { "444455556666" = ["shop-3kd9s", "capi-east"] }
 cluster_kinds                  = { "capi-east" = "ClusterAPI" }
 contest_operators              = ["arn:aws:iam::123456789012:role/platform-oncall"]
+auditor_principals             = ["arn:aws:iam::123456789012:role/platform-auditor"]
 hub_spoke                      = true
 tags = {
   app  = "tagwarden"

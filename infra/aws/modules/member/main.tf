@@ -32,6 +32,24 @@ resource "aws_iam_role_policy" "member" {
   policy = var.member_roles[index(var.member_roles[*].name, each.key)].policy_json
 }
 
+# A person's preview of the hub's sweep: tag reads, no write, trusted by the auditor principals.
+resource "aws_iam_role" "auditor" {
+  count = var.create_member_role && var.auditor_role != null ? 1 : 0
+
+  name               = var.auditor_role.name
+  description        = "tagwarden auditor: reads tags for a person's preview of the hub's sweep; writes nothing"
+  assume_role_policy = var.auditor_role.trust_policy_json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy" "auditor" {
+  count = length(aws_iam_role.auditor)
+
+  name   = "read-tags"
+  role   = aws_iam_role.auditor[0].id
+  policy = var.auditor_role.policy_json
+}
+
 data "aws_iam_policy_document" "forward_assume" {
   statement {
     actions = ["sts:AssumeRole"]

@@ -76,3 +76,13 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "auditor_role" {
+  description = "The read-only auditor role: the organization module's `auditor_role` (null: none)."
+  type = object({
+    name              = string
+    policy_json       = string
+    trust_policy_json = string
+  })
+  default = null
+}

@@ -102,6 +102,26 @@ locals {
       ]
     }
   ] }
+  # The auditor role: what the member roles read, and no write at all, for a person's preview
+  # (`tagwarden organization sweep --dry-run --member-role <member_role_name>-auditor`), trusted by
+  # the principals `auditor_principals` names. Rendered once: it bounds nothing by cluster.
+  auditor_policy = {
+    Version = "2012-10-17"
+    Statement = [
+      { Sid = "ReadTagsAnywhere", Effect = "Allow", Action = local.member_reads_any, Resource = "*" },
+      { Sid = "ReadTags", Effect = "Allow", Action = local.member_reads, Resource = local.read_arns },
+    ]
+  }
+  auditor_trust_policy = {
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { AWS = length(var.auditor_principals) > 0 ? var.auditor_principals : ["arn:${var.partition}:iam::${split(":", var.function_role_arn)[4]}:root"] }
+      Action    = "sts:AssumeRole"
+    }]
+  }
+  auditor_role_name = "${var.member_role_name}-auditor"
+
   member_trust_policy = {
     Version = "2012-10-17"
     Statement = [{
@@ -169,8 +189,22 @@ locals {
     Description              = "tagwarden member account: the rules that forward this account's tag-relevant events to the hub bus"
     Conditions = {
       IsGlobalRegion = { "Fn::Equals" = [{ Ref = "AWS::Region" }, "us-east-1"] }
+      IsRoleRegion   = { "Fn::Equals" = [{ Ref = "AWS::Region" }, local.role_region] }
     }
     Resources = merge(
+      length(var.auditor_principals) == 0 ? {} : {
+        AuditorRole = {
+          Type      = "AWS::IAM::Role"
+          Condition = "IsRoleRegion"
+          Properties = {
+            RoleName                 = local.auditor_role_name
+            Description              = "tagwarden auditor: reads tags for a person's preview of the hub's sweep; writes nothing"
+            AssumeRolePolicyDocument = local.auditor_trust_policy
+            Policies                 = [{ PolicyName = "read-tags", PolicyDocument = local.auditor_policy }]
+            Tags                     = [for k, v in var.tags : { Key = k, Value = v }]
+          }
+        }
+      },
       {
         ForwardRole = {
           Type = "AWS::IAM::Role"

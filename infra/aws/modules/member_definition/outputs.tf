@@ -31,3 +31,12 @@ output "member_role_templates_json" {
   description = "Each account's member roles as a CloudFormation template, by account."
   value       = { for a, t in local.role_templates : a => jsonencode(t) }
 }
+
+output "auditor_role" {
+  description = "The auditor role every spoke holds when auditor_principals is set: name, policy and trust (JSON); null otherwise."
+  value = length(var.auditor_principals) == 0 ? null : {
+    name              = local.auditor_role_name
+    policy_json       = jsonencode(local.auditor_policy)
+    trust_policy_json = jsonencode(local.auditor_trust_policy)
+  }
+}

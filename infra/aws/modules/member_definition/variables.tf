@@ -68,3 +68,9 @@ variable "role_key_budget" {
     error_message = "role_key_budget must be 500-8000 (a role's inline policies hold 10,240 characters in all)."
   }
 }
+
+variable "auditor_principals" {
+  description = "IAM principal ARNs (people's roles in the hub account) that may assume `<member_role_name>-auditor` in every member account: tag reads, no write, for a person's preview of the hub's sweep. Empty: no auditor role."
+  type        = list(string)
+  default     = []
+}

@@ -52,6 +52,7 @@ module "member_definition" {
   reserved_tag_key_patterns = var.reserved_tag_key_patterns
   account_clusters          = local.account_clusters
   cluster_kinds             = var.cluster_kinds
+  auditor_principals        = var.auditor_principals
   partition                 = local.partition
   tags                      = var.tags
 }

@@ -68,3 +68,8 @@ output "member_role_templates_json" {
   description = "Each account's member roles as a CloudFormation template, by account (its StackSet's)."
   value       = module.member_definition.member_role_templates_json
 }
+
+output "auditor_role" {
+  description = "The read-only auditor role every spoke holds (modules/member `auditor_role`): name, policy, trust; null without auditor_principals."
+  value       = module.member_definition.auditor_role
+}

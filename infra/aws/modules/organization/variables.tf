@@ -112,6 +112,17 @@ variable "contest_operators" {
   }
 }
 
+variable "auditor_principals" {
+  description = "IAM principal ARNs (people's roles in the hub account) that may assume the read-only `<member_role_name>-auditor` role every spoke then holds, to preview the hub's sweep (`tagwarden organization sweep --dry-run --member-role <member_role_name>-auditor`). The role reads tags and writes nothing. Empty: no auditor role."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for p in var.auditor_principals : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/.+$", p))])
+    error_message = "auditor_principals must list IAM role or user ARNs, e.g. [\"arn:aws:iam::123456789012:role/platform-auditor\"]."
+  }
+}
+
 variable "function_role_name" {
   description = "The hub function's role name: the tagwarden module's `role_name`."
   type        = string
