@@ -137,6 +137,8 @@ resource "aws_lambda_function" "this" {
       # Issue 35: the infraIDs this deployment enforces; the function enforces no other folder or
       # parameter of the set, and a set deployment without it enforces nothing (fails closed).
       TAGWARDEN_CLUSTERS = join(",", local.clusters)
+      # Audit (the default): evaluate and report, write nothing; enforce: write.
+      TAGWARDEN_MODE = var.mode
       }, local.organization && local.sweep_interval_seconds != null ? {
       # An organization hub rotates the accounts' order and counts stale accounts by the schedule.
       TAGWARDEN_SWEEP_SCHEDULE_SECONDS = tostring(local.sweep_interval_seconds)

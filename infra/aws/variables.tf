@@ -733,3 +733,14 @@ variable "contest_operators" {
     error_message = "contest_operators must list IAM role or user ARNs, e.g. [\"arn:aws:iam::123456789012:role/platform-oncall\"]."
   }
 }
+
+variable "mode" {
+  description = "TAGWARDEN_MODE: `audit` evaluates everything exactly as `enforce` would (events, sweeps, policy changes, organization shards) and writes no tag anywhere: the status report and the metrics show what would be written. `enforce` writes, except for clusters whose policy says `enforce: false` and keys in a policy's `auditKeys`, which stay audited. A new deployment starts in audit; switch to `enforce` once the report shows what you expect."
+  type        = string
+  default     = "audit"
+
+  validation {
+    condition     = contains(["audit", "enforce"], var.mode)
+    error_message = "mode must be \"audit\" (report what would be written, write nothing) or \"enforce\"."
+  }
+}

@@ -47,6 +47,7 @@ locals {
     # (local.rn_event_topic_sources, events.tf, leaves those out; crates/azure/src/function.rs
     # `Topics` compares without case).
     TAGWARDEN_CLUSTERS     = join(",", local.clusters)
+    TAGWARDEN_MODE         = var.mode
     TAGWARDEN_EVENT_TOPICS = join(",", sort(concat(keys(local.arm_topics), local.rn_event_topic_sources, [azurerm_storage_account.policy.id])))
     RUST_LOG               = var.log_level
   }

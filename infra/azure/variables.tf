@@ -607,3 +607,14 @@ variable "yield_to" {
   type        = list(string)
   default     = null
 }
+
+variable "mode" {
+  description = "TAGWARDEN_MODE: `audit` evaluates everything exactly as `enforce` would (events, sweeps, management-group parts) and writes no tag anywhere: the status report and the metrics show what would be written. `enforce` writes, except clusters whose policy says `enforce: false` and keys in a policy's `auditKeys`. A new deployment starts in audit."
+  type        = string
+  default     = "audit"
+
+  validation {
+    condition     = contains(["audit", "enforce"], var.mode)
+    error_message = "mode must be \"audit\" (report what would be written, write nothing) or \"enforce\"."
+  }
+}
