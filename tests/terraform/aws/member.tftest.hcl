@@ -18,7 +18,7 @@ mock_provider "aws" {
 }
 
 variables {
-  hub_event_bus_arn        = "arn:aws:events:eu-west-1:999988887777:event-bus/tagwarden-hub"
+  hub_event_bus_arn = "arn:aws:events:eu-west-1:999988887777:event-bus/tagwarden-hub"
   member_roles = [
     { name = "tagwarden-member", clusters = ["prod-7xk2p"], policy_json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}" },
     { name = "tagwarden-member-1", clusters = ["dev-1a2b3"], policy_json = "{\"Version\":\"2012-10-17\",\"Statement\":[]}" },
