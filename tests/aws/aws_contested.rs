@@ -368,3 +368,29 @@ async fn a_contest_forged_into_the_report_changes_nothing() {
     let report = tagwarden::status_store::read(&env.engine().store, None).await.expect("read").expect("a report");
     assert!(report.contests.iter().all(|c| !c.is_contested()), "{:?}", report.contests);
 }
+
+/// With the policy in SSM, the contest state is the parameter `/_tagwarden/contests/<infraID>`,
+/// apart from the policy's and the report's: the load balancer controller is held after the count.
+#[tokio::test]
+async fn with_the_policy_in_ssm_the_state_is_its_own_parameter() {
+    let env = Env::new().await;
+    let name = format!("/tagwarden-{}/policy", env.account);
+    let put = env.clients.ssm.put_parameter().name(&name).value(policy("platform"));
+    put.r#type(tagwarden::aws::sdk::ssm::types::ParameterType::String).send().await.expect("policy parameter");
+    let location = format!("ssm:{name}").parse::<PolicyLocation>().expect("location");
+    let mut engine = Engine::new(
+        Tagger::new(env.clients.clone()),
+        policy_store(&env.clients, location, Duration::ZERO),
+        vec![format!("arn:aws:iam::{}:role/tagwarden", env.account)],
+    );
+    let now = env.now.clone();
+    engine.clock = Arc::new(move || now.load(Ordering::Relaxed));
+    let lbc = env.controller();
+    function::handle(&engine, env.batch("elbv2-create-target-group", &lbc)).await;
+    let (wrote, _) = env.fight(&engine, "team", &lbc, CORRECTIONS + 1).await;
+    assert_eq!(wrote.iter().sum::<u64>(), CORRECTIONS as u64, "{wrote:?}");
+    let got = env.clients.ssm.get_parameter().name(format!("/_tagwarden/contests/{INFRA_ID}")).send().await;
+    let text = got.expect("the state parameter").parameter().and_then(|p| p.value()).unwrap_or_default().to_string();
+    let state: ContestState = serde_json::from_str(&text).expect("a contest state");
+    assert!(state.contests.iter().any(|c| c.is_contested() && c.key == "team"), "{state:?}");
+}
