@@ -83,6 +83,13 @@ const SESSION_SECONDS: i32 = 3600;
 /// The folder, beside the accounts' folders, where the shards' outcomes are written (not an
 /// account id, so never an account's set; writable by the hub alone).
 pub const SHARDS_FOLDER: &str = "_organization/";
+/// Where the hub keeps a member account's clusters' contest states: `<prefix>_organization/contests/<account>/`,
+/// in the hub's own folder, which no member may write (`tagwarden_core::contest`).
+pub fn contests_folder(prefix: &str, account: &str) -> String {
+    format!("{prefix}{SHARDS_FOLDER}{CONTESTS_SUBFOLDER}{account}/")
+}
+/// The contest states' folder within [`SHARDS_FOLDER`].
+const CONTESTS_SUBFOLDER: &str = "contests/";
 /// `SendMessageBatch` takes at most 10 messages (SQS developer guide, "Amazon SQS message quotas").
 const SQS_BATCH: usize = 10;
 /// Account-regions swept at once when the function or the CLI sweeps the shards itself (and
@@ -564,6 +571,9 @@ pub struct Organization {
     pub calls: CallCounter,
     /// Each account's member, behind a lock of its own: one account's listing holds no other.
     members: Mutex<HashMap<String, MemberSlot>>,
+    /// The controllers whose changes may contest a key in every member account
+    /// (`TAGWARDEN_YIELD_TO`; by default AWS's, `tagwarden_core::contest::YieldTo::default_for`).
+    pub yield_to: tagwarden_core::contest::YieldTo,
 }
 
 /// One account's member: empty until first listed; one listing at a time fills it.
@@ -734,6 +744,7 @@ impl Organization {
             config,
             settings,
             members: Mutex::new(HashMap::new()),
+            yield_to: tagwarden_core::contest::YieldTo::default_for(tagwarden_core::cloud::Cloud::Aws),
         }
     }
 
@@ -785,10 +796,11 @@ impl Organization {
             Some(m) => m.store.clone(),
             None => {
                 let location = PolicyLocation::S3Set { bucket: self.config.bucket.clone(), prefix };
-                Arc::new(
-                    crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
-                        .with_clusters(Some(clusters.clone())),
-                )
+                let mut store = crate::policy_store::policy_store(&self.hub, location, self.settings.policy_ttl)
+                    .with_clusters(Some(clusters.clone()));
+                // The account's contest states: in the hub's own folder, which no member writes.
+                store.source.contests_folder = contests_folder(&self.config.prefix, account);
+                Arc::new(store)
             }
         };
         // The clusters' kinds (their ownership keys) are in their policies; one not readable yet
@@ -878,6 +890,7 @@ impl Organization {
         let part = tagwarden_core::status::aws_region_part(account, region, global);
         let mut engine = Engine::sharing(tagger, member.store.clone(), own, Some(part));
         engine.set_concurrency(self.settings.concurrency);
+        engine.yield_to = self.yield_to.clone();
         engine.dry_run = self.settings.dry_run;
         let engine = Arc::new(engine);
         engines.insert(region.to_string(), engine.clone());
@@ -1284,8 +1297,12 @@ async fn read_shards(hub: &Clients, bucket: &str, prefix: &str) -> Result<Vec<Sh
     let mut pages = hub.s3.list_objects_v2().bucket(bucket).prefix(&folder).into_paginator().send();
     while let Some(page) = pages.next().await {
         let page = page.map_err(|e| crate::error::from_sdk("s3:ListObjectsV2", &folder, e))?;
-        // An account's outcomes only: the hub's own state beside them is not one.
-        let outcome = |k: &String| k.ends_with(".json") && k.strip_prefix(&folder).is_some_and(|r| r.contains('/'));
+        // An account's outcomes only: the hub's own state beside them is not one, nor are the
+        // contest states (`contests/<account>/…`).
+        let outcome = |k: &String| {
+            k.ends_with(".json")
+                && k.strip_prefix(&folder).is_some_and(|r| r.contains('/') && !r.starts_with(CONTESTS_SUBFOLDER))
+        };
         keys.extend(page.contents().iter().filter_map(|o| o.key().map(str::to_owned)).filter(outcome));
     }
     let mut shards = Vec::with_capacity(keys.len());
