@@ -120,6 +120,10 @@ def structural_docs():
         "neverYield": {"version": 1, "neverYield": ["cost-center"], "tags": {"cost-center": "cc-1"}},
         "neverYield as text": {"version": 1, "neverYield": "cost-center", "tags": {"cost-center": "cc-1"}},
         "neverYield an empty key": {"version": 1, "neverYield": [""], "tags": {"cost-center": "cc-1"}},
+        "auditKeys": {"version": 1, "auditKeys": ["cost-center"], "tags": {"cost-center": "cc-1", "team": "a"}},
+        "auditKeys as text": {"version": 1, "auditKeys": "cost-center", "tags": {"cost-center": "cc-1"}},
+        "auditKeys an empty key": {"version": 1, "auditKeys": [""], "tags": {"cost-center": "cc-1"}},
+        "enforce false": {"version": 1, "enforce": False, "tags": {"cost-center": "cc-1"}},
     }
     for name, doc in cases.items():
         for cloud in ("aws", "azure"):

@@ -50,10 +50,17 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
         let series = json!({"dimValues": [cloud, infra_id], "min": min, "max": max, "sum": lag.iter().sum::<u64>(), "count": lag.len()});
         out.push(doc("ComplianceLag", &["Cloud", "InfraID"], vec![series]));
     }
+    // The cluster's compliance, all three together whenever an owned resource was evaluated:
+    // in line / (in line + drifted), in audit mode as in enforce.
+    if let Some((would, in_line, drifted)) = metrics.compliance() {
+        for (name, v) in [("WouldWrite", would), ("ResourcesInLine", in_line), ("ResourcesDrifted", drifted)] {
+            out.push(doc(name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));
+        }
+    }
     if metrics.by_type.is_empty() {
         return out;
     }
-    let per_type: [(&str, Counter); 8] = [
+    let per_type: [(&str, Counter); 11] = [
         ("ResourcesEvaluated", |c| c.resources_evaluated),
         ("DriftDetected", |c| c.drift_detected),
         ("TagsWritten", |c| c.tags_written),
@@ -62,6 +69,9 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
         ("Conflicts", |c| c.conflicts),
         ("Unsupported", |c| c.unsupported),
         ("Contested", |c| c.contested),
+        ("WouldWrite", |c| c.would_write),
+        ("ResourcesInLine", |c| c.in_line),
+        ("ResourcesDrifted", |c| c.drifted),
     ];
     let dims = ["Cloud", "ResourceType", "InfraID"];
     for (name, get) in per_type {
@@ -176,6 +186,7 @@ mod tests {
             infra_id: None,
             reason: None,
             contested: Vec::new(),
+            audited: Vec::new(),
             event_id: None,
             error: None,
             failure: None,
@@ -193,6 +204,9 @@ mod tests {
                 "EventsReceived",
                 "EventsIgnored",
                 "ComplianceLag",
+                "WouldWrite",
+                "ResourcesInLine",
+                "ResourcesDrifted",
                 "ResourcesEvaluated",
                 "DriftDetected",
                 "TagsWritten",
@@ -201,6 +215,9 @@ mod tests {
                 "Conflicts",
                 "Unsupported",
                 "Contested",
+                "WouldWrite",
+                "ResourcesInLine",
+                "ResourcesDrifted",
                 "ReconcileLatency"
             ]
         );
@@ -219,10 +236,12 @@ mod tests {
             let s = &d["data"]["baseData"]["series"][0];
             (s["min"].as_u64(), s["max"].as_u64(), s["sum"].as_u64(), s["count"].as_u64())
         };
-        assert_eq!(stats(&docs[11]), (Some(4), Some(10), Some(14), Some(2)), "ReconcileLatency");
+        assert_eq!(stats(&docs[17]), (Some(4), Some(10), Some(14), Some(2)), "ReconcileLatency");
+        assert_eq!(stats(&docs[4]), (Some(2), Some(2), Some(2), Some(1)), "ResourcesInLine");
+        assert_eq!(docs[4]["data"]["baseData"]["dimNames"], serde_json::json!(["Cloud", "InfraID"]));
         assert_eq!(stats(&docs[2]), (Some(400), Some(1000), Some(1400), Some(2)), "ComplianceLag");
         assert_eq!(docs[2]["data"]["baseData"]["dimNames"], serde_json::json!(["Cloud", "InfraID"]));
-        assert_eq!(docs[5]["data"]["baseData"]["series"][0]["sum"], 1, "TagsWritten");
+        assert_eq!(docs[8]["data"]["baseData"]["series"][0]["sum"], 1, "TagsWritten");
         assert!(documents(&Metrics::default(), "c1", UNIX_EPOCH).is_empty());
     }
 }

@@ -4,7 +4,7 @@
 //! [`policy`] (where desired tags come from and how layers merge), [`policy::validate`] (the exact
 //! tag rules of each cloud), [`plan`] (current + desired tags → the one write to make), [`events`]
 //! (cloud events → the resources they name), [`services`] (the catalogue of AWS services tagwarden
-//! reads and writes), [`contest`] (when to stop correcting a key another controller keeps
+//! reads and writes), [`mode`] (audit or enforce: deployment, cluster and key), [`contest`] (when to stop correcting a key another controller keeps
 //! changing), [`report`] and [`status`] (what is recorded and reported), [`trigger`] (what a
 //! delivered payload asks for) and [`calls`] (the API-call ledger).
 
@@ -12,6 +12,7 @@ pub mod calls;
 pub mod cloud;
 pub mod contest;
 pub mod events;
+pub mod mode;
 pub mod plan;
 pub mod policy;
 pub mod publish;

@@ -3,6 +3,10 @@
 //! It writes exactly `{k: v ∈ desired | current[k] ≠ v}`; never deletes, never touches a key
 //! outside the desired set, ownership tags or `Name`; writes nothing on a resource the cluster does
 //! not own; and writes nothing at all when the write would push the resource past its tag limit.
+//!
+//! The plan is the full diff whatever the mode: what is audited (`crate::mode`) is taken out of
+//! the write at the last moment before it ([`Plan::audit`], [`audit`]) and reported as what would
+//! be written, so an audit and an enforce evaluate exactly the same.
 
 use serde::Serialize;
 
@@ -22,8 +26,9 @@ pub enum Decision {
     NotOwned,
     /// The write would exceed the resource's tag limit, so nothing is written.
     LimitExceeded,
-    /// The cluster asked for no propagation (`propagateUserTags: false`).
-    Disabled,
+    /// Drift found, and every drifted key is audited (`crate::mode`): evaluated and reported in
+    /// `audited`, nothing written.
+    Audited,
     /// Every drifted key is contested (another controller keeps changing it, `crate::contest`):
     /// nothing is written.
     Contested,
@@ -58,6 +63,9 @@ pub struct Plan {
     /// Drifted keys held back because they are contested (`crate::contest`): not in `set`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub held: Vec<String>,
+    /// Drifted keys audited (`crate::mode`): what would be written, before → after; not in `set`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub audited: Vec<Change>,
 }
 
 impl Plan {
@@ -80,19 +88,74 @@ impl Plan {
             }
         }
     }
+
+    /// Take `key` out of the write because it is audited (`crate::mode`): its change moves to
+    /// `audited`, reported as what would be written; with nothing left to write, the plan is
+    /// [`Decision::Audited`]. A plan that writes nothing (in line, limit exceeded, contested) is
+    /// left as it is: what it reports is what an enforce would report.
+    pub fn audit(&mut self, key: &str) {
+        if self.set.remove(key).is_none() {
+            return;
+        }
+        if let Some(at) = self.changes.iter().position(|c| c.key == key) {
+            let change = self.changes.remove(at);
+            if change.old.is_none() {
+                self.tags_after = self.tags_after.saturating_sub(1).max(self.tags_before);
+            }
+            self.audited.push(change);
+        }
+        if self.set.is_empty() && self.outcome == Decision::Apply {
+            self.outcome = Decision::Audited;
+        }
+    }
+
+    /// [`Plan::audit`] every key of the write.
+    pub fn audit_all(&mut self) {
+        let keys: Vec<String> = self.set.keys().cloned().collect();
+        for key in keys {
+            self.audit(&key);
+        }
+    }
 }
 
-/// Plan one resource against a policy for cluster `infra_id` (of the policy's kind).
-pub fn plan(policy: &Policy, cloud: Cloud, infra_id: &str, resource: &ResourceRef, current: &TagMap) -> Plan {
+/// Take out of `plan` what is audited, the strictest setting winning: everything when the
+/// deployment is in `mode` audit (or a dry run) or the policy says `enforce: false`, else the
+/// policy's `auditKeys`.
+pub fn audit(plan: &mut Plan, policy: &Policy, cloud: Cloud, mode: crate::mode::Mode) {
+    if mode == crate::mode::Mode::Audit || !policy.enforce {
+        plan.audit_all();
+        return;
+    }
+    if policy.audit_keys.is_empty() {
+        return;
+    }
+    let keys: Vec<String> = plan.set.keys().filter(|k| policy.audits_key(cloud, k)).cloned().collect();
+    for key in keys {
+        plan.audit(&key);
+    }
+}
+
+/// The full diff of one resource against a policy for cluster `infra_id` (of the policy's kind),
+/// nothing audited yet: the engine holds contested keys, then audits ([`audit`]) what the mode
+/// says, right before the write.
+pub fn diff(policy: &Policy, cloud: Cloud, infra_id: &str, resource: &ResourceRef, current: &TagMap) -> Plan {
     let owned = ownership_for(cloud, &resource.kind, policy.kind, infra_id, current) == Ownership::Owned;
     // Only owned resources need the desired set; the rest are reported without it.
-    let desired =
-        if owned && policy.enforce { policy.desired_for(cloud, resource, current) } else { Desired::default() };
+    let desired = if owned { policy.desired_for(cloud, resource, current) } else { Desired::default() };
     let limit = policy.resource_tag_limit(cloud, &resource.kind);
-    plan_desired(cloud, policy.kind, infra_id, policy.enforce, resource, current, desired, limit)
+    plan_desired(cloud, policy.kind, infra_id, true, resource, current, desired, limit)
 }
 
-/// The planner proper, for a desired set computed elsewhere.
+/// Plan one resource against a policy for cluster `infra_id`, in an enforcing deployment: the
+/// [`diff`], with what the policy audits (`enforce: false`, `auditKeys`) taken out of the write.
+pub fn plan(policy: &Policy, cloud: Cloud, infra_id: &str, resource: &ResourceRef, current: &TagMap) -> Plan {
+    let mut plan = diff(policy, cloud, infra_id, resource, current);
+    audit(&mut plan, policy, cloud, crate::mode::Mode::Enforce);
+    plan
+}
+
+/// The planner proper, for a desired set computed elsewhere; `enforce: false` audits every
+/// change ([`Plan::audit_all`]): the full diff is computed either way.
 #[allow(clippy::too_many_arguments)]
 pub fn plan_desired(
     cloud: Cloud,
@@ -120,13 +183,10 @@ pub fn plan_desired(
         tags_after: tags_before,
         tag_limit,
         held: Vec::new(),
+        audited: Vec::new(),
     };
     if !plan.owned {
         plan.outcome = Decision::NotOwned;
-        return plan;
-    }
-    if !enforce {
-        plan.outcome = Decision::Disabled;
         return plan;
     }
     plan.superseded = desired.superseded;
@@ -160,6 +220,9 @@ pub fn plan_desired(
         plan.set.clear();
     } else {
         plan.outcome = Decision::Apply;
+    }
+    if !enforce {
+        plan.audit_all();
     }
     plan
 }

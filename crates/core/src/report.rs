@@ -26,8 +26,9 @@ pub enum Status {
     Unchanged,
     NotOwned,
     LimitExceeded,
-    Disabled,
-    /// Planned but not written (`--dry-run`).
+    /// Drift found and audited (`tagwarden_core::mode`: the deployment, the cluster's
+    /// `enforce: false`, every drifted key in `auditKeys`, or a dry run): nothing written; the
+    /// record's `audited` lists what would be.
     WouldApply,
     Failed,
     /// Owned, but no API tagwarden has can tag this type: reported, not a failure.
@@ -46,7 +47,6 @@ impl Status {
             Status::Unchanged => "unchanged",
             Status::NotOwned => "not-owned",
             Status::LimitExceeded => "limit-exceeded",
-            Status::Disabled => "disabled",
             Status::WouldApply => "would-apply",
             Status::Failed => "failed",
             Status::Unsupported => "unsupported",
@@ -96,6 +96,11 @@ pub struct Record {
     /// Drifted keys not written because they are contested (`tagwarden_core::contest`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub contested: Vec<String>,
+    /// Drifted keys evaluated and not written because they are audited (`tagwarden_core::mode`):
+    /// what would be written, before → after. `changes` holds only what was written (or, for a
+    /// failed write, what it carried).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub audited: Vec<ChangeRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -120,18 +125,20 @@ impl Record {
             plan::Decision::Unchanged => Status::Unchanged,
             plan::Decision::NotOwned => Status::NotOwned,
             plan::Decision::LimitExceeded => Status::LimitExceeded,
-            plan::Decision::Disabled => Status::Disabled,
+            plan::Decision::Audited => Status::WouldApply,
             plan::Decision::Contested => Status::Contested,
         };
-        let changes = plan
-            .changes
-            .iter()
-            .map(|c| ChangeRecord {
-                key: c.key.clone(),
-                old: c.old.as_deref().map(|v| policy.loggable(&c.key, v).into_owned()),
-                new: policy.loggable(&c.key, &c.new).into_owned(),
-            })
-            .collect();
+        let loggable = |changes: &[plan::Change]| {
+            changes
+                .iter()
+                .map(|c| ChangeRecord {
+                    key: c.key.clone(),
+                    old: c.old.as_deref().map(|v| policy.loggable(&c.key, v).into_owned()),
+                    new: policy.loggable(&c.key, &c.new).into_owned(),
+                })
+                .collect()
+        };
+        let (changes, audited) = (loggable(&plan.changes), loggable(&plan.audited));
         Record {
             record: "reconcile",
             cloud,
@@ -148,6 +155,7 @@ impl Record {
             infra_id: None,
             reason: None,
             contested: plan.held.clone(),
+            audited,
             event_id: None,
             error: None,
             failure: None,
@@ -174,6 +182,7 @@ impl Record {
             infra_id: None,
             reason: None,
             contested: Vec::new(),
+            audited: Vec::new(),
             event_id: None,
             error: Some(error),
             failure: Some(Failure::Transient),
@@ -273,6 +282,13 @@ pub struct TypeCounters {
     pub unsupported: u64,
     /// Resources with a key held back because it is contested.
     pub contested: u64,
+    /// Resources with an audited change: what an enforce would write (`tagwarden_core::mode`).
+    pub would_write: u64,
+    /// Owned resources in line after the run: found in line, or written into line.
+    pub in_line: u64,
+    /// Owned resources still out of line after the run: audited, over the tag limit, contested,
+    /// or whose write failed. In line / (in line + drifted) is the compliance.
+    pub drifted: u64,
     pub latency_ms: Vec<u64>,
 }
 
@@ -328,7 +344,18 @@ impl Metrics {
             }
             Status::Failed => c.write_failures += 1,
             Status::Unsupported => c.unsupported += 1,
-            Status::Unchanged | Status::NotOwned | Status::Disabled | Status::Gone | Status::Contested => {}
+            Status::Unchanged | Status::NotOwned | Status::Gone | Status::Contested => {}
+        }
+        if !record.audited.is_empty() {
+            c.would_write += 1;
+        }
+        match record.status {
+            Status::Unchanged => c.in_line += 1,
+            Status::Applied if record.audited.is_empty() && record.contested.is_empty() => c.in_line += 1,
+            Status::Applied | Status::WouldApply | Status::LimitExceeded | Status::Contested => c.drifted += 1,
+            // A write that failed: the drift it carried is still there.
+            Status::Failed if !record.changes.is_empty() || !record.audited.is_empty() => c.drifted += 1,
+            Status::Failed | Status::NotOwned | Status::Gone | Status::Unsupported => {}
         }
         if !record.contested.is_empty() {
             c.contested += 1;
@@ -359,6 +386,9 @@ impl Metrics {
             e.conflicts += c.conflicts;
             e.unsupported += c.unsupported;
             e.contested += c.contested;
+            e.would_write += c.would_write;
+            e.in_line += c.in_line;
+            e.drifted += c.drifted;
             e.latency_ms.extend(c.latency_ms);
         }
     }
@@ -367,11 +397,21 @@ impl Metrics {
         *self == Metrics::default()
     }
 
+    /// The cluster's compliance over every resource type: (would write, in line, drifted), as
+    /// [`TypeCounters`] counts them; `None` when no owned resource was evaluated (nothing to say).
+    pub fn compliance(&self) -> Option<(u64, u64, u64)> {
+        let sum = |f: fn(&TypeCounters) -> u64| self.by_type.values().map(f).sum::<u64>();
+        let (would, in_line, drifted) = (sum(|c| c.would_write), sum(|c| c.in_line), sum(|c| c.drifted));
+        (in_line + drifted > 0).then_some((would, in_line, drifted))
+    }
+
     /// EMF lines: one with the event-level metrics (dimensions Cloud, InfraID) and one per
-    /// resource type (Cloud, ResourceType, InfraID).
+    /// resource type (Cloud, ResourceType, InfraID). The cluster's `WouldWrite`,
+    /// `ResourcesInLine` and `ResourcesDrifted` are on both: all three together whenever an
+    /// owned resource was evaluated, so compliance = in line / (in line + drifted) has its terms.
     pub fn emf_lines(&self, cloud: Cloud, infra_id: &str, timestamp_ms: u64) -> Vec<String> {
         let mut lines = Vec::new();
-        let event_metrics: Vec<(&str, u64)> = [
+        let mut event_metrics: Vec<(&str, u64)> = [
             ("EventsReceived", self.events_received),
             ("EventsIgnored", self.events_ignored),
             ("PolicyRejected", self.policy_rejected),
@@ -382,6 +422,9 @@ impl Metrics {
         .into_iter()
         .filter(|(_, v)| *v > 0)
         .collect();
+        if let Some((would, in_line, drifted)) = self.compliance() {
+            event_metrics.extend([("WouldWrite", would), ("ResourcesInLine", in_line), ("ResourcesDrifted", drifted)]);
+        }
         let lag = !self.compliance_lag_ms.is_empty();
         // Beside the lag, what a correction cost: the invocation's calls per resource corrected.
         let cost = (self.api_calls > 0 && self.corrected > 0).then(|| self.api_calls as f64 / self.corrected as f64);
@@ -414,6 +457,9 @@ impl Metrics {
                 ("Conflicts", c.conflicts),
                 ("Unsupported", c.unsupported),
                 ("Contested", c.contested),
+                ("WouldWrite", c.would_write),
+                ("ResourcesInLine", c.in_line),
+                ("ResourcesDrifted", c.drifted),
             ];
             let mut units: Vec<(&str, &str)> = counts.iter().map(|(n, _)| (*n, "Count")).collect();
             if !c.latency_ms.is_empty() {
@@ -558,6 +604,7 @@ mod tests {
             infra_id: None,
             reason: None,
             contested: Vec::new(),
+            audited: Vec::new(),
             event_id: None,
             error: None,
             failure: None,
@@ -589,7 +636,9 @@ mod tests {
         assert_eq!(ev["InfraID"], "c1");
         assert_eq!(ev["ComplianceLag"], serde_json::json!([4_250, 10]));
         let metrics = &ev["_aws"]["CloudWatchMetrics"][0]["Metrics"];
-        assert_eq!(metrics, &serde_json::json!([{"Name": "ComplianceLag", "Unit": "Milliseconds"}]));
+        let names: Vec<&str> = metrics.as_array().expect("metrics").iter().filter_map(|m| m["Name"].as_str()).collect();
+        assert_eq!(names, ["WouldWrite", "ResourcesInLine", "ResourcesDrifted", "ComplianceLag"]);
+        assert_eq!((ev["ResourcesInLine"].as_u64(), ev["ResourcesDrifted"].as_u64()), (Some(2), Some(0)));
     }
 
     #[test]

@@ -162,13 +162,88 @@ proptest! {
         prop_assert!(again.set.is_empty() || plan.outcome != Decision::Apply);
     }
 
+    /// An audited plan (the cluster's `enforce: false`) writes nothing, yet reports exactly the
+    /// drift an enforce would write: the same keys, before → after.
     #[test]
-    fn disabled_writes_nothing((cloud, _) in cloud(), mut current in tag_map(8), desired in tag_map(8)) {
+    fn an_audited_plan_writes_nothing_and_reports_what_enforce_would_write(
+        target in cloud(),
+        mut current in tag_map(10),
+        desired in tag_map(8),
+        limit in 1usize..20,
+    ) {
+        let (cloud, kind) = target;
         current.insert(cloud.ownership_key(INFRA), OWNED.to_string());
-        let resource = ResourceRef { id: "r".into(), kind: "ec2:instance".into(), arn: None };
-        let plan = plan_desired(cloud, ClusterKind::OpenShift, INFRA, false, &resource, &current, Desired::from_map(&desired), 50);
-        prop_assert_eq!(plan.outcome, Decision::Disabled);
-        prop_assert!(plan.set.is_empty());
+        dedupe(target, &mut current);
+        let resource = ResourceRef { id: "r".into(), kind: kind.into(), arn: None };
+        let audited = plan_desired(cloud, ClusterKind::OpenShift, INFRA, false, &resource, &current, Desired::from_map(&desired), limit);
+        let enforced = plan_kind(target, ClusterKind::OpenShift, &current, &desired, limit);
+        prop_assert!(audited.set.is_empty() && !audited.writes(), "an audit wrote {:?}", audited.set);
+        prop_assert_eq!(apply(target, &current, &audited), current.clone());
+        match enforced.outcome {
+            Decision::Apply => {
+                prop_assert_eq!(audited.outcome, Decision::Audited);
+                prop_assert_eq!(&audited.audited, &enforced.changes);
+                prop_assert!(audited.changes.is_empty());
+            }
+            other => {
+                // In line or over the limit: the audit says the same.
+                prop_assert_eq!(audited.outcome, other);
+                prop_assert_eq!(&audited.changes, &enforced.changes);
+                prop_assert!(audited.audited.is_empty());
+            }
+        }
+    }
+
+    /// Some keys audited beside enforced ones: the write holds exactly the enforced keys' drift,
+    /// the audited ones are reported; unmanaged keys survive; the write then re-planned leaves only
+    /// the audited drift; and once the keys are enforced, the write is exactly what was audited.
+    #[test]
+    fn audit_then_enforce_writes_exactly_the_audited_set(
+        target in cloud(),
+        mut current in tag_map(10),
+        desired in tag_map(8),
+        pick in prop::collection::vec(any::<bool>(), 8),
+    ) {
+        let (cloud, kind) = target;
+        current.insert(cloud.ownership_key(INFRA), OWNED.to_string());
+        dedupe(target, &mut current);
+        let audit_keys: Vec<String> = desired.keys().zip(&pick).filter(|(_, p)| **p).map(|(k, _)| k.clone()).collect();
+        let is_audited = |k: &str| audit_keys.iter().any(|a| a == k);
+        let enforced = plan_kind(target, ClusterKind::OpenShift, &current, &desired, 50);
+        let mut mixed = enforced.clone();
+        for k in &audit_keys {
+            mixed.audit(k);
+        }
+        // Only the enforced keys are written; each audited drift is reported instead.
+        for k in mixed.set.keys() {
+            prop_assert!(!is_audited(k), "audited key {} written", k);
+        }
+        for c in &mixed.audited {
+            prop_assert!(is_audited(&c.key));
+        }
+        let mut all: Vec<_> = mixed.changes.iter().chain(&mixed.audited).cloned().collect();
+        all.sort_by(|a, b| a.key.cmp(&b.key));
+        prop_assert_eq!(&all, &enforced.changes, "audit lost or invented drift");
+        let after = apply(target, &current, &mixed);
+        for (k, v) in &current {
+            if !desired.keys().any(|d| same(cloud, kind, d, k)) {
+                prop_assert_eq!(cloud.get_for(kind, &after, k).map(|(_, v)| v), Some(v), "unmanaged {} lost", k);
+            }
+        }
+        // Re-planned after the write: nothing but the audited drift is left.
+        let again = plan_kind(target, ClusterKind::OpenShift, &after, &desired, 50);
+        let mut left: Vec<String> = again.changes.iter().map(|c| c.key.clone()).collect();
+        left.sort();
+        let mut was: Vec<String> = mixed.audited.iter().map(|c| c.key.clone()).collect();
+        was.sort();
+        if enforced.outcome == Decision::Apply {
+            prop_assert_eq!(left, was.clone());
+            // The keys switched to enforce: the write is exactly the audited set.
+            let want: TagMap = mixed.audited.iter().map(|c| (c.key.clone(), c.new.clone())).collect();
+            prop_assert_eq!(&again.set, &want);
+            let done = apply(target, &after, &again);
+            prop_assert_eq!(plan_kind(target, ClusterKind::OpenShift, &done, &desired, 50).outcome, Decision::Unchanged);
+        }
     }
 }
 

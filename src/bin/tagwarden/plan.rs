@@ -83,7 +83,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
 fn shown(policy: &tagwarden::policy::Policy, mut p: plan::Plan) -> plan::Plan {
     let hide = |k: &str, v: &str| policy.loggable(k, v).into_owned();
     p.set = p.set.iter().map(|(k, v)| (k.clone(), hide(k, v))).collect();
-    for c in &mut p.changes {
+    for c in p.changes.iter_mut().chain(p.audited.iter_mut()) {
         c.old = c.old.as_deref().map(|v| hide(&c.key, v));
         c.new = hide(&c.key, &c.new);
     }
@@ -107,7 +107,11 @@ fn print_human(p: &plan::Plan, owner_keys: &[String]) -> anyhow::Result<()> {
         Decision::Apply => format!("apply: {} tag{} to write", p.set.len(), if p.set.len() == 1 { "" } else { "s" }),
         Decision::Unchanged => "unchanged: no drift, no write".to_string(),
         Decision::NotOwned => "not-owned: tagwarden never writes this resource".to_string(),
-        Decision::Disabled => "disabled: the cluster asked for no tag propagation".to_string(),
+        Decision::Audited => format!(
+            "audited: {} tag{} would be written; the cluster or the keys are audited, nothing is written",
+            p.audited.len(),
+            if p.audited.len() == 1 { "" } else { "s" }
+        ),
         Decision::Contested => format!("contested: {} held back, another writer keeps changing it", p.held.join(", ")),
         Decision::LimitExceeded => format!(
             "limit-exceeded: the write would leave {} tags, over the limit of {}; nothing is written",
@@ -119,6 +123,12 @@ fn print_human(p: &plan::Plan, owner_keys: &[String]) -> anyhow::Result<()> {
         match &c.old {
             None => println!("  + {} = {}", c.key, c.new),
             Some(old) => println!("  ~ {} = {} (was {old})", c.key, c.new),
+        }
+    }
+    for c in &p.audited {
+        match &c.old {
+            None => println!("  + {} = {} (audited: not written)", c.key, c.new),
+            Some(old) => println!("  ~ {} = {} (was {old}; audited: not written)", c.key, c.new),
         }
     }
     for s in &p.superseded {

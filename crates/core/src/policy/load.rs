@@ -95,6 +95,7 @@ struct Layer {
     resource_tags_by_type: Vec<(Pattern, usize)>,
     sensitive: Vec<String>,
     never_yield: Vec<String>,
+    audit_keys: Vec<String>,
 }
 
 /// Load one document.
@@ -147,6 +148,7 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
         limits: Limits::default(),
         sensitive: Default::default(),
         never_yield: Default::default(),
+        audit_keys: Default::default(),
         version: String::new(),
     };
     let mut cloud_from: Option<String> = None;
@@ -224,6 +226,7 @@ pub fn load(mut docs: Vec<(String, String)>) -> Result<Policy, PolicyError> {
         policy.limits.resource_tags_by_type = by_type;
         policy.sensitive.extend(layer.sensitive);
         policy.never_yield.extend(layer.never_yield);
+        policy.audit_keys.extend(layer.audit_keys);
         policy.documents.push(name);
     }
     Ok(policy.seal())
@@ -307,7 +310,7 @@ fn parse_document(name: &str, text: &str, globs: usize) -> Result<(DocumentKind,
         });
     }
     const NATIVE_KEYS: &[&str] =
-        &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "neverYield", "enforce", "clusterKind"];
+        &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "neverYield", "auditKeys", "enforce", "clusterKind"];
     if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
         return Ok((DocumentKind::Native, d.native(Value::Object(obj), globs)?));
     }
@@ -554,6 +557,7 @@ impl Doc<'_> {
             resource_tags_by_type: by_type,
             sensitive: doc.sensitive,
             never_yield: doc.never_yield,
+            audit_keys: doc.audit_keys,
             ..Layer::default()
         })
     }
@@ -580,6 +584,9 @@ struct NativeDoc {
     /// Keys never yielded to another controller: corrected every time (`crate::contest`).
     #[serde(default)]
     never_yield: Vec<String>,
+    /// Keys evaluated and reported but not written while the others are (`crate::mode`).
+    #[serde(default)]
+    audit_keys: Vec<String>,
 }
 
 #[derive(Deserialize)]

@@ -159,7 +159,8 @@ pub struct Policy {
     /// when OpenShift (the default), so that versions published before kinds existed still hold.
     #[serde(skip_serializing_if = "ClusterKind::is_openshift")]
     pub kind: ClusterKind,
-    /// False when the cluster asked for no propagation (`propagateUserTags: false`).
+    /// `enforce: false`: this cluster is audited — every resource is evaluated exactly as when
+    /// enforced, its drift reported, and nothing written (`crate::mode`). True by default.
     pub enforce: bool,
     pub status: Vec<Tag>,
     pub spec: Vec<Tag>,
@@ -172,6 +173,11 @@ pub struct Policy {
     /// version when empty, so versions published before it existed still hold.
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     pub never_yield: BTreeSet<String>,
+    /// Keys audited beside enforced ones (`auditKeys`): evaluated and reported, never written, while
+    /// the policy's other keys are (`crate::mode`). Each must be a key the policy manages. Left
+    /// out of the version when empty, so versions published before it existed still hold.
+    #[serde(skip_serializing_if = "BTreeSet::is_empty")]
+    pub audit_keys: BTreeSet<String>,
     /// Short content hash of everything above; stamped on every outcome record.
     #[serde(skip)]
     pub version: String,
@@ -319,6 +325,11 @@ impl Policy {
             .map(|(_, n)| *n)
             .or(self.limits.resource_tags)
             .unwrap_or_else(|| cloud.default_resource_tag_limit(resource_type))
+    }
+
+    /// Whether `key` is one of the policy's `auditKeys`, compared as `cloud` compares keys.
+    pub fn audits_key(&self, cloud: Cloud, key: &str) -> bool {
+        self.audit_keys.iter().any(|k| cloud.keys_equal(k, key))
     }
 
     /// A value as logs may show it: a hash for keys the policy marks sensitive.

@@ -31,6 +31,8 @@ pub enum Rule {
     TooManyTags,
     /// A `neverYield` key the policy does not manage.
     UnmanagedNeverYield,
+    /// An `auditKeys` key the policy does not manage.
+    UnmanagedAuditKey,
 }
 
 impl fmt::Display for Rule {
@@ -255,19 +257,27 @@ pub fn policy(policy: &Policy, cloud: Cloud) -> Vec<Violation> {
         check_layer(&o.tags, &|_| policy.label(&o.label(i), o.doc));
     }
 
-    // `neverYield` names keys the policy manages: anything else is a typo that would protect nothing.
-    for key in &policy.never_yield {
-        let mut managed = policy.status.iter().chain(&policy.spec).chain(policy.overrides.iter().flat_map(|o| &o.tags));
-        let norm = normalise_key(cloud, key);
-        if !managed.any(|t| normalise_key(cloud, &t.key) == norm) {
-            out.push(Violation {
-                key: key.clone(),
-                rule: Rule::UnmanagedNeverYield,
-                message: format!(
-                    "neverYield names {key:?}, which the policy does not manage: list only keys under tags or an override's tags"
-                ),
-                source: "neverYield".to_string(),
-            });
+    // `neverYield` and `auditKeys` name keys the policy manages: anything else is a typo that
+    // would protect (or audit) nothing.
+    let lists = [
+        (&policy.never_yield, "neverYield", Rule::UnmanagedNeverYield, "protect"),
+        (&policy.audit_keys, "auditKeys", Rule::UnmanagedAuditKey, "audit"),
+    ];
+    for (keys, field, rule, what) in lists {
+        for key in keys {
+            let mut managed =
+                policy.status.iter().chain(&policy.spec).chain(policy.overrides.iter().flat_map(|o| &o.tags));
+            let norm = normalise_key(cloud, key);
+            if !managed.any(|t| normalise_key(cloud, &t.key) == norm) {
+                out.push(Violation {
+                    key: key.clone(),
+                    rule,
+                    message: format!(
+                        "{field} names {key:?}, which the policy does not manage, so it would {what} nothing: list only keys under tags or an override's tags"
+                    ),
+                    source: field.to_string(),
+                });
+            }
         }
     }
 
@@ -328,6 +338,28 @@ mod tests {
         let azure = load("version: 1\ntags: {CostCenter: cc}\nneverYield: [costcenter]\n");
         assert!(policy(&azure, Cloud::Azure).is_empty());
         assert_eq!(policy(&azure, Cloud::Aws).len(), 1, "AWS keys are case-sensitive");
+    }
+
+    #[test]
+    fn audit_keys_name_only_managed_keys() {
+        let load = |text: &str| crate::policy::load::load_one("p.yaml", text).expect("parsed");
+        let ok = load("version: 1\ntags: {cost-center: cc}\noverrides: [{selector: {type: 'ec2:*'}, tags: {team: a}}]\nauditKeys: [cost-center, team]\n");
+        assert!(policy(&ok, Cloud::Aws).is_empty(), "a key under tags, and one under an override's tags");
+        assert_eq!(ok.audit_keys.len(), 2);
+        let typo = load("version: 1\ntags: {cost-center: cc}\nauditKeys: [cost-centre]\n");
+        let v = policy(&typo, Cloud::Aws);
+        assert_eq!(
+            v.iter().map(|v| (v.rule, v.key.as_str(), v.source.as_str())).collect::<Vec<_>>(),
+            [(Rule::UnmanagedAuditKey, "cost-centre", "auditKeys")]
+        );
+        assert!(v[0].message.contains("auditKeys names") && v[0].message.contains("does not manage"), "{}", v[0].message);
+        let azure = load("version: 1\ntags: {CostCenter: cc}\nauditKeys: [costcenter]\n");
+        assert!(policy(&azure, Cloud::Azure).is_empty());
+        assert_eq!(policy(&azure, Cloud::Aws).len(), 1, "AWS keys are case-sensitive");
+        // A policy version with auditKeys differs from one without; one without keeps its old version.
+        let plain = load("version: 1\ntags: {cost-center: cc}\n");
+        let audited = load("version: 1\ntags: {cost-center: cc}\nauditKeys: [cost-center]\n");
+        assert_ne!(plain.version, audited.version);
     }
 
     #[test]
