@@ -876,3 +876,77 @@ async fn a_deleted_member_role_is_a_failed_shard_until_the_account_is_unlisted()
     assert_eq!(code, Some(0), "{text}");
     assert!(!text.contains(&gone_id), "{text}");
 }
+
+/// An account with more clusters than one member role holds has several roles, each bounded in
+/// IAM to its share (Terraform renders them and the table `accounts/_organization/member-roles.json`):
+/// each cluster's group assumes its own cluster's role, and every owned instance ends in line. A
+/// person's preview through the read-only auditor role (`--member-role <role>-auditor`) plans the
+/// same and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_cluster_is_written_under_its_own_member_role_and_a_preview_writes_nothing() {
+    let o = organization(2).await;
+    let moto = support::moto();
+    let (m, a) = (&o.members[0], 0);
+    let hub = Clients::new(&o.hub);
+    // Account 0's clusters in two shares: the first cluster's role is the plain one, the others'
+    // `tagwarden-member-1`; the auditor role beside them.
+    let iam = &m.clients["us-east-1"].iam;
+    for role in [format!("{ROLE}-1"), format!("{ROLE}-auditor")] {
+        iam.create_role().role_name(role).assume_role_policy_document("{}").send().await.expect("role");
+    }
+    let clusters: Vec<String> = (0..clusters_of(a, 1)).map(|c| infra(a, c)).collect();
+    let table: BTreeMap<String, String> = clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.clone(), if i == 0 { ROLE.to_string() } else { format!("{ROLE}-1") }))
+        .collect();
+    let body = serde_json::to_vec(&json!({ m.id.clone(): table })).expect("json");
+    let key = "accounts/_organization/member-roles.json";
+    hub.s3.put_object().bucket(&o.bucket).key(key).body(body.into()).send().await.expect("roles table");
+    let mut config = o.config(1);
+    config.shard_queue = None;
+
+    // The preview first: a person's credentials, the auditor role in every account, no write.
+    let drifted_before: usize = {
+        let mut n = 0;
+        for (i, region, want, _) in &m.instances {
+            if want.is_some() && o.tags(m, i, region).await.get("env").is_none() {
+                n += 1;
+            }
+        }
+        n
+    };
+    assert!(drifted_before > 0, "the fixture has drift");
+    let mut preview = config.clone();
+    preview.role_name = format!("{ROLE}-auditor");
+    let mut person = settings(String::new());
+    person.dry_run = true;
+    let org = Organization::new(&o.hub, preview, person);
+    let (writes_before, roles_before) = (moto.strict.session_checks(&m.id).1, moto.strict.assumed_roles(&m.id));
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.error, None, "{}", inv.response);
+    assert_eq!(moto.strict.session_checks(&m.id).1, writes_before, "a preview makes no tag write");
+    let roles = moto.strict.assumed_roles(&m.id);
+    assert_eq!(
+        roles.difference(&roles_before).cloned().collect::<Vec<_>>(),
+        vec![format!("arn:aws:iam::{}:role/{ROLE}-auditor", m.id)],
+        "the preview reads through the auditor role alone, whatever the table says"
+    );
+    let mut still = 0;
+    for (i, region, want, _) in &m.instances {
+        if want.is_some() && o.tags(m, i, region).await.get("env").is_none() {
+            still += 1;
+        }
+    }
+    assert_eq!(still, drifted_before, "nothing was written by the preview");
+
+    // Enforced: each group under its own cluster's role; every instance in line.
+    let org = Organization::new(&o.hub, config, settings(String::new()));
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.error, None, "{}", inv.response);
+    let roles = moto.strict.assumed_roles(&m.id);
+    for role in [ROLE.to_string(), format!("{ROLE}-1")] {
+        assert!(roles.contains(&format!("arn:aws:iam::{}:role/{role}", m.id)), "{role} assumed: {roles:?}");
+    }
+    o.check_but(Some(&o.members[o.refused].id)).await;
+}

@@ -63,6 +63,8 @@ struct State {
     session_policies: Mutex<HashMap<String, (String, Value)>>,
     /// By account: tag writes checked against a session policy (allowed or refused).
     session_checked: Mutex<HashMap<String, u64>>,
+    /// Every role ARN an `AssumeRole` asked for, in order.
+    assumed: Mutex<Vec<String>>,
 }
 
 /// The process-wide layer in front of `upstream` (moto), on its own runtime so that it outlives
@@ -127,6 +129,12 @@ impl Strict {
         (policies, self.state.session_checked.lock().unwrap().get(account).copied().unwrap_or(0))
     }
 
+    /// The roles of `account` an `AssumeRole` asked for (granted or refused), each once.
+    pub fn assumed_roles(&self, account: &str) -> std::collections::BTreeSet<String> {
+        let assumed = self.state.assumed.lock().unwrap();
+        assumed.iter().filter(|r| r.split(':').nth(4) == Some(account)).cloned().collect()
+    }
+
     /// How often each rule refused or rewrote a request.
     pub fn fired(&self) -> BTreeMap<&'static str, u64> {
         self.state.fired.lock().unwrap().clone()
@@ -153,6 +161,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, Box
             let role = p.iter().find(|(k, _)| k == "RoleArn").map(|(_, v)| v.clone()).unwrap_or_default();
             let account = role.split(':').nth(4).unwrap_or_default().to_string();
             let name = role.rsplit('/').next().unwrap_or_default().to_string();
+            state.assumed.lock().unwrap().push(role.clone());
             if state.roles_checked.lock().unwrap().contains(&account) && !role_exists(upstream, &account, &name).await?
             {
                 // STS API reference, AssumeRole: a role the caller may not assume (missing, or its

@@ -418,14 +418,39 @@ impl Sessions {
         self.assumed.load(Ordering::Relaxed)
     }
 
-    pub fn role_arn(&self, account: &str) -> String {
-        format!("arn:{}:iam::{account}:role/{}", self.partition, self.role_name)
+    /// The member role `role` of `account`; `None`: the configured one (`TAGWARDEN_MEMBER_ROLE`).
+    pub fn role_arn(&self, account: &str, role: Option<&str>) -> String {
+        format!("arn:{}:iam::{account}:role/{}", self.partition, role.unwrap_or(&self.role_name))
+    }
+
+    /// The role that writes a cluster, given the member roles' table's answer for it: the table's
+    /// role when it is one of the configured role's (`<role>` or `<role>-<n>`, as Terraform names
+    /// an account's roles past one role's clusters); the configured role otherwise (a table that
+    /// names none, or a person's preview through `<role>-auditor`, which reads for every cluster).
+    pub fn role_for<'a>(&'a self, listed: Option<&'a str>) -> &'a str {
+        match listed {
+            Some(r) if r == self.role_name => r,
+            Some(r)
+                if r.strip_prefix(self.role_name.as_str())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) =>
+            {
+                r
+            }
+            _ => &self.role_name,
+        }
     }
 
     /// The credentials of the session of `account`'s cluster group `group`, narrowed by `policy`
     /// ([`session_policy`]): cached until [`RENEW_BEFORE`] their expiry; one `AssumeRole` at a time
     /// per session (callers at once wait for it and share its answer).
-    pub async fn credentials(&self, account: &str, group: usize, policy: &str) -> Result<Credentials, Refused> {
+    pub async fn credentials(
+        &self,
+        account: &str,
+        group: usize,
+        role: &str,
+        policy: &str,
+    ) -> Result<Credentials, Refused> {
         let slot = {
             let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
             sessions.entry((account.to_string(), group)).or_default().clone()
@@ -442,7 +467,7 @@ impl Sessions {
             _ => {}
         }
         self.assumed.fetch_add(1, Ordering::Relaxed);
-        let role = self.role_arn(account);
+        let role = self.role_arn(account, Some(role));
         let answer = self
             .sts
             .assume_role()
@@ -501,6 +526,7 @@ struct MemberCredentials {
     sessions: Arc<Sessions>,
     account: String,
     group: usize,
+    role: String,
     policy: Arc<str>,
 }
 
@@ -511,7 +537,7 @@ impl ProvideCredentials for MemberCredentials {
     {
         future::ProvideCredentials::new(async move {
             self.sessions
-                .credentials(&self.account, self.group, &self.policy)
+                .credentials(&self.account, self.group, &self.role, &self.policy)
                 .await
                 .map_err(CredentialsError::provider_error)
         })
@@ -539,6 +565,8 @@ struct Member {
 
 /// Clusters of one account that share a session ([`pack`]), and their engine in each region.
 struct Group {
+    /// The member role its session assumes (the account's roles each write a share of its clusters).
+    role: String,
     clusters: Vec<String>,
     /// Each of their ownership keys.
     keys: Vec<String>,
@@ -550,6 +578,7 @@ impl Group {
     /// The same group, its engines kept, for a member checked again and found unchanged.
     fn carried(&self) -> Group {
         Group {
+            role: self.role.clone(),
             clusters: self.clusters.clone(),
             keys: self.keys.clone(),
             policy: self.policy.clone(),
@@ -574,7 +603,17 @@ pub struct Organization {
     /// The controllers whose changes may contest a key in every member account
     /// (`TAGWARDEN_YIELD_TO`; by default AWS's, `tagwarden_core::contest::YieldTo::default_for`).
     pub yield_to: tagwarden_core::contest::YieldTo,
+    /// The member roles' table as last read, and when.
+    roles: tokio::sync::Mutex<Option<(Instant, Arc<RoleTable>)>>,
 }
+
+/// Which member role writes each cluster, by account and cluster: Terraform writes it beside the
+/// accounts' folders (`<prefix>_organization/member-roles.json`), from the same clusters it renders
+/// the roles from.
+type RoleTable = HashMap<String, HashMap<String, String>>;
+
+/// The member roles' table's name within [`SHARDS_FOLDER`].
+const ROLES_TABLE: &str = "member-roles.json";
 
 /// One account's member: empty until first listed; one listing at a time fills it.
 type MemberSlot = Arc<tokio::sync::Mutex<Option<Arc<Member>>>>;
@@ -745,7 +784,41 @@ impl Organization {
             settings,
             members: Mutex::new(HashMap::new()),
             yield_to: tagwarden_core::contest::YieldTo::default_for(tagwarden_core::cloud::Cloud::Aws),
+            roles: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// The member roles' table, read again every policy TTL. None there (a hub deployed before
+    /// the table, or a test's) is an empty table: every cluster's role is the configured one. One
+    /// that cannot be read keeps the last one read, or fails the listing of the account.
+    async fn role_table(&self) -> Result<Arc<RoleTable>, String> {
+        let mut kept = self.roles.lock().await;
+        if let Some((at, table)) = &*kept {
+            if at.elapsed() < self.settings.policy_ttl {
+                return Ok(table.clone());
+            }
+        }
+        let key = format!("{}{SHARDS_FOLDER}{ROLES_TABLE}", self.config.prefix);
+        let read = self.hub.s3.get_object().bucket(&self.config.bucket).key(&key).send().await;
+        let table: RoleTable = match read {
+            Ok(out) => {
+                let body = out.body.collect().await.map_err(|e| format!("s3://{}/{key}: {e}", self.config.bucket))?;
+                serde_json::from_slice(&body.into_bytes()).map_err(|e| {
+                    format!("s3://{}/{key} is not the member roles' table Terraform writes: {e}", self.config.bucket)
+                })?
+            }
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => RoleTable::new(),
+            Err(e) => match &*kept {
+                Some((_, table)) => {
+                    tracing::warn!(error = %crate::error::from_sdk("s3:GetObject", &key, e), "the member roles' table could not be read again: the last one read stays");
+                    return Ok(table.clone());
+                }
+                None => return Err(crate::error::from_sdk("s3:GetObject", &key, e).to_string()),
+            },
+        };
+        let table = Arc::new(table);
+        *kept = Some((Instant::now(), table.clone()));
+        Ok(table)
     }
 
     /// Account `account`'s store and clusters: its named clusters, or (`<account>/*`) the ones its
@@ -817,21 +890,37 @@ impl Organization {
                 (c.clone(), tagwarden_core::cloud::Cloud::Aws.ownership_keys(kind, c))
             })
             .collect();
-        let groups: Vec<Group> = pack(&self.sessions.partition, &owned)
-            .into_iter()
-            .map(|at| {
+        // Each cluster's member role (the roles hold the ownership bound, a share of the account's
+        // clusters each), then its sessions packed within its role's clusters.
+        let table = self.role_table().await.map_err(|e| {
+            MemberError::Failed(format!("account {account}: the member roles' table could not be read: {e}"))
+        })?;
+        let listed = table.get(account);
+        let mut by_role: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
+        for (cluster, keys) in owned {
+            let named = listed.and_then(|t| t.get(&cluster)).map(String::as_str);
+            if !listed.is_none_or(|t| t.is_empty()) && named.is_none() {
+                tracing::warn!(account, cluster, "the cluster is in no member role's share (Terraform's account_clusters): its role is refused every write on what it owns until it is added and applied");
+            }
+            let role = self.sessions.role_for(named).to_string();
+            by_role.entry(role).or_default().push((cluster, keys));
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        for (role, owned) in by_role {
+            for at in pack(&self.sessions.partition, &owned) {
                 let group: Vec<(String, Vec<String>)> = at.iter().map(|&i| owned[i].clone()).collect();
-                Group {
+                groups.push(Group {
+                    role: role.clone(),
                     clusters: group.iter().map(|(c, _)| c.clone()).collect(),
                     keys: group.iter().flat_map(|(_, k)| k.clone()).collect(),
                     policy: session_policy(&self.sessions.partition, &group).into(),
                     engines: Mutex::default(),
-                }
-            })
-            .collect();
+                });
+            }
+        }
         if let Some(m) = slot.as_ref() {
-            let same =
-                m.groups.len() == groups.len() && m.groups.iter().zip(&groups).all(|(a, b)| a.policy == b.policy);
+            let same = m.groups.len() == groups.len()
+                && m.groups.iter().zip(&groups).all(|(a, b)| a.policy == b.policy && a.role == b.role);
             if same && Arc::ptr_eq(&m.store, &store) {
                 let kept = Arc::new(Member {
                     store,
@@ -868,6 +957,7 @@ impl Organization {
             sessions: self.sessions.clone(),
             account: account.to_string(),
             group,
+            role: g.role.clone(),
             policy: g.policy.clone(),
         };
         let config = self
@@ -886,7 +976,10 @@ impl Organization {
             ..Tagger::new(Clients::counted(&config, self.calls.clone()))
         };
         let mut own = self.settings.own.clone();
-        own.push(self.sessions.role_arn(account));
+        // Every member role of the account: each one's writes come back as events.
+        let mut roles: Vec<&str> = member.groups.iter().map(|g| g.role.as_str()).collect();
+        roles.dedup();
+        own.extend(roles.into_iter().map(|r| self.sessions.role_arn(account, Some(r))));
         let part = tagwarden_core::status::aws_region_part(account, region, global);
         let mut engine = Engine::sharing(tagger, member.store.clone(), own, Some(part));
         engine.set_concurrency(self.settings.concurrency);
@@ -997,7 +1090,7 @@ impl Organization {
             // FIFO queue it would hold its account-region's group for every redelivery while the
             // hourly sweeps pile up behind it, and the next sweep asks again anyway. A throttled
             // STS fails the shard at once, so SQS retries it whole.
-            match self.sessions.credentials(&shard.account, g, &group.policy).await {
+            match self.sessions.credentials(&shard.account, g, &group.role, &group.policy).await {
                 Err(why) if why.transient => {
                     out.error = Some(why.to_string());
                     break;
