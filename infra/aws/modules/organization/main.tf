@@ -609,11 +609,14 @@ resource "aws_s3_bucket_policy" "organization" {
 # --- what the hub's function may do beside its own account ---------------------------------------------
 
 data "aws_iam_policy_document" "function" {
-  # Only the member role, and only in the organization's accounts (aws:ResourceOrgID, the account
-  # of the role assumed). The key is "included in the request context only if the account that
-  # owns the resource is a member of an organization", and STS is not among the actions the global
-  # condition keys page says it does not support; that it holds for sts:AssumeRole is inferred
-  # from that list (AWS's data perimeter examples apply it to every action of an identity).
+  # Only the member roles, and only in the organization's accounts: aws:ResourceOrgID is the
+  # organization of the account that owns the role assumed. The global condition keys page lists
+  # the actions that do not support it (EBS, some EC2 actions, EventBridge, some Route 53 actions)
+  # and STS is not among them; AWS's announcement of the resource keys (What's New, April 2022,
+  # "control access based on the account, OU or organization that contains your resources") gives
+  # this very use, denying sts:AssumeRole unless aws:ResourceAccount matches, and AWS's data
+  # perimeter examples apply aws:ResourceOrgID to every action. StringEquals fails closed: a role
+  # in an account outside any organization has no such key and is not matched.
   statement {
     sid       = "AssumeMemberRoles"
     actions   = ["sts:AssumeRole"]
