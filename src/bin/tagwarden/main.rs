@@ -8,6 +8,8 @@
 mod demo;
 mod explain;
 mod input;
+#[cfg(any(feature = "aws", feature = "azure"))]
+mod local;
 #[cfg(feature = "aws")]
 mod organization;
 mod plan;

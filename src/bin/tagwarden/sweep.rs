@@ -18,9 +18,20 @@ const EC2_BATCH: usize = tagwarden::services::EC2.batch.max();
 pub struct Args {
     /// Where the policy is: s3://bucket/key, s3://bucket/prefix/, ssm:/parameter/name, or a cluster
     /// set (s3://bucket/prefix/*/, ssm:/path/*), whose every cluster is swept; on Azure a blob URL
-    /// with its SAS (…/CONTAINER/BLOB?SAS, …/PREFIX/?SAS, …/PREFIX/*/?SAS).
+    /// with its SAS (…/CONTAINER/BLOB?SAS, …/PREFIX/?SAS, …/PREFIX/*/?SAS). With --dry-run, also a
+    /// file, a directory of layers or a cluster-set directory ('DIR/*/') on this machine: a
+    /// preview of a policy before it is published (never written from: publish it first).
     #[arg(long, value_name = "SRC")]
     policy: String,
+    /// A local policy's cloud, when its documents do not say (a bare tag map); else the policy's,
+    /// or Azure when --scope is given.
+    #[arg(long)]
+    cloud: Option<tagwarden::cloud::Cloud>,
+    /// The deployment's mode, if you know it (its TAGWARDEN_MODE, also read from the
+    /// environment): with `audit`, a sweep without --dry-run is refused. A cluster whose policy
+    /// says `enforce: false`, or whose status report says it is audited, is refused too.
+    #[arg(long, value_enum)]
+    mode: Option<Mode>,
     /// A cluster (infraID) to sweep; repeat for several. A cluster set is swept only for the
     /// clusters named here (as the function enforces only those of TAGWARDEN_CLUSTERS); for a
     /// single policy, its infraID must be one of them.
@@ -57,6 +68,16 @@ pub struct Args {
     #[arg(long)]
     json: bool,
 }
+
+/// A deployment's mode: `audit` evaluates everything and writes nothing.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Audit,
+    Enforce,
+}
+
+/// The deployment mode setting, as the function reads it.
+pub const MODE_ENV: &str = "TAGWARDEN_MODE";
 
 #[derive(Serialize, Default)]
 struct Summary {
@@ -158,8 +179,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if let Some(why) = args.clusters.iter().find_map(|c| tagwarden::policy::clusters::valid_infra_id(c).err()) {
         return Err(Failure::Invalid(Some(anyhow::anyhow!("--cluster {why}"))));
     }
+    let local = crate::local::is_local(&args.policy);
+    if local && !args.dry_run {
+        return Err(Failure::Error(anyhow::anyhow!(
+            "{}: a policy on this machine is previewed only (--dry-run): the function enforces the published policy, so a write from an unpublished one would be undone or redone by its next sweep. Publish it (tagwarden publish --from {} --to SRC), then sweep SRC",
+            args.policy,
+            args.policy
+        )));
+    }
+    if !args.dry_run {
+        refuse_if_audited_here(&args)?;
+    }
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    let azure = args.policy.starts_with("https://") || args.policy.starts_with("http://");
+    let azure = if local {
+        let cloud = crate::local::cloud_of(&args.policy, args.cloud, !args.scope.is_empty())?;
+        crate::local::check(&args.policy, cloud)?;
+        cloud == tagwarden::cloud::Cloud::Azure
+    } else {
+        args.policy.starts_with("https://") || args.policy.starts_with("http://")
+    };
     let swept = if azure {
         runtime.block_on(Box::pin(sweep_azure(&args)))?
     } else {
@@ -288,14 +326,118 @@ async fn timed(
     (out, started.elapsed().as_secs_f64())
 }
 
+/// The engine over `adapter` and `store`, as the CLI runs it: `--concurrency`, `--dry-run`, a
+/// progress bar. Without --dry-run, first says whose credentials write (`caller`) and refuses a
+/// cluster in audit.
+#[cfg(any(feature = "aws", feature = "azure"))]
+async fn run_engine<A: tagwarden::enforce::Adapter>(
+    args: &Args,
+    adapter: A,
+    store: tagwarden::policy_store::PolicyStore<A::Source>,
+    caller: impl std::future::Future<Output = Result<String, String>>,
+    api_calls: impl Fn() -> BTreeMap<String, u64>,
+) -> anyhow::Result<Swept> {
+    use tagwarden::enforce::Engine;
+    let mut engine = Engine::new(adapter, store, Vec::new());
+    engine.set_concurrency(args.concurrency);
+    engine.dry_run = args.dry_run;
+    if !args.dry_run {
+        refuse_if_audited(&engine.store).await?;
+        let who = caller.await.map_err(|why| {
+            anyhow::anyhow!(
+                "a sweep without --dry-run writes with your credentials, and they could not be read ({why}): fix them, or preview with --dry-run"
+            )
+        })?;
+        eprintln!(
+            "writing as   {who}: these writes are made with YOUR credentials, not the function's role (whose grants, conditioned on the cluster's ownership tag, do not bound them); --dry-run writes nothing"
+        );
+    }
+    let (bar, callback) = progress();
+    engine.progress = callback;
+    let (out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
+    Ok(Swept {
+        policy: engine.store.location(),
+        is_set: engine.store.is_set(),
+        out,
+        in_force: engine.store.in_force().await,
+        api_calls: api_calls(),
+        seconds,
+    })
+}
+
+/// Refused before anything is read: the deployment's mode as the person says it (`--mode`) or
+/// as the environment carries it (`TAGWARDEN_MODE`, the function's own setting).
+fn refuse_if_audited_here(args: &Args) -> Result<(), Failure> {
+    let env = std::env::var(MODE_ENV).ok().filter(|m| !m.trim().is_empty());
+    let from_env = match env.as_deref().map(str::trim) {
+        None => None,
+        Some(m) if m.eq_ignore_ascii_case("audit") => Some(Mode::Audit),
+        Some(m) if m.eq_ignore_ascii_case("enforce") => Some(Mode::Enforce),
+        Some(m) => {
+            return Err(Failure::Error(anyhow::anyhow!("{MODE_ENV}={m:?} is not a mode: expected audit or enforce")))
+        }
+    };
+    let (mode, from) = match (args.mode, from_env) {
+        (Some(Mode::Audit), _) => (Mode::Audit, "--mode audit".to_string()),
+        (_, Some(Mode::Audit)) => (Mode::Audit, format!("{MODE_ENV}=audit")),
+        _ => (Mode::Enforce, String::new()),
+    };
+    if mode == Mode::Audit {
+        let why = anyhow::anyhow!(
+            "the deployment is in audit ({from}): tagwarden writes no tag there; preview with --dry-run, or switch the deployment to enforce first"
+        );
+        return Err(Failure::Invalid(Some(why)));
+    }
+    Ok(())
+}
+
+/// Refuses a write to any swept cluster that is audited: its policy says `enforce: false`, or
+/// its status report (what the function last ran with) says its mode is `audit`. The policy is
+/// read by the store's own loader, as the function reads it.
+#[cfg(any(feature = "aws", feature = "azure"))]
+async fn refuse_if_audited<S: tagwarden::policy_store::PolicySource>(
+    store: &tagwarden::policy_store::PolicyStore<S>,
+) -> anyhow::Result<()> {
+    let (policies, _) = store.policies(true).await;
+    let Ok(policies) = policies else { return Ok(()) }; // the sweep itself says why nothing is in force
+    let mut audited = Vec::new();
+    for p in policies.iter() {
+        let cluster = policies.is_set().then_some(p.infra_id.as_str());
+        if !p.policy.enforce {
+            audited.push(format!(
+                "cluster {} is audited by its policy (enforce: false at {}): set `enforce: true` in its policy and publish it",
+                p.infra_id,
+                store.location_for(&p.infra_id)
+            ));
+            continue;
+        }
+        let report = store.source.get_status(cluster).await.ok().flatten();
+        let mode = report
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .and_then(|v| v.pointer("/audit/mode").and_then(|m| m.as_str()).map(str::to_owned));
+        if mode.as_deref() == Some("audit") {
+            audited.push(format!(
+                "cluster {} is audited: its last status report says mode audit (the deployment's TAGWARDEN_MODE, or its policy): switch the deployment (or the cluster's policy) to enforce",
+                p.infra_id
+            ));
+        }
+    }
+    if !audited.is_empty() {
+        let why = format!("{}; or preview with --dry-run, which writes nothing", audited.join("; "));
+        return Err(crate::input::InvalidInput(why).into());
+    }
+    Ok(())
+}
+
 #[cfg(feature = "aws")]
 async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
     use tagwarden::aws::Clients;
     use tagwarden::aws::Tagger;
-    use tagwarden::enforce::Engine;
 
-    let location: PolicyLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
+    let local = crate::local::is_local(&args.policy);
+    let location: Option<PolicyLocation> =
+        if local { None } else { Some(args.policy.parse().map_err(anyhow::Error::msg)?) };
     let mut loader = tagwarden::aws::config_loader()?;
     if let Some(r) = &args.region {
         loader = loader.region(aws_config::Region::new(r.clone()));
@@ -304,23 +446,35 @@ async fn sweep_aws(args: &Args) -> anyhow::Result<Swept> {
     tagwarden::aws::preflight(&config).await?;
     let clients = Clients::new(&config);
     let tagger = Tagger { ec2_batch: usize::from(args.ec2_batch), ..Tagger::new(clients.clone()) };
-    let set = matches!(location, PolicyLocation::S3Set { .. } | PolicyLocation::SsmSet { .. });
-    let clusters = listed(args, set, &location)?;
-    let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO).with_clusters(clusters);
-    let mut engine = Engine::new(tagger, store, Vec::new());
-    engine.set_concurrency(args.concurrency);
-    engine.dry_run = args.dry_run;
-    let (bar, callback) = progress();
-    engine.progress = callback;
-    let (out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
-    Ok(Swept {
-        policy: location.to_string(),
-        is_set: engine.store.is_set(),
-        out,
-        in_force: engine.store.in_force().await,
-        api_calls: clients.calls.snapshot(),
-        seconds,
-    })
+    let sts = tagwarden::aws::sdk::sts::Client::new(&config);
+    let caller = async move {
+        match sts.get_caller_identity().send().await {
+            Ok(out) => out.arn().map(str::to_owned).ok_or_else(|| "STS named no ARN".to_string()),
+            Err(e) => {
+                Err(format!("sts:GetCallerIdentity: {}", tagwarden::aws::sdk::sts::error::DisplayErrorContext(e)))
+            }
+        }
+    };
+    let calls = clients.calls.clone();
+    let api_calls = move || calls.snapshot();
+    match location {
+        None => {
+            let source = crate::local::LocalSource::open(&args.policy, tagwarden::cloud::Cloud::Aws)?;
+            let set = source.is_set();
+            let clusters = listed(args, set, &args.policy)?;
+            let store =
+                tagwarden::policy_store::PolicyStore::new(source, std::time::Duration::ZERO).with_clusters(clusters);
+            run_engine(args, crate::local::Local(tagger), store, caller, api_calls).await
+        }
+        Some(location) => {
+            let set = matches!(location, PolicyLocation::S3Set { .. } | PolicyLocation::SsmSet { .. });
+            let clusters = listed(args, set, &location)?;
+            let store = policy_store(&clients, location.clone(), std::time::Duration::ZERO).with_clusters(clusters);
+            let mut swept = run_engine(args, tagger, store, caller, api_calls).await?;
+            swept.policy = location.to_string();
+            Ok(swept)
+        }
+    }
 }
 
 #[cfg(not(feature = "aws"))]
@@ -337,14 +491,16 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     use tagwarden::azure::blob_store::{blob_policy_store, BlobLocation};
     use tagwarden::azure::identity::ManagedIdentity;
     use tagwarden::calls::CallCounter;
-    use tagwarden::enforce::Engine;
 
-    let location: BlobLocation = args.policy.parse().map_err(anyhow::Error::msg)?;
-    let clusters = listed(args, location.is_set, &location)?;
-    if !location.has_sas() {
-        anyhow::bail!(
-            "{location}: the CLI reads the policy blob with a SAS only; append one to the URL (az storage blob generate-sas --as-user …)"
-        );
+    let local = crate::local::is_local(&args.policy);
+    let location: Option<BlobLocation> =
+        if local { None } else { Some(args.policy.parse().map_err(anyhow::Error::msg)?) };
+    if let Some(location) = &location {
+        if !location.has_sas() {
+            anyhow::bail!(
+                "{location}: the CLI reads the policy blob with a SAS only; append one to the URL (az storage blob generate-sas --as-user …)"
+            );
+        }
     }
     if args.scope.is_empty() {
         anyhow::bail!(
@@ -362,25 +518,80 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let http = tagwarden::azure::http_client(std::time::Duration::from_secs(30)).context("HTTP client")?;
     let calls = CallCounter::default();
     let audience = arm_audience(&endpoint, std::env::var("TAGWARDEN_ARM_AUDIENCE").ok().as_deref());
+    let principal = token_principal(token.trim());
+    let caller = async move { principal };
     let identity = Arc::new(ManagedIdentity::given(&audience, token.trim().to_string(), calls.clone()));
     let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone()).with_audience(&audience);
-    let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone())
-        .with_clusters(clusters);
     let adapter = ArmTagger { resource_graph: !args.no_resource_graph, ..ArmTagger::new(arm, args.scope.clone()) };
-    let mut engine = Engine::new(adapter, store, Vec::new());
-    engine.set_concurrency(args.concurrency);
-    engine.dry_run = args.dry_run;
-    let (bar, callback) = progress();
-    engine.progress = callback;
-    let (out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
-    Ok(Swept {
-        policy: location.to_string(),
-        is_set: engine.store.is_set(),
-        out,
-        in_force: engine.store.in_force().await,
-        api_calls: calls.snapshot(),
-        seconds,
-    })
+    let counted = calls.clone();
+    let api_calls = move || counted.snapshot();
+    match location {
+        None => {
+            let source = crate::local::LocalSource::open(&args.policy, tagwarden::cloud::Cloud::Azure)?;
+            let set = source.is_set();
+            let clusters = listed(args, set, &args.policy)?;
+            let store =
+                tagwarden::policy_store::PolicyStore::new(source, std::time::Duration::ZERO).with_clusters(clusters);
+            run_engine(args, crate::local::Local(adapter), store, caller, api_calls).await
+        }
+        Some(location) => {
+            let clusters = listed(args, location.is_set, &location)?;
+            let store = blob_policy_store(location.clone(), std::time::Duration::ZERO, http, None, calls.clone())
+                .with_clusters(clusters);
+            let mut swept = run_engine(args, adapter, store, caller, api_calls).await?;
+            swept.policy = location.to_string();
+            Ok(swept)
+        }
+    }
+}
+
+/// Who an ARM access token names: its `upn` (or `unique_name`, `email`), else its application
+/// (`appid`/`azp`) and object (`oid`) ids — read from the token's claims, not verified (ARM
+/// verifies it; this only says whose it is).
+#[cfg(feature = "azure")]
+fn token_principal(token: &str) -> Result<String, String> {
+    let payload = token.split('.').nth(1).ok_or("TAGWARDEN_ARM_TOKEN is not a JWT")?;
+    let bytes = base64url(payload).ok_or("TAGWARDEN_ARM_TOKEN's claims are not base64url")?;
+    let claims: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("TAGWARDEN_ARM_TOKEN's claims are not JSON: {e}"))?;
+    let claim = |k: &str| claims.get(k).and_then(|v| v.as_str()).filter(|v| !v.is_empty());
+    let tenant = claim("tid").map(|t| format!(", tenant {t}")).unwrap_or_default();
+    if let Some(user) = claim("upn").or_else(|| claim("unique_name")).or_else(|| claim("email")) {
+        return Ok(format!("{user} (object id {}{tenant})", claim("oid").unwrap_or("?")));
+    }
+    match (claim("appid").or_else(|| claim("azp")), claim("oid")) {
+        (Some(app), oid) => {
+            Ok(format!("service principal, client id {app} (object id {}{tenant})", oid.unwrap_or("?")))
+        }
+        (None, Some(oid)) => Ok(format!("principal object id {oid}{tenant}")),
+        (None, None) => Err("TAGWARDEN_ARM_TOKEN names no principal (no upn, appid or oid claim)".into()),
+    }
+}
+
+/// Base64url without padding (a JWT's segments), or standard base64.
+#[cfg(feature = "azure")]
+fn base64url(text: &str) -> Option<Vec<u8>> {
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    for c in text.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return None,
+        };
+        bits = (bits << 6) | u32::from(v);
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+            bits &= (1 << n) - 1;
+        }
+    }
+    Some(out)
 }
 
 #[cfg(not(feature = "azure"))]
