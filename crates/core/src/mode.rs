@@ -117,7 +117,10 @@ mod tests {
         assert_eq!(Mode::from_var(Some(" enforce ")), Ok(Mode::Enforce));
         for bad in ["Audit", "dry-run", "true", "report"] {
             let e = Mode::from_var(Some(bad)).expect_err(bad).to_string();
-            assert!(e.starts_with(&format!("TAGWARDEN_MODE={bad:?}")) && e.contains("audit") && e.contains("unset"), "{e}");
+            assert!(
+                e.starts_with(&format!("TAGWARDEN_MODE={bad:?}")) && e.contains("audit") && e.contains("unset"),
+                "{e}"
+            );
         }
     }
 

@@ -12,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cloud::Cloud;
 use crate::contest::{Contest, Lift};
+use crate::mode::ClusterMode;
 use crate::policy::cache::{PolicyState, Standing};
-use crate::report::{Record, Status};
+use crate::report::{ChangeRecord, Metrics, Record, Status};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StatusReport {
@@ -40,6 +41,216 @@ pub struct StatusReport {
     /// The operators' recent lifts of contests (who, when), copied from the contest state.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lifts: Vec<Lift>,
+    /// What the sweep evaluated, wrote and would write (`crate::mode`): the audit report, in
+    /// audit mode as in enforce. Absent from reports no sweep wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditSummary>,
+}
+
+/// The most would-be writes an [`AuditSummary`] lists; past it, `truncated` says so.
+pub const AUDIT_WRITES_MAX: usize = 2_000;
+
+/// A sweep's audit report for one cluster: how its owned resources stand, what an enforce would
+/// write (each key before → after), what would fail and why, and what could not be read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditSummary {
+    /// How the cluster was run: `audit` (nothing written), `enforce`, or `mixed` (some keys audited).
+    pub mode: Option<ClusterMode>,
+    #[serde(flatten)]
+    pub counts: AuditCounts,
+    /// The would-be writes, at most [`AUDIT_WRITES_MAX`].
+    #[serde(default)]
+    pub writes: Vec<WouldWrite>,
+    /// Whether `writes` was cut short (at [`AUDIT_WRITES_MAX`], or to fit the store).
+    #[serde(default)]
+    pub truncated: bool,
+    /// In a sweep run in parts (an organization's accounts and regions, a management group's
+    /// subscriptions), each part's counts; the counts above are their sum.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parts: BTreeMap<String, AuditCounts>,
+}
+
+/// The counts of an [`AuditSummary`]. `in_line + drifted` are the owned resources evaluated
+/// (compliance = in line / (in line + drifted)); `unsupported` and `unreadable` are beside them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditCounts {
+    /// Owned resources evaluated: `in_line + drifted + would_fail.unsupported`.
+    pub owned: u64,
+    /// Owned resources in line after the sweep: found so, or written into line.
+    pub in_line: u64,
+    /// Owned resources still out of line after the sweep: would be written, or would fail.
+    pub drifted: u64,
+    /// Of `in_line`, those the sweep wrote.
+    pub written: u64,
+    /// Owned resources with an audited change: what an enforce would write.
+    pub would_write: u64,
+    pub would_fail: WouldFail,
+    /// Listings that failed, and resources that could not be read: not evaluated.
+    pub unreadable: u64,
+    /// Per resource type, in line vs drifted.
+    #[serde(default)]
+    pub by_type: BTreeMap<String, TypeCompliance>,
+}
+
+/// Owned resources whose write fails or would fail, by reason. `tag_limit`, `unsupported` and
+/// `contested` are known without writing; `permission` and `other` only from a write that was
+/// sent (an audit sends none, so in audit they count only what an earlier write found).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WouldFail {
+    pub tag_limit: u64,
+    pub unsupported: u64,
+    pub permission: u64,
+    pub other: u64,
+    pub contested: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypeCompliance {
+    pub in_line: u64,
+    pub drifted: u64,
+}
+
+/// One would-be write: the resource and each audited key's value before → after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WouldWrite {
+    pub resource: String,
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    pub changes: Vec<AuditedChange>,
+}
+
+/// A key's value before (`None`: missing) and after the write an enforce would make.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditedChange {
+    pub key: String,
+    pub old: Option<String>,
+    pub new: String,
+}
+
+impl From<&ChangeRecord> for AuditedChange {
+    fn from(c: &ChangeRecord) -> Self {
+        AuditedChange { key: c.key.clone(), old: c.old.clone(), new: c.new.clone() }
+    }
+}
+
+/// Whether a failed write was refused for a permission (by the words each cloud answers).
+fn denied(error: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "AccessDenied",
+        "UnauthorizedOperation",
+        "AuthorizationError",
+        "AuthorizationFailed",
+        "Forbidden",
+        "not authorized",
+        "LinkedAuthorizationFailed",
+    ];
+    WORDS.iter().any(|w| error.contains(w))
+}
+
+impl AuditCounts {
+    /// The counts of a sweep's records (a cluster's own).
+    pub fn of(records: &[Record]) -> AuditCounts {
+        let mut counts = AuditCounts::default();
+        let mut metrics = Metrics::default();
+        for r in records {
+            if r.is_listing() {
+                counts.unreadable += 1;
+                continue;
+            }
+            metrics.observe(r);
+            let f = &mut counts.would_fail;
+            match r.status {
+                Status::Applied => counts.written += 1,
+                Status::LimitExceeded => f.tag_limit += 1,
+                Status::Unsupported => f.unsupported += 1,
+                Status::Failed if r.changes.is_empty() && r.audited.is_empty() => {
+                    // Not a write: the read failed (or two clusters claim it).
+                    counts.unreadable += 1;
+                }
+                Status::Failed if r.error.as_deref().is_some_and(denied) => f.permission += 1,
+                Status::Failed => f.other += 1,
+                Status::Unchanged | Status::WouldApply | Status::Contested | Status::NotOwned | Status::Gone => {}
+            }
+            if !r.contested.is_empty() {
+                f.contested += 1;
+            }
+            if !r.audited.is_empty() {
+                counts.would_write += 1;
+            }
+        }
+        for (t, c) in metrics.by_type {
+            counts.in_line += c.in_line;
+            counts.drifted += c.drifted;
+            if c.in_line + c.drifted > 0 {
+                counts.by_type.insert(t, TypeCompliance { in_line: c.in_line, drifted: c.drifted });
+            }
+        }
+        counts.owned = counts.in_line + counts.drifted + counts.would_fail.unsupported;
+        counts
+    }
+
+    fn add(&mut self, o: &AuditCounts) {
+        self.owned += o.owned;
+        self.in_line += o.in_line;
+        self.drifted += o.drifted;
+        self.written += o.written;
+        self.would_write += o.would_write;
+        self.unreadable += o.unreadable;
+        let (f, g) = (&mut self.would_fail, &o.would_fail);
+        (f.tag_limit, f.unsupported, f.permission, f.other, f.contested) = (
+            f.tag_limit + g.tag_limit,
+            f.unsupported + g.unsupported,
+            f.permission + g.permission,
+            f.other + g.other,
+            f.contested + g.contested,
+        );
+        for (t, c) in &o.by_type {
+            let e = self.by_type.entry(t.clone()).or_default();
+            e.in_line += c.in_line;
+            e.drifted += c.drifted;
+        }
+    }
+}
+
+impl AuditSummary {
+    /// The audit report of a sweep of one cluster in `mode`, from its records.
+    pub fn of(mode: ClusterMode, records: &[Record]) -> AuditSummary {
+        let mut writes: Vec<WouldWrite> = records
+            .iter()
+            .filter(|r| !r.audited.is_empty() && !r.is_listing())
+            .map(|r| WouldWrite {
+                resource: r.resource.clone(),
+                resource_type: r.resource_type.clone(),
+                changes: r.audited.iter().map(AuditedChange::from).collect(),
+            })
+            .collect();
+        writes.sort_by(|a, b| a.resource.cmp(&b.resource));
+        let truncated = writes.len() > AUDIT_WRITES_MAX;
+        writes.truncate(AUDIT_WRITES_MAX);
+        AuditSummary { mode: Some(mode), counts: AuditCounts::of(records), writes, truncated, parts: BTreeMap::new() }
+    }
+
+    /// This summary of one part's sweep laid over `older` (the whole's): the part's counts and
+    /// writes replace the older ones of that part, the other parts' stay.
+    fn merged_into(mut self, older: Option<AuditSummary>, part: &str) -> AuditSummary {
+        let mine = std::mem::take(&mut self.counts);
+        if let Some(older) = older {
+            self.parts = older.parts;
+            self.truncated |= older.truncated && older.writes.iter().any(|w| !in_part(&w.resource, part));
+            self.writes.extend(older.writes.into_iter().filter(|w| !in_part(&w.resource, part)));
+        }
+        self.parts.retain(|p, _| !p.eq_ignore_ascii_case(part));
+        self.parts.insert(part.to_string(), mine);
+        for counts in self.parts.values() {
+            self.counts.add(counts);
+        }
+        self.writes.sort_by(|a, b| a.resource.cmp(&b.resource));
+        if self.writes.len() > AUDIT_WRITES_MAX {
+            self.writes.truncate(AUDIT_WRITES_MAX);
+            self.truncated = true;
+        }
+        self
+    }
 }
 
 /// The part of an AWS organization one sweep shard covers: a member account's region, and with
@@ -177,6 +388,7 @@ impl StatusReport {
             parts: BTreeMap::new(),
             contests: Vec::new(),
             lifts: Vec::new(),
+            audit: None,
         }
     }
 
@@ -192,6 +404,10 @@ impl StatusReport {
                     f.region = Some(region.to_string());
                 }
             }
+        }
+        if let Some(audit) = self.audit.take() {
+            let older_audit = older.as_ref().and_then(|o| o.audit.clone());
+            self.audit = Some(audit.merged_into(older_audit, part));
         }
         if let Some(older) = older {
             let outside = |f: &ResourceFailure| !f.in_part(part);
@@ -235,7 +451,11 @@ impl StatusReport {
             if json.len() <= max {
                 return json;
             }
-            if !report.unsupported.is_empty() {
+            if let Some(audit) = report.audit.as_mut().filter(|a| !a.writes.is_empty()) {
+                // The list of would-be writes goes first: its counts stay.
+                audit.writes.truncate(audit.writes.len() / 2);
+                audit.truncated = true;
+            } else if !report.unsupported.is_empty() {
                 report.unsupported.truncate(report.unsupported.len() / 2);
             } else if report.contests.iter().any(|c| !c.is_contested()) {
                 // A count not yet at the contest is cheaper to lose than a failure to report.
@@ -405,6 +625,108 @@ mod tests {
         assert!(json.len() <= 4096);
         assert_eq!((back.failures.len(), back.contests.len()), (1, 1), "{json}");
         assert!(back.contests[0].is_contested());
+    }
+
+    /// The audit section from a sweep's records: each outcome in its count, the audited changes
+    /// listed before → after, the list capped and said so, parts adding up.
+    #[test]
+    fn an_audit_summary_counts_every_outcome_and_lists_the_would_be_writes() {
+        let r = |i: usize| crate::resource::ResourceRef::ec2(&format!("i-{i:04}"), "us-east-1", "111122223333");
+        let change = |k: &str| ChangeRecord { key: k.into(), old: Some("old".into()), new: "new".into() };
+        let with = |i: usize, status: Status| {
+            let mut rec = Record::failed(Cloud::Aws, &r(i), "v", String::new());
+            (rec.status, rec.error, rec.failure) = (status, None, None);
+            rec
+        };
+        let mut records = vec![with(0, Status::Unchanged), with(1, Status::Applied)];
+        let mut would = with(2, Status::WouldApply);
+        would.audited = vec![change("team")];
+        records.push(would);
+        let mut mixed = with(3, Status::Applied);
+        (mixed.changes, mixed.audited) = (vec![change("env")], vec![change("team")]);
+        records.push(mixed);
+        records.push(with(4, Status::LimitExceeded));
+        records.push(with(5, Status::Unsupported));
+        let mut contested = with(6, Status::Contested);
+        contested.contested = vec!["team".into()];
+        records.push(contested);
+        let mut denied = with(7, Status::Failed);
+        (denied.changes, denied.error) = (vec![change("team")], Some("AccessDenied: not allowed".into()));
+        records.push(denied);
+        let mut unreadable = with(8, Status::Failed);
+        unreadable.error = Some("Throttling".into());
+        records.push(unreadable);
+        records.push(Record::listing_failed(
+            Cloud::Aws,
+            "iam".into(),
+            "ListRoles".into(),
+            "v",
+            crate::report::Failure::Permanent,
+            "denied".into(),
+        ));
+        records.push(with(9, Status::NotOwned));
+
+        let a = AuditSummary::of(ClusterMode::Mixed, &records);
+        let c = &a.counts;
+        assert_eq!((c.in_line, c.drifted, c.owned, c.written, c.would_write), (2, 5, 8, 2, 2), "{c:?}");
+        assert_eq!(
+            (
+                c.would_fail.tag_limit,
+                c.would_fail.unsupported,
+                c.would_fail.permission,
+                c.would_fail.other,
+                c.would_fail.contested
+            ),
+            (1, 1, 1, 0, 1)
+        );
+        assert_eq!(c.unreadable, 2, "a failed listing and a failed read");
+        assert_eq!(c.by_type["ec2:instance"], TypeCompliance { in_line: 2, drifted: 5 });
+        assert_eq!(a.writes.len(), 2);
+        assert_eq!(
+            a.writes[0].changes,
+            [AuditedChange { key: "team".into(), old: Some("old".into()), new: "new".into() }]
+        );
+        let json = serde_json::to_value(&a).expect("json");
+        assert_eq!(json["mode"], "mixed");
+        assert_eq!(json["would_fail"]["tag_limit"], 1);
+        assert_eq!(json["by_type"]["ec2:instance"]["drifted"], 5);
+        assert_eq!(json["writes"][0]["type"], "ec2:instance");
+        assert_eq!(json["truncated"], false);
+
+        // Capped, and said so.
+        let many: Vec<Record> = (0..AUDIT_WRITES_MAX + 5)
+            .map(|i| {
+                let mut rec = with(i, Status::WouldApply);
+                rec.audited = vec![change("team")];
+                rec
+            })
+            .collect();
+        let big = AuditSummary::of(ClusterMode::Audit, &many);
+        assert_eq!(
+            (big.writes.len(), big.truncated, big.counts.would_write),
+            (AUDIT_WRITES_MAX, true, AUDIT_WRITES_MAX as u64 + 5)
+        );
+
+        // Parts add up: each part's counts replace its own.
+        let east = aws_region_part("111122223333", "us-east-1", true);
+        let west = aws_region_part("111122223333", "us-west-2", false);
+        let report = |audit: AuditSummary| StatusReport {
+            audit: Some(audit),
+            ..StatusReport::new(Cloud::Aws, &"x", Some("v".into()), vec![], vec![])
+        };
+        let first = report(AuditSummary::of(ClusterMode::Audit, &records)).merged_into(None, &east);
+        let second = report(AuditSummary::of(ClusterMode::Audit, &records[..1])).merged_into(Some(first), &west);
+        let audit = second.audit.as_ref().expect("audit");
+        assert_eq!((audit.counts.in_line, audit.parts.len()), (3, 2));
+        let again = report(AuditSummary::of(ClusterMode::Audit, &records[..1])).merged_into(Some(second), &east);
+        let audit = again.audit.expect("audit");
+        assert_eq!((audit.counts.in_line, audit.counts.would_write, audit.writes.len()), (2, 0, 0));
+
+        // Within an SSM parameter, the list goes first and says so.
+        let fit = report(big).to_json_within(4096);
+        let back: StatusReport = serde_json::from_str(&fit).expect("report");
+        let audit = back.audit.expect("audit");
+        assert!(fit.len() <= 4096 && audit.truncated && audit.counts.would_write == AUDIT_WRITES_MAX as u64 + 5);
     }
 
     #[test]

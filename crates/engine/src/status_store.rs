@@ -370,18 +370,21 @@ async fn shown_state<S: PolicySource>(
 }
 
 /// A sweep's status report for one cluster (`policy`): the version it applied, how that
-/// cluster's published policy stands now, and its failures; for the sweep of one `part` of the
-/// deployment, laid over the other parts' ([`write_part`]).
+/// cluster's published policy stands now, its failures, and its audit section (the deployment in
+/// `mode`); for the sweep of one `part` of the deployment, laid over the other parts'.
 pub async fn report_sweep<S: PolicySource>(
     store: &PolicyStore<S>,
     policy: &LoadedPolicy,
     records: &[Record],
     part: Option<&str>,
+    mode: tagwarden_core::mode::Mode,
 ) {
     let cluster = store.cluster_key(policy);
     let Some(standing) = store.standing(cluster).await else { return };
     let location = store.location_for(cluster);
-    let report = StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, records);
+    let mut report = StatusReport::of_sweep(store.source.cloud(), &location, &policy.policy.version, standing, records);
+    let cluster_mode = tagwarden_core::mode::ClusterMode::of(mode, &policy.policy);
+    report.audit = Some(tagwarden_core::status::AuditSummary::of(cluster_mode, records));
     let cluster = Some(cluster).filter(|c| !c.is_empty());
     let shown = shown_state(store, &policy.infra_id, Some(&policy.fingerprint)).await;
     write_logged(store, cluster, &report, part, shown.as_ref()).await;

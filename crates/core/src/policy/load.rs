@@ -309,8 +309,18 @@ fn parse_document(name: &str, text: &str, globs: usize) -> Result<(DocumentKind,
             ),
         });
     }
-    const NATIVE_KEYS: &[&str] =
-        &["tags", "overrides", "infraID", "cloud", "limits", "sensitive", "neverYield", "auditKeys", "enforce", "clusterKind"];
+    const NATIVE_KEYS: &[&str] = &[
+        "tags",
+        "overrides",
+        "infraID",
+        "cloud",
+        "limits",
+        "sensitive",
+        "neverYield",
+        "auditKeys",
+        "enforce",
+        "clusterKind",
+    ];
     if obj.contains_key("version") && NATIVE_KEYS.iter().any(|k| obj.contains_key(*k)) {
         return Ok((DocumentKind::Native, d.native(Value::Object(obj), globs)?));
     }

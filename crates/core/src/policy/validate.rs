@@ -352,7 +352,11 @@ mod tests {
             v.iter().map(|v| (v.rule, v.key.as_str(), v.source.as_str())).collect::<Vec<_>>(),
             [(Rule::UnmanagedAuditKey, "cost-centre", "auditKeys")]
         );
-        assert!(v[0].message.contains("auditKeys names") && v[0].message.contains("does not manage"), "{}", v[0].message);
+        assert!(
+            v[0].message.contains("auditKeys names") && v[0].message.contains("does not manage"),
+            "{}",
+            v[0].message
+        );
         let azure = load("version: 1\ntags: {CostCenter: cc}\nauditKeys: [costcenter]\n");
         assert!(policy(&azure, Cloud::Azure).is_empty());
         assert_eq!(policy(&azure, Cloud::Aws).len(), 1, "AWS keys are case-sensitive");

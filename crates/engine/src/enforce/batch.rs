@@ -117,10 +117,11 @@ impl<A: Adapter> Engine<A> {
             };
             match answer_to(&policies, cloud, &t.resource, &current) {
                 Ok(policy) => {
-                    let mut plan = plan::plan(&policy.policy, cloud, &policy.infra_id, &t.resource, &current);
+                    let mut plan = plan::diff(&policy.policy, cloud, &policy.infra_id, &t.resource, &current);
                     // A tag change among its events: this correction answers it, and is counted.
                     let cause = t.events.iter().map(|&e| cause_of(&events[e])).fold(Cause::Other, Cause::strongest);
                     self.hold_contested(policy, &mut plan, cause).await;
+                    self.audit(policy, &mut plan);
                     let (policy, resource, started) = (policy.clone(), t.resource.clone(), Instant::now());
                     planned.push(Planned { policy, resource, current, plan, started });
                     whose.push(i);
@@ -129,7 +130,8 @@ impl<A: Adapter> Engine<A> {
                 Err(record) => records[i] = Some(*record),
             }
         }
-        let jobs = if self.dry_run { Vec::new() } else { batches(&self.adapter, &planned) };
+        // What is audited is out of the plans already: they write nothing.
+        let jobs = batches(&self.adapter, &planned);
         let how = Run { stop_at, deferred: DEFERRED, locks_held: true };
         let (_, written) = self.run_jobs(&policies, &planned, jobs, how).await;
         for ((p, record), cause) in planned.iter().zip(&written).zip(causes) {

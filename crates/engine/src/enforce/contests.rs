@@ -113,7 +113,8 @@ impl<A: Adapter> Engine<A> {
             }
         }
         let Some(by) = counted(cause) else { return };
-        if self.dry_run || !plan.writes() || !self.yield_to.accepts(by) {
+        // Audited, nothing will be written: nothing is counted toward a contest.
+        if self.audits_all(&policy.policy) || !plan.writes() || !self.yield_to.accepts(by) {
             return;
         }
         let now = self.now();
@@ -123,7 +124,7 @@ impl<A: Adapter> Engine<A> {
         let at_count: Vec<(String, Vec<u64>)> = plan
             .set
             .keys()
-            .filter(|k| self.yields(&policy.policy, k, by))
+            .filter(|k| !policy.policy.audits_key(self.cloud(), k) && self.yields(&policy.policy, k, by))
             .map(|k| (k.clone(), self.remembered(&id, k, now)))
             .filter(|(k, earlier)| {
                 let c = Correction { resource: &plan.resource, key: k, policy: &policy.fingerprint, writer: by, fold };
@@ -174,7 +175,7 @@ impl<A: Adapter> Engine<A> {
     /// this instance's memory, until it happens again.
     pub(super) async fn count_correction(&self, policy: &LoadedPolicy, plan: &Plan, cause: Cause<'_>) {
         let Some(by) = counted(cause) else { return };
-        if self.dry_run || plan.set.is_empty() || !self.yield_to.accepts(by) {
+        if self.audits_all(&policy.policy) || plan.set.is_empty() || !self.yield_to.accepts(by) {
             return;
         }
         let eager = matches!(cause, Cause::TagChange { by: Some(_) });

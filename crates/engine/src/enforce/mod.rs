@@ -15,8 +15,10 @@
 //!
 //! The invariants it holds, unit-tested below against an in-memory cloud: a resource is written
 //! at most once per policy version however many events name it at once (a duplicate waits for
-//! the lock, re-reads and finds nothing to do); no write ever removes a tag; a dry run writes
-//! nothing; a failed read or write is a record, never a dropped resource; a resource owned by two
+//! the lock, re-reads and finds nothing to do); no write ever removes a tag; an audit (the
+//! deployment's [`Mode`], a cluster's `enforce: false`, a policy's `auditKeys`, or a dry run: one
+//! mechanism, `tagwarden_core::plan::audit`, applied right before the write on every path) writes
+//! nothing it audits and reports it as what would be written; a failed read or write is a record, never a dropped resource; a resource owned by two
 //! clusters is never written.
 
 mod batch;
@@ -39,6 +41,7 @@ use sweep::{Batching, Listing, Progress, Unindexed};
 use tagwarden_core::cloud::{Cloud, ClusterRef};
 pub use tagwarden_core::contest::YieldTo;
 use tagwarden_core::events::{Event, EventKind};
+pub use tagwarden_core::mode::Mode;
 use tagwarden_core::plan;
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::policy::clusters::{Owner, Policies};
@@ -194,8 +197,13 @@ pub struct Engine<A: Adapter> {
     permits: Semaphore,
     /// Resources reconciled at once, and a sweep's or a batch's write calls in flight.
     concurrency: usize,
-    /// Plan without writing.
+    /// A person's preview: an audit of everything ([`Mode::Audit`]) that also leaves the status
+    /// report and the contest state alone.
     pub dry_run: bool,
+    /// The deployment's mode (`TAGWARDEN_MODE`): in [`Mode::Audit`] every cluster is audited —
+    /// evaluated and reported as in enforce, nothing written. The strictest of it, the cluster's
+    /// `enforce` and the policy's `auditKeys` wins (`tagwarden_core::mode`).
+    pub mode: Mode,
     /// Told how a sweep is going (the CLI draws a progress bar).
     pub progress: Option<Progress>,
     /// A cluster's policy-change sweeps are at least this far apart ([`POLICY_SWEEP_WINDOW`]).
@@ -244,6 +252,7 @@ impl<A: Adapter> Engine<A> {
             permits: Semaphore::new(concurrency),
             concurrency,
             dry_run: false,
+            mode: Mode::Enforce,
             progress: None,
             policy_window: POLICY_SWEEP_WINDOW,
             coalesce: coalesce::Coalesce::default(),
@@ -268,6 +277,7 @@ impl<A: Adapter> Engine<A> {
             permits: Semaphore::new(self.concurrency),
             concurrency: self.concurrency,
             dry_run: self.dry_run,
+            mode: self.mode,
             progress: self.progress.clone(),
             policy_window: self.policy_window,
             coalesce: coalesce::Coalesce::default(),
@@ -290,6 +300,26 @@ impl<A: Adapter> Engine<A> {
 
     fn cloud(&self) -> Cloud {
         self.adapter.cloud()
+    }
+
+    /// The deployment's mode as the writes see it: a dry run audits everything.
+    pub fn audit_mode(&self) -> Mode {
+        if self.dry_run {
+            Mode::Audit
+        } else {
+            self.mode
+        }
+    }
+
+    /// Whether every key of cluster `policy` is audited (the deployment, a dry run, or the
+    /// cluster's `enforce: false`).
+    pub(crate) fn audits_all(&self, policy: &tagwarden_core::policy::Policy) -> bool {
+        self.audit_mode() == Mode::Audit || !policy.enforce
+    }
+
+    /// What is audited taken out of `plan`'s write, right before it (`tagwarden_core::plan::audit`).
+    pub(crate) fn audit(&self, policy: &LoadedPolicy, plan: &mut plan::Plan) {
+        plan::audit(plan, &policy.policy, self.cloud(), self.audit_mode());
     }
 
     /// Re-read the policy now (a conditional GET, then validate and cache; a rejected version is
@@ -409,11 +439,12 @@ impl<A: Adapter> Engine<A> {
             Ok(p) => p,
             Err(record) => return *record,
         };
-        let mut plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, r, &current);
+        let mut plan = plan::diff(&policy.policy, self.cloud(), &policy.infra_id, r, &current);
         self.hold_contested(policy, &mut plan, cause).await;
+        self.audit(policy, &mut plan);
         let mut written = false;
         let mut error = None;
-        if plan.writes() && !self.dry_run {
+        if plan.writes() {
             match self.adapter.write(r, &plan.set, &current).await {
                 Ok(()) => written = true,
                 Err(e) => error = Some(e),
@@ -549,13 +580,15 @@ pub async fn load_policies<S: PolicySource>(
     }
 }
 
-/// One status report per swept cluster, beside its policy, with its own records.
+/// One status report per swept cluster, beside its policy, with its own records and its audit
+/// section (the deployment in `mode`).
 pub async fn report_sweeps<S: PolicySource>(
     store: &PolicyStore<S>,
     policies: &Policies,
     swept: &[Arc<LoadedPolicy>],
     records: &[Record],
     part: Option<&str>,
+    mode: Mode,
 ) {
     for policy in swept {
         if policies.is_set() {
@@ -568,9 +601,9 @@ pub async fn report_sweeps<S: PolicySource>(
                 })
                 .cloned()
                 .collect();
-            crate::status_store::report_sweep(store, policy, &own, part).await;
+            crate::status_store::report_sweep(store, policy, &own, part, mode).await;
         } else {
-            crate::status_store::report_sweep(store, policy, records, part).await;
+            crate::status_store::report_sweep(store, policy, records, part, mode).await;
         }
     }
 }

@@ -183,8 +183,9 @@ impl<A: Adapter> Engine<A> {
             let started = Instant::now();
             match answer_to(&policies, self.cloud(), &resource, &current) {
                 Ok(policy) => {
-                    let mut plan = plan::plan(&policy.policy, self.cloud(), &policy.infra_id, &resource, &current);
+                    let mut plan = plan::diff(&policy.policy, self.cloud(), &policy.infra_id, &resource, &current);
                     self.hold_contested(policy, &mut plan, Cause::Other).await;
+                    self.audit(policy, &mut plan);
                     planned.push(Planned { policy: policy.clone(), resource, current, plan, started });
                 }
                 // Owned by two clusters: reported, never written.
@@ -192,9 +193,8 @@ impl<A: Adapter> Engine<A> {
             }
         }
         self.report("plan", total, total);
-        if !self.dry_run {
-            jobs.extend(batches(&self.adapter, &planned));
-        }
+        // What is audited is out of the plans already: they write nothing.
+        jobs.extend(batches(&self.adapter, &planned));
 
         let jobs = in_turn(jobs, |job| match job {
             Job::Read(r) => self.adapter.pacing_key(r).to_string(),
@@ -210,7 +210,7 @@ impl<A: Adapter> Engine<A> {
             out.push(since(record, seen_ms));
         }
         if !self.dry_run {
-            report_sweeps(&self.store, &policies, &swept, &out.records, self.part.as_deref()).await;
+            report_sweeps(&self.store, &policies, &swept, &out.records, self.part.as_deref(), self.mode).await;
             // The heartbeat the `no-sweep` alarm waits for: only a sweep with nothing left to retry
             // (one that keeps running out of time never counts, so the alarm notices it).
             out.metrics.sweeps_completed = u64::from(!out.must_retry());
@@ -522,7 +522,7 @@ mod tests {
     const IN_LINE: [(&str, &str); 3] = [OWNED, ("team", "platform"), ("env", "prod")];
 
     fn status_of(out: &Outcome, id: &str) -> Status {
-        out.records.iter().find(|r| r.resource.ends_with(id)).map(|r| r.status).unwrap_or(Status::Disabled)
+        out.records.iter().find(|r| r.resource.ends_with(id)).map(|r| r.status).unwrap_or(Status::Gone)
     }
 
     #[tokio::test]
@@ -553,6 +553,104 @@ mod tests {
         let again = engine.sweep(true, None, None).await;
         assert_eq!(cloud.writes(), 3, "a sweep after a sweep writes nothing");
         assert!(again.records.iter().all(|r| r.status == Status::Unchanged));
+    }
+
+    /// A deployment in audit: the event path, a batch and a sweep write nothing (the cloud's own
+    /// count), while the records and the status report's audit section list every drifted owned
+    /// resource before → after; switched to enforce, the next sweep writes exactly that set.
+    #[tokio::test]
+    async fn an_audit_writes_nothing_on_every_path_and_enforce_then_writes_what_it_reported() {
+        let drifted = tags(&[OWNED, ("team", "legacy"), ("owner", "alice")]);
+        let cloud = Memory::with(&[
+            ("i-1", drifted.clone()),
+            ("i-2", drifted.clone()),
+            ("vol-1", tags(&[OWNED])),
+            ("i-9", tags(&IN_LINE)),
+            ("i-foreign", tags(&[("kubernetes.io/cluster/other", "owned")])),
+        ]);
+        let mut engine = engine(cloud, POLICY);
+        engine.mode = super::super::Mode::Audit;
+        let event = super::super::tests::tag_change(&["i-1", "vol-1"]);
+        let out = engine.handle_event(&event, None).await;
+        assert_eq!((engine.adapter.writes(), status_of(&out, "i-1")), (0, Status::WouldApply));
+        let outs = engine.handle_events(&[event.clone(), super::super::tests::tag_change(&["i-2"])], None).await;
+        assert!(outs.iter().flat_map(|o| &o.records).all(|r| r.status == Status::WouldApply), "{outs:?}");
+        let out = engine.sweep(true, None, None).await;
+        assert_eq!(engine.adapter.writes(), 0, "an audit writes nothing");
+        let audited: Vec<(String, Vec<String>)> = out
+            .records
+            .iter()
+            .filter(|r| !r.audited.is_empty())
+            .map(|r| {
+                (r.resource.clone(), r.audited.iter().map(|c| format!("{}:{:?}->{}", c.key, c.old, c.new)).collect())
+            })
+            .collect();
+        assert_eq!(audited.len(), 3, "{audited:?}");
+        assert!(audited[0].1.contains(&"team:Some(\"legacy\")->platform".to_string()), "{audited:?}");
+        assert_eq!(out.metrics.sweeps_completed, 1, "an audit sweep is a sweep");
+        let report = engine.store.source.statuses.lock().expect("statuses").get(&None).cloned().expect("report");
+        let audit = report.audit.expect("an audit section");
+        assert_eq!(audit.mode, Some(tagwarden_core::mode::ClusterMode::Audit));
+        assert_eq!(
+            (audit.counts.would_write, audit.counts.in_line, audit.counts.drifted, audit.counts.owned),
+            (3, 1, 3, 4)
+        );
+        let reported: Vec<(String, TagMap)> = audit
+            .writes
+            .iter()
+            .map(|w| (w.resource.clone(), w.changes.iter().map(|c| (c.key.clone(), c.new.clone())).collect()))
+            .collect();
+
+        // Enforced: exactly the reported set, nothing more.
+        engine.mode = super::super::Mode::Enforce;
+        let before: BTreeMap<String, TagMap> = ["i-1", "i-2", "vol-1", "i-9", "i-foreign"]
+            .iter()
+            .map(|id| (id.to_string(), engine.adapter.get(id)))
+            .collect();
+        engine.sweep(true, None, None).await;
+        let mut written = Vec::new();
+        for (id, was) in &before {
+            let now = engine.adapter.get(id);
+            let delta: TagMap =
+                now.iter().filter(|(k, v)| was.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            assert!(was.keys().all(|k| now.contains_key(k)), "nothing removed from {id}");
+            if !delta.is_empty() {
+                written.push((
+                    reported.iter().find(|(r, _)| r.ends_with(id.as_str())).map(|(r, _)| r.clone()).unwrap_or_default(),
+                    delta,
+                ));
+            }
+        }
+        written.sort();
+        let mut reported = reported;
+        reported.sort();
+        assert_eq!(written, reported, "the first enforce sweep writes what the audit reported");
+    }
+
+    /// A cluster's `enforce: false` audits all of it; `auditKeys` only those keys: the others are
+    /// written.
+    #[tokio::test]
+    async fn a_cluster_audited_by_its_policy_and_a_key_audited_beside_enforced_ones() {
+        let off = "version: 1\ninfraID: c-1\nenforce: false\ntags: {team: platform, env: prod}\n";
+        let engine_off = engine(Memory::with(&[("i-1", tags(&[OWNED]))]), off);
+        let out = engine_off.sweep(true, None, None).await;
+        assert_eq!((engine_off.adapter.writes(), status_of(&out, "i-1")), (0, Status::WouldApply));
+        let report = engine_off.store.source.statuses.lock().expect("statuses").get(&None).cloned().expect("report");
+        assert_eq!(report.audit.expect("audit").mode, Some(tagwarden_core::mode::ClusterMode::Audit));
+
+        let keys = "version: 1\ninfraID: c-1\ntags: {team: platform, env: prod}\nauditKeys: [env]\n";
+        let engine = engine(Memory::with(&[("i-1", tags(&[OWNED])), ("i-2", tags(&[OWNED]))]), keys);
+        let out = engine.handle_event(&super::super::tests::tag_change(&["i-1"]), None).await;
+        let r = &out.records[0];
+        assert_eq!(r.status, Status::Applied);
+        assert_eq!((r.changes.len(), r.changes[0].key.as_str(), r.audited[0].key.as_str()), (1, "team", "env"));
+        engine.sweep(true, None, None).await;
+        for id in ["i-1", "i-2"] {
+            assert_eq!(engine.adapter.get(id), tags(&[OWNED, ("team", "platform")]), "{id}: env only reported");
+        }
+        let report = engine.store.source.statuses.lock().expect("statuses").get(&None).cloned().expect("report");
+        let audit = report.audit.expect("audit");
+        assert_eq!((audit.mode, audit.counts.would_write), (Some(tagwarden_core::mode::ClusterMode::Mixed), 2));
     }
 
     #[tokio::test]
