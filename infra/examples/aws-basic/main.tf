@@ -14,6 +14,10 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
+  # Audit first (the default): everything is evaluated and reported, no tag is written, until
+  # mode = "enforce".
+  mode = var.mode
+
   infra_id = var.infra_id
   # The function's architecture is the package's: scripts/package-lambda writes <zip>.json beside it.
   lambda_zip = var.lambda_zip

@@ -57,3 +57,9 @@ variable "route53_health_check_ids" {
   type        = list(string)
   default     = []
 }
+
+variable "mode" {
+  description = "`audit` (the default: report what would be written, write nothing) or `enforce`."
+  type        = string
+  default     = "audit"
+}

@@ -16,6 +16,10 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
+  # Audit first (the default): everything is evaluated and reported, no tag is written, until
+  # mode = "enforce".
+  mode = var.mode
+
   infra_ids  = var.infra_ids
   lambda_zip = var.lambda_zip
 

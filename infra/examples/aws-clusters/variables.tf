@@ -39,3 +39,9 @@ variable "extra_tag_actions" {
   type        = list(string)
   default     = []
 }
+
+variable "mode" {
+  description = "`audit` (the default: report what would be written, write nothing) or `enforce`."
+  type        = string
+  default     = "audit"
+}

@@ -15,6 +15,10 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
+  # Audit first (the default): everything is evaluated and reported, no tag is written, until
+  # mode = "enforce".
+  mode = var.mode
+
   # An organization hub: no cluster of its own here. Every account, the hub's too, is enforced
   # through its member role and spoke; the hub's own clusters are listed in `clusters` as
   # `<hub account>/<infraID>` with `hub_spoke = true` below.

@@ -9,6 +9,10 @@ provider "aws" {
 module "tagwarden" {
   source = "../../aws"
 
+  # Audit first (the default): everything is evaluated and reported, no tag is written, until
+  # mode = "enforce".
+  mode = var.mode
+
   infra_id   = var.infra_id
   lambda_zip = var.lambda_zip
 

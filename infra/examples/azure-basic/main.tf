@@ -21,6 +21,10 @@ data "azurerm_client_config" "current" {}
 module "tagwarden" {
   source = "../../azure"
 
+  # Audit first (the default): everything is evaluated and reported, no tag is written, until
+  # mode = "enforce".
+  mode = var.mode
+
   infra_id     = var.infra_id
   location     = var.location
   function_zip = var.function_zip

@@ -23,6 +23,10 @@ data "azurerm_client_config" "current" {}
 module "tagwarden" {
   source = "../../azure"
 
+  # Audit first (the default): everything is evaluated and reported, no tag is written, until
+  # mode = "enforce".
+  mode = var.mode
+
   infra_ids    = keys(var.clusters)
   location     = var.location
   function_zip = var.function_zip

@@ -87,3 +87,9 @@ variable "tags" {
     app = "tagwarden"
   }
 }
+
+variable "mode" {
+  description = "`audit` (the default: report what would be written, write nothing) or `enforce`."
+  type        = string
+  default     = "audit"
+}
