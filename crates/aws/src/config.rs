@@ -12,7 +12,9 @@
 //!   2, 1–100), well under the account's refill of 10 a second that the cluster's controllers share;
 //! - `TAGWARDEN_YIELD_TO`: the controllers whose changes may contest a key, as principal patterns
 //!   (`tagwarden_engine::config::yield_to`; default: the AWS Load Balancer Controller's and CAPA's
-//!   role sessions).
+//!   role sessions);
+//! - `TAGWARDEN_MODE`: `audit` (evaluate and report everything, write no tag) or `enforce` (the
+//!   default when unset; `tagwarden_core::mode`).
 //!
 //! Deliberately not here: the AWS SDK's own environment (region, credentials,
 //! `AWS_ENDPOINT_URL`), which `aws_config` reads, and building clients.
@@ -36,6 +38,8 @@ pub struct Config {
     pub ec2_writes_per_second: u32,
     /// The controllers whose changes may contest a key (`TAGWARDEN_YIELD_TO`).
     pub yield_to: tagwarden_core::contest::YieldTo,
+    /// The deployment's mode (`TAGWARDEN_MODE`): in audit, nothing is written anywhere.
+    pub mode: tagwarden_core::mode::Mode,
 }
 
 /// The default pace of one function instance's EC2 writes, as the Terraform module deploys it:
@@ -70,7 +74,8 @@ impl Config {
         let concurrency = tagwarden_engine::config::concurrency(var("TAGWARDEN_CONCURRENCY"), DEFAULT_CONCURRENCY)?;
         let ec2_writes_per_second = Self::ec2_writes_per_second(var("TAGWARDEN_EC2_WRITES_PER_SECOND"))?;
         let yield_to = Self::yield_to(var("TAGWARDEN_YIELD_TO"))?;
-        Ok(Config { policy, policy_ttl, clusters, own, concurrency, ec2_writes_per_second, yield_to })
+        let mode = tagwarden_engine::config::mode(var("TAGWARDEN_MODE"))?;
+        Ok(Config { policy, policy_ttl, clusters, own, concurrency, ec2_writes_per_second, yield_to, mode })
     }
 
     /// `TAGWARDEN_YIELD_TO` on AWS (`tagwarden_engine::config::yield_to`): by default the AWS
@@ -128,6 +133,17 @@ mod tests {
             let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_CONCURRENCY", bad)]).expect_err(bad);
             assert!(e.to_string().contains("from 1 to 64"), "{e}");
         }
+    }
+
+    #[test]
+    fn mode_is_enforce_unless_set_and_anything_else_names_the_variable_and_the_fix() {
+        use tagwarden_core::mode::Mode;
+        assert_eq!(from(&[("TAGWARDEN_POLICY", "s3://b/k")]).expect("valid").mode, Mode::Enforce);
+        let c = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_MODE", "audit")]).expect("audit");
+        assert_eq!(c.mode, Mode::Audit);
+        let e = from(&[("TAGWARDEN_POLICY", "s3://b/k"), ("TAGWARDEN_MODE", "dry-run")]).expect_err("not a mode");
+        let e = e.to_string();
+        assert!(e.starts_with("TAGWARDEN_MODE=\"dry-run\" is not a mode") && e.contains("set it to audit"), "{e}");
     }
 
     #[test]

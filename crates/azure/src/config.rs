@@ -80,6 +80,9 @@ pub struct Config {
     /// event names (the caller's UPN, `appid` claim or principal id: a service principal's client
     /// id, so a deployment names CAPZ's own); unset, none (`tagwarden_engine::config::yield_to`).
     pub yield_to: tagwarden_core::contest::YieldTo,
+    /// `TAGWARDEN_MODE`: `audit` (evaluate and report everything, write no tag) or `enforce` (the
+    /// default when unset; `tagwarden_core::mode`).
+    pub mode: tagwarden_core::mode::Mode,
 }
 
 impl Config {
@@ -239,8 +242,10 @@ impl Config {
         };
         let yield_to =
             tagwarden_engine::config::yield_to(var("TAGWARDEN_YIELD_TO"), tagwarden_core::cloud::Cloud::Azure)?;
+        let mode = tagwarden_engine::config::mode(var("TAGWARDEN_MODE"))?;
         Ok(Config {
             yield_to,
+            mode,
             port,
             policy,
             policy_ttl,
@@ -319,6 +324,19 @@ mod tests {
         assert_eq!(c.identity.client_id.as_deref(), Some("c-1"));
         assert_eq!(c.port, 40001);
         assert_eq!(c.event_topics, None);
+    }
+
+    #[test]
+    fn mode_is_enforce_unless_set_to_audit() {
+        use tagwarden_core::mode::Mode;
+        assert_eq!(cfg(BASE).expect("config").mode, Mode::Enforce);
+        let mut v = BASE.to_vec();
+        v.push(("TAGWARDEN_MODE", "audit"));
+        assert_eq!(cfg(&v).expect("config").mode, Mode::Audit);
+        let mut bad = BASE.to_vec();
+        bad.push(("TAGWARDEN_MODE", "off"));
+        let e = cfg(&bad).expect_err("off").to_string();
+        assert!(e.starts_with("TAGWARDEN_MODE=\"off\" is not a mode") && e.contains("audit"), "{e}");
     }
 
     #[test]

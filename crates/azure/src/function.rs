@@ -92,6 +92,7 @@ impl Handler {
         let mut engine = Engine::new(adapter, store, config.own.clone());
         engine.set_concurrency(config.concurrency);
         engine.yield_to = config.yield_to.clone();
+        engine.mode = config.mode;
         let metrics = config
             .metrics
             .as_ref()

@@ -45,6 +45,18 @@ pub fn yield_to(
     })
 }
 
+/// `TAGWARDEN_MODE`, the same for both functions (and an AWS organization's hub): `audit`
+/// (evaluate and report everything, write no tag) or `enforce`; unset, `enforce`
+/// (`tagwarden_core::mode`).
+pub fn mode(value: Option<String>) -> Result<tagwarden_core::mode::Mode, ConfigError> {
+    tagwarden_core::mode::Mode::from_var(value.as_deref()).map_err(|e| ConfigError::Invalid {
+        var: tagwarden_core::mode::MODE_VAR,
+        value: e.value,
+        problem: "is not a mode".into(),
+        fix: "set it to audit (evaluate and report, write no tag) or enforce (write), or unset it for enforce".into(),
+    })
+}
+
 /// `TAGWARDEN_CONCURRENCY`, the same for both functions: resources reconciled, and calls in flight,
 /// at once in an invocation, from 1 to 64; `default` (the cloud's) when unset.
 pub fn concurrency(value: Option<String>, default: usize) -> Result<usize, ConfigError> {

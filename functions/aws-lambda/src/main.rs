@@ -82,6 +82,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let mut engine = Engine::new(tagger, store, config.own);
     engine.set_concurrency(config.concurrency);
     engine.yield_to = config.yield_to;
+    engine.mode = config.mode;
+    tracing::info!(mode = %config.mode, "deployment mode");
     let engine = Arc::new(engine);
     // The payload as its JSON text: `function` reads it once into its `Payload` (a shape it does
     // not know is its own `TagwardenFailure`) and hands a bare event's text on as it came.
