@@ -24,6 +24,7 @@ mod publisher;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod aws_audit;
 mod aws_batch;
 mod aws_cloud_true;
 mod aws_clusters;

@@ -65,7 +65,46 @@ struct State {
     session_checked: Mutex<HashMap<String, u64>>,
     /// Every role ARN an `AssumeRole` asked for, in order.
     assumed: Mutex<Vec<String>>,
+    /// Access key of every session `AssumeRole` handed out → its account.
+    accounts: Mutex<HashMap<String, String>>,
+    /// Every request, in order: who sent it, what it was, and its size and its answer's.
+    log: Mutex<Vec<Call>>,
 }
+
+/// One request the layer saw (`Strict::calls`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The account of the session that sent it (empty: not a session the layer saw handed out).
+    pub account: String,
+    pub service: String,
+    pub operation: String,
+    pub request_bytes: usize,
+    pub response_bytes: usize,
+    pub status: u16,
+}
+
+/// Every AWS operation that writes a tag (or a tag set), on every service tagwarden writes.
+pub const TAG_WRITES: &[&str] = &[
+    "CreateTags",
+    "AddTags",
+    "AddTagsToResource",
+    "TagResource",
+    "TagResources",
+    "PutBucketTagging",
+    "TagRole",
+    "TagUser",
+    "TagPolicy",
+    "TagInstanceProfile",
+    "TagOpenIDConnectProvider",
+    "TagServerCertificate",
+    "ChangeTagsForResource",
+    "AddTagsToStream",
+    "TagQueue",
+    "TagLogGroup",
+    "AddTagsToCertificate",
+    "TagMFADevice",
+    "TagSAMLProvider",
+];
 
 /// The process-wide layer in front of `upstream` (moto), on its own runtime so that it outlives
 /// each test's runtime.
@@ -135,6 +174,21 @@ impl Strict {
         assumed.iter().filter(|r| r.split(':').nth(4) == Some(account)).cloned().collect()
     }
 
+    /// Every request sessions of `account` sent through the layer, in order.
+    pub fn calls(&self, account: &str) -> Vec<Call> {
+        self.state.log.lock().unwrap().iter().filter(|c| c.account == account).cloned().collect()
+    }
+
+    /// The tag writes ([`TAG_WRITES`]) sessions of `account` sent, by operation: counted here,
+    /// by what reached the emulator's door, not by tagwarden's own counters.
+    pub fn tag_writes(&self, account: &str) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for c in self.calls(account).into_iter().filter(|c| TAG_WRITES.contains(&c.operation.as_str())) {
+            *out.entry(format!("{}:{}", c.service, c.operation)).or_default() += 1;
+        }
+        out
+    }
+
     /// How often each rule refused or rewrote a request.
     pub fn fired(&self) -> BTreeMap<&'static str, u64> {
         self.state.fired.lock().unwrap().clone()
@@ -147,9 +201,45 @@ impl State {
     }
 }
 
+/// [`handle_checked`], with every request logged under its session's account.
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, BoxError> {
-    let (mut parts, body) = req.into_parts();
-    let mut body = body.collect().await?.to_bytes();
+    let (parts, body) = req.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let service = super::fault_proxy::service_of(&parts.headers);
+    let operation = super::fault_proxy::operation_of(&service, &parts.method, &parts.uri, &parts.headers, &body);
+    let akid = access_key(&parts.headers);
+    let role = (operation == "AssumeRole").then(|| {
+        let p = form(&body);
+        p.iter().find(|(k, _)| k == "RoleArn").map(|(_, v)| v.clone()).unwrap_or_default()
+    });
+    let request_bytes = body.len();
+    let answer = handle_checked(state.clone(), parts, body).await?;
+    let (parts, answer) = answer.into_parts();
+    let answer = answer.collect().await.map(|c| c.to_bytes()).unwrap_or_default();
+    if let Some(role) = role {
+        let text = String::from_utf8_lossy(&answer);
+        if let (Some(key), Some(account)) = (between(&text, "<AccessKeyId>", "</AccessKeyId>"), role.split(':').nth(4))
+        {
+            state.accounts.lock().unwrap().insert(key.to_string(), account.to_string());
+        }
+    }
+    let account = state.accounts.lock().unwrap().get(&akid).cloned().unwrap_or_default();
+    state.log.lock().unwrap().push(Call {
+        account,
+        service,
+        operation,
+        request_bytes,
+        response_bytes: answer.len(),
+        status: parts.status.as_u16(),
+    });
+    Ok(Response::from_parts(parts, Full::new(answer)))
+}
+
+async fn handle_checked(
+    state: Arc<State>,
+    mut parts: hyper::http::request::Parts,
+    mut body: Bytes,
+) -> Result<Answer, BoxError> {
     let service = super::fault_proxy::service_of(&parts.headers);
     let op = super::fault_proxy::operation_of(&service, &parts.method, &parts.uri, &parts.headers, &body);
     let upstream = *state.upstream.get().expect("upstream");
