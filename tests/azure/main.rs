@@ -26,6 +26,7 @@ mod publisher;
 mod support;
 
 mod azure_arm_contract;
+mod azure_audit;
 mod azure_arm_rules;
 mod azure_enforce;
 mod azure_faults;
