@@ -93,7 +93,7 @@ data "aws_iam_policy_document" "policy_bucket" {
   statement {
     sid       = "DenyContestStateToOthers"
     effect    = "Deny"
-    actions   = ["s3:PutObject", "s3:DeleteObject"]
+    actions   = ["s3:PutObject"]
     resources = ["${aws_s3_bucket.policy[0].arn}/${local.contests_folder}*"]
 
     principals {

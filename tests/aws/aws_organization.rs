@@ -878,7 +878,7 @@ async fn a_deleted_member_role_is_a_failed_shard_until_the_account_is_unlisted()
 }
 
 /// An account with more clusters than one member role holds has several roles, each bounded in
-/// IAM to its share (Terraform renders them and the table `accounts/_organization/member-roles.json`):
+/// IAM to its share (Terraform renders them and the table `_tagwarden/member-roles.json`):
 /// each cluster's group assumes its own cluster's role, and every owned instance ends in line. A
 /// person's preview through the read-only auditor role (`--member-role <role>-auditor`) plans the
 /// same and writes nothing.
@@ -901,7 +901,7 @@ async fn each_cluster_is_written_under_its_own_member_role_and_a_preview_writes_
         .map(|(i, c)| (c.clone(), if i == 0 { ROLE.to_string() } else { format!("{ROLE}-1") }))
         .collect();
     let body = serde_json::to_vec(&json!({ m.id.clone(): table })).expect("json");
-    let key = "accounts/_organization/member-roles.json";
+    let key = "_tagwarden/member-roles.json";
     hub.s3.put_object().bucket(&o.bucket).key(key).body(body.into()).send().await.expect("roles table");
     let mut config = o.config(1);
     config.shard_queue = None;

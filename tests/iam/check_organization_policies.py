@@ -77,7 +77,7 @@ def main(path: str, hub: str, org: str) -> int:
     check(put(setp, member, f"accounts/444455556666/hc-1/policy.yaml", [ANYTHING], tags={"tagwarden-publisher": "cluster-set"}) != ALLOW, "a cluster-set publisher writes another account")
     # The function's own folder and the contest state.
     for who, ident in ((m_pub, member), (hub_user, hub)):
-        for key in ("accounts/_organization/member-roles.json", "accounts/_organization/contests/111122223333/prod-7xk2p.json"):
+        for key in ("accounts/_organization/111122223333/eu-west-1.json", "accounts/_organization/contests/111122223333/prod-7xk2p.json"):
             check(put(who, ident, key, [ANYTHING], tags={"tagwarden-publisher": "cluster-set"}) != ALLOW, f"{who} writes {key}")
     if function_role:
         fn = function_role.replace(":iam::", ":sts::").replace(":role/", ":assumed-role/") + "/s"
@@ -88,7 +88,7 @@ def main(path: str, hub: str, org: str) -> int:
     operator = f"arn:aws:iam::{hub}:role/platform-oncall"
     op = lambda key: evaluate(Request("s3:PutObject", f"arn:aws:s3:::{bucket}/{key}", operator + "", hub, hub, {"aws:PrincipalArn": operator}), [], resource=bucket_policy)
     check(op("accounts/_organization/contests/111122223333/prod-7xk2p.json") == ALLOW, "a contest operator lifts (writes the contest state)")
-    check(op("accounts/_organization/member-roles.json") != ALLOW, "a contest operator writes the function's table")
+    check(op("accounts/_organization/111122223333/eu-west-1.json") != ALLOW, "a contest operator writes a shard outcome")
     check(op(f"accounts/{member}/prod-7xk2p/policy.yaml") != ALLOW, "a contest operator publishes a policy")
 
     # The member-events queue: the hub bus's rule alone, whatever a hub principal is granted.

@@ -607,13 +607,14 @@ pub struct Organization {
     roles: tokio::sync::Mutex<Option<(Instant, Arc<RoleTable>)>>,
 }
 
-/// Which member role writes each cluster, by account and cluster: Terraform writes it beside the
-/// accounts' folders (`<prefix>_organization/member-roles.json`), from the same clusters it renders
-/// the roles from.
+/// Which member role writes each cluster, by account and cluster: Terraform writes it at the
+/// bucket's root (`_tagwarden/member-roles.json`: outside every account's folder, and outside the
+/// function's own, where only the function writes), from the same clusters it renders the roles
+/// from. A wrong table costs refused writes, never a write: each role is bounded in IAM.
 type RoleTable = HashMap<String, HashMap<String, String>>;
 
-/// The member roles' table's name within [`SHARDS_FOLDER`].
-const ROLES_TABLE: &str = "member-roles.json";
+/// The member roles' table, at the bucket's root.
+pub const ROLES_TABLE: &str = "_tagwarden/member-roles.json";
 
 /// One account's member: empty until first listed; one listing at a time fills it.
 type MemberSlot = Arc<tokio::sync::Mutex<Option<Arc<Member>>>>;
@@ -798,7 +799,7 @@ impl Organization {
                 return Ok(table.clone());
             }
         }
-        let key = format!("{}{SHARDS_FOLDER}{ROLES_TABLE}", self.config.prefix);
+        let key = ROLES_TABLE.to_string();
         let read = self.hub.s3.get_object().bucket(&self.config.bucket).key(&key).send().await;
         let table: RoleTable = match read {
             Ok(out) => {

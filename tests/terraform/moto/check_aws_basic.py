@@ -157,7 +157,12 @@ def statement_problems(doc, policy_bucket):
             want = {f"arn:aws:elasticfilesystem:{REGION}:123456789012:{t}/*" for t in ("file-system", "access-point")}
             if set(as_list(st["Resource"])) != want:
                 problems.append(f"{st.get('Sid')}: EFS TagResource on {st['Resource']} != {sorted(want)}")
-        if "s3:PutObject" in acts and as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}/tagwarden/tagwarden-status.json"]:
+        # The status report beside the policy, and the contest state apart from it (the function's
+        # alone: the bucket policy denies every other writer).
+        if "s3:PutObject" in acts and as_list(st["Resource"]) not in (
+            [f"arn:aws:s3:::{policy_bucket}/tagwarden/tagwarden-status.json"],
+            [f"arn:aws:s3:::{policy_bucket}/_tagwarden/contests/*"],
+        ):
             problems.append(f"PutObject resource {st['Resource']}")
         # Issue 17 item 6: the default bucket pattern is the cluster's, never "*".
         if acts & {"s3:PutBucketTagging", "s3:GetBucketTagging"} and as_list(st["Resource"]) != [f"arn:aws:s3:::{INFRA_ID}-*"]:
@@ -577,7 +582,7 @@ def resources_phase(tf):
         want_env = {"TAGWARDEN_POLICY": out["policy_uri"], "TAGWARDEN_SELF_ROLE_ARN": role_arn,
                     "POLICY_TTL": "60", "RUST_LOG": "info",
                     "TAGWARDEN_EC2_WRITES_PER_SECOND": str(EC2_WRITES_PER_SECOND),
-                    "TAGWARDEN_CLUSTERS": INFRA_ID}
+                    "TAGWARDEN_CLUSTERS": INFRA_ID, "TAGWARDEN_MODE": "audit"}
         if env != want_env:
             return f"environment {env}"
         # Issue 36: the architecture is the package manifest's (x86_64 here), not a default.

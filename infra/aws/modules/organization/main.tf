@@ -27,9 +27,12 @@ locals {
 
   bucket_name = "${var.name}-${local.account_id}-org"
   prefix      = "accounts/"
-  # The function's own folder in the bucket: shard outcomes, the contest state, the member roles'
-  # table and templates. Never an account's: accounts are 12 digits.
+  # The function's own folder in the bucket: shard outcomes, the contest state. Never an
+  # account's: accounts are 12 digits.
   own = "${local.prefix}_organization/"
+  # What Terraform writes for the function: the member roles' table and the roles' templates,
+  # outside every account's folder and the function's own (which denies other writers).
+  deployed = "_tagwarden/"
 
   # Each account's clusters, for its member roles: the ones `clusters` names, and `account_clusters`
   # for an account listed whole (`<account>/*`).
@@ -61,7 +64,7 @@ module "member_definition" {
 # it to assume the right one (an account with more clusters than one role holds has several).
 resource "aws_s3_object" "member_roles" {
   bucket       = aws_s3_bucket.organization.id
-  key          = "${local.own}member-roles.json"
+  key          = "${local.deployed}member-roles.json"
   content      = jsonencode(module.member_definition.member_role_of_cluster)
   content_type = "application/json"
   tags         = var.tags
@@ -525,12 +528,14 @@ data "aws_iam_policy_document" "organization_bucket" {
     }
   }
 
-  # The function's folder (shard outcomes, the member roles' table, the contest state): the
-  # function alone, and the contest operators for the contest state.
+  # The function's folder (shard outcomes, the contest state): written by the function alone, and
+  # the contest operators for the contest state. Deleting stays an administrator's grant (an
+  # uninstall empties the bucket): a deleted contest state lifts its contests, so grant
+  # s3:DeleteObject on this bucket to administrators only.
   statement {
     sid       = "DenyOwnFolderToOthers"
     effect    = "Deny"
-    actions   = ["s3:PutObject", "s3:DeleteObject"]
+    actions   = ["s3:PutObject"]
     resources = [local.own_folder]
 
     principals {
@@ -564,7 +569,7 @@ data "aws_iam_policy_document" "organization_bucket" {
     content {
       sid           = "ContestOperatorsWriteContestsOnly"
       effect        = "Deny"
-      actions       = ["s3:PutObject", "s3:DeleteObject"]
+      actions       = ["s3:PutObject"]
       not_resources = ["${aws_s3_bucket.organization.arn}/${local.own}contests/*"]
 
       principals {
@@ -650,7 +655,7 @@ data "aws_iam_policy_document" "function" {
   statement {
     sid       = "ReadPolicies"
     actions   = ["s3:GetObject"]
-    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*"]
+    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*", "${aws_s3_bucket.organization.arn}/${local.deployed}member-roles.json"]
   }
 
   # The clusters' status reports beside their policies, and its own folder: never a policy.
@@ -730,7 +735,7 @@ resource "aws_s3_object" "member_role_template" {
   for_each = local.large_template
 
   bucket       = aws_s3_bucket.organization.id
-  key          = "${local.own}templates/member-roles-${each.key}.json"
+  key          = "${local.deployed}templates/member-roles-${each.key}.json"
   content      = each.value
   content_type = "application/json"
   tags         = var.tags
