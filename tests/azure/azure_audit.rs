@@ -15,7 +15,10 @@ fn writes(env: &Env) -> Vec<String> {
     env.fake.arm_calls().into_iter().filter(|c| c == "PATCH tags" || c == "PUT tags").collect()
 }
 
-fn reported(report: &Value) -> Vec<(String, Vec<(String, Option<String>, String)>)> {
+/// One audited change: key, before, after.
+type Change = (String, Option<String>, String);
+
+fn reported(report: &Value) -> Vec<(String, Vec<Change>)> {
     let writes = report["audit"]["writes"].as_array().cloned().unwrap_or_default();
     writes
         .iter()
