@@ -153,7 +153,8 @@ fn plan_contract() {
     assert_eq!((code, json["owned"].as_bool(), json["outcome"].as_str()), (0, Some(false), Some("not-owned")));
     assert_eq!(json["set"], serde_json::json!({}));
 
-    // propagateUserTags: false → disabled; the infraID comes from the flag.
+    // propagateUserTags: false → the cluster is audited: the drift is planned and reported, nothing
+    // is set; the infraID comes from the flag.
     let owned = write_temp("owned.json", r#"{"kubernetes.io/cluster/mycluster-abcde": "owned"}"#);
     let (code, json, err) = run(&[
         "plan",
@@ -167,7 +168,9 @@ fn plan_contract() {
         owned.to_str().expect("path"),
         "--json",
     ]);
-    assert_eq!((code, json["outcome"].as_str()), (0, Some("disabled")), "{err}");
+    assert_eq!((code, json["outcome"].as_str()), (0, Some("audited")), "{err}");
+    assert_eq!(json["set"], serde_json::json!({}), "an audited plan writes nothing");
+    assert!(json["audited"].as_array().is_some_and(|a| !a.is_empty()), "the drift is reported: {json}");
     // Without the infraID there is no telling what the cluster owns.
     let (code, _, err) = run(&[
         "plan",
