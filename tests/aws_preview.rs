@@ -95,7 +95,12 @@ async fn a_local_policy_is_previewed_on_aws_with_no_store_and_never_written_from
         assert_eq!(json["dry_run"], true);
         let record =
             json["records"].as_array().expect("records").iter().find(|r| r["status"] == "would-apply").cloned();
-        let changes = record.expect("a would-be write")["changes"].clone();
+        // What a dry run would write: the record's `audited` changes (`changes` holds only what
+        // was written), or its `changes` from a build before audit mode.
+        let record = record.expect("a would-be write");
+        let changes: Vec<Value> =
+            ["changes", "audited"].iter().flat_map(|k| record[*k].as_array().cloned().unwrap_or_default()).collect();
+        let changes = Value::Array(changes);
         assert!(
             changes.as_array().expect("changes").contains(&json!({"key": "team", "old": "legacy", "new": "platform"})),
             "{changes}"
@@ -109,6 +114,25 @@ async fn a_local_policy_is_previewed_on_aws_with_no_store_and_never_written_from
             "no store is read, nothing is written: {json}"
         );
     }
+    // The preview's audit report: the CSV an auditor reads, and the page.
+    let file_arg = file.display().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden"))
+        .args(["sweep", "--dry-run", "--policy", &file_arg, "--format", "csv"])
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("runs");
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let row = format!("{INFRA},{account},ec2:instance,{instance},team,legacy,platform,would-write,");
+    assert!(csv.lines().any(|l| l == row), "{row} in:\n{csv}");
+    let page = dir.join("preview.html");
+    let page_arg = page.display().to_string();
+    let (code, _, err) =
+        cli(&vars, &["sweep", "--dry-run", "--policy", &file_arg, "--format", "html", "--out", &page_arg]);
+    assert_eq!(code, 2, "{err}");
+    let html = std::fs::read_to_string(&page).expect("page");
+    assert!(html.contains("0.0%") && html.contains("platform") && !html.contains("https://"), "{html}");
+
     // A set is swept only for the clusters named, as a published one.
     let (code, _, err) = cli(&vars, &["sweep", "--dry-run", "--policy", &set]);
     assert_eq!(code, 3, "{err}");

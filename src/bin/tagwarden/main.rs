@@ -16,6 +16,8 @@ mod plan;
 #[cfg(any(feature = "aws", feature = "azure"))]
 mod publish;
 #[cfg(any(feature = "aws", feature = "azure"))]
+mod report;
+#[cfg(any(feature = "aws", feature = "azure"))]
 mod status;
 #[cfg(any(feature = "aws", feature = "azure"))]
 mod sweep;

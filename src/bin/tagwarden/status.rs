@@ -10,9 +10,19 @@ use crate::Failure;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where the policy is (the function's TAGWARDEN_POLICY): s3://…, ssm:… or a blob URL with a SAS.
+    /// Where the policy is (the function's TAGWARDEN_POLICY): s3://…, ssm:… or a blob URL with a SAS;
+    /// or a policy file, directory or cluster-set directory ('DIR/*/') on this machine, whose
+    /// status report (tagwarden-status.json, DIR/<infraID>/tagwarden-status.json) is read beside it.
     #[arg(long, value_name = "SRC")]
     policy: Option<String>,
+    /// How to show it: the report and its audit as a table (default); the audit figures as
+    /// JSON; as CSV for an auditor (one row per would-be write of a key, and per failing
+    /// resource); or as one self-contained HTML page of the compliance figures.
+    #[arg(long, value_enum, default_value = "table")]
+    format: crate::report::Format,
+    /// Write the export to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<std::path::PathBuf>,
     /// An AWS Organization hub's folder (its TAGWARDEN_ORGANIZATION, s3://BUCKET/PREFIX/): the
     /// organization summary, as `tagwarden organization status` shows it.
     #[cfg(feature = "aws")]
@@ -56,8 +66,32 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if let Some(resource) = &args.lift {
         return lift(&runtime, &args, resource);
     }
-    let reports = runtime
-        .block_on(Box::pin(async { Target::connect(&policy, args.region.as_deref(), true).await?.status().await }))?;
+    let raw = runtime.block_on(Box::pin(async {
+        if crate::local::is_local(&policy) {
+            let source = crate::local::LocalSource::open(&policy, tagwarden::cloud::Cloud::Aws)?;
+            let store = tagwarden::policy_store::PolicyStore::new(source, std::time::Duration::ZERO);
+            crate::target::raw_reports(&store).await
+        } else {
+            Target::connect(&policy, args.region.as_deref(), true).await?.raw_status().await
+        }
+    }))?;
+    let mut reports: Vec<(Option<String>, Option<StatusReport>)> = Vec::new();
+    let mut values: Vec<(Option<String>, Option<serde_json::Value>)> = Vec::new();
+    for (cluster, text) in raw {
+        let (report, value) = match text {
+            Some(text) => {
+                let where_ = cluster.as_deref().map(|c| format!(" of cluster {c}")).unwrap_or_default();
+                let value: serde_json::Value = serde_json::from_str(&text)
+                    .with_context(|| format!("the status report{where_} beside {policy} is not JSON"))?;
+                let report: StatusReport = serde_json::from_value(value.clone())
+                    .with_context(|| format!("the status report{where_} beside {policy} is not a status report"))?;
+                (Some(report), Some(value))
+            }
+            None => (None, None),
+        };
+        reports.push((cluster.clone(), report));
+        values.push((cluster, value));
+    }
     let none = || {
         anyhow::anyhow!(
             "no status report beside {}: the function writes one after each sweep; run one (tagwarden sweep, or invoke the function with {{\"tagwarden\": \"sweep\"}})",
@@ -71,22 +105,45 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let policy_ok = present().all(|r| r.policy.state == PolicyState::Ok);
     // A contested key is not in line either: another writer keeps it from the policy's value.
     let none_failed = present().all(|r| r.failures.is_empty() && !r.contests.iter().any(|c| c.is_contested()));
-    match reports.as_slice() {
-        [(None, Some(report))] if args.json => print_json(report)?,
-        [(None, Some(report))] => print!("{}", human(report)),
-        _ if args.json => {
-            let clusters: Vec<serde_json::Value> =
-                reports.iter().map(|(c, r)| serde_json::json!({"infraID": c, "report": r})).collect();
-            print_json(&serde_json::json!({"clusters": clusters}))?;
+    let audits: Vec<crate::report::ClusterAudit> = values
+        .iter()
+        .filter_map(|(c, v)| v.as_ref().map(|v| crate::report::ClusterAudit::of_report(c.as_deref(), v)))
+        .collect();
+    use crate::report::Format;
+    match args.format {
+        Format::Csv => crate::report::write_out(args.out.as_deref(), &crate::report::csv(&audits))?,
+        Format::Html => {
+            let page = crate::report::html("tagwarden audit report", &policy, &audits);
+            crate::report::write_out(args.out.as_deref(), &page)?;
         }
-        _ => {
-            for (cluster, report) in &reports {
-                println!("== cluster {}", cluster.as_deref().unwrap_or("-"));
-                match report {
-                    Some(r) => print!("{}", human(r)),
-                    None => println!("no status report yet (no sweep has run since its policy was published)"),
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&crate::report::json(&audits))?;
+            crate::report::write_out(args.out.as_deref(), &format!("{text}\n"))?;
+        }
+        // The reports as the function wrote them (every field, the audit section included).
+        Format::Table if args.json => match values.as_slice() {
+            [(None, Some(report))] => print_json(report)?,
+            _ => {
+                let clusters: Vec<serde_json::Value> =
+                    values.iter().map(|(c, r)| serde_json::json!({"infraID": c, "report": r})).collect();
+                print_json(&serde_json::json!({"clusters": clusters}))?;
+            }
+        },
+        Format::Table => {
+            match reports.as_slice() {
+                [(None, Some(report))] => print!("{}", human(report)),
+                _ => {
+                    for (cluster, report) in &reports {
+                        println!("== cluster {}", cluster.as_deref().unwrap_or("-"));
+                        match report {
+                            Some(r) => print!("{}", human(r)),
+                            None => println!("no status report yet (no sweep has run since its policy was published)"),
+                        }
+                    }
+                    println!("==");
                 }
             }
+            print!("{}", crate::report::table(&audits));
         }
     }
     let missing: Vec<&str> = reports.iter().filter(|(_, r)| r.is_none()).filter_map(|(c, _)| c.as_deref()).collect();

@@ -67,6 +67,14 @@ pub struct Args {
     /// Print the summary (and every outcome record) as JSON.
     #[arg(long)]
     json: bool,
+    /// Instead of the summary, the audit report of what was found, as `tagwarden status` shows
+    /// it: its table, its figures as JSON, CSV (one row per would-be write of a key, and per
+    /// failing resource) or one self-contained HTML page.
+    #[arg(long, value_enum)]
+    format: Option<crate::report::Format>,
+    /// Write the export to FILE instead of stdout.
+    #[arg(long, value_name = "FILE", requires = "format")]
+    out: Option<std::path::PathBuf>,
 }
 
 /// A deployment's mode: `audit` evaluates everything and writes nothing.
@@ -103,6 +111,9 @@ struct Summary {
     seconds: f64,
     api_calls: BTreeMap<String, u64>,
     records: Vec<Record>,
+    /// A single policy's infraID (a set's records name theirs).
+    #[serde(skip)]
+    infra_id: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -204,7 +215,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         runtime.block_on(Box::pin(sweep_aws(&args)))?
     };
     let summary = summarize(&args, swept)?;
-    if args.json {
+    if let Some(format) = args.format {
+        export(&args, &summary, format)?;
+    } else if args.json {
         print_json(&summary)?;
     } else {
         let t = &summary.totals;
@@ -277,6 +290,32 @@ pub fn run(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The sweep's audit report (`--format`): each cluster's records counted as the function's
+/// report counts them.
+fn export(args: &Args, summary: &Summary, format: crate::report::Format) -> anyhow::Result<()> {
+    use crate::report::{ClusterAudit, Format};
+    let mode = if summary.dry_run { "dry-run" } else { "enforce" };
+    let single = summary.infra_id.clone().unwrap_or_else(|| "-".to_string());
+    let mut by_cluster: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+    for c in &summary.clusters {
+        by_cluster.entry(c.infra_id.clone()).or_default();
+    }
+    for r in &summary.records {
+        by_cluster.entry(r.infra_id.clone().unwrap_or_else(|| single.clone())).or_default().push(r);
+    }
+    let audits: Vec<ClusterAudit> = by_cluster.iter().map(|(c, rs)| ClusterAudit::of_records(c, rs, mode)).collect();
+    let text = match format {
+        Format::Table => crate::report::table(&audits),
+        Format::Json => format!("{}\n", serde_json::to_string_pretty(&crate::report::json(&audits))?),
+        Format::Csv => crate::report::csv(&audits),
+        Format::Html => {
+            let title = if summary.dry_run { "tagwarden dry run" } else { "tagwarden sweep" };
+            crate::report::html(title, &summary.policy, &audits)
+        }
+    };
+    crate::report::write_out(args.out.as_deref(), &text)
+}
+
 /// What one cloud's sweep did, before it is summarized.
 struct Swept {
     policy: String,
@@ -341,8 +380,9 @@ async fn run_engine<A: tagwarden::enforce::Adapter>(
     let mut engine = Engine::new(adapter, store, Vec::new());
     engine.set_concurrency(args.concurrency);
     engine.dry_run = args.dry_run;
-    if !args.dry_run {
-        refuse_if_audited(&engine.store).await?;
+    // A policy that cannot be read writes nothing (the sweep fails closed and says why): there
+    // is no write to name the credentials of.
+    if !args.dry_run && refuse_if_audited(&engine.store).await? {
         let who = caller.await.map_err(|why| {
             anyhow::anyhow!(
                 "a sweep without --dry-run writes with your credentials, and they could not be read ({why}): fix them, or preview with --dry-run"
@@ -393,13 +433,13 @@ fn refuse_if_audited_here(args: &Args) -> Result<(), Failure> {
 
 /// Refuses a write to any swept cluster that is audited: its policy says `enforce: false`, or
 /// its status report (what the function last ran with) says its mode is `audit`. The policy is
-/// read by the store's own loader, as the function reads it.
+/// read by the store's own loader, as the function reads it. Whether any policy is in force.
 #[cfg(any(feature = "aws", feature = "azure"))]
 async fn refuse_if_audited<S: tagwarden::policy_store::PolicySource>(
     store: &tagwarden::policy_store::PolicyStore<S>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let (policies, _) = store.policies(true).await;
-    let Ok(policies) = policies else { return Ok(()) }; // the sweep itself says why nothing is in force
+    let Ok(policies) = policies else { return Ok(false) }; // the sweep itself says why nothing is in force
     let mut audited = Vec::new();
     for p in policies.iter() {
         let cluster = policies.is_set().then_some(p.infra_id.as_str());
@@ -426,7 +466,7 @@ async fn refuse_if_audited<S: tagwarden::policy_store::PolicySource>(
         let why = format!("{}; or preview with --dry-run, which writes nothing", audited.join("; "));
         return Err(crate::input::InvalidInput(why).into());
     }
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(feature = "aws")]
@@ -682,5 +722,6 @@ fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
         seconds,
         api_calls,
         records: out.records,
+        infra_id: if is_set { None } else { out.infra_id.clone() },
     })
 }

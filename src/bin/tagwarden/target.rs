@@ -110,6 +110,18 @@ impl Target {
         }
     }
 
+    /// The status reports' text as the store holds it (every field, whatever this build knows
+    /// of them): one, or one per cluster of a set.
+    pub async fn raw_status(&self) -> anyhow::Result<Vec<(Option<String>, Option<String>)>> {
+        #[allow(unreachable_code)]
+        match self {
+            #[cfg(feature = "aws")]
+            Target::Aws(store) => raw_reports(store).await,
+            #[cfg(feature = "azure")]
+            Target::Blob(store) => raw_reports(store).await,
+        }
+    }
+
     /// Lift the contests on `resource` (only `key`'s, if given) in every cluster's contest state
     /// there, recording `by` (the operator's principal): how many, by cluster.
     pub async fn lift(
@@ -214,6 +226,29 @@ async fn reports<S: tagwarden::policy_store::PolicySource>(
     for cluster in store.clusters().await? {
         let report = tagwarden::status_store::read(store, Some(&cluster)).await?;
         out.push((Some(cluster), report));
+    }
+    Ok(out)
+}
+
+/// [`reports`]' text, unparsed: one, or one per cluster of a set.
+pub async fn raw_reports<S: tagwarden::policy_store::PolicySource>(
+    store: &tagwarden::policy_store::PolicyStore<S>,
+) -> anyhow::Result<Vec<(Option<String>, Option<String>)>> {
+    let read = |cluster: Option<String>| async move {
+        let text = store
+            .source
+            .get_status(cluster.as_deref())
+            .await
+            .map_err(|e| anyhow::anyhow!("reading the status report beside {}: {e}", store.location()))?;
+        anyhow::Ok((cluster, text))
+    };
+    if !store.is_set() {
+        return Ok(vec![read(None).await?]);
+    }
+    let clusters = store.clusters().await.map_err(|e| anyhow::anyhow!("listing {}: {e}", store.location()))?;
+    let mut out = Vec::new();
+    for cluster in clusters {
+        out.push(read(Some(cluster)).await?);
     }
     Ok(out)
 }
