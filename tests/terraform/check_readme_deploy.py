@@ -27,6 +27,8 @@ ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
 readme = open(os.path.join(ROOT, "README.md")).read()
 failures = []
 commands = [c for c, _ in readme_blocks.commands(readme_blocks.block(readme, "deploy-aws"))]
+# The switch from audit to enforce, right after: its apply is checked as the deploy's is.
+commands += [c for c, _ in readme_blocks.commands(readme_blocks.block(readme, "enforce-aws"))]
 
 if len(commands) > 10:
     failures.append(f"{len(commands)} commands, more than 10")

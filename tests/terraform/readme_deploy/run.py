@@ -92,7 +92,8 @@ DEFAULT_REGION = "eu-west-1"  # infra/examples/aws-basic's default: a guessed re
 # A region no default or example of the repository names, so that a value taken from anywhere but
 # the cluster cannot pass.
 REGIONS = ["ap-southeast-2", "ca-central-1", "sa-east-1", "eu-north-1"]
-BLOCKS = [("README.md", "deploy-aws"), ("README.md", "sweep-aws"), ("docs/operations.md", "uninstall-aws")]
+BLOCKS = [("README.md", "deploy-aws"), ("README.md", "enforce-aws"), ("README.md", "sweep-aws"),
+          ("docs/operations.md", "uninstall-aws")]
 DEADLINE_S = 900
 
 started = time.monotonic()
@@ -314,6 +315,7 @@ def main():
     open(os.path.join(ex, "moto_providers_override.tf"), "w").write(open(OVERRIDE).read().replace("@MOTO_ENDPOINT@", endpoint))
 
     deployed_file = os.path.join(work, "deployed.json")
+    swept_file = os.path.join(work, "swept.json")
     script = ["set -o pipefail",
               'if command -v tagwarden >/dev/null; then echo "@@ tagwarden is on PATH before it is installed: $(command -v tagwarden)"; exit 1; fi']
     for name, cmds in blocks:
@@ -324,6 +326,8 @@ def main():
             script.append(f'"{hooks}/s3-deliver" || {{ echo "@@ S3 notification delivery failed"; exit 1; }}')
         if name == "deploy-aws":
             script.append(f'"{hooks}/snapshot" "{deployed_file}" || exit 1')
+        if name == "sweep-aws":
+            script.append(f'"{hooks}/snapshot" "{swept_file}" || exit 1')
     script.append("echo '@@ done'")
     open(os.path.join(work, "session.sh"), "w").write("\n".join(script) + "\n")
 
@@ -401,10 +405,15 @@ def main():
     check("tagwarden status: the policy in force, state ok, no failure",
           bool(re.search(r"^state\s+ok$", shown, re.M) and re.search(r"^in force\s+version \w+", shown, re.M)
                and re.search(r"^failures\s+0$", shown, re.M)), shown)
+    # The audit (the deployment's default mode): the report names what would be written.
+    check("tagwarden status in audit: it names the resources it would write", "would write" in shown and
+          any(rid in shown for rid in owned_ids), shown)
 
-    # After the deploy: tagwarden's resources in the cluster's region (and the us-east-1 forwarding),
-    # the cluster's resources corrected, the one not owned untouched.
+    # After the deploy: tagwarden's resources in the cluster's region (and the us-east-1 forwarding);
+    # in audit, nothing written. After the switch to enforce and a sweep: the cluster's resources
+    # corrected, the one not owned untouched.
     deployed = set(json.load(open(deployed_file))) if os.path.exists(deployed_file) else set()
+    swept = set(json.load(open(swept_file))) if os.path.exists(swept_file) else set()
     created = {l for l in deployed - before if " ec2 tag " not in l and " tagged " not in l}
     misplaced = {l for l in created if not (l.startswith(region + " ") or l.startswith("us-east-1 ") or l.startswith("iam ")
                                             or l.startswith("s3 object ") or (l.startswith("s3 bucket ") and l.endswith(" " + region)))}
@@ -412,12 +421,15 @@ def main():
           created and not misplaced, "elsewhere: " + "; ".join(sorted(misplaced)))
     check(f"the deploy created the function {fn_name} in {region}", f"{region} lambda function {fn_name}" in created)
     for rid, kind in owned_ids.items():
-        have = {l.split(" ", 4)[4].split("=", 1)[0]: l.split("=", 1)[1] for l in deployed if l.startswith(f"{region} ec2 tag {rid} ")}
+        had = {l.split(" ", 4)[4].split("=", 1)[0]: l.split("=", 1)[1] for l in deployed if l.startswith(f"{region} ec2 tag {rid} ")}
+        written = {k: v for k, v in desired.items() if had.get(k) == v}
+        check(f"in audit the cluster's {kind} is not written", deployed and not written, f"written: {written}")
+        have = {l.split(" ", 4)[4].split("=", 1)[0]: l.split("=", 1)[1] for l in swept if l.startswith(f"{region} ec2 tag {rid} ")}
         missing = {k: v for k, v in desired.items() if have.get(k) != v}
-        check(f"after the deploy the cluster's {kind} carries the Infrastructure object's tags", deployed and not missing,
+        check(f"enforced and swept, the cluster's {kind} carries the Infrastructure object's tags", swept and not missing,
               f"missing or different: {missing}")
-    stray = {l for l in deployed if l.startswith(f"{region} ec2 tag {other} ") and l.split(" ", 4)[4].split("=", 1)[0] in desired}
-    check("the instance the cluster does not own carries none of them", deployed and not stray, "; ".join(sorted(stray)))
+    stray = {l for l in swept if l.startswith(f"{region} ec2 tag {other} ") and l.split(" ", 4)[4].split("=", 1)[0] in desired}
+    check("the instance the cluster does not own carries none of them", swept and not stray, "; ".join(sorted(stray)))
 
     # After the uninstall: moto as before, but for the tags written.
     after = standins.inventory(regions)
