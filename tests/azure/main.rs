@@ -26,8 +26,8 @@ mod publisher;
 mod support;
 
 mod azure_arm_contract;
-mod azure_audit;
 mod azure_arm_rules;
+mod azure_audit;
 mod azure_enforce;
 mod azure_faults;
 mod azure_load;
