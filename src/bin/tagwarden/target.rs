@@ -2,6 +2,7 @@
 //! blob URL (feature `azure`).
 
 use tagwarden::publish::{PublishError, PublishOutcome};
+#[cfg(feature = "kube")]
 use tagwarden::status::StatusReport;
 
 /// A SAS for a blob location given apart from its URL, from a Secret.
@@ -99,7 +100,9 @@ impl Target {
     }
 
     /// The status reports the function wrote beside the policy: one, or one per cluster of a
-    /// set (`(infraID, report)`, the report `None` where none was written yet).
+    /// set (`(infraID, report)`, the report `None` where none was written yet). The publisher's
+    /// `--watch` mirrors them (`tagwarden status` reads them unparsed: [`Target::raw_status`]).
+    #[cfg(feature = "kube")]
     pub async fn status(&self) -> anyhow::Result<Vec<(Option<String>, Option<StatusReport>)>> {
         #[allow(unreachable_code)]
         match self {
@@ -215,7 +218,7 @@ impl Target {
     }
 }
 
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(feature = "kube")]
 async fn reports<S: tagwarden::policy_store::PolicySource>(
     store: &tagwarden::policy_store::PolicyStore<S>,
 ) -> anyhow::Result<Vec<(Option<String>, Option<StatusReport>)>> {
