@@ -757,6 +757,36 @@ mod tests {
         })
     }
 
+    /// The function's own `AuditSummary`, as it writes it, reads into this page's [`Audit`] field
+    /// for field: the contract the report is rendered from.
+    #[test]
+    fn reads_the_functions_audit_summary() {
+        use tagwarden::status as s;
+        let mut counts =
+            s::AuditCounts { owned: 5, in_line: 2, drifted: 3, would_write: 2, unreadable: 1, ..Default::default() };
+        counts.would_fail.tag_limit = 1;
+        counts.by_type.insert("ec2:instance".into(), s::TypeCompliance { in_line: 2, drifted: 3 });
+        let real = s::AuditSummary {
+            mode: Some(tagwarden::mode::ClusterMode::Mixed),
+            counts: counts.clone(),
+            writes: vec![s::WouldWrite {
+                resource: "arn:aws:ec2:us-east-1:111122223333:instance/i-1".into(),
+                resource_type: "ec2:instance".into(),
+                changes: vec![s::AuditedChange { key: "team".into(), old: None, new: "platform".into() }],
+            }],
+            truncated: true,
+            parts: [("aws:111122223333/us-east-1".to_string(), counts)].into(),
+        };
+        let audit: Audit = serde_json::from_value(serde_json::to_value(&real).expect("json")).expect("reads");
+        assert_eq!(audit.mode.as_deref(), Some("mixed"));
+        assert_eq!((audit.counts.owned, audit.counts.in_line, audit.counts.drifted), (5, 2, 3));
+        assert_eq!((audit.counts.would_write, audit.counts.would_fail.tag_limit, audit.counts.unreadable), (2, 1, 1));
+        assert_eq!(audit.counts.by_type["ec2:instance"], TypeCounts { in_line: 2, drifted: 3 });
+        assert_eq!(audit.writes[0].changes[0], Change { key: "team".into(), old: None, new: "platform".into() });
+        assert!(audit.truncated);
+        assert_eq!(audit.parts["aws:111122223333/us-east-1"].in_line, 2);
+    }
+
     #[test]
     fn csv_html_and_table_of_one_report() {
         let c = ClusterAudit::of_report(Some("c-1"), &report());
