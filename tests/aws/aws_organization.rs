@@ -299,6 +299,7 @@ fn settings(hub_account_role: String) -> Settings {
         concurrency: 10,
         ec2_writes_per_second: 100,
         dry_run: false,
+        mode: tagwarden::mode::Mode::Enforce,
     }
 }
 
@@ -910,7 +911,7 @@ async fn each_cluster_is_written_under_its_own_member_role_and_a_preview_writes_
     let drifted_before: usize = {
         let mut n = 0;
         for (i, region, want, _) in &m.instances {
-            if want.is_some() && o.tags(m, i, region).await.get("env").is_none() {
+            if want.is_some() && !o.tags(m, i, region).await.contains_key("env") {
                 n += 1;
             }
         }
@@ -934,7 +935,7 @@ async fn each_cluster_is_written_under_its_own_member_role_and_a_preview_writes_
     );
     let mut still = 0;
     for (i, region, want, _) in &m.instances {
-        if want.is_some() && o.tags(m, i, region).await.get("env").is_none() {
+        if want.is_some() && !o.tags(m, i, region).await.contains_key("env") {
             still += 1;
         }
     }
@@ -949,4 +950,56 @@ async fn each_cluster_is_written_under_its_own_member_role_and_a_preview_writes_
         assert!(roles.contains(&format!("arn:aws:iam::{}:role/{role}", m.id)), "{role} assumed: {roles:?}");
     }
     o.check_but(Some(&o.members[o.refused].id)).await;
+}
+
+/// A hub deployed in audit (`TAGWARDEN_MODE=audit`, the Terraform default): the schedule's shards,
+/// sent through the queue and swept as Lambda would, and a member's events make no tag write in
+/// any member account (counted at the emulator's door by the strict layer's request log), while
+/// the clusters' status reports list what would be written; enforced, the same sweep writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audited_hub_writes_nothing_in_any_member_account() {
+    let o = organization(2).await;
+    let moto = support::moto();
+    let m = &o.members[0];
+    let mut audit = settings(String::new());
+    audit.mode = tagwarden::mode::Mode::Audit;
+    let org = Organization::new(&o.hub, o.config(1), audit);
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.error, None, "{}", inv.response);
+    let (handled, _) = o.drain(&org).await;
+    assert!(handled > 0, "shards were swept");
+    // An event too: a member's instance launched, reconciled in audit.
+    let (i, region, _, _) = m.instances.iter().find(|(_, _, w, _)| w.is_some()).expect("an owned instance");
+    let event = run_instances_event(i, &m.id, region, "audit-1");
+    let batch = json!({"Records": [{"messageId": "m-1", "body": event, "eventSource": "aws:sqs"}]}).to_string();
+    let inv = handle_organization_until(&org, batch, None).await;
+    assert_eq!(inv.error, None, "{}", inv.response);
+    for member in &o.members {
+        assert!(
+            moto.strict.tag_writes(&member.id).is_empty(),
+            "{}: {:?}",
+            member.id,
+            moto.strict.tag_writes(&member.id)
+        );
+    }
+    let mut drifted = 0;
+    for (i, region, want, _) in &m.instances {
+        if want.is_some() && !o.tags(m, i, region).await.contains_key("env") {
+            drifted += 1;
+        }
+    }
+    assert!(drifted > 0, "the drift is still there");
+    // The report beside a cluster's policy lists what would be written.
+    let hub = Clients::new(&o.hub);
+    let key = format!("accounts/{}/{}/tagwarden-status.json", m.id, infra(0, 0));
+    let body = hub.s3.get_object().bucket(&o.bucket).key(&key).send().await.expect("status report");
+    let report: Value = serde_json::from_slice(&body.body.collect().await.expect("body").into_bytes()).expect("json");
+    assert!(report["audit"]["would_write"].as_u64().unwrap_or(0) > 0, "{}", report["audit"]);
+
+    // Enforced: the same sweep writes.
+    let org = Organization::new(&o.hub, o.config(1), settings(String::new()));
+    let inv = handle_organization_until(&org, r#"{"tagwarden": "sweep"}"#.into(), None).await;
+    assert_eq!(inv.error, None, "{}", inv.response);
+    o.drain(&org).await;
+    assert!(!moto.strict.tag_writes(&m.id).is_empty(), "enforced, the hub writes");
 }

@@ -553,6 +553,9 @@ pub struct Settings {
     pub concurrency: usize,
     pub ec2_writes_per_second: u32,
     pub dry_run: bool,
+    /// The deployment's mode (`TAGWARDEN_MODE`): in audit every member's engine evaluates and
+    /// reports, and writes no tag.
+    pub mode: tagwarden_core::mode::Mode,
 }
 
 /// One member account: its set's store, the clusters it enforces, and their groups.
@@ -986,6 +989,7 @@ impl Organization {
         engine.set_concurrency(self.settings.concurrency);
         engine.yield_to = self.yield_to.clone();
         engine.dry_run = self.settings.dry_run;
+        engine.mode = self.settings.mode;
         let engine = Arc::new(engine);
         engines.insert(region.to_string(), engine.clone());
         engine

@@ -116,6 +116,7 @@ async fn run_hub(org: OrgConfig) -> Result<(), lambda_runtime::Error> {
             )?,
             ec2_writes_per_second: Config::ec2_writes_per_second(var("TAGWARDEN_EC2_WRITES_PER_SECOND"))?,
             dry_run: false,
+            mode: tagwarden_engine::config::mode(var("TAGWARDEN_MODE"))?,
         })
     })();
     let settings = match settings {

@@ -121,6 +121,8 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
         concurrency: args.concurrency.clamp(1, 64),
         ec2_writes_per_second: tagwarden::aws::config::DEFAULT_EC2_WRITES_PER_SECOND,
         dry_run: args.dry_run,
+        // A person's sweep enforces unless --dry-run, which audits everything.
+        mode: tagwarden::mode::Mode::Enforce,
     };
     let org = Organization::new(&hub, config, settings);
     let started = Instant::now();
