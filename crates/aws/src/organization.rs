@@ -1339,18 +1339,22 @@ impl Organization {
     }
 
     async fn write_report(&self, report: &ShardReport) -> Result<(), CloudError> {
-        let key = self.report_key(report);
-        let body = serde_json::to_vec_pretty(report).unwrap_or_default();
+        self.put_own(&self.report_key(report), report).await
+    }
+
+    /// Write `value` as JSON at `key` of the hub's bucket (its own folder: shard outcomes, its state).
+    async fn put_own(&self, key: &str, value: &impl serde::Serialize) -> Result<(), CloudError> {
+        let body = serde_json::to_vec_pretty(value).unwrap_or_default();
         self.hub
             .s3
             .put_object()
             .bucket(&self.config.bucket)
-            .key(&key)
+            .key(key)
             .content_type("application/json")
             .body(body.into())
             .send()
             .await
-            .map_err(|e| crate::error::from_sdk("s3:PutObject", &key, e))?;
+            .map_err(|e| crate::error::from_sdk("s3:PutObject", key, e))?;
         Ok(())
     }
 

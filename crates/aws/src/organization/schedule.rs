@@ -324,19 +324,7 @@ impl Organization {
     }
 
     async fn write_state(&self, state: &HubState) -> Result<(), CloudError> {
-        let key = self.state_key();
-        let body = serde_json::to_vec_pretty(state).unwrap_or_default();
-        self.hub
-            .s3
-            .put_object()
-            .bucket(&self.config.bucket)
-            .key(&key)
-            .content_type("application/json")
-            .body(body.into())
-            .send()
-            .await
-            .map_err(|e| crate::error::from_sdk("s3:PutObject", &key, e))?;
-        Ok(())
+        self.put_own(&self.state_key(), state).await
     }
 
     /// Seconds since each listed account's last shard outcome: per region its newest, per
