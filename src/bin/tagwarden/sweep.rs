@@ -382,7 +382,15 @@ async fn run_engine<A: tagwarden::enforce::Adapter>(
     engine.dry_run = args.dry_run;
     // A policy that cannot be read writes nothing (the sweep fails closed and says why): there
     // is no write to name the credentials of.
-    if !args.dry_run && refuse_if_audited(&engine.store).await? {
+    let mut rejected_before = Vec::new();
+    let write = if args.dry_run {
+        false
+    } else {
+        let (write, rejected) = refuse_if_audited(&engine.store).await?;
+        rejected_before = rejected;
+        write
+    };
+    if write {
         let who = caller.await.map_err(|why| {
             anyhow::anyhow!(
                 "a sweep without --dry-run writes with your credentials, and they could not be read ({why}): fix them, or preview with --dry-run"
@@ -394,7 +402,13 @@ async fn run_engine<A: tagwarden::enforce::Adapter>(
     }
     let (bar, callback) = progress();
     engine.progress = callback;
-    let (out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
+    let (mut out, seconds) = timed(bar, engine.sweep(true, None, None)).await;
+    for r in rejected_before {
+        if !out.rejected.iter().any(|o| o.cluster == r.cluster) {
+            out.metrics.policy_rejected += 1;
+            out.rejected.push(r);
+        }
+    }
     Ok(Swept {
         policy: engine.store.location(),
         is_set: engine.store.is_set(),
@@ -437,9 +451,23 @@ fn refuse_if_audited_here(args: &Args) -> Result<(), Failure> {
 #[cfg(any(feature = "aws", feature = "azure"))]
 async fn refuse_if_audited<S: tagwarden::policy_store::PolicySource>(
     store: &tagwarden::policy_store::PolicyStore<S>,
-) -> anyhow::Result<bool> {
-    let (policies, _) = store.policies(true).await;
-    let Ok(policies) = policies else { return Ok(false) }; // the sweep itself says why nothing is in force
+) -> anyhow::Result<(bool, Vec<tagwarden::report::RejectedPolicy>)> {
+    // The store reports a rejected version once, on the load that finds it: this load's are
+    // handed to the sweep's outcome, which would not see them again.
+    let loaded = store.load(true).await;
+    for r in &loaded.rejected {
+        tagwarden::status_store::report_rejection(store, r).await;
+    }
+    let rejected = loaded
+        .rejected
+        .iter()
+        .map(|r| tagwarden::report::RejectedPolicy {
+            cluster: r.cluster.clone(),
+            in_force: r.in_force.clone(),
+            errors: r.errors.clone(),
+        })
+        .collect();
+    let Ok(policies) = loaded.policies else { return Ok((false, rejected)) }; // the sweep itself says why nothing is in force
     let mut audited = Vec::new();
     for p in policies.iter() {
         let cluster = policies.is_set().then_some(p.infra_id.as_str());
@@ -466,7 +494,7 @@ async fn refuse_if_audited<S: tagwarden::policy_store::PolicySource>(
         let why = format!("{}; or preview with --dry-run, which writes nothing", audited.join("; "));
         return Err(crate::input::InvalidInput(why).into());
     }
-    Ok(true)
+    Ok((true, rejected))
 }
 
 #[cfg(feature = "aws")]
@@ -558,7 +586,10 @@ async fn sweep_azure(args: &Args) -> anyhow::Result<Swept> {
     let http = tagwarden::azure::http_client(std::time::Duration::from_secs(30)).context("HTTP client")?;
     let calls = CallCounter::default();
     let audience = arm_audience(&endpoint, std::env::var("TAGWARDEN_ARM_AUDIENCE").ok().as_deref());
-    let principal = token_principal(token.trim());
+    // A token whose claims cannot be read still writes as its principal: say so, unnamed (ARM
+    // verifies the token, not this).
+    let principal = Ok(token_principal(token.trim())
+        .unwrap_or_else(|why| format!("the principal of TAGWARDEN_ARM_TOKEN (not named: {why})")));
     let caller = async move { principal };
     let identity = Arc::new(ManagedIdentity::given(&audience, token.trim().to_string(), calls.clone()));
     let arm = ArmClient::new(http.clone(), endpoint, identity, calls.clone()).with_audience(&audience);
