@@ -421,16 +421,18 @@ def wiring_checks(docs, path, version, fail, template):
         actions = sorted(a for s in cr["providerSpec"].get("statementEntries", []) for a in s.get("action", []))
         if actions != ["s3:GetObject", "s3:ListBucket", "s3:PutObject"]:
             fail(f"{path}: the CredentialsRequest grants {actions}, not what publish and the status mirror call")
-        # Issue 35: one cluster's publisher reaches its own folder only: objects under
-        # <bucket>/<prefix>/<infraID>/, a listing of exactly that folder, nothing on "*".
+        # Issue 35: one publisher reaches its own folder only: objects under <bucket>/<folder>/
+        # (one or more segments: tagwarden, clusters/<infraID>, accounts/<account>/<infraID>;
+        # issue 47), listings inside that folder, nothing on "*". combinations.py checks the grant
+        # against each documented layout's keys.
         for s in cr["providerSpec"].get("statementEntries", []):
             res, cond = s.get("resource", ""), s.get("policyCondition") or {}
             if s.get("action") == ["s3:ListBucket"]:
-                folder = cond.get("StringEquals", {}).get("s3:prefix", "")
-                if not re.fullmatch(r"arn:aws[a-z-]*:s3:::[a-z0-9.-]+", res) or not re.fullmatch(r"[^/*]+/[^/*]+/", folder):
-                    fail(f"{path}: s3:ListBucket on {res!r} with {cond}: the policy bucket, only for s3:prefix <prefix>/<infraID>/")
-            elif not re.fullmatch(r"arn:aws[a-z-]*:s3:::[a-z0-9.-]+/[^/*]+/[^/*]+/\*", res):
-                fail(f"{path}: {s.get('action')} on {res!r}: only the cluster's folder arn:aws:s3:::<bucket>/<prefix>/<infraID>/*")
+                folder = cond.get("StringLike", {}).get("s3:prefix", "")
+                if not re.fullmatch(r"arn:aws[a-z-]*:s3:::[a-z0-9.-]+", res) or not re.fullmatch(r"([^/*]+/)+\*", folder):
+                    fail(f"{path}: s3:ListBucket on {res!r} with {cond}: the policy bucket, only for s3:prefix StringLike <folder>/*")
+            elif not re.fullmatch(r"arn:aws[a-z-]*:s3:::[a-z0-9.-]+/([^/*]+/)+\*", res):
+                fail(f"{path}: {s.get('action')} on {res!r}: only the publisher's folder arn:aws:s3:::<bucket>/<folder>/*")
     elif kind == "AzureProviderSpec":
         for var, key in (("AZURE_CLIENT_ID", "azure_client_id"), ("AZURE_TENANT_ID", "azure_tenant_id"),
                          ("AZURE_FEDERATED_TOKEN_FILE", "azure_federated_token_file")):
@@ -508,7 +510,7 @@ def self_test(bundles, crds, provider, version, template):
          lambda b: rename(cr(b, "openshift-azure.yaml")["spec"]["providerSpec"], "dataPermissions", "dataPermission")),
         ("IAM action not service:Action", "does not match",
          lambda b: cr(b, "openshift.yaml")["spec"]["providerSpec"]["statementEntries"][0]["action"].append("GetObject")),
-        ("publisher grant on every bucket (issue 35)", "only the cluster's folder",
+        ("publisher grant on every bucket (issue 35)", "only the publisher's folder",
          lambda b: cr(b, "openshift.yaml")["spec"]["providerSpec"]["statementEntries"][0].__setitem__("resource", "*")),
         ("publisher listing every folder (issue 35)", "only for s3:prefix",
          lambda b: cr(b, "openshift.yaml")["spec"]["providerSpec"]["statementEntries"][1].pop("policyCondition")),
