@@ -4,9 +4,10 @@
 //! [`policy`] (where desired tags come from and how layers merge), [`policy::validate`] (the exact
 //! tag rules of each cloud), [`plan`] (current + desired tags → the one write to make), [`events`]
 //! (cloud events → the resources they name), [`services`] (the catalogue of AWS services tagwarden
-//! reads and writes), [`mode`] (audit or enforce: deployment, cluster and key), [`contest`] (when to stop correcting a key another controller keeps
-//! changing), [`report`] and [`status`] (what is recorded and reported), [`trigger`] (what a
-//! delivered payload asks for) and [`calls`] (the API-call ledger).
+//! reads and writes), [`mode`] (audit or enforce: deployment, cluster and key), [`contest`] (when
+//! to stop correcting a key another controller keeps changing), [`writer`] (who that other writer
+//! is, and the documented way to end the fight), [`report`] and [`status`] (what is recorded and
+//! reported), [`trigger`] (what a delivered payload asks for) and [`calls`] (the API-call ledger).
 
 pub mod calls;
 pub mod cloud;
@@ -21,6 +22,7 @@ pub mod resource;
 pub mod services;
 pub mod status;
 pub mod trigger;
+pub mod writer;
 
 /// A resource's tags, or a set of desired tags: key → value, ordered by key so that every output
 /// and every hash derived from it is deterministic.
