@@ -254,3 +254,96 @@ fn the_page_in_headless_chromium_without_network() {
     println!("SCREENSHOT {}", shot.display());
     eprintln!("SCREENSHOT {}", shot.display());
 }
+
+/// A contested key, as an auditor reads it: the other writer (the principal the contest state
+/// recorded from the event), its kind, and the documented way to end that fight, in the table,
+/// `--json`, `--format json`, the CSV and the page.
+#[test]
+fn a_contested_key_names_the_other_writer_and_how_to_end_the_fight() {
+    let dir = temp_dir().join("contested");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("policy.yaml"),
+        "version: 1\ncloud: aws\ninfraID: prod-7xk2p\ntags:\n  team: platform\n  env: prod\n",
+    )
+    .expect("policy");
+    let lb = "arn:aws:elasticloadbalancing:eu-west-1:111122223333:loadbalancer/app/web/50dc6c495c0c9188";
+    let vol = "arn:aws:ec2:eu-west-1:111122223333:volume/vol-0aaaaaaaaaaaaaaa1";
+    let lbc = "arn:aws:sts::111122223333:assumed-role/prod-aws-load-balancer-controller/1795531100123456789";
+    let capa = "arn:aws:sts::111122223333:assumed-role/controllers.cluster-api-provider-aws.sigs.k8s.io/1795531100";
+    let contest = |resource: &str, key: &str, writer: &str| {
+        serde_json::json!({"resource": resource, "key": key, "policy": "policy.yaml@1", "corrections": [1795531000, 1795531050, 1795531100],
+                           "writer": writer, "contested_since": 1795531150, "hold_until": 1795534750, "holds": 1})
+    };
+    let report = serde_json::json!({
+        "generated_at": 1795531200, "cloud": "aws",
+        "policy": {"location": dir.display().to_string(), "state": "ok", "version": "v1", "errors": []},
+        "failures": [],
+        "contests": [contest(lb, "team", lbc), contest(vol, "env", capa)],
+        "audit": {"mode": "enforce", "owned": 4, "in_line": 2, "drifted": 2, "written": 0, "would_write": 0,
+                  "would_fail": {"tag_limit": 0, "unsupported": 0, "permission": 0, "other": 0, "contested": 2},
+                  "unreadable": 0, "by_type": {"elasticloadbalancing:loadbalancer": {"in_line": 0, "drifted": 1}, "ec2:volume": {"in_line": 2, "drifted": 1}},
+                  "writes": [], "truncated": false}
+    });
+    std::fs::write(dir.join("tagwarden-status.json"), report.to_string()).expect("report");
+    let policy = dir.join("policy.yaml").display().to_string();
+
+    let (code, table, err) = tagwarden(&["status", "--policy", &policy]);
+    assert_eq!(code, 2, "a contested key is not in line: {err}");
+    for line in [
+        format!("writer: aws-load-balancer-controller ({lbc})"),
+        "end the fight: AWS Load Balancer Controller: give team the policy's value in the controller's --default-tags flag (Helm value defaultTags)".to_string(),
+        format!("writer: capa ({capa})"),
+        "end the fight: CAPA: put env with the policy's value in AWSCluster.spec.additionalTags".to_string(),
+        "source: Cluster API Provider AWS: AWSCluster CRD field spec.additionalTags".to_string(),
+    ] {
+        assert!(table.contains(&line), "the table lacks {line:?}:\n{table}");
+    }
+
+    let (_, raw, _) = tagwarden(&["status", "--policy", &policy, "--json"]);
+    let raw: Value = serde_json::from_str(&raw).expect("--json");
+    assert_eq!(raw["contests"][0]["writer"], lbc, "the writer as recorded");
+    assert_eq!(raw["contests"][0]["writer_kind"], "aws-load-balancer-controller");
+    assert!(raw["contests"][1]["remedy"]["how"].as_str().expect("how").contains("AWSCluster.spec.additionalTags"));
+
+    let (_, figures, _) = tagwarden(&["status", "--policy", &policy, "--format", "json"]);
+    let figures: Value = serde_json::from_str(&figures).expect("--format json");
+    let writers: Vec<&Value> = figures["clusters"][0]["failing"]
+        .as_array()
+        .expect("failing")
+        .iter()
+        .filter(|f| f["reason"] == "contested")
+        .map(|f| &f["writer"])
+        .collect();
+    assert_eq!(
+        writers.iter().map(|w| w["kind"].as_str()).collect::<Vec<_>>(),
+        [Some("aws-load-balancer-controller"), Some("capa")]
+    );
+    assert_eq!(writers[1]["principal"], capa);
+
+    let (_, csv, _) = tagwarden(&["status", "--policy", &policy, "--format", "csv"]);
+    let header = csv.lines().next().expect("header");
+    assert_eq!(header, "cluster,account,type,resource,key,before,after,status,reason,writer,remedy");
+    let row = csv.lines().find(|l| l.contains(vol)).expect("the volume's row");
+    assert!(
+        row.contains(&format!(
+            ",env,,,would-fail,contested: changed again and again by {capa},capa: {capa},CAPA: put env"
+        )),
+        "{row}"
+    );
+
+    let page_path = dir.join("contested.html");
+    let (code, _, err) =
+        tagwarden(&["status", "--policy", &policy, "--format", "html", "--out", page_path.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{err}");
+    let page = text_of(&std::fs::read_to_string(&page_path).expect("page"));
+    assert!(page.contains("Contested keys: the other writer and how to end the fight (2)"), "{page}");
+    assert!(
+        page.contains(&format!("team {lbc} aws-load-balancer-controller AWS Load Balancer Controller: give team")),
+        "{page}"
+    );
+    assert!(
+        page.contains("alb.ingress.kubernetes.io/tags")
+            && page.contains("service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags")
+    );
+}

@@ -123,7 +123,7 @@ async fn a_local_policy_is_previewed_on_aws_with_no_store_and_never_written_from
         .expect("runs");
     let csv = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    let row = format!("{INFRA},{account},ec2:instance,{instance},team,legacy,platform,would-write,");
+    let row = format!("{INFRA},{account},ec2:instance,{instance},team,legacy,platform,would-write,,,");
     assert!(csv.lines().any(|l| l == row), "{row} in:\n{csv}");
     let page = dir.join("preview.html");
     let page_arg = page.display().to_string();

@@ -55,6 +55,7 @@ pub const AUDIT_WRITES_MAX: usize = 2_000;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditSummary {
     /// How the cluster was run: `audit` (nothing written), `enforce`, or `mixed` (some keys audited).
+    #[serde(default)]
     pub mode: Option<ClusterMode>,
     #[serde(flatten)]
     pub counts: AuditCounts,
@@ -72,7 +73,10 @@ pub struct AuditSummary {
 
 /// The counts of an [`AuditSummary`]. `in_line + drifted` are the owned resources evaluated
 /// (compliance = in line / (in line + drifted)); `unsupported` and `unreadable` are beside them.
+/// Every field defaults when absent, so a reader (`tagwarden status`) takes a report written by an
+/// older function too.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AuditCounts {
     /// Owned resources evaluated: `in_line + drifted + would_fail.unsupported`.
     pub owned: u64,
@@ -96,6 +100,7 @@ pub struct AuditCounts {
 /// `contested` are known without writing; `permission` and `other` only from a write that was
 /// sent (an audit sends none, so in audit they count only what an earlier write found).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct WouldFail {
     pub tag_limit: u64,
     pub unsupported: u64,
@@ -104,7 +109,26 @@ pub struct WouldFail {
     pub contested: u64,
 }
 
+impl WouldFail {
+    /// Every resource that would fail, whatever the reason.
+    pub fn total(&self) -> u64 {
+        self.tag_limit + self.unsupported + self.permission + self.other + self.contested
+    }
+
+    /// Each reason, as a person reads it, with its count.
+    pub fn reasons(&self) -> [(&'static str, u64); 5] {
+        [
+            ("tag limit", self.tag_limit),
+            ("unsupported", self.unsupported),
+            ("permission", self.permission),
+            ("contested", self.contested),
+            ("other", self.other),
+        ]
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TypeCompliance {
     pub in_line: u64,
     pub drifted: u64,

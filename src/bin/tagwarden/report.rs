@@ -3,95 +3,21 @@
 //! a table, as CSV for an auditor, and as one self-contained HTML page (inline CSS and SVG, no
 //! script, no external asset, no link) that shows the compliance figures.
 //!
-//! The figures come from the status report's `audit` section (the shape the function writes:
-//! [`Audit`] reads it field by field, every field optional) or, for a person's
-//! `sweep --dry-run`, from the sweep's own records ([`ClusterAudit::of_records`]). The CSV, the
+//! The figures come from the status report's `audit` section (read into the function's own
+//! [`AuditSummary`], every field optional) or, for a person's `sweep --dry-run`, from the sweep's
+//! own records ([`ClusterAudit::of_records`]). The CSV, the
 //! JSON and the page are all made from the same [`ClusterAudit`]s, so they agree.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
+use tagwarden::cloud::Cloud;
+use tagwarden::mode::ClusterMode;
 use tagwarden::report::{Record, Status};
-
-/// The status report's `audit` section, as the function writes it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Audit {
-    /// `audit`, `enforce` or `mixed` (some keys audited).
-    pub mode: Option<String>,
-    #[serde(flatten)]
-    pub counts: Counts,
-    pub writes: Vec<WouldWrite>,
-    pub truncated: bool,
-    /// A sweep run in parts (accounts and regions, subscriptions): each part's counts.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub parts: BTreeMap<String, Counts>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Counts {
-    pub owned: u64,
-    pub in_line: u64,
-    pub drifted: u64,
-    pub written: u64,
-    pub would_write: u64,
-    pub would_fail: WouldFail,
-    pub unreadable: u64,
-    pub by_type: BTreeMap<String, TypeCounts>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct WouldFail {
-    pub tag_limit: u64,
-    pub unsupported: u64,
-    pub permission: u64,
-    pub other: u64,
-    pub contested: u64,
-}
-
-impl WouldFail {
-    pub fn total(&self) -> u64 {
-        self.tag_limit + self.unsupported + self.permission + self.other + self.contested
-    }
-
-    fn reasons(&self) -> [(&'static str, u64); 5] {
-        [
-            ("tag limit", self.tag_limit),
-            ("unsupported", self.unsupported),
-            ("permission", self.permission),
-            ("contested", self.contested),
-            ("other", self.other),
-        ]
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct TypeCounts {
-    pub in_line: u64,
-    pub drifted: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct WouldWrite {
-    pub resource: String,
-    #[serde(rename = "type")]
-    pub resource_type: String,
-    pub changes: Vec<Change>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Change {
-    pub key: String,
-    pub old: Option<String>,
-    pub new: String,
-}
+use tagwarden::status::{AuditSummary, AuditedChange, TypeCompliance, WouldWrite};
+use tagwarden::writer::Writer;
 
 /// A resource that would fail (or could not be read), and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -104,6 +30,9 @@ pub struct Failing {
     /// `tag-limit`, `unsupported`, `permission`, `contested`, `unreadable` or `other`.
     pub reason: &'static str,
     pub error: String,
+    /// For a contested key: who else writes it, and the documented way to end the fight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writer: Option<Writer>,
 }
 
 /// One cluster's audit report.
@@ -111,7 +40,10 @@ pub struct Failing {
 pub struct ClusterAudit {
     /// The infraID (`-` where the report names none).
     pub cluster: String,
-    pub audit: Audit,
+    /// How the cluster was run, as shown: the report's mode (`audit`, `enforce`, `mixed`), or
+    /// `dry-run` for a person's preview.
+    pub mode: Option<String>,
+    pub audit: AuditSummary,
     pub failing: Vec<Failing>,
     /// Whether the report carried an `audit` section (else only its failures are known).
     pub has_audit: bool,
@@ -164,7 +96,9 @@ impl ClusterAudit {
     /// One cluster's report from the status report's JSON (as the store holds it).
     pub fn of_report(cluster: Option<&str>, report: &Value) -> Self {
         let section = report.get("audit").filter(|a| !a.is_null());
-        let audit: Audit = section.and_then(|a| serde_json::from_value(a.clone()).ok()).unwrap_or_default();
+        let audit: AuditSummary = section.and_then(|a| serde_json::from_value(a.clone()).ok()).unwrap_or_default();
+        let cloud: Cloud =
+            report.get("cloud").and_then(|c| serde_json::from_value(c.clone()).ok()).unwrap_or(Cloud::Aws);
         let mut failing = Vec::new();
         let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
         for f in report.get("failures").and_then(Value::as_array).into_iter().flatten() {
@@ -175,6 +109,7 @@ impl ClusterAudit {
                 key: None,
                 reason: reason_of(&error),
                 error,
+                writer: None,
             });
         }
         for f in report.get("unsupported").and_then(Value::as_array).into_iter().flatten() {
@@ -184,30 +119,35 @@ impl ClusterAudit {
                 key: None,
                 reason: "unsupported",
                 error: text(f, "error"),
+                writer: None,
             });
         }
         for c in report.get("contests").and_then(Value::as_array).into_iter().flatten() {
             if c.get("contested_since").is_some_and(|s| !s.is_null()) {
-                let writer = text(c, "writer");
+                // The writer as the contest state recorded it (the event's principal).
+                let principal = text(c, "writer");
+                let principal = if principal.is_empty() { tagwarden::contest::UNKNOWN_WRITER } else { &principal };
+                let key = text(c, "key");
                 failing.push(Failing {
                     resource: text(c, "resource"),
                     resource_type: String::new(),
-                    key: Some(text(c, "key")),
+                    error: format!("changed again and again by {principal}"),
+                    writer: Some(Writer::of(principal, &key, cloud)),
+                    key: Some(key),
                     reason: "contested",
-                    error: format!(
-                        "changed again and again by {}",
-                        if writer.is_empty() { "another writer" } else { &writer }
-                    ),
                 });
             }
         }
-        ClusterAudit { cluster: cluster.unwrap_or("-").to_string(), audit, failing, has_audit: section.is_some() }
+        let mode = audit.mode.map(|m| m.as_str().to_string());
+        ClusterAudit { cluster: cluster.unwrap_or("-").to_string(), mode, audit, failing, has_audit: section.is_some() }
     }
 
     /// One cluster's report from a sweep's records (a person's `sweep --dry-run`): what the
-    /// function's report would hold, counted the same way; `parts` by account.
+    /// function's report would hold, counted the same way; `parts` by account. `mode` is shown
+    /// (`dry-run`, `enforce`); a dry run writes nothing, so the report's own mode is `audit`.
     pub fn of_records(cluster: &str, records: &[&Record], mode: &str) -> Self {
-        let mut audit = Audit { mode: Some(mode.to_string()), ..Audit::default() };
+        let own = if mode == "enforce" { ClusterMode::Enforce } else { ClusterMode::Audit };
+        let mut audit = AuditSummary { mode: Some(own), ..AuditSummary::default() };
         let mut failing = Vec::new();
         for r in records {
             let account = account_of(&r.resource).unwrap_or_else(|| "-".to_string());
@@ -221,6 +161,7 @@ impl ClusterAudit {
                     key: None,
                     reason: "unreadable",
                     error: r.error.clone().unwrap_or_default(),
+                    writer: None,
                 });
                 continue;
             }
@@ -270,7 +211,7 @@ impl ClusterAudit {
                         .changes
                         .iter()
                         .chain(r.audited.iter().filter(|a| !r.changes.iter().any(|c| c.key == a.key)))
-                        .map(|c| Change { key: c.key.clone(), old: c.old.clone(), new: c.new.clone() })
+                        .map(AuditedChange::from)
                         .collect(),
                 });
             }
@@ -286,11 +227,13 @@ impl ClusterAudit {
                         key,
                         reason,
                         error: r.error.clone().or_else(|| r.reason.clone()).unwrap_or_default(),
+                        // A sweep's record names no writer: the contest state does (its status report).
+                        writer: None,
                     });
                 }
             }
         }
-        ClusterAudit { cluster: cluster.to_string(), audit, failing, has_audit: true }
+        ClusterAudit { cluster: cluster.to_string(), mode: Some(mode.to_string()), audit, failing, has_audit: true }
     }
 
     /// Compliance, in per cent: in line over in line and drifted; `None` with neither.
@@ -320,10 +263,10 @@ pub struct Totals {
     pub unreadable: u64,
     /// Per cent, one decimal; `None` with nothing evaluated.
     pub compliance: Option<f64>,
-    pub by_type: BTreeMap<String, TypeCounts>,
+    pub by_type: BTreeMap<String, TypeCompliance>,
     /// Per account or subscription: in line vs drifted where the report says (its parts, or a
     /// cluster whose resources all name one account), else the drifted ones its lists name.
-    pub by_account: BTreeMap<String, TypeCounts>,
+    pub by_account: BTreeMap<String, TypeCompliance>,
     /// Would-be writes, one per resource and key.
     pub write_rows: usize,
 }
@@ -356,8 +299,8 @@ pub fn totals(clusters: &[ClusterAudit]) -> Totals {
 
 /// A cluster's in line vs drifted per account: from its parts when it was swept in parts, else
 /// all to the one account its resources name (or `-` when they name none or several).
-fn accounts(c: &ClusterAudit) -> BTreeMap<String, TypeCounts> {
-    let mut out: BTreeMap<String, TypeCounts> = BTreeMap::new();
+fn accounts(c: &ClusterAudit) -> BTreeMap<String, TypeCompliance> {
+    let mut out: BTreeMap<String, TypeCompliance> = BTreeMap::new();
     if !c.audit.parts.is_empty() {
         for (part, k) in &c.audit.parts {
             let e = out.entry(account_of_part(part)).or_default();
@@ -378,7 +321,7 @@ fn accounts(c: &ClusterAudit) -> BTreeMap<String, TypeCounts> {
         1 => named.into_iter().next().unwrap_or_default(),
         _ => "-".to_string(),
     };
-    out.insert(account, TypeCounts { in_line: c.audit.counts.in_line, drifted: c.audit.counts.drifted });
+    out.insert(account, TypeCompliance { in_line: c.audit.counts.in_line, drifted: c.audit.counts.drifted });
     out
 }
 
@@ -404,7 +347,7 @@ pub fn table(clusters: &[ClusterAudit]) -> String {
             out,
             "{:<24} {:<8} {:>6} {:>8} {:>8} {:>11} {:>10} {:>10} {:>10}",
             c.cluster,
-            c.audit.mode.as_deref().unwrap_or("-"),
+            c.mode.as_deref().unwrap_or("-"),
             n.owned,
             n.in_line,
             n.drifted,
@@ -439,19 +382,25 @@ pub fn table(clusters: &[ClusterAudit]) -> String {
         for f in c.failing.iter().filter(|f| f.reason != "unsupported") {
             let key = f.key.as_deref().map(|k| format!(" key {k}")).unwrap_or_default();
             let _ = writeln!(out, "would fail ({}) {}{key}: {}", f.reason, f.resource, f.error);
+            if let Some(w) = &f.writer {
+                let _ = writeln!(out, "  writer {}: {}", w.kind, w.principal);
+                let _ = writeln!(out, "  end the fight: {}", w.remedy.how);
+                let _ = writeln!(out, "    source: {}", w.remedy.source);
+            }
         }
     }
     out
 }
 
 /// The CSV header; one row per would-be write of a key, and per failing resource (per key when
-/// contested).
-pub const CSV_HEADER: &str = "cluster,account,type,resource,key,before,after,status,reason";
+/// contested), and for a contested key its other writer (`kind: principal`) and the documented way
+/// to end the fight (`how (source: …)`).
+pub const CSV_HEADER: &str = "cluster,account,type,resource,key,before,after,status,reason,writer,remedy";
 
 pub fn csv(clusters: &[ClusterAudit]) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
-    let mut row = |fields: [&str; 9]| {
+    let mut row = |fields: [&str; 11]| {
         let cells: Vec<String> = fields.iter().map(|f| csv_cell(f)).collect();
         out.push_str(&cells.join(","));
         out.push('\n');
@@ -461,7 +410,19 @@ pub fn csv(clusters: &[ClusterAudit]) -> String {
             let account = account_of(&w.resource).unwrap_or_default();
             for ch in &w.changes {
                 let before = ch.old.as_deref().unwrap_or("");
-                row([&c.cluster, &account, &w.resource_type, &w.resource, &ch.key, before, &ch.new, "would-write", ""]);
+                row([
+                    &c.cluster,
+                    &account,
+                    &w.resource_type,
+                    &w.resource,
+                    &ch.key,
+                    before,
+                    &ch.new,
+                    "would-write",
+                    "",
+                    "",
+                    "",
+                ]);
             }
         }
         for f in &c.failing {
@@ -469,6 +430,9 @@ pub fn csv(clusters: &[ClusterAudit]) -> String {
             let key = f.key.as_deref().unwrap_or("");
             let status = if f.reason == "unreadable" { "unreadable" } else { "would-fail" };
             let reason = format!("{}: {}", f.reason, f.error);
+            let (writer, remedy) = f.writer.as_ref().map_or_else(Default::default, |w| {
+                (format!("{}: {}", w.kind, w.principal), format!("{} (source: {})", w.remedy.how, w.remedy.source))
+            });
             row([
                 &c.cluster,
                 &account,
@@ -479,6 +443,8 @@ pub fn csv(clusters: &[ClusterAudit]) -> String {
                 "",
                 status,
                 reason.trim_end_matches(": "),
+                &writer,
+                &remedy,
             ]);
         }
     }
@@ -535,7 +501,7 @@ const ORANGE: &str = "#e0822c";
 
 /// Horizontal stacked bars, in line (green) vs drifted (orange), one per row, with the figures
 /// as text beside each bar.
-fn bars(rows: &[(String, TypeCounts)]) -> String {
+fn bars(rows: &[(String, TypeCompliance)]) -> String {
     let (label_w, bar_w, row_h) = (300.0, 560.0, 26.0);
     let height = row_h * rows.len() as f64 + 8.0;
     let max = rows.iter().map(|(_, k)| k.in_line + k.drifted).max().unwrap_or(0).max(1) as f64;
@@ -619,9 +585,11 @@ pub fn html(title: &str, source: &str, clusters: &[ClusterAudit]) -> String {
 
     h.push_str("<h2>Per cluster</h2><div class=\"card\">");
     h.push_str(&legend);
-    let rows: Vec<(String, TypeCounts)> = clusters
+    let rows: Vec<(String, TypeCompliance)> = clusters
         .iter()
-        .map(|c| (c.cluster.clone(), TypeCounts { in_line: c.audit.counts.in_line, drifted: c.audit.counts.drifted }))
+        .map(|c| {
+            (c.cluster.clone(), TypeCompliance { in_line: c.audit.counts.in_line, drifted: c.audit.counts.drifted })
+        })
         .collect();
     h.push_str(&bars(&rows));
     h.push_str("<table id=\"clusters-table\"><tr><th>cluster</th><th>mode</th><th class=\"n\">owned</th><th class=\"n\">in line</th><th class=\"n\">drifted</th><th class=\"n\">would write</th><th class=\"n\">tag limit</th><th class=\"n\">unsupported</th><th class=\"n\">permission</th><th class=\"n\">contested</th><th class=\"n\">other</th><th class=\"n\">unreadable</th><th class=\"n\">compliance</th></tr>");
@@ -632,7 +600,7 @@ pub fn html(title: &str, source: &str, clusters: &[ClusterAudit]) -> String {
             h,
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(&c.cluster),
-            esc(c.audit.mode.as_deref().unwrap_or(if c.has_audit { "-" } else { "no audit section" })),
+            esc(c.mode.as_deref().unwrap_or(if c.has_audit { "-" } else { "no audit section" })),
             n.owned, n.in_line, n.drifted, n.would_write, f.tag_limit, f.unsupported, f.permission, f.contested, f.other, n.unreadable,
             shown(c.compliance())
         );
@@ -641,13 +609,13 @@ pub fn html(title: &str, source: &str, clusters: &[ClusterAudit]) -> String {
 
     h.push_str("<h2>Per resource type</h2><div class=\"card\">");
     h.push_str(&legend);
-    let rows: Vec<(String, TypeCounts)> = t.by_type.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let rows: Vec<(String, TypeCompliance)> = t.by_type.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     h.push_str(&bars(&rows));
     h.push_str("</div>");
 
     h.push_str("<h2>Per account or subscription</h2><div class=\"card\">");
     h.push_str(&legend);
-    let rows: Vec<(String, TypeCounts)> = t.by_account.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let rows: Vec<(String, TypeCompliance)> = t.by_account.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     h.push_str(&bars(&rows));
     h.push_str("<p class=\"legend\">\"-\": a cluster whose resources name no single account.</p></div>");
 
@@ -697,6 +665,29 @@ pub fn html(title: &str, source: &str, clusters: &[ClusterAudit]) -> String {
         }
     }
     h.push_str("</table>");
+
+    let contested: Vec<(&ClusterAudit, &Failing, &Writer)> = clusters
+        .iter()
+        .flat_map(|c| c.failing.iter().filter_map(move |f| f.writer.as_ref().map(|w| (c, f, w))))
+        .collect();
+    if !contested.is_empty() {
+        let _ = write!(h, "<h2>Contested keys: the other writer and how to end the fight ({})</h2>", contested.len());
+        h.push_str("<table id=\"contests\"><tr><th>cluster</th><th>resource</th><th>key</th><th>writer</th><th>kind</th><th>end the fight</th><th>source</th></tr>");
+        for (c, f, w) in contested {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.cluster),
+                esc(&f.resource),
+                esc(f.key.as_deref().unwrap_or("")),
+                esc(&w.principal),
+                w.kind,
+                esc(&w.remedy.how),
+                esc(&w.remedy.source)
+            );
+        }
+        h.push_str("</table>");
+    }
     let _ = writeln!(
         h,
         "<footer>tagwarden {} · a self-contained page: no script, no external asset, no link.</footer></main></body></html>",
@@ -757,8 +748,9 @@ mod tests {
         })
     }
 
-    /// The function's own `AuditSummary`, as it writes it, reads into this page's [`Audit`] field
-    /// for field: the contract the report is rendered from.
+    /// The page reads the function's own `AuditSummary` (no copy of its shape here): a report
+    /// holding one, as the function writes it, is read field for field; an older report missing
+    /// fields is read with them zero, not dropped.
     #[test]
     fn reads_the_functions_audit_summary() {
         use tagwarden::status as s;
@@ -767,7 +759,7 @@ mod tests {
         counts.would_fail.tag_limit = 1;
         counts.by_type.insert("ec2:instance".into(), s::TypeCompliance { in_line: 2, drifted: 3 });
         let real = s::AuditSummary {
-            mode: Some(tagwarden::mode::ClusterMode::Mixed),
+            mode: Some(ClusterMode::Mixed),
             counts: counts.clone(),
             writes: vec![s::WouldWrite {
                 resource: "arn:aws:ec2:us-east-1:111122223333:instance/i-1".into(),
@@ -777,14 +769,70 @@ mod tests {
             truncated: true,
             parts: [("aws:111122223333/us-east-1".to_string(), counts)].into(),
         };
-        let audit: Audit = serde_json::from_value(serde_json::to_value(&real).expect("json")).expect("reads");
-        assert_eq!(audit.mode.as_deref(), Some("mixed"));
-        assert_eq!((audit.counts.owned, audit.counts.in_line, audit.counts.drifted), (5, 2, 3));
-        assert_eq!((audit.counts.would_write, audit.counts.would_fail.tag_limit, audit.counts.unreadable), (2, 1, 1));
-        assert_eq!(audit.counts.by_type["ec2:instance"], TypeCounts { in_line: 2, drifted: 3 });
-        assert_eq!(audit.writes[0].changes[0], Change { key: "team".into(), old: None, new: "platform".into() });
-        assert!(audit.truncated);
-        assert_eq!(audit.parts["aws:111122223333/us-east-1"].in_line, 2);
+        let mut report = report();
+        report["audit"] = serde_json::to_value(&real).expect("json");
+        let c = ClusterAudit::of_report(Some("c-1"), &report);
+        assert_eq!(c.audit, real);
+        assert_eq!((c.mode.as_deref(), c.has_audit), (Some("mixed"), true));
+
+        report["audit"] =
+            serde_json::json!({"mode": "audit", "in_line": 4, "drifted": 1, "would_fail": {"tag_limit": 1}});
+        let older = ClusterAudit::of_report(Some("c-1"), &report);
+        assert_eq!((older.audit.counts.in_line, older.audit.counts.drifted, older.audit.counts.owned), (4, 1, 0));
+        assert_eq!((older.audit.counts.would_fail.tag_limit, older.audit.writes.len()), (1, 0));
+    }
+
+    /// A contested key names its writer, classified, and the documented remedy, in the table, the
+    /// CSV, the JSON and the page.
+    #[test]
+    fn a_contested_key_names_its_writer_and_the_remedy_everywhere() {
+        let mut report = report();
+        let contest = |resource: &str, writer: Option<&str>| {
+            serde_json::json!({"resource": resource, "key": "team", "policy": "p", "corrections": [1, 2, 3],
+                               "writer": writer, "contested_since": 10, "hold_until": 3610, "holds": 1})
+        };
+        report["contests"] = serde_json::json!([
+            contest(
+                "arn:aws:elasticloadbalancing:us-east-1:111122223333:loadbalancer/app/web/1",
+                Some("arn:aws:sts::111122223333:assumed-role/eks-aws-load-balancer-controller/1700000000")
+            ),
+            contest(
+                "arn:aws:ec2:us-east-1:111122223333:instance/i-3",
+                Some("arn:aws:sts::111122223333:assumed-role/terraform-ci/run-1")
+            ),
+            contest("arn:aws:ec2:us-east-1:111122223333:instance/i-4", None),
+            // Not contested yet (counting corrections): no row.
+            serde_json::json!({"resource": "arn:aws:ec2:us-east-1:111122223333:instance/i-5", "key": "team", "policy": "p", "corrections": [1]}),
+        ]);
+        let c = ClusterAudit::of_report(Some("c-1"), &report);
+        let kinds: Vec<_> = c.failing.iter().filter_map(|f| f.writer.as_ref().map(|w| w.kind)).collect();
+        use tagwarden::writer::WriterKind as K;
+        assert_eq!(kinds, [K::AwsLoadBalancerController, K::Terraform, K::Unknown]);
+
+        let t = table(std::slice::from_ref(&c));
+        assert!(t.contains("writer aws-load-balancer-controller: arn:aws:sts::111122223333:assumed-role/eks-aws-load-balancer-controller/1700000000"), "{t}");
+        assert!(t.contains("end the fight: Terraform: add the key to the AWS provider's ignore_tags"), "{t}");
+        assert!(t.contains("end the fight: unknown writer: exclude team with auditKeys"), "{t}");
+
+        let csv = csv(std::slice::from_ref(&c));
+        let row = csv.lines().find(|l| l.contains("instance/i-3")).expect("a row for i-3");
+        assert!(row.contains(",team,,,would-fail,contested: changed again and again by arn:aws:sts::111122223333:assumed-role/terraform-ci/run-1,terraform: arn:aws:sts::111122223333:assumed-role/terraform-ci/run-1,"), "{row}");
+        assert!(row.contains("(source: Terraform AWS provider documentation: provider argument ignore_tags"), "{row}");
+
+        let j = json(std::slice::from_ref(&c));
+        let writers: Vec<&Value> =
+            j["clusters"][0]["failing"].as_array().expect("failing").iter().filter_map(|f| f.get("writer")).collect();
+        assert_eq!(writers.len(), 3);
+        assert_eq!(writers[0]["kind"], "aws-load-balancer-controller");
+        assert!(writers[0]["remedy"]["how"].as_str().expect("how").contains("alb.ingress.kubernetes.io/tags"));
+
+        let page = html("t", "s3://b/p", std::slice::from_ref(&c));
+        assert!(
+            page.contains("<table id=\"contests\">")
+                && page.contains("service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags"),
+            "{page}"
+        );
+        assert!(page.contains("<td>terraform</td>") && page.contains("<td>unknown</td>"));
     }
 
     #[test]
@@ -794,16 +842,16 @@ mod tests {
         let csv = csv(std::slice::from_ref(&c));
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], CSV_HEADER);
-        assert_eq!(lines[1], "c-1,111122223333,ec2:instance,arn:aws:ec2:us-east-1:111122223333:instance/i-1,team,legacy,platform,would-write,");
-        assert_eq!(lines[2], "c-1,111122223333,ec2:instance,arn:aws:ec2:us-east-1:111122223333:instance/i-1,'=cmd,,\"a,\"\"b\"\"\",would-write,");
-        assert!(lines[3].ends_with("would-fail,permission: ec2:CreateTags: UnauthorizedOperation"), "{}", lines[3]);
+        assert_eq!(lines[1], "c-1,111122223333,ec2:instance,arn:aws:ec2:us-east-1:111122223333:instance/i-1,team,legacy,platform,would-write,,,");
+        assert_eq!(lines[2], "c-1,111122223333,ec2:instance,arn:aws:ec2:us-east-1:111122223333:instance/i-1,'=cmd,,\"a,\"\"b\"\"\",would-write,,,");
+        assert!(lines[3].ends_with("would-fail,permission: ec2:CreateTags: UnauthorizedOperation,,"), "{}", lines[3]);
         let page = html("t <x>", "s3://b/p", std::slice::from_ref(&c));
         assert!(page.contains("33.3%") && page.contains("t &lt;x&gt;") && !page.contains("<script"));
         assert!(!page.contains("href=") && !page.contains("src="));
         let t = table(std::slice::from_ref(&c));
         assert!(t.contains("team: legacy → platform") && t.contains("permission 1"), "{t}");
         let totals = totals(&[c]);
-        assert_eq!(totals.by_account["111122223333"], TypeCounts { in_line: 1, drifted: 2 });
+        assert_eq!(totals.by_account["111122223333"], TypeCompliance { in_line: 1, drifted: 2 });
         assert_eq!(account_of("/subscriptions/AbC/resourceGroups/rg/providers/x/y/z").as_deref(), Some("AbC"));
         assert_eq!(account_of_part("aws:444455556666/eu-west-1+global"), "444455556666");
     }

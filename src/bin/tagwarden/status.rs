@@ -1,6 +1,7 @@
 //! `tagwarden status`: the status report the function writes beside the policy, for a human.
 
 use anyhow::Context;
+use tagwarden::cloud::Cloud;
 use tagwarden::policy::cache::PolicyState;
 use tagwarden::status::StatusReport;
 
@@ -120,15 +121,19 @@ pub fn run(args: Args) -> Result<(), Failure> {
             let text = serde_json::to_string_pretty(&crate::report::json(&audits))?;
             crate::report::write_out(args.out.as_deref(), &format!("{text}\n"))?;
         }
-        // The reports as the function wrote them (every field, the audit section included).
-        Format::Table if args.json => match values.as_slice() {
-            [(None, Some(report))] => print_json(report)?,
-            _ => {
-                let clusters: Vec<serde_json::Value> =
-                    values.iter().map(|(c, r)| serde_json::json!({"infraID": c, "report": r})).collect();
-                print_json(&serde_json::json!({"clusters": clusters}))?;
+        // The reports as the function wrote them (every field, the audit section included), each
+        // contested key's entry with its writer's kind and the remedy beside (`with_remedies`).
+        Format::Table if args.json => {
+            let values = with_remedies(values);
+            match values.as_slice() {
+                [(None, Some(report))] => print_json(report)?,
+                _ => {
+                    let clusters: Vec<serde_json::Value> =
+                        values.iter().map(|(c, r)| serde_json::json!({"infraID": c, "report": r})).collect();
+                    print_json(&serde_json::json!({"clusters": clusters}))?;
+                }
             }
-        },
+        }
         Format::Table => {
             match reports.as_slice() {
                 [(None, Some(report))] => print!("{}", human(report)),
@@ -159,6 +164,31 @@ pub fn run(args: Args) -> Result<(), Failure> {
         (true, false) => Err(Failure::NotInLine(None)),
         (true, true) => Ok(()),
     }
+}
+
+/// The reports with, in each contested entry of `contests`, `writer_kind` and `remedy` (`how`,
+/// `source`): who else writes the key and the documented way to end the fight
+/// (`tagwarden_core::writer`), added by this reader; the rest as the function wrote it.
+fn with_remedies(
+    mut values: Vec<(Option<String>, Option<serde_json::Value>)>,
+) -> Vec<(Option<String>, Option<serde_json::Value>)> {
+    for report in values.iter_mut().filter_map(|(_, v)| v.as_mut()) {
+        let cloud = report.get("cloud").and_then(|c| serde_json::from_value(c.clone()).ok()).unwrap_or(Cloud::Aws);
+        for c in report.get_mut("contests").and_then(serde_json::Value::as_array_mut).into_iter().flatten() {
+            if c.get("contested_since").is_none_or(serde_json::Value::is_null) {
+                continue;
+            }
+            let text = |k: &str| c.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+            let (principal, key) = (text("writer"), text("key"));
+            let principal = if principal.is_empty() { tagwarden::contest::UNKNOWN_WRITER } else { &principal };
+            let writer = tagwarden::writer::Writer::of(principal, &key, cloud);
+            if let Some(entry) = c.as_object_mut() {
+                entry.insert("writer_kind".into(), serde_json::json!(writer.kind));
+                entry.insert("remedy".into(), serde_json::json!(writer.remedy));
+            }
+        }
+    }
+    values
 }
 
 /// `--lift`: exit 0 when a contest was lifted, 1 when the reports hold none on that resource.
@@ -248,6 +278,10 @@ fn human(r: &StatusReport) -> String {
                 c.holds,
                 c.hold_until.unwrap_or_default()
             );
+            let writer = tagwarden::writer::Writer::of(c.writer(), &c.key, r.cloud);
+            let _ = writeln!(out, "    writer: {} ({})", writer.kind, writer.principal);
+            let _ = writeln!(out, "    end the fight: {}", writer.remedy.how);
+            let _ = writeln!(out, "      source: {}", writer.remedy.source);
             let _ = writeln!(out, "    lift: tagwarden status --policy <SRC> --lift {} --key {}", c.resource, c.key);
         }
     }
