@@ -64,16 +64,129 @@ locals {
     }
   } }
 
+  # Issue 46 item 3: compliance from day one, in audit as in enforce. The function emits
+  # WouldWrite (resources with a change it would write but holds back: everything in audit mode;
+  # in enforce, what a cluster's `enforce: false` or a policy's auditKeys keeps audited),
+  # ResourcesInLine and ResourcesDrifted, all three together whenever an owned resource was
+  # evaluated, per cluster with dimensions Cloud, InfraID (and again per ResourceType:
+  # crates/core/src/report.rs, emf_lines). A cluster's own series are exact metrics; the per-type
+  # copies are left out of every sum here (SEARCH and Metrics Insights are bound to the schema
+  # {Cloud, InfraID}), so nothing is counted twice.
+  #
+  # Compliance % = 100 x in line / (in line + drifted), over the resources evaluated in a period:
+  # the period is the sweep's interval (at least an hour), so a full sweep sets the figure and
+  # the few resources an event evaluates in between do not swing it.
+  compliance_period = local.sweep_interval_seconds == null ? 3600 : max(3600, local.sweep_interval_seconds)
+  compliance_schema = "SCHEMA(\"${local.metric_namespace}\", Cloud, InfraID)"
+  compliance_query  = { for m in ["WouldWrite", "ResourcesInLine", "ResourcesDrifted"] : m => "SELECT SUM(${m}) FROM ${local.compliance_schema}" }
+  # One cluster's exact series (dimensions Cloud, InfraID), summed over the period.
+  compliance_metric = { for m in ["WouldWrite", "ResourcesInLine", "ResourcesDrifted"] : m => { for id in local.clusters :
+    id => [local.metric_namespace, m, "Cloud", "aws", "InfraID", id]
+  } }
+
+  # Lines of the compliance widgets, as JSON (query, expression and metric lines have different
+  # types). A cluster or a set: per cluster, its two counts (hidden) and the percentage, exact.
+  # An organization hub lists no cluster: Metrics Insights over the schema {Cloud, InfraID} sums
+  # every cluster's counts into one organization-wide percentage (metric math takes a query's
+  # single series; "Use Metrics Insights queries with metric math", CloudWatch User Guide), and
+  # the per-cluster figures are GROUP BY InfraID lines of the counts (one series per cluster).
+  compliance_pct_lines = local.organization ? jsonencode([
+    [{ expression = local.compliance_query["ResourcesInLine"], id = "qi", label = "in line", visible = false }],
+    [{ expression = local.compliance_query["ResourcesDrifted"], id = "qd", label = "drifted", visible = false }],
+    [{ expression = "100 * qi / (qi + qd)", id = "c1", label = "organization" }],
+    ]) : "[${join(",", [for i, id in local.clusters : join(",", [
+      jsonencode(concat(local.compliance_metric["ResourcesInLine"][id], [{ id = "i${i}", stat = "Sum", visible = false }])),
+      jsonencode(concat(local.compliance_metric["ResourcesDrifted"][id], [{ id = "d${i}", stat = "Sum", visible = false }])),
+      jsonencode([{ expression = "100 * i${i} / (i${i} + d${i})", id = "c${i}", label = id }]),
+  ])])}]"
+  would_write_lines = local.organization ? jsonencode([
+    [{ expression = local.compliance_query["WouldWrite"], id = "q1", label = "organization" }],
+    [{ expression = "${local.compliance_query["WouldWrite"]} GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20", id = "q2" }],
+    ]) : local.cluster_set ? jsonencode([
+    for id in local.clusters : concat(local.compliance_metric["WouldWrite"][id], [{ stat = "Sum", label = id }])
+    ]) : jsonencode([
+    concat(local.compliance_metric["WouldWrite"][var.infra_id], [{ stat = "Sum", label = "all resource types" }]),
+    [{ expression = "SEARCH('{${local.metric_namespace},Cloud,InfraID,ResourceType} MetricName=\"WouldWrite\" InfraID=\"${var.infra_id}\"', 'Sum', ${local.compliance_period})", id = "e1", label = "" }],
+  ])
+  in_line_drifted_lines = local.organization ? jsonencode([
+    [{ expression = local.compliance_query["ResourcesInLine"], id = "q1", label = "in line (organization)" }],
+    [{ expression = local.compliance_query["ResourcesDrifted"], id = "q2", label = "drifted (organization)" }],
+    [{ expression = "${local.compliance_query["ResourcesDrifted"]} GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20", id = "q3" }],
+    ]) : "[${join(",", [for id in local.clusters : join(",", [
+      jsonencode(concat(local.compliance_metric["ResourcesInLine"][id], [{ stat = "Sum", label = local.cluster_set ? "${id} in line" : "in line" }])),
+      jsonencode(concat(local.compliance_metric["ResourcesDrifted"][id], [{ stat = "Sum", label = local.cluster_set ? "${id} drifted" : "drifted" }])),
+  ])])}]"
+  mode_note = (var.mode == "audit" ?
+    "Mode **audit**: tagwarden writes no tag; WouldWrite and the compliance widgets show what `enforce` would write, and the failure alarms fire as in enforce." :
+  "Mode **enforce**: WouldWrite counts only what stays audited (a cluster whose policy says `enforce: false`, keys in a policy's `auditKeys`).")
+
+  compliance_widgets = [
+    {
+      type   = "metric"
+      width  = 24
+      height = 3
+      properties = {
+        title                = "Compliance % over the dashboard's time range: resources in line / evaluated${local.organization ? " (organization)" : local.cluster_set ? ", per cluster" : ""}"
+        region               = local.region
+        view                 = "singleValue"
+        setPeriodToTimeRange = true
+        sparkline            = false
+        metrics              = jsondecode(local.compliance_pct_lines)
+      }
+    },
+    {
+      type   = "metric"
+      width  = 8
+      height = 6
+      properties = {
+        title   = "Compliance % (in line / (in line + drifted))${local.organization ? ", organization-wide" : local.cluster_set ? " per cluster" : ""}"
+        region  = local.region
+        view    = "timeSeries"
+        stacked = false
+        period  = local.compliance_period
+        metrics = jsondecode(local.compliance_pct_lines)
+        yAxis   = { left = { min = 0, max = 100, label = "%", showUnits = false } }
+      }
+    },
+    {
+      type   = "metric"
+      width  = 8
+      height = 6
+      properties = {
+        title   = "WouldWrite: resources with a write held back${var.mode == "audit" ? " (audit: every would-be write)" : " (audited clusters and keys)"}${local.organization ? ", top 20 clusters" : local.cluster_set ? " per cluster" : " by ResourceType"}"
+        region  = local.region
+        view    = "timeSeries"
+        stacked = false
+        period  = local.compliance_period
+        metrics = jsondecode(local.would_write_lines)
+      }
+    },
+    {
+      type   = "metric"
+      width  = 8
+      height = 6
+      properties = {
+        title   = "Resources in line vs drifted${local.organization ? " (drifted: top 20 clusters)" : local.cluster_set ? " per cluster" : ""}"
+        region  = local.region
+        view    = "timeSeries"
+        stacked = !local.cluster_set && !local.organization
+        period  = local.compliance_period
+        metrics = jsondecode(local.in_line_drifted_lines)
+      }
+    },
+  ]
+
   dashboard_body = {
     widgets = concat(
       [{
         type   = "text"
         width  = 24
-        height = 2
+        height = 3
         properties = {
-          markdown = "## tagwarden — ${local.organization ? "AWS Organization hub `${var.name}`: every cluster of the organization module's `clusters` (tagwarden status --organization)" : local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`."
+          markdown = "## tagwarden — ${local.organization ? "AWS Organization hub `${var.name}`: every cluster of the organization module's `clusters` (tagwarden status --organization)" : local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`.\n\n${local.mode_note}"
         }
       }],
+      local.compliance_widgets,
       [for m in local.tagwarden_metrics : local.search_widget[m] if m != "ListingFailures"],
       [
         {

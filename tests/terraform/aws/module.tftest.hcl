@@ -214,22 +214,121 @@ run "batching_defaults" {
     condition     = join(",", keys(local.policy_notification_filters)) == "tagwarden-policy-change" && local.policy_notification_filters["tagwarden-policy-change"].prefix == "tagwarden/policy.yaml"
     error_message = "notification filters: ${jsonencode(local.policy_notification_filters)}"
   }
-  # Issue 25's metrics: CallsPerCorrection beside ComplianceLag (widgets 11 and 12, after the
-  # header and ten searches), then ListingFailures; the listing-failures alarm.
+  # Issue 25's metrics: CallsPerCorrection beside ComplianceLag (widgets 15 and 16, after the
+  # header, issue 46's four compliance widgets and ten searches), then ListingFailures; the
+  # listing-failures alarm.
   assert {
     condition = (
-      startswith(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[11].properties.title, "ComplianceLag") &&
-      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[12].properties.metrics == [
+      startswith(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[15].properties.title, "ComplianceLag") &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[16].properties.metrics == [
         ["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { label = "average", stat = "Average" }],
         ["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { label = "maximum", stat = "Maximum" }],
       ] &&
-      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[13].properties.metrics[0][0].expression == "SEARCH('Namespace=\"TagWarden\" MetricName=\"ListingFailures\" InfraID=\"mycluster-7xk2p\"', 'Sum', 300)"
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[17].properties.metrics[0][0].expression == "SEARCH('Namespace=\"TagWarden\" MetricName=\"ListingFailures\" InfraID=\"mycluster-7xk2p\"', 'Sum', 300)"
     )
     error_message = "dashboard: ComplianceLag, CallsPerCorrection, then ListingFailures"
   }
   assert {
     condition     = one(aws_cloudwatch_metric_alarm.insights["listing_failures"].metric_query).expression == "SELECT SUM(ListingFailures) FROM \"TagWarden\" WHERE InfraID = 'mycluster-7xk2p'" && aws_cloudwatch_metric_alarm.insights["listing_failures"].alarm_name == "tagwarden-mycluster-7xk2p-listing-failures" && aws_cloudwatch_metric_alarm.insights["listing_failures"].threshold == 0
     error_message = "listing-failures alarm: ${jsonencode(aws_cloudwatch_metric_alarm.insights["listing_failures"].metric_query)}"
+  }
+}
+
+# Issue 46 item 3: the dashboard is useful from day one in audit mode (the default): compliance
+# % per cluster (metric math over the cluster's ResourcesInLine and ResourcesDrifted, dimensions
+# Cloud, InfraID), the would-be writes, in line vs drifted; and every failure alarm exists in audit
+# exactly as in enforce (nothing in monitoring.tf turns an alarm on or off by mode).
+run "audit_mode_dashboard" {
+  command = plan
+  variables {
+    mode = "audit"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_MODE"] == "audit"
+    error_message = "mode audit reaches the function"
+  }
+  assert {
+    condition     = strcontains(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[0].properties.markdown, "Mode **audit**: tagwarden writes no tag")
+    error_message = "the header says the deployment audits: ${jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[0].properties.markdown}"
+  }
+  assert {
+    condition = (
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.view == "singleValue" &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.setPeriodToTimeRange &&
+      startswith(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.title, "Compliance %") &&
+      startswith(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.title, "Compliance %") &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.period == 3600 &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.yAxis.left.max == 100
+    )
+    error_message = "compliance widgets: ${jsonencode([for w in slice(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets, 1, 3) : w.properties.title])}"
+  }
+  assert {
+    condition = (jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics == [
+      ["TagWarden", "ResourcesInLine", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { id = "i0", stat = "Sum", visible = false }],
+      ["TagWarden", "ResourcesDrifted", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { id = "d0", stat = "Sum", visible = false }],
+      [{ expression = "100 * i0 / (i0 + d0)", id = "c0", label = "mycluster-7xk2p" }],
+    ] && jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[1].properties.metrics == jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics)
+    error_message = "compliance % lines: ${jsonencode(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics)}"
+  }
+  assert {
+    condition = (
+      startswith(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.title, "WouldWrite: resources with a write held back (audit: every would-be write)") &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.metrics[0] == ["TagWarden", "WouldWrite", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { label = "all resource types", stat = "Sum" }] &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.metrics[1][0].expression == "SEARCH('{TagWarden,Cloud,InfraID,ResourceType} MetricName=\"WouldWrite\" InfraID=\"mycluster-7xk2p\"', 'Sum', 3600)"
+    )
+    error_message = "would-write widget: ${jsonencode(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties)}"
+  }
+  assert {
+    condition = jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[4].properties.metrics == [
+      ["TagWarden", "ResourcesInLine", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { label = "in line", stat = "Sum" }],
+      ["TagWarden", "ResourcesDrifted", "Cloud", "aws", "InfraID", "mycluster-7xk2p", { label = "drifted", stat = "Sum" }],
+    ]
+    error_message = "in line vs drifted: ${jsonencode(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[4].properties.metrics)}"
+  }
+  # The existing widgets stay: every search, the lag, the cost, the Lambda and the queues.
+  assert {
+    condition = alltrue([for m in ["EventsReceived", "ResourcesEvaluated", "DriftDetected", "TagsWritten", "WriteFailures", "TagLimitExceeded", "PolicyRejected", "ListingFailures"] :
+    strcontains(aws_cloudwatch_dashboard.this.dashboard_body, "MetricName=\\\"${m}\\\"")]) && length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets) == 21
+    error_message = "the dashboard keeps its widgets: ${length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets)}"
+  }
+  # The failure alarms, in audit mode.
+  assert {
+    condition = (keys(aws_cloudwatch_metric_alarm.insights) == ["contested", "listing_failures", "policy_rejected", "write_failures"] &&
+      keys(aws_cloudwatch_metric_alarm.compliance_lag) == ["cluster"] && aws_cloudwatch_metric_alarm.lambda_errors.metric_name == "Errors" &&
+    aws_cloudwatch_metric_alarm.dlq_not_empty.threshold == 0 && length(aws_cloudwatch_metric_alarm.no_events) == 1 && length(aws_cloudwatch_metric_alarm.no_sweep) == 1)
+    error_message = "alarms in audit mode: ${jsonencode(keys(aws_cloudwatch_metric_alarm.insights))}"
+  }
+  assert {
+    condition = alltrue([for k, m in { write_failures = "WriteFailures", contested = "Contested", policy_rejected = "PolicyRejected", listing_failures = "ListingFailures" } :
+      one(aws_cloudwatch_metric_alarm.insights[k].metric_query).expression == "SELECT SUM(${m}) FROM \"TagWarden\" WHERE InfraID = 'mycluster-7xk2p'" &&
+    aws_cloudwatch_metric_alarm.insights[k].threshold == 0 && aws_cloudwatch_metric_alarm.insights[k].alarm_name == "tagwarden-mycluster-7xk2p-${replace(k, "_", "-")}"])
+    error_message = "the failure alarms' names, thresholds and queries in audit mode"
+  }
+}
+
+run "enforce_mode_same_alarms" {
+  command = plan
+  variables {
+    mode = "enforce"
+  }
+  assert {
+    condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_MODE"] == "enforce" && strcontains(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[0].properties.markdown, "Mode **enforce**")
+    error_message = "mode enforce: the function and the header"
+  }
+  assert {
+    condition     = startswith(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.title, "WouldWrite: resources with a write held back (audited clusters and keys)")
+    error_message = "in enforce, WouldWrite is what stays audited"
+  }
+  # The same alarms, with the same queries, as in audit mode.
+  assert {
+    condition     = keys(output.alarm_arns) == keys(run.audit_mode_dashboard.alarm_arns) && length(aws_cloudwatch_metric_alarm.no_events) == 1 && length(aws_cloudwatch_metric_alarm.no_sweep) == 1
+    error_message = "alarms differ by mode: ${jsonencode(keys(output.alarm_arns))} vs ${jsonencode(keys(run.audit_mode_dashboard.alarm_arns))}"
+  }
+  assert {
+    condition = alltrue([for k, m in { write_failures = "WriteFailures", contested = "Contested", policy_rejected = "PolicyRejected", listing_failures = "ListingFailures" } :
+      one(aws_cloudwatch_metric_alarm.insights[k].metric_query).expression == "SELECT SUM(${m}) FROM \"TagWarden\" WHERE InfraID = 'mycluster-7xk2p'" &&
+    aws_cloudwatch_metric_alarm.insights[k].threshold == 0 && aws_cloudwatch_metric_alarm.insights[k].alarm_name == "tagwarden-mycluster-7xk2p-${replace(k, "_", "-")}"])
+    error_message = "the failure alarms' names, thresholds and queries in enforce mode"
   }
 }
 
@@ -460,6 +559,22 @@ run "cluster_set_s3" {
     infra_id                 = null
     infra_ids                = ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"]
     cluster_policy_documents = { "dev-a1b2c" = "apiVersion: config.openshift.io/v1", "prod-g5h6i" = "apiVersion: config.openshift.io/v1" }
+  }
+  # Issue 46 item 3: compliance % per cluster (each its own two counts and percentage), would-be
+  # writes and in line vs drifted per cluster.
+  assert {
+    condition = (length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics) == 9 &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics[2] == [{ expression = "100 * i0 / (i0 + d0)", id = "c0", label = "dev-a1b2c" }] &&
+      jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics[6] == ["TagWarden", "ResourcesInLine", "Cloud", "aws", "InfraID", "prod-g5h6i", { id = "i2", stat = "Sum", visible = false }] &&
+    jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics[8] == [{ expression = "100 * i2 / (i2 + d2)", id = "c2", label = "prod-g5h6i" }])
+    error_message = "compliance % per cluster: ${jsonencode(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics)}"
+  }
+  assert {
+    condition = (jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.metrics == [
+      for id in ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"] : ["TagWarden", "WouldWrite", "Cloud", "aws", "InfraID", id, { label = id, stat = "Sum" }]
+      ] && length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[4].properties.metrics) == 6 &&
+    jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[4].properties.metrics[3] == ["TagWarden", "ResourcesDrifted", "Cloud", "aws", "InfraID", "stage-d3e4f", { label = "stage-d3e4f drifted", stat = "Sum" }])
+    error_message = "would-be writes and in line vs drifted per cluster: ${jsonencode(slice(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets, 3, 5))}"
   }
   assert {
     condition     = local.policy_uri == "s3://tagwarden-123456789012/clusters/*/" && aws_lambda_function.this.function_name == "tagwarden"
@@ -915,6 +1030,11 @@ run "silence_alarms_follow_the_schedule_and_turn_off" {
     condition     = length(aws_cloudwatch_metric_alarm.no_events) == 0 && aws_cloudwatch_metric_alarm.no_sweep[0].evaluation_periods == 3
     error_message = "no_events_alarm_hours = null turns the no-events alarm off; twice rate(90 minutes) is 3 h"
   }
+  # Issue 46 item 3: the compliance widgets' period is the sweep's interval (at least an hour).
+  assert {
+    condition     = alltrue([for i in [2, 3, 4] : jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[i].properties.period == 5400])
+    error_message = "compliance period for rate(90 minutes): ${jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.period}"
+  }
 }
 
 run "sweep_alarm_with_a_cron_schedule_needs_hours" {
@@ -1014,6 +1134,21 @@ run "organization_hub_without_clusters_of_its_own" {
     infra_ids         = []
     policy_source     = "s3"
     extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/", TAGWARDEN_CLUSTERS = "111122223333/*" }
+  }
+  # Issue 46 item 3: the organization's compliance % from Metrics Insights over the schema
+  # {Cloud, InfraID} (not the per-ResourceType copies), its would-be writes and drift per cluster.
+  assert {
+    condition = jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics == [
+      [{ expression = "SELECT SUM(ResourcesInLine) FROM SCHEMA(\"TagWarden\", Cloud, InfraID)", id = "qi", label = "in line", visible = false }],
+      [{ expression = "SELECT SUM(ResourcesDrifted) FROM SCHEMA(\"TagWarden\", Cloud, InfraID)", id = "qd", label = "drifted", visible = false }],
+      [{ expression = "100 * qi / (qi + qd)", id = "c1", label = "organization" }],
+    ]
+    error_message = "organization compliance %: ${jsonencode(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics)}"
+  }
+  assert {
+    condition = (jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.metrics[1][0].expression == "SELECT SUM(WouldWrite) FROM SCHEMA(\"TagWarden\", Cloud, InfraID) GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20" &&
+    jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[4].properties.metrics[2][0].expression == "SELECT SUM(ResourcesDrifted) FROM SCHEMA(\"TagWarden\", Cloud, InfraID) GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20")
+    error_message = "organization would-be writes and drift per cluster: ${jsonencode(slice(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets, 3, 5))}"
   }
 
   assert {
