@@ -1,13 +1,13 @@
-"""Issue 36: README.md's AWS deploy path, extracted from the README (the block between
-`<!-- deploy-aws: begin -->` and `<!-- deploy-aws: end -->`), not copied here, checked against what
-it names:
+"""The documented AWS deploy path, extracted from the one-account guide
+(docs/src/guides/aws-account.md: the block between `<!-- deploy-aws: begin -->` and
+`<!-- deploy-aws: end -->`, then `enforce-aws`), not copied here, checked against what it names:
 
   * it has at most 10 commands (a command ends at a line that does not continue with `\\` or `|`);
   * every `terraform -chdir=DIR` is an example directory, every `-var NAME=` a variable of it, and
     every required variable of it without a default is given;
   * every `terraform output -raw NAME` is an output of that example;
   * every `scripts/...` it runs exists and is executable;
-  * every `tagwarden SUBCOMMAND` is one the README's CLI section documents;
+  * every `tagwarden SUBCOMMAND` is one the CLI reference (docs/src/reference/cli.md) documents;
   * every value comes from the cluster (`oc get ...`) or from an earlier command: no `<...>`
     placeholder, and each `$VAR` it reads is set by an earlier line (or is AWS_REGION, exported).
 
@@ -24,11 +24,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import readme_blocks  # noqa: E402 (beside this file)
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
-readme = open(os.path.join(ROOT, "README.md")).read()
+GUIDE, CLI = readme_blocks.GUIDE, "docs/src/reference/cli.md"
+guide = open(os.path.join(ROOT, GUIDE)).read()
 failures = []
-commands = [c for c, _ in readme_blocks.commands(readme_blocks.block(readme, "deploy-aws"))]
+commands = [c for c, _ in readme_blocks.commands(readme_blocks.block(guide, "deploy-aws", GUIDE))]
 # The switch from audit to enforce, right after: its apply is checked as the deploy's is.
-commands += [c for c, _ in readme_blocks.commands(readme_blocks.block(readme, "enforce-aws"))]
+commands += [c for c, _ in readme_blocks.commands(readme_blocks.block(guide, "enforce-aws", GUIDE))]
 
 if len(commands) > 10:
     failures.append(f"{len(commands)} commands, more than 10")
@@ -46,7 +47,8 @@ def example_blocks(d):
     return out
 
 
-cli = set(re.findall(r"^### `tagwarden (\w+)", readme, re.M))
+# The reference's headings: "## `tagwarden sweep`".
+cli = set(re.findall(r"^#+ `tagwarden (\w+)", open(os.path.join(ROOT, CLI)).read(), re.M))
 unset, _ = readme_blocks.unset_reads(commands)
 failures += [f"${var} is read before any command sets it: {c}" for var, c in unset]
 applied_dirs = set()
@@ -82,5 +84,5 @@ if not applied_dirs:
 
 for f in failures:
     print("FAIL", f)
-print(f"README deploy-aws: {len(commands)} commands, {len(failures)} problem(s)")
+print(f"{GUIDE} deploy-aws + enforce-aws: {len(commands)} commands, {len(failures)} problem(s)")
 sys.exit(1 if failures else 0)

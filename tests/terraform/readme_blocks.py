@@ -1,12 +1,16 @@
 """The documented command blocks, as the docs hold them: a fenced ```sh block between
-`<!-- NAME: begin -->` and `<!-- NAME: end -->` in a Markdown file. One reader for the static check
+`<!-- NAME: begin -->` and `<!-- NAME: end -->` in a Markdown file of the book (docs/src/): the AWS
+deploy path's in the one-account guide (GUIDE), the uninstall's in docs/src/operations/uninstall.md. One reader for the static check
 (check_readme_deploy.py) and the executed doc test (readme_deploy/run.py), so both see the same
 commands. Standard library only: it runs under either venv.
 """
 import re
 
+GUIDE = "docs/src/guides/aws-account.md"
+UNINSTALL = "docs/src/operations/uninstall.md"
 
-def block(text, name, where="README.md"):
+
+def block(text, name, where=GUIDE):
     """The block's lines, verbatim (comments and continuations included)."""
     m = re.search(rf"<!-- {re.escape(name)}: begin -->\n```sh\n(.*?)```\n<!-- {re.escape(name)}: end -->", text, re.S)
     if not m:

@@ -1,6 +1,7 @@
-"""Issue 36, "the documented path is executed": the commands of README.md's `deploy-aws` block
-(from nothing to the first correction), its `sweep-aws` block (a sweep by hand) and
-docs/operations.md's `uninstall-aws` block, extracted from the docs (readme_blocks.py, as the static
+"""The documented path is executed: the commands of the one-account guide's `deploy-aws` block
+(docs/src/guides/aws-account.md: from nothing to the first audit), its `enforce-aws` and `sweep-aws`
+blocks (the switch to enforce, a sweep by hand) and docs/src/operations/uninstall.md's
+`uninstall-aws` block, extracted from the docs (readme_blocks.py, as the static
 check_readme_deploy.py reads them) and run as written, one after the other in one bash, in a copy
 of the repository, against a local moto server. Then:
 
@@ -39,7 +40,7 @@ this script, running standins.py) or a call between two documented commands:
            package whose sha256 moto holds as its code, with the environment moto holds for it
            (GetFunctionConfiguration: the Terraform's wiring is what runs) plus what Lambda adds,
            and the execution role's credentials (sts:AssumeRole).
-  S3's notifications (publish -> Object Created -> sweep, which the README promises): moto does not
+  S3's notifications (publish -> Object Created -> sweep, which the guide promises): moto does not
            deliver them to Lambda. After each documented command, `s3-deliver` sends every new
            object version that a bucket's notification configuration routes to a function (its
            events, prefix/suffix filter, and the function's permission for s3.amazonaws.com from
@@ -92,8 +93,8 @@ DEFAULT_REGION = "eu-west-1"  # infra/examples/aws-basic's default: a guessed re
 # A region no default or example of the repository names, so that a value taken from anywhere but
 # the cluster cannot pass.
 REGIONS = ["ap-southeast-2", "ca-central-1", "sa-east-1", "eu-north-1"]
-BLOCKS = [("README.md", "deploy-aws"), ("README.md", "enforce-aws"), ("README.md", "sweep-aws"),
-          ("docs/operations.md", "uninstall-aws")]
+BLOCKS = [(readme_blocks.GUIDE, "deploy-aws"), (readme_blocks.GUIDE, "enforce-aws"), (readme_blocks.GUIDE, "sweep-aws"),
+          (readme_blocks.UNINSTALL, "uninstall-aws")]
 DEADLINE_S = 900
 
 started = time.monotonic()
@@ -239,7 +240,7 @@ def main():
     obj = yaml.safe_load(text)
     if obj["status"]["infrastructureName"] != infra_id or obj["status"]["platformStatus"]["aws"]["region"] != region:
         die(f"{FIXTURE}: its infraID {FIXTURE_INFRA_ID} and region {FIXTURE_REGION} are not where this test replaces them")
-    # The policy's tags as the README's "Policies" table says: status, with spec's on top.
+    # The policy's tags as the policy page (docs/src/concepts/policy.md) says: status, with spec's on top.
     desired = {t["key"]: t["value"] for t in obj["status"]["platformStatus"]["aws"]["resourceTags"]}
     desired.update({t["key"]: t["value"] for t in obj.get("spec", {}).get("platformSpec", {}).get("aws", {}).get("resourceTags", [])})
 
