@@ -28,16 +28,21 @@ variable "infra_id" {
 }
 
 variable "infra_ids" {
-  description = "A cluster set (issue 12): every cluster of the subscription this one deployment enforces. Each cluster publishes its own policy under `<policy_prefix><infraID>/` (default prefix `clusters/`), and the function applies to each resource the policy of the cluster whose `kubernetes.io_cluster.<infraID>=owned` tag it carries. Each cluster's resource group goes into `enforcement_scopes`. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
+  description = "A cluster set (issue 12): every cluster of the subscription this one deployment enforces. OpenShift infraIDs (up to 27 characters), or a Cluster API (CAPZ) cluster's name (up to 63, a DNS-1123 subdomain, named in `cluster_kinds`). Each cluster publishes its own policy under `<policy_prefix><infraID>/` (default prefix `clusters/`), and the function applies to each resource the policy of the cluster whose ownership tag it carries (`kubernetes.io_cluster.<infraID>=owned`; for a Cluster API cluster `sigs.k8s.io_cluster-api-provider-azure_cluster_<name>` or `kubernetes.io_cluster_<name>`). Each cluster's resource group goes into `enforcement_scopes`. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both; a single Cluster API cluster is a set of one (`infra_id` names resources, and a CAPZ name may be too long or hold a '.')."
   type        = list(string)
   default     = null
 
   validation {
     condition = var.infra_ids == null ? true : (
       length(var.infra_ids) > 0 && length(distinct(var.infra_ids)) == length(var.infra_ids) &&
-      alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))])
+      # Issue 47: up to 63 characters of a DNS-1123 subdomain here, for Cluster API (CAPZ) names
+      # (a Cluster is a Kubernetes object: lowercase letters, digits, '-' and '.', each
+      # '.'-separated part starting and ending with a letter or digit). OpenShift's 27 characters
+      # without '.' are held by cluster_kinds' validation, which can read both (this one cannot
+      # read cluster_kinds: that validation reads infra_ids).
+      alltrue([for id in var.infra_ids : length(id) <= 63 && can(regex("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", id))])
     )
-    error_message = "infra_ids must be a non-empty list of distinct OpenShift infraIDs (1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit)."
+    error_message = "infra_ids must be a non-empty list of distinct cluster names: OpenShift infraIDs (1-27 lowercase letters, digits and '-', starting and ending with a letter or digit), or, named in cluster_kinds as ClusterAPI, Cluster API cluster names (a DNS-1123 subdomain of up to 63 characters: also '.')."
   }
 
   # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
@@ -46,6 +51,44 @@ variable "infra_ids" {
   validation {
     condition     = var.infra_ids == null ? true : !contains(var.infra_ids, "all")
     error_message = "infra_ids must not list \"all\": that is the InfraID of a cluster set's deployment-wide metrics."
+  }
+}
+
+variable "cluster_kinds" {
+  description = "What provisioned each cluster that is not an OpenShift installer cluster, by name in `infra_ids` (issue 47; as the AWS module's). `ClusterAPI`: a Cluster API (CAPZ) workload cluster, named by its `Cluster`'s name (up to 63 characters, '.' allowed), which owns by `sigs.k8s.io_cluster-api-provider-azure_cluster_<name>=owned` (what CAPZ creates) or `kubernetes.io_cluster_<name>=owned` (what its cloud provider creates). `HyperShift` and `OpenShift` (the default) own by `kubernetes.io_cluster.<infraID>` and take OpenShift's infraIDs. Azure RBAC cannot be conditioned on a resource's tags, so the kind grants nothing different here: the function reads each cluster's kind from its published policy (`clusterKind`, which `tagwarden publish --from-cluster --cluster-set capz` writes) and writes only what that kind's keys mark as owned; this must agree with it."
+  type        = map(string)
+  default     = {}
+  nullable    = false
+
+  validation {
+    condition     = alltrue([for k in values(var.cluster_kinds) : contains(["OpenShift", "HyperShift", "ClusterAPI"], k)])
+    error_message = "cluster_kinds values must be OpenShift, HyperShift or ClusterAPI."
+  }
+
+  # Terraform 1.9+ lets a validation read other variables.
+  validation {
+    condition     = alltrue([for id in keys(var.cluster_kinds) : contains(coalesce(var.infra_ids, compact([var.infra_id])), id)])
+    error_message = "cluster_kinds names a cluster that is neither infra_id nor in infra_ids: list it there too."
+  }
+
+  # A name that is not a Cluster API cluster's must be shaped as OpenShift's infraIDs (cluster name
+  # cut to 21 characters, '-', 5 random characters).
+  validation {
+    condition     = alltrue([for id in coalesce(var.infra_ids, []) : lookup(var.cluster_kinds, id, "OpenShift") == "ClusterAPI" || can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))])
+    error_message = "infra_ids: ${join(", ", [for id in coalesce(var.infra_ids, []) : id if lookup(var.cluster_kinds, id, "OpenShift") != "ClusterAPI" && !can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))])} is not an OpenShift infraID (1-27 lowercase letters, digits and '-'). A Cluster API (CAPZ) cluster's name may be up to 63 characters with '.': name its kind in cluster_kinds (\"<name>\" = \"ClusterAPI\")."
+  }
+
+  # The ownership tag names the function compares are valid Azure tag names: at most 512 characters
+  # and none of < > % & \ ? / (Microsoft Learn, "Use tags to organize your Azure resources",
+  # Limitations; the Tags API: "A tag name can have a maximum of 512 characters"). CAPZ's key is 47
+  # characters plus the name, at most 110 with a 63-character name:
+  # always within the limit, checked here so that a wider name rule could not silently break it.
+  validation {
+    condition = alltrue([for id, k in var.cluster_kinds : k != "ClusterAPI" || (
+      length("sigs.k8s.io_cluster-api-provider-azure_cluster_${id}") <= 512 &&
+      !can(regex("[<>%&\\\\?/]", "sigs.k8s.io_cluster-api-provider-azure_cluster_${id}"))
+    )])
+    error_message = "A Cluster API cluster's ownership tag name (sigs.k8s.io_cluster-api-provider-azure_cluster_<name>) must be a valid Azure tag name: at most 512 characters, none of < > % & \\ ? /."
   }
 }
 
@@ -306,7 +349,7 @@ variable "policy_writer_principal_ids" {
 ################################################################################
 
 variable "enforcement_scopes" {
-  description = "ARM scopes where the function gets the tag writer role and Reader and which its sweep covers: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`), or, deliberately, subscription ids (`/subscriptions/<id>`) or one management group (`/providers/Microsoft.Management/managementGroups/<id>`, spelled so). Subscriptions and resource groups may be outside the deployment's subscription. Required (issue 36: no guessed `<infra_id>-rg`): each cluster's resource group as the cluster reports it, `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`, plus `networkResourceGroupName` when the VNet is elsewhere. On ARO the managed resource group refuses tag writes to customer principals (deny assignment): see README, \"Azure Red Hat OpenShift\". Each subscription or resource group scope gets its own Event Grid system topic (or uses one from `existing_system_topics`); a management group is no Event Grid source: its subscriptions' events come through `event_source_subscription_ids`."
+  description = "ARM scopes where the function gets the tag writer role and Reader and which its sweep covers: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`), or, deliberately, subscription ids (`/subscriptions/<id>`) or one management group (`/providers/Microsoft.Management/managementGroups/<id>`, spelled so). Subscriptions and resource groups may be outside the deployment's subscription. Required (issue 36: no guessed `<infra_id>-rg`): each cluster's resource group as the cluster reports it, `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`, plus `networkResourceGroupName` when the VNet is elsewhere. On ARO the managed resource group's deny assignment lets tag writes through but refuses role assignments there: give the subscription (`/subscriptions/<id>`) as the scope (infra/examples/azure-basic: `enforcement_scope = \"subscription\"`). Each subscription or resource group scope gets its own Event Grid system topic (or uses one from `existing_system_topics`); a management group is no Event Grid source: its subscriptions' events come through `event_source_subscription_ids`."
   type        = list(string)
   nullable    = false
 

@@ -34,6 +34,7 @@ mod aws_faults;
 mod aws_load;
 mod aws_moto;
 mod aws_organization;
+mod aws_organization_report;
 mod aws_policy_faults;
 mod aws_scale_up;
 mod publish_aws;

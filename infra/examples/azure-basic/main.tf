@@ -1,5 +1,6 @@
-# tagwarden for one OpenShift cluster in one Azure subscription: the cluster's resource group is the
-# enforcement scope, the policy is the cluster's Infrastructure object in the policy container.
+# tagwarden for one OpenShift cluster in one Azure subscription: the cluster's resource group (or,
+# on Azure Red Hat OpenShift, the subscription) is the enforcement scope, the policy is the
+# cluster's Infrastructure object in the policy container.
 
 provider "azurerm" {
   features {}
@@ -34,9 +35,16 @@ module "tagwarden" {
   # The cluster's resource group as the cluster reports it (issue 36: not a guessed
   # "<infra_id>-rg"): `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`,
   # plus the network resource group when the VNet is pre-existing. Only these scopes get the tag
-  # writer role and Reader. On ARO this is the managed resource group, whose deny assignment
-  # refuses tag writes (README, "Azure Red Hat OpenShift").
-  enforcement_scopes = [for rg in concat([var.resource_group], var.extra_resource_groups) : "/subscriptions/${var.subscription_id}/resourceGroups/${rg}"]
+  # writer role and Reader. On ARO that resource group is the managed one (`aro-…`), whose deny
+  # assignment lets tag writes through (Microsoft.Resources/tags/* is one of its exceptions) but
+  # refuses everything else that writes there, the role assignments this module would create at
+  # that scope included (Microsoft.Authorization/roleAssignments/write): so on ARO the scope is the
+  # subscription (enforcement_scope = "subscription"), whose assignments the managed resource
+  # group inherits; the ownership tag still decides what is written (README, "Azure Red Hat
+  # OpenShift").
+  enforcement_scopes = var.enforcement_scope == "subscription" ? ["/subscriptions/${var.subscription_id}"] : [
+    for rg in concat([var.resource_group], var.extra_resource_groups) : "/subscriptions/${var.subscription_id}/resourceGroups/${rg}"
+  ]
 
   # The policy is the cluster's own (issue 36: no tags invented here): nothing is written unless
   # initial_policy is given, then only once; afterwards `tagwarden publish` owns the blob.

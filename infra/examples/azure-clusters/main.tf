@@ -27,9 +27,11 @@ module "tagwarden" {
   # mode = "enforce".
   mode = var.mode
 
-  infra_ids    = keys(var.clusters)
-  location     = var.location
-  function_zip = var.function_zip
+  infra_ids = keys(var.clusters)
+  # A CAPZ cluster's name (up to 63 characters, '.') is admitted with its kind (issue 47).
+  cluster_kinds = { for id, c in var.clusters : id => c.kind if c.kind != null }
+  location      = var.location
+  function_zip  = var.function_zip
   # Only for publishing outside Terraform (CI): see the azure-basic README.
   package_published = var.package_published
 

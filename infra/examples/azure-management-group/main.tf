@@ -1,4 +1,4 @@
-# tagwarden for a management group of three subscriptions (issue 32 item 2): one deployment, one
+# tagwarden for a management group of any number of subscriptions (issue 32 item 2): one deployment, one
 # Function App, one identity, in the platform subscription `subscription_id`. The identity gets the
 # tag writer role and Reader once, at the management group; the sweep covers the whole group
 # (TAGWARDEN_SWEEP_SCOPES is the management group id); each subscription of var.subscription_ids
@@ -32,10 +32,12 @@ module "tagwarden" {
   # mode = "enforce".
   mode = var.mode
 
-  name         = var.name
-  infra_ids    = keys(var.clusters)
-  location     = var.location
-  function_zip = var.function_zip
+  name      = var.name
+  infra_ids = keys(var.clusters)
+  # A CAPZ cluster's name (up to 63 characters, '.') is admitted with its kind (issue 47).
+  cluster_kinds = { for id, c in var.clusters : id => c.kind if c.kind != null }
+  location      = var.location
+  function_zip  = var.function_zip
   # Only for publishing outside Terraform (CI): see the azure-basic README.
   package_published = var.package_published
 

@@ -19,12 +19,14 @@ variable "management_group_id" {
 }
 
 variable "subscription_ids" {
-  description = "The management group's subscriptions whose resource writes must reach the function (here three): one Event Grid system topic each. `az account management-group subscription show-sub-under-mg --name <group> --query '[].name'` lists those directly under it."
+  description = "The management group's subscriptions whose resource writes must reach the function, one or more (every subscription that runs a cluster): one Event Grid system topic each. `az account management-group subscription show-sub-under-mg --name <group> --query '[].name'` lists those directly under it."
   type        = list(string)
 
   validation {
-    condition     = length(var.subscription_ids) == 3
-    error_message = "This example is a management group of three subscriptions: list exactly three (the module takes any number)."
+    condition = length(var.subscription_ids) >= 1 && alltrue([for s in var.subscription_ids : can(regex("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", s))]) && (
+      length(distinct([for s in var.subscription_ids : lower(s)])) == length(var.subscription_ids)
+    )
+    error_message = "subscription_ids must list one or more distinct subscription GUIDs (each subscription whose clusters' resource writes must reach the function)."
   }
 }
 
@@ -38,9 +40,10 @@ variable "existing_system_topics" {
 }
 
 variable "clusters" {
-  description = "The clusters in the group's subscriptions: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`) => the object id of that cluster's policy publisher (the managed identity ccoctl creates from its CredentialsRequest; null until it exists)."
+  description = "The clusters in the group's subscriptions: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`; for a Cluster API (CAPZ) cluster its `Cluster`'s name) => the object id of that cluster's policy publisher (the managed identity ccoctl creates from its CredentialsRequest, or a set publisher's; null until it exists) and, for a cluster not made by the OpenShift installer, its `kind`: `ClusterAPI` (a CAPZ cluster, name up to 63 characters, '.' allowed), `HyperShift`; ARO and self-managed OpenShift take none."
   type = map(object({
     publisher_principal_id = optional(string)
+    kind                   = optional(string)
   }))
 }
 

@@ -1,7 +1,7 @@
 //! `tagwarden organization`: an AWS Organization's hub by hand. `sweep` sweeps each member account
 //! and region as the hub's shards do (through the member role, each shard within its own
 //! account-region's budget), with a line per shard as it ends; `status` reads the organization
-//! summary the shards wrote.
+//! summary the shards wrote, or exports it per account with each cluster's audit (`--format`).
 
 use std::time::Instant;
 
@@ -60,14 +60,23 @@ struct SweepArgs {
 }
 
 #[derive(clap::Args)]
-struct StatusArgs {
+pub struct StatusArgs {
     /// The folder of the member accounts' sets: s3://BUCKET/PREFIX/.
     #[arg(long, value_name = "S3_FOLDER")]
-    organization: String,
+    pub organization: String,
     #[arg(long)]
-    region: Option<String>,
+    pub region: Option<String>,
+    /// Print the summary as JSON.
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+    /// How to show it: the summary as a table (default); or, per account (in line vs drifted,
+    /// failed, refused, last sweep) with every cluster's audit from its status report, as JSON,
+    /// as CSV (one row per account) or as one self-contained HTML page.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::report::Format,
+    /// Write the export to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -175,10 +184,10 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
     verdict(&out.summary, args.dry_run && drifted > 0)
 }
 
-/// `tagwarden status --organization`: the same summary.
-pub fn status_of(organization: String, region: Option<String>, json: bool) -> Result<(), Failure> {
+/// `tagwarden status --organization`: the same summary, or its export.
+pub fn status_of(args: StatusArgs) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    runtime.block_on(Box::pin(status(StatusArgs { organization, region, json })))
+    runtime.block_on(Box::pin(status(args)))
 }
 
 async fn status(args: StatusArgs) -> Result<(), Failure> {
@@ -200,12 +209,100 @@ async fn status(args: StatusArgs) -> Result<(), Failure> {
             organization::SHARDS_FOLDER
         )));
     }
-    if args.json {
-        print_json(&summary)?;
-    } else {
-        print!("{}", human(&summary));
+    use crate::report::Format;
+    match args.format {
+        Format::Table if args.json => print_json(&summary)?,
+        Format::Table => print!("{}", human(&summary)),
+        format => {
+            let audits = cluster_audits(&clients, &bucket, &prefix, &summary).await?;
+            let accounts = account_rows(&summary, &audits);
+            let text = match format {
+                Format::Csv => crate::report::accounts_csv(&accounts),
+                Format::Html => crate::report::organization_html(
+                    "tagwarden organization audit report",
+                    &args.organization,
+                    &audits,
+                    &accounts,
+                ),
+                _ => {
+                    let figures = serde_json::json!({
+                        "organization": args.organization,
+                        "accounts": accounts,
+                        "totals": crate::report::totals(&audits),
+                        "clusters": audits,
+                    });
+                    format!("{}\n", serde_json::to_string_pretty(&figures)?)
+                }
+            };
+            crate::report::write_out(args.out.as_deref(), &text)?;
+        }
     }
     verdict(&summary, false)
+}
+
+/// Each cluster the shards swept, `<account>/<infraID>`, with its status report's audit
+/// (`<prefix><account>/<infraID>/tagwarden-status.json`); a cluster with no report yet is left out.
+async fn cluster_audits(
+    clients: &tagwarden::aws::Clients,
+    bucket: &str,
+    prefix: &str,
+    summary: &Summary,
+) -> Result<Vec<crate::report::ClusterAudit>, Failure> {
+    let clusters: std::collections::BTreeSet<(String, String)> =
+        summary.shards.iter().flat_map(|s| s.clusters.iter().map(|c| (s.account.clone(), c.clone()))).collect();
+    let mut audits = Vec::new();
+    for (account, cluster) in clusters {
+        let key = format!("{prefix}{account}/{cluster}/{}", tagwarden::policy::STATUS_REPORT_NAME);
+        let got = match clients.s3.get_object().bucket(bucket).key(&key).send().await {
+            Ok(o) => o,
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_no_such_key()) => continue,
+            Err(e) => return Err(anyhow::anyhow!("s3://{bucket}/{key}: {}", tagwarden::error_chain(&e)).into()),
+        };
+        let body = got
+            .body
+            .collect()
+            .await
+            .map(|b| b.into_bytes())
+            .map_err(|e| anyhow::anyhow!("s3://{bucket}/{key}: {e}"))?;
+        let value: serde_json::Value = serde_json::from_slice(&body)
+            .with_context(|| format!("the status report s3://{bucket}/{key} is not JSON"))?;
+        audits.push(crate::report::ClusterAudit::of_report(Some(&format!("{account}/{cluster}")), &value));
+    }
+    Ok(audits)
+}
+
+/// The organization per account: the shard outcomes' figures, and in line vs drifted from the
+/// clusters' audits (their parts in each account), where they hold one.
+fn account_rows(summary: &Summary, audits: &[crate::report::ClusterAudit]) -> Vec<crate::report::AccountRow> {
+    use crate::report::AccountRow;
+    let by_account = crate::report::totals(audits).by_account;
+    let mut names: std::collections::BTreeSet<&String> = summary.last_sweep_ms.keys().collect();
+    names.extend(summary.refused.keys());
+    names.extend(summary.unreached.iter());
+    names
+        .into_iter()
+        .map(|account| {
+            let shards: Vec<&ShardReport> = summary.shards.iter().filter(|s| &s.account == account).collect();
+            let clusters: std::collections::BTreeSet<&String> = shards.iter().flat_map(|s| s.clusters.iter()).collect();
+            let owned = shards.iter().map(|s| s.owned as u64).sum();
+            let (in_line, drifted) = match by_account.get(account.as_str()) {
+                Some(k) => (k.in_line, Some(k.drifted)),
+                None => (shards.iter().map(|s| s.in_line as u64).sum(), None),
+            };
+            AccountRow {
+                account: account.clone(),
+                clusters: clusters.len(),
+                owned,
+                in_line,
+                drifted,
+                compliance: AccountRow::compliance_of(in_line, drifted),
+                failed: shards.iter().map(|s| s.failed as u64).sum(),
+                last_sweep_ms: summary.last_sweep_ms.get(account).copied(),
+                refused: summary.refused.get(account).cloned(),
+                unreached: summary.unreached.contains(account),
+            }
+        })
+        .collect()
 }
 
 /// Exit 2 when anything failed or an account was refused (its member role, or over the cap), each

@@ -554,6 +554,105 @@ fn ring(p: Option<f64>) -> String {
 /// The page: headline figures, in line vs drifted per cluster, per resource type and per
 /// account, the would-fail reasons, then every would-be write and failure.
 pub fn html(title: &str, source: &str, clusters: &[ClusterAudit]) -> String {
+    page(title, source, clusters, &[])
+}
+
+/// One account of an AWS Organization, as `tagwarden status --organization` shows it: the hub's
+/// shard outcomes (clusters, owned, failed, last sweep, refused, not reached) and, from its
+/// clusters' status reports (their parts in the account), in line vs drifted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AccountRow {
+    pub account: String,
+    pub clusters: usize,
+    /// Owned resources its shards swept.
+    pub owned: u64,
+    pub in_line: u64,
+    /// `None` where no cluster's status report holds an audit section for the account.
+    pub drifted: Option<u64>,
+    /// Per cent, one decimal: in line / (in line + drifted).
+    pub compliance: Option<f64>,
+    pub failed: u64,
+    /// The oldest of its regions' last sweeps, in ms since the epoch.
+    pub last_sweep_ms: Option<u64>,
+    /// Why its member role (or its folder, over the cap) was refused.
+    pub refused: Option<String>,
+    /// Not reached by the hub's last scheduled run before its deadline.
+    pub unreached: bool,
+}
+
+impl AccountRow {
+    /// The compliance of `in_line` and `drifted`, rounded to one decimal.
+    pub fn compliance_of(in_line: u64, drifted: Option<u64>) -> Option<f64> {
+        percent(in_line, drifted?).map(|p| (p * 10.0).round() / 10.0)
+    }
+}
+
+/// The CSV of an organization's accounts: one row per account.
+pub const ACCOUNTS_CSV_HEADER: &str =
+    "account,clusters,owned,in_line,drifted,compliance,failed,last_sweep_ms,refused,unreached";
+
+pub fn accounts_csv(rows: &[AccountRow]) -> String {
+    let mut out = String::from(ACCOUNTS_CSV_HEADER);
+    out.push('\n');
+    for r in rows {
+        let cells = [
+            r.account.clone(),
+            r.clusters.to_string(),
+            r.owned.to_string(),
+            r.in_line.to_string(),
+            r.drifted.map(|d| d.to_string()).unwrap_or_default(),
+            r.compliance.map(|p| format!("{p:.1}")).unwrap_or_default(),
+            r.failed.to_string(),
+            r.last_sweep_ms.map(|t| t.to_string()).unwrap_or_default(),
+            r.refused.clone().unwrap_or_default(),
+            r.unreached.to_string(),
+        ];
+        out.push_str(&cells.iter().map(|c| csv_cell(c)).collect::<Vec<_>>().join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// The page of an AWS Organization: the accounts first (in line vs drifted, failed, refused, last
+/// sweep), then its clusters' audit as [`html`] shows a set's.
+pub fn organization_html(title: &str, source: &str, clusters: &[ClusterAudit], accounts: &[AccountRow]) -> String {
+    page(title, source, clusters, accounts)
+}
+
+fn accounts_section(accounts: &[AccountRow], legend: &str) -> String {
+    let mut h = String::from("<h2>Per account</h2><div class=\"card\">");
+    h.push_str(legend);
+    let rows: Vec<(String, TypeCompliance)> = accounts
+        .iter()
+        .filter_map(|a| a.drifted.map(|d| (a.account.clone(), TypeCompliance { in_line: a.in_line, drifted: d })))
+        .collect();
+    h.push_str(&bars(&rows));
+    h.push_str("<table id=\"accounts\"><tr><th>account</th><th class=\"n\">clusters</th><th class=\"n\">owned</th><th class=\"n\">in line</th><th class=\"n\">drifted</th><th class=\"n\">compliance</th><th class=\"n\">failed</th><th>last sweep</th><th>standing</th></tr>");
+    for a in accounts {
+        let standing = match (&a.refused, a.unreached) {
+            (Some(why), _) => format!("refused: {why}"),
+            (None, true) => "not reached by the last scheduled run (taken first next run)".to_string(),
+            (None, false) => "swept".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&a.account),
+            a.clusters,
+            a.owned,
+            a.in_line,
+            a.drifted.map_or_else(|| "n/a".to_string(), |d| d.to_string()),
+            shown(a.compliance),
+            a.failed,
+            a.last_sweep_ms.map_or_else(|| "never".to_string(), tagwarden::events::format_rfc3339_ms),
+            esc(&standing)
+        );
+    }
+    h.push_str("</table><p class=\"legend\">In line vs drifted from each cluster's status report (its parts in the account); owned, failed and the last sweep from the hub's shard outcomes.</p></div>");
+    h
+}
+
+fn page(title: &str, source: &str, clusters: &[ClusterAudit], accounts: &[AccountRow]) -> String {
     let t = totals(clusters);
     let mut h = String::new();
     let _ = write!(
@@ -583,6 +682,9 @@ pub fn html(title: &str, source: &str, clusters: &[ClusterAudit]) -> String {
         "<p class=\"legend\"><span class=\"sw\" style=\"background:{GREEN}\"></span>in line<span class=\"sw\" style=\"background:{ORANGE}\"></span>drifted (would be written, or would fail)</p>"
     );
 
+    if !accounts.is_empty() {
+        h.push_str(&accounts_section(accounts, &legend));
+    }
     h.push_str("<h2>Per cluster</h2><div class=\"card\">");
     h.push_str(&legend);
     let rows: Vec<(String, TypeCompliance)> = clusters
@@ -613,11 +715,13 @@ pub fn html(title: &str, source: &str, clusters: &[ClusterAudit]) -> String {
     h.push_str(&bars(&rows));
     h.push_str("</div>");
 
-    h.push_str("<h2>Per account or subscription</h2><div class=\"card\">");
-    h.push_str(&legend);
-    let rows: Vec<(String, TypeCompliance)> = t.by_account.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    h.push_str(&bars(&rows));
-    h.push_str("<p class=\"legend\">\"-\": a cluster whose resources name no single account.</p></div>");
+    if accounts.is_empty() {
+        h.push_str("<h2>Per account or subscription</h2><div class=\"card\">");
+        h.push_str(&legend);
+        let rows: Vec<(String, TypeCompliance)> = t.by_account.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        h.push_str(&bars(&rows));
+        h.push_str("<p class=\"legend\">\"-\": a cluster whose resources name no single account.</p></div>");
+    }
 
     let _ = write!(h, "<h2>Would-be writes ({} resource-keys)</h2>", t.write_rows);
     h.push_str("<table id=\"writes\"><tr><th>cluster</th><th>account</th><th>type</th><th>resource</th><th>key</th><th>before → after</th></tr>");

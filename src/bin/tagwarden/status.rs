@@ -18,7 +18,9 @@ pub struct Args {
     policy: Option<String>,
     /// How to show it: the report and its audit as a table (default); the audit figures as
     /// JSON; as CSV for an auditor (one row per would-be write of a key, and per failing
-    /// resource); or as one self-contained HTML page of the compliance figures.
+    /// resource); or as one self-contained HTML page of the compliance figures. With
+    /// --organization: each account's figures (in line vs drifted, failed, refused, last sweep)
+    /// and its clusters' audits as JSON or a page, and as CSV one row per account.
     #[arg(long, value_enum, default_value = "table")]
     format: crate::report::Format,
     /// Write the export to FILE instead of stdout.
@@ -55,7 +57,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 anyhow::anyhow!("--organization shows the organization summary: give it without --policy and --lift");
             return Err(Failure::Invalid(Some(why)));
         }
-        return crate::organization::status_of(organization, args.region, args.json);
+        return crate::organization::status_of(crate::organization::StatusArgs {
+            organization,
+            region: args.region,
+            json: args.json,
+            format: args.format,
+            out: args.out,
+        });
     }
     // A usage error, as clap's own for a missing argument: exit 3.
     let Some(policy) = args.policy.clone() else {

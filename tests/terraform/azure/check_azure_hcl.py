@@ -796,6 +796,57 @@ def main() -> int:
     dlc = first(R.get(("azurerm_monitor_metric_alert", "dead_letters"), {}).get("criteria"))
     check("alerts: function errors and dead-lettered events",
           fe.get("metric_name") == "requests/failed" and dlc.get("metric_name") == "DeadLetteredCount")
+    # Issue 46 item 3: compliance from day one, audit or enforce. The workbook's panels: compliance
+    # % per cluster (a grid) and hourly, would-be writes per cluster (KQL over the records the
+    # handler logs, counted as Metrics::observe counts them), and the function's own
+    # ResourcesInLine / ResourcesDrifted / WouldWrite metrics. The statuses the KQL names are the
+    # Rust Status::as_str values; the metric names are the ones crates/azure/src/metrics.rs sends.
+    items = L.get("compliance_items") or []
+    by_name = {i.get("name"): i for i in items if isinstance(i, dict)}
+    kql = str(L.get("compliance_records_kql", ""))
+    grid = str(by_name.get("compliance-per-cluster", {}).get("content", {}).get("query", ""))
+    hourly = str(by_name.get("compliance-over-time", {}).get("content", {}).get("query", ""))
+    would = str(by_name.get("would-write-over-time", {}).get("content", {}).get("query", ""))
+    mtile = json.dumps(by_name.get("metric-inline-drifted", {}))
+    report_rs = (ROOT / "crates/core/src/report.rs").read_text()
+    metrics_rs = (ROOT / "crates/azure/src/metrics.rs").read_text()
+    rust_status = set(re.findall(r'Status::[A-Za-z]+ => "([a-z-]+)"', report_rs))
+    kql_status = set(re.findall(r"'([a-z]+(?:-[a-z]+)*)'", kql.split("| extend InLine", 1)[-1]))
+    check("issue 46: the workbook opens with the compliance panels (after the header), and the header names the mode",
+          "local.compliance_items" in wbl and wbl.index("local.compliance_items") < wbl.index("local.workbook_metric_items")
+          and "var.mode" in wbl and "Mode **audit**" in wbl,
+          f"workbook {wbl[:300]}")
+    check("issue 46: panels compliance-per-cluster (grid), compliance-over-time, would-write-over-time (timecharts), metric-inline-drifted",
+          list(by_name) == ["compliance-per-cluster", "compliance-over-time", "would-write-over-time", "metric-inline-drifted"]
+          and by_name["compliance-per-cluster"]["content"].get("visualization") == "table"
+          and by_name["compliance-over-time"]["content"].get("visualization") == "timechart"
+          and by_name["would-write-over-time"]["content"].get("visualization") == "timechart",
+          f"items {list(by_name)}")
+    check("issue 46: compliance % = 100 x in line / (in line + drifted) per cluster, each resource's latest record (grid and hourly)",
+          "100.0 * ['In line'] / (['In line'] + Drifted)" in grid and "arg_max(timestamp, InLine, Drifted, Audited) by Cluster, Resource" in grid
+          and "by Cluster" in grid and "100.0 * InLine / (InLine + Drifted)" in hourly and "bin(timestamp, 1h)" in hourly
+          and all(q.startswith("${trimspace(local.compliance_records_kql)}") or "local.compliance_records_kql" in q for q in (grid, hourly, would)),
+          f"grid {grid!r}")
+    check("issue 46: would-be writes = resources with an audited change, per cluster, hourly",
+          "| where Audited > 0" in would and "dcount(Resource) by bin(timestamp, 1h), Cluster" in would, would)
+    check("issue 46: the KQL reads the function app's records and classifies them with the statuses report.rs writes "
+          "(in line: unchanged, or applied with nothing held back; drifted: held back or a failed write that carried a change)",
+          "cloud_RoleName =~ '${local.function_app_name}'" in kql and '{"record":' in kql
+          and "coalesce(tostring(r.infraID), '${local.deployment_infra_id}')" in kql
+          and "InLine = Status == 'unchanged' or (Status == 'applied' and Audited == 0 and Contested == 0)" in kql
+          and {"applied", "would-apply", "limit-exceeded", "contested", "failed", "unchanged"} <= kql_status <= rust_status
+          and '"infraID"' in report_rs and "pub audited: Vec<ChangeRecord>" in report_rs and "pub contested: Vec<String>" in report_rs,
+          f"KQL statuses {sorted(kql_status)}, Rust {sorted(rust_status)}")
+    check("issue 46: the metric tile draws ResourcesInLine, ResourcesDrifted and WouldWrite (the names metrics.rs sends) by ResourceType",
+          all(f"--{m}" in mtile and f'("{m}",' in metrics_rs for m in ("ResourcesInLine", "ResourcesDrifted", "WouldWrite"))
+          and '"dimension": "ResourceType"' in mtile and "local.clusters" in mtile, mtile)
+    # Issue 46 item 3: the alerts on failures fire in audit mode too: nothing in them depends on the mode.
+    alert_text = json.dumps([L.get("custom_metric_alerts"), L.get("dead_letter_topics")] +
+                            [b for (t, _), b in R.items() if t in ("azurerm_monitor_metric_alert", "azurerm_monitor_action_group")])
+    check("issue 46: every alert and the action group are independent of var.mode (they fire in audit as in enforce)",
+          "mode" not in alert_text.replace("monitoring", "") and
+          {n for (t, n) in R if t == "azurerm_monitor_metric_alert"} >= {"custom", "compliance_lag", "function_errors", "dead_letters"},
+          f"alerts {sorted(n for (t, n) in R if t == 'azurerm_monitor_metric_alert')}")
     ag = R.get(("azurerm_monitor_action_group", "this"), {})
     check("action group only when an email or webhook is given",
           "var.alert_emails" in str(ag.get("count")) and "var.alert_webhook_url" in str(ag.get("count")))
@@ -836,19 +887,21 @@ def main() -> int:
           and cm.get("cluster_policy_documents") == "${var.initial_policies}"
           and not [k for k in cm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")])
 
-    # Issue 32 item 2: the management-group example: three subscriptions, the group as the one
+    # Issue 32 item 2: the management-group example: one or more subscriptions (issue 47: any
+    # number; tests/terraform/azure/examples/ runs its validation), the group as the one
     # enforcement scope, one topic per listed subscription, publishers limited to their prefix.
     _, mx = parse_dir(MG_EXAMPLE)
     mm = mx["module"].get("tagwarden", {})
     check_variables("azure-management-group", mx["variable"])
     sub_valid = json.dumps(mx["variable"].get("subscription_ids", {}).get("validation"))
     mprov = mx["provider"]
-    check("issue 32: example azure-management-group: the management group is the enforcement scope, three subscriptions feed events, "
+    check("issue 32 / 47: example azure-management-group: the management group is the enforcement scope, any number (>= 1) of subscriptions feed events, "
           "clusters by infraID with their publishers, only module variables",
           mm.get("source") == "../../azure"
           and mm.get("enforcement_scopes") == [MG_PREFIX + "${var.management_group_id}"]
           and mm.get("event_source_subscription_ids") == "${var.subscription_ids}"
-          and "length(var.subscription_ids) == 3" in sub_valid and "default" not in mx["variable"].get("subscription_ids", {})
+          and "length(var.subscription_ids) >= 1" in sub_valid and "== 3" not in sub_valid
+          and "default" not in mx["variable"].get("subscription_ids", {})
           and "default" not in mx["variable"].get("management_group_id", {})
           and mm.get("infra_ids") == "${keys(var.clusters)}" and "default" not in mx["variable"].get("clusters", {})
           and "var.clusters" in str(mm.get("cluster_publisher_principal_ids"))
@@ -873,10 +926,33 @@ def main() -> int:
               and defaults.get("initial_policy") is None and defaults.get("initial_policies", {}) == {},
               f"variables {sorted(e['variable'])}, defaults {defaults}")
     bm = ex["module"].get("tagwarden", {})
-    check("issue 36: azure-basic: enforcement scope from var.resource_group (status.platformStatus.azure.resourceGroupName), required",
+    rg_valid = json.dumps(ex["variable"].get("resource_group", {}).get("validation"))
+    check("issue 36: azure-basic: enforcement scope from var.resource_group (status.platformStatus.azure.resourceGroupName), "
+          "required unless the subscription is the scope",
           "var.resource_group" in str(bm.get("enforcement_scopes")) and "-rg" not in str(bm.get("enforcement_scopes"))
-          and "default" not in ex["variable"].get("resource_group", {})
-          and "resourceGroupName" in str(ex["variable"].get("resource_group", {}).get("description")))
+          and "var.resource_group == null ? var.enforcement_scope == \\\"subscription\\\"" in rg_valid
+          and "resourceGroupName" in str(ex["variable"].get("resource_group", {}).get("description")), rg_valid)
+    # Issue 47: ARO's managed resource group refuses role assignments (its deny assignment exempts
+    # tag writes only), so azure-basic takes the subscription as the scope on request, and its
+    # comment gives that reason, not a refusal of tag writes.
+    basic_main = (EXAMPLE / "main.tf").read_text()
+    scope_var = ex["variable"].get("enforcement_scope", {})
+    check("issue 47: azure-basic: enforcement_scope = \"subscription\" makes the subscription the one scope (ARO), resource_groups the default; "
+          "the comment says the deny assignment refuses role assignments, not tag writes",
+          '${var.enforcement_scope == "subscription" ? ["/subscriptions/${var.subscription_id}"]' in str(bm.get("enforcement_scopes"))
+          and scope_var.get("default") == "resource_groups" and "subscription" in json.dumps(scope_var.get("validation"))
+          and "refuses tag writes" not in basic_main and "roleAssignments/write" in basic_main, f"{bm.get('enforcement_scopes')}")
+    # Issue 47: the set examples pass each cluster's kind (a CAPZ cluster's name is admitted with it).
+    for label, e_mod, e_var in (("azure-clusters", cm, cx["variable"]), ("azure-management-group", mm, mx["variable"])):
+        check(f"issue 47: {label}: cluster_kinds from each cluster's optional kind",
+              e_mod.get("cluster_kinds") == "${{for id, c in var.clusters : id => c.kind if c.kind != null}}"
+              and "kind" in str(e_var.get("clusters", {}).get("type")), f"{e_mod.get('cluster_kinds')}")
+    # The module: cluster_kinds as the AWS module's, infra_ids admitting CAPZ names.
+    ck = V.get("cluster_kinds", {})
+    ids_rx = hcl_regexes(json.dumps(V.get("infra_ids", {}).get("validation")).replace('\\\\', '\\'))
+    check("issue 47: infra/azure: cluster_kinds (OpenShift, HyperShift, ClusterAPI) and infra_ids admitting CAPZ names (DNS-1123 subdomain, '.')",
+          all(k in json.dumps(ck.get("validation")) for k in ("OpenShift", "HyperShift", "ClusterAPI", "512"))
+          and "length(id) <= 63" in json.dumps(V.get("infra_ids", {}).get("validation")), f"{ids_rx}")
     for n in ("policy_document", "cluster_policy"):
         b = R.get(("azurerm_storage_blob", n), {})
         check(f"issue 36: blob {n} written once (ignore_changes = all) after the policy-change subscription",
