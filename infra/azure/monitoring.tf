@@ -56,6 +56,128 @@ locals {
     customWidth = "33"
   }]
 
+  # Issue 46 item 3: compliance from day one, in audit as in enforce. The function logs one JSON
+  # record per resource it evaluated (crates/core/src/report.rs, Record; the handler's Logs, which
+  # the Functions host writes to Application Insights' traces) and publishes WouldWrite,
+  # ResourcesInLine and ResourcesDrifted (crates/azure/src/metrics.rs). Azure Monitor metric
+  # charts do no arithmetic, so the compliance % is KQL over the records, counted as the metrics
+  # count them (Metrics::observe): in line = unchanged, or written with nothing held back;
+  # drifted = a change held back (audited, over the tag limit, contested) or a failed write that
+  # carried one. Per resource its latest record in the period: the current state, not the sum of
+  # every event and sweep that saw it.
+  compliance_records_kql = <<-KQL
+    let records = traces
+    | where cloud_RoleName =~ '${local.function_app_name}'
+    | where message has '{"record":'
+    | extend r = parse_json(substring(message, indexof(message, '{"record":')))
+    | where isnotempty(tostring(r.resource))
+    | extend Cluster = coalesce(tostring(r.infraID), '${local.deployment_infra_id}'), Resource = tostring(r.resource), Status = tostring(r.status),
+        Audited = coalesce(array_length(r.audited), 0), Contested = coalesce(array_length(r.contested), 0), Changes = coalesce(array_length(r.changes), 0)
+    | extend InLine = Status == 'unchanged' or (Status == 'applied' and Audited == 0 and Contested == 0)
+    | extend Drifted = not(InLine) and (Status in ('applied', 'would-apply', 'limit-exceeded', 'contested') or (Status == 'failed' and (Changes > 0 or Audited > 0)));
+  KQL
+
+  compliance_items = [
+    {
+      type = 3
+      name = "compliance-per-cluster"
+      content = {
+        version = "KqlItem/1.0"
+        query = join("\n", [trimspace(local.compliance_records_kql),
+          "records",
+          "| summarize arg_max(timestamp, InLine, Drifted, Audited) by Cluster, Resource",
+          "| summarize ['In line'] = countif(InLine), Drifted = countif(Drifted), ['Would write'] = countif(Audited > 0) by Cluster",
+          "| extend ['Compliance %'] = iff(['In line'] + Drifted > 0, round(100.0 * ['In line'] / (['In line'] + Drifted), 1), real(null))",
+          "| project Cluster, ['Compliance %'], ['In line'], Drifted, ['Would write']",
+          "| order by ['Compliance %'] asc",
+        ])
+        size          = 0
+        title         = "Compliance % per cluster: owned resources in line / (in line + drifted), each resource's latest record"
+        queryType     = 0
+        resourceType  = "microsoft.insights/components"
+        visualization = "table"
+        timeContext   = { durationMs = 86400000 }
+        crossComponentResources = [
+          lower(azurerm_application_insights.this.id),
+        ]
+      }
+      customWidth = "50"
+    },
+    {
+      type = 3
+      name = "compliance-over-time"
+      content = {
+        version = "KqlItem/1.0"
+        query = join("\n", [trimspace(local.compliance_records_kql),
+          "records",
+          "| summarize arg_max(timestamp, InLine, Drifted) by Hour = bin(timestamp, 1h), Cluster, Resource",
+          "| summarize InLine = countif(InLine), Drifted = countif(Drifted) by Hour, Cluster",
+          "| where InLine + Drifted > 0",
+          "| project timestamp = Hour, Cluster, ['Compliance %'] = round(100.0 * InLine / (InLine + Drifted), 1)",
+          "| order by timestamp asc",
+        ])
+        size          = 0
+        title         = "Compliance % per cluster, hourly"
+        queryType     = 0
+        resourceType  = "microsoft.insights/components"
+        visualization = "timechart"
+        timeContext   = { durationMs = 604800000 }
+        crossComponentResources = [
+          lower(azurerm_application_insights.this.id),
+        ]
+      }
+      customWidth = "50"
+    },
+    {
+      type = 3
+      name = "would-write-over-time"
+      content = {
+        version = "KqlItem/1.0"
+        query = join("\n", [trimspace(local.compliance_records_kql),
+          "records",
+          "| where Audited > 0",
+          "| summarize ['Would-be writes'] = dcount(Resource) by bin(timestamp, 1h), Cluster",
+          "| order by timestamp asc",
+        ])
+        size          = 0
+        title         = "Would-be writes per cluster, hourly: resources with a change held back (${var.mode == "audit" ? "audit: every write enforce would make" : "audited clusters and keys"})"
+        queryType     = 0
+        resourceType  = "microsoft.insights/components"
+        visualization = "timechart"
+        timeContext   = { durationMs = 604800000 }
+        crossComponentResources = [
+          lower(azurerm_application_insights.this.id),
+        ]
+      }
+      customWidth = "50"
+    },
+    {
+      # The function's own counts (custom metrics), by ResourceType: a resource type's series is
+      # exact (the cluster-wide copy of these three carries no ResourceType).
+      type = 10
+      name = "metric-inline-drifted"
+      content = {
+        chartId      = "workbook-tagwarden-inline-drifted"
+        version      = "MetricsItem/2.0"
+        size         = 0
+        chartType    = 2
+        resourceType = "microsoft.web/sites"
+        metricScope  = 0
+        resourceIds  = [lower(azurerm_function_app_flex_consumption.this.id)]
+        timeContext  = { durationMs = 86400000 }
+        metrics = [
+          { namespace = lower(local.metric_namespace), metric = "${lower(local.metric_namespace)}--ResourcesInLine", aggregation = 1 },
+          { namespace = lower(local.metric_namespace), metric = "${lower(local.metric_namespace)}--ResourcesDrifted", aggregation = 1 },
+          { namespace = lower(local.metric_namespace), metric = "${lower(local.metric_namespace)}--WouldWrite", aggregation = 1 },
+        ]
+        filters = [{ key = "InfraID", operator = 0, values = local.clusters }]
+        title   = "ResourcesInLine / ResourcesDrifted / WouldWrite by ResourceType (custom metrics)"
+        splitBy = [{ dimension = "ResourceType", sort = 2, limit = 10 }]
+      }
+      customWidth = "50"
+    },
+  ]
+
   workbook = {
     version = "Notebook/1.0"
     items = concat(
@@ -67,9 +189,12 @@ locals {
             local.cluster_set ? "## tagwarden — cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "## tagwarden — cluster `${var.infra_id}`",
             "Function App `${local.function_app_name}` · policy `${local.policy_url}` · status report `${local.status_url}`.",
             "Custom metrics: namespace `${local.metric_namespace}` on the Function App, dimensions ${join(", ", local.metric_dimensions)}. Dead-lettered events land in container `${local.dead_letter_container}` of `${local.policy_sa_name}`.",
+            "",
+            var.mode == "audit" ? "Mode **audit**: tagwarden writes no tag; the compliance and would-be-write panels show what `enforce` would write, and the failure alerts fire as in enforce." : "Mode **enforce**: would-be writes are only what stays audited (a cluster whose policy says `enforce: false`, keys in a policy's `auditKeys`).",
           ])
         }
       }],
+      local.compliance_items,
       local.workbook_metric_items,
       [
         {
