@@ -613,6 +613,18 @@ def resources_phase(tf):
         calls = body["widgets"][lag + 1]["properties"]["metrics"]
         if [m[:6] for m in calls] != [["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", INFRA_ID]] * 2:
             return f"CallsPerCorrection lines {calls}"
+        # Issue 46 item 3: this deployment audits; right after the header, the compliance % (over the
+        # range and over time: metric math on the cluster's ResourcesInLine and ResourcesDrifted),
+        # the would-be writes and in line vs drifted.
+        w = body["widgets"]
+        pct = w[2]["properties"]["metrics"]
+        if not ("Mode **audit**" in w[0]["properties"]["markdown"] and w[1]["properties"].get("view") == "singleValue"
+                and w[2]["properties"]["title"].startswith("Compliance %") and w[1]["properties"]["metrics"] == pct
+                and [m[:6] for m in pct[:2]] == [["TagWarden", n, "Cloud", "aws", "InfraID", INFRA_ID] for n in ("ResourcesInLine", "ResourcesDrifted")]
+                and pct[2] == [{"expression": "100 * i0 / (i0 + d0)", "id": "c0", "label": INFRA_ID}]
+                and w[3]["properties"]["metrics"][0][:6] == ["TagWarden", "WouldWrite", "Cloud", "aws", "InfraID", INFRA_ID]
+                and [m[1] for m in w[4]["properties"]["metrics"]] == ["ResourcesInLine", "ResourcesDrifted"]):
+            return f"compliance widgets {json.dumps(w[:5])}"
         return None
 
     def alarms_exist_with_sns():
@@ -720,7 +732,7 @@ def resources_phase(tf):
         (f"role policy evaluated: {len(tag_write_cases())} tag-write cases (owned only; Classic ELB, EFS, Route 53)",
          role_allows_exactly_the_owned_tag_writes),
         ("Lambda runtime/handler/arch/env/DLQ and log group", lambda_contract),
-        ("dashboard searches every TagWarden metric", dashboard_searches_every_metric),
+        ("dashboard searches every TagWarden metric; in audit mode, compliance % and would-be writes first", dashboard_searches_every_metric),
         ("alarms exist with SNS actions, silence alarms, e-mail subscriptions, the forwarding DLQ's alarm", alarms_exist_with_sns),
         ("create_trail: multi-Region management-events trail, CloudTrail's bucket policy, encrypted", trail_records_management_events),
         ("tags var reaches resources", tags_on_resources),
