@@ -2,8 +2,9 @@
 # the hub, the organization module beside it (hub bus, shard and member-event queues, the members'
 # policy bucket, the function's grants to assume the member role), and a StackSet that gives every
 # account of the chosen OUs its spoke (the member role and the rules forwarding to the hub), now and
-# whenever an account joins. Apply from the management account or a delegated administrator of
-# CloudFormation StackSets.
+# whenever an account joins. Apply from the management account (stack_set_call_as = "SELF") or a
+# member account registered as a delegated administrator of CloudFormation StackSets
+# (stack_set_call_as = "DELEGATED_ADMIN"; README.md says how to register it).
 #
 # Each member cluster publishes under its own account's folder:
 #   tagwarden publish --from-cluster --to s3://<organization_bucket>/accounts/<its account>/<infraID>/
@@ -45,20 +46,38 @@ module "organization" {
   organization_id                = var.organization_id
   member_regions                 = var.member_regions
   member_organizational_unit_ids = var.member_organizational_unit_ids
+  stack_set_call_as              = var.stack_set_call_as
   clusters                       = var.clusters
   account_clusters               = var.account_clusters
   cluster_kinds                  = var.cluster_kinds
   contest_operators              = var.contest_operators
   auditor_principals             = var.auditor_principals
 
-  function_role_name        = module.tagwarden.role_name
-  function_role_arn         = module.tagwarden.role_arn
+  function_role_name = module.tagwarden.role_name
+  # The role's ARN spelt from its name, known at plan: the member roles' templates embed it, and the
+  # module decides from their length which go through the bucket (a for_each), which Terraform
+  # refuses to plan on module.tagwarden.role_arn, known only after the role exists ("Invalid
+  # for_each argument" on the first apply). check "function_role_arn" below holds it to the role.
+  function_role_arn         = local.function_role_arn
   function_arn              = module.tagwarden.function_arn
   function_timeout_seconds  = 300 # the tagwarden module's timeout (its default)
   reserved_tag_key_patterns = module.tagwarden.reserved_tag_key_patterns
   alarm_sns_topic_arn       = module.tagwarden.sns_topic_arn
 
   tags = var.tags
+}
+
+data "aws_partition" "current" {}
+
+locals {
+  function_role_arn = "arn:${data.aws_partition.current.partition}:iam::${data.aws_caller_identity.current.account_id}:role/${module.tagwarden.role_name}"
+}
+
+check "function_role_arn" {
+  assert {
+    condition     = local.function_role_arn == module.tagwarden.role_arn
+    error_message = "The organization module was given ${local.function_role_arn} as the function's role, but the role is ${module.tagwarden.role_arn}."
+  }
 }
 
 # The hub account's own spoke, in the hub's region, when the hub runs clusters too: a

@@ -55,6 +55,18 @@ variable "create_organization_trail" {
   default     = false
 }
 
+variable "stack_set_call_as" {
+  description = "Where this hub is applied from, as CloudFormation's CallAs for the StackSets: `SELF` in the organization's management account, `DELEGATED_ADMIN` in a member account registered as a StackSets delegated administrator (README, \"The hub in a delegated administrator account\"). Service-managed StackSets can be created from nowhere else."
+  type        = string
+  default     = "SELF"
+  nullable    = false
+
+  validation {
+    condition     = contains(["SELF", "DELEGATED_ADMIN"], var.stack_set_call_as)
+    error_message = "stack_set_call_as must be SELF (the hub is the management account) or DELEGATED_ADMIN (the hub is a registered StackSets delegated administrator)."
+  }
+}
+
 variable "hub_spoke" {
   description = "Whether the hub account runs clusters too (listed in `clusters` as `<hub account>/<infraID>`): then it gets its spoke, the member role and rules, in the hub's region."
   type        = bool
