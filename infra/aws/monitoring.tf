@@ -70,38 +70,39 @@ locals {
   # ResourcesInLine and ResourcesDrifted, all three together whenever an owned resource was
   # evaluated, per cluster with dimensions Cloud, InfraID (and again per ResourceType:
   # crates/core/src/report.rs, emf_lines). A cluster's own series are exact metrics; the per-type
-  # copies are left out of every sum here (SEARCH and Metrics Insights are bound to the schema
+  # copies are left out of every sum here (SEARCH and Metrics Insights bound to the schema
   # {Cloud, InfraID}), so nothing is counted twice.
   #
   # Compliance % = 100 x in line / (in line + drifted), over the resources evaluated in a period:
   # the period is the sweep's interval (at least an hour), so a full sweep sets the figure and
   # the few resources an event evaluates in between do not swing it.
   compliance_period = local.sweep_interval_seconds == null ? 3600 : max(3600, local.sweep_interval_seconds)
-  compliance_schema = "SCHEMA(\"${local.metric_namespace}\", Cloud, InfraID)"
-  compliance_query  = { for m in ["WouldWrite", "ResourcesInLine", "ResourcesDrifted"] : m => "SELECT SUM(${m}) FROM ${local.compliance_schema}" }
   # One cluster's exact series (dimensions Cloud, InfraID), summed over the period.
   compliance_metric = { for m in ["WouldWrite", "ResourcesInLine", "ResourcesDrifted"] : m => { for id in local.clusters :
     id => [local.metric_namespace, m, "Cloud", "aws", "InfraID", id]
   } }
+  # An organization hub lists no cluster. A widget may hold one Metrics Insights query only (one
+  # GetMetricData call per widget; "Metrics Insights quotas", CloudWatch User Guide), so its two
+  # terms are SUMs of SEARCHes bound to the schema {Cloud, InfraID} (exact up to the 500 clusters
+  # a SEARCH returns: past that, the figure of 500 of them), and the one query of the would-be
+  # writes widget ranks the clusters (GROUP BY InfraID, top 20).
+  compliance_search = { for m in ["WouldWrite", "ResourcesInLine", "ResourcesDrifted"] :
+    m => "SUM(SEARCH('{${local.metric_namespace},Cloud,InfraID} MetricName=\"${m}\"', 'Sum', ${local.compliance_period}))"
+  }
 
-  # Lines of the compliance widgets, as JSON (query, expression and metric lines have different
-  # types). A cluster or a set: per cluster, its two counts (hidden) and the percentage, exact.
-  # An organization hub lists no cluster: Metrics Insights over the schema {Cloud, InfraID} sums
-  # every cluster's counts into one organization-wide percentage (metric math takes a query's
-  # single series; "Use Metrics Insights queries with metric math", CloudWatch User Guide), and
-  # the per-cluster figures are GROUP BY InfraID lines of the counts (one series per cluster).
+  # Lines of the compliance widgets, as JSON (expression and metric lines have different types).
+  # Per cluster its two counts (hidden) and the percentage; an organization's, its totals.
   compliance_pct_lines = local.organization ? jsonencode([
-    [{ expression = local.compliance_query["ResourcesInLine"], id = "qi", label = "in line", visible = false }],
-    [{ expression = local.compliance_query["ResourcesDrifted"], id = "qd", label = "drifted", visible = false }],
-    [{ expression = "100 * qi / (qi + qd)", id = "c1", label = "organization" }],
+    [{ expression = local.compliance_search["ResourcesInLine"], id = "i0", label = "in line", visible = false }],
+    [{ expression = local.compliance_search["ResourcesDrifted"], id = "d0", label = "drifted", visible = false }],
+    [{ expression = "100 * i0 / (i0 + d0)", id = "c0", label = "organization" }],
     ]) : "[${join(",", [for i, id in local.clusters : join(",", [
       jsonencode(concat(local.compliance_metric["ResourcesInLine"][id], [{ id = "i${i}", stat = "Sum", visible = false }])),
       jsonencode(concat(local.compliance_metric["ResourcesDrifted"][id], [{ id = "d${i}", stat = "Sum", visible = false }])),
       jsonencode([{ expression = "100 * i${i} / (i${i} + d${i})", id = "c${i}", label = id }]),
   ])])}]"
   would_write_lines = local.organization ? jsonencode([
-    [{ expression = local.compliance_query["WouldWrite"], id = "q1", label = "organization" }],
-    [{ expression = "${local.compliance_query["WouldWrite"]} GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20", id = "q2" }],
+    [{ expression = "SELECT SUM(WouldWrite) FROM SCHEMA(\"${local.metric_namespace}\", Cloud, InfraID) GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20", id = "q1" }],
     ]) : local.cluster_set ? jsonencode([
     for id in local.clusters : concat(local.compliance_metric["WouldWrite"][id], [{ stat = "Sum", label = id }])
     ]) : jsonencode([
@@ -109,9 +110,8 @@ locals {
     [{ expression = "SEARCH('{${local.metric_namespace},Cloud,InfraID,ResourceType} MetricName=\"WouldWrite\" InfraID=\"${var.infra_id}\"', 'Sum', ${local.compliance_period})", id = "e1", label = "" }],
   ])
   in_line_drifted_lines = local.organization ? jsonencode([
-    [{ expression = local.compliance_query["ResourcesInLine"], id = "q1", label = "in line (organization)" }],
-    [{ expression = local.compliance_query["ResourcesDrifted"], id = "q2", label = "drifted (organization)" }],
-    [{ expression = "${local.compliance_query["ResourcesDrifted"]} GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20", id = "q3" }],
+    [{ expression = local.compliance_search["ResourcesInLine"], id = "e1", label = "in line (organization)" }],
+    [{ expression = local.compliance_search["ResourcesDrifted"], id = "e2", label = "drifted (organization)" }],
     ]) : "[${join(",", [for id in local.clusters : join(",", [
       jsonencode(concat(local.compliance_metric["ResourcesInLine"][id], [{ stat = "Sum", label = local.cluster_set ? "${id} in line" : "in line" }])),
       jsonencode(concat(local.compliance_metric["ResourcesDrifted"][id], [{ stat = "Sum", label = local.cluster_set ? "${id} drifted" : "drifted" }])),
@@ -126,10 +126,11 @@ locals {
       width  = 24
       height = 3
       properties = {
-        title                = "Compliance % over the dashboard's time range: resources in line / evaluated${local.organization ? " (organization)" : local.cluster_set ? ", per cluster" : ""}"
+        # (An organization's SEARCHes carry their own period: its figure is the latest period's.)
+        title                = local.organization ? "Compliance % of the organization in the latest ${local.compliance_period / 3600} h: resources in line / evaluated" : "Compliance % over the dashboard's time range: resources in line / evaluated${local.cluster_set ? ", per cluster" : ""}"
         region               = local.region
         view                 = "singleValue"
-        setPeriodToTimeRange = true
+        setPeriodToTimeRange = !local.organization
         sparkline            = false
         metrics              = jsondecode(local.compliance_pct_lines)
       }
@@ -166,7 +167,7 @@ locals {
       width  = 8
       height = 6
       properties = {
-        title   = "Resources in line vs drifted${local.organization ? " (drifted: top 20 clusters)" : local.cluster_set ? " per cluster" : ""}"
+        title   = "Resources in line vs drifted${local.organization ? " (organization)" : local.cluster_set ? " per cluster" : ""}"
         region  = local.region
         view    = "timeSeries"
         stacked = !local.cluster_set && !local.organization

@@ -1135,22 +1135,28 @@ run "organization_hub_without_clusters_of_its_own" {
     policy_source     = "s3"
     extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/", TAGWARDEN_CLUSTERS = "111122223333/*" }
   }
-  # Issue 46 item 3: the organization's compliance % from Metrics Insights over the schema
-  # {Cloud, InfraID} (not the per-ResourceType copies), its would-be writes and drift per cluster.
+  # Issue 46 item 3: the organization's compliance %, its terms SUMs of SEARCHes bound to the schema
+  # {Cloud, InfraID} (not the per-ResourceType copies); the would-be writes of the top 20 clusters,
+  # the widget's one Metrics Insights query (a widget may hold one).
   assert {
     condition = jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics == [
-      [{ expression = "SELECT SUM(ResourcesInLine) FROM SCHEMA(\"TagWarden\", Cloud, InfraID)", id = "qi", label = "in line", visible = false }],
-      [{ expression = "SELECT SUM(ResourcesDrifted) FROM SCHEMA(\"TagWarden\", Cloud, InfraID)", id = "qd", label = "drifted", visible = false }],
-      [{ expression = "100 * qi / (qi + qd)", id = "c1", label = "organization" }],
+      [{ expression = "SUM(SEARCH('{TagWarden,Cloud,InfraID} MetricName=\"ResourcesInLine\"', 'Sum', 3600))", id = "i0", label = "in line", visible = false }],
+      [{ expression = "SUM(SEARCH('{TagWarden,Cloud,InfraID} MetricName=\"ResourcesDrifted\"', 'Sum', 3600))", id = "d0", label = "drifted", visible = false }],
+      [{ expression = "100 * i0 / (i0 + d0)", id = "c0", label = "organization" }],
     ]
     error_message = "organization compliance %: ${jsonencode(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics)}"
   }
   assert {
-    condition = (jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.metrics[1][0].expression == "SELECT SUM(WouldWrite) FROM SCHEMA(\"TagWarden\", Cloud, InfraID) GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20" &&
-    jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[4].properties.metrics[2][0].expression == "SELECT SUM(ResourcesDrifted) FROM SCHEMA(\"TagWarden\", Cloud, InfraID) GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20")
-    error_message = "organization would-be writes and drift per cluster: ${jsonencode(slice(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets, 3, 5))}"
+    condition = (jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[3].properties.metrics == [
+      [{ expression = "SELECT SUM(WouldWrite) FROM SCHEMA(\"TagWarden\", Cloud, InfraID) GROUP BY InfraID ORDER BY SUM() DESC LIMIT 20", id = "q1" }],
+    ] && length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[4].properties.metrics) == 2)
+    error_message = "organization would-be writes and in line vs drifted: ${jsonencode(slice(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets, 3, 5))}"
   }
-
+  # Every widget holds at most one Metrics Insights query (one GetMetricData call each).
+  assert {
+    condition     = alltrue([for w in jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets : length([for l in try(w.properties.metrics, []) : l if startswith(try(l[0].expression, ""), "SELECT")]) <= 1])
+    error_message = "a widget with more than one Metrics Insights query"
+  }
   assert {
     condition     = length(aws_cloudwatch_event_rule.resource_events) == 0 && length(aws_iam_policy.owned_tag_writes) == 0
     error_message = "an organization hub adds no event rule and no tag-write policy: ${jsonencode(keys(aws_cloudwatch_event_rule.resource_events))}"
