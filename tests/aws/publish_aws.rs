@@ -248,6 +248,20 @@ async fn the_cli_publishes_refuses_and_shows_the_status() {
         out.contains("contested  1") && out.contains(&lbc) && out.contains(&format!("--lift {lb} --key team")),
         "{out}"
     );
+    // The writer, classified from its role session, and the documented way to end the fight.
+    assert!(
+        out.contains(&format!("writer: aws-load-balancer-controller ({lbc})"))
+            && out.contains("--default-tags")
+            && out.contains("alb.ingress.kubernetes.io/tags"),
+        "{out}"
+    );
+    let (_, csv, _) = cli(&env, &["status", "--policy", &to, "--format", "csv"], None);
+    assert!(
+        csv.contains(&format!(
+            ",team,,,would-fail,contested: changed again and again by {lbc},aws-load-balancer-controller: {lbc},"
+        )),
+        "{csv}"
+    );
     let (code, out, err) = cli(&env, &["status", "--policy", &to, "--lift", &lb, "--key", "team", "--json"], None);
     let json: Value = serde_json::from_str(&out).expect("--json");
     assert_eq!((code, json["lifted"].as_u64()), (0, Some(1)), "{out} {err}");
