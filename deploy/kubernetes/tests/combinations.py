@@ -187,9 +187,22 @@ def readme_overlays(path):
     `# my-…/kustomization.yaml`, resources in ../deploy/kubernetes)."""
     out = []
     for block in re.findall(r"```yaml\n(.*?)```", path.read_text(), re.S):
-        m = re.match(r"# (my-[\w-]+)/kustomization\.yaml\n", block)
+        m = re.match(r"# (my-[\w-]+)/kustomization\.yaml[^\n]*\n", block)
         if m and "../deploy/kubernetes/" in block:
             out.append((m.group(1), block))
+    return out
+
+
+def readme_inplace_patches(path):
+    """deploy/kubernetes/README.md's ```yaml blocks that add patches to an overlay in place (first
+    line `# <overlay>/kustomization.yaml`, a `patches:` list): [(overlay, patches)]."""
+    out = []
+    for block in re.findall(r"```yaml\n(.*?)```", path.read_text(), re.S):
+        m = re.match(r"# ((?:openshift|configmap)[\w-]*)/kustomization\.yaml\n", block)
+        if m:
+            patches = (yaml.safe_load(block) or {}).get("patches")
+            if patches:
+                out.append((m.group(1), patches))
     return out
 
 
@@ -261,11 +274,24 @@ def combinations(ws, fail):
             wc = ws.fresh()
             out.append((f"components/{comp}'s comment: {name}", kustomize(ws.overlay(wc, name, text)), kind))
     # README.md's overlays of one's own.
-    for name, text in readme_overlays(ws.root / "deploy/kubernetes/README.md"):
+    for i, (name, text) in enumerate(readme_overlays(ws.root / "deploy/kubernetes/README.md"), 1):
         wr = ws.fresh()
         what = ("capa" if "components/cluster-api" in text else "hypershift" if "components/hypershift" in text
                 else "configmap" if "configmap-source" in text else None)
-        out.append((f"README.md: {name}", kustomize(ws.overlay(wr, name, text)), what))
+        out.append((f"README.md's overlay {i}: {name}", kustomize(ws.overlay(wr, name, text)), what))
+    # README.md's patches to an overlay's own kustomization.yaml (the SSM grant, a role ARN for
+    # manual mode with STS: a ROSA HCP hosted cluster's own publisher), added there as written.
+    for overlay, patches in readme_inplace_patches(ws.root / "deploy/kubernetes/README.md"):
+        wp = ws.fresh()
+        k = wp / "deploy/kubernetes" / overlay / "kustomization.yaml"
+        doc = yaml.safe_load(k.read_text())
+        doc.setdefault("patches", []).extend(patches)
+        k.write_text(yaml.safe_dump(doc, sort_keys=False))
+        what = "configmap" if overlay == "configmap-source" else None
+        try:
+            out.append((f"README.md: {overlay} with its patch {json.dumps(patches)[:60]}…", kustomize(k.parent), what))
+        except RuntimeError as e:
+            fail(f"README.md's patch to {overlay}/kustomization.yaml, added there as written, does not build: {e}")
     # README, "Another namespace": set in base/kustomization.yaml; with a set component too.
     w4 = ws.fresh([("base/kustomization.yaml", "namespace: tagwarden\n", "namespace: tw-system\n")])
     for platform, comp, what in (("openshift-aws", None, None), ("configmap-source", "cluster-api", "capa"),
