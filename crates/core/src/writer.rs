@@ -66,8 +66,24 @@ impl Writer {
     pub fn of(principal: &str, key: &str, cloud: Cloud) -> Writer {
         let kind = WriterKind::of(principal);
         let cloud = if principal.starts_with("arn:") { Cloud::Aws } else { cloud };
-        Writer { principal: principal.to_string(), kind, remedy: kind.remedy(key, cloud) }
+        let mut remedy = kind.remedy(key, cloud);
+        if kind == WriterKind::Unknown && cloud == Cloud::Azure && is_guid(principal) {
+            // An Azure event names a service principal by its application (client) id alone, the
+            // same for no two tenants; which tool it is, the deployment knows (its TAGWARDEN_YIELD_TO).
+            remedy.how.push_str(&format!(
+                "; an application (client) id: if it is CAPZ's (the id TAGWARDEN_YIELD_TO names on Azure), put {key} in AzureCluster.spec.additionalTags; if it is an Azure Policy assignment's identity, change its modify effect or exempt the scope"
+            ));
+        }
+        Writer { principal: principal.to_string(), kind, remedy }
     }
+}
+
+/// Whether `text` is a GUID (`8-4-4-4-12` hexadecimal digits), as Azure names an application or
+/// principal.
+fn is_guid(text: &str) -> bool {
+    let groups: Vec<&str> = text.split('-').collect();
+    groups.len() == 5
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// Whether the lowercased `text` holds any of `words`.
@@ -260,6 +276,11 @@ mod tests {
         ] {
             assert!(!kind.remedy("k", Cloud::Aws).source.is_empty(), "{kind} cites its source");
         }
+        // An Azure application id names no tool: the remedy says what it is if it is CAPZ's.
+        let app = Writer::of("3f2c1d0e-1111-2222-3333-444455556666", "team", Cloud::Azure);
+        assert_eq!(app.kind, WriterKind::Unknown);
+        assert!(app.remedy.how.contains("CAPZ's") && app.remedy.how.contains("AzureCluster.spec.additionalTags"));
+        assert!(!Writer::of("alice@contoso.com", "team", Cloud::Azure).remedy.how.contains("CAPZ"));
         let w = serde_json::to_value(Writer::of("capz-sp", "k", Cloud::Azure)).expect("json");
         assert_eq!(w["kind"], "capz");
     }
