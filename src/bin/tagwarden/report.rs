@@ -490,7 +490,7 @@ h1{font-size:24px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px;border-bot
 table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #e6eaef;vertical-align:top}
 th{background:#eef1f5;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}td.k code{word-break:normal;white-space:nowrap}
 .old{color:#a3361b}.new{color:#1f7a3f}.legend{font-size:12px;color:#5b6675}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px}
 footer{margin-top:28px;color:#5b6675;font-size:12px}
@@ -734,7 +734,7 @@ fn page(title: &str, source: &str, clusters: &[ClusterAudit], accounts: &[Accoun
                     .map_or_else(|| "<i>(none)</i>".to_string(), |o| format!("<span class=\"old\">{}</span>", esc(o)));
                 let _ = write!(
                     h,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{before} → <span class=\"new\">{}</span></td></tr>",
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"k\"><code>{}</code></td><td>{before} → <span class=\"new\">{}</span></td></tr>",
                     esc(&c.cluster),
                     esc(&account_of(&w.resource).unwrap_or_default()),
                     esc(&w.resource_type),
@@ -757,7 +757,7 @@ fn page(title: &str, source: &str, clusters: &[ClusterAudit], accounts: &[Accoun
         for f in &c.failing {
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td class=\"k\"><code>{}</code></td><td>{}</td><td>{}</td></tr>",
                 esc(&c.cluster),
                 esc(&account_of(&f.resource).unwrap_or_default()),
                 esc(&f.resource_type),
@@ -780,7 +780,7 @@ fn page(title: &str, source: &str, clusters: &[ClusterAudit], accounts: &[Accoun
         for (c, f, w) in contested {
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td><code>{}</code></td><td class=\"k\"><code>{}</code></td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(&c.cluster),
                 esc(&f.resource),
                 esc(f.key.as_deref().unwrap_or("")),
