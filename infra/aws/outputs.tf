@@ -30,12 +30,12 @@ output "policy_uri" {
 
 output "policy_bucket_name" {
   description = "Policy bucket (S3 mode), else null."
-  value       = local.use_s3 ? aws_s3_bucket.policy[0].id : null
+  value       = local.use_s3 ? module.policy_bucket[0].id : null
 }
 
 output "policy_bucket_arn" {
   description = "Policy bucket ARN (S3 mode), else null."
-  value       = local.use_s3 ? aws_s3_bucket.policy[0].arn : null
+  value       = local.use_s3 ? module.policy_bucket[0].arn : null
 }
 
 output "status_report_uri" {
@@ -165,7 +165,7 @@ output "trail_arn" {
 
 output "trail_bucket_name" {
   description = "The trail's log bucket (create_trail), else null."
-  value       = one(aws_s3_bucket.trail[*].id)
+  value       = one(module.trail_bucket[*].id)
 }
 
 output "reserved_tag_key_patterns" {

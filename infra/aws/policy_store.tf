@@ -6,81 +6,19 @@
 # S3
 ################################################################################
 
-resource "aws_s3_bucket" "policy" {
-  #checkov:skip=CKV_AWS_18: server access logging needs a second, log-receiving bucket the module would have to own; policy writes are few and visible in CloudTrail.
-  #checkov:skip=CKV_AWS_144: cross-region replication is out of scope: the policy is re-publishable from its source (the Infrastructure object / Terraform) and the bucket is versioned.
-  count = local.use_s3 ? 1 : 0
+module "policy_bucket" {
+  source = "./modules/private_bucket"
+  count  = local.use_s3 ? 1 : 0
 
-  bucket        = local.bucket_name
+  name          = local.bucket_name
   force_destroy = var.policy_bucket_force_destroy
   tags          = local.tags
-}
-
-resource "aws_s3_bucket_ownership_controls" "policy" {
-  count = local.use_s3 ? 1 : 0
-
-  bucket = aws_s3_bucket.policy[0].id
-
-  rule {
-    object_ownership = "BucketOwnerEnforced"
+  kms_key_arn   = var.kms_key_arn
+  lifecycle_rule = {
+    id              = "expire-superseded-policy-versions"
+    noncurrent_days = var.policy_noncurrent_version_expiration_days
   }
-}
-
-resource "aws_s3_bucket_public_access_block" "policy" {
-  count = local.use_s3 ? 1 : 0
-
-  bucket                  = aws_s3_bucket.policy[0].id
-  block_public_acls       = true
-  block_public_policy     = true
-  ignore_public_acls      = true
-  restrict_public_buckets = true
-}
-
-resource "aws_s3_bucket_versioning" "policy" {
-  count = local.use_s3 ? 1 : 0
-
-  bucket = aws_s3_bucket.policy[0].id
-
-  versioning_configuration {
-    status = "Enabled"
-  }
-}
-
-resource "aws_s3_bucket_server_side_encryption_configuration" "policy" {
-  count = local.use_s3 ? 1 : 0
-
-  bucket = aws_s3_bucket.policy[0].id
-
-  rule {
-    apply_server_side_encryption_by_default {
-      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
-      kms_master_key_id = var.kms_key_arn
-    }
-    bucket_key_enabled = var.kms_key_arn != null
-  }
-}
-
-resource "aws_s3_bucket_lifecycle_configuration" "policy" {
-  count = local.use_s3 ? 1 : 0
-
-  bucket = aws_s3_bucket.policy[0].id
-
-  rule {
-    id     = "expire-superseded-policy-versions"
-    status = "Enabled"
-
-    filter {}
-
-    noncurrent_version_expiration {
-      noncurrent_days = var.policy_noncurrent_version_expiration_days
-    }
-
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 7
-    }
-  }
-
-  depends_on = [aws_s3_bucket_versioning.policy]
+  policy_documents = [data.aws_iam_policy_document.policy_bucket[0].json]
 }
 
 data "aws_iam_policy_document" "policy_bucket" {
@@ -94,7 +32,7 @@ data "aws_iam_policy_document" "policy_bucket" {
     sid       = "DenyContestStateToOthers"
     effect    = "Deny"
     actions   = ["s3:PutObject"]
-    resources = ["${aws_s3_bucket.policy[0].arn}/${local.contests_folder}*"]
+    resources = ["${local.bucket_arn}/${local.contests_folder}*"]
 
     principals {
       type        = "*"
@@ -107,37 +45,42 @@ data "aws_iam_policy_document" "policy_bucket" {
       values   = concat([aws_iam_role.lambda.arn], var.contest_operators)
     }
   }
-
-  statement {
-    sid     = "DenyInsecureTransport"
-    effect  = "Deny"
-    actions = ["s3:*"]
-    resources = [
-      aws_s3_bucket.policy[0].arn,
-      "${aws_s3_bucket.policy[0].arn}/*",
-    ]
-
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
 }
 
-resource "aws_s3_bucket_policy" "policy" {
-  count = local.use_s3 ? 1 : 0
+# The bucket of one version before the private_bucket module: its resources, moved into it.
+moved {
+  from = aws_s3_bucket.policy[0]
+  to   = module.policy_bucket[0].aws_s3_bucket.this
+}
 
-  bucket = aws_s3_bucket.policy[0].id
-  policy = data.aws_iam_policy_document.policy_bucket[0].json
+moved {
+  from = aws_s3_bucket_ownership_controls.policy[0]
+  to   = module.policy_bucket[0].aws_s3_bucket_ownership_controls.this
+}
 
-  # S3 rejects bucket policies while the public access block is still being applied.
-  depends_on = [aws_s3_bucket_public_access_block.policy]
+moved {
+  from = aws_s3_bucket_public_access_block.policy[0]
+  to   = module.policy_bucket[0].aws_s3_bucket_public_access_block.this
+}
+
+moved {
+  from = aws_s3_bucket_versioning.policy[0]
+  to   = module.policy_bucket[0].aws_s3_bucket_versioning.this
+}
+
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.policy[0]
+  to   = module.policy_bucket[0].aws_s3_bucket_server_side_encryption_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.policy[0]
+  to   = module.policy_bucket[0].aws_s3_bucket_lifecycle_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_policy.policy[0]
+  to   = module.policy_bucket[0].aws_s3_bucket_policy.this
 }
 
 # Optional initial content: created once, then never compared again (issue 36, one owner per
@@ -155,7 +98,7 @@ resource "aws_s3_bucket_policy" "policy" {
 resource "aws_s3_object" "policy" {
   count = local.s3_key != null && var.policy_document != null ? 1 : 0
 
-  bucket       = aws_s3_bucket.policy[0].id
+  bucket       = module.policy_bucket[0].id
   key          = local.s3_key
   content      = var.policy_document
   content_type = endswith(local.s3_key, ".json") ? "application/json" : "application/yaml"
@@ -164,7 +107,7 @@ resource "aws_s3_object" "policy" {
     ignore_changes = all
   }
 
-  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy, aws_s3_bucket_notification.policy]
+  depends_on = [module.policy_bucket, aws_s3_bucket_notification.policy]
 }
 
 # Layers are Terraform's own objects (e.g. a `00-defaults.yaml` kept in code): Terraform updates
@@ -173,13 +116,13 @@ resource "aws_s3_object" "policy" {
 resource "aws_s3_object" "policy_layer" {
   for_each = local.s3_layered ? var.policy_layers : {}
 
-  bucket       = aws_s3_bucket.policy[0].id
+  bucket       = module.policy_bucket[0].id
   key          = "${var.policy_prefix}${each.key}"
   content      = each.value
   content_type = endswith(each.key, ".json") ? "application/json" : "application/yaml"
   tags         = local.tags
 
-  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy, aws_s3_bucket_notification.policy]
+  depends_on = [module.policy_bucket, aws_s3_bucket_notification.policy]
 }
 
 # A cluster set's initial policies, one folder per cluster, at the key `tagwarden publish` writes:
@@ -187,7 +130,7 @@ resource "aws_s3_object" "policy_layer" {
 resource "aws_s3_object" "cluster_policy" {
   for_each = local.s3_set ? var.cluster_policy_documents : {}
 
-  bucket       = aws_s3_bucket.policy[0].id
+  bucket       = module.policy_bucket[0].id
   key          = "${local.s3_prefix}${each.key}/10-cluster.yaml"
   content      = each.value
   content_type = "application/yaml"
@@ -196,7 +139,7 @@ resource "aws_s3_object" "cluster_policy" {
     ignore_changes = all
   }
 
-  depends_on = [aws_s3_bucket_versioning.policy, aws_s3_bucket_server_side_encryption_configuration.policy, aws_s3_bucket_notification.policy]
+  depends_on = [module.policy_bucket, aws_s3_bucket_notification.policy]
 }
 
 # Policy change -> sweep. Single document: the filter is the exact key, so the status report next
@@ -220,7 +163,7 @@ locals {
 resource "aws_s3_bucket_notification" "policy" {
   count = local.use_s3 ? 1 : 0
 
-  bucket = aws_s3_bucket.policy[0].id
+  bucket = module.policy_bucket[0].id
 
   dynamic "lambda_function" {
     for_each = local.policy_notification_filters
@@ -243,7 +186,7 @@ resource "aws_lambda_permission" "policy_bucket" {
   action         = "lambda:InvokeFunction"
   function_name  = aws_lambda_function.this.function_name
   principal      = "s3.amazonaws.com"
-  source_arn     = aws_s3_bucket.policy[0].arn
+  source_arn     = module.policy_bucket[0].arn
   source_account = local.account_id
 }
 

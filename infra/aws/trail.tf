@@ -16,84 +16,24 @@ locals {
   trail_name   = "${local.name}-trail"
   trail_arn    = "arn:${local.partition}:cloudtrail:${local.region}:${local.account_id}:trail/${local.trail_name}"
   trail_bucket = coalesce(var.trail_bucket_name, "${local.name}-trail-${local.account_id}")
+  # Known before the bucket exists, so its policy can be rendered beside it.
+  trail_bucket_arn = "arn:${local.partition}:s3:::${local.trail_bucket}"
 }
 
-resource "aws_s3_bucket" "trail" {
-  #checkov:skip=CKV_AWS_18: the trail's own bucket; logging its access would need a third bucket, and CloudTrail records the bucket's management calls anyway.
-  #checkov:skip=CKV_AWS_144: cross-region replication of the trail's logs is an organisation's archive decision, not tagwarden's; the bucket is versioned.
-  #checkov:skip=CKV2_AWS_62: nothing consumes the log files' creation; tagwarden reads the events from EventBridge, not from these files.
-  #checkov:skip=CKV_AWS_145: SSE-KMS with kms_key_arn, SSE-S3 (AES-256) without one, as the other buckets of the module.
-  count = var.create_trail ? 1 : 0
+module "trail_bucket" {
+  source = "./modules/private_bucket"
+  count  = var.create_trail ? 1 : 0
 
-  bucket        = local.trail_bucket
+  name          = local.trail_bucket
   force_destroy = var.trail_bucket_force_destroy
   tags          = local.tags
-
-  lifecycle {
-    precondition {
-      condition     = length(local.trail_bucket) <= 63
-      error_message = "The trail's bucket name ${local.trail_bucket} is longer than S3's 63 characters: set trail_bucket_name."
-    }
+  kms_key_arn   = var.kms_key_arn
+  lifecycle_rule = {
+    id              = "expire-trail-logs"
+    noncurrent_days = 1
+    expiration_days = var.trail_log_retention_days
   }
-}
-
-resource "aws_s3_bucket_ownership_controls" "trail" {
-  count  = var.create_trail ? 1 : 0
-  bucket = aws_s3_bucket.trail[0].id
-  rule {
-    object_ownership = "BucketOwnerEnforced"
-  }
-}
-
-resource "aws_s3_bucket_public_access_block" "trail" {
-  count                   = var.create_trail ? 1 : 0
-  bucket                  = aws_s3_bucket.trail[0].id
-  block_public_acls       = true
-  block_public_policy     = true
-  ignore_public_acls      = true
-  restrict_public_buckets = true
-}
-
-resource "aws_s3_bucket_versioning" "trail" {
-  count  = var.create_trail ? 1 : 0
-  bucket = aws_s3_bucket.trail[0].id
-  versioning_configuration {
-    status = "Enabled"
-  }
-}
-
-resource "aws_s3_bucket_server_side_encryption_configuration" "trail" {
-  count  = var.create_trail ? 1 : 0
-  bucket = aws_s3_bucket.trail[0].id
-  rule {
-    apply_server_side_encryption_by_default {
-      sse_algorithm     = var.kms_key_arn == null ? "AES256" : "aws:kms"
-      kms_master_key_id = var.kms_key_arn
-    }
-    bucket_key_enabled = var.kms_key_arn != null
-  }
-}
-
-resource "aws_s3_bucket_lifecycle_configuration" "trail" {
-  count  = var.create_trail ? 1 : 0
-  bucket = aws_s3_bucket.trail[0].id
-
-  rule {
-    id     = "expire-trail-logs"
-    status = "Enabled"
-    filter {}
-    expiration {
-      days = var.trail_log_retention_days
-    }
-    noncurrent_version_expiration {
-      noncurrent_days = 1
-    }
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 7
-    }
-  }
-
-  depends_on = [aws_s3_bucket_versioning.trail]
+  policy_documents = [data.aws_iam_policy_document.trail_bucket[0].json]
 }
 
 data "aws_iam_policy_document" "trail_bucket" {
@@ -102,7 +42,7 @@ data "aws_iam_policy_document" "trail_bucket" {
   statement {
     sid       = "AWSCloudTrailAclCheck"
     actions   = ["s3:GetBucketAcl"]
-    resources = [aws_s3_bucket.trail[0].arn]
+    resources = [local.trail_bucket_arn]
     principals {
       type        = "Service"
       identifiers = ["cloudtrail.amazonaws.com"]
@@ -119,8 +59,8 @@ data "aws_iam_policy_document" "trail_bucket" {
     actions = ["s3:PutObject"]
     # An organization trail also writes each member account's files under the organization's
     # id (CloudTrail User Guide, "Amazon S3 bucket policy for CloudTrail", organization trails).
-    resources = concat(["${aws_s3_bucket.trail[0].arn}/AWSLogs/${local.account_id}/*"],
-    var.trail_organization_id == null ? [] : ["${aws_s3_bucket.trail[0].arn}/AWSLogs/${var.trail_organization_id}/*"])
+    resources = concat(["${local.trail_bucket_arn}/AWSLogs/${local.account_id}/*"],
+    var.trail_organization_id == null ? [] : ["${local.trail_bucket_arn}/AWSLogs/${var.trail_organization_id}/*"])
     principals {
       type        = "Service"
       identifiers = ["cloudtrail.amazonaws.com"]
@@ -136,30 +76,41 @@ data "aws_iam_policy_document" "trail_bucket" {
       values   = [local.trail_arn]
     }
   }
-
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["s3:*"]
-    resources = [aws_s3_bucket.trail[0].arn, "${aws_s3_bucket.trail[0].arn}/*"]
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
 }
 
-resource "aws_s3_bucket_policy" "trail" {
-  count  = var.create_trail ? 1 : 0
-  bucket = aws_s3_bucket.trail[0].id
-  policy = data.aws_iam_policy_document.trail_bucket[0].json
+moved {
+  from = aws_s3_bucket.trail[0]
+  to   = module.trail_bucket[0].aws_s3_bucket.this
+}
 
-  depends_on = [aws_s3_bucket_public_access_block.trail]
+moved {
+  from = aws_s3_bucket_ownership_controls.trail[0]
+  to   = module.trail_bucket[0].aws_s3_bucket_ownership_controls.this
+}
+
+moved {
+  from = aws_s3_bucket_public_access_block.trail[0]
+  to   = module.trail_bucket[0].aws_s3_bucket_public_access_block.this
+}
+
+moved {
+  from = aws_s3_bucket_versioning.trail[0]
+  to   = module.trail_bucket[0].aws_s3_bucket_versioning.this
+}
+
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.trail[0]
+  to   = module.trail_bucket[0].aws_s3_bucket_server_side_encryption_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.trail[0]
+  to   = module.trail_bucket[0].aws_s3_bucket_lifecycle_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_policy.trail[0]
+  to   = module.trail_bucket[0].aws_s3_bucket_policy.this
 }
 
 resource "aws_cloudtrail" "this" {
@@ -169,7 +120,7 @@ resource "aws_cloudtrail" "this" {
   count = var.create_trail ? 1 : 0
 
   name                          = local.trail_name
-  s3_bucket_name                = aws_s3_bucket.trail[0].id
+  s3_bucket_name                = module.trail_bucket[0].id
   is_multi_region_trail         = true
   is_organization_trail         = var.trail_organization_id != null
   include_global_service_events = true
@@ -186,5 +137,5 @@ resource "aws_cloudtrail" "this" {
 
   tags = local.tags
 
-  depends_on = [aws_s3_bucket_policy.trail, aws_s3_bucket_ownership_controls.trail]
+  depends_on = [module.trail_bucket]
 }

@@ -25,11 +25,14 @@ def resources(module: dict):
 
 def main(path: str, hub: str, org: str) -> int:
     state = json.load(open(path))
-    found = {}
+    found, at = {}, {}
     for r in resources(state["values"]["root_module"]):
         found.setdefault((r["type"], r["name"]), []).append(r["values"])
-    bucket_policy = json.loads(found[("aws_s3_bucket_policy", "organization")][0]["policy"])
-    bucket = found[("aws_s3_bucket", "organization")][0]["bucket"]
+        at[r["address"]] = r["values"]
+    # The hub's bucket is the private_bucket module's, inside the organization module.
+    bucket_module = "module.organization.module.organization_bucket."
+    bucket_policy = json.loads(at[bucket_module + "aws_s3_bucket_policy.this"]["policy"])
+    bucket = at[bucket_module + "aws_s3_bucket.this"]["bucket"]
     queue_policy = json.loads(found[("aws_sqs_queue_policy", "member_events")][0]["policy"])
     queue_arn = [q["arn"] for q in found[("aws_sqs_queue", "member_events")]][0]
     rule_arn = found[("aws_cloudwatch_event_rule", "member_events")][0]["arn"]

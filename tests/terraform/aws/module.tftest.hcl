@@ -1080,7 +1080,7 @@ run "publisher_layer_refused_as_a_terraform_layer" {
 run "no_trail_by_default" {
   command = plan
   assert {
-    condition     = length(aws_cloudtrail.this) == 0 && length(aws_s3_bucket.trail) == 0
+    condition     = length(aws_cloudtrail.this) == 0 && length(module.trail_bucket) == 0
     error_message = "create_trail defaults to false"
   }
 }
@@ -1093,7 +1093,7 @@ run "trail_on_request" {
   assert {
     condition = (aws_cloudtrail.this[0].is_multi_region_trail && aws_cloudtrail.this[0].include_global_service_events &&
       aws_cloudtrail.this[0].enable_log_file_validation && aws_cloudtrail.this[0].event_selector[0].include_management_events &&
-    aws_cloudtrail.this[0].event_selector[0].read_write_type == "All" && aws_s3_bucket.trail[0].bucket == "tagwarden-mycluster-7xk2p-trail-123456789012")
+    aws_cloudtrail.this[0].event_selector[0].read_write_type == "All" && module.trail_bucket[0].name == "tagwarden-mycluster-7xk2p-trail-123456789012")
     error_message = "the trail: multi-Region, global service events, validation, management events read and write, its own bucket"
   }
   assert {

@@ -26,6 +26,7 @@ locals {
   partition  = data.aws_partition.current.partition
 
   bucket_name = "${var.name}-${local.account_id}-org"
+  bucket_arn  = "arn:${local.partition}:s3:::${local.bucket_name}"
   prefix      = "accounts/"
   # The function's own folder in the bucket: shard outcomes, the contest state. Never an
   # account's: accounts are 12 digits.
@@ -63,7 +64,7 @@ module "member_definition" {
 # Which member role writes each cluster's resources, by account and cluster: the function reads
 # it to assume the right one (an account with more clusters than one role holds has several).
 resource "aws_s3_object" "member_roles" {
-  bucket       = aws_s3_bucket.organization.id
+  bucket       = module.organization_bucket.id
   key          = "${local.deployed}member-roles.json"
   content      = jsonencode(module.member_definition.member_role_of_cluster)
   content_type = "application/json"
@@ -325,31 +326,47 @@ resource "aws_lambda_event_source_mapping" "shards" {
 
 # --- the members' policy folders -----------------------------------------------------------------------
 
-resource "aws_s3_bucket" "organization" {
-  #checkov:skip=CKV_AWS_18: server access logging needs a second, log-receiving bucket; policy writes are few and visible in each member's CloudTrail.
-  #checkov:skip=CKV_AWS_144: cross-region replication is out of scope: every policy is re-publishable from its cluster, and the bucket is versioned.
-  #checkov:skip=CKV_AWS_145: SSE-S3, not KMS: every member account's publishers write here, and a customer key would need a grant for each account in its key policy.
-  bucket = local.bucket_name
-  tags   = var.tags
+module "organization_bucket" {
+  source = "../private_bucket"
+
+  name = local.bucket_name
+  tags = var.tags
+  lifecycle_rule = {
+    id              = "expire-superseded-policy-versions"
+    noncurrent_days = 30
+  }
+  policy_documents = [data.aws_iam_policy_document.organization_bucket.json]
 }
 
-resource "aws_s3_bucket_lifecycle_configuration" "organization" {
-  bucket = aws_s3_bucket.organization.id
+# The bucket of one version before the private_bucket module: its resources, moved into it.
+moved {
+  from = aws_s3_bucket.organization
+  to   = module.organization_bucket.aws_s3_bucket.this
+}
 
-  rule {
-    id     = "expire-superseded-policy-versions"
-    status = "Enabled"
+moved {
+  from = aws_s3_bucket_public_access_block.organization
+  to   = module.organization_bucket.aws_s3_bucket_public_access_block.this
+}
 
-    filter {}
+moved {
+  from = aws_s3_bucket_versioning.organization
+  to   = module.organization_bucket.aws_s3_bucket_versioning.this
+}
 
-    noncurrent_version_expiration {
-      noncurrent_days = 30
-    }
+moved {
+  from = aws_s3_bucket_server_side_encryption_configuration.organization
+  to   = module.organization_bucket.aws_s3_bucket_server_side_encryption_configuration.this
+}
 
-    abort_incomplete_multipart_upload {
-      days_after_initiation = 7
-    }
-  }
+moved {
+  from = aws_s3_bucket_lifecycle_configuration.organization
+  to   = module.organization_bucket.aws_s3_bucket_lifecycle_configuration.this
+}
+
+moved {
+  from = aws_s3_bucket_policy.organization
+  to   = module.organization_bucket.aws_s3_bucket_policy.this
 }
 
 # A member's policy written: the function sends that account's shards for the clusters written (a
@@ -357,7 +374,7 @@ resource "aws_s3_bucket_lifecycle_configuration" "organization" {
 # filtered out by the function at no call; YAML documents trigger here, a .json policy is swept by
 # the next scheduled sweep).
 resource "aws_s3_bucket_notification" "organization" {
-  bucket = aws_s3_bucket.organization.id
+  bucket = module.organization_bucket.id
 
   dynamic "lambda_function" {
     for_each = toset([".yaml", ".yml"])
@@ -378,32 +395,8 @@ resource "aws_lambda_permission" "organization_bucket" {
   action         = "lambda:InvokeFunction"
   function_name  = var.function_arn
   principal      = "s3.amazonaws.com"
-  source_arn     = aws_s3_bucket.organization.arn
+  source_arn     = local.bucket_arn
   source_account = local.account_id
-}
-
-resource "aws_s3_bucket_versioning" "organization" {
-  bucket = aws_s3_bucket.organization.id
-  versioning_configuration {
-    status = "Enabled"
-  }
-}
-
-resource "aws_s3_bucket_public_access_block" "organization" {
-  bucket                  = aws_s3_bucket.organization.id
-  block_public_acls       = true
-  block_public_policy     = true
-  ignore_public_acls      = true
-  restrict_public_buckets = true
-}
-
-resource "aws_s3_bucket_server_side_encryption_configuration" "organization" {
-  bucket = aws_s3_bucket.organization.id
-  rule {
-    apply_server_side_encryption_by_default {
-      sse_algorithm = "AES256"
-    }
-  }
 }
 
 # Who writes what in the bucket, held by the bucket policy for every principal, the hub account's
@@ -422,14 +415,14 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "organization" {
 locals {
   cluster_tag   = "tagwarden-cluster"
   publisher_tag = "tagwarden-publisher"
-  own_folder    = "${aws_s3_bucket.organization.arn}/${local.own}*"
+  own_folder    = "${local.bucket_arn}/${local.own}*"
 }
 
 data "aws_iam_policy_document" "organization_bucket" {
   statement {
     sid       = "PublishOwnCluster"
     actions   = ["s3:GetObject", "s3:PutObject"]
-    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}$${aws:PrincipalAccount}/$${aws:PrincipalTag/${local.cluster_tag}}/*"]
+    resources = ["${local.bucket_arn}/${local.prefix}$${aws:PrincipalAccount}/$${aws:PrincipalTag/${local.cluster_tag}}/*"]
 
     principals {
       type        = "*"
@@ -446,7 +439,7 @@ data "aws_iam_policy_document" "organization_bucket" {
   statement {
     sid       = "PublishClusterSet"
     actions   = ["s3:GetObject", "s3:PutObject"]
-    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}$${aws:PrincipalAccount}/*"]
+    resources = ["${local.bucket_arn}/${local.prefix}$${aws:PrincipalAccount}/*"]
 
     principals {
       type        = "*"
@@ -471,7 +464,7 @@ data "aws_iam_policy_document" "organization_bucket" {
     sid       = "DenyUntaggedPublishers"
     effect    = "Deny"
     actions   = ["s3:PutObject"]
-    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*"]
+    resources = ["${local.bucket_arn}/${local.prefix}*"]
 
     principals {
       type        = "*"
@@ -502,7 +495,7 @@ data "aws_iam_policy_document" "organization_bucket" {
     sid           = "DenyOtherClustersFolders"
     effect        = "Deny"
     actions       = ["s3:PutObject"]
-    not_resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}$${aws:PrincipalAccount}/$${aws:PrincipalTag/${local.cluster_tag}}/*"]
+    not_resources = ["${local.bucket_arn}/${local.prefix}$${aws:PrincipalAccount}/$${aws:PrincipalTag/${local.cluster_tag}}/*"]
 
     principals {
       type        = "*"
@@ -555,7 +548,7 @@ data "aws_iam_policy_document" "organization_bucket" {
     content {
       sid       = "ContestOperatorsLift"
       actions   = ["s3:GetObject", "s3:PutObject"]
-      resources = ["${aws_s3_bucket.organization.arn}/${local.own}contests/*"]
+      resources = ["${local.bucket_arn}/${local.own}contests/*"]
 
       principals {
         type        = "AWS"
@@ -570,7 +563,7 @@ data "aws_iam_policy_document" "organization_bucket" {
       sid           = "ContestOperatorsWriteContestsOnly"
       effect        = "Deny"
       actions       = ["s3:PutObject"]
-      not_resources = ["${aws_s3_bucket.organization.arn}/${local.own}contests/*"]
+      not_resources = ["${local.bucket_arn}/${local.own}contests/*"]
 
       principals {
         type        = "*"
@@ -584,31 +577,6 @@ data "aws_iam_policy_document" "organization_bucket" {
       }
     }
   }
-
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["s3:*"]
-    resources = [aws_s3_bucket.organization.arn, "${aws_s3_bucket.organization.arn}/*"]
-
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
-}
-
-resource "aws_s3_bucket_policy" "organization" {
-  bucket = aws_s3_bucket.organization.id
-  policy = data.aws_iam_policy_document.organization_bucket.json
-
-  depends_on = [aws_s3_bucket_public_access_block.organization]
 }
 
 # --- what the hub's function may do beside its own account ---------------------------------------------
@@ -649,20 +617,20 @@ data "aws_iam_policy_document" "function" {
   statement {
     sid       = "ListPolicies"
     actions   = ["s3:ListBucket"]
-    resources = [aws_s3_bucket.organization.arn]
+    resources = [local.bucket_arn]
   }
 
   statement {
     sid       = "ReadPolicies"
     actions   = ["s3:GetObject"]
-    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*", "${aws_s3_bucket.organization.arn}/${local.deployed}member-roles.json"]
+    resources = ["${local.bucket_arn}/${local.prefix}*", "${local.bucket_arn}/${local.deployed}member-roles.json"]
   }
 
   # The clusters' status reports beside their policies, and its own folder: never a policy.
   statement {
     sid       = "WriteReports"
     actions   = ["s3:PutObject"]
-    resources = ["${aws_s3_bucket.organization.arn}/${local.prefix}*/tagwarden-status.json", local.own_folder]
+    resources = ["${local.bucket_arn}/${local.prefix}*/tagwarden-status.json", local.own_folder]
   }
 }
 
@@ -734,7 +702,7 @@ locals {
 resource "aws_s3_object" "member_role_template" {
   for_each = local.large_template
 
-  bucket       = aws_s3_bucket.organization.id
+  bucket       = module.organization_bucket.id
   key          = "${local.deployed}templates/member-roles-${each.key}.json"
   content      = each.value
   content_type = "application/json"
@@ -750,7 +718,7 @@ resource "aws_cloudformation_stack_set" "member_roles" {
   call_as          = var.stack_set_call_as
   capabilities     = ["CAPABILITY_NAMED_IAM"]
   template_body    = contains(keys(local.large_template), each.key) ? null : each.value
-  template_url     = contains(keys(local.large_template), each.key) ? "https://${aws_s3_bucket.organization.bucket_regional_domain_name}/${aws_s3_object.member_role_template[each.key].key}?versionId=${aws_s3_object.member_role_template[each.key].version_id}" : null
+  template_url     = contains(keys(local.large_template), each.key) ? "https://${module.organization_bucket.bucket_regional_domain_name}/${aws_s3_object.member_role_template[each.key].key}?versionId=${aws_s3_object.member_role_template[each.key].version_id}" : null
   tags             = var.tags
 
   auto_deployment {

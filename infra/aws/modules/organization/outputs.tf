@@ -1,7 +1,7 @@
 output "environment" {
   description = "The hub function's organization settings: pass as the tagwarden module's `extra_environment`."
   value = {
-    TAGWARDEN_ORGANIZATION    = "s3://${aws_s3_bucket.organization.bucket}/${local.prefix}"
+    TAGWARDEN_ORGANIZATION    = "s3://${module.organization_bucket.name}/${local.prefix}"
     TAGWARDEN_MEMBER_ROLE     = var.member_role_name
     TAGWARDEN_MEMBER_REGIONS  = join(",", var.member_regions)
     TAGWARDEN_CLUSTERS        = join(",", var.clusters)
@@ -11,12 +11,12 @@ output "environment" {
 
 output "organization_uri" {
   description = "Where member accounts publish: s3://<bucket>/accounts/<their account>/<infraID>/ (tagwarden publish --to)."
-  value       = "s3://${aws_s3_bucket.organization.bucket}/${local.prefix}"
+  value       = "s3://${module.organization_bucket.name}/${local.prefix}"
 }
 
 output "organization_bucket_name" {
   description = "The members' policy bucket."
-  value       = aws_s3_bucket.organization.bucket
+  value       = module.organization_bucket.name
 }
 
 output "hub_event_bus_arn" {
