@@ -8,7 +8,7 @@
 # `event_patterns` output.
 
 locals {
-  # Event names per service (DESIGN.md §5; issue 11): exactly the events the function handles, by
+  # Event names per service: exactly the events the function handles, by
   # CloudTrail eventSource, from the service descriptors (local.generated, main.tf). The key is the
   # service: the pattern below matches source aws.<key> and detail.eventSource <key>.amazonaws.com.
   # Classic ELB shares the elasticloadbalancing source and names with ELBv2 (apiVersion tells them
@@ -20,15 +20,15 @@ locals {
   # partition); outside us-east-1 their rules see only what modules/global_event_forwarding sends.
   global_services = ["iam", "route53"]
 
-  # Issue 35: every pattern matches `account` = this account. The default bus also receives events
+  # Every pattern matches `account` = this account. The default bus also receives events
   # that other accounts put on it when its resource policy lets them (cross-account event buses,
   # organization-wide rules); "account" is the top-level field naming "The 12-digit number
   # identifying an AWS account" the event is from (EventBridge User Guide, "AWS service event
   # metadata"), and only this account's resources are the function's to enforce.
 
-  # Calls made by the function's own role are dropped here (loop safety, DESIGN.md §5). A bare
+  # Calls made by the function's own role are dropped here (loop safety: the function never reacts to its own writes). A bare
   # nested anything-but would also drop every caller without sessionContext.sessionIssuer.arn (IAM
-  # users, root, AWS services); the $or keeps them (reference/aws.md §1.7, verified in moto).
+  # users, root, AWS services); the $or keeps them (verified in moto).
   not_self = {
     "$or" = [
       { userIdentity = { sessionContext = { sessionIssuer = { arn = [{ "anything-but" = aws_iam_role.lambda.arn }] } } } },
@@ -49,12 +49,12 @@ locals {
     }
   }
 
-  # Issue 11: every service is handled (native path or the Tagging API), so the rule is not limited
+  # Every service is handled (native path or the Tagging API), so the rule is not limited
   # to a list of services (detail.service); the ownership filter alone selects what reaches the
   # function.
-  # Issue 17 item 9: only owned resources may invoke the function. A `Tag Change on Resource` event
+  # Only owned resources may invoke the function. A `Tag Change on Resource` event
   # carries the resource's complete tag set after the change in `detail.tags` (EventBridge User
-  # Guide, "Amazon EventBridge events for tag changes"; reference/aws.md §1.6), so the ownership tag
+  # Guide, "Amazon EventBridge events for tag changes"), so the ownership tag
   # can be matched in the pattern: detail.tags."kubernetes.io/cluster/<infraID>" = "owned". Built
   # from a list of infraIDs so that several clusters are one list change: one cluster is a plain
   # field match, several are an `$or` of such matches (fields in a pattern are ANDed, `$or` ORs
@@ -116,7 +116,7 @@ locals {
       # (Through JSON: the two filters have different types, which a conditional cannot return.)
       name      = jsondecode(local.ssm_set ? jsonencode([{ prefix = local.ssm_path }]) : jsonencode([local.ssm_parameter_name]))
       operation = ["Create", "Update"]
-      # Issue 17 item 10: a failed create/update is also a "Parameter Store Change" event, with the
+      # A failed create/update is also a "Parameter Store Change" event, with the
       # reason in detail.exception ("If an operation fails, the notification includes an error
       # message", Systems Manager User Guide, "Native parameter support for Amazon Machine Image
       # IDs", parameter-store-ec2-aliases). Nothing changed then: no sweep.

@@ -66,10 +66,10 @@ locals {
   # ownership condition and the aws:TagKeys guard, so TagResources can only tag owned resources.
   generic_tag_action_list = distinct(concat(flatten([for g in local.via_grants : g.write]), var.extra_tag_actions))
 
-  # Ownership condition (DESIGN.md §9) and a guard that the function never writes reserved keys
-  # (ownership tags, Name, the kubernetes.io/, openshift.io/ and k8s.io/ namespaces; DESIGN.md §3-4).
+  # Ownership condition (docs/src/security/trust-model.md) and a guard that the function never writes reserved keys
+  # (ownership tags, Name, the kubernetes.io/, openshift.io/ and k8s.io/ namespaces).
   #
-  # Issue 35: the guard is case-blind. IAM compares condition key names without regard to case
+  # The guard is case-blind. IAM compares condition key names without regard to case
   # ("Condition key names are not case-sensitive", IAM User Guide, "IAM JSON policy elements:
   # Condition"), so a tag `Kubernetes.io/cluster/<id>` satisfies another policy's
   # `aws:ResourceTag/kubernetes.io/cluster/<id>`, and IAM's own tag keys are case-insensitive (a
@@ -108,7 +108,7 @@ locals {
   # Authorization Reference), a Deny on it would never apply.
   guarded_tag_write_actions = distinct(concat(flatten([for g in local.grants : g.write if g.guard == "owned"]), local.generic_tag_action_list))
 
-  # Issue 17 item 7: the guard must fail closed. "The ForAllValues set operator also returns true if
+  # The guard must fail closed. "The ForAllValues set operator also returns true if
   # there are no context keys in the request. You can prevent missing context keys [...] from
   # evaluating to true by including a Null condition operator in your policy with a value of false"
   # (IAM User Guide, "Multivalued context key examples", reference_policies_condition_examples-
@@ -148,12 +148,12 @@ locals {
     length(var.extra_tag_actions) > 0 ? { WriteOwnedTagsExtraServices = { actions = var.extra_tag_actions, resources = ["*"] } } : {},
   )
 
-  # Issue 24 item 4: the ownership-conditioned writes, packed into as few managed policies as the
+  # The ownership-conditioned writes, packed into as few managed policies as the
   # quotas allow (IAM User Guide, "IAM and AWS STS quotas": "Managed policy size: 6,144 characters",
   # "Managed policies attached to an IAM role: 10" by default, adjustable to 20; "IAM doesn't count
   # white space"). Measured by scripts/test-terraform against moto: one cluster's five statements
-  # 2,868 characters, a policy of two 5,693, the largest of the 20-cluster plan 5,778 (issue 26 added
-  # the KMS statement: about 430 a cluster); three would be ~8,600. So two clusters to a policy, and
+  # 2,868 characters, a policy of two 5,693, the largest of the 20-cluster plan 5,778 (the KMS statement
+  # adds about 430 a cluster); three would be ~8,600. So two clusters to a policy, and
   # 20 clusters need 10 policies, the default quota. Further native services share one statement
   # (WriteOwnedTags, in owned_tag_writes) rather than add one each.
   # var.extra_tag_actions adds a sixth statement per cluster (~600 characters and the actions), which
@@ -188,7 +188,7 @@ locals {
   # A cluster set's parameter path as an ARN, without its trailing '/'.
   ssm_path_arn = local.ssm_set ? "${local.arn_prefix}:ssm:${local.region}:${local.account_id}:parameter${trimsuffix(local.ssm_path, "/")}" : null
 
-  # Issue 35: Route 53 evaluates no tag condition key (its descriptor), so writes go only to the
+  # Route 53 evaluates no tag condition key (its descriptor), so writes go only to the
   # hosted zones and health checks listed in var.route53_writable_resources: the id is the only
   # limit IAM can draw. Its ARNs carry neither region nor account; an identity policy only ever
   # reaches this account's zones and health checks.
@@ -196,7 +196,7 @@ locals {
     [for z in r.hosted_zone_ids : "${local.arn_prefix}:route53:::hostedzone/${z}"],
     [for h in r.health_check_ids : "${local.arn_prefix}:route53:::healthcheck/${h}"],
   )]))
-  # Issue 17 item 6: default to the cluster's own bucket names, never every bucket in the account.
+  # Default to the cluster's own bucket names, never every bucket in the account.
   s3_bucket_name_patterns = coalesce(var.s3_bucket_name_patterns, [for id in local.clusters : "${id}-*"])
   s3_bucket_arns          = [for p in local.s3_bucket_name_patterns : "${local.arn_prefix}:s3:::${p}"]
 }
@@ -225,7 +225,7 @@ resource "aws_iam_role" "lambda" {
   tags               = local.tags
 
   lifecycle {
-    # Issue 24 item 4: refuse at plan what IAM would refuse at the 11th attachment, after the
+    # Refuse at plan what IAM would refuse at the 11th attachment, after the
     # policies were created (a partial apply leaves them behind, unattached).
     precondition {
       condition     = length(local.tag_write_groups) <= var.managed_policies_per_role_quota
@@ -308,7 +308,7 @@ data "aws_iam_policy_document" "lambda" {
   # types hostedzone* and healthcheck*, no aws:ResourceTag, aws:RequestTag or aws:TagKeys; "you can
   # tag Amazon Route 53 hosted zones [...] but you can't restrict access to those resources with
   # tags", AWS re:Post Knowledge Center, "authorization-iam-tags"). An ownership condition would
-  # never match, so the only limit IAM can draw is the resource: issue 35, the hosted zones and
+  # never match, so the only limit IAM can draw is the resource: the hosted zones and
   # health checks listed per cluster in var.route53_writable_resources, and none by default (then
   # the function reports each owned zone's drift as a write failure, AccessDenied, naming the
   # grant). ChangeTagsForResource can also remove tags; IAM cannot separate the two, and the code
@@ -335,7 +335,7 @@ data "aws_iam_policy_document" "lambda" {
   # general purpose buckets. Bucket-tag ABAC exists only for buckets with ABAC enabled, and those
   # reject PutBucketTagging altogether (tags go through s3:TagResource there). The limits are the
   # bucket name patterns (var.s3_bucket_name_patterns), the account, and the code's ownership check.
-  # Issue 35: a bucket ARN names no account, so a bucket of that name in another account that
+  # A bucket ARN names no account, so a bucket of that name in another account that
   # grants this role would match the pattern; s3:ResourceAccount ("Filters access by the resource
   # owner AWS account ID", one of the keys the Service Authorization Reference lists for
   # PutBucketTagging: s3:authType, s3:ResourceAccount, s3:signatureAge, s3:signatureversion,
@@ -360,7 +360,7 @@ data "aws_iam_policy_document" "lambda" {
     }
   }
 
-  # Issue 35: the reserved namespaces in every case (local.reserved_key_patterns), refused for every
+  # The reserved namespaces in every case (local.reserved_key_patterns), refused for every
   # tag write that carries aws:TagKeys, whichever Allow would grant it.
   statement {
     sid       = "DenyReservedTagKeys"
@@ -386,7 +386,7 @@ data "aws_iam_policy_document" "lambda" {
     }
   }
 
-  # Issue 17 item 13: a missing policy object must read as "no policy". S3 GetObject: "If the object
+  # A missing policy object must read as "no policy". S3 GetObject: "If the object
   # you request doesn't exist, the error that Amazon S3 returns depends on whether you also have the
   # s3:ListBucket permission. If you have the s3:ListBucket permission on the bucket, Amazon S3
   # returns an HTTP status code 404 Not Found error. If you don't have the s3:ListBucket permission,

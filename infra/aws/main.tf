@@ -7,11 +7,11 @@ data "aws_partition" "current" {}
 data "aws_region" "current" {}
 
 locals {
-  # One cluster (infra_id) or a cluster set (infra_ids, issue 12): the clusters whose ownership tag
+  # One cluster (infra_id) or a cluster set (infra_ids): the clusters whose ownership tag
   # the role may write under and whose policies the function applies.
   cluster_set = var.infra_ids != null
   clusters    = local.cluster_set ? var.infra_ids : compact([var.infra_id])
-  # Issue 31: an AWS Organization hub (modules/organization's `environment` in extra_environment,
+  # An AWS Organization hub (modules/organization's `environment` in extra_environment,
   # with infra_ids = []). Every account, the hub's too, is enforced through its member role and
   # spoke, so this module grants no tag write, adds no rule for the hub account's own events, and
   # draws and alarms on the whole organization's metrics rather than per listed cluster.
@@ -30,8 +30,8 @@ locals {
   region     = data.aws_region.current.name
   tags       = var.tags
 
-  # The tags that mark a resource as belonging to a cluster (DESIGN.md §1), by the cluster's kind
-  # (issue 33; crates/core/src/cloud.rs, ClusterKind): an OpenShift or HyperShift cluster owns by
+  # The tags that mark a resource as belonging to a cluster (docs/src/concepts/ownership.md), by the cluster's kind
+  # (crates/core/src/cloud.rs, ClusterKind): an OpenShift or HyperShift cluster owns by
   # kubernetes.io/cluster/<infraID>; a Cluster API (CAPA) cluster by CAPA's own key on what CAPA
   # creates (api/v1beta2/tags.go, NameAWSProviderOwned) or by the cloud provider's on what the
   # workload cluster's cloud provider and CSI driver create, so either grants the write.
@@ -73,7 +73,7 @@ locals {
   # on the set never returns them, and the change rule never fires for them).
   ssm_set  = local.use_ssm && local.cluster_set
   ssm_path = local.ssm_set ? coalesce(var.policy_parameter_path, "/${var.name}/clusters/") : null
-  # Computed, not read from the parameter (issue 36): the parameter is created after the change
+  # Computed, not read from the parameter: the parameter is created after the change
   # rule and the function (so its first value starts a sweep), which name it.
   ssm_parameter_name = local.use_ssm && !local.ssm_set ? coalesce(var.policy_parameter_name, "/${var.name}/${var.infra_id}/policy") : null
   parameter_arn      = local.use_ssm && !local.ssm_set ? "arn:${local.partition}:ssm:${local.region}:${local.account_id}:parameter${local.ssm_parameter_name}" : null
@@ -83,10 +83,10 @@ locals {
   policy_uri = (local.ssm_set ? "ssm:${local.ssm_path}*" : local.use_ssm ? "ssm:${local.ssm_parameter_name}" :
   "s3://${local.bucket_name}/${local.s3_set ? "${local.s3_prefix}*/" : local.s3_layered ? var.policy_prefix : local.s3_key}")
 
-  # Issue 35: reserved by default, one above the queue mapping's maximum (variables.tf).
+  # Reserved by default, one above the queue mapping's maximum (variables.tf).
   reserved_concurrency = coalesce(var.reserved_concurrent_executions, var.sqs_maximum_concurrency + 1)
 
-  # Issue 36: the package's manifest (scripts/package-lambda, scripts/lib/artifact_manifest.py).
+  # The package's manifest (scripts/package-lambda, scripts/lib/artifact_manifest.py).
   # Read leniently here: the function's preconditions say what is wrong with it and how to fix it.
   lambda_manifest_path = coalesce(var.lambda_manifest, "${var.lambda_zip}.json")
   lambda_manifest      = fileexists(local.lambda_manifest_path) ? try(jsondecode(file(local.lambda_manifest_path)), {}) : null
@@ -132,9 +132,9 @@ resource "aws_lambda_function" "this" {
       TAGWARDEN_SELF_ROLE_ARN = aws_iam_role.lambda.arn
       POLICY_TTL              = tostring(var.policy_ttl_seconds)
       RUST_LOG                = var.log_level
-      # Issue 25: the pace of the function's own EC2 CreateTags, per running instance.
+      # The pace of the function's own EC2 CreateTags, per running instance.
       TAGWARDEN_EC2_WRITES_PER_SECOND = tostring(var.ec2_writes_per_second)
-      # Issue 35: the infraIDs this deployment enforces; the function enforces no other folder or
+      # The infraIDs this deployment enforces; the function enforces no other folder or
       # parameter of the set, and a set deployment without it enforces nothing (fails closed).
       TAGWARDEN_CLUSTERS = join(",", local.clusters)
       # Audit (the default): evaluate and report, write nothing; enforce: write.
@@ -163,7 +163,7 @@ resource "aws_lambda_function" "this" {
   ]
 
   lifecycle {
-    # Issue 36: the package and its manifest belong together (scripts/package-lambda writes both).
+    # The package and its manifest belong together (scripts/package-lambda writes both).
     precondition {
       condition     = local.lambda_manifest != null
       error_message = "No manifest beside ${var.lambda_zip}: expected ${local.lambda_manifest_path}. Build the package with scripts/package-lambda (it writes <zip>.json: architecture, sha256, version), or set lambda_manifest to its path."
@@ -180,7 +180,7 @@ resource "aws_lambda_function" "this" {
       condition     = var.architecture == null || var.architecture == try(local.lambda_manifest.architecture, "")
       error_message = "architecture = \"${coalesce(var.architecture, "-")}\" but ${var.lambda_zip} was built for ${try(local.lambda_manifest.architecture, "an unknown architecture")} (its manifest): a function on the wrong architecture never starts. Drop architecture (the manifest decides), or rebuild with ARCH=${coalesce(var.architecture, "-")} scripts/package-lambda."
     }
-    # Issue 17 item 11. Reserved concurrency 0 throttles every invocation ("setting reserved
+    # Reserved concurrency 0 throttles every invocation ("setting reserved
     # concurrency to zero [...] stops all invocations", Lambda Developer Guide, "Configuring reserved
     # concurrency"); below the queue mapping's maximum concurrency the mapping's own invocations are
     # throttled and messages cycle back into the queue ("make sure the maximum concurrency is not
@@ -202,7 +202,7 @@ resource "aws_lambda_function" "this" {
       condition     = length(setsubtract(keys(var.cluster_policy_documents), local.clusters)) == 0 && (local.cluster_set || length(var.cluster_policy_documents) == 0)
       error_message = "cluster_policy_documents needs infra_ids, and its keys must be listed in infra_ids: ${join(", ", setsubtract(keys(var.cluster_policy_documents), local.clusters))}."
     }
-    # Issue 33: an OpenShift or HyperShift infraID is at most 27 characters (the cluster name cut
+    # An OpenShift or HyperShift infraID is at most 27 characters (the cluster name cut
     # to 21, '-', 5 random); only a Cluster API cluster, named by its Cluster object, is longer
     # (variables.tf, infra_ids).
     precondition {
@@ -222,8 +222,8 @@ resource "aws_lambda_function" "this" {
 
 # Events from the buffer queue. Partial batch failures: the function returns the ids of the records
 # it could not handle, only those are retried, and after max_receive_count they go to the DLQ.
-# Batch size and window trade lag for API calls (issue 25; README, "Batching and the account's API
-# budget"); their limits are checked on the variables. maximum_concurrency bounds the event path's
+# Batch size and window trade lag for API calls (infra/aws/README.md, "Batching and the
+# account's API budget"); their limits are checked on the variables. maximum_concurrency bounds the event path's
 # EC2 writes account-wide at ec2_writes_per_second x sqs_maximum_concurrency.
 resource "aws_lambda_event_source_mapping" "events" {
   event_source_arn                   = aws_sqs_queue.events.arn

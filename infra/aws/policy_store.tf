@@ -83,7 +83,7 @@ moved {
   to   = module.policy_bucket[0].aws_s3_bucket_policy.this
 }
 
-# Optional initial content: created once, then never compared again (issue 36, one owner per
+# Optional initial content: created once, then never compared again (one owner per
 # thing). The policy belongs to whoever publishes it afterwards — the cluster's publisher
 # (`tagwarden publish --from-cluster --watch`) or an operator's `tagwarden publish`: a later apply
 # must not put Terraform's copy back (and force a sweep with it) over what they published, so
@@ -92,7 +92,7 @@ moved {
 # changes nothing; publish the new policy instead. If the object is deleted, the next apply creates
 # it again from the input.
 #
-# depends_on the notification (issue 36): the first version's Object Created event must find the
+# depends_on the notification: the first version's Object Created event must find the
 # notification in place, so that it starts a sweep right after the deploy and the first
 # corrections do not wait for the schedule.
 resource "aws_s3_object" "policy" {
@@ -143,7 +143,7 @@ resource "aws_s3_object" "cluster_policy" {
 }
 
 # Policy change -> sweep. Single document: the filter is the exact key, so the status report next
-# to it never triggers the function. Layered and cluster set: issue 35, only policy documents
+# to it never triggers the function. Layered and cluster set: only policy documents
 # under the prefix trigger a sweep, so that any other object written there (`x.txt`) does not. A
 # filter holds at most one prefix and one suffix rule ("The same type of filter rule cannot be used
 # more than once. For example, you cannot specify two prefix rules", S3KeyFilter; "Configuring
@@ -195,7 +195,7 @@ resource "aws_lambda_permission" "policy_bucket" {
 ################################################################################
 
 resource "aws_ssm_parameter" "policy" {
-  #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret (DESIGN.md §2), so SecureString would only add a KMS dependency.
+  #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret, so SecureString would only add a KMS dependency.
   count = local.use_ssm && !local.ssm_set ? 1 : 0
 
   name        = local.ssm_parameter_name
@@ -205,7 +205,7 @@ resource "aws_ssm_parameter" "policy" {
   value       = coalesce(var.policy_document, "-")
   tags        = local.tags
 
-  # Issue 36: the initial value only; the publisher owns it afterwards (see aws_s3_object.policy).
+  # The initial value only; the publisher owns it afterwards (see aws_s3_object.policy).
   # The change rule exists first, so the first version starts a sweep.
   depends_on = [aws_cloudwatch_event_target.policy_change, aws_lambda_permission.policy_change]
 
@@ -220,7 +220,7 @@ resource "aws_ssm_parameter" "policy" {
 
 # A cluster set's initial policies, one parameter per cluster under the set's path.
 resource "aws_ssm_parameter" "cluster_policy" {
-  #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret (DESIGN.md §2), so SecureString would only add a KMS dependency.
+  #checkov:skip=CKV2_AWS_34: a String parameter by contract (TAGWARDEN_POLICY=ssm:...): nothing in a policy is secret, so SecureString would only add a KMS dependency.
   for_each = local.ssm_set ? var.cluster_policy_documents : {}
 
   name        = "${local.ssm_path}${each.key}"
@@ -230,7 +230,7 @@ resource "aws_ssm_parameter" "cluster_policy" {
   value       = each.value
   tags        = local.tags
 
-  # Issue 36: the initial value only; the cluster's publisher owns it afterwards.
+  # The initial value only; the cluster's publisher owns it afterwards.
   depends_on = [aws_cloudwatch_event_target.policy_change, aws_lambda_permission.policy_change]
 
   lifecycle {

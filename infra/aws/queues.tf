@@ -1,6 +1,6 @@
 # SQS: the buffer between EventBridge and the function, and the dead-letter queue.
 #
-# Why a queue rather than EventBridge -> Lambda directly (see README "Delivery"): the queue retries
+# Why a queue rather than EventBridge -> Lambda directly (see infra/aws/README.md, "Delivery"): the queue retries
 # each event independently with the function's own backoff (visibility timeout), the mapping reports
 # partial batch failures so one bad resource does not replay a whole batch, the DLQ keeps the
 # original EventBridge event as it was delivered, and maximum_concurrency gives backpressure
@@ -72,7 +72,7 @@ data "aws_iam_policy_document" "events_queue" {
     }
   }
 
-  # Issue 35: the Allow above admits only the rules, but an identity policy elsewhere in the account
+  # The Allow above admits only the rules, but an identity policy elsewhere in the account
   # (sqs:SendMessage on "*") would still reach the queue and inject events that the function treats
   # as delivered by the rules. An explicit Deny wins over any Allow ("Policy evaluation logic", IAM
   # User Guide), for every principal of every account. aws:SourceArn is set only when a service

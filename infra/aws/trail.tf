@@ -1,9 +1,10 @@
-# Issue 36: the function sees creations only through CloudTrail ("AWS API Call via CloudTrail"
+# The function sees creations only through CloudTrail ("AWS API Call via CloudTrail"
 # events reach EventBridge only for what a trail records: EventBridge User Guide, "Events from AWS
 # services"), and nothing else tells a deployment that no trail exists. An account that has a
-# trail recording management events needs none of this (check it: README, "Is a trail
-# recording?"); one that has none sets create_trail = true and gets a multi-Region trail of
-# management events (read and write) with its own encrypted bucket.
+# trail recording management events needs none of this (check it:
+# docs/src/guides/aws-account.md, "Is a trail recording?"); one that has none sets
+# create_trail = true and gets a multi-Region trail of management events (read and write) with
+# its own encrypted bucket.
 #
 # The bucket policy is the one the CloudTrail User Guide requires ("Amazon S3 bucket policy for
 # CloudTrail"): s3:GetBucketAcl on the bucket and s3:PutObject on AWSLogs/<account>/* with

@@ -13,7 +13,7 @@ variable "infra_id" {
     error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
   }
 
-  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # "all" is the InfraID under which a cluster set reports what no single cluster
   # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
@@ -26,7 +26,7 @@ variable "infra_id" {
     error_message = "Set infra_id (one cluster) or infra_ids (a cluster set, one deployment for every cluster of the account), exactly one of them."
   }
 
-  # Issue 31: an organization hub has no cluster of its own (infra_ids, below).
+  # An organization hub has no cluster of its own (infra_ids, below).
   validation {
     condition     = var.infra_id == null || !contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
     error_message = "An AWS Organization hub takes infra_ids = [], not infra_id: list the hub account's own clusters in the organization module's clusters (\"<hub account>/<infraID>\") and deploy modules/member in the hub account, as for any member."
@@ -34,7 +34,7 @@ variable "infra_id" {
 }
 
 variable "infra_ids" {
-  description = "A cluster set: every cluster of the account this one deployment enforces (issue 12); `[]` for an AWS Organization hub, which enforces the clusters the organization module lists. OpenShift infraIDs (up to 27 characters), or a Cluster API cluster's name (up to 63, named in `cluster_kinds`). Each cluster publishes its own policy under the set (`<policy_prefix><infraID>/` in S3, `<policy_parameter_path><infraID>` in SSM), and the function applies to each resource the policy of the cluster whose `kubernetes.io/cluster/<infraID>=owned` tag it carries. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
+  description = "A cluster set: every cluster of the account this one deployment enforces; `[]` for an AWS Organization hub, which enforces the clusters the organization module lists. OpenShift infraIDs (up to 27 characters), or a Cluster API cluster's name (up to 63, named in `cluster_kinds`). Each cluster publishes its own policy under the set (`<policy_prefix><infraID>/` in S3, `<policy_parameter_path><infraID>` in SSM), and the function applies to each resource the policy of the cluster whose `kubernetes.io/cluster/<infraID>=owned` tag it carries. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both."
   type        = list(string)
   default     = null
 
@@ -42,7 +42,7 @@ variable "infra_ids" {
     condition = var.infra_ids == null ? true : (
       (length(var.infra_ids) > 0 || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")) &&
       length(distinct(var.infra_ids)) == length(var.infra_ids) &&
-      # Issue 33: up to 63 characters here, for Cluster API names; OpenShift's 27 are held by the
+      # Up to 63 characters here, for Cluster API names; OpenShift's 27 are held by the
       # function's precondition (main.tf), which can read cluster_kinds (this validation cannot:
       # cluster_kinds' own validation reads infra_ids).
       alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$", id))])
@@ -50,7 +50,7 @@ variable "infra_ids" {
     error_message = "infra_ids must be a non-empty list of distinct infraIDs (OpenShift: 1-27 lowercase letters, digits and '-'; a Cluster API cluster's name, with cluster_kinds: up to 63, also '.' and '_' (an EKS cluster's default name is <namespace>_<name>); starting and ending with a letter or digit); [] only for an AWS Organization hub (extra_environment = module.organization.environment)."
   }
 
-  # Issue 31: an organization hub enforces every account, its own too, through that account's
+  # An organization hub enforces every account, its own too, through that account's
   # member role and spoke (modules/member in the hub account), under the session policies of
   # crates/aws/src/organization.rs. A cluster listed here as well would get this module's
   # single-account grants and rules beside them: every event of it handled twice, and writes outside
@@ -61,7 +61,7 @@ variable "infra_ids" {
   }
 
   # The ownership-conditioned tag writes are customer managed policies of two clusters each (one
-  # with extra_tag_actions; iam.tf, issue 24 item 4); "Managed policies attached to an IAM role" is
+  # with extra_tag_actions; iam.tf); "Managed policies attached to an IAM role" is
   # 10 by default, adjustable to 20 (IAM User Guide, "IAM and AWS STS quotas"), so 20 clusters fit
   # the default quota. More would need more policies than a role can ever take with extra_tag_actions.
   validation {
@@ -69,7 +69,7 @@ variable "infra_ids" {
     error_message = "infra_ids can list at most 20 clusters (their tag-write managed policies, two clusters each, one each with extra_tag_actions, must stay within the 20 managed policies a role can take). Split the clusters over two deployments with different `name`s."
   }
 
-  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # "all" is the InfraID under which a cluster set reports what no single cluster
   # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
@@ -79,7 +79,7 @@ variable "infra_ids" {
 }
 
 variable "cluster_kinds" {
-  description = "What provisioned each cluster that is not an OpenShift installer cluster, by infraID (issue 33). `ClusterAPI`: a Cluster API (CAPA) workload cluster, named by its `Cluster`'s name, which owns by `sigs.k8s.io/cluster-api-provider-aws/cluster/<name>=owned` (what CAPA creates) or `kubernetes.io/cluster/<name>=owned` (what its cloud provider creates): the role may write under either, and its tag-write statements count twice in the packing. `HyperShift` and `OpenShift` (the default) own by `kubernetes.io/cluster/<infraID>`. Must agree with the `clusterKind` of each cluster's published policy (`tagwarden publish --from-cluster --cluster-set` writes it)."
+  description = "What provisioned each cluster that is not an OpenShift installer cluster, by infraID. `ClusterAPI`: a Cluster API (CAPA) workload cluster, named by its `Cluster`'s name, which owns by `sigs.k8s.io/cluster-api-provider-aws/cluster/<name>=owned` (what CAPA creates) or `kubernetes.io/cluster/<name>=owned` (what its cloud provider creates): the role may write under either, and its tag-write statements count twice in the packing. `HyperShift` and `OpenShift` (the default) own by `kubernetes.io/cluster/<infraID>`. Must agree with the `clusterKind` of each cluster's published policy (`tagwarden publish --from-cluster --cluster-set` writes it)."
   type        = map(string)
   default     = {}
 
@@ -137,7 +137,7 @@ variable "lambda_zip" {
   }
 }
 
-# Issue 36: the architecture comes from the artifact. A zip built for x86_64 deployed as arm64 (the
+# The architecture comes from the artifact. A zip built for x86_64 deployed as arm64 (the
 # old defaults of scripts/package-lambda and of this module) is a function that never starts.
 variable "lambda_manifest" {
   description = "Path to the zip's manifest (JSON: name, version, git_commit, architecture, rust_target, rustc_version, sha256), written by `scripts/package-lambda` beside the zip. Default (null): `<lambda_zip>.json`. The function's architecture is the manifest's; a missing manifest, or one whose sha256 is not the zip's, is refused at plan."
@@ -178,7 +178,7 @@ variable "timeout" {
   }
 }
 
-# Issue 35: reserved by default, so that a storm of policy writes (each an asynchronous
+# Reserved by default, so that a storm of policy writes (each an asynchronous
 # invocation) cannot run more instances than the documented EC2 write bound counts.
 variable "reserved_concurrent_executions" {
   description = "Reserved concurrency for the function. Default (null): `sqs_maximum_concurrency` + 1 (3 with the defaults): the queue mapping's invocations plus one sweep or policy-change invocation, so every invocation together makes at most `ec2_writes_per_second` x this EC2 CreateTags a second (2 x 3 = 6/s, against the account's CreateTags refill of 10/s that the cluster's controllers share; output `ec2_writes_per_second_bound.all_invocations`). Invocations beyond it are throttled: Lambda retries asynchronous ones (sweep, policy change) and the queue redelivers events. -1 leaves the function unreserved (then nothing bounds a burst of policy-change invocations). A number must be at least `sqs_maximum_concurrency`; 0 (never run) is refused at plan."
@@ -283,7 +283,7 @@ variable "policy_layers" {
     error_message = "policy_layers keys must be plain object names (no '/') and must not be tagwarden-status.json."
   }
 
-  # Issue 36, one owner per object: 10-cluster.yaml is the layer the cluster's publisher writes.
+  # One owner per object: 10-cluster.yaml is the layer the cluster's publisher writes.
   validation {
     condition     = !contains(keys(var.policy_layers), "10-cluster.yaml")
     error_message = "policy_layers must not contain 10-cluster.yaml: that is the layer the cluster's publisher (tagwarden publish) writes and owns. Name Terraform's layers otherwise, e.g. 00-defaults.yaml or 20-overrides.yaml."
@@ -371,7 +371,7 @@ variable "s3_bucket_name_patterns" {
   type        = list(string)
   default     = null
 
-  # Issue 17 item 6: PutBucketTagging has no ownership condition ("Actions, resources, and condition
+  # PutBucketTagging has no ownership condition ("Actions, resources, and condition
   # keys for Amazon S3": no aws:ResourceTag for it), so the bucket name is the only IAM-side limit;
   # a bare wildcard would let the role replace the tags of every bucket in the account.
   validation {
@@ -382,7 +382,7 @@ variable "s3_bucket_name_patterns" {
   }
 }
 
-# Issue 35: Route 53's ChangeTagsForResource evaluates no tag condition key (Service Authorization
+# Route 53's ChangeTagsForResource evaluates no tag condition key (Service Authorization
 # Reference, "Actions, resources, and condition keys for Amazon Route 53"), so without ids the role
 # could rewrite the tags of every hosted zone and health check of the account.
 variable "route53_writable_resources" {
@@ -460,7 +460,7 @@ variable "sweep_schedule" {
   }
 }
 
-# Issue 25: the function reads every resource a batch's events name in shared calls and writes
+# The function reads every resource a batch's events name in shared calls and writes
 # identical deltas in one CreateTags, so a larger batch costs fewer EC2 calls per resource; the
 # window is what a batch waits to fill. Limits: "Amazon Simple Queue Service – Default 10. For
 # standard queues the max is 10,000" and "When you set BatchSize to a value greater than 10, you
@@ -469,7 +469,7 @@ variable "sweep_schedule" {
 # aws_lambda_event_source_mapping documents the same ranges). The queue this module creates is a
 # standard queue.
 variable "sqs_batch_size" {
-  description = "Most queued events per invocation (Lambda's BatchSize; 1-10000 for a standard queue). The function reads the resources of a whole batch in shared calls (EC2 DescribeTags for up to 200 ids) and writes identical deltas in one CreateTags (up to 1000 ids), so a larger batch costs fewer API calls per resource. Above 10, Lambda requires `sqs_batching_window_seconds` >= 1. See README, \"Batching and the account's API budget\"."
+  description = "Most queued events per invocation (Lambda's BatchSize; 1-10000 for a standard queue). The function reads the resources of a whole batch in shared calls (EC2 DescribeTags for up to 200 ids) and writes identical deltas in one CreateTags (up to 1000 ids), so a larger batch costs fewer API calls per resource. Above 10, Lambda requires `sqs_batching_window_seconds` >= 1. See infra/aws/README.md, \"Batching and the account's API budget\"."
   type        = number
   default     = 100
 
@@ -521,7 +521,7 @@ variable "ec2_writes_per_second" {
   }
 }
 
-# Issue 35: the events queue denies sqs:SendMessage to everyone but the module's EventBridge rules.
+# The events queue denies sqs:SendMessage to everyone but the module's EventBridge rules.
 variable "events_queue_redrive_principal_arns" {
   description = "IAM roles or users (ARNs) that may still send to the events queue besides the module's EventBridge rules: whoever redrives the dead-letter queue into it after a fix (SQS StartMessageMoveTask sends with the caller's permissions). Every other principal, in this account or any other, is refused sqs:SendMessage by an explicit Deny in the queue policy, so nothing can inject events the rules did not match."
   type        = list(string)
@@ -577,7 +577,7 @@ variable "alarm_sns_topic_arn" {
   }
 }
 
-# Issue 36: alarms that reach nobody are no alarms.
+# Alarms that reach nobody are no alarms.
 variable "alarm_subscriptions" {
   description = "Who receives the alarms: subscriptions to the alarm topic (the one this module creates, `create_sns_topic`, or `alarm_sns_topic_arn`), e.g. `[{ protocol = \"email\", endpoint = \"ops@example.com\" }]` or `[{ protocol = \"https\", endpoint = \"https://events.example.com/aws-sns\" }]`. An e-mail subscription waits for its recipient to follow the link in AWS's confirmation mail; an HTTPS endpoint must confirm the SubscriptionConfirmation message it is sent (SNS Developer Guide, \"Fanout to HTTP/S endpoints\")."
   type = list(object({
@@ -618,7 +618,7 @@ variable "compliance_lag_p99_threshold_ms" {
   }
 }
 
-# Issue 36: alarms that notice silence. Every other alarm treats missing data as fine, so a
+# Alarms that notice silence. Every other alarm treats missing data as fine, so a
 # deployment that receives nothing (no trail, a rule that matches nothing, a broken forwarder)
 # would look healthy for ever.
 variable "no_events_alarm_hours" {
@@ -651,18 +651,18 @@ variable "sweep_alarm_after_hours" {
 }
 
 ################################################################################
-# CloudTrail (issue 36)
+# CloudTrail
 ################################################################################
 
 variable "create_trail" {
-  description = "Create a multi-Region CloudTrail trail of management events (read and write), with its own encrypted, versioned, TLS-only bucket `<name>-trail-<account>`. Without a trail recording management events the function receives no creation events at all (only the sweep corrects). Leave false when the account already has one (`aws cloudtrail describe-trails`, then `aws cloudtrail get-event-selectors --trail-name <name>`: README, \"Is a trail recording?\"); a second trail of management events costs money (the first copy of management events is free, further copies are charged: AWS CloudTrail pricing)."
+  description = "Create a multi-Region CloudTrail trail of management events (read and write), with its own encrypted, versioned, TLS-only bucket `<name>-trail-<account>`. Without a trail recording management events the function receives no creation events at all (only the sweep corrects). Leave false when the account already has one (`aws cloudtrail describe-trails`, then `aws cloudtrail get-event-selectors --trail-name <name>`: docs/src/guides/aws-account.md, \"Is a trail recording?\"); a second trail of management events costs money (the first copy of management events is free, further copies are charged: AWS CloudTrail pricing)."
   type        = bool
   default     = false
   nullable    = false
 }
 
 variable "trail_organization_id" {
-  description = "With create_trail, an organization trail (issue 31): the organization's id. CloudTrail then creates the trail in every member account (\"a trail with the name that you give it is created in every AWS account that belongs to your organization\", CloudTrail User Guide, \"Creating a trail for an organization\"), which is what makes each member's EventBridge receive its `AWS API Call via CloudTrail` events for its spoke to forward. Apply from the management account: the bucket policy's aws:SourceArn names the trail in the applying account, and a trail a delegated administrator creates is the management account's. Leave null where the organization already has one (AWS Control Tower creates one)."
+  description = "With create_trail, an organization trail: the organization's id. CloudTrail then creates the trail in every member account (\"a trail with the name that you give it is created in every AWS account that belongs to your organization\", CloudTrail User Guide, \"Creating a trail for an organization\"), which is what makes each member's EventBridge receive its `AWS API Call via CloudTrail` events for its spoke to forward. Apply from the management account: the bucket policy's aws:SourceArn names the trail in the applying account, and a trail a delegated administrator creates is the management account's. Leave null where the organization already has one (AWS Control Tower creates one)."
   type        = string
   default     = null
 
@@ -695,14 +695,14 @@ variable "trail_log_retention_days" {
 }
 
 variable "trail_bucket_force_destroy" {
-  description = "Allow `terraform destroy` to delete the trail's bucket with its log files in it (create_trail). Default false: the logs are an audit record; empty the bucket before destroying (README, \"Uninstall\")."
+  description = "Allow `terraform destroy` to delete the trail's bucket with its log files in it (create_trail). Default false: the logs are an audit record; empty the bucket before destroying (docs/src/operations/uninstall.md)."
   type        = bool
   default     = false
   nullable    = false
 }
 
 variable "extra_environment" {
-  description = "Settings laid over the function's environment: an AWS Organization hub's, from modules/organization's `environment` (TAGWARDEN_ORGANIZATION and the rest; README \"One deployment for an AWS Organization\")."
+  description = "Settings laid over the function's environment: an AWS Organization hub's, from modules/organization's `environment` (TAGWARDEN_ORGANIZATION and the rest; docs/src/guides/aws-organization.md)."
   type        = map(string)
   default     = {}
 

@@ -3,7 +3,7 @@
 #   ARM writes in each enforcement scope and each subscription of event_source_subscription_ids (one
 #   system topic per source, global, in the source's own subscription)
 #                                        --ResourceWriteSuccess--> function `drift` (eventGridTrigger)
-#   resource_notifications = true (issue 32 item 4): resource creates/updates in each subscription
+#   resource_notifications = true: resource creates/updates in each subscription
 #   of those sources (one Microsoft.ResourceNotifications.Resources system topic per subscription)
 #                                        --Resources.CreatedOrUpdated--> function `drift`
 #   policy blob created (policy account topic)
@@ -33,16 +33,16 @@ locals {
   arm_filter_value_count = (length(flatten(values(local.arm_filter.string_not_begins_with))) +
   length(flatten(values(local.arm_filter.string_not_in))))
 
-  # Issue 17 item 1: "Only one Azure Event Grid system topic is allowed per source (like
+  # "Only one Azure Event Grid system topic is allowed per source (like
   # subscription, resource group, etc.)" (azure-docs, event-grid/system-topics.md). A topic on the
   # whole subscription collides with the portal's, Defender's or another deployment's. So: one
   # topic per source (a resource group topic for a resource group scope: the cluster's own source,
   # nobody else's), and for a source that already has a topic (existing_system_topics) only the
   # event subscription. This is also the shape of the one-deployment-per-subscription design of
-  # issue 12: N clusters are N resource-group scopes, N topics, one function; a subscription scope
+  # N clusters are N resource-group scopes, N topics, one function; a subscription scope
   # is one topic per subscription, created once or passed in as existing.
   #
-  # Issue 32 item 2: the sources are the subscription and resource group scopes and the
+  # The sources are the subscription and resource group scopes and the
   # subscriptions of event_source_subscription_ids (local.arm_sources, main.tf), in any subscription. A
   # topic lives in its source's subscription ("It's not possible to create a system topic in an
   # Azure subscription that's different from the event source's Azure subscription", ibid.): in the
@@ -67,7 +67,7 @@ locals {
   # Sources in another subscription without an existing topic: azapi_resource.arm_topic.
   created_foreign_topic_sources = toset([for s in local.foreign_sources : s if !contains(keys(local.existing_topic_of), s)])
   # The resource group of the module's topics in each other subscription that gets one (an ARM
-  # topic or, issue 32 item 4, a Resource Notifications topic).
+  # topic or a Resource Notifications topic).
   foreign_topic_subscriptions = toset(concat(
     [for s in local.created_foreign_topic_sources : local.source_subscription[s]],
     [for s in local.created_foreign_rn_topic_sources : split("/", s)[2]],
@@ -114,7 +114,7 @@ locals {
     },
   )
 
-  # Issue 17 item 3: the subscriptions deliver to the `drift` function and Azure refuses an
+  # The subscriptions deliver to the `drift` function and Azure refuses an
   # azure_function_endpoint whose function does not exist yet, so they wait for a published package.
   # Topics in the deployment's subscription take azurerm's event subscription; topics in another
   # subscription azapi's (the same filter, destination, retry and dead-lettering).
@@ -173,7 +173,7 @@ data "azurerm_eventgrid_system_topic" "existing" {
 }
 
 ################################################################################
-# ARM resource writes in other subscriptions (issue 32 item 2)
+# ARM resource writes in other subscriptions
 ################################################################################
 #
 # azapi creates a resource wherever its parent id points ("parent_id: The ID of the azure resource
@@ -377,7 +377,7 @@ resource "azurerm_eventgrid_system_topic_event_subscription" "arm" {
 }
 
 ################################################################################
-# Azure Resource Notifications (issue 32 item 4)
+# Azure Resource Notifications
 ################################################################################
 #
 # A `Microsoft.ResourceNotifications.Resources.CreatedOrUpdated` event carries the resource as
@@ -699,7 +699,7 @@ resource "azurerm_eventgrid_system_topic" "policy" {
   tags = local.tags
 }
 
-# Issue 17 item 2: a policy change starts a sweep of every owned resource, which takes far longer
+# A policy change starts a sweep of every owned resource, which takes far longer
 # than Event Grid waits for a webhook/function answer (30 s, then retries; azure-docs,
 # event-grid/delivery-and-retry.md), so the sweep must not run inside the delivery. The BlobCreated
 # events go to a storage queue ("Use Queue Storage to receive events that need to be pulled. You

@@ -27,19 +27,19 @@ locals {
     TAGWARDEN_SELF_CLIENT_ID      = azurerm_user_assigned_identity.function.client_id
     TAGWARDEN_METRICS_RESOURCE_ID = local.function_app_id
     TAGWARDEN_METRICS_REGION      = var.location
-    # The enforcement scopes as given. Issue 32 item 2: a management group id as-is
+    # The enforcement scopes as given. A management group id as-is
     # (/providers/Microsoft.Management/managementGroups/<id>): the function sweeps it through
     # Resource Graph's `managementGroups` request field, which covers every subscription below it,
     # listed in event_source_subscription_ids or not.
     TAGWARDEN_SWEEP_SCOPES = join(",", sort(tolist(local.enforcement_scopes)))
-    # Issue 35: the infraIDs this deployment enforces (nothing else of the set), and the sources of
+    # The infraIDs this deployment enforces (nothing else of the set), and the sources of
     # the Event Grid system topics whose deliveries the function accepts. Event Grid writes a system
     # topic's *source* into each event's `topic` ("Full resource path to the event source",
-    # azure-docs event-grid/event-schema.md; reference/azure.md §1), not the topic's own id: the
+    # azure-docs event-grid/event-schema.md), not the topic's own id: the
     # ARM topics' sources, created or existing, keyed by source (the subscription and resource group
-    # scopes and, issue 32 item 2, /subscriptions/<guid> of each event_source_subscription_ids entry, in
+    # scopes and /subscriptions/<guid> of each event_source_subscription_ids entry, in
     # any subscription; never a management group, which is no source), and the policy storage
-    # account (its BlobCreated events reach the sweep queue). Issue 32 item 4: with
+    # account (its BlobCreated events reach the sweep queue). With
     # resource_notifications, the sources of the Resource Notifications topics too,
     # /subscriptions/<guid> ("topic": "/subscriptions/{sub}" in azure-rest-api-specs' eventgrid
     # data-plane Microsoft.ResourceNotifications example Resources_CreatedOrUpdated.json): new in the
@@ -104,7 +104,7 @@ resource "azurerm_function_app_flex_consumption" "this" {
 
   https_only                    = true
   public_network_access_enabled = true # Event Grid delivers to the public webhook endpoint.
-  # Issue 17 item 3: no zip_deploy_file. The provider posts it to /api/zipdeploy, which Flex
+  # No zip_deploy_file. The provider posts it to /api/zipdeploy, which Flex
   # Consumption does not implement (hashicorp/terraform-provider-azurerm#29630, open); the package
   # is published by terraform_data.package below with One Deploy and an Entra token, so basic-auth
   # publishing credentials stay off.
@@ -165,7 +165,7 @@ resource "azurerm_function_app_flex_consumption" "this" {
   }
 }
 
-# Issue 24 item 2: identity-based host storage without a perpetual diff. The provider writes an
+# Identity-based host storage without a perpetual diff. The provider writes an
 # `AzureWebJobsStorage` connection string on every create and update of a Flex app, built from
 # storage_container_endpoint with an empty AccountKey under identity auth, unless app_settings sets
 # the key; and its Read drops `AzureWebJobsStorage` from app_settings (source:
@@ -203,7 +203,7 @@ resource "azapi_resource_action" "app_settings" {
   }
 }
 
-# Issue 17 item 3: publish the package with a step Flex Consumption supports, in the same apply.
+# Publish the package with a step Flex Consumption supports, in the same apply.
 # `az functionapp deployment source config-zip` on a Flex app posts to the app's One Deploy endpoint
 # (/api/publish) with the caller's Entra token and waits for the deployment (azure-cli,
 # appservice/custom.py, enable_zip_deploy_flex). "One deploy is the only deployment technology
@@ -216,7 +216,7 @@ resource "azapi_resource_action" "app_settings" {
 resource "terraform_data" "package" {
   count = var.function_zip == null ? 0 : 1
 
-  # Issue 36: the package and its manifest belong together (scripts/package-azure-function writes
+  # The package and its manifest belong together (scripts/package-azure-function writes
   # <zip>.json); Flex Consumption runs Linux on x86-64, so a package for another machine is refused
   # here instead of failing to start after the publish.
   lifecycle {
@@ -264,7 +264,7 @@ resource "terraform_data" "package" {
     }
   }
 
-  # Issue 24 item 3: One Deploy writes the package into the deployment container with the platform
+  # One Deploy writes the package into the deployment container with the platform
   # identity, and the host starts on it at once (host storage, the sweep queue): the platform
   # identity's roles must be in effect, not just created, so the publish waits for the same
   # propagation as the blob uploads and event subscriptions (time_sleep.role_propagation, rbac.tf).

@@ -13,7 +13,7 @@ data "azurerm_resource_group" "existing" {
 }
 
 locals {
-  # One cluster (infra_id) or a cluster set (infra_ids, issue 12).
+  # One cluster (infra_id) or a cluster set (infra_ids).
   cluster_set = var.infra_ids != null
   clusters    = local.cluster_set ? var.infra_ids : compact([var.infra_id])
   # How descriptions name what the deployment serves (a list of infraIDs would not fit them).
@@ -59,14 +59,14 @@ locals {
   policy_url = "${local.policy_container_url}/${local.cluster_set ? "${local.set_prefix}*/" : local.layered ? var.policy_prefix : local.policy_blob}"
   status_url = "${local.policy_container_url}/${local.status_blob}"
 
-  # Scopes for the tag writer role + Reader and for the ARM event topics. Issue 17 item 14 /
-  # DESIGN.md §9 ("Tag Contributor scoped as narrowly as possible"): never silently the whole
-  # subscription. Issue 36: and never a guessed name either ("<infra_id>-rg" is only IPI's default;
+  # Scopes for the tag writer role + Reader and for the ARM event topics, as narrow as
+  # possible: never silently the whole
+  # subscription. And never a guessed name either ("<infra_id>-rg" is only IPI's default;
   # an install-config resourceGroupName or ARO's managed resource group are named otherwise): the
   # caller passes the cluster's resource group as the cluster reports it (the Infrastructure
   # object's status.platformStatus.azure.resourceGroupName).
   #
-  # Issue 32 item 2: a scope may also be a management group (one function for many subscriptions)
+  # A scope may also be a management group (one function for many subscriptions)
   # and a subscription or resource group outside the deployment's subscription. A management group
   # is a scope for the roles (granted once there, inherited by every subscription below) and for the
   # sweep (Resource Graph's `managementGroups` request field), never an Event Grid source: the
@@ -92,14 +92,14 @@ locals {
   # Sources in another subscription than the deployment's: "It's not possible to create a system
   # topic in an Azure subscription that's different from the event source's" (azure-docs,
   # event-grid/system-topics.md), so their topics live in their own subscription, created through
-  # azapi by parent id (events.tf). Before issue 32 these were refused.
+  # azapi by parent id (events.tf).
   foreign_sources = toset([for s in local.arm_sources : s if local.source_subscription[s] != local.home_subscription])
 
-  # The policy-change sweep queue (issue 17 item 2) and the deployment gate (item 3).
+  # The policy-change sweep queue and the deployment gate.
   sweep_queue_name  = var.sweep_queue_name
   package_published = var.function_zip != null || var.package_published
 
-  # Issue 36: the package's manifest (scripts/package-azure-function), read leniently: the
+  # The package's manifest (scripts/package-azure-function), read leniently: the
   # package's preconditions (function.tf) say what is wrong and how to fix it.
   function_manifest   = var.function_zip == null ? null : (fileexists("${var.function_zip}.json") ? try(jsondecode(file("${var.function_zip}.json")), {}) : null)
   function_zip_sha256 = var.function_zip == null ? "" : filesha256(var.function_zip)

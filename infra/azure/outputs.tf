@@ -118,7 +118,7 @@ output "role_assignment_ids" {
     runtime_storage      = azurerm_role_assignment.runtime_storage.id
     sweep_queue_reader   = azurerm_role_assignment.sweep_queue_reader.id
     sweep_queue_sender   = azurerm_role_assignment.sweep_queue_sender.id
-    # The timer's per-subscription sweep parts (issue 32 item 3).
+    # The timer's per-subscription sweep parts.
     sweep_queue_parts_sender = azurerm_role_assignment.sweep_queue_parts_sender.id
   }
 }

@@ -20,7 +20,7 @@
 #   cluster_publisher_principal_ids  tagwarden blob writer (custom)  policy container, ABAC: <prefix><infraID>/ only
 #
 # No Owner, Contributor or User Access Administrator anywhere. At management-group scope only the
-# tag writer and Reader, and only when enforcement_scopes names the group (issue 32 item 2).
+# tag writer and Reader, and only when enforcement_scopes names the group.
 
 locals {
   role_ids = {
@@ -107,7 +107,7 @@ locals {
   EOT
 }
 
-# Issue 35: custom roles in place of Tag Contributor and Storage Blob Data Contributor, each with
+# Custom roles in place of Tag Contributor and Storage Blob Data Contributor, each with
 # only what the code does. Tag Contributor (4a9ae827-...) holds Microsoft.Resources/tags/* and also
 # Microsoft.Resources/deployments/* (create and run ARM deployments), Microsoft.Insights/alertRules/*,
 # Microsoft.Support/* and Microsoft.Authorization/*/read (azure-docs, role-based-access-control/
@@ -119,7 +119,7 @@ locals {
 # reads (operation names from azure-docs, role-based-access-control/permissions/
 # management-and-governance.md, "Microsoft.Resources").
 #
-# Issue 32 item 2: the definition stays in the deployment's subscription (`scope` forces a new role,
+# The definition stays in the deployment's subscription (`scope` forces a new role,
 # and a role with assignments cannot be deleted); assignable_scopes grows in place with the
 # management group and the other subscriptions it is assigned in (local.tag_writer_assignable_scopes).
 resource "azurerm_role_definition" "tag_writer" {
@@ -166,7 +166,7 @@ resource "azurerm_role_definition" "blob_writer" {
 # The tag writer (custom, above; formerly Tag Contributor): write access to Microsoft.Resources/tags
 # (the PATCH .../tags/default Merge the code makes) without any access to the resources themselves. Scoped to the enforcement scopes
 # only; the ownership tag is checked in code because Azure RBAC conditions cannot read resource
-# tags for ARM control-plane writes. With a management group scope (issue 32 item 2) it is
+# tags for ARM control-plane writes. With a management group scope it is
 # assigned once there (azurerm_role_assignment's `scope` accepts a management group id: its
 # ValidateFunc includes commonids.ValidateManagementGroupID, internal/services/authorization/
 # role_assignment_resource.go) and inherited by every subscription below it; with subscription
@@ -216,7 +216,7 @@ resource "azurerm_role_assignment" "status_report_writer" {
   description        = "tagwarden ${local.label}: write only ${local.status_blob} and ${local.contests_blobs} (ABAC condition on the blob path)."
 }
 
-# Issue 35: each cluster's publisher writes only its own folder of the set. "@Resource[Microsoft.
+# Each cluster's publisher writes only its own folder of the set. "@Resource[Microsoft.
 # Storage/storageAccounts/blobServices/containers/blobs:path]" is the blob's path within its container
 # (no container name), and StringStartsWith compares its beginning (azure-docs, role-based-access-
 # control/conditions-format.md and storage/blobs/storage-auth-abac-attributes.md, "Blob path";
@@ -287,7 +287,7 @@ resource "azurerm_role_assignment" "runtime_storage" {
   description        = "tagwarden ${local.label}: Functions host state and deployment package."
 }
 
-# Issue 17 item 2: the `sweep-queue` function reads the sweep queue through the AzureWebJobsStorage
+# The `sweep-queue` function reads the sweep queue through the AzureWebJobsStorage
 # connection, i.e. the platform identity (AzureWebJobsStorage__clientId). A queue trigger with an
 # identity connection needs "Storage Queue Data Reader, Storage Queue Data Message Processor"
 # (azure-docs, azure-functions/functions-bindings-storage-queue-trigger.md, "Identity-based
@@ -308,7 +308,7 @@ resource "azurerm_role_assignment" "sweep_queue_processor" {
   description        = "tagwarden ${local.label}: sweep-queue trigger dequeues and deletes policy-change messages."
 }
 
-# Issue 32 item 3: the timer sends a sweep of several subscriptions on as one message per
+# The timer sends a sweep of several subscriptions on as one message per
 # subscription through the `sweep` function's queue output binding, on the same AzureWebJobsStorage
 # connection. An output binding with an identity connection needs "Storage Queue Data Contributor"
 # or "Storage Queue Data Message Sender" (azure-docs, azure-functions/functions-bindings-storage-queue.md,
@@ -343,7 +343,7 @@ resource "azurerm_role_assignment" "sweep_queue_sender" {
 
 # Event Grid dead-lettering with the system topics' identities (shared keys are disabled): write
 # into the dead-letter container only. One per ARM topic (created or existing), per Resource
-# Notifications topic (issue 32 item 4; created or existing) plus the policy topic.
+# Notifications topic (created or existing) plus the policy topic.
 resource "azurerm_role_assignment" "dead_letter_writer" {
   for_each = merge(
     { for s, t in local.arm_topics : "arm-${local.arm_scope_key[s]}" => t.principal_id },
@@ -369,11 +369,11 @@ resource "azurerm_role_assignment" "policy_writers" {
   description        = "tagwarden ${local.label}: publish policy documents."
 }
 
-# Issue 17 item 4: "When you assign roles or remove role assignments, it can take up to 10 minutes
+# "When you assign roles or remove role assignments, it can take up to 10 minutes
 # for changes to take effect" (azure-docs, storage/blobs/authorize-access-azure-active-directory.md,
 # "Role assignment propagation delays for blob data access"; the same for queues). The policy
 # upload right after assigning the caller's writer role was refused with 403, and Event Grid
-# dead-lettering and queue delivery use roles created in the same apply. Issue 24 item 3: so does
+# dead-lettering and queue delivery use roles created in the same apply. So does
 # the package publish (terraform_data.package, function.tf), seconds after the platform identity's
 # roles on the runtime account and the sweep queues were created. Everything that uses those roles
 # waits here once; a later apply that adds a role waits again (triggers). "0s" when the roles were

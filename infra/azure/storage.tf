@@ -44,7 +44,7 @@ resource "azurerm_storage_container" "deployment" {
   container_access_type = "private"
 }
 
-# Issue 17 item 2: policy BlobCreated events land here (events.tf) and the `sweep-queue` function
+# Policy BlobCreated events land here (events.tf) and the `sweep-queue` function
 # (queueTrigger, queueName %TAGWARDEN_SWEEP_QUEUE%, connection AzureWebJobsStorage) sweeps from it.
 # Created through ARM (storage_account_id), so no shared key or data-plane role is needed at apply.
 resource "azurerm_storage_queue" "sweep" {
@@ -67,7 +67,7 @@ resource "azurerm_storage_queue" "sweep_poison" {
 resource "azurerm_storage_account" "policy" {
   #checkov:skip=CKV_AZURE_59: public network access is needed by Event Grid (blob events, dead-lettering) and the function over public endpoints: deny-by-default needs VNet integration and private endpoints; no anonymous access, no shared keys (Entra ID only).
   #checkov:skip=CKV_AZURE_33: queue service logging: the account has no queues.
-  #checkov:skip=CKV2_AZURE_1: customer-managed keys are out of scope: nothing in a policy is secret (DESIGN.md §2); Microsoft-managed encryption at rest.
+  #checkov:skip=CKV2_AZURE_1: customer-managed keys are out of scope: nothing in a policy is secret; Microsoft-managed encryption at rest.
   #checkov:skip=CKV2_AZURE_33: private endpoints need a VNet the module does not own (see CKV_AZURE_59).
   #checkov:skip=CKV_AZURE_206: the policy is re-publishable from its source and versioned; replication is `storage_replication_type` (default ZRS).
   name                             = local.policy_sa_name
@@ -85,7 +85,7 @@ resource "azurerm_storage_account" "policy" {
   local_user_enabled               = false
 
   blob_properties {
-    versioning_enabled = true # every policy version stays recoverable (DESIGN.md §2: last known good)
+    versioning_enabled = true # every policy version stays recoverable (the last known good one too)
 
     delete_retention_policy {
       days = var.blob_retention_days
@@ -151,7 +151,7 @@ resource "azurerm_storage_management_policy" "policy" {
 }
 
 # Optional initial policy content (data-plane writes: provider `storage_use_azuread = true`),
-# written once (issue 36, one owner per thing): afterwards the policy belongs to its publisher
+# written once (one owner per thing): afterwards the policy belongs to its publisher
 # (`tagwarden publish`, the cluster's publisher), and a later apply never puts Terraform's copy
 # back ("ignore_changes = all": Terraform never updates the object). It is written after the
 # policy-change subscription exists, so its first version starts a sweep at once.
@@ -169,7 +169,7 @@ resource "azurerm_storage_blob" "policy_document" {
     ignore_changes = all
   }
 
-  # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
+  # The writer role must be in effect, not just created (time_sleep, rbac.tf).
   depends_on = [time_sleep.role_propagation, azurerm_eventgrid_system_topic_event_subscription.policy]
 }
 
@@ -189,7 +189,7 @@ resource "azurerm_storage_blob" "cluster_policy" {
     ignore_changes = all
   }
 
-  # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
+  # The writer role must be in effect, not just created (time_sleep, rbac.tf).
   depends_on = [time_sleep.role_propagation, azurerm_eventgrid_system_topic_event_subscription.policy]
 }
 
@@ -203,6 +203,6 @@ resource "azurerm_storage_blob" "policy_layers" {
   content_type           = endswith(each.key, ".json") ? "application/json" : "application/yaml"
   source_content         = each.value
 
-  # Issue 17 item 4: the writer role must be in effect, not just created (time_sleep, rbac.tf).
+  # The writer role must be in effect, not just created (time_sleep, rbac.tf).
   depends_on = [time_sleep.role_propagation]
 }

@@ -13,7 +13,7 @@ variable "infra_id" {
     error_message = "infra_id must be 1-27 characters of lowercase letters, digits and '-', starting and ending with a letter or digit (an OpenShift infraID)."
   }
 
-  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # "all" is the InfraID under which a cluster set reports what no single cluster
   # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
@@ -28,14 +28,14 @@ variable "infra_id" {
 }
 
 variable "infra_ids" {
-  description = "A cluster set (issue 12): every cluster of the subscription this one deployment enforces. OpenShift infraIDs (up to 27 characters), or a Cluster API (CAPZ) cluster's name (up to 63, a DNS-1123 subdomain, named in `cluster_kinds`). Each cluster publishes its own policy under `<policy_prefix><infraID>/` (default prefix `clusters/`), and the function applies to each resource the policy of the cluster whose ownership tag it carries (`kubernetes.io_cluster.<infraID>=owned`; for a Cluster API cluster `sigs.k8s.io_cluster-api-provider-azure_cluster_<name>` or `kubernetes.io_cluster_<name>`). Each cluster's resource group goes into `enforcement_scopes`. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both; a single Cluster API cluster is a set of one (`infra_id` names resources, and a CAPZ name may be too long or hold a '.')."
+  description = "A cluster set: every cluster of the subscription this one deployment enforces. OpenShift infraIDs (up to 27 characters), or a Cluster API (CAPZ) cluster's name (up to 63, a DNS-1123 subdomain, named in `cluster_kinds`). Each cluster publishes its own policy under `<policy_prefix><infraID>/` (default prefix `clusters/`), and the function applies to each resource the policy of the cluster whose ownership tag it carries (`kubernetes.io_cluster.<infraID>=owned`; for a Cluster API cluster `sigs.k8s.io_cluster-api-provider-azure_cluster_<name>` or `kubernetes.io_cluster_<name>`). Each cluster's resource group goes into `enforcement_scopes`. Adding a cluster is one list entry and one apply. Set this or `infra_id`, not both; a single Cluster API cluster is a set of one (`infra_id` names resources, and a CAPZ name may be too long or hold a '.')."
   type        = list(string)
   default     = null
 
   validation {
     condition = var.infra_ids == null ? true : (
       length(var.infra_ids) > 0 && length(distinct(var.infra_ids)) == length(var.infra_ids) &&
-      # Issue 47: up to 63 characters of a DNS-1123 subdomain here, for Cluster API (CAPZ) names
+      # Up to 63 characters of a DNS-1123 subdomain here, for Cluster API (CAPZ) names
       # (a Cluster is a Kubernetes object: lowercase letters, digits, '-' and '.', each
       # '.'-separated part starting and ending with a letter or digit). OpenShift's 27 characters
       # without '.' are held by cluster_kinds' validation, which can read both (this one cannot
@@ -45,7 +45,7 @@ variable "infra_ids" {
     error_message = "infra_ids must be a non-empty list of distinct cluster names: OpenShift infraIDs (1-27 lowercase letters, digits and '-', starting and ending with a letter or digit), or, named in cluster_kinds as ClusterAPI, Cluster API cluster names (a DNS-1123 subdomain of up to 63 characters: also '.')."
   }
 
-  # Issue 24 item 5: "all" is the InfraID under which a cluster set reports what no single cluster
+  # "all" is the InfraID under which a cluster set reports what no single cluster
   # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
@@ -55,7 +55,7 @@ variable "infra_ids" {
 }
 
 variable "cluster_kinds" {
-  description = "What provisioned each cluster that is not an OpenShift installer cluster, by name in `infra_ids` (issue 47; as the AWS module's). `ClusterAPI`: a Cluster API (CAPZ) workload cluster, named by its `Cluster`'s name (up to 63 characters, '.' allowed), which owns by `sigs.k8s.io_cluster-api-provider-azure_cluster_<name>=owned` (what CAPZ creates) or `kubernetes.io_cluster_<name>=owned` (what its cloud provider creates). `HyperShift` and `OpenShift` (the default) own by `kubernetes.io_cluster.<infraID>` and take OpenShift's infraIDs. Azure RBAC cannot be conditioned on a resource's tags, so the kind grants nothing different here: the function reads each cluster's kind from its published policy (`clusterKind`, which `tagwarden publish --from-cluster --cluster-set capz` writes) and writes only what that kind's keys mark as owned; this must agree with it."
+  description = "What provisioned each cluster that is not an OpenShift installer cluster, by name in `infra_ids` (as the AWS module's). `ClusterAPI`: a Cluster API (CAPZ) workload cluster, named by its `Cluster`'s name (up to 63 characters, '.' allowed), which owns by `sigs.k8s.io_cluster-api-provider-azure_cluster_<name>=owned` (what CAPZ creates) or `kubernetes.io_cluster_<name>=owned` (what its cloud provider creates). `HyperShift` and `OpenShift` (the default) own by `kubernetes.io_cluster.<infraID>` and take OpenShift's infraIDs. Azure RBAC cannot be conditioned on a resource's tags, so the kind grants nothing different here: the function reads each cluster's kind from its published policy (`clusterKind`, which `tagwarden publish --from-cluster --cluster-set capz` writes) and writes only what that kind's keys mark as owned; this must agree with it."
   type        = map(string)
   default     = {}
   nullable    = false
@@ -157,7 +157,7 @@ variable "create_resource_group" {
 ################################################################################
 
 variable "function_zip" {
-  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger), `sweep-queue/function.json` (queueTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (the files are in `functions/azure-function/`; `scripts/package-azure-function` builds the zip and its manifest `<zip>.json`, which must be beside it: checked at plan). Published during apply with `az functionapp deployment source config-zip` (One Deploy, which Flex Consumption supports; needs the Azure CLI logged in on the machine running Terraform), republished when the file's hash changes; the ARM event subscriptions are created after the `drift` function exists. null: publish it yourself and set `package_published = true` (see README, \"Deploying the package\")."
+  description = "Path to the function package: a .zip with `host.json`, `drift/function.json` (eventGridTrigger), `sweep/function.json` (timerTrigger), `sweep-queue/function.json` (queueTrigger) and the `tagwarden-azure-function` binary (linux x86_64) at its root (the files are in `functions/azure-function/`; `scripts/package-azure-function` builds the zip and its manifest `<zip>.json`, which must be beside it: checked at plan). Published during apply with `az functionapp deployment source config-zip` (One Deploy, which Flex Consumption supports; needs the Azure CLI logged in on the machine running Terraform), republished when the file's hash changes; the ARM event subscriptions are created after the `drift` function exists. null: publish it yourself and set `package_published = true` (see infra/azure/README.md, \"Deploying the package\")."
   type        = string
   default     = null
 
@@ -277,7 +277,7 @@ variable "policy_prefix" {
 }
 
 variable "policy_document" {
-  description = "Optional initial policy content for single-document mode, uploaded to `policy_blob`. Nothing in a policy is secret. Uploading needs the provider's `storage_use_azuread = true` (shared keys are disabled) and a data-plane role for the caller (see README)."
+  description = "Optional initial policy content for single-document mode, uploaded to `policy_blob`. Nothing in a policy is secret. Uploading needs the provider's `storage_use_azuread = true` (shared keys are disabled) and a data-plane role for the caller (see infra/azure/README.md, \"Notes\")."
   type        = string
   default     = null
 
@@ -294,7 +294,7 @@ variable "policy_layers" {
 
   validation {
     condition     = alltrue([for k in keys(var.policy_layers) : can(regex("^[A-Za-z0-9!_.*'()-]{1,255}$", k)) && k != "tagwarden-status.json" && k != "10-cluster.yaml"])
-    error_message = "policy_layers keys must be plain blob names (no '/') and must not be tagwarden-status.json or 10-cluster.yaml (the layer the cluster's publisher writes and owns, issue 36)."
+    error_message = "policy_layers keys must be plain blob names (no '/') and must not be tagwarden-status.json or 10-cluster.yaml (the layer the cluster's publisher writes and owns)."
   }
 }
 
@@ -320,7 +320,7 @@ variable "blob_retention_days" {
   }
 }
 
-# Issue 35: one cluster's publisher must not write another cluster's folder of the set.
+# One cluster's publisher must not write another cluster's folder of the set.
 variable "cluster_publisher_principal_ids" {
   description = "A cluster set's publishers: infraID => the object id of that cluster's publisher identity (the managed identity ccoctl creates from its CredentialsRequest). Each gets the blob writer role (blob read, write, add; no delete, no container management) on the policy container, with an ABAC condition that limits its writes to `<policy_prefix><infraID>/`. The default for a set; `policy_writer_principal_ids` writes the whole container."
   type        = map(string)
@@ -349,12 +349,12 @@ variable "policy_writer_principal_ids" {
 ################################################################################
 
 variable "enforcement_scopes" {
-  description = "ARM scopes where the function gets the tag writer role and Reader and which its sweep covers: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`), or, deliberately, subscription ids (`/subscriptions/<id>`) or one management group (`/providers/Microsoft.Management/managementGroups/<id>`, spelled so). Subscriptions and resource groups may be outside the deployment's subscription. Required (issue 36: no guessed `<infra_id>-rg`): each cluster's resource group as the cluster reports it, `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`, plus `networkResourceGroupName` when the VNet is elsewhere. On ARO the managed resource group's deny assignment lets tag writes through but refuses role assignments there: give the subscription (`/subscriptions/<id>`) as the scope (infra/examples/azure-basic: `enforcement_scope = \"subscription\"`). Each subscription or resource group scope gets its own Event Grid system topic (or uses one from `existing_system_topics`); a management group is no Event Grid source: its subscriptions' events come through `event_source_subscription_ids`."
+  description = "ARM scopes where the function gets the tag writer role and Reader and which its sweep covers: resource group ids (`/subscriptions/<id>/resourceGroups/<name>`), or, deliberately, subscription ids (`/subscriptions/<id>`) or one management group (`/providers/Microsoft.Management/managementGroups/<id>`, spelled so). Subscriptions and resource groups may be outside the deployment's subscription. Required (no guessed `<infra_id>-rg`): each cluster's resource group as the cluster reports it, `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`, plus `networkResourceGroupName` when the VNet is elsewhere. On ARO the managed resource group's deny assignment lets tag writes through but refuses role assignments there: give the subscription (`/subscriptions/<id>`) as the scope (infra/examples/azure-basic: `enforcement_scope = \"subscription\"`). Each subscription or resource group scope gets its own Event Grid system topic (or uses one from `existing_system_topics`); a management group is no Event Grid source: its subscriptions' events come through `event_source_subscription_ids`."
   type        = list(string)
   nullable    = false
 
-  # Issue 17 item 14: no silent whole-subscription default; an empty list would grant nothing and
-  # receive nothing, so it is refused too. Issue 32 item 2: or a management group. Its id is
+  # No silent whole-subscription default; an empty list would grant nothing and
+  # receive nothing, so it is refused too. Or a management group. Its id is
   # 1-90 characters, "ASCII letter, digit, -, _, (, ), ." (azurerm's own check, internal/services/
   # managementgroup/validate/management_group_name.go, quoting the portal), and "Can't end with
   # period" (Microsoft Learn, "Naming rules and restrictions for Azure resources",
@@ -389,7 +389,7 @@ variable "enforcement_scopes" {
   }
 }
 
-# Issue 32 item 2: the subscriptions whose ARM events reach the function when the scope is a
+# The subscriptions whose ARM events reach the function when the scope is a
 # management group (a management group is no Event Grid source, main.tf).
 variable "event_source_subscription_ids" {
   description = "With a management group in `enforcement_scopes`: the subscriptions (GUIDs) under it whose ARM write events must reach the function. Each gets one `Microsoft.Resources.Subscriptions` system topic (global) in that subscription, or uses the one named in `existing_system_topics` (key `/subscriptions/<guid>`): Event Grid allows one system topic per source. Events from a subscription not listed here are not received; the sweep still covers it through the management group. A topic outside the deployment's subscription lives in the resource group `event_topic_resource_group_name` of its subscription. Adding a subscription is one entry and one apply. (Not the output `event_subscription_ids`: those are the Event Grid event subscriptions.)"
@@ -481,9 +481,9 @@ variable "existing_system_topics" {
   }
 }
 
-# Issue 32 item 4: Azure Resource Notifications, the resource's tags in the event.
+# Azure Resource Notifications, the resource's tags in the event.
 variable "resource_notifications" {
-  description = "Also subscribe the `drift` function to Azure Resource Notifications (preview): for each subscription the module receives ARM events from (the subscriptions of the subscription and resource group scopes and of `event_source_subscription_ids`), one `Microsoft.ResourceNotifications.Resources` system topic (global) and one event subscription per source for `Microsoft.ResourceNotifications.Resources.CreatedOrUpdated` (a resource group scope filtered by subject to `<resource group id>/`). Those events carry the resource's tags (`data.resourceInfo.tags`), which spares the function a read when they show the resource in line or not owned. `ResourceWriteSuccess` stays subscribed for every type (Resource Notifications does not cover all). The deploying principal needs `Microsoft.ResourceNotifications/systemTopics/subscribeToResources/action` on each such subscription (README, \"Resource Notifications\"). Default false: the topic type is in preview."
+  description = "Also subscribe the `drift` function to Azure Resource Notifications (preview): for each subscription the module receives ARM events from (the subscriptions of the subscription and resource group scopes and of `event_source_subscription_ids`), one `Microsoft.ResourceNotifications.Resources` system topic (global) and one event subscription per source for `Microsoft.ResourceNotifications.Resources.CreatedOrUpdated` (a resource group scope filtered by subject to `<resource group id>/`). Those events carry the resource's tags (`data.resourceInfo.tags`), which spares the function a read when they show the resource in line or not owned. `ResourceWriteSuccess` stays subscribed for every type (Resource Notifications does not cover all). The deploying principal needs `Microsoft.ResourceNotifications/systemTopics/subscribeToResources/action` on each such subscription (infra/azure/README.md, \"Resource Notifications (preview)\"). Default false: the topic type is in preview."
   type        = bool
   default     = false
   nullable    = false

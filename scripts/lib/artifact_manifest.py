@@ -2,7 +2,7 @@
 
     python3 scripts/lib/artifact_manifest.py ZIP NAME VERSION ARCHITECTURE RUST_TARGET [RUSTC_VERSION]
 
-The deployment reads it (issue 36): infra/aws sets the Lambda's `architectures` from
+The deployment reads it: infra/aws sets the Lambda's `architectures` from
 `architecture` and refuses, at plan, a zip whose sha256 is not `sha256` (a rebuilt or swapped zip
 next to an old manifest); infra/azure does the same for the Functions package. One writer for
 scripts/package-lambda, scripts/package-azure-function and the Terraform test harness, so the

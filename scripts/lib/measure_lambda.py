@@ -201,7 +201,7 @@ def main(bootstrap, zip_path):
         # Per run: the cold event's instance, then WARM rounds of a clean event (that instance again)
         # and a drift event (a fresh instance), alternating: a loopback stall of ~40 ms (delayed ACK)
         # lands on one invocation or another from run to run, so one sample of each measured a
-        # stall, not the code (issue 25 item 4). Medians over every round.
+        # stall, not the code. Medians over every round.
         warm_rounds = int(os.environ.get("WARM", "5"))
         per_run = 1 + warm_rounds
         ids = [i["InstanceId"] for i in ec2.run_instances(ImageId=image, MinCount=per_run * runs,

@@ -1,4 +1,4 @@
-"""Write the CycloneDX 1.5 SBOM of what a release ships (issue 37): every crate a shipped binary
+"""Write the CycloneDX 1.5 SBOM of what a release ships: every crate a shipped binary
 links, for each of its targets.
 
     python3 scripts/lib/sbom.py OUT.cdx.json VERSION TARGET... 

@@ -1,4 +1,4 @@
-"""Render every documented kustomize combination and check what it would apply (issue 47 item 4).
+"""Render every documented kustomize combination and check what it would apply.
 
     combinations.py [--root DIR]
 
@@ -418,7 +418,7 @@ def check_grants(ws, fail):
         if "folder" in data:
             edits = [("openshift-aws/publisher-scope.yaml", f"folder: {data['folder']}\n", f"folder: {folder}\n")]
         else:
-            # The layout publisher-scope.yaml had before issue 47 (prefix, infra-id): the folder's
+            # The older layout of publisher-scope.yaml (prefix, infra-id): the folder's
             # last segment as the infra-id, the rest as the prefix.
             head, _, tail = folder.rpartition("/")
             edits = [("openshift-aws/publisher-scope.yaml", f"prefix: {data['prefix']}\n", f"prefix: {head}\n"),

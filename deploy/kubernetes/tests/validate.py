@@ -22,7 +22,7 @@ It writes the PrometheusRule's groups as a Prometheus rule file beside each bund
 $RULES_DIR (for promtool) when that is set.
 
 --template: the bundles are the committed templates, whose image is the placeholder
-set-your-registry.invalid/tagwarden (issue 36); without it that image is refused, since nobody can
+set-your-registry.invalid/tagwarden; without it that image is refused, since nobody can
 pull it: what an install builds must name the registry the image was pushed to.
 
 --self-test breaks copies of the bundles in known ways and fails unless each break is reported, so
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SCHEMAS = ROOT / "tests/fixtures/schemas"
 # 1.33: OpenShift 4.20's Kubernetes; 1.37: the newest schemas kubernetes-validate ships.
 K8S_VERSIONS = ["1.33.0", "1.37.0"]
-# Issue 36: nobody publishes an image under a name these manifests could know; the committed
+# Nobody publishes an image under a name these manifests could know; the committed
 # bundles carry this placeholder (".invalid" never resolves: RFC 2606, section 2), and an install
 # sets its own registry in an overlay (README, "The image"). Refused unless --template.
 PLACEHOLDER_REPO = "set-your-registry.invalid/tagwarden"
@@ -421,9 +421,9 @@ def wiring_checks(docs, path, version, fail, template):
         actions = sorted(a for s in cr["providerSpec"].get("statementEntries", []) for a in s.get("action", []))
         if actions != ["s3:GetObject", "s3:ListBucket", "s3:PutObject"]:
             fail(f"{path}: the CredentialsRequest grants {actions}, not what publish and the status mirror call")
-        # Issue 35: one publisher reaches its own folder only: objects under <bucket>/<folder>/
-        # (one or more segments: tagwarden, clusters/<infraID>, accounts/<account>/<infraID>;
-        # issue 47), listings inside that folder, nothing on "*". combinations.py checks the grant
+        # One publisher reaches its own folder only: objects under <bucket>/<folder>/
+        # (one or more segments: tagwarden, clusters/<infraID>, accounts/<account>/<infraID>),
+        # listings inside that folder, nothing on "*". combinations.py checks the grant
         # against each documented layout's keys.
         for s in cr["providerSpec"].get("statementEntries", []):
             res, cond = s.get("resource", ""), s.get("policyCondition") or {}
@@ -510,9 +510,9 @@ def self_test(bundles, crds, provider, version, template):
          lambda b: rename(cr(b, "openshift-azure.yaml")["spec"]["providerSpec"], "dataPermissions", "dataPermission")),
         ("IAM action not service:Action", "does not match",
          lambda b: cr(b, "openshift.yaml")["spec"]["providerSpec"]["statementEntries"][0]["action"].append("GetObject")),
-        ("publisher grant on every bucket (issue 35)", "only the publisher's folder",
+        ("publisher grant on every bucket", "only the publisher's folder",
          lambda b: cr(b, "openshift.yaml")["spec"]["providerSpec"]["statementEntries"][0].__setitem__("resource", "*")),
-        ("publisher listing every folder (issue 35)", "only for s3:prefix",
+        ("publisher listing every folder", "only for s3:prefix",
          lambda b: cr(b, "openshift.yaml")["spec"]["providerSpec"]["statementEntries"][1].pop("policyCondition")),
         ("CredentialsRequest moved out of CCO's namespace", "not openshift-cloud-credential-operator",
          lambda b: cr(b, "openshift.yaml")["metadata"].__setitem__("namespace", "tagwarden")),
@@ -548,7 +548,7 @@ def self_test(bundles, crds, provider, version, template):
         reported = run(broken, crds, provider, version, template)
         if not any(phrase in f for f in reported):
             missed.append(f"{what} (reported instead: {reported[:2]})")
-    # Issue 36: the placeholder image outside the templates (an install that skipped the setting).
+    # The placeholder image outside the templates (an install that skipped the setting).
     if template:
         reported = run(bundles, crds, provider, version, False)
         if not any("is the placeholder, which nobody can pull" in f for f in reported):

@@ -22,7 +22,7 @@ module "tagwarden" {
   # The function's architecture is the package's: scripts/package-lambda writes <zip>.json beside it.
   lambda_zip = var.lambda_zip
 
-  # The policy is the cluster's own (issue 36: no tags invented here). Nothing is written unless
+  # The policy is the cluster's own (no tags invented here). Nothing is written unless
   # initial_policy is given; then only once: afterwards `tagwarden publish` (from the cluster, or
   # the in-cluster publisher) owns the object.
   policy_source   = "s3"

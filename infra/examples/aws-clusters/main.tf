@@ -1,5 +1,5 @@
-# tagwarden for every cluster of one account and region: one deployment, three clusters (issue
-# 12). Each cluster keeps its own policy under clusters/<infraID>/ in the policy bucket; the
+# tagwarden for every cluster of one account and region: one deployment, three clusters
+# (a cluster set). Each cluster keeps its own policy under clusters/<infraID>/ in the policy bucket; the
 # function applies to each resource the policy of the cluster that owns it. Adding a cluster is one
 # entry in var.infra_ids and one apply.
 
@@ -23,7 +23,7 @@ module "tagwarden" {
   infra_ids  = var.infra_ids
   lambda_zip = var.lambda_zip
 
-  # Each cluster publishes its own policy (issue 36: no tags invented here); initial_policies
+  # Each cluster publishes its own policy (no tags invented here); initial_policies
   # writes a first version once, for the clusters it names.
   policy_source            = "s3"
   cluster_policy_documents = var.initial_policies

@@ -1,4 +1,4 @@
-# tagwarden for a whole AWS Organization from one hub account (issue 31): the tagwarden function in
+# tagwarden for a whole AWS Organization from one hub account: the tagwarden function in
 # the hub, the organization module beside it (hub bus, shard and member-event queues, the members'
 # policy bucket, the function's grants to assume the member role), and a StackSet that gives every
 # account of the chosen OUs its spoke (the member role and the rules forwarding to the hub), now and

@@ -17,7 +17,7 @@ module "tagwarden" {
   lambda_zip = var.lambda_zip
 
   # An SSM parameter cannot be created empty: the first value is the cluster's own Infrastructure
-  # object, given explicitly (issue 36: no tags invented here), written once; afterwards the
+  # object, given explicitly (no tags invented here), written once; afterwards the
   # publisher owns the parameter.
   policy_source      = "ssm"
   policy_document    = var.initial_policy

@@ -32,7 +32,7 @@ module "tagwarden" {
   # Only for publishing outside Terraform (CI): see README.
   package_published = var.package_published
 
-  # The cluster's resource group as the cluster reports it (issue 36: not a guessed
+  # The cluster's resource group as the cluster reports it (not a guessed
   # "<infra_id>-rg"): `oc get infrastructure cluster -o jsonpath='{.status.platformStatus.azure.resourceGroupName}'`,
   # plus the network resource group when the VNet is pre-existing. Only these scopes get the tag
   # writer role and Reader. On ARO that resource group is the managed one (`aro-…`), whose deny
@@ -46,7 +46,7 @@ module "tagwarden" {
     for rg in concat([var.resource_group], var.extra_resource_groups) : "/subscriptions/${var.subscription_id}/resourceGroups/${rg}"
   ]
 
-  # The policy is the cluster's own (issue 36: no tags invented here): nothing is written unless
+  # The policy is the cluster's own (no tags invented here): nothing is written unless
   # initial_policy is given, then only once; afterwards `tagwarden publish` owns the blob.
   policy_blob     = "tagwarden/infrastructure.yaml"
   policy_document = var.initial_policy

@@ -1,5 +1,5 @@
-# tagwarden for every OpenShift cluster of one Azure subscription: one deployment, three clusters
-# (issue 12). Each cluster's resource group is an enforcement scope (Tag Contributor and Reader
+# tagwarden for every OpenShift cluster of one Azure subscription: one deployment, three clusters.
+# Each cluster's resource group is an enforcement scope (Tag Contributor and Reader
 # there, one Event Grid topic each); each cluster keeps its policy under clusters/<infraID>/ in the
 # policy container. Adding a cluster is one entry in var.clusters (its infraID and resource group) and one apply.
 
@@ -28,19 +28,19 @@ module "tagwarden" {
   mode = var.mode
 
   infra_ids = keys(var.clusters)
-  # A CAPZ cluster's name (up to 63 characters, '.') is admitted with its kind (issue 47).
+  # A CAPZ cluster's name (up to 63 characters, '.') is admitted with its kind.
   cluster_kinds = { for id, c in var.clusters : id => c.kind if c.kind != null }
   location      = var.location
   function_zip  = var.function_zip
   # Only for publishing outside Terraform (CI): see the azure-basic README.
   package_published = var.package_published
 
-  # Each cluster's resource group(s) as the cluster reports them (issue 36: no guessed names).
+  # Each cluster's resource group(s) as the cluster reports them (no guessed names).
   enforcement_scopes = flatten([for id, c in var.clusters : [
     for rg in compact([c.resource_group, c.network_resource_group]) : "/subscriptions/${var.subscription_id}/resourceGroups/${rg}"
   ]])
 
-  # Each cluster publishes its own policy (issue 36: no tags invented here); initial_policies
+  # Each cluster publishes its own policy (no tags invented here); initial_policies
   # writes a first version once, for the clusters it names.
   cluster_policy_documents = var.initial_policies
   # The caller of `terraform apply` uploads the policies: it needs blob write on the policy container.

@@ -1,4 +1,4 @@
-# tagwarden for a management group of any number of subscriptions (issue 32 item 2): one deployment, one
+# tagwarden for a management group of any number of subscriptions: one deployment, one
 # Function App, one identity, in the platform subscription `subscription_id`. The identity gets the
 # tag writer role and Reader once, at the management group; the sweep covers the whole group
 # (TAGWARDEN_SWEEP_SCOPES is the management group id); each subscription of var.subscription_ids
@@ -34,7 +34,7 @@ module "tagwarden" {
 
   name      = var.name
   infra_ids = keys(var.clusters)
-  # A CAPZ cluster's name (up to 63 characters, '.') is admitted with its kind (issue 47).
+  # A CAPZ cluster's name (up to 63 characters, '.') is admitted with its kind.
   cluster_kinds = { for id, c in var.clusters : id => c.kind if c.kind != null }
   location      = var.location
   function_zip  = var.function_zip
@@ -48,7 +48,7 @@ module "tagwarden" {
   event_source_subscription_ids = var.subscription_ids
   existing_system_topics        = var.existing_system_topics
 
-  # Each cluster publishes its own policy (issue 36: no tags invented here), and only under
+  # Each cluster publishes its own policy (no tags invented here), and only under
   # clusters/<infraID>/ (ABAC on the blob path), whichever subscription it runs in.
   cluster_publisher_principal_ids = { for id, c in var.clusters : id => c.publisher_principal_id if c.publisher_principal_id != null }
   cluster_policy_documents        = var.initial_policies

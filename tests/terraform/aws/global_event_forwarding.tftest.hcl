@@ -1,5 +1,5 @@
-# Plan-time checks of infra/aws/modules/global_event_forwarding with a mocked provider (issue 17 item
-# 12; issue 11: Route 53 too). scripts/test-terraform copies this file into a scratch copy of the
+# Plan-time checks of infra/aws/modules/global_event_forwarding with a mocked provider (IAM and
+# Route 53 events). scripts/test-terraform copies this file into a scratch copy of the
 # module's tests/ directory.
 
 mock_provider "aws" {
@@ -39,7 +39,7 @@ variables {
 run "aws_partition_forwards_with_retries_and_dlq" {
   command = apply # mocked: the queue ARN is only known after apply
 
-  # Issue 11: one rule per global service, IAM's keeping its former name.
+  # One rule per global service, IAM's keeping its former name.
   assert {
     condition = ({ for k, r in aws_cloudwatch_event_rule.this : k => [r.name, r.event_pattern] } == {
       iam     = ["tagwarden-mycluster-7xk2p-iam-forward", "{\"source\":[\"aws.iam\"]}"]
@@ -111,7 +111,7 @@ run "rule_name_over_64_characters_refused" {
   expect_failures = [aws_cloudwatch_event_rule.this]
 }
 
-# Issue 36: the forwarding dead-letter queue is alarmed, in us-east-1, and the alarm reaches the
+# The forwarding dead-letter queue is alarmed, in us-east-1, and the alarm reaches the
 # subscribers through a topic of its own region.
 run "dead_letter_queue_alarmed" {
   command = plan

@@ -1,4 +1,4 @@
-# Plan-time checks of infra/aws/modules/member with a mocked provider (issue 31): a spoke deployed
+# Plan-time checks of infra/aws/modules/member with a mocked provider: a spoke deployed
 # per account, from the hub's outputs. scripts/test-terraform copies this file into a scratch copy
 # of the module's tests/ directory.
 

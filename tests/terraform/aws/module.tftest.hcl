@@ -1,6 +1,6 @@
 # Plan-time checks of infra/aws with a mocked provider (no AWS, no moto): defaults, validations and
-# preconditions that must refuse at plan what AWS would refuse at apply or do wrong at run time
-# (issue 17). scripts/test-terraform copies this file into a scratch copy of infra/aws/tests/ and
+# preconditions that must refuse at plan what AWS would refuse at apply or do wrong at run time.
+# scripts/test-terraform copies this file into a scratch copy of infra/aws/tests/ and
 # runs `terraform test -var lambda_zip=<placeholder zip>` there. Rendered IAM JSON cannot be checked
 # here (aws_iam_policy_document is mocked): tests/terraform/moto/check_aws_basic.py does that
 # against the moto apply.
@@ -28,14 +28,14 @@ variables {
 run "defaults" {
   command = plan
 
-  # Item 6: bucket tag writes default to the cluster's buckets, not "*".
+  # Bucket tag writes default to the cluster's buckets, not "*".
   assert {
     condition     = local.s3_bucket_arns == ["arn:aws:s3:::mycluster-7xk2p-*"]
     error_message = "s3_bucket_name_patterns must default to [\"<infra_id>-*\"], got ${jsonencode(local.s3_bucket_arns)}"
   }
 
-  # Item 8: ELBv2 listeners and listener rules are in the AddTags grant. Issue 11: loadbalancer/*
-  # also covers Classic load balancers (loadbalancer/<name>).
+  # ELBv2 listeners and listener rules are in the AddTags grant. The loadbalancer/*
+  # ARN also covers Classic load balancers (loadbalancer/<name>).
   assert {
     condition = toset(local.grant.elasticloadbalancing.resources) == toset([
       for t in ["loadbalancer", "targetgroup", "listener", "listener-rule"] :
@@ -44,7 +44,7 @@ run "defaults" {
     error_message = "ELB AddTags resources: ${jsonencode(local.grant.elasticloadbalancing.resources)}"
   }
 
-  # Issue 11: Route 53 tag reads and writes on hosted zones and health checks (no tag conditions
+  # Route 53 tag reads and writes on hosted zones and health checks (no tag conditions
   # exist there); the generic path needs tag:TagResources plus EFS's own action.
   assert {
     condition     = local.grant.route53.resources == ["arn:aws:route53:::hostedzone/*", "arn:aws:route53:::healthcheck/*"]
@@ -70,13 +70,13 @@ run "defaults" {
     error_message = "no extra-services statement without extra_tag_actions"
   }
 
-  # Item 7: the tag-key guard fails closed (Null aws:TagKeys = false next to the ForAllValues tests).
+  # The tag-key guard fails closed (Null aws:TagKeys = false next to the ForAllValues tests).
   assert {
     condition     = local.tag_keys_guard[0] == { test = "Null", values = ["false"] }
     error_message = "the aws:TagKeys guard must start with Null = false"
   }
 
-  # Item 9: only owned resources' tag changes, filter built from the list of infraIDs. Issue 11:
+  # Only owned resources' tag changes, filter built from the list of infraIDs,
   # of every service (no detail.service list).
   assert {
     condition = jsondecode(local.rendered_event_patterns["tag_change"]).detail == {
@@ -85,7 +85,7 @@ run "defaults" {
     error_message = "tag_change pattern: ${local.rendered_event_patterns["tag_change"]}"
   }
 
-  # Issue 11: Route 53 and EFS rules with their own source and eventSource; ELBv2 listeners/rules.
+  # Route 53 and EFS rules with their own source and eventSource; ELBv2 listeners/rules.
   assert {
     condition = alltrue([
       for svc in ["route53", "elasticfilesystem", "elasticloadbalancing"] :
@@ -117,14 +117,14 @@ run "defaults" {
     error_message = "the Tag Change filter must be built from the cluster's ownership key: ${jsonencode(local.owned_tag_clauses)}"
   }
 
-  # Item 13: ListBucket (404 for a missing policy object) is part of the code's S3 policy reads.
+  # ListBucket (404 for a missing policy object) is part of the code's S3 policy reads.
   assert {
     condition     = contains(local.code_actions.s3.policy_read, "s3:ListBucket")
     error_message = "s3:ListBucket missing from code_actions.s3.policy_read"
   }
 }
 
-# Item 6: a bare wildcard would let the role replace the tags of every bucket in the account.
+# A bare wildcard would let the role replace the tags of every bucket in the account.
 run "bucket_pattern_star_refused" {
   command = plan
   variables {
@@ -152,7 +152,7 @@ run "bucket_pattern_explicit_ok" {
   }
 }
 
-# Issue 25: the queue mapping's defaults (batch 100, window 2 s, at most 2 invocations), the
+# The queue mapping's defaults (batch 100, window 2 s, at most 2 invocations), the
 # partial batch failure reporting kept, the function's write pace in its environment, the queue's
 # visibility timeout (6x the function timeout + the window) and the bound the outputs report.
 run "batching_defaults" {
@@ -180,28 +180,28 @@ run "batching_defaults" {
     condition     = output.ec2_writes_per_second_bound.per_invocation == 2 && output.ec2_writes_per_second_bound.event_path == 4 && output.ec2_writes_per_second_bound.all_invocations == 6
     error_message = "ec2_writes_per_second_bound: ${jsonencode(output.ec2_writes_per_second_bound)}"
   }
-  # Issue 35 item 5: reserved concurrency by default (sqs_maximum_concurrency + 1 = 3), so the
+  # Reserved concurrency by default (sqs_maximum_concurrency + 1 = 3), so the
   # documented bound (2 x 3 = 6 CreateTags a second) holds under a storm of policy writes.
   assert {
     condition     = aws_lambda_function.this.reserved_concurrent_executions == 3
     error_message = "reserved concurrency by default: ${aws_lambda_function.this.reserved_concurrent_executions}, want 3"
   }
-  # Issue 35 item 7: the function enforces the infraIDs its deployment lists.
+  # The function enforces the infraIDs its deployment lists.
   assert {
     condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"] == "mycluster-7xk2p"
     error_message = "TAGWARDEN_CLUSTERS: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
   }
-  # Issue 35 item 1: no Route 53 tag write unless zones or health checks are listed.
+  # No Route 53 tag write unless zones or health checks are listed.
   assert {
     condition     = length(local.route53_writable_arns) == 0
     error_message = "Route 53 writes by default: ${jsonencode(local.route53_writable_arns)}"
   }
-  # Issue 35 item 4: every rule pattern names this account.
+  # Every rule pattern names this account.
   assert {
     condition     = alltrue([for k, p in local.event_patterns : p.account == ["123456789012"]]) && length(local.event_patterns) == length(local.generated.cloudtrail_event_names) + 1
     error_message = "every event pattern must match account = [this account]"
   }
-  # Issue 35 item 3: the reserved namespaces in both cases of their first three letters, `?` for
+  # The reserved namespaces in both cases of their first three letters, `?` for
   # the other letters (exact on case), as a key and as a subdomain: 3 domains x 8 x 2.
   assert {
     condition = (length(local.reserved_key_patterns) == 48 &&
@@ -209,13 +209,13 @@ run "batching_defaults" {
     contains(local.reserved_key_patterns, "OPe??????.??/*") && contains(local.reserved_key_patterns, "*.K8s.I?/*"))
     error_message = "reserved_key_patterns: ${jsonencode(local.reserved_key_patterns)}"
   }
-  # Issue 35 item 6: a single document's notification is its exact key (nothing else triggers).
+  # A single document's notification is its exact key (nothing else triggers).
   assert {
     condition     = join(",", keys(local.policy_notification_filters)) == "tagwarden-policy-change" && local.policy_notification_filters["tagwarden-policy-change"].prefix == "tagwarden/policy.yaml"
     error_message = "notification filters: ${jsonencode(local.policy_notification_filters)}"
   }
-  # Issue 25's metrics: CallsPerCorrection beside ComplianceLag (widgets 15 and 16, after the
-  # header, issue 46's four compliance widgets and ten searches), then ListingFailures; the
+  # CallsPerCorrection beside ComplianceLag (widgets 15 and 16, after the
+  # header, the four compliance widgets and ten searches), then ListingFailures; the
   # listing-failures alarm.
   assert {
     condition = (
@@ -234,7 +234,7 @@ run "batching_defaults" {
   }
 }
 
-# Issue 46 item 3: the dashboard is useful from day one in audit mode (the default): compliance
+# The dashboard is useful from day one in audit mode (the default): compliance
 # % per cluster (metric math over the cluster's ResourcesInLine and ResourcesDrifted, dimensions
 # Cloud, InfraID), the would-be writes, in line vs drifted; and every failure alarm exists in audit
 # exactly as in enforce (nothing in monitoring.tf turns an alarm on or off by mode).
@@ -362,7 +362,7 @@ run "batching_inputs_reach_the_mapping_and_the_function" {
   }
 }
 
-# Issue 17 item 11, issue 25: Lambda rejects BatchSize > 10 without a batching window at apply;
+# Lambda rejects BatchSize > 10 without a batching window at apply;
 # refused at the input.
 run "batch_over_10_without_window_refused" {
   command = plan
@@ -437,7 +437,7 @@ run "ec2_writes_per_second_fraction_refused" {
   expect_failures = [var.ec2_writes_per_second]
 }
 
-# Item 11: reserved concurrency 0 never runs; below sqs_maximum_concurrency throttles the queue mapping.
+# Reserved concurrency 0 never runs; below sqs_maximum_concurrency throttles the queue mapping.
 run "reserved_concurrency_zero_refused" {
   command = plan
   variables {
@@ -463,7 +463,7 @@ run "reserved_concurrency_at_max_concurrency_ok" {
   }
 }
 
-# Item 10: a failed parameter update (detail.exception present) must not start a sweep.
+# A failed parameter update (detail.exception present) must not start a sweep.
 run "ssm_policy_change_ignores_failed_updates" {
   command = plan
   variables {
@@ -480,7 +480,7 @@ run "ssm_policy_change_ignores_failed_updates" {
   }
 }
 
-# Issue 11: further services for the generic path, conditioned like every other tag write.
+# Further services for the generic path, conditioned like every other tag write.
 run "extra_tag_actions_added_under_the_ownership_condition" {
   command = plan
   variables {
@@ -506,7 +506,7 @@ run "extra_tag_actions_added_under_the_ownership_condition" {
     }
     error_message = "WriteOwnedTagsExtraServices must grant the extra actions under the ownership condition and the aws:TagKeys guard"
   }
-  # Issue 35: the extra actions are under the case-blind reserved-key Deny too.
+  # The extra actions are under the case-blind reserved-key Deny too.
   assert {
     condition     = contains(local.guarded_tag_write_actions, "sqs:TagQueue") && contains(local.guarded_tag_write_actions, "rds:AddTagsToResource")
     error_message = "guarded_tag_write_actions: ${jsonencode(local.guarded_tag_write_actions)}"
@@ -537,7 +537,7 @@ run "extra_tag_actions_non_tag_action_refused" {
   expect_failures = [var.extra_tag_actions]
 }
 
-# Issue 11: the global-service rules can be left out; the forwarding patterns follow.
+# The global-service rules can be left out; the forwarding patterns follow.
 run "global_service_rules_disabled" {
   command = plan
   variables {
@@ -550,7 +550,7 @@ run "global_service_rules_disabled" {
   }
 }
 
-# Issue 12: one deployment, a cluster set. Everything per cluster is built from infra_ids: the
+# One deployment, a cluster set. Everything per cluster is built from infra_ids: the
 # ownership-conditioned writes (managed policies of two clusters each), the bucket patterns, the Tag Change
 # filter, the initial policies, the write-failure and lag alarms; the policy URI names the set.
 run "cluster_set_s3" {
@@ -560,7 +560,7 @@ run "cluster_set_s3" {
     infra_ids                = ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"]
     cluster_policy_documents = { "dev-a1b2c" = "apiVersion: config.openshift.io/v1", "prod-g5h6i" = "apiVersion: config.openshift.io/v1" }
   }
-  # Issue 46 item 3: compliance % per cluster (each its own two counts and percentage), would-be
+  # Compliance % per cluster (each its own two counts and percentage), would-be
   # writes and in line vs drifted per cluster.
   assert {
     condition = (length(jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.metrics) == 9 &&
@@ -580,7 +580,7 @@ run "cluster_set_s3" {
     condition     = local.policy_uri == "s3://tagwarden-123456789012/clusters/*/" && aws_lambda_function.this.function_name == "tagwarden"
     error_message = "set policy URI ${local.policy_uri}, function ${aws_lambda_function.this.function_name}"
   }
-  # Issue 24 item 4: two clusters to a policy, keyed and named by position.
+  # Two clusters to a policy, keyed and named by position.
   assert {
     condition     = jsonencode(local.tag_write_groups) == jsonencode({ "01" = ["dev-a1b2c", "stage-d3e4f"], "02" = ["prod-g5h6i"] }) && length(aws_iam_role_policy_attachment.owned_tag_writes) == 2 && aws_iam_policy.owned_tag_writes["01"].name == "tagwarden-tag-writes-01"
     error_message = "tag-write policies of two clusters each: ${jsonencode(local.tag_write_groups)}"
@@ -599,7 +599,7 @@ run "cluster_set_s3" {
     condition     = toset(keys(output.tag_write_policy_arns)) == toset(["dev-a1b2c", "stage-d3e4f", "prod-g5h6i"])
     error_message = "tag_write_policy_arns maps every cluster to its group's policy"
   }
-  # Issue 24 item 5: events received/ignored and policy rejections exist only under InfraID all.
+  # Events received/ignored and policy rejections exist only under InfraID all.
   assert {
     condition     = [for l in local.search_lines["EventsReceived"] : l[0].label] == ["all"] && [for l in local.search_lines["PolicyRejected"] : l[0].label] == ["all"] && [for l in local.search_lines["DriftDetected"] : l[0].label] == ["dev-a1b2c", "stage-d3e4f", "prod-g5h6i", "all"]
     error_message = "deployment-wide metrics draw the one 'all' line, resource metrics one per cluster"
@@ -634,7 +634,7 @@ run "cluster_set_s3" {
     condition     = strcontains(one(aws_cloudwatch_metric_alarm.insights["policy_rejected"].metric_query).expression, "InfraID = 'all'") && strcontains(one(aws_cloudwatch_metric_alarm.insights["prod-g5h6i/write_failures"].metric_query).expression, "InfraID = 'prod-g5h6i'")
     error_message = "policy rejections are the deployment's (InfraID all), write failures each cluster's"
   }
-  # Issue 25: failed sweep listings and the calls per correction are the deployment's (InfraID all).
+  # Failed sweep listings and the calls per correction are the deployment's (InfraID all).
   assert {
     condition     = [for l in local.search_lines["ListingFailures"] : l[0].label] == ["all"] && one(aws_cloudwatch_metric_alarm.insights["listing_failures"].metric_query).expression == "SELECT SUM(ListingFailures) FROM \"TagWarden\" WHERE InfraID = 'all'" && aws_cloudwatch_metric_alarm.insights["listing_failures"].alarm_name == "tagwarden-listing-failures"
     error_message = "ListingFailures: one 'all' line and a deployment alarm"
@@ -645,7 +645,7 @@ run "cluster_set_s3" {
   }
 }
 
-# Issue 33: a Cluster API (CAPA) cluster owns by two keys, CAPA's and the cloud provider's: the role
+# A Cluster API (CAPA) cluster owns by two keys, CAPA's and the cloud provider's: the role
 # may write under either (its statements twice, packed as two), and the Tag Change filter matches
 # either.
 run "cluster_api_cluster_in_a_set" {
@@ -762,7 +762,7 @@ run "single_policy_inputs_refused_for_a_set" {
   expect_failures = [aws_lambda_function.this]
 }
 
-# Issue 24 item 4: 20 clusters, the most a set takes, in 10 policies: the default "Managed policies
+# 20 clusters, the most a set takes, in 10 policies: the default "Managed policies
 # attached to an IAM role" quota (IAM User Guide, "IAM and AWS STS quotas").
 run "twenty_clusters_in_ten_policies" {
   command = plan
@@ -811,7 +811,7 @@ run "more_than_twenty_clusters_refused" {
   expect_failures = [var.infra_ids]
 }
 
-# Issue 24 item 5: "all" is the InfraID of a set's deployment-wide metrics.
+# "all" is the InfraID of a set's deployment-wide metrics.
 run "infra_id_all_refused" {
   command = plan
   variables {
@@ -829,7 +829,7 @@ run "infra_ids_all_refused" {
   expect_failures = [var.infra_ids]
 }
 
-# Issue 35 item 1: Route 53 tag writes only on the zones and health checks listed per cluster.
+# Route 53 tag writes only on the zones and health checks listed per cluster.
 run "route53_writes_only_listed_ids" {
   command = plan
 
@@ -865,7 +865,7 @@ run "route53_zone_id_without_prefix" {
   expect_failures = [var.route53_writable_resources]
 }
 
-# Issue 35 items 5 and 7: a set's reserved concurrency follows the mapping's maximum; its
+# A set's reserved concurrency follows the mapping's maximum; its
 # TAGWARDEN_CLUSTERS lists every infraID; its notifications are one per policy suffix.
 run "cluster_set_reserved_concurrency_clusters_and_notifications" {
   command = plan
@@ -908,7 +908,7 @@ run "reserved_concurrency_unreserved_on_request" {
 }
 
 ################################################################################
-# Issue 36: from nothing to the first correction
+# From nothing to the first correction
 ################################################################################
 
 # The architecture comes from the package's manifest (scripts/package-lambda writes <zip>.json);
@@ -1030,7 +1030,7 @@ run "silence_alarms_follow_the_schedule_and_turn_off" {
     condition     = length(aws_cloudwatch_metric_alarm.no_events) == 0 && aws_cloudwatch_metric_alarm.no_sweep[0].evaluation_periods == 3
     error_message = "no_events_alarm_hours = null turns the no-events alarm off; twice rate(90 minutes) is 3 h"
   }
-  # Issue 46 item 3: the compliance widgets' period is the sweep's interval (at least an hour).
+  # The compliance widgets' period is the sweep's interval (at least an hour).
   assert {
     condition     = alltrue([for i in [2, 3, 4] : jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[i].properties.period == 5400])
     error_message = "compliance period for rate(90 minutes): ${jsondecode(aws_cloudwatch_dashboard.this.dashboard_body).widgets[2].properties.period}"
@@ -1102,7 +1102,7 @@ run "trail_on_request" {
   }
 }
 
-# Issue 31: a hub's trail is the organization's, so every member account records.
+# A hub's trail is the organization's, so every member account records.
 run "organization_trail_on_request" {
   command = plan
   variables {
@@ -1124,7 +1124,7 @@ run "a_bad_trail_organization_id_is_refused" {
   expect_failures = [var.trail_organization_id]
 }
 
-# Issue 31: an AWS Organization hub (modules/organization's environment) takes infra_ids = []. It
+# An AWS Organization hub (modules/organization's environment) takes infra_ids = []. It
 # grants no write of its own and adds no rule for the hub account's events (its spoke forwards
 # them, as every member's); its alarms and dashboard cover every cluster of the organization.
 run "organization_hub_without_clusters_of_its_own" {
@@ -1135,7 +1135,7 @@ run "organization_hub_without_clusters_of_its_own" {
     policy_source     = "s3"
     extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/", TAGWARDEN_CLUSTERS = "111122223333/*" }
   }
-  # Issue 46 item 3: the organization's compliance %, its terms SUMs of SEARCHes bound to the schema
+  # The organization's compliance %, its terms SUMs of SEARCHes bound to the schema
   # {Cloud, InfraID} (not the per-ResourceType copies); the would-be writes of the top 20 clusters,
   # the widget's one Metrics Insights query (a widget may hold one).
   assert {
@@ -1209,7 +1209,7 @@ run "an_organization_hub_with_clusters_of_its_own_is_refused" {
   expect_failures = [var.infra_ids]
 }
 
-# Issue 33: a Cluster API cluster is named by its Cluster object, longer than OpenShift's 27.
+# A Cluster API cluster is named by its Cluster object, longer than OpenShift's 27.
 run "a_long_cluster_api_name_in_a_set" {
   command = plan
   variables {

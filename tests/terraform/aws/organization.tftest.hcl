@@ -1,4 +1,4 @@
-# Plan-time checks of infra/aws/modules/organization with a mocked provider (issue 31): the hub's
+# Plan-time checks of infra/aws/modules/organization with a mocked provider: the hub's
 # bus, queues, bucket and function grants, and the StackSet of spokes. scripts/test-terraform copies
 # this file into a scratch copy of the module's tests/ directory; it renders the spoke's template
 # alone and lints it with cfn-lint, and its role policy with parliament.

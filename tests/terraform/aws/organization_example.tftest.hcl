@@ -1,4 +1,4 @@
-# Plan-time checks of infra/examples/aws-organization with a mocked provider (issue 47): the hub may
+# Plan-time checks of infra/examples/aws-organization with a mocked provider: the hub may
 # be applied from the organization's management account (stack_set_call_as = "SELF", the default)
 # or from a member account registered as a StackSets delegated administrator ("DELEGATED_ADMIN"),
 # and the StackSets and their stack instances are called as that (CloudFormation's CallAs).

@@ -52,14 +52,14 @@ ROLE_IDS = {
     "Storage Queue Data Contributor": "974c5e8b-45b9-4653-ba55-5f855dd0fb88",
 }
 # azurerm_function_app_flex_consumption: runtime_name "custom" since 4.21.0; maximum_instance_count
-# below 40 only from 4.58.0 (CHANGELOG-v4.md, PR #31392). Issue 17 item 5. Issue 24 item 1:
+# below 40 only from 4.58.0 (CHANGELOG-v4.md, PR #31392);
 # application_insights.local_authentication_enabled only from 4.78.0 (the provider schema extracts).
 AZURERM_MIN = (4, 78)
 FORBIDDEN_ROLES = {
     "Owner": "8e3af657-a8ff-443c-a75c-2fe8c4bcb635",
     "Contributor": "b24988ac-6180-42a0-ab88-20f7382dd24c",
     "User Access Administrator": "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9",
-    # Issue 35: includes Microsoft.Resources/deployments/*; replaced by the custom tag writer role.
+    # Includes Microsoft.Resources/deployments/*; replaced by the custom tag writer role.
     "Tag Contributor": "4a9ae827-6dc8-4573-8ac7-8239d42aa03f",
 }
 # azurerm resource types without a `tags` argument.
@@ -176,7 +176,7 @@ def accepts(regexes: list[str], value: str) -> bool:
 
 
 def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef: dict) -> None:
-    """Issue 32 item 2: a management group as enforcement scope, subscriptions outside the deployment's."""
+    """A management group as enforcement scope, subscriptions outside the deployment's."""
     guid = "11111111-2222-3333-4444-555555555555"
     # Validation regexes accept the management group form and refuse malformed ones. The sample
     # values run through the regexes Terraform would run (tests/terraform/azure/validations runs
@@ -191,12 +191,12 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
            "/providers/Microsoft.Management/managementGroup/platform", "/managementGroups/platform",
            f"/subscriptions/{guid}/resourceGroups/", "/subscriptions/not-a-guid"]
     wrong = [g for g in good if not accepts(rx, g)] + [b for b in bad if accepts(rx, b)]
-    check("issue 32: enforcement_scopes validation accepts /providers/Microsoft.Management/managementGroups/<id> (1-90 of letters, digits, -_().; "
+    check("enforcement_scopes validation accepts /providers/Microsoft.Management/managementGroups/<id> (1-90 of letters, digits, -_().; "
           "not ending in '.') beside subscription and resource group ids, and refuses malformed ones",
           len(rx) == 2 and not wrong, f"regexes {rx}, wrong on {wrong}")
-    check("issue 32: at most one management group scope (a custom role names one management group among its assignable scopes)",
+    check("at most one management group scope (a custom role names one management group among its assignable scopes)",
           any(MG_PREFIX in c and "<= 1" in c for c in es_conds), f"{es_conds}")
-    check("issue 32: a resource group inside a listed subscription is refused by a validation (runs even when no topic is created here)",
+    check("a resource group inside a listed subscription is refused by a validation (runs even when no topic is created here)",
           any("/resourcegroups/" in c and "== 0" in c and "slice(split(" in c for c in es_conds)
           and not first(R.get(("azurerm_eventgrid_system_topic", "arm"), {}).get("lifecycle")).get("precondition"))
 
@@ -205,31 +205,31 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
     grx = hcl_regexes(next((c for c in ev_conds if "regex(" in c), ""))
     g_wrong = [g for g in (guid, guid.upper()) if not accepts(grx, g)] + [b for b in (
         f"/subscriptions/{guid}", guid[:-1], guid + "0", "1111111122223333444455555555555x", "") if accepts(grx, b)]
-    check("issue 32: event_source_subscription_ids: list(string), described, default [], GUIDs only, distinct without case",
+    check("event_source_subscription_ids: list(string), described, default [], GUIDs only, distinct without case",
           ev.get("type") == "${list(string)}" and "management group" in str(ev.get("description", "")) and ev.get("default") == []
           and grx and not g_wrong and any("distinct([for g in var.event_source_subscription_ids : lower(g)])" in c for c in ev_conds),
           f"type={ev.get('type')} regexes {grx}, wrong on {g_wrong}")
-    check("issue 32: event_source_subscription_ids goes with a management group scope and a management group needs it",
+    check("event_source_subscription_ids goes with a management group scope and a management group needs it",
           any("(length(var.event_source_subscription_ids) > 0) ==" in c and MG_PREFIX in c for c in ev_conds), f"{ev_conds}")
-    check("issue 32: one topic per source: a listed subscription that is or holds a scope is refused; existing topics must be on a source",
+    check("one topic per source: a listed subscription that is or holds a scope is refused; existing topics must be on a source",
           any("lower(split(\"/\", s)[2])" in c and "var.event_source_subscription_ids" in c for c in ev_conds)
           and "var.event_source_subscription_ids" in json.dumps(V.get("existing_system_topics", {}).get("validation")))
 
     # Sources: the subscription / resource group scopes and /subscriptions/<guid> of each listed
     # subscription; a management group is none. Sources outside the deployment's subscription are
     # the foreign ones.
-    check("issue 32: Event Grid sources = subscription/resource-group scopes + /subscriptions/<guid> per listed subscription; no management group",
+    check("Event Grid sources = subscription/resource-group scopes + /subscriptions/<guid> per listed subscription; no management group",
           L.get("mg_scope_prefix") == MG_PREFIX
           and "!startswith(s, local.mg_scope_prefix)" in str(L.get("arm_scopes"))
           and L.get("event_source_subscriptions") == '${[for g in var.event_source_subscription_ids : "/subscriptions/${lower(g)}"]}'
           and L.get("arm_sources") == "${toset(concat(local.arm_scopes, local.event_source_subscriptions))}"
           and "local.arm_sources" in str(L.get("arm_topic_type")) and "local.arm_sources" in str(L.get("arm_scope_key")),
           f"arm_sources={L.get('arm_sources')}")
-    check("issue 32: foreign sources = those whose subscription is not the deployment's (no longer refused)",
+    check("foreign sources = those whose subscription is not the deployment's (no longer refused)",
           "data.azurerm_subscription.current.subscription_id" in str(L.get("home_subscription"))
           and "local.source_subscription[s] != local.home_subscription" in str(L.get("foreign_sources"))
           and "foreign_scopes" not in L and "local.foreign_scopes" not in text_of(MODULE))
-    check("issue 32: azurerm creates topics only for sources in this subscription, azapi for the others",
+    check("azurerm creates topics only for sources in this subscription, azapi for the others",
           "!contains(local.foreign_sources, s)" in str(L.get("created_arm_topic_scopes"))
           and "local.foreign_sources" in str(L.get("created_foreign_topic_sources")))
 
@@ -237,7 +237,7 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
     at = R.get(("azapi_resource", "arm_topic"), {})
     body = at.get("body") or {}
     props = (body.get("properties") if isinstance(body, dict) else {}) or {}
-    check("issue 32: one system topic per other-subscription source by for_each (azapi, parent_id = that subscription's resource group, global, source = the key)",
+    check("one system topic per other-subscription source by for_each (azapi, parent_id = that subscription's resource group, global, source = the key)",
           at.get("for_each") == "${local.created_foreign_topic_sources}"
           and str(at.get("type", "")).startswith("Microsoft.EventGrid/systemTopics@")
           and at.get("parent_id") == "${local.event_resource_group_id[local.source_subscription[each.key]]}"
@@ -245,7 +245,7 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
           and props.get("source") == "${each.key}" and props.get("topicType") == "${local.arm_topic_type[each.key]}"
           and at.get("tags") == "${local.tags}", f"{at}")
     rg = R.get(("azapi_resource", "event_resource_group"), {})
-    check("issue 32: the topics' resource group in each other subscription: created (<name>-events) unless event_topic_resource_group_name names one",
+    check("the topics' resource group in each other subscription: created (<name>-events) unless event_topic_resource_group_name names one",
           str(rg.get("type", "")).startswith("Microsoft.Resources/resourceGroups@") and rg.get("parent_id") == "/subscriptions/${each.key}"
           and "var.event_topic_resource_group_name == null ? local.foreign_topic_subscriptions" in str(rg.get("for_each"))
           and "local.created_foreign_topic_sources" in str(L.get("foreign_topic_subscriptions"))
@@ -255,7 +255,7 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
     ext = mod["data"].get(("azapi_resource", "existing_topic"), {})
     # The postconditions' conditions (not their messages, which name the same attributes).
     eposts = " ".join(str(pc.get("condition", "")) for pc in first(ext.get("lifecycle")).get("postcondition", []))
-    check("issue 32: existing topics in other subscriptions are read by id and checked for source, type and a system-assigned identity",
+    check("existing topics in other subscriptions are read by id and checked for source, type and a system-assigned identity",
           "contains(local.foreign_sources, s)" in str(ext.get("for_each")) and "local.existing_topic_of" in str(ext.get("for_each"))
           and str(ext.get("type", "")).startswith("Microsoft.EventGrid/systemTopics@")
           and "local.source_subscription[each.key]" in str(ext.get("resource_id"))
@@ -266,7 +266,7 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
     ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
     dest, flt = ap.get("destination") or {}, ap.get("filter") or {}
     dl = ap.get("deadLetterWithResourceIdentity") or {}
-    check("issue 32: the event subscription of a topic in another subscription: same function, filter, retry and dead-lettering as azurerm's",
+    check("the event subscription of a topic in another subscription: same function, filter, retry and dead-lettering as azurerm's",
           aes.get("for_each") == "${local.foreign_arm_subscriptions}" and aes.get("parent_id") == "${each.value.id}"
           and str(aes.get("type", "")).startswith("Microsoft.EventGrid/systemTopics/eventSubscriptions@")
           and ap.get("eventDeliverySchema") == "EventGridSchema"
@@ -285,7 +285,7 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
     # Roles once at the management group: scope = the management group id, the role definition id
     # in the form ARM returns at that scope; the custom role assignable there.
     rdb = str(L.get("role_definition_base", ""))
-    check("issue 32: tag writer and Reader at each enforcement scope, a management group included, with the role definition id ARM returns there",
+    check("tag writer and Reader at each enforcement scope, a management group included, with the role definition id ARM returns there",
           all(ra.get(n, {}).get("for_each") == "${local.enforcement_scopes}" and ra.get(n, {}).get("scope") == "${each.value}"
               and str(ra.get(n, {}).get("role_definition_id", "")).startswith("${local.role_definition_base[each.value]}/")
               for n in ("tag_contributor", "reader"))
@@ -294,7 +294,7 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
           and "for s in local.enforcement_scopes" in rdb, rdb)
     tw, bw = rdef.get("tag_writer", {}), rdef.get("blob_writer", {})
     tas = str(L.get("tag_writer_assignable_scopes", ""))
-    check("issue 32: the tag writer role's assignable_scopes include the management group (and the other subscriptions it is assigned in); "
+    check("the tag writer role's assignable_scopes include the management group (and the other subscriptions it is assigned in); "
           "the blob writer (DataActions) stays assignable in this subscription only",
           tw.get("assignable_scopes") == "${local.tag_writer_assignable_scopes}" and tw.get("scope") == "${local.subscription_id}"
           and tas.startswith("${distinct(concat([local.subscription_id], local.mg_scopes,")
@@ -304,12 +304,12 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
 
     # The app settings: the management group as-is; every topic's source, in any subscription.
     contract = L.get("contract_app_settings", {}) if isinstance(L.get("contract_app_settings"), dict) else {}
-    check("issue 32: TAGWARDEN_SWEEP_SCOPES carries the enforcement scopes as given (a management group id as-is); "
+    check("TAGWARDEN_SWEEP_SCOPES carries the enforcement scopes as given (a management group id as-is); "
           "TAGWARDEN_EVENT_TOPICS every ARM topic's source (local.arm_topics: created, existing, other subscriptions)",
           contract.get("TAGWARDEN_SWEEP_SCOPES") == '${join(",", sort(tolist(local.enforcement_scopes)))}'
           and "keys(local.arm_topics)" in str(contract.get("TAGWARDEN_EVENT_TOPICS")))
     out = json.dumps(mod["output"].get("event_subscription_ids", {}))
-    check("issue 32: output event_subscription_ids.arm includes the event subscriptions in other subscriptions",
+    check("output event_subscription_ids.arm includes the event subscriptions in other subscriptions",
           "azapi_resource.arm_event_subscription" in out and "azurerm_eventgrid_system_topic_event_subscription.arm" in out)
 
 
@@ -318,11 +318,11 @@ RN_EVENT = "Microsoft.ResourceNotifications.Resources.CreatedOrUpdated"
 
 
 def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict, readme: str) -> None:
-    """Issue 32 item 4: Azure Resource Notifications topics and subscriptions beside the ARM ones."""
+    """Azure Resource Notifications topics and subscriptions beside the ARM ones."""
     guid = "11111111-2222-3333-4444-555555555555"
     rn = V.get("resource_notifications", {})
     desc = str(rn.get("description", ""))
-    check("issue 32 item 4: resource_notifications: bool, default false, not nullable, described (preview, the deployer's subscribeToResources/action, ResourceWriteSuccess kept)",
+    check("resource_notifications: bool, default false, not nullable, described (preview, the deployer's subscribeToResources/action, ResourceWriteSuccess kept)",
           rn.get("type") in ("bool", "${bool}") and rn.get("default") is False and rn.get("nullable") is False
           and all(x in desc for x in ("preview", "Microsoft.ResourceNotifications/systemTopics/subscribeToResources/action",
                                       "ResourceWriteSuccess", RN_TOPIC_TYPE)), f"{rn}")
@@ -334,10 +334,10 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
     wrong = [k for k in (f"/subscriptions/{guid}", f"/subscriptions/{guid.upper()}") if not accepts(key_rx, k)] + [k for k in (
         f"/subscriptions/{guid}/resourceGroups/rg", guid, f"/subscriptions/{guid[:-1]}", f"/subscriptions/{guid}/",
         "/providers/Microsoft.Management/managementGroups/platform") if accepts(key_rx, k)]
-    check("issue 32 item 4: existing_resource_notifications_topics: map(object({name, resource_group_name})), default {}, keys are /subscriptions/<guid> only",
+    check("existing_resource_notifications_topics: map(object({name, resource_group_name})), default {}, keys are /subscriptions/<guid> only",
           ex.get("type") == "${map(object({name = string, resource_group_name = string}))}" and ex.get("default") == {}
           and key_rx and not wrong, f"type={ex.get('type')} regexes {rx}, wrong on {wrong}")
-    check("issue 32 item 4: existing_resource_notifications_topics keys must be a source's subscription, each once, and need resource_notifications",
+    check("existing_resource_notifications_topics keys must be a source's subscription, each once, and need resource_notifications",
           any("var.enforcement_scopes" in c and "var.event_source_subscription_ids" in c and "distinct(" in c for c in conds)
           and any(c.strip() == "${var.resource_notifications || length(var.existing_resource_notifications_topics) == 0}" for c in conds),
           f"{conds}")
@@ -345,14 +345,14 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
     # Locals: one topic per subscription of the ARM sources, only with the option; existing ones
     # reused; azurerm at home, azapi elsewhere.
     filt = L.get("rn_filter", {}) if isinstance(L.get("rn_filter"), dict) else {}
-    check("issue 32 item 4: the Resource Notifications filter: CreatedOrUpdated only, each ARM source's subject prefix '<source>/'",
+    check("the Resource Notifications filter: CreatedOrUpdated only, each ARM source's subject prefix '<source>/'",
           L.get("rn_topic_type") == RN_TOPIC_TYPE and filt.get("included_event_types") == [RN_EVENT]
           and filt.get("subject_begins_with") == '${{for s in local.arm_sources : s => "${s}/"}}', f"{filt}")
-    check("issue 32 item 4: one topic per subscription of the ARM sources (lowercase /subscriptions/<guid>), only with resource_notifications",
+    check("one topic per subscription of the ARM sources (lowercase /subscriptions/<guid>), only with resource_notifications",
           L.get("rn_sources") == '${var.resource_notifications ? toset([for s in local.arm_sources : "/subscriptions/${local.source_subscription[s]}"]) : toset([])}'
           and L.get("rn_source_of") == '${{for s in local.arm_sources : s => "/subscriptions/${local.source_subscription[s]}"}}',
           f"{L.get('rn_sources')}")
-    check("issue 32 item 4: an existing topic (keys compared without case) is not created; azurerm creates at home, azapi elsewhere",
+    check("an existing topic (keys compared without case) is not created; azurerm creates at home, azapi elsewhere",
           "lower(k) == s" in str(L.get("rn_existing_topic_of")) and "var.existing_resource_notifications_topics" in str(L.get("rn_existing_topic_of"))
           and "!contains(keys(local.rn_existing_topic_of), s) && !contains(local.rn_foreign_sources, s)" in str(L.get("created_rn_topic_sources"))
           and "!contains(keys(local.rn_existing_topic_of), s)" in str(L.get("created_foreign_rn_topic_sources"))
@@ -360,14 +360,14 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
           and "!= local.home_subscription" in str(L.get("rn_foreign_sources")))
 
     t = R.get(("azurerm_eventgrid_system_topic", "resource_notifications"), {})
-    check("issue 32 item 4: azurerm topic: for_each the home subscriptions to create, Microsoft.ResourceNotifications.Resources, source = the subscription, global, system identity, tags",
+    check("azurerm topic: for_each the home subscriptions to create, Microsoft.ResourceNotifications.Resources, source = the subscription, global, system identity, tags",
           t.get("for_each") == "${local.created_rn_topic_sources}" and t.get("topic_type") == "${local.rn_topic_type}"
           and t.get("source_resource_id") == "${each.key}" and str(t.get("location", "")).lower() == "global"
           and t.get("resource_group_name") == "${local.resource_group_name}"
           and first(t.get("identity")).get("type") == "SystemAssigned" and t.get("tags") == "${local.tags}", f"{t}")
     at = R.get(("azapi_resource", "resource_notifications_topic"), {})
     props = ((at.get("body") or {}).get("properties") or {}) if isinstance(at.get("body"), dict) else {}
-    check("issue 32 item 4: azapi topic in another subscription: by parent id in that subscription's events group, global, source/topicType, identity; the group is made for it",
+    check("azapi topic in another subscription: by parent id in that subscription's events group, global, source/topicType, identity; the group is made for it",
           at.get("for_each") == "${local.created_foreign_rn_topic_sources}"
           and str(at.get("type", "")).startswith("Microsoft.EventGrid/systemTopics@")
           and at.get("parent_id") == '${local.event_resource_group_id[split("/", each.key)[2]]}'
@@ -382,18 +382,18 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
         d = mod["data"].get((dtype, dname), {})
         posts = " ".join(str(pc.get("condition", "")) for pc in first(d.get("lifecycle")).get("postcondition", []))
         foreign = "contains(local.rn_foreign_sources, s)"
-        check(f"issue 32 item 4: existing topics ({dtype}) are read and checked for source, type (without case) and a system-assigned identity",
+        check(f"existing topics ({dtype}) are read and checked for source, type (without case) and a system-assigned identity",
               "local.rn_existing_topic_of" in str(d.get("for_each"))
               and (("!" + foreign) in str(d.get("for_each")) if dtype.startswith("azurerm") else (foreign in str(d.get("for_each")) and ("!" + foreign) not in str(d.get("for_each"))))
               and self_src in posts and self_type in posts and 'strcontains(self.identity[0].type, "SystemAssigned")' in posts, posts)
     topics = str(L.get("rn_topics", ""))
-    check("issue 32 item 4: local.rn_topics merges created and existing topics, at home and elsewhere",
+    check("local.rn_topics merges created and existing topics, at home and elsewhere",
           all(x in topics for x in ("azurerm_eventgrid_system_topic.resource_notifications", "data.azurerm_eventgrid_system_topic.resource_notifications_existing",
                                     "azapi_resource.resource_notifications_topic", "data.azapi_resource.resource_notifications_existing")))
 
     # Event subscriptions: one per ARM source, on its subscription's topic, once the package is
     # published; the ARM subscriptions' destination, retry and dead-lettering.
-    check("issue 32 item 4: one event subscription per ARM source on its subscription's topic, only with the option and a published package; home/foreign by the source",
+    check("one event subscription per ARM source on its subscription's topic, only with the option and a published package; home/foreign by the source",
           L.get("rn_subscriptions") == "${{for s in local.arm_sources : s => local.rn_topics[local.rn_source_of[s]] if var.resource_notifications && local.package_published}}"
           and "!contains(local.foreign_sources, s)" in str(L.get("home_rn_subscriptions"))
           and "contains(local.foreign_sources, s)" in str(L.get("foreign_rn_subscriptions"))
@@ -401,7 +401,7 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
     es = R.get(("azurerm_eventgrid_system_topic_event_subscription", "resource_notifications"), {})
     arm = R.get(("azurerm_eventgrid_system_topic_event_subscription", "arm"), {})
     sf = first(es.get("subject_filter"))
-    check("issue 32 item 4: azurerm event subscription: CreatedOrUpdated to drift, subject '<source>/' without case, no advanced filter, named by source (<= 64 characters)",
+    check("azurerm event subscription: CreatedOrUpdated to drift, subject '<source>/' without case, no advanced filter, named by source (<= 64 characters)",
           es.get("for_each") == "${local.home_rn_subscriptions}" and es.get("system_topic") == "${each.value.name}"
           and es.get("resource_group_name") == "${each.value.resource_group_name}"
           and resolve(es.get("included_event_types"), L) == [RN_EVENT] and es.get("event_delivery_schema") == "EventGridSchema"
@@ -410,7 +410,7 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
           and "advanced_filter" not in es
           # name: <name>-<infra_id> is at most 20 + 1 + 27 characters (variables.tf regexes), arm_scope_key 12.
           and es.get("name") == "${local.name}-${local.arm_scope_key[each.key]}" and 48 + 1 + 12 <= 64, f"{es}")
-    check("issue 32 item 4: azurerm event subscription: the ARM subscriptions' retry policy, dead-lettering and wait for the package and role propagation",
+    check("azurerm event subscription: the ARM subscriptions' retry policy, dead-lettering and wait for the package and role propagation",
           first(es.get("retry_policy")) == first(arm.get("retry_policy")) and first(es.get("retry_policy"))
           and first(es.get("dead_letter_identity")) == first(arm.get("dead_letter_identity"))
           and first(es.get("storage_blob_dead_letter_destination")) == first(arm.get("storage_blob_dead_letter_destination"))
@@ -421,7 +421,7 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
     ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
     aap = ((aarm.get("body") or {}).get("properties") or {}) if isinstance(aarm.get("body"), dict) else {}
     flt = ap.get("filter") or {}
-    check("issue 32 item 4: azapi event subscription in another subscription: the same filter in the REST shape, the ARM one's destination, retry and dead-lettering",
+    check("azapi event subscription in another subscription: the same filter in the REST shape, the ARM one's destination, retry and dead-lettering",
           aes.get("for_each") == "${local.foreign_rn_subscriptions}" and aes.get("parent_id") == "${each.value.id}"
           and str(aes.get("type", "")).startswith("Microsoft.EventGrid/systemTopics/eventSubscriptions@")
           and aes.get("name") == es.get("name")
@@ -433,20 +433,20 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
 
     # The function accepts their deliveries; dead-lettering, alerts, workbook and outputs cover them.
     contract = L.get("contract_app_settings", {}) if isinstance(L.get("contract_app_settings"), dict) else {}
-    check("issue 32 item 4: TAGWARDEN_EVENT_TOPICS lists the Resource Notifications topics' sources (/subscriptions/<guid>) not already there",
+    check("TAGWARDEN_EVENT_TOPICS lists the Resource Notifications topics' sources (/subscriptions/<guid>) not already there",
           "local.rn_event_topic_sources" in str(contract.get("TAGWARDEN_EVENT_TOPICS"))
           and L.get("rn_event_topic_sources") == "${[for s in keys(local.rn_topics) : s if !contains([for k in keys(local.arm_topics) : lower(k)], s)]}",
           f"{contract.get('TAGWARDEN_EVENT_TOPICS')} / {L.get('rn_event_topic_sources')}")
     wb = json.dumps(L.get("workbook"))
-    check("issue 32 item 4: each Resource Notifications topic's identity writes dead letters, and has its dead-letter alert and workbook row",
+    check("each Resource Notifications topic's identity writes dead letters, and has its dead-letter alert and workbook row",
           "local.rn_topics" in str(ra.get("dead_letter_writer", {}).get("for_each"))
           and "local.rn_topics" in str(L.get("dead_letter_topics")) and "local.rn_topics" in wb)
     outs = json.dumps({k: mod["output"].get(k, {}) for k in ("system_topic_ids", "event_subscription_ids")})
-    check("issue 32 item 4: outputs system_topic_ids and event_subscription_ids carry resource_notifications",
+    check("outputs system_topic_ids and event_subscription_ids carry resource_notifications",
           "local.rn_topics" in outs and "azurerm_eventgrid_system_topic_event_subscription.resource_notifications" in outs
           and "azapi_resource.resource_notifications_event_subscription" in outs)
     doc = readme.split("## Resource Notifications (preview)")[1].split("\n## ")[0] if "## Resource Notifications (preview)" in readme else ""
-    check("issue 32 item 4: README 'Resource Notifications (preview)': what is created, which event each type takes, why ResourceWriteSuccess stays, "
+    check("README 'Resource Notifications (preview)': what is created, which event each type takes, why ResourceWriteSuccess stays, "
           "the deployer's permission, preview, one topic per source",
           all(x in doc for x in ("**What is created.**", "**Which event each type takes.**", "costs nothing more than before",
                                  "does not cover", "**Permission of the deploying principal.**",
@@ -516,23 +516,23 @@ def main() -> int:
           ident.get("type") == "UserAssigned"
           and "azurerm_user_assigned_identity.function.id" in str(ident.get("identity_ids"))
           and "azurerm_user_assigned_identity.platform.id" in str(ident.get("identity_ids")))
-    # Issue 17 item 3: zip_deploy_file posts to /api/zipdeploy, which Flex does not implement
+    # zip_deploy_file posts to /api/zipdeploy, which Flex does not implement
     # (terraform-provider-azurerm #29630); the package goes through One Deploy (az CLI) instead,
     # and the ARM subscriptions wait for it.
-    check("item 3: no zip_deploy_file on the Flex app (provider posts to /api/zipdeploy), basic-auth publishing off",
+    check("no zip_deploy_file on the Flex app (provider posts to /api/zipdeploy), basic-auth publishing off",
           "zip_deploy_file" not in fa and fa.get("webdeploy_publish_basic_authentication_enabled") is False)
     pkg = R.get(("terraform_data", "package"), {})
     prov = first(first(pkg.get("provisioner")).get("local-exec")) if pkg.get("provisioner") else {}
     cmd = str(prov.get("command", ""))
     env = prov.get("environment", {}) or {}
-    check("item 3: terraform_data.package publishes var.function_zip with One Deploy (az ... config-zip) and waits for `drift`",
+    check("terraform_data.package publishes var.function_zip with One Deploy (az ... config-zip) and waits for `drift`",
           "var.function_zip == null ? 0 : 1" in str(pkg.get("count"))
           and "filesha256(var.function_zip)" in str(pkg.get("triggers_replace"))
           and "az functionapp deployment source config-zip" in cmd and "az functionapp function show" in cmd
           and "--subscription" in cmd and env.get("FUNCTION") == "${local.function_drift_name}"
           and "abspath(var.function_zip)" in str(env.get("PACKAGE")),
           f"count={pkg.get('count')} env={env}")
-    check("item 3: package_published = function_zip given or var.package_published (default false)",
+    check("package_published = function_zip given or var.package_published (default false)",
           L.get("package_published") == "${var.function_zip != null || var.package_published}"
           and var_default(V, "package_published") is False)
     check("function: https only, deployment storage via managed identity",
@@ -557,7 +557,7 @@ def main() -> int:
               contract.get("TAGWARDEN_METRICS_RESOURCE_ID") == "${local.function_app_id}"
               and "Microsoft.Web/sites/${local.function_app_name}" in str(L.get("function_app_id"))
               and fa.get("name") == "${local.function_app_name}")
-        # Issue 35: Event Grid writes a system topic's source into an event's `topic`, so the
+        # Event Grid writes a system topic's source into an event's `topic`, so the
         # accepted list is the ARM topics' sources (their keys) and the policy storage account:
         # the topics' own ids would refuse every delivery.
         topics = str(contract.get("TAGWARDEN_EVENT_TOPICS"))
@@ -571,40 +571,40 @@ def main() -> int:
           L.get("policy_container") == "policy" and "${local.policy_dir}tagwarden-status.json" in str(L.get("status_blob", ""))
           and "${local.set_prefix}*/tagwarden-status.json" in str(L.get("status_blob", "")))
 
-    # Event Grid: ARM topics, one per enforcement scope (issue 17 item 1: one system topic per source).
+    # Event Grid: ARM topics, one per enforcement scope (one system topic per source).
     topic = R.get(("azurerm_eventgrid_system_topic", "arm"), {})
     ttype = str(L.get("arm_topic_type", ""))
-    check("item 1: one ARM system topic per enforcement scope (for_each), global, source = the scope, type by scope kind",
+    check("one ARM system topic per enforcement scope (for_each), global, source = the scope, type by scope kind",
           topic.get("for_each") == "${local.created_arm_topic_scopes}" and topic.get("location") == "global"
           and topic.get("source_resource_id") == "${each.key}" and topic.get("topic_type") == "${local.arm_topic_type[each.key]}"
           and "Microsoft.Resources.ResourceGroups" in ttype and "Microsoft.Resources.Subscriptions" in ttype
           and "/resourcegroups/" in ttype)
     subs_topics = [n for (t, n), b in R.items() if t == "azurerm_eventgrid_system_topic"
                    and "subscription_id" in str(b.get("source_resource_id"))]
-    check("item 1: no system topic hard-wired to the whole subscription", not subs_topics, f"{subs_topics}")
-    check("item 1: sources with an existing topic get none created (existing_system_topics, keys compared without case)",
+    check("no system topic hard-wired to the whole subscription", not subs_topics, f"{subs_topics}")
+    check("sources with an existing topic get none created (existing_system_topics, keys compared without case)",
           "!contains(keys(local.existing_topic_of), s)" in str(L.get("created_arm_topic_scopes"))
           and "!contains(keys(local.existing_topic_of), s)" in str(L.get("created_foreign_topic_sources"))
           and "lower(k) == lower(s)" in str(L.get("existing_topic_of"))
           and var_default(V, "existing_system_topics") == {})
     ex_topic = mod["data"].get(("azurerm_eventgrid_system_topic", "existing"), {})
     posts = " ".join(str(pc.get("condition", "")) for pc in first(ex_topic.get("lifecycle")).get("postcondition", []))
-    check("item 1: existing topics are read (data source), checked for source, type and a system-assigned identity",
+    check("existing topics are read (data source), checked for source, type and a system-assigned identity",
           "local.existing_topic_of" in str(ex_topic.get("for_each")) and "!contains(local.foreign_sources, s)" in str(ex_topic.get("for_each"))
           and "lower(self.source_resource_id) == lower(each.key)" in posts
           and "self.topic_type == local.arm_topic_type[each.key]" in posts
           and 'strcontains(self.identity[0].type, "SystemAssigned")' in posts, posts)
     arm_topics = str(L.get("arm_topics", ""))
-    check("item 1: local.arm_topics merges created and existing topics, in this subscription and in others",
+    check("local.arm_topics merges created and existing topics, in this subscription and in others",
           all(t in arm_topics for t in ("azurerm_eventgrid_system_topic.arm", "data.azurerm_eventgrid_system_topic.existing",
                                         "azapi_resource.arm_topic", "data.azapi_resource.existing_topic")))
     es = R.get(("azurerm_eventgrid_system_topic_event_subscription", "arm"), {})
-    check("item 1: one ARM event subscription per topic in this subscription, on the topic's own resource group",
+    check("one ARM event subscription per topic in this subscription, on the topic's own resource group",
           es.get("for_each") == "${local.home_arm_subscriptions}" and es.get("system_topic") == "${each.value.name}"
           and es.get("resource_group_name") == "${each.value.resource_group_name}"
           and "!contains(local.foreign_sources, s)" in str(L.get("home_arm_subscriptions"))
           and "local.arm_subscriptions" in str(L.get("home_arm_subscriptions")))
-    check("item 3: ARM event subscriptions only once the package is published, after terraform_data.package",
+    check("ARM event subscriptions only once the package is published, after terraform_data.package",
           "local.arm_topics" in str(L.get("arm_subscriptions")) and "if local.package_published" in str(L.get("arm_subscriptions"))
           and "${terraform_data.package}" in es.get("depends_on", []))
     types = resolve(es.get("included_event_types"), L)
@@ -635,7 +635,7 @@ def main() -> int:
               and first(s.get("dead_letter_identity")).get("type") == "SystemAssigned"
               and "max_delivery_attempts" in rp and "event_time_to_live" in rp)
 
-    # Event Grid: policy blob subscription -> sweep queue (issue 17 item 2).
+    # Event Grid: policy blob subscription -> sweep queue.
     ptopic = R.get(("azurerm_eventgrid_system_topic", "policy"), {})
     pes = R.get(("azurerm_eventgrid_system_topic_event_subscription", "policy"), {})
     check("policy system topic: Microsoft.Storage.StorageAccounts on the policy account",
@@ -648,19 +648,19 @@ def main() -> int:
           and first(pes.get("subject_filter")).get("subject_begins_with") == "${local.policy_subject_prefix}"
           and nends.get("key") == "subject" and nends.get("values") == ["/tagwarden-status.json"])
     sq = first(pes.get("storage_queue_endpoint"))
-    check("item 2: policy BlobCreated goes to the sweep storage queue (runtime account), not into a function delivery",
+    check("policy BlobCreated goes to the sweep storage queue (runtime account), not into a function delivery",
           "azure_function_endpoint" not in pes and "webhook_endpoint" not in pes
           and sq.get("storage_account_id") == "${azurerm_storage_account.runtime.id}"
           and sq.get("queue_name") == "${azurerm_storage_queue.sweep.name}"
           and first(pes.get("delivery_identity")).get("type") == "SystemAssigned")
     q = R.get(("azurerm_storage_queue", "sweep"), {})
     pq = R.get(("azurerm_storage_queue", "sweep_poison"), {})
-    check("item 2: queue named by var.sweep_queue_name (default tagwarden-sweep) in the runtime account, poison queue beside it",
+    check("queue named by var.sweep_queue_name (default tagwarden-sweep) in the runtime account, poison queue beside it",
           var_default(V, "sweep_queue_name") == "tagwarden-sweep" and L.get("sweep_queue_name") == "${var.sweep_queue_name}"
           and q.get("name") == "${local.sweep_queue_name}" and q.get("storage_account_id") == "${azurerm_storage_account.runtime.id}"
           and pq.get("name") == "${local.sweep_queue_name}-poison")
     plat = L.get("platform_app_settings", {})
-    check("item 2: app setting TAGWARDEN_SWEEP_QUEUE = the queue's name (sweep-queue/function.json %TAGWARDEN_SWEEP_QUEUE%)",
+    check("app setting TAGWARDEN_SWEEP_QUEUE = the queue's name (sweep-queue/function.json %TAGWARDEN_SWEEP_QUEUE%)",
           isinstance(plat, dict) and plat.get("TAGWARDEN_SWEEP_QUEUE") == "${azurerm_storage_queue.sweep.name}"
           and "local.platform_app_settings" in str(L.get("app_settings"))
           and plat.get("AzureWebJobsStorage__clientId") == "${azurerm_user_assigned_identity.platform.client_id}")
@@ -687,13 +687,13 @@ def main() -> int:
         "metrics_publisher": ("monitoring_metrics_publisher", "${azurerm_function_app_flex_consumption.this.id}", "${local.code_principal_id}"),
         "dead_letter_writer": ("storage_blob_data_contributor", "${local.dead_letter_container_scope}", "${each.value}"),
         "runtime_storage": ("storage_blob_data_contributor", "${azurerm_storage_account.runtime.id}", "${azurerm_user_assigned_identity.platform.principal_id}"),
-        # Item 2: the queue trigger reads through AzureWebJobsStorage (platform identity); Event Grid
+        # The queue trigger reads through AzureWebJobsStorage (platform identity); Event Grid
         # delivers with the policy topic's identity.
         "sweep_queue_reader": ("storage_queue_data_reader", "${local.sweep_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
         "sweep_queue_processor": ("storage_queue_data_processor", "${local.sweep_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
         "sweep_poison_queue": ("storage_queue_data_contributor", "${local.sweep_poison_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
         "sweep_queue_sender": ("storage_queue_data_sender", "${local.sweep_queue_scope}", "${azurerm_eventgrid_system_topic.policy.identity[0].principal_id}"),
-        # Issue 32 item 3: the timer's per-subscription parts, through sweep/function.json's queue
+        # The timer's per-subscription parts, through sweep/function.json's queue
         # output on the same connection (platform identity): add messages, on the one queue.
         "sweep_queue_parts_sender": ("storage_queue_data_sender", "${local.sweep_queue_scope}", "${azurerm_user_assigned_identity.platform.principal_id}"),
     }
@@ -705,22 +705,22 @@ def main() -> int:
     check("Tag Contributor and Reader for_each the enforcement scopes",
           ra.get("tag_contributor", {}).get("for_each") == "${local.enforcement_scopes}"
           and ra.get("reader", {}).get("for_each") == "${local.enforcement_scopes}")
-    # Issue 17 item 14: never the subscription by default. Issue 36: never a guessed "<infra_id>-rg"
+    # Never the subscription by default. Never a guessed "<infra_id>-rg"
     # either: the scopes are required, and the examples take the resource group the cluster reports.
     es_local = str(L.get("enforcement_scopes"))
     es_valid = json.dumps(first(V.get("enforcement_scopes", {}).get("validation")))
-    check("item 14 / issue 36: enforcement_scopes required (no default, no <infra_id>-rg guess); empty list refused",
+    check("enforcement_scopes required (no default, no <infra_id>-rg guess); empty list refused",
           "enforcement_scopes" in V and "default" not in V["enforcement_scopes"]
           and es_local == "${toset(var.enforcement_scopes)}" and "resourceGroups/${id}-rg" not in mod_text
           and "length(var.enforcement_scopes) > 0" in es_valid, f"local={es_local}")
     dl = ra.get("dead_letter_writer", {})
-    check("item 1: dead-letter writer role for every ARM topic (created or existing) and the policy topic",
+    check("dead-letter writer role for every ARM topic (created or existing) and the policy topic",
           "local.arm_topics" in str(dl.get("for_each")) and "azurerm_eventgrid_system_topic.policy" in str(dl.get("for_each")))
     ts = R.get(("time_sleep", "role_propagation"), {})
     trig = str(ts.get("triggers"))
     blobs_wait = all("${time_sleep.role_propagation}" in R.get(("azurerm_storage_blob", n), {}).get("depends_on", [])
                      for n in ("policy_document", "policy_layers"))
-    check("item 4: policy upload and Event Grid subscriptions wait for role propagation (time_sleep, default 10m)",
+    check("policy upload and Event Grid subscriptions wait for role propagation (time_sleep, default 10m)",
           ts.get("create_duration") == "${var.role_assignment_propagation_wait}"
           and var_default(V, "role_assignment_propagation_wait") == "10m"
           and "azurerm_role_assignment.policy_writers" in trig and "azurerm_role_assignment.dead_letter_writer" in trig
@@ -736,11 +736,11 @@ def main() -> int:
           sr.get("condition_version") == "2.0"
           and all(f"ActionMatches{{'Microsoft.Storage/storageAccounts/blobServices/containers/{a}'}}" in cond for a in write_actions)
           and """@Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] ${local.cluster_set ? "StringLike" : "StringEquals"} '${local.status_blob}'""" in cond)
-    # Issue 35 items 9-10: custom roles with only what the code does; each publisher of a set writes
+    # Custom roles with only what the code does; each publisher of a set writes
     # only its own folder (ABAC on the blob path).
     rdef = {n: b for (t, n), b in R.items() if t == "azurerm_role_definition"}
     tw = first(rdef.get("tag_writer", {}).get("permissions")) or {}
-    check("issue 35: tag writer role = resource reads + Microsoft.Resources/tags read and write (no deployments, no tag delete)",
+    check("tag writer role = resource reads + Microsoft.Resources/tags read and write (no deployments, no tag delete)",
           sorted(norm(tw.get("actions", []))) == sorted([
               "Microsoft.Resources/subscriptions/resourceGroups/read",
               "Microsoft.Resources/subscriptions/resourceGroups/resources/read",
@@ -749,12 +749,12 @@ def main() -> int:
           and not tw.get("data_actions"), f"got {tw}")
     bw = first(rdef.get("blob_writer", {}).get("permissions")) or {}
     blob = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/"
-    check("issue 35: blob writer role = blob read, write, add data actions only (no delete, no container control plane)",
+    check("blob writer role = blob read, write, add data actions only (no delete, no container control plane)",
           sorted(norm(bw.get("data_actions", []))) == sorted([blob + "read", blob + "write", blob + "add/action"])
           and not norm(bw.get("actions", [])), f"got {bw}")
     cp = ra.get("cluster_publishers", {})
     pcond = str(L.get("cluster_publisher_condition"))
-    check("issue 35: each cluster publisher writes only <prefix><infraID>/ (ABAC 2.0, blobs:path StringStartsWith)",
+    check("each cluster publisher writes only <prefix><infraID>/ (ABAC 2.0, blobs:path StringStartsWith)",
           cp.get("for_each") == "${var.cluster_publisher_principal_ids}" and cp.get("condition_version") == "2.0"
           and cp.get("condition") == "${local.cluster_publisher_condition[each.key]}"
           and "@Resource[Microsoft.Storage/storageAccounts/blobServices/containers/blobs:path] StringStartsWith '${local.set_prefix}${id}/'" in pcond
@@ -767,9 +767,9 @@ def main() -> int:
     check("no Owner / Contributor / User Access Administrator role anywhere", not bad, f"found: {bad}")
     check("no role_definition_name lookups (built-in ids only)", "role_definition_name" not in all_text)
 
-    # Issue 32 item 2: one function for a management group and many subscriptions.
+    # One function for a management group and many subscriptions.
     check_management_groups(mod, V, L, R, ra, rdef)
-    # Issue 32 item 4: Resource Notifications.
+    # Resource Notifications.
     check_resource_notifications(mod, V, L, R, ra, (MODULE / "README.md").read_text() if (MODULE / "README.md").exists() else "")
 
     # Monitoring.
@@ -796,7 +796,7 @@ def main() -> int:
     dlc = first(R.get(("azurerm_monitor_metric_alert", "dead_letters"), {}).get("criteria"))
     check("alerts: function errors and dead-lettered events",
           fe.get("metric_name") == "requests/failed" and dlc.get("metric_name") == "DeadLetteredCount")
-    # Issue 46 item 3: compliance from day one, audit or enforce. The workbook's panels: compliance
+    # Compliance from day one, audit or enforce. The workbook's panels: compliance
     # % per cluster (a grid) and hourly, would-be writes per cluster (KQL over the records the
     # handler logs, counted as Metrics::observe counts them), and the function's own
     # ResourcesInLine / ResourcesDrifted / WouldWrite metrics. The statuses the KQL names are the
@@ -812,24 +812,24 @@ def main() -> int:
     metrics_rs = (ROOT / "crates/azure/src/metrics.rs").read_text()
     rust_status = set(re.findall(r'Status::[A-Za-z]+ => "([a-z-]+)"', report_rs))
     kql_status = set(re.findall(r"'([a-z]+(?:-[a-z]+)*)'", kql.split("| extend InLine", 1)[-1]))
-    check("issue 46: the workbook opens with the compliance panels (after the header), and the header names the mode",
+    check("the workbook opens with the compliance panels (after the header), and the header names the mode",
           "local.compliance_items" in wbl and wbl.index("local.compliance_items") < wbl.index("local.workbook_metric_items")
           and "var.mode" in wbl and "Mode **audit**" in wbl,
           f"workbook {wbl[:300]}")
-    check("issue 46: panels compliance-per-cluster (grid), compliance-over-time, would-write-over-time (timecharts), metric-inline-drifted",
+    check("panels compliance-per-cluster (grid), compliance-over-time, would-write-over-time (timecharts), metric-inline-drifted",
           list(by_name) == ["compliance-per-cluster", "compliance-over-time", "would-write-over-time", "metric-inline-drifted"]
           and by_name["compliance-per-cluster"]["content"].get("visualization") == "table"
           and by_name["compliance-over-time"]["content"].get("visualization") == "timechart"
           and by_name["would-write-over-time"]["content"].get("visualization") == "timechart",
           f"items {list(by_name)}")
-    check("issue 46: compliance % = 100 x in line / (in line + drifted) per cluster, each resource's latest record (grid and hourly)",
+    check("compliance % = 100 x in line / (in line + drifted) per cluster, each resource's latest record (grid and hourly)",
           "100.0 * ['In line'] / (['In line'] + Drifted)" in grid and "arg_max(timestamp, InLine, Drifted, Audited) by Cluster, Resource" in grid
           and "by Cluster" in grid and "100.0 * InLine / (InLine + Drifted)" in hourly and "bin(timestamp, 1h)" in hourly
           and all(q.startswith("${trimspace(local.compliance_records_kql)}") or "local.compliance_records_kql" in q for q in (grid, hourly, would)),
           f"grid {grid!r}")
-    check("issue 46: would-be writes = resources with an audited change, per cluster, hourly",
+    check("would-be writes = resources with an audited change, per cluster, hourly",
           "| where Audited > 0" in would and "dcount(Resource) by bin(timestamp, 1h), Cluster" in would, would)
-    check("issue 46: the KQL reads the function app's records and classifies them with the statuses report.rs writes "
+    check("the KQL reads the function app's records and classifies them with the statuses report.rs writes "
           "(in line: unchanged, or applied with nothing held back; drifted: held back or a failed write that carried a change)",
           "cloud_RoleName =~ '${local.function_app_name}'" in kql and '{"record":' in kql
           and "coalesce(tostring(r.infraID), '${local.deployment_infra_id}')" in kql
@@ -837,13 +837,13 @@ def main() -> int:
           and {"applied", "would-apply", "limit-exceeded", "contested", "failed", "unchanged"} <= kql_status <= rust_status
           and '"infraID"' in report_rs and "pub audited: Vec<ChangeRecord>" in report_rs and "pub contested: Vec<String>" in report_rs,
           f"KQL statuses {sorted(kql_status)}, Rust {sorted(rust_status)}")
-    check("issue 46: the metric tile draws ResourcesInLine, ResourcesDrifted and WouldWrite (the names metrics.rs sends) by ResourceType",
+    check("the metric tile draws ResourcesInLine, ResourcesDrifted and WouldWrite (the names metrics.rs sends) by ResourceType",
           all(f"--{m}" in mtile and f'("{m}",' in metrics_rs for m in ("ResourcesInLine", "ResourcesDrifted", "WouldWrite"))
           and '"dimension": "ResourceType"' in mtile and "local.clusters" in mtile, mtile)
-    # Issue 46 item 3: the alerts on failures fire in audit mode too: nothing in them depends on the mode.
+    # The alerts on failures fire in audit mode too: nothing in them depends on the mode.
     alert_text = json.dumps([L.get("custom_metric_alerts"), L.get("dead_letter_topics")] +
                             [b for (t, _), b in R.items() if t in ("azurerm_monitor_metric_alert", "azurerm_monitor_action_group")])
-    check("issue 46: every alert and the action group are independent of var.mode (they fire in audit as in enforce)",
+    check("every alert and the action group are independent of var.mode (they fire in audit as in enforce)",
           "mode" not in alert_text.replace("monitoring", "") and
           {n for (t, n) in R if t == "azurerm_monitor_metric_alert"} >= {"custom", "compliance_lag", "function_errors", "dead_letters"},
           f"alerts {sorted(n for (t, n) in R if t == 'azurerm_monitor_metric_alert')}")
@@ -851,23 +851,23 @@ def main() -> int:
     check("action group only when an email or webhook is given",
           "var.alert_emails" in str(ag.get("count")) and "var.alert_webhook_url" in str(ag.get("count")))
 
-    # Issue 12: one deployment for a cluster set.
-    check("issue 12: infra_id or infra_ids, exactly one (a validation reading both), infra_ids distinct and validated",
+    # One deployment for a cluster set.
+    check("infra_id or infra_ids, exactly one (a validation reading both), infra_ids distinct and validated",
           V.get("infra_id", {}).get("default", "x") is None and V.get("infra_ids", {}).get("default", "x") is None
           and "(var.infra_id == null) != (var.infra_ids == null)" in json.dumps(V.get("infra_id", {}).get("validation"))
           and "distinct(var.infra_ids)" in json.dumps(V.get("infra_ids", {}).get("validation")))
-    check("issue 12: clusters = infra_ids, or [infra_id]; a set's name has no infraID",
+    check("clusters = infra_ids, or [infra_id]; a set's name has no infraID",
           L.get("clusters") == "${local.cluster_set ? var.infra_ids : compact([var.infra_id])}"
           and L.get("name") == '${local.cluster_set ? var.name : "${var.name}-${var.infra_id}"}')
-    check("issue 12: a set's TAGWARDEN_POLICY ends in */ under its prefix (default clusters/)",
+    check("a set's TAGWARDEN_POLICY ends in */ under its prefix (default clusters/)",
           '"${local.set_prefix}*/"' in str(L.get("policy_url")) and 'coalesce(var.policy_prefix, "clusters/")' in str(L.get("set_prefix")))
     cp = R.get(("azurerm_storage_blob", "cluster_policy"), {})
-    check("issue 12: cluster_policy_documents become <prefix><infraID>/10-cluster.yaml, after role propagation",
+    check("cluster_policy_documents become <prefix><infraID>/10-cluster.yaml, after role propagation",
           "var.cluster_policy_documents" in str(cp.get("for_each")) and cp.get("name") == "${local.set_prefix}${each.key}/10-cluster.yaml"
           and "${time_sleep.role_propagation}" in cp.get("depends_on", []))
-    check("issue 12: policy-change events cover the set's prefix",
+    check("policy-change events cover the set's prefix",
           "local.cluster_set ? local.set_prefix" in str(L.get("policy_subject_prefix")))
-    check("issue 12: write-failure and lag alerts monitor each cluster's InfraID; policy-rejected and listing-failures the deployment's ('all' in a set)",
+    check("write-failure and lag alerts monitor each cluster's InfraID; policy-rejected and listing-failures the deployment's ('all' in a set)",
           alerts.get("write-failures", {}).get("infra_ids") == "${local.clusters}"
           and alerts.get("policy-rejected", {}).get("infra_ids") == ["${local.deployment_infra_id}"]
           and alerts.get("listing-failures", {}).get("infra_ids") == ["${local.deployment_infra_id}"]
@@ -875,19 +875,19 @@ def main() -> int:
           and first(crit.get("dimension")).get("values") == "${each.value.infra_ids}"
           and L.get("deployment_infra_id") == '${local.cluster_set ? "all" : var.infra_id}')
     fn_pre = json.dumps(R.get(("azurerm_function_app_flex_consumption", "this"), {}).get("lifecycle"))
-    check("issue 12: a set refuses the single-policy inputs and documents of unlisted clusters (preconditions)",
+    check("a set refuses the single-policy inputs and documents of unlisted clusters (preconditions)",
           "cluster_policy_documents needs infra_ids" in fn_pre and "A cluster set (infra_ids) keeps one policy per cluster" in fn_pre)
     _, cx = parse_dir(CLUSTERS_EXAMPLE)
     cm = cx["module"].get("tagwarden", {})
     check_variables("azure-clusters", cx["variable"])
-    check("issue 12 / 36: example azure-clusters: one module call with infra_ids, each cluster's resource group given, no default clusters",
+    check("example azure-clusters: one module call with infra_ids, each cluster's resource group given, no default clusters",
           cm.get("source") == "../../azure" and cm.get("infra_ids") == "${keys(var.clusters)}"
           and "infra_id" not in cm and "default" not in cx["variable"].get("clusters", {})
           and "c.resource_group" in str(cm.get("enforcement_scopes"))
           and cm.get("cluster_policy_documents") == "${var.initial_policies}"
           and not [k for k in cm if k not in V and k not in ("source", "version", "providers", "count", "for_each", "depends_on")])
 
-    # Issue 32 item 2: the management-group example: one or more subscriptions (issue 47: any
+    # The management-group example: one or more subscriptions (any
     # number; tests/terraform/azure/examples/ runs its validation), the group as the one
     # enforcement scope, one topic per listed subscription, publishers limited to their prefix.
     _, mx = parse_dir(MG_EXAMPLE)
@@ -895,7 +895,7 @@ def main() -> int:
     check_variables("azure-management-group", mx["variable"])
     sub_valid = json.dumps(mx["variable"].get("subscription_ids", {}).get("validation"))
     mprov = mx["provider"]
-    check("issue 32 / 47: example azure-management-group: the management group is the enforcement scope, any number (>= 1) of subscriptions feed events, "
+    check("example azure-management-group: the management group is the enforcement scope, any number (>= 1) of subscriptions feed events, "
           "clusters by infraID with their publishers, only module variables",
           mm.get("source") == "../../azure"
           and mm.get("enforcement_scopes") == [MG_PREFIX + "${var.management_group_id}"]
@@ -911,59 +911,59 @@ def main() -> int:
           and "azapi" in mprov,
           f"{mm}")
     mg_rx = hcl_regexes(" ".join(str(v.get("condition", "")) for v in mx["variable"].get("management_group_id", {}).get("validation", [])))
-    check("issue 32: example azure-management-group: the management group id is validated as the module does (1-90 of letters, digits, -_().; not ending in '.')",
+    check("example azure-management-group: the management group id is validated as the module does (1-90 of letters, digits, -_().; not ending in '.')",
           bool(mg_rx) and accepts(mg_rx, "platform-lz") and accepts(mg_rx, "a" * 90) and not accepts(mg_rx, "a" * 91)
           and not accepts(mg_rx, "platform.") and not accepts(mg_rx, "a/b"), f"{mg_rx}")
 
-    # Issue 36: one owner per thing. No example invents tags (no user_tags input, no policy
+    # One owner per thing. No example invents tags (no user_tags input, no policy
     # template, no default that becomes a policy); the azure-basic scope is the resource group the
     # cluster reports; initial policy blobs are written once and after their change subscription.
     for label, d in EXAMPLES.items():
         _, e = parse_dir(d)
         defaults = {n: b.get("default") for n, b in e["variable"].items() if "default" in b}
-        check(f"issue 36: {label}: no user_tags input, no policy template, initial policies default to nothing",
+        check(f"{label}: no user_tags input, no policy template, initial policies default to nothing",
               "user_tags" not in e["variable"] and not os.path.exists(os.path.join(d, "policy"))
               and defaults.get("initial_policy") is None and defaults.get("initial_policies", {}) == {},
               f"variables {sorted(e['variable'])}, defaults {defaults}")
     bm = ex["module"].get("tagwarden", {})
     rg_valid = json.dumps(ex["variable"].get("resource_group", {}).get("validation"))
-    check("issue 36: azure-basic: enforcement scope from var.resource_group (status.platformStatus.azure.resourceGroupName), "
+    check("azure-basic: enforcement scope from var.resource_group (status.platformStatus.azure.resourceGroupName), "
           "required unless the subscription is the scope",
           "var.resource_group" in str(bm.get("enforcement_scopes")) and "-rg" not in str(bm.get("enforcement_scopes"))
           and "var.resource_group == null ? var.enforcement_scope == \\\"subscription\\\"" in rg_valid
           and "resourceGroupName" in str(ex["variable"].get("resource_group", {}).get("description")), rg_valid)
-    # Issue 47: ARO's managed resource group refuses role assignments (its deny assignment exempts
+    # ARO's managed resource group refuses role assignments (its deny assignment exempts
     # tag writes only), so azure-basic takes the subscription as the scope on request, and its
     # comment gives that reason, not a refusal of tag writes.
     basic_main = (EXAMPLE / "main.tf").read_text()
     scope_var = ex["variable"].get("enforcement_scope", {})
-    check("issue 47: azure-basic: enforcement_scope = \"subscription\" makes the subscription the one scope (ARO), resource_groups the default; "
+    check("azure-basic: enforcement_scope = \"subscription\" makes the subscription the one scope (ARO), resource_groups the default; "
           "the comment says the deny assignment refuses role assignments, not tag writes",
           '${var.enforcement_scope == "subscription" ? ["/subscriptions/${var.subscription_id}"]' in str(bm.get("enforcement_scopes"))
           and scope_var.get("default") == "resource_groups" and "subscription" in json.dumps(scope_var.get("validation"))
           and "refuses tag writes" not in basic_main and "roleAssignments/write" in basic_main, f"{bm.get('enforcement_scopes')}")
-    # Issue 47: the set examples pass each cluster's kind (a CAPZ cluster's name is admitted with it).
+    # The set examples pass each cluster's kind (a CAPZ cluster's name is admitted with it).
     for label, e_mod, e_var in (("azure-clusters", cm, cx["variable"]), ("azure-management-group", mm, mx["variable"])):
-        check(f"issue 47: {label}: cluster_kinds from each cluster's optional kind",
+        check(f"{label}: cluster_kinds from each cluster's optional kind",
               e_mod.get("cluster_kinds") == "${{for id, c in var.clusters : id => c.kind if c.kind != null}}"
               and "kind" in str(e_var.get("clusters", {}).get("type")), f"{e_mod.get('cluster_kinds')}")
     # The module: cluster_kinds as the AWS module's, infra_ids admitting CAPZ names.
     ck = V.get("cluster_kinds", {})
     ids_rx = hcl_regexes(json.dumps(V.get("infra_ids", {}).get("validation")).replace('\\\\', '\\'))
-    check("issue 47: infra/azure: cluster_kinds (OpenShift, HyperShift, ClusterAPI) and infra_ids admitting CAPZ names (DNS-1123 subdomain, '.')",
+    check("infra/azure: cluster_kinds (OpenShift, HyperShift, ClusterAPI) and infra_ids admitting CAPZ names (DNS-1123 subdomain, '.')",
           all(k in json.dumps(ck.get("validation")) for k in ("OpenShift", "HyperShift", "ClusterAPI", "512"))
           and "length(id) <= 63" in json.dumps(V.get("infra_ids", {}).get("validation")), f"{ids_rx}")
     for n in ("policy_document", "cluster_policy"):
         b = R.get(("azurerm_storage_blob", n), {})
-        check(f"issue 36: blob {n} written once (ignore_changes = all) after the policy-change subscription",
+        check(f"blob {n} written once (ignore_changes = all) after the policy-change subscription",
               "all" in json.dumps(first(b.get("lifecycle")).get("ignore_changes"))
               and "${azurerm_eventgrid_system_topic_event_subscription.policy}" in b.get("depends_on", []))
     pkg_gate = json.dumps(R.get(("terraform_data", "package"), {}).get("lifecycle"))
-    check("issue 36: the package is published only with its manifest, matching sha256, built for x86_64-unknown-linux-gnu",
+    check("the package is published only with its manifest, matching sha256, built for x86_64-unknown-linux-gnu",
           "scripts/package-azure-function" in pkg_gate and "local.function_manifest.sha256" in pkg_gate
           and "x86_64-unknown-linux-gnu" in pkg_gate and "filesha256(var.function_zip)" in str(L.get("function_zip_sha256")))
 
-    # Issue 24 item 2: the Flex app converges. The provider drops `AzureWebJobsStorage` from
+    # The Flex app converges. The provider drops `AzureWebJobsStorage` from
     # app_settings on read and writes a keyless connection string on every create/update unless
     # app_settings sets the key (terraform-provider-azurerm#33211), so app_settings must not name it
     # (else the second plan re-sends it), and the complete settings with `AzureWebJobsStorage = ""`
@@ -974,13 +974,13 @@ def main() -> int:
         m_ = resolve("${local.%s}" % part, L)
         rendered.update(m_ if isinstance(m_, dict) else {})
     rendered_keys = set(rendered) | {k for part in parts for k in re.findall(r"([A-Za-z_]+)\s*=", str(L.get(part, "")))}
-    check("issue 24 item 2: the app's app_settings (local.app_settings, rendered from its maps) never name AzureWebJobsStorage",
+    check("the app's app_settings (local.app_settings, rendered from its maps) never name AzureWebJobsStorage",
           parts == ["platform_app_settings", "app_insights_auth_settings", "contract_app_settings", "yield_settings"]
           and "AzureWebJobsStorage" not in rendered_keys and "AzureWebJobsStorage__accountName" in rendered_keys,
           f"maps {parts}, keys {sorted(rendered_keys)}")
     fix = R.get(("azapi_resource_action", "app_settings"), {})
     body = str(first(fix.get("body")).get("properties") if isinstance(fix.get("body"), list) else (fix.get("body") or {}).get("properties"))
-    check("issue 24 item 2: azapi_resource_action PUTs the app's complete settings with AzureWebJobsStorage = \"\" after every write of the app",
+    check("azapi_resource_action PUTs the app's complete settings with AzureWebJobsStorage = \"\" after every write of the app",
           str(fix.get("type", "")).startswith("Microsoft.Web/sites/config@") and fix.get("method") == "PUT"
           and fix.get("resource_id") == "${azurerm_function_app_flex_consumption.this.id}/config/appsettings"
           and body.startswith("${merge(local.app_settings, {") and 'AzureWebJobsStorage = ""' in body
@@ -988,26 +988,26 @@ def main() -> int:
           and first(fix.get("lifecycle")).get("replace_triggered_by") == ["${azurerm_function_app_flex_consumption.this}"],
           f"{fix}")
     sc = first(fa.get("site_config"))
-    check("issue 24 item 2: the provider adds no other setting the PUT would drop (no health check, instrumentation key or key-based deployment storage)",
+    check("the provider adds no other setting the PUT would drop (no health check, instrumentation key or key-based deployment storage)",
           "health_check_path" not in sc and "application_insights_key" not in sc
           and sc.get("application_insights_connection_string") == "${azurerm_application_insights.this.connection_string}"
           and fa.get("storage_authentication_type") != "StorageAccountConnectionString")
-    # Issue 24 item 3: the publish waits for the platform identity's roles and the corrected settings.
+    # The publish waits for the platform identity's roles and the corrected settings.
     ts_trig = str(R.get(("time_sleep", "role_propagation"), {}).get("triggers"))
-    check("issue 24 item 3: the package publish waits for role propagation, which includes the platform identity's roles",
+    check("the package publish waits for role propagation, which includes the platform identity's roles",
           all(f"azurerm_role_assignment.{r}.id" in ts_trig for r in ("runtime_storage", "sweep_queue_reader", "sweep_queue_processor", "sweep_poison_queue"))
           and set(pkg.get("depends_on", [])) >= {"${time_sleep.role_propagation}", "${azapi_resource_action.app_settings}"},
           f"depends_on {pkg.get('depends_on')}")
-    check("issue 24 item 3: no stale zip_deploy_file claim (the package is not pushed while the app is created)",
+    check("no stale zip_deploy_file claim (the package is not pushed while the app is created)",
           "pushed while the app\n#             is created (zip_deploy_file)" not in mod_text)
 
-    # Issue 24 item 5: "all" is the InfraID of a set's deployment-wide metrics; those three metrics
+    # "all" is the InfraID of a set's deployment-wide metrics; those three metrics
     # (no ResourceType, only under the deployment's InfraID) draw that one series; the examples ask
     # for the Terraform the module needs.
-    check("issue 24 item 5: infra_id and infra_ids refuse \"all\"",
+    check("infra_id and infra_ids refuse \"all\"",
           'var.infra_id != "all"' in str(V.get("infra_id", {}).get("validation"))
           and '!contains(var.infra_ids, "all")' in str(V.get("infra_ids", {}).get("validation")))
-    check("issue 24 item 5, issue 25: the workbook draws EventsReceived, EventsIgnored, PolicyRejected, ListingFailures as the deployment's one series",
+    check("the workbook draws EventsReceived, EventsIgnored, PolicyRejected, ListingFailures as the deployment's one series",
           L.get("deployment_metrics") == ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
           and "contains(local.deployment_metrics, m) ? [local.deployment_infra_id] : local.workbook_infra_ids" in wbi
           and "contains(local.deployment_metrics, m) ? [] :" in wbi, wbi[:200])
@@ -1018,14 +1018,14 @@ def main() -> int:
                     return t["required_version"]
         return None
     rv = {str(d.relative_to(ROOT)): required_version(d) for d in (MODULE, *EXAMPLES.values())}
-    check("issue 24 item 5: the examples' required_version is the module's", len(set(rv.values())) == 1 and None not in rv.values(), f"{rv}")
+    check("the examples' required_version is the module's", len(set(rv.values())) == 1 and None not in rv.values(), f"{rv}")
 
     # Outputs.
     want = ["function_app_id", "function_app_name", "principal_id", "policy_container_url", "event_subscription_ids", "workbook_id"]
     missing = [o for o in want if o not in mod["output"]]
     check("outputs: function app id/name, principal id, policy container URL, event subscription ids, workbook id", not missing, f"missing: {missing}")
 
-    # Issue 17 item 5: provider lower bound that accepts runtime_name = "custom" and the module's defaults.
+    # Provider lower bound that accepts runtime_name = "custom" and the module's defaults.
     def lower_bound(files_dir):
         for f in sorted(files_dir.glob("*.tf")):
             doc = norm(hcl2.load(f.open()))
@@ -1038,10 +1038,10 @@ def main() -> int:
         return None, {}
     for label, d in (("infra/azure", MODULE), *EXAMPLES.items()):
         lb, rp = lower_bound(d)
-        check(f"item 5: {label} pins azurerm >= 4.78 (custom runtime since 4.21, maximum_instance_count < 40 since 4.58, local_authentication_enabled since 4.78) and declares hashicorp/time",
+        check(f"{label} pins azurerm >= 4.78 (custom runtime since 4.21, maximum_instance_count < 40 since 4.58, local_authentication_enabled since 4.78) and declares hashicorp/time",
               lb is not None and lb >= AZURERM_MIN and "time" in rp, f"lower bound {lb}")
     mic = var_default(V, "maximum_instance_count")
-    check("item 5: maximum_instance_count default needs the 4.58 lower bound (< 40) or is >= 40",
+    check("maximum_instance_count default needs the 4.58 lower bound (< 40) or is >= 40",
           mic is not None and (mic >= 40 or (lower_bound(MODULE)[0] or (0, 0)) >= (4, 58)))
 
     # Example.
@@ -1061,16 +1061,16 @@ def main() -> int:
     check("infra/azure/README.md documents every input and output", not undocumented, f"{undocumented}")
     check("README has the handler contract section with every contract key",
           "## Handler contract" in readme and all(k in readme for k in CONTRACT_KEYS + ["APPLICATIONINSIGHTS_CONNECTION_STRING", "TAGWARDEN_SWEEP_QUEUE"]))
-    # Issue 32 item 2: the README says what a platform team needs for a management group.
+    # The README says what a platform team needs for a management group.
     mg_doc = readme.split("## Management groups and several subscriptions")[1].split("\n## ")[0] if "## Management groups and several subscriptions" in readme else ""
-    check("issue 32: README 'Management groups and several subscriptions': what is granted where, which topics, one topic per source, "
+    check("README 'Management groups and several subscriptions': what is granted where, which topics, one topic per source, "
           "what to do per new subscription (unlisted: events not received, the sweep still covers it)",
           all(x in mg_doc for x in ("**What is granted where.**", "**Which topics are created.**", "**One topic per source.**",
                                     "**Once per new subscription.**", "Events from a subscription that is not listed are not received",
                                     "the sweep still covers it", "event_source_subscription_ids", "existing_system_topics",
                                     "assignable_scopes", "cluster_publisher_principal_ids")))
-    # Issue 17 item 3: the single command sequence that deploys a working function.
-    check("item 3: README gives the single deploy sequence (az login, terraform init, terraform apply with function_zip)",
+    # The single command sequence that deploys a working function.
+    check("README gives the single deploy sequence (az login, terraform init, terraform apply with function_zip)",
           "## Deploy: one command sequence" in readme and "az login" in readme and "terraform init" in readme
           and "-var function_zip=" in readme and "zip_deploy_file" not in readme.split("## Deploy: one command sequence")[1].split("\n## ")[0])
 

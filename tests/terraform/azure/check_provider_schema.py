@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check Terraform directories against a provider schema extract (issue 24 item 1).
+"""Check Terraform directories against a provider schema extract.
 
 The extracts in tests/terraform/azure/schema/<provider>-<version>.json are made by
 extract_schema.py (scripts/azurerm-schema) from the prebuilt CDK provider packages, which are

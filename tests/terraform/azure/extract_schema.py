@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Extract a small Terraform provider schema from a prebuilt CDK provider package (issue 24 item 1).
+"""Extract a small Terraform provider schema from a prebuilt CDK provider package.
 
 No azurerm provider binary can be fetched here, so `terraform validate` cannot run on infra/azure.
 The prebuilt CDK Terrain / CDKTF provider packages on PyPI (`cdktn-provider-azurerm`,

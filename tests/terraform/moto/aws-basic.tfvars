@@ -1,8 +1,8 @@
 # Inputs of infra/examples/aws-basic for the moto test (lambda_zip is passed by the script; its
-# manifest says x86_64, and the function must run on x86_64 without being told: issue 36).
+# manifest says x86_64, and the function must run on x86_64 without being told).
 region   = "eu-west-1"
 infra_id = "mycluster-7xk2p"
-# Issue 36: an explicitly given first policy (what `oc get infrastructure cluster -o yaml` prints),
+# An explicitly given first policy (what `oc get infrastructure cluster -o yaml` prints),
 # written once; check_aws_basic.py's `ownership` step then plays the publisher and changes it.
 initial_policy = <<-EOT
   apiVersion: config.openshift.io/v1
@@ -24,7 +24,7 @@ alarm_emails   = ["ops@example.com"]
 create_trail   = true
 # Exercises the extra_tag_actions statement (rendered, linted by parliament, evaluated).
 extra_tag_actions = ["lambda:TagResource"]
-# Issue 35: one writable hosted zone and health check (the evaluator checks that they, and no other,
+# One writable hosted zone and health check (the evaluator checks that they, and no other,
 # are writable). parliament 1.6.4 wants every resource type the reference stars for an action
 # matched by the statement (hostedzone* and healthcheck* for ChangeTagsForResource, though a call
 # names one resource): a statement of zones alone is reported as "No resources match".

@@ -1,4 +1,4 @@
-# 20 clusters, the most a cluster set takes (issue 24 item 4): planned (not applied) against moto
+# 20 clusters, the most a cluster set takes: planned (not applied) against moto
 # by scripts/test-terraform; tests/terraform/moto/check_plan_quotas.py holds the planned role to
 # IAM's quotas at their defaults. The last infraID has the 27 characters OpenShift allows.
 infra_ids = [

@@ -30,7 +30,7 @@ WRITABLE_HEALTH_CHECK = "0123abcd-0000-1111-2222-333344445555"  # route53_health
 
 # The descriptors' contract as tests/iam_policy.rs writes it from crates/core/src/services.rs (and
 # checks it there against the descriptors): the events and actions the Terraform must render and
-# grant, exactly, so a new service needs no edit here (issue 34).
+# grant, exactly, so a new service needs no edit here.
 GENERATED = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                                         "infra", "aws", "generated", "services.json")))
 EVENT_NAMES = GENERATED["cloudtrail_event_names"]
@@ -55,7 +55,7 @@ EXPECTED_ROLE_ACTIONS = ((CODE_ACTIONS - {"ssm:GetParameter", "ssm:GetParameters
                          | EXTRA_TAG_ACTIONS | PLATFORM_ACTIONS)
 METRICS = ["EventsReceived", "EventsIgnored", "ResourcesEvaluated", "DriftDetected", "TagsWritten",
            "WriteFailures", "TagLimitExceeded", "PolicyRejected", "Conflicts", "ReconcileLatency", "ListingFailures"]
-# Issue 25: the module's batching defaults (infra/aws variables.tf), written out independently.
+# The module's batching defaults (infra/aws variables.tf), written out independently.
 FUNCTION_TIMEOUT = 300
 BATCH_SIZE, BATCHING_WINDOW, MAXIMUM_CONCURRENCY, EC2_WRITES_PER_SECOND = 100, 2, 2, 2
 
@@ -111,8 +111,8 @@ def policy_actions(doc):
 # ---------------------------------------------------------------------------------------------
 def statement_problems(doc, policy_bucket):
     """Every problem with the function role's statements (not just the first), so one run shows
-    each missing fix: ownership conditions, the fail-closed aws:TagKeys guard (item 7), listener
-    ARNs (item 8), the cluster bucket pattern (item 6), the unconditioned ListBucket (item 13)."""
+    each missing fix: ownership conditions, the fail-closed aws:TagKeys guard, listener
+    ARNs, the cluster bucket pattern, the unconditioned ListBucket."""
     problems = []
     key = f"aws:ResourceTag/kubernetes.io/cluster/{INFRA_ID}"
     for st in doc["Statement"]:
@@ -124,7 +124,7 @@ def statement_problems(doc, policy_bucket):
         if acts & service_tag_writes:
             if cond.get("StringEquals", {}).get(key) != "owned":
                 problems.append(f"{st.get('Sid')} not conditioned on {key}=owned")
-            # Issue 17 item 7: the reserved-key guard fails closed. ForAllValues is true for a
+            # The reserved-key guard fails closed. ForAllValues is true for a
             # request without aws:TagKeys, so Null aws:TagKeys = false must accompany it.
             if cond.get("Null", {}).get("aws:TagKeys") != "false":
                 problems.append(f"{st.get('Sid')}: ForAllValues guard without Null aws:TagKeys=false (fails open)")
@@ -133,14 +133,14 @@ def statement_problems(doc, policy_bucket):
         if any(k.startswith("ForAllValues:") for k in cond) and cond.get("Null", {}).get("aws:TagKeys") != "false":
             problems.append(f"{st.get('Sid')}: ForAllValues condition without Null aws:TagKeys=false")
         if "elasticloadbalancing:AddTags" in acts:
-            # Issue 17 item 8: owned listeners and listener rules are writable like LBs and TGs.
+            # Owned listeners and listener rules are writable like LBs and TGs.
             prefix = f"arn:aws:elasticloadbalancing:{REGION}:123456789012:"
             want = {prefix + t + "/*" for t in ("loadbalancer", "targetgroup", "listener", "listener-rule")}
             if set(as_list(st["Resource"])) != want:
                 problems.append(f"AddTags resources {st['Resource']} != {sorted(want)}")
-        # Issue 11: Route 53 evaluates no tag condition keys; its statements are scoped to hosted
+        # Route 53 evaluates no tag condition keys; its statements are scoped to hosted
         # zones and health checks and must carry no condition (one would never match: deny all).
-        # Issue 35: reads on every zone and health check, writes only on the listed zone.
+        # Reads on every zone and health check, writes only on the listed zone.
         r53 = [f"arn:aws:route53:::{t}/*" for t in ("hostedzone", "healthcheck")]
         if acts & {"route53:ListTagsForResource", "route53:ListTagsForResources"}:
             if sorted(as_list(st["Resource"])) != sorted(r53) or cond:
@@ -164,10 +164,10 @@ def statement_problems(doc, policy_bucket):
             [f"arn:aws:s3:::{policy_bucket}/_tagwarden/contests/*"],
         ):
             problems.append(f"PutObject resource {st['Resource']}")
-        # Issue 17 item 6: the default bucket pattern is the cluster's, never "*".
+        # The default bucket pattern is the cluster's, never "*".
         if acts & {"s3:PutBucketTagging", "s3:GetBucketTagging"} and as_list(st["Resource"]) != [f"arn:aws:s3:::{INFRA_ID}-*"]:
             problems.append(f"bucket tagging resource {st['Resource']}")
-        # Issue 17 item 13: ListBucket unconditioned on the policy bucket, so a missing policy
+        # ListBucket unconditioned on the policy bucket, so a missing policy
         # object answers 404 NoSuchKey (a grant conditioned on s3:prefix leaves GetObject at 403).
         if "s3:ListBucket" in acts:
             if as_list(st["Resource"]) != [f"arn:aws:s3:::{policy_bucket}"] or cond:
@@ -184,7 +184,7 @@ def statement_problems(doc, policy_bucket):
 # overrides any allows", IAM User Guide, "Policy evaluation logic"). It knows exactly the operators
 # the module uses and raises on any other, never matching silently. Condition keys a service does
 # not put in the request context (Route 53: no aws:ResourceTag, no aws:TagKeys; S3 PutBucketTagging:
-# no aws:TagKeys) are simply absent, as in IAM. Issue 35: condition key *names* are matched without
+# no aws:TagKeys) are simply absent, as in IAM. Condition key *names* are matched without
 # regard to case ("Condition key names are not case-sensitive", IAM User Guide, "IAM JSON policy
 # elements: Condition"), so a resource tagged `Kubernetes.io/cluster/x` has
 # aws:ResourceTag/kubernetes.io/cluster/x; values are compared as each operator says (StringLike:
@@ -203,7 +203,7 @@ def _condition_holds(op, key, want, ctx):
         return (have is None) == (want == ["true"])
     if op == "StringEquals":
         return have is not None and any(v in want for v in as_list(have))
-    if op == "ForAllValues:StringNotLike":  # the reserved-key guard before issue 35 (judges older policies)
+    if op == "ForAllValues:StringNotLike":  # the former, case-sensitive reserved-key guard (judges older policies)
         return have is None or all(not any(_like(w, v) for w in want) for v in as_list(have))
     if op == "ForAllValues:StringNotEqualsIgnoreCase":
         return have is None or all(v.lower() not in {w.lower() for w in want} for v in as_list(have))
@@ -242,7 +242,7 @@ def case_variants(key, n=24, seed=35):
     return sorted(out)
 
 
-# Issue 35: the reserved namespaces (DESIGN.md §3-4; Cluster API's AWS provider; HyperShift writes
+# The reserved namespaces (docs/src/concepts/ownership.md; Cluster API's AWS provider; HyperShift writes
 # kubernetes.io/cluster/<infraID> like OpenShift), each as written and in other cases, and keys that
 # only look alike, which stay writable.
 RESERVED_KEYS = ["kubernetes.io/cluster/other-abcde", f"kubernetes.io/cluster/{INFRA_ID}", "openshift.io/x",
@@ -315,7 +315,7 @@ def tag_write_cases():
         ("SNS topic, owned", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req(owned), True),
         ("SNS topic, not owned", "sns:TagResource", f"arn:aws:sns:{REGION}:{acct}:t", req({}), False),
         ("RDS, owned (not granted)", "rds:AddTagsToResource", f"arn:aws:rds:{REGION}:{acct}:db:d", req(owned), False),
-        # Route 53 puts no tag keys in the request context. Issue 35: only the listed zone is writable.
+        # Route 53 puts no tag keys in the request context. Only the listed zone is writable.
         ("Route 53 hosted zone, listed", "route53:ChangeTagsForResource", zone, {}, True),
         ("Route 53 hosted zone, not listed", "route53:ChangeTagsForResource", "arn:aws:route53:::hostedzone/ZOTHERZONE0000000", {}, False),
         ("Route 53 health check, listed", "route53:ChangeTagsForResource", hc, {}, True),
@@ -328,7 +328,7 @@ def tag_write_cases():
         ("Route 53 health checks listed", "route53:ListHealthChecks", "*", {}, True),
         ("IAM role, owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/{INFRA_ID}-master-role", req(owned), True),
         ("IAM role, not owned", "iam:TagRole", f"arn:aws:iam::{acct}:role/OrganizationAccountAccessRole", req({}), False),
-        # S3 evaluates s3:ResourceAccount for PutBucketTagging, and no tag keys (issue 35).
+        # S3 evaluates s3:ResourceAccount for PutBucketTagging, and no tag keys.
         ("cluster bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{INFRA_ID}-image-registry-{REGION}-abc", {"s3:ResourceAccount": acct}, True),
         ("cluster-named bucket in another account", "s3:PutBucketTagging", f"arn:aws:s3:::{INFRA_ID}-image-registry-{REGION}-abc", {"s3:ResourceAccount": "210987654321"}, False),
         ("other bucket", "s3:PutBucketTagging", "arn:aws:s3:::payroll", {"s3:ResourceAccount": acct}, False),
@@ -356,7 +356,7 @@ def resources_phase(tf):
             p = patterns[svc]
             want = {
                 "source": [f"aws.{svc}"],
-                "account": [ACCOUNT],  # issue 35: this account's events only
+                "account": [ACCOUNT],  # this account's events only
                 "detail-type": ["AWS API Call via CloudTrail"],
                 "detail": {
                     "eventSource": [f"{svc}.amazonaws.com"],
@@ -374,8 +374,8 @@ def resources_phase(tf):
             want["detail"]["eventName"] = sorted(names)
             if p != want:
                 return f"{svc}: {json.dumps(p)} != {json.dumps(want)}"
-        # Issue 17 item 9: only owned resources' tag changes (detail.tags carries the full tag set).
-        # Issue 11: of every service (no detail.service filter).
+        # Only owned resources' tag changes (detail.tags carries the full tag set).
+        # Of every service (no detail.service filter).
         tc = {"source": ["aws.tag"], "account": [ACCOUNT], "detail-type": ["Tag Change on Resource"],
               "detail": {"tags": {f"kubernetes.io/cluster/{INFRA_ID}": ["owned"]}}}
         if patterns["tag_change"] != tc:
@@ -409,7 +409,7 @@ def resources_phase(tf):
         return None
 
     def global_forwarding_rules_in_us_east_1():
-        # Issue 11: IAM and Route 53 events (global services, us-east-1 only) are both forwarded,
+        # IAM and Route 53 events (global services, us-east-1 only) are both forwarded,
         # one rule each, through one role and one dead-letter queue.
         ev1 = client("events", "us-east-1")
         rules = tf["global_forwarding_rule_arns"]
@@ -429,7 +429,7 @@ def resources_phase(tf):
             if len(t) != 1 or t[0]["Arn"] != bus or not t[0].get("RoleArn"):
                 return f"{key} targets {t}"
             roles.add(t[0]["RoleArn"])
-            # Issue 17 item 12: undeliverable forwarded events are retried, then kept in a us-east-1
+            # Undeliverable forwarded events are retried, then kept in a us-east-1
             # DLQ that admits only these rules.
             if t[0].get("DeadLetterConfig", {}).get("Arn") != dlq or not dlq.startswith("arn:aws:sqs:us-east-1:"):
                 return f"{key} target dead-letter config {t[0].get('DeadLetterConfig')} (output {dlq})"
@@ -467,7 +467,7 @@ def resources_phase(tf):
         qp = json.loads(a["Policy"])
         if not any(s.get("Principal") == {"Service": "events.amazonaws.com"} for s in qp["Statement"]):
             return "queue policy does not admit EventBridge"
-        # Issue 35: every sender but the module's rules is refused by an explicit Deny (moto does not
+        # Every sender but the module's rules is refused by an explicit Deny (moto does not
         # enforce queue policies: judged by the evaluator, the Deny alone deciding).
         rules = list(out["event_rule_arns"].values())
         deny = {"Statement": [dict(st, Effect="Allow") for st in qp["Statement"]
@@ -496,7 +496,7 @@ def resources_phase(tf):
         if got != (BATCH_SIZE, BATCHING_WINDOW, {"MaximumConcurrency": MAXIMUM_CONCURRENCY}):
             return f"BatchSize, MaximumBatchingWindowInSeconds, ScalingConfig {got}"
         bound = out["ec2_writes_per_second_bound"]
-        # Issue 35: reserved concurrency by default, the mapping's maximum + 1, so the bound of every
+        # Reserved concurrency by default, the mapping's maximum + 1, so the bound of every
         # invocation together holds without configuration.
         want = {"per_invocation": EC2_WRITES_PER_SECOND, "event_path": EC2_WRITES_PER_SECOND * MAXIMUM_CONCURRENCY,
                 "all_invocations": EC2_WRITES_PER_SECOND * (MAXIMUM_CONCURRENCY + 1)}
@@ -560,7 +560,7 @@ def resources_phase(tf):
                and a.split(":")[1].startswith(("Delete", "Untag", "RemoveTags"))]
         if bad:
             problems.append(f"forbidden actions {bad}")
-        # Issue 35: one Deny, the case-blind reserved-key guard; no NotAction/NotResource.
+        # One Deny, the case-blind reserved-key guard; no NotAction/NotResource.
         denies = [st.get("Sid") for st in doc["Statement"] if st["Effect"] != "Allow"]
         if denies != ["DenyReservedTagKeys"] or any("NotAction" in st or "NotResource" in st for st in doc["Statement"]):
             problems.append(f"unexpected Deny {denies} or NotAction/NotResource")
@@ -585,7 +585,7 @@ def resources_phase(tf):
                     "TAGWARDEN_CLUSTERS": INFRA_ID, "TAGWARDEN_MODE": "audit"}
         if env != want_env:
             return f"environment {env}"
-        # Issue 36: the architecture is the package manifest's (x86_64 here), not a default.
+        # The architecture is the package manifest's (x86_64 here), not a default.
         if (f["Runtime"], f["Handler"], f["Architectures"]) != ("provided.al2023", "bootstrap", ["x86_64"]):
             return f"runtime {f['Runtime']} handler {f['Handler']} arch {f['Architectures']}"
         if f.get("DeadLetterConfig", {}).get("TargetArn") != out["dlq_arn"]:
@@ -605,7 +605,7 @@ def resources_phase(tf):
         for needle in ('"AWS/Lambda", "Errors"', '"AWS/Lambda", "Duration"', '"ApproximateNumberOfMessagesVisible"'):
             if needle not in text:
                 return f"dashboard lacks {needle}"
-        # Issue 25: the calls per correction, beside the compliance lag, under the deployment's InfraID.
+        # The calls per correction, beside the compliance lag, under the deployment's InfraID.
         titles = [w["properties"].get("title", "") for w in body["widgets"]]
         lag = next((i for i, t in enumerate(titles) if t.startswith("ComplianceLag")), None)
         if lag is None or not titles[lag + 1].startswith("CallsPerCorrection"):
@@ -613,7 +613,7 @@ def resources_phase(tf):
         calls = body["widgets"][lag + 1]["properties"]["metrics"]
         if [m[:6] for m in calls] != [["TagWarden", "CallsPerCorrection", "Cloud", "aws", "InfraID", INFRA_ID]] * 2:
             return f"CallsPerCorrection lines {calls}"
-        # Issue 46 item 3: this deployment audits; right after the header, the compliance % (over the
+        # This deployment audits; right after the header, the compliance % (over the
         # range and over time: metric math on the cluster's ResourcesInLine and ResourcesDrifted),
         # the would-be writes and in line vs drifted.
         w = body["widgets"]
@@ -638,7 +638,7 @@ def resources_phase(tf):
         lag = got[f"tagwarden-{INFRA_ID}-compliance-lag-p99"]
         if lag.get("ExtendedStatistic") != "p99" or lag["Threshold"] != 300000 or lag.get("MetricName") != "ComplianceLag":
             return f"compliance-lag alarm: {lag.get('ExtendedStatistic')} {lag['Threshold']} {lag.get('MetricName')}"
-        # Issue 36: silence is an alarm: no events for 24 h, no sweep for 2 h (twice rate(1 hour)),
+        # Silence is an alarm: no events for 24 h, no sweep for 2 h (twice rate(1 hour)),
         # missing data breaching, on the deployment's own series.
         silence = {f"tagwarden-{INFRA_ID}-no-events": ("EventsReceived", 24), f"tagwarden-{INFRA_ID}-no-sweep": ("SweepsCompleted", 2)}
         for n, (metric, periods) in silence.items():
@@ -661,7 +661,7 @@ def resources_phase(tf):
         q = got[f"tagwarden-{INFRA_ID}-listing-failures"].get("Metrics", [])
         if not q or q[0].get("Expression") != f"SELECT SUM(ListingFailures) FROM \"TagWarden\" WHERE InfraID = '{INFRA_ID}'":
             return f"listing-failures query {q}"
-        # Issue 36: someone receives them (alarm_emails), in eu-west-1 and, for the forwarding
+        # Someone receives them (alarm_emails), in eu-west-1 and, for the forwarding
         # dead-letter queue, in us-east-1.
         subs = client("sns").list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"]
         if [(x["Protocol"], x["Endpoint"]) for x in subs] != [("email", "ops@example.com")]:
@@ -678,7 +678,7 @@ def resources_phase(tf):
         return None
 
     def trail_records_management_events():
-        # Issue 36: create_trail = true: multi-Region, management events read and write, logging,
+        # create_trail = true: multi-Region, management events read and write, logging,
         # log file validation, into its own private TLS-only bucket whose policy is CloudTrail's.
         ct = client("cloudtrail")
         trails = [t for t in ct.describe_trails()["trailList"] if t["Name"] == f"tagwarden-{INFRA_ID}-trail"]
@@ -795,7 +795,7 @@ def routing_phase(tf):
         ("tag-change-ec2-untagged", REGION, tag_change("ec2", {"a": "1"}, "m15"), False),
         ("tag-change-ec2-shared", REGION, tag_change("ec2", {f"kubernetes.io/cluster/{INFRA_ID}": "shared"}, "m16"), False),
         ("tag-change-other-cluster", REGION, tag_change("ec2", {"kubernetes.io/cluster/other-abcde": "owned"}, "m17"), False),
-        # Issue 11: every service's owned resources, no service list.
+        # Every service's owned resources, no service list.
         ("tag-change-rds-owned", REGION, tag_change("rds", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m13", "db"), True),
         ("tag-change-efs-owned", REGION, tag_change("elasticfilesystem", {f"kubernetes.io/cluster/{INFRA_ID}": "owned"}, "m18", "file-system"), True),
         ("tag-change-efs-other-cluster", REGION, tag_change("elasticfilesystem", {"kubernetes.io/cluster/other-abcde": "owned"}, "m19", "file-system"), False),
@@ -818,7 +818,7 @@ def routing_phase(tf):
     ]
     forwarded = [
         ("iam-forwarded-from-us-east-1", "us-east-1", cloudtrail("iam", "CreateRole", plain_user, "m14"), True),
-        # Issue 11: Route 53's events arrive in us-east-1 only, like IAM's.
+        # Route 53's events arrive in us-east-1 only, like IAM's.
         ("route53-zone-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "CreateHostedZone", plain_user, "m40"), True),
         ("route53-tags-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "ChangeTagsForResource", assumed(other_role), "m41"), True),
         ("route53-health-check-forwarded-from-us-east-1", "us-east-1", cloudtrail("route53", "CreateHealthCheck", console_user, "m42"), True),
@@ -870,7 +870,7 @@ def routing_phase(tf):
 
 
 def publish_phase(tf):
-    """Issue 36: play the publisher. It writes the policy object as `tagwarden publish` does
+    """Play the publisher. It writes the policy object as `tagwarden publish` does
     (crates/aws/src/policy_store.rs: PutObject with the key's content type, conditional on the ETag it
     read, no tags); scripts/test-terraform then requires the next plan to change nothing."""
     out = tf["tagwarden"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check what `infra/examples/aws-clusters` (one deployment, three clusters; issue 12) created in
+"""Check what `infra/examples/aws-clusters` (one deployment, three clusters) created in
 moto (run by scripts/test-terraform after its apply).
 
 usage: check_aws_clusters.py <terraform-output.json>
@@ -37,7 +37,7 @@ def write_cases(bucket):
             (f"IAM role owned by {c}", "iam:TagRole", role, owned(c), True),
             (f"EC2 instance owned by {c}, writing Name", "ec2:CreateTags", i, owned(c, ["Name"]), False),
             (f"{c}'s bucket", "s3:PutBucketTagging", f"arn:aws:s3:::{c}-image-registry-{REGION}-abc", {"s3:ResourceAccount": ACCOUNT}, True),
-            # Issue 35: a case variant of a listed cluster's ownership key is refused, as is Cluster API's.
+            # A case variant of a listed cluster's ownership key is refused, as is Cluster API's.
             (f"EC2 instance owned by {c}, writing Kubernetes.io/cluster/{FOREIGN}", "ec2:CreateTags", i,
              owned(c, ["Kubernetes.io/cluster/" + FOREIGN]), False),
             (f"IAM role owned by {c}, writing KUBERNETES.IO/CLUSTER/<another listed cluster>", "iam:TagRole", role,
@@ -82,7 +82,7 @@ def main():
             return f"policy_uri {out['policy_uri']}, env {env['TAGWARDEN_POLICY']}, function {out['function_name']}"
         if sorted(out["infra_ids"]) != sorted(CLUSTERS):
             return f"infra_ids {out['infra_ids']}"
-        # Issue 35 item 7: the function enforces exactly the listed infraIDs.
+        # The function enforces exactly the listed infraIDs.
         if sorted(env.get("TAGWARDEN_CLUSTERS", "").split(",")) != sorted(CLUSTERS):
             return f"TAGWARDEN_CLUSTERS {env.get('TAGWARDEN_CLUSTERS')}"
         return None
@@ -92,7 +92,7 @@ def main():
             body = s3.get_object(Bucket=bucket, Key=f"clusters/{c}/10-cluster.yaml")["Body"].read().decode()
             if f"infrastructureName: {c}" not in body:
                 return f"clusters/{c}/10-cluster.yaml lacks infrastructureName: {c}"
-        # Issue 35: only policy documents under the set's prefix trigger a sweep: one configuration
+        # Only policy documents under the set's prefix trigger a sweep: one configuration
         # per suffix (a filter holds one prefix and one suffix rule).
         confs = s3.get_bucket_notification_configuration(Bucket=bucket)["LambdaFunctionConfigurations"]
         filters = sorted(tuple(sorted((r["Name"].lower(), r["Value"]) for r in c["Filter"]["Key"]["FilterRules"])) for c in confs)
@@ -103,7 +103,7 @@ def main():
 
     def one_write_policy_per_cluster():
         _, inline, attached = role_document(iam, out["role_name"])
-        # Issue 24 item 4: two clusters to a policy, named by position (three clusters: two policies).
+        # Two clusters to a policy, named by position (three clusters: two policies).
         want = ["tagwarden-tag-writes-01", "tagwarden-tag-writes-02"]
         if inline != ["tagwarden"] or attached != want:
             return f"inline {inline}, attached {attached}, want {want}"
@@ -154,7 +154,7 @@ def main():
         for name in ("tagwarden-policy-rejected", "tagwarden-listing-failures"):
             if "InfraID = 'all'" not in got[name]["Metrics"][0]["Expression"]:
                 return f"{name} must watch the deployment's InfraID 'all'"
-        # Issue 36: a set's silence is the deployment's (EventsReceived and SweepsCompleted carry
+        # A set's silence is the deployment's (EventsReceived and SweepsCompleted carry
         # InfraID "all": crates/core/src/report.rs, by_cluster).
         for name in ("tagwarden-no-events", "tagwarden-no-sweep"):
             dims = {d["Name"]: d["Value"] for d in got[name]["Dimensions"]}

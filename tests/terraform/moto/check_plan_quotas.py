@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hold a planned tagwarden role to IAM's quotas at their default values (issue 24 item 4).
+"""Hold a planned tagwarden role to IAM's quotas at their default values.
 
 usage: check_plan_quotas.py <terraform show -json PLANFILE> [expected clusters]
 

@@ -56,16 +56,17 @@ resource "aws_cloudwatch_event_rule" "this" {
   tags          = var.tags
 
   lifecycle {
-    # Issue 17 item 12: only the `aws` partition. "The default event bus for the us-east-1 Region
+    # Only the `aws` partition. "The default event bus for the us-east-1 Region
     # receives all events that the global services generate" is a statement about the commercial
     # partition (AWS re:Post Knowledge Center, "eventbridge-rule-triggers-iam-single-region"): China
     # and GovCloud have no us-east-1, their IAM events arrive in their own home Region, and which
     # cross-Region bus targets they offer differs (EventBridge User Guide, "Sending and receiving
     # events between AWS Regions"; AWS GovCloud (US) User Guide, "Amazon EventBridge"). Refuse
-    # rather than deploy a rule that never matches; README "Other partitions" says what to do.
+    # rather than deploy a rule that never matches; infra/aws/README.md, "Other partitions",
+    # says what to do.
     precondition {
       condition     = data.aws_partition.current.partition == "aws"
-      error_message = "global_event_forwarding supports the aws partition only: in aws-cn and aws-us-gov global-service (IAM, Route 53) events are not delivered to us-east-1. Deploy the tagwarden module in the partition's home region with enable_iam_events and enable_route53_events = true instead (see README)."
+      error_message = "global_event_forwarding supports the aws partition only: in aws-cn and aws-us-gov global-service (IAM, Route 53) events are not delivered to us-east-1. Deploy the tagwarden module in the partition's home region with enable_iam_events and enable_route53_events = true instead (see infra/aws/README.md, \"Other partitions\")."
     }
     precondition {
       condition     = data.aws_region.current.name == "us-east-1"
@@ -87,7 +88,7 @@ moved {
   to   = aws_cloudwatch_event_rule.this["iam"]
 }
 
-# Issue 17 item 12: an event the target bus does not accept (throttling, a missing role permission)
+# An event the target bus does not accept (throttling, a missing role permission)
 # is retried and then kept, not dropped. EventBridge retries a failed delivery with backoff for up to
 # 24 hours and 185 times by default, and sends what it gives up on to the target's dead-letter
 # queue, a standard SQS queue in the rule's account and Region (EventBridge User Guide, "Using
@@ -165,7 +166,7 @@ moved {
 }
 
 ################################################################################
-# The dead-letter queue's alarm (issue 36)
+# The dead-letter queue's alarm
 ################################################################################
 
 locals {
@@ -192,7 +193,7 @@ resource "aws_sns_topic_subscription" "alarms" {
 
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   alarm_name          = "${var.name}-forward-dlq-not-empty"
-  alarm_description   = "tagwarden: IAM or Route 53 events in ${aws_sqs_queue.dlq.name} (us-east-1) could not be forwarded to ${var.target_event_bus_arn}; those resources wait for the next sweep. Inspect the messages, fix the target bus's policy or the forwarding role, then send them on (README, Operations)."
+  alarm_description   = "tagwarden: IAM or Route 53 events in ${aws_sqs_queue.dlq.name} (us-east-1) could not be forwarded to ${var.target_event_bus_arn}; those resources wait for the next sweep. Inspect the messages, fix the target bus's policy or the forwarding role, then send them on (docs/src/operations/logs.md, \"Redrive the dead-letter queue\")."
   namespace           = "AWS/SQS"
   metric_name         = "ApproximateNumberOfMessagesVisible"
   dimensions          = { QueueName = aws_sqs_queue.dlq.name }

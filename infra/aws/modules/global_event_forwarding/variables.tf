@@ -59,7 +59,7 @@ variable "maximum_retry_attempts" {
   }
 }
 
-# Issue 36: the forwarding dead-letter queue is alarmed too. A CloudWatch alarm notifies SNS topics
+# The forwarding dead-letter queue is alarmed too. A CloudWatch alarm notifies SNS topics
 # of its own Region (the alarm lives in us-east-1, beside the queue), so this module creates its
 # own topic for the subscriptions, or takes one that exists in us-east-1.
 variable "alarm_sns_topic_arn" {

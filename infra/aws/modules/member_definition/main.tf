@@ -1,4 +1,4 @@
-# The spoke of every member account, defined once (issue 31 item 2): the member role's policy and
+# The spoke of every member account, defined once: the member role's policy and
 # trust, the rules' patterns, and the same as a CloudFormation template. No resources and no
 # provider: modules/organization renders it for its StackSet and its outputs (modules/member's
 # inputs), and scripts/test-terraform renders it alone to lint the template (cfn-lint) and the
@@ -156,7 +156,7 @@ locals {
     }) },
     { tag_change = jsonencode({ source = ["aws.tag"], "detail-type" = ["Tag Change on Resource"] }) },
   )
-  # IAM's and Route 53's events are delivered in us-east-1 only (reference/aws.md): their rules
+  # IAM's and Route 53's events are delivered in us-east-1 only: their rules
   # exist there alone.
   global_services = ["iam", "route53"]
   # The member role is global: one region's stack creates it.

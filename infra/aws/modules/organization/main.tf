@@ -1,4 +1,4 @@
-# The hub of an AWS Organization (issue 31): what the tagwarden module's function needs beside it to
+# The hub of an AWS Organization: what the tagwarden module's function needs beside it to
 # enforce every member account's clusters from the hub account.
 #
 #   member account, each region: CloudTrail / aws.tag events --spoke rule--> hub bus (<name>-hub)

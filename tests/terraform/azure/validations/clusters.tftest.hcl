@@ -1,4 +1,4 @@
-# Issue 47: infra_ids and cluster_kinds of infra/azure/variables.tf, evaluated by Terraform itself
+# infra_ids and cluster_kinds of infra/azure/variables.tf, evaluated by Terraform itself
 # (scripts/test-terraform-azure copies variables.tf alone beside this file; see scopes.tftest.hcl).
 # A CAPZ cluster is named by its Cluster object: a DNS-1123 subdomain of up to 63 characters, '.'
 # allowed; its ownership tag name sigs.k8s.io_cluster-api-provider-azure_cluster_<name> stays within

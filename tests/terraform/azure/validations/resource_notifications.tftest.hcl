@@ -1,4 +1,4 @@
-# Issue 32 item 4: the validations of resource_notifications and existing_resource_notifications_topics
+# The validations of resource_notifications and existing_resource_notifications_topics
 # (infra/azure/variables.tf), evaluated by Terraform itself as scopes.tftest.hcl explains: a run with
 # expect_failures passes only when that variable's validation refuses the values.
 

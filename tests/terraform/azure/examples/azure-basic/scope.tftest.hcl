@@ -1,4 +1,4 @@
-# infra/examples/azure-basic's variables, evaluated by Terraform itself (issue 47): scripts/
+# infra/examples/azure-basic's variables, evaluated by Terraform itself: scripts/
 # test-terraform-azure copies the example's variables.tf alone beside this file (no resource, no
 # provider) and runs `terraform test`; a run with expect_failures passes only when that variable's
 # validation refuses the values. ARO needs the subscription as the scope: its managed resource

@@ -1,4 +1,4 @@
-# infra/examples/azure-management-group's variables, evaluated by Terraform itself (issue 47): the
+# infra/examples/azure-management-group's variables, evaluated by Terraform itself: the
 # example's variables.tf alone beside this file, `terraform test` (see azure-basic/scope.tftest.hcl).
 # Any number of subscriptions, one or more; clusters of every kind (ARO and self-managed OpenShift
 # without one, a CAPZ cluster as ClusterAPI).
