@@ -117,7 +117,7 @@ locals {
       jsonencode(concat(local.compliance_metric["ResourcesDrifted"][id], [{ stat = "Sum", label = local.cluster_set ? "${id} drifted" : "drifted" }])),
   ])])}]"
   mode_note = (var.mode == "audit" ?
-    "Mode **audit**: tagwarden writes no tag; WouldWrite and the compliance widgets show what `enforce` would write, and the failure alarms fire as in enforce." :
+    "Mode **audit**: tagwarden writes no tag; WouldWrite and the compliance widgets show what `enforce` would write. Every alarm stays armed: errors, dead letters, a rejected policy, a failed listing and silence fire as in enforce (a write failure needs a write)." :
   "Mode **enforce**: WouldWrite counts only what stays audited (a cluster whose policy says `enforce: false`, keys in a policy's `auditKeys`).")
 
   compliance_widgets = [

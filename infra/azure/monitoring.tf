@@ -190,7 +190,7 @@ locals {
             "Function App `${local.function_app_name}` · policy `${local.policy_url}` · status report `${local.status_url}`.",
             "Custom metrics: namespace `${local.metric_namespace}` on the Function App, dimensions ${join(", ", local.metric_dimensions)}. Dead-lettered events land in container `${local.dead_letter_container}` of `${local.policy_sa_name}`.",
             "",
-            var.mode == "audit" ? "Mode **audit**: tagwarden writes no tag; the compliance and would-be-write panels show what `enforce` would write, and the failure alerts fire as in enforce." : "Mode **enforce**: would-be writes are only what stays audited (a cluster whose policy says `enforce: false`, keys in a policy's `auditKeys`).",
+            var.mode == "audit" ? "Mode **audit**: tagwarden writes no tag; the compliance and would-be-write panels show what `enforce` would write. Every alert stays armed: function errors, dead letters, a rejected policy and a failed listing fire as in enforce (a write failure needs a write)." : "Mode **enforce**: would-be writes are only what stays audited (a cluster whose policy says `enforce: false`, keys in a policy's `auditKeys`).",
           ])
         }
       }],
