@@ -64,7 +64,7 @@ locals {
     }
   } }
 
-  # Issue 46 item 3: compliance from day one, in audit as in enforce. The function emits
+  # Compliance from day one, in audit as in enforce. The function emits
   # WouldWrite (resources with a change it would write but holds back: everything in audit mode;
   # in enforce, what a cluster's `enforce: false` or a policy's auditKeys keeps audited),
   # ResourcesInLine and ResourcesDrifted, all three together whenever an owned resource was

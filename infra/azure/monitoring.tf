@@ -56,7 +56,7 @@ locals {
     customWidth = "33"
   }]
 
-  # Issue 46 item 3: compliance from day one, in audit as in enforce. The function logs one JSON
+  # Compliance from day one, in audit as in enforce. The function logs one JSON
   # record per resource it evaluated (crates/core/src/report.rs, Record; the handler's Logs, which
   # the Functions host writes to Application Insights' traces) and publishes WouldWrite,
   # ResourcesInLine and ResourcesDrifted (crates/azure/src/metrics.rs). Azure Monitor metric
