@@ -1,10 +1,10 @@
-# CloudWatch dashboard and alarms over the function's EMF metrics (namespace TagWarden, DESIGN.md
-# §8), the Lambda service metrics and the dead-letter queue.
+# CloudWatch dashboard and alarms over the function's EMF metrics (namespace TagWarden; the
+# metrics reference, docs/src/reference/metrics.md), the Lambda service metrics and the dead-letter queue.
 #
 # The function publishes with dimensions Cloud, ResourceType and InfraID. ResourceType values are
 # open-ended, so widgets use SEARCH and alarms use Metrics Insights over the whole namespace
 # filtered on InfraID: a resource type the module has never heard of still shows and still alarms.
-# A cluster set (issue 12) gets one line per cluster in each widget and its own alarms per cluster.
+# A cluster set gets one line per cluster in each widget and its own alarms per cluster.
 
 locals {
   metric_namespace = "TagWarden"
@@ -19,9 +19,9 @@ locals {
   # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
-  # Issue 24 item 5: these exist only under the deployment's InfraID (dimensions Cloud, InfraID:
+  # These exist only under the deployment's InfraID (dimensions Cloud, InfraID:
   # crates/core/src/report.rs, emf_lines and by_cluster), never under a cluster's, so a set draws them as the
-  # one "all" line, not as per-cluster lines that stay empty. Issue 25: so do ListingFailures (a
+  # one "all" line, not as per-cluster lines that stay empty. So do ListingFailures (a
   # failed sweep listing's record names no cluster: crates/core/src/report.rs, Record::listing_failed) and
   # CallsPerCorrection (the invocation's API calls per resource corrected, drawn beside the lag).
   deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
@@ -35,12 +35,12 @@ locals {
   # over resource types; SUM/AVG of a SEARCH is one time series (CloudWatch User Guide, "Use search
   # expressions in graphs" and "Using metric math"), so N clusters stay N lines.
   #
-  # Issue 31: an organization hub lists no cluster (main.tf), and its clusters are any number in
+  # An organization hub lists no cluster (main.tf), and its clusters are any number in
   # any account, past what a SEARCH returns (500 time series; CloudWatch User Guide, "CloudWatch
   # search expression syntax"). Its lines are Metrics Insights queries over the namespace, which
   # aggregate every series of a metric into one (up to 10,000 metrics a query; "Metrics Insights
   # quotas"). The namespace is shared by every tagwarden deployment of the account and region, so
-  # the hub account runs no other (README, "One deployment for an AWS Organization").
+  # the hub account runs no other (docs/src/guides/aws-organization.md).
   insights_of = { for m in local.tagwarden_metrics : m => "SELECT ${m == "ReconcileLatency" ? "AVG" : "SUM"}(${m}) FROM \"${local.metric_namespace}\"" }
   search_lines = { for m in local.tagwarden_metrics : m => local.organization ? [
     [{ expression = local.insights_of[m], id = "q1", label = "organization" }]
@@ -215,7 +215,7 @@ locals {
           }
         },
         {
-          # Issue 25: what a correction cost, beside how long it took. Emitted once per invocation
+          # What a correction cost, beside how long it took. Emitted once per invocation
           # that corrected anything (unit None): its AWS API calls / the resources it wrote into
           # line. Batching lowers it (on moto, tests/aws/aws_scale_up.rs, 200 instances: 1.67 one
           # event per invocation, 0.031 in batches of 100).
@@ -304,7 +304,7 @@ locals {
       infra_id    = id
       description = "tagwarden ${id}: tag writes failed (see the status report and the function's logs)."
     } },
-    # Issue 33: another controller keeps changing a key tagwarden writes, so tagwarden stopped
+    # Another controller keeps changing a key tagwarden writes, so tagwarden stopped
     # writing it (crates/core/src/contest.rs): a fight to settle, not a fault to retry.
     { for id in local.clusters : (local.cluster_set ? "${id}/contested" : "contested") => {
       name        = "${var.name}-${id}-contested"
@@ -312,7 +312,7 @@ locals {
       infra_id    = id
       description = "tagwarden ${id}: a controller the deployment yields to (yield_to) keeps changing a tag tagwarden writes, so tagwarden holds that key back on that resource for a while (an hour, doubling to a day), then corrects it again. Contributor Insights rule ${local.name}-contests lists each resource, key and writer; tagwarden status names them too. Settle which of the two owns the key (the policy, or the other controller's configuration), or lift it (tagwarden status --lift, by a contest operator)."
     } },
-    # Issue 31: an organization hub's clusters are not listed here; one alarm each over them all
+    # An organization hub's clusters are not listed here; one alarm each over them all
     # (no InfraID filter), `tagwarden status --organization` naming the cluster and resource. The
     # lag is the slowest correction, not a p99: Metrics Insights aggregates with AVG, COUNT, MAX,
     # MIN and SUM only (CloudWatch User Guide, "Metrics Insights query components and syntax").
@@ -332,7 +332,7 @@ locals {
         infra_id    = local.deployment_infra_id
         description = "tagwarden ${local.label}: a new policy version was rejected; the last known good version stays in force."
       }
-      # Issue 25: a sweep listing failed (the deployment's: a listing's record names no cluster).
+      # A sweep listing failed (the deployment's: a listing's record names no cluster).
       # The sweep went on; what that listing names is not enforced until it works again.
       listing_failures = {
         name        = "${local.name}-listing-failures"
@@ -459,7 +459,7 @@ resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   tags                = local.tags
 }
 
-# Issue 36: silence. Both alarms read one time series of the deployment's InfraID (dimensions
+# Silence. Both alarms read one time series of the deployment's InfraID (dimensions
 # Cloud, InfraID: crates/core/src/report.rs, emf_lines) in 1-hour periods, and count missing data as breaching:
 # the failure they look for is that nothing arrives at all.
 locals {

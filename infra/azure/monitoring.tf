@@ -1,5 +1,5 @@
 # Log Analytics + workspace-based Application Insights, a workbook over the TagWarden custom metrics
-# (DESIGN.md §8) and the dead-letter counts, metric alerts and an optional action group.
+# (docs/src/reference/metrics.md) and the dead-letter counts, metric alerts and an optional action group.
 #
 # The function publishes its metrics to Azure Monitor's custom-metrics store against its own app
 # (TAGWARDEN_METRICS_RESOURCE_ID): namespace TagWarden, dimensions Cloud, ResourceType, InfraID.
@@ -18,9 +18,9 @@ locals {
   # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
-  # Issue 24 item 5: these exist only under the deployment's InfraID, with dimensions Cloud and
+  # These exist only under the deployment's InfraID, with dimensions Cloud and
   # InfraID and no ResourceType (crates/azure/src/metrics.rs; crates/core/src/report.rs, by_cluster): their tiles show
-  # that one series, neither per-cluster nor per-ResourceType lines that stay empty. Issue 25:
+  # that one series, neither per-cluster nor per-ResourceType lines that stay empty.
   # ListingFailures too (sweep listings that failed; their records name no cluster).
   deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
   # What the workbook shows: one cluster by ResourceType; a set by cluster (and "all").
@@ -286,7 +286,7 @@ locals {
       severity    = 2
       description = "tagwarden ${local.label}: tag writes failed (see the status report ${local.status_url} and the function's logs)."
     }
-    # Issue 33: another controller keeps changing a key tagwarden writes, so tagwarden stopped
+    # Another controller keeps changing a key tagwarden writes, so tagwarden stopped
     # writing it (crates/core/src/contest.rs).
     contested = {
       metric      = "Contested"
@@ -300,7 +300,7 @@ locals {
       severity    = 1
       description = "tagwarden ${local.label}: a new policy version was rejected; the last known good version stays in force."
     }
-    # Issue 25: a sweep listing failed (e.g. a scope the identity may not read); the sweep went on
+    # A sweep listing failed (e.g. a scope the identity may not read); the sweep went on
     # and the resources that listing would have named were not swept.
     listing-failures = {
       metric      = "ListingFailures"
@@ -480,7 +480,7 @@ resource "azurerm_monitor_metric_alert" "function_errors" {
 }
 
 # Dead-lettered events, one alert per system topic (a metric alert's scopes must share a region;
-# the ARM topic is `global`, the storage topic regional). Issue 32 item 2: a topic in another
+# the ARM topic is `global`, the storage topic regional). A topic in another
 # subscription is watched from here too: the rule and its action group stay in the deployment's
 # subscription ("action groups selected must be in the alert rule's subscription", Azure Monitor's
 # portal note quoted in MicrosoftDocs/azure-docs#7548), its one scope is the topic's id. Not run
