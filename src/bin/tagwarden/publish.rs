@@ -532,9 +532,11 @@ async fn watch_set(
     }
 }
 
-/// A credential expiring within this is reported (Degraded) before it stops working.
+/// A credential expiring within this is reported (Degraded) before it stops working. Azure caps a
+/// user-delegation SAS at 7 days, so a 7-day warning would mark a freshly issued SAS Degraded from its
+/// first minute: 48 hours leaves two days to rotate it.
 #[cfg(feature = "kube")]
-const EXPIRY_WARNING: Duration = Duration::from_secs(7 * 24 * 3600);
+const EXPIRY_WARNING: Duration = Duration::from_secs(48 * 3600);
 
 #[cfg(feature = "kube")]
 async fn from_cluster(args: &Args) -> Result<(), Failure> {
@@ -855,5 +857,27 @@ async fn mirror_now(
     });
     if let Err(e) = mirror.mirror_with(report.as_ref(), conditions).await {
         tracing::warn!(error = %e, "status mirror failed");
+    }
+}
+
+#[cfg(all(test, feature = "kube"))]
+mod tests {
+    use super::EXPIRY_WARNING;
+    use tagwarden::cluster::conditions::expiry_warning;
+
+    const NOW_MS: u64 = 1_800_000_000_000;
+    const HOUR_MS: u64 = 3600 * 1000;
+
+    #[test]
+    fn a_fresh_seven_day_sas_is_not_expiring() {
+        let at = NOW_MS + 7 * 24 * HOUR_MS - 60 * 1000;
+        assert_eq!(expiry_warning("SAS", at, NOW_MS, EXPIRY_WARNING), None);
+    }
+
+    #[test]
+    fn a_sas_expiring_in_47_hours_warns() {
+        let at = NOW_MS + 47 * HOUR_MS;
+        let warning = expiry_warning("SAS", at, NOW_MS, EXPIRY_WARNING).expect("a warning");
+        assert!(warning.contains("in 47 h"), "{warning}");
     }
 }
