@@ -9,7 +9,9 @@ emulator for Terraform here), so this is their check:
     after `<!-- module: DIR -->` (or `<!-- module: DIR partial -->`) its top-level arguments are
     DIR's variables (with `source`, `providers`, … allowed), all required ones unless partial;
     any other ```hcl block in a guide is refused (say what it is);
-  * in a ```sh or ```console block: `terraform -chdir=DIR` names a directory with *.tf files; each
+  * in a ```sh or ```console block: no `-var`/`-var-file` on a terraform command line (the values
+    are a terraform.tfvars, kept with the state: an apply without the first one's flags would go
+    back to the defaults); `terraform -chdir=DIR` names a directory with *.tf files; each
     `output -raw NAME` / `output -json NAME` is an output of DIR; each `scripts/NAME` is an
     executable script; each `tagwarden SUB` (and `tagwarden organization SUB`) is a command the CLI
     reference documents (docs/src/reference/cli.md, `## \\`tagwarden SUB\\``), and each `--flag` given
@@ -128,6 +130,9 @@ def main():
                             problems.append(f"{where}: {d}'s required variable {v} is not set")
             elif lang in ("sh", "console", ""):
                 for c in commands(body):
+                    if re.search(r"\bterraform\b.*\s-var(-file)?[\s=]", c):
+                        problems.append(f"{where}: a -var on terraform's command line (the values belong in a terraform.tfvars, "
+                                        f"or an upgrade without the same flags goes back to the defaults): {c}")
                     for d in re.findall(r"terraform -chdir=(\S+)", c):
                         if not glob.glob(os.path.join(ROOT, d, "*.tf")):
                             problems.append(f"{where}: terraform -chdir={d}: no Terraform there")

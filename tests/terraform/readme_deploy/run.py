@@ -1,11 +1,22 @@
 """The documented path is executed: the commands of the one-account guide's `deploy-aws` block
-(docs/src/guides/aws-account.md: from nothing to the first audit), its `enforce-aws` and `sweep-aws`
-blocks (the switch to enforce, a sweep by hand) and docs/src/operations/uninstall.md's
-`uninstall-aws` block, extracted from the docs (readme_blocks.py, as the static
-check_readme_deploy.py reads them) and run as written, one after the other in one bash, in a copy
-of the repository, against a local moto server. Then:
+(docs/src/guides/aws-account.md: from nothing to the first audit, its values written once to a
+terraform.tfvars), its `enforce-aws`, `sweep-aws`, `day2-aws` and `upgrade-aws` blocks (the switch
+to enforce as a one-line edit of that file, a sweep by hand, a tag changed on the cluster and
+published, the upgrade's plan and apply with the same tfvars) and docs/src/operations/uninstall.md's
+`uninstall-aws` block (readme_blocks.EXECUTED), extracted from the docs (readme_blocks.py, as the
+static check_readme_deploy.py reads them) and run as written, one after the other in one bash, in
+a copy of the repository, against a local moto server. Then:
 
   * every command exited 0, and the deploy block has at most 10 commands (the count is printed);
+  * day 2: after the publish of the patched Infrastructure object, the owned resources carry its
+    new tags (corrected by the sweep the publish's notification starts), and `tagwarden status`
+    says every owned resource is in line, with no failure;
+  * the upgrade, from the previous layout (PREVIOUS_LAYOUT's infra/, the blocks before it ran on)
+    to this tree's: its plan destroys nothing (the block's own `jq` check printed "nothing to
+    destroy"), and the function is still in the mode terraform.tfvars says (enforce);
+  * the counts, printed last: the guide's commands up to the first correction (the first command
+    after which every owned resource carries the cluster's tags, from a probe of moto after each
+    command) and up to a clean uninstall (every executed command, when moto is then clean);
   * the cluster's owned VPC, subnet and instance, created in moto beforehand without the cluster's
     tags, carry the Infrastructure object's resourceTags (status, with spec's on top), and an
     instance the cluster does not own carries none of them;
@@ -24,8 +35,10 @@ this script, running standins.py) or a call between two documented commands:
 
   oc       the cluster: `oc get infrastructure cluster -o yaml` prints the Infrastructure object
            (tests/fixtures/policies/infrastructure-aws.yaml, OpenShift's shape, its infraID and
-           region replaced by this run's), `-o jsonpath=...` answers field paths from it. Any other
-           `oc` command fails, naming itself.
+           region replaced by this run's), `-o jsonpath=...` answers field paths from it, `oc patch
+           infrastructure cluster --type merge -p JSON` applies the day-2 edit to it (RFC 7386;
+           OpenShift's own propagation of spec tags into status is not stood in). Any other `oc`
+           command fails, naming itself.
   cargo    no build here (a release build of the function takes ~25 minutes): `cargo lambda build`,
            as scripts/package-lambda runs it, puts the prebuilt bootstrap (TAGWARDEN_BOOTSTRAP)
            where cargo-lambda puts its binary, after checking that the bootstrap's ELF machine is
@@ -40,6 +53,10 @@ this script, running standins.py) or a call between two documented commands:
            package whose sha256 moto holds as its code, with the environment moto holds for it
            (GetFunctionConfiguration: the Terraform's wiring is what runs) plus what Lambda adds,
            and the execution role's credentials (sts:AssumeRole).
+  git checkout  the guide's "from the new release's checkout" before the upgrade block: the blocks
+           before it ran on PREVIOUS_LAYOUT's infra/, and infra/ becomes this tree's (files the
+           new layout dropped removed, terraform.tfvars, state and .terraform kept), as a checkout
+           would; the CLI and the function are this tree's throughout (no release to take older ones from).
   S3's notifications (publish -> Object Created -> sweep, which the guide promises): moto does not
            deliver them to Lambda. After each documented command, `s3-deliver` sends every new
            object version that a bucket's notification configuration routes to a function (its
@@ -67,6 +84,7 @@ import os
 import random
 import re
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -93,9 +111,15 @@ DEFAULT_REGION = "eu-west-1"  # infra/examples/aws-basic's default: a guessed re
 # A region no default or example of the repository names, so that a value taken from anywhere but
 # the cluster cannot pass.
 REGIONS = ["ap-southeast-2", "ca-central-1", "sa-east-1", "eu-north-1"]
-BLOCKS = [(readme_blocks.GUIDE, "deploy-aws"), (readme_blocks.GUIDE, "enforce-aws"), (readme_blocks.GUIDE, "sweep-aws"),
-          (readme_blocks.UNINSTALL, "uninstall-aws")]
+BLOCKS = readme_blocks.EXECUTED
 DEADLINE_S = 900
+# The layout the upgrade starts from: the deploy, enforce, sweep and day-2 blocks run on the
+# Terraform (infra/) of this commit, and the upgrade block on this tree's, as a `git checkout` of
+# the new release would leave it (terraform.tfvars, state and .terraform kept). No release is
+# published yet: this is the commit before the policy and trail buckets moved into
+# modules/private_bucket (moved blocks); once a release exists, its tag. A clone without that
+# commit (a shallow checkout) upgrades from this tree's own layout, and says so.
+PREVIOUS_LAYOUT = os.environ.get("DOCTEST_PREVIOUS_LAYOUT", "8b8bf683784a927714321a156a4465259470d426")
 
 started = time.monotonic()
 results = []
@@ -231,6 +255,21 @@ def main():
     regions = sorted({region, "us-east-1", DEFAULT_REGION})
     fn_name = f"tagwarden-{infra_id}"
     clone = make_clone()
+    # The previous layout: infra/ as PREVIOUS_LAYOUT has it, until the upgrade.
+    new_infra = os.path.join(work, "layout-new")
+    upgrade_from = "this tree's own layout (%s is not in this clone: a shallow checkout)" % PREVIOUS_LAYOUT[:12]
+    old_only = []
+    if subprocess.run(["git", "-C", ROOT, "cat-file", "-e", PREVIOUS_LAYOUT + "^{commit}"], capture_output=True).returncode == 0:
+        shutil.copytree(os.path.join(clone, "infra"), os.path.join(new_infra, "infra"))
+        new_files = {os.path.relpath(os.path.join(d, f), clone) for d, _, fs in os.walk(os.path.join(clone, "infra")) for f in fs}
+        old_files = set(subprocess.run(["git", "-C", ROOT, "ls-tree", "-r", "--name-only", PREVIOUS_LAYOUT, "infra"],
+                                       capture_output=True, check=True, text=True).stdout.split())
+        old_only = sorted(old_files - new_files)
+        shutil.rmtree(os.path.join(clone, "infra"))
+        tar = subprocess.run(["git", "-C", ROOT, "archive", PREVIOUS_LAYOUT, "infra"], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", clone], input=tar, check=True)
+        upgrade_from = f"{PREVIOUS_LAYOUT[:12]}'s layout"
+    print(f"     the upgrade starts from {upgrade_from}", flush=True)
 
     import yaml
 
@@ -283,7 +322,7 @@ def main():
     # The shell: stand-ins first on PATH, then the install root, then the machine's PATH without
     # any directory that already holds a `tagwarden`.
     bin_dir, hooks, install_root = os.path.join(work, "standins"), os.path.join(work, "hooks"), os.path.join(work, "cargo-install")
-    for d, tools in ((bin_dir, ("oc", "cargo", "aws")), (hooks, ("s3-deliver", "snapshot"))):
+    for d, tools in ((bin_dir, ("oc", "cargo", "aws")), (hooks, ("s3-deliver", "snapshot", "probe"))):
         os.makedirs(d)
         for tool in tools:
             open(os.path.join(d, tool), "w").write(f'#!/bin/sh\nexec "{PY}" "{os.path.join(HERE, "standins.py")}" {tool} "$@"\n')
@@ -309,7 +348,7 @@ def main():
         "DOCTEST_WORK": work, "DOCTEST_CLONE": clone, "DOCTEST_INFRASTRUCTURE": infrastructure, "DOCTEST_CLI": cli,
         "DOCTEST_BOOTSTRAP": bootstrap, "DOCTEST_AWS": aws_cli, "DOCTEST_CARGO_LAMBDA": cargo_lambda,
         "DOCTEST_PACKAGES": os.path.join(clone, "target-lambda"), "DOCTEST_MACHINE_PATH": os.pathsep.join(machine_path),
-        "DOCTEST_REGIONS": ",".join(regions),
+        "DOCTEST_REGIONS": ",".join(regions), "DOCTEST_OWNED": ",".join(owned_ids), "DOCTEST_REGION": region,
     })
     # The example as written, with the provider override beside it (as scripts/test-terraform).
     ex = os.path.join(clone, "infra/examples/aws-basic")
@@ -317,18 +356,31 @@ def main():
 
     deployed_file = os.path.join(work, "deployed.json")
     swept_file = os.path.join(work, "swept.json")
+    day2_file = os.path.join(work, "day2.json")
+    upgraded_file = os.path.join(work, "upgraded-function.json")
     script = ["set -o pipefail",
               'if command -v tagwarden >/dev/null; then echo "@@ tagwarden is on PATH before it is installed: $(command -v tagwarden)"; exit 1; fi']
     for name, cmds in blocks:
+        if name == "upgrade-aws" and os.path.isdir(new_infra):
+            # The new release's checkout: infra/ as this tree has it; untracked files stay.
+            script.append("echo; echo '@@ checkout of the new release (infra/ of this tree)'")
+            script.extend(f"rm -f -- {shlex.quote(os.path.join(clone, f))}" for f in old_only)
+            script.append(f"cp -R {shlex.quote(os.path.join(new_infra, 'infra'))}/. {shlex.quote(os.path.join(clone, 'infra'))}/ || exit 1")
         for n, (c, raw) in enumerate(cmds, 1):
             script.append(f"echo; echo '@@ {name} {n}/{len(cmds)}'")
             script.extend(raw)
             script.append('__rc=$?; echo; echo "@@ exit $__rc $SECONDS"; [ "$__rc" = 0 ] || exit 1')
             script.append(f'"{hooks}/s3-deliver" || {{ echo "@@ S3 notification delivery failed"; exit 1; }}')
+            script.append(f'"{hooks}/probe" "{name} {n}/{len(cmds)}" || exit 1')
         if name == "deploy-aws":
             script.append(f'"{hooks}/snapshot" "{deployed_file}" || exit 1')
         if name == "sweep-aws":
             script.append(f'"{hooks}/snapshot" "{swept_file}" || exit 1')
+        if name == "day2-aws":
+            script.append(f'"{hooks}/snapshot" "{day2_file}" || exit 1')
+        if name == "upgrade-aws":  # not a stand-in: the real AWS CLI, to read what moto holds
+            script.append(f'"{aws_cli}" lambda get-function-configuration --region {region} --function-name {fn_name} '
+                          f'>"{upgraded_file}" || exit 1')
     script.append("echo '@@ done'")
     open(os.path.join(work, "session.sh"), "w").write("\n".join(script) + "\n")
 
@@ -390,8 +442,8 @@ def main():
     check("the package came from scripts/package-lambda (cargo lambda build --x86-64)",
           any(c["standin"] == "cargo lambda build" and c["arch"] == "x86_64" for c in calls))
     notified = [c for c in invokes if '"aws:s3"' in c["payload"]]
-    check("the publish's Object Created notification ran the function once, without failure",
-          len(notified) == 1 and notified[0]["ok"], json.dumps(notified)[:2000])
+    check("each publish's Object Created notification (the deploy's, day 2's) ran the function once, without failure",
+          len(notified) == 2 and all(c["ok"] for c in notified), json.dumps(notified)[:2000])
     swept = [c for c in invokes if json.loads(c["payload"]) == {"tagwarden": "sweep"}]
     resp = json.loads(swept[0]["response"]) if swept and swept[0]["ok"] else {}
     check(f"the manual sweep answered {{\"sweep\": N, \"failed\": 0}} ({resp})",
@@ -432,8 +484,53 @@ def main():
     stray = {l for l in swept if l.startswith(f"{region} ec2 tag {other} ") and l.split(" ", 4)[4].split("=", 1)[0] in desired}
     check("the instance the cluster does not own carries none of them", swept and not stray, "; ".join(sorted(stray)))
 
+    # Day 2: the Infrastructure object as the day-2 patch left it; its tags on the owned resources.
+    obj2 = yaml.safe_load(open(infrastructure).read())
+    desired2 = {t["key"]: t["value"] for t in obj2["status"]["platformStatus"]["aws"]["resourceTags"]}
+    desired2.update({t["key"]: t["value"] for t in obj2.get("spec", {}).get("platformSpec", {}).get("aws", {}).get("resourceTags", [])})
+    check(f"day 2 changed the cluster's tags ({sorted(set(desired2.items()) - set(desired.items()))})", desired2 != desired)
+    day2 = set(json.load(open(day2_file))) if os.path.exists(day2_file) else set()
+    for rid, kind in owned_ids.items():
+        have = {l.split(" ", 4)[4].split("=", 1)[0]: l.split("=", 1)[1] for l in day2 if l.startswith(f"{region} ec2 tag {rid} ")}
+        missing = {k: v for k, v in desired2.items() if have.get(k) != v}
+        check(f"day 2: the cluster's {kind} carries the changed tags", day2 and not missing, f"missing or different: {missing}")
+    stray = {l for l in day2 if l.startswith(f"{region} ec2 tag {other} ") and l.split(" ", 4)[4].split("=", 1)[0] in desired2}
+    check("day 2: the instance the cluster does not own still carries none of them", day2 and not stray, "; ".join(sorted(stray)))
+    status2 = re.search(r"^@@ day2-aws (\d+)/\1\n(.*?)^@@ exit", text, re.M | re.S)
+    shown2 = status2.group(2) if status2 else ""
+    row = re.search(r"^\S+\s+enforce\s+(\d+)\s+(\d+)\s+(\d+)\s", shown2, re.M)
+    check("day 2: tagwarden status says every owned resource is in line, in enforce, no failure",
+          bool(row and row.group(1) == row.group(2) and row.group(1) != "0" and row.group(3) == "0"
+               and re.search(r"^failures\s+0$", shown2, re.M)), shown2)
+    # The upgrade: nothing destroyed, the mode kept.
+    jq_n = next((n for n, (c, _) in enumerate(dict(blocks)["upgrade-aws"], 1) if "nothing to destroy" in c), 0)
+    upgrade_out = re.search(rf"^@@ upgrade-aws {jq_n}/\d+\n(.*?)^@@ exit", text, re.M | re.S)
+    check("upgrade: the plan destroys nothing (the guide's jq check)",
+          bool(upgrade_out and '"nothing to destroy"' in upgrade_out.group(1)), upgrade_out.group(1)[-1500:] if upgrade_out else "")
+    upgraded = json.load(open(upgraded_file)) if os.path.exists(upgraded_file) and os.path.getsize(upgraded_file) else {}
+    mode = upgraded.get("Environment", {}).get("Variables", {}).get("TAGWARDEN_MODE")
+    check(f"upgrade: the function is still in the mode terraform.tfvars says (TAGWARDEN_MODE={mode})", mode == "enforce")
+    plan_n = next((n for n, (c, _) in enumerate(dict(blocks)["upgrade-aws"], 1) if " plan " in c), 0)
+    plan_out = re.search(rf"^@@ upgrade-aws {plan_n}/\d+\n(.*?)^@@ exit", text, re.M | re.S)
+    moved = len(re.findall(r"has moved to", plan_out.group(1))) if plan_out else 0
+    summary_plan = re.search(r"^Plan: .*$|^No changes\..*$", plan_out.group(1), re.M) if plan_out else None
+    print(f"     upgrade from {upgrade_from}: {moved} moved, {summary_plan.group(0) if summary_plan else 'no plan line'}", flush=True)
+
+    # The counts: the first command after which every owned resource carries the cluster's tags; all
+    # of them to a clean uninstall.
+    order = [f"{name} {n}/{len(cmds)}" for name, cmds in blocks for n in range(1, len(cmds) + 1)]
+    probes = [json.loads(l) for l in open(os.path.join(work, "probe.jsonl"))] if os.path.exists(os.path.join(work, "probe.jsonl")) else []
+    carry = lambda p, want: all(all(p["tags"].get(rid, {}).get(k) == v for k, v in want.items()) for rid in owned_ids)
+    first = next((p["after"] for p in probes if carry(p, desired)), None)
+    first_day2 = next((p["after"] for p in probes if p["after"].startswith("day2-aws ") and carry(p, desired2)), None)
+    to_first = order.index(first) + 1 if first in order else None
+    check(f"the first correction: after command {to_first} of the guide ({first}), not in audit",
+          to_first is not None and to_first > counts["deploy-aws"])
+    check(f"day 2's correction: after {first_day2}", first_day2 is not None)
+
     # After the uninstall: moto as before, but for the tags written.
     after = standins.inventory(regions)
+    desired = desired2  # the tags the resources carry last
     written = {f"{region} ec2 tag {rid} {k}={v}" for rid in owned_ids for k, v in desired.items()}
     arns = {vpc: f"vpc/{vpc}", subnet: f"subnet/{subnet}", worker: f"instance/{worker}"}
     written |= {l for l in after - before if l.startswith(f"{region} tagged ") and any(l.split(" ")[2].endswith(a) for a in arns.values())
@@ -443,9 +540,13 @@ def main():
           finished and not left and not gone and written <= after,
           "\n  left behind: " + "\n  ".join(sorted(left)[:60]) + "\n  gone: " + "\n  ".join(sorted(gone)[:20]))
 
-    return sum(1 for _, ok in results if not ok), (f"README path executed: deploy-aws {counts['deploy-aws']} commands, sweep-aws {counts['sweep-aws']}, "
-          f"uninstall-aws {counts['uninstall-aws']}; cluster {infra_id} in {region}; session {session_s:.0f} s, "
-          f"wall {time.monotonic() - started:.0f} s")
+    clean = results[-1][1]
+    return sum(1 for _, ok in results if not ok), (
+        "guide path executed: " + ", ".join(f"{n} {k}" for n, k in counts.items()) + " commands; "
+        f"first correction after command {to_first} ({first}), day 2's after {first_day2}; "
+        f"clean uninstall after command {len(order) if clean else 'none (not clean)'} (through day 2 and the upgrade "
+        f"from {upgrade_from}); "
+        f"cluster {infra_id} in {region}; session {session_s:.0f} s, wall {time.monotonic() - started:.0f} s")
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # cleanup() on a kill too

@@ -2,15 +2,17 @@
 called by a two-line wrapper that run.py writes first on PATH (`oc`, `cargo`, `aws`), or between
 the documented commands (`s3-deliver`); run.py's docstring says what each stands in for and why.
 
-    standins.py oc ARGS...        the cluster: `oc get infrastructure cluster -o yaml|jsonpath=...`
+    standins.py oc ARGS...        the cluster: `oc get infrastructure cluster -o yaml|jsonpath=...`,
+                                  `oc patch infrastructure cluster --type merge -p ...` (day 2)
     standins.py cargo ARGS...     the two builds: `cargo lambda build ...` (inside scripts/package-lambda)
                                   and `cargo install --path . --locked`
     standins.py aws ARGS...       the real AWS CLI, except `aws lambda invoke`: the deployed function run
     standins.py s3-deliver        S3's Object Created notifications to Lambda
     standins.py snapshot FILE     no stand-in: what moto holds (run.py's checks), between two blocks
+    standins.py probe LABEL       no stand-in: the owned resources' tags after each command (run.py's counts)
 
 Settings (run.py sets them): DOCTEST_WORK, DOCTEST_INFRASTRUCTURE, DOCTEST_CLI, DOCTEST_BOOTSTRAP,
-DOCTEST_AWS, DOCTEST_CARGO_LAMBDA, DOCTEST_PACKAGES, DOCTEST_CLONE, DOCTEST_MACHINE_PATH, DOCTEST_REGIONS, and the AWS settings every tool reads
+DOCTEST_AWS, DOCTEST_CARGO_LAMBDA, DOCTEST_PACKAGES, DOCTEST_CLONE, DOCTEST_MACHINE_PATH, DOCTEST_REGIONS, DOCTEST_OWNED, DOCTEST_REGION, and the AWS settings every tool reads
 (AWS_ENDPOINT_URL, AWS_CA_BUNDLE, TAGWARDEN_CA_BUNDLE, credentials).
 """
 import base64
@@ -20,12 +22,16 @@ import hashlib
 import json
 import os
 import platform
+import queue
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 
@@ -86,10 +92,55 @@ def jsonpath(obj, template):
     return "".join(out)
 
 
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (`oc patch --type merge`): objects merged, null deletes, anything
+    else (lists included) replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def oc_patch(fixture, rest):
+    """`oc patch infrastructure cluster --type merge -p JSON` (or `--type=merge`, `--patch JSON`,
+    `--patch=JSON`): the cluster's day-2 edit, applied to the Infrastructure object the stand-in
+    serves. Only a merge patch."""
+    import yaml
+
+    opts, rest = {}, list(rest)
+    while rest:
+        a = rest.pop(0)
+        name, eq, val = a.partition("=")
+        if name in ("--type", "-p", "--patch") and not eq:
+            if not rest:
+                fail(f"oc patch: {a} without a value")
+            val = rest.pop(0)
+        if name in ("-p", "--patch"):
+            opts["patch"] = val
+        elif name == "--type":
+            opts["type"] = val
+        else:
+            fail(f"oc patch: the stand-in takes --type merge and -p/--patch, not {a!r}")
+    if opts.get("type") != "merge" or "patch" not in opts:
+        fail("oc patch infrastructure cluster: the stand-in applies `--type merge -p JSON` only")
+    obj = merge_patch(yaml.safe_load(open(fixture).read()), json.loads(opts["patch"]))
+    with open(fixture, "w") as f:
+        yaml.safe_dump(obj, f, sort_keys=False)
+    record("oc", args=["patch", "infrastructure", "cluster", *rest], patch=opts["patch"])
+    print("infrastructure.config.openshift.io/cluster patched")
+
+
 def oc(args):
     import yaml
 
     fixture = os.environ["DOCTEST_INFRASTRUCTURE"]
+    if args[:3] == ["patch", "infrastructure", "cluster"]:
+        return oc_patch(fixture, args[3:])
     fmt = None
     if args[:3] == ["get", "infrastructure", "cluster"]:
         rest = args[3:]
@@ -98,7 +149,8 @@ def oc(args):
         elif len(rest) == 1 and rest[0].startswith("-o"):
             fmt = rest[0][2:].lstrip("=")
     if fmt is None:
-        fail(f"oc {' '.join(args)}: the stand-in answers `oc get infrastructure cluster -o yaml|jsonpath=...` only")
+        fail(f"oc {' '.join(args)}: the stand-in answers `oc get infrastructure cluster -o yaml|jsonpath=...` and "
+             "`oc patch infrastructure cluster --type merge -p ...` only")
     text = open(fixture).read()
     if fmt == "yaml":
         out = text
@@ -170,6 +222,30 @@ def free_port():
     return port
 
 
+# How long cargo-lambda's Runtime API may take to listen (it is started per invocation): long, for
+# a machine under load (scripts/test runs this under `nice -n 19` beside the cargo builds).
+RUNTIME_READY_S = float(os.environ.get("DOCTEST_RUNTIME_READY_S", "120"))
+
+
+def wait_listening(host, port, deadline, proc, what):
+    """Until a TCP connection to host:port succeeds; fails, naming `what`, if `proc` exits first or
+    the deadline (time.monotonic()) passes."""
+    last = None
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=2):
+                return
+        except OSError as e:
+            last = e
+        if proc.poll() is not None:
+            fail(f"{what}: cargo lambda watch exited ({proc.returncode}) before {host}:{port} accepted a connection "
+                 f"({last}; function.log)")
+        if time.monotonic() > deadline:
+            fail(f"{what}: nothing listening on {host}:{port} after {RUNTIME_READY_S:.0f} s ({last}); "
+                 "DOCTEST_RUNTIME_READY_S sets the wait; cargo-lambda's output is in function.log")
+        time.sleep(0.05)
+
+
 def invoke_deployed(function, region, payload):
     """Run the function Terraform created, as Lambda would, on `payload`: its code is the package
     whose sha256 moto holds for it (CodeSha256), unzipped; its environment is the one moto holds for
@@ -226,16 +302,45 @@ def invoke_deployed(function, region, payload):
                              # Lambda's runtime, not a documented command: the machine's cargo (for
                              # its `cargo metadata`), not the stand-in.
                              env={**os.environ, "PATH": os.environ["DOCTEST_MACHINE_PATH"]})
+    # Everything cargo-lambda prints goes to function.log, read on a thread of its own: a pipe left
+    # unread would block it once full, and a line that never comes must not block this.
+    lines = queue.Queue()
+
+    def pump():
+        for line in watch.stdout:
+            log.write(line)
+            log.flush()
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     fn = None
     try:
-        runtime_api = None
-        for line in watch.stdout:
+        deadline = time.monotonic() + RUNTIME_READY_S
+        runtime_api, started = None, False
+        while not started:
+            try:
+                line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                fail(f"cargo lambda watch printed no \"starting Runtime server\" within {RUNTIME_READY_S:.0f} s "
+                     "(DOCTEST_RUNTIME_READY_S; its output is in function.log)")
+            if line is None:
+                fail(f"cargo lambda watch exited ({watch.wait()}) before starting its Runtime server (function.log)")
+            line = re.sub(r"\x1b\[[0-9;]*m", "", line)
             if "AWS_LAMBDA_RUNTIME_API=" in line:
                 runtime_api = line.split("AWS_LAMBDA_RUNTIME_API=")[1].strip()
-            if "starting Runtime server" in line:
-                break
+            started = "starting Runtime server" in line
         if not runtime_api:
             fail("cargo lambda watch printed no AWS_LAMBDA_RUNTIME_API")
+        # cargo-lambda logs "starting Runtime server" before it binds the port (the log line, then
+        # TcpListener::bind): on a loaded machine the function's first GET .../next and the invoke
+        # POST below found nothing listening yet (connection refused). So: wait until the port
+        # accepts a connection, up to the deadline.
+        api = urllib.parse.urlsplit(runtime_api if "://" in runtime_api else "http://" + runtime_api)
+        wait_listening(api.hostname, api.port or 80, deadline, watch, "cargo lambda watch's Runtime API")
+        if api.port != port:
+            wait_listening("127.0.0.1", port, deadline, watch, "cargo lambda watch's invoke server")
         fn = subprocess.Popen([os.path.join(task, "bootstrap")], cwd=task, env={**env, "AWS_LAMBDA_RUNTIME_API": runtime_api},
                               stdout=log, stderr=log)
         req = urllib.request.Request(f"http://127.0.0.1:{port}/2015-03-31/functions/_/invocations",
@@ -250,6 +355,7 @@ def invoke_deployed(function, region, payload):
             if p:
                 p.kill()
                 p.wait()
+        reader.join(timeout=10)
         log.close()
     record("lambda invoke", function=name, region=region, payload=payload, ok=ok, response=body,
            code_sha256=cfg["CodeSha256"], package=package, environment=cfg.get("Environment", {}).get("Variables", {}),
@@ -453,6 +559,19 @@ def inventory(regions):
 
 
 
+def probe(args):
+    """`probe LABEL`: after each documented command, the tags the cluster's owned resources
+    (DOCTEST_OWNED, in DOCTEST_REGION) carry, as one line of DOCTEST_WORK/probe.jsonl: run.py finds
+    in them the command that first corrected them."""
+    ids = os.environ["DOCTEST_OWNED"].split(",")
+    tags = {i: {} for i in ids}
+    for t in pages(boto("ec2", os.environ["DOCTEST_REGION"]), "describe_tags", "Tags",
+                   Filters=[{"Name": "resource-id", "Values": ids}]):
+        tags[t["ResourceId"]][t["Key"]] = t["Value"]
+    with open(os.path.join(os.environ["DOCTEST_WORK"], "probe.jsonl"), "a") as f:
+        f.write(json.dumps({"after": args[0], "tags": tags}) + "\n")
+
+
 def snapshot(args):
     """`snapshot FILE`: the inventory of DOCTEST_REGIONS, as JSON, for run.py's checks."""
     json.dump(sorted(inventory(os.environ["DOCTEST_REGIONS"].split(","))), open(args[0], "w"), indent=0)
@@ -460,4 +579,5 @@ def snapshot(args):
 
 if __name__ == "__main__":
     what, argv = sys.argv[1], sys.argv[2:]
-    {"oc": oc, "cargo": cargo, "aws": aws, "s3-deliver": lambda _: s3_deliver(), "snapshot": snapshot}[what](argv)
+    {"oc": oc, "cargo": cargo, "aws": aws, "s3-deliver": lambda _: s3_deliver(), "snapshot": snapshot,
+     "probe": probe}[what](argv)
