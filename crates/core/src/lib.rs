@@ -20,6 +20,7 @@ pub mod publish;
 pub mod report;
 pub mod resource;
 pub mod services;
+pub mod session_policy;
 pub mod status;
 pub mod trigger;
 pub mod writer;
