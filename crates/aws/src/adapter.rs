@@ -18,7 +18,7 @@ use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::services::{self, Api, Batch};
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::CloudError;
-use tagwarden_engine::enforce::sweep::{Batching, Listed, Listing, Unindexed};
+use tagwarden_engine::enforce::sweep::{Batching, ClusterListing, Listed, Unindexed};
 use tagwarden_engine::enforce::{Adapter, Implied, Read};
 
 /// Resources reconciled at once by default: ten events of an SQS batch side by side, each a read
@@ -88,7 +88,7 @@ impl Adapter for Tagger {
 
     /// One Tagging API listing per ownership key of the cluster (GetResources ANDs its tag
     /// filters, so a Cluster API cluster's two keys are two listings), each resource kept once.
-    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
         let (mut found, mut failed) = (Vec::new(), Vec::new());
         let mut seen = std::collections::HashSet::new();
         for key in cluster.ownership_keys(Cloud::Aws) {
@@ -99,7 +99,7 @@ impl Adapter for Tagger {
             );
             failed.extend(error.map(|e| self.scoped(e)));
         }
-        (found, failed)
+        ClusterListing::of(found, failed)
     }
 
     async fn list_unindexed(&self, owned: &[Listed]) -> Unindexed {

@@ -24,7 +24,7 @@ use tagwarden_core::cloud::{Cloud, ClusterRef, OWNED};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
-use tagwarden_engine::enforce::sweep::{Batching, Listing};
+use tagwarden_engine::enforce::sweep::{Batching, ClusterListing};
 use tagwarden_engine::enforce::{Adapter, Read};
 use tagwarden_engine::rate_limit::RateLimit;
 
@@ -143,32 +143,33 @@ impl ArmTagger {
         listing: GraphListing,
         clusters: &[ClusterRef<'_>],
         pages: &(dyn Fn(usize) + Sync),
-    ) -> Vec<(Listing, Vec<String>)> {
+    ) -> Vec<ClusterListing> {
         let keys: Vec<Vec<String>> = clusters.iter().map(|c| c.ownership_keys(Cloud::Azure)).collect();
-        let mut out: Vec<(Listing, Vec<String>)> = keys.iter().map(|_| Default::default()).collect();
+        let mut out: Vec<ClusterListing> = keys.iter().map(|_| ClusterListing::default()).collect();
         for (r, tags) in listing.found {
             // A resource two clusters claim is listed for both: the engine reports the conflict.
             let carries =
                 |k: &String| tags.iter().any(|(t, v)| t.eq_ignore_ascii_case(k) && v.eq_ignore_ascii_case(OWNED));
             for (i, _) in keys.iter().enumerate().filter(|(_, ks)| ks.iter().any(carries)) {
-                out[i].0 .0.push((r.clone(), Some(tags.clone())));
+                out[i].found.push((r.clone(), Some(tags.clone())));
             }
         }
-        let mut found: usize = out.iter().map(|o| o.0 .0.len()).sum();
+        let mut found: usize = out.iter().map(|o| o.found.len()).sum();
         for scope in listing.unseen {
             for (i, cluster_keys) in keys.iter().enumerate() {
-                let (arm_found, errors) =
+                let arm =
                     self.arm_listing_keys(std::slice::from_ref(&scope), cluster_keys, &|n| pages(found + n)).await;
-                out[i].0 .1.extend(errors);
+                let arm_found = arm.found;
+                out[i].failed.extend(arm.failed);
                 if !arm_found.is_empty() {
-                    out[i].1.push(format!(
+                    out[i].fallbacks.push(format!(
                         "Resource Graph showed none of cluster {}'s {} owned resources in {scope} (it leaves out what the identity may not read: grant Reader there); they were listed through ARM's Resources - List, which costs a read per owned resource",
                         clusters[i].infra_id,
                         arm_found.len()
                     ));
                 }
                 found += arm_found.len();
-                out[i].0 .0.extend(arm_found);
+                out[i].found.extend(arm_found);
             }
         }
         out
@@ -176,22 +177,27 @@ impl ArmTagger {
 
     /// [`Self::arm_listing`] for each of a cluster's ownership keys, each resource kept once (a
     /// Cluster API resource may carry both of its cluster's keys).
-    async fn arm_listing_keys(&self, scopes: &[String], keys: &[String], pages: &(dyn Fn(usize) + Sync)) -> Listing {
-        let (mut found, mut failed): Listing = Default::default();
+    async fn arm_listing_keys(
+        &self,
+        scopes: &[String],
+        keys: &[String],
+        pages: &(dyn Fn(usize) + Sync),
+    ) -> ClusterListing {
+        let mut out = ClusterListing::default();
         let mut seen = BTreeSet::new();
         for key in keys {
-            let before = found.len();
-            let (listed, errors) = self.arm_listing(scopes, key, &|n| pages(before + n)).await;
-            found.extend(listed.into_iter().filter(|(r, _)| seen.insert(r.id.to_ascii_lowercase())));
-            failed.extend(errors);
+            let before = out.found.len();
+            let listed = self.arm_listing(scopes, key, &|n| pages(before + n)).await;
+            out.found.extend(listed.found.into_iter().filter(|(r, _)| seen.insert(r.id.to_ascii_lowercase())));
+            out.failed.extend(listed.failed);
         }
-        (found, failed)
+        out
     }
 
     /// ARM's tag-filtered listing of `scopes` (a management group's: each subscription under it),
     /// which carries no tags: each resource is read before it is planned. A scope that cannot be
     /// listed is named; the others are still swept.
-    async fn arm_listing(&self, scopes: &[String], key: &str, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+    async fn arm_listing(&self, scopes: &[String], key: &str, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
         let (mut found, mut failed) = (Vec::new(), Vec::new());
         for scope in scopes {
             // ARM lists no resources at a management group: each subscription under it instead.
@@ -213,7 +219,7 @@ impl ArmTagger {
                 pages(found.len());
             }
         }
-        (found, failed)
+        ClusterListing::of(found, failed)
     }
 }
 
@@ -249,16 +255,12 @@ impl Adapter for ArmTagger {
         self.arm.merge_tags(&r.id, set).await
     }
 
-    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
         let mut all = self.list_owned_all(&[cluster], pages).await;
-        all.pop().map(|(listing, _)| listing).unwrap_or_default()
+        all.pop().map(|listing| ClusterListing::of(listing.found, listing.failed)).unwrap_or_default()
     }
 
-    async fn list_owned_noting(
-        &self,
-        cluster: ClusterRef<'_>,
-        pages: &(dyn Fn(usize) + Sync),
-    ) -> (Listing, Vec<String>) {
+    async fn list_owned_noting(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
         self.list_owned_all(&[cluster], pages).await.pop().unwrap_or_default()
     }
 
@@ -268,11 +270,7 @@ impl Adapter for ArmTagger {
     /// beyond the wait budget, failing or unreachable fails the listing, retryably, instead: ARM's
     /// listing would spend a read per owned resource of the subscription's ARM budget, which its
     /// owner's deployments share (`super::resource_graph`).
-    async fn list_owned_all(
-        &self,
-        clusters: &[ClusterRef<'_>],
-        pages: &(dyn Fn(usize) + Sync),
-    ) -> Vec<(Listing, Vec<String>)> {
+    async fn list_owned_all(&self, clusters: &[ClusterRef<'_>], pages: &(dyn Fn(usize) + Sync)) -> Vec<ClusterListing> {
         let refused = if !self.resource_graph {
             None
         } else {
@@ -281,7 +279,7 @@ impl Adapter for ArmTagger {
                 Ok(scopes) => match self.arm.graph_owned(&scopes, &keys, pages).await {
                     Ok(listing) => return self.split_with_unseen(listing, clusters, pages).await,
                     Err(GraphError::Failed(e)) => {
-                        return clusters.iter().map(|_| ((Vec::new(), vec![e.clone()]), Vec::new())).collect()
+                        return clusters.iter().map(|_| ClusterListing::of(Vec::new(), vec![e.clone()])).collect()
                     }
                     Err(GraphError::Refused(e)) => Some(e.to_string()),
                 },
@@ -295,7 +293,8 @@ impl Adapter for ArmTagger {
                 "Resource Graph refused the owned listing of cluster {id} ({why}); listed through ARM's Resources - List instead, which costs a read per owned resource"
             ));
             let keys = cluster.ownership_keys(Cloud::Azure);
-            out.push((self.arm_listing_keys(&self.sweep_scopes, &keys, pages).await, notes.collect()));
+            let listing = self.arm_listing_keys(&self.sweep_scopes, &keys, pages).await;
+            out.push(ClusterListing { fallbacks: notes.collect(), ..listing });
         }
         out
     }

@@ -17,6 +17,7 @@ pub mod mode;
 pub mod plan;
 pub mod policy;
 pub mod publish;
+pub mod reason;
 pub mod report;
 pub mod resource;
 pub mod services;

@@ -66,11 +66,37 @@ fn render<S: PolicySource>(store: &PolicyStore<S>, report: &StatusReport) -> Str
 const ATTEMPTS: u32 = 5;
 
 /// Why a report could not be rewritten.
+#[derive(Debug, thiserror::Error)]
 enum Rewrite {
     /// The report there could not be read.
+    #[error("{0}")]
     Unreadable(String),
     /// It could not be written (or other writes kept landing first).
+    #[error("{0}")]
     Unwritten(String),
+}
+
+/// Why a cluster's contest state could not be read or rewritten.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContestStateError {
+    /// The name given is no cluster's infraID.
+    #[error("{0}")]
+    NotACluster(String),
+    /// The store keeps no contest state (its location).
+    #[error("{0} keeps no contest state")]
+    NoState(String),
+    /// The store's answer.
+    #[error("{0}")]
+    Source(String),
+    /// The state could not be written as JSON.
+    #[error("{0}")]
+    Unserializable(String),
+    /// Other writes kept landing between the read and the write.
+    #[error("another write of the contest state landed {ATTEMPTS} times between the read and the write")]
+    Raced,
+    /// The deployment does not enforce the cluster.
+    #[error("the deployment does not enforce this cluster")]
+    NotEnforced,
 }
 
 /// Rewrite cluster `cluster`'s report: `change` makes the one to write from the one there (`None`:
@@ -111,7 +137,7 @@ async fn write_over<S: PolicySource>(
     report: &StatusReport,
     part: Option<&str>,
     shown: Option<&ContestState>,
-) -> Result<(), String> {
+) -> Result<(), Rewrite> {
     if !enforced(store, cluster) {
         return Ok(());
     }
@@ -134,7 +160,7 @@ async fn write_over<S: PolicySource>(
     match rewrite(store, cluster, over).await {
         Ok(()) => Ok(()),
         // A part's report is only ever laid over the others: unreadable, nothing is written.
-        Err(Rewrite::Unreadable(e)) if part.is_some() => Err(e),
+        Err(e @ Rewrite::Unreadable(_)) if part.is_some() => Err(e),
         // Unreadable otherwise (a guardrail on reads, a fault): the new report still goes out, as
         // it did before reports were read back; what only the old one held is lost, and said so.
         Err(Rewrite::Unreadable(e)) => {
@@ -143,9 +169,13 @@ async fn write_over<S: PolicySource>(
             if let Some(state) = shown {
                 show(&mut report, state);
             }
-            store.source.put_status(cluster, &render(store, &report)).await.map_err(|e| e.to_string())
+            store
+                .source
+                .put_status(cluster, &render(store, &report))
+                .await
+                .map_err(|e| Rewrite::Unwritten(e.to_string()))
         }
-        Err(Rewrite::Unwritten(e)) => Err(e),
+        Err(e @ Rewrite::Unwritten(_)) => Err(e),
     }
 }
 
@@ -156,9 +186,9 @@ fn show(report: &mut StatusReport, state: &ContestState) {
 }
 
 /// Where cluster `infra_id`'s contest state is kept in `store`, or why there is none.
-fn state_name<S: PolicySource>(store: &PolicyStore<S>, infra_id: &str) -> Result<String, String> {
-    tagwarden_core::policy::clusters::valid_infra_id(infra_id)?;
-    store.source.contest_state_name(infra_id).ok_or_else(|| format!("{} keeps no contest state", store.location()))
+fn state_name<S: PolicySource>(store: &PolicyStore<S>, infra_id: &str) -> Result<String, ContestStateError> {
+    tagwarden_core::policy::clusters::valid_infra_id(infra_id).map_err(ContestStateError::NotACluster)?;
+    store.source.contest_state_name(infra_id).ok_or_else(|| ContestStateError::NoState(store.location()))
 }
 
 /// Cluster `infra_id`'s contest state (`tagwarden_core::contest::ContestState`), as kept apart
@@ -168,18 +198,18 @@ fn state_name<S: PolicySource>(store: &PolicyStore<S>, infra_id: &str) -> Result
 pub async fn read_contest_state<S: PolicySource>(
     store: &PolicyStore<S>,
     infra_id: &str,
-) -> Result<ContestState, String> {
+) -> Result<ContestState, ContestStateError> {
     Ok(get_state(store, &state_name(store, infra_id)?).await?.map(|(state, _)| state).unwrap_or_default())
 }
 
 async fn get_state<S: PolicySource>(
     store: &PolicyStore<S>,
     name: &str,
-) -> Result<Option<(ContestState, String)>, String> {
+) -> Result<Option<(ContestState, String)>, ContestStateError> {
     let there = match store.source.get(name, None).await {
         Ok(there) => there,
         Err(e) if store.source.is_absent(&e) => None,
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(ContestStateError::Source(e.to_string())),
     };
     Ok(there.map(|o| {
         let state = serde_json::from_str::<ContestState>(&o.text).unwrap_or_else(|e| {
@@ -199,7 +229,7 @@ async fn rewrite_state<S: PolicySource, T>(
     infra_id: &str,
     now: u64,
     mut change: impl FnMut(&mut ContestState) -> (bool, T),
-) -> Result<(T, ContestState), String> {
+) -> Result<(T, ContestState), ContestStateError> {
     let name = state_name(store, infra_id)?;
     for _ in 0..ATTEMPTS {
         let there = get_state(store, &name).await?;
@@ -212,14 +242,15 @@ async fn rewrite_state<S: PolicySource, T>(
         state.cluster = infra_id.to_string();
         state.updated_at = now;
         state.bound();
-        let text = serde_json::to_string_pretty(&state).map_err(|e| e.to_string())?;
+        let text =
+            serde_json::to_string_pretty(&state).map_err(|e| ContestStateError::Unserializable(e.to_string()))?;
         match store.source.put(&name, &text, etag.as_deref()).await {
             Ok(_) => return Ok((answer, state)),
             Err(PutError::Conflict { .. } | PutError::Raced { .. }) => continue,
-            Err(PutError::Source(e)) => return Err(e.to_string()),
+            Err(PutError::Source(e)) => return Err(ContestStateError::Source(e.to_string())),
         }
     }
-    Err(format!("another write of the contest state landed {ATTEMPTS} times between the read and the write"))
+    Err(ContestStateError::Raced)
 }
 
 /// Change the contests kept in cluster `policy`'s contest state with `change`, given those in
@@ -231,11 +262,11 @@ pub async fn update_contests<S: PolicySource, T>(
     policy: &LoadedPolicy,
     now: u64,
     mut change: impl FnMut(&mut Vec<Contest>) -> T,
-) -> Result<(T, Vec<Contest>), String> {
+) -> Result<(T, Vec<Contest>), ContestStateError> {
     let key = store.cluster_key(policy);
     let cluster = Some(key).filter(|c| !c.is_empty());
     if !enforced(store, cluster) {
-        return Err("the deployment does not enforce this cluster".to_string());
+        return Err(ContestStateError::NotEnforced);
     }
     let changed = |state: &mut ContestState| {
         let mut contests = contest::in_force(std::mem::take(&mut state.contests), &policy.fingerprint, now);
@@ -274,7 +305,7 @@ pub async fn lift_contests<S: PolicySource>(
     key: Option<&str>,
     by: &str,
     now: u64,
-) -> Result<usize, String> {
+) -> Result<usize, ContestStateError> {
     let lifted = |state: &mut ContestState| match contest::lift(&mut state.contests, resource, key) {
         0 => (false, 0),
         n => {

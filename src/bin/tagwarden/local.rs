@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use tagwarden::cloud::{Cloud, ClusterRef};
 use tagwarden::cloud_error::CloudError;
-use tagwarden::enforce::sweep::{Batching, Listed, Listing, Unindexed};
+use tagwarden::enforce::sweep::{Batching, ClusterListing, Listed, Unindexed};
 use tagwarden::enforce::{Adapter, Implied, Read};
 use tagwarden::events::Event;
 use tagwarden::policy::STATUS_REPORT_NAME;
@@ -229,21 +229,13 @@ impl<A: Adapter> Adapter for Local<A> {
     async fn implied_all(&self, events: &[&Event], version: &str) -> Implied {
         self.0.implied_all(events, version).await
     }
-    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
         self.0.list_owned(cluster, pages).await
     }
-    async fn list_owned_noting(
-        &self,
-        cluster: ClusterRef<'_>,
-        pages: &(dyn Fn(usize) + Sync),
-    ) -> (Listing, Vec<String>) {
+    async fn list_owned_noting(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
         self.0.list_owned_noting(cluster, pages).await
     }
-    async fn list_owned_all(
-        &self,
-        clusters: &[ClusterRef<'_>],
-        pages: &(dyn Fn(usize) + Sync),
-    ) -> Vec<(Listing, Vec<String>)> {
+    async fn list_owned_all(&self, clusters: &[ClusterRef<'_>], pages: &(dyn Fn(usize) + Sync)) -> Vec<ClusterListing> {
         self.0.list_owned_all(clusters, pages).await
     }
     async fn list_unindexed(&self, owned: &[Listed]) -> Unindexed {

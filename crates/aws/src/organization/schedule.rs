@@ -146,7 +146,7 @@ pub struct Scheduled {
 
 /// One account's part of a run.
 enum Taken {
-    Reached(Vec<Shard>, Result<usize, String>),
+    Reached(Vec<Shard>, Result<usize, EnqueueError>),
     OverCap(OverCap),
     NotReached,
 }

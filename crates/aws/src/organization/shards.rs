@@ -144,8 +144,7 @@ impl Organization {
                 continue;
             }
             if stop_at.is_some_and(|t| Instant::now() >= t) {
-                out.error =
-                    Some(format!("deferred: the invocation's deadline was near before {}", clusters.join(", ")));
+                out.error = Some(tagwarden_core::reason::Deferred::BeforeClusters(clusters).to_string());
                 break;
             }
             // The session first: a refused account is one record naming the fix (the shard's
@@ -221,8 +220,8 @@ impl Organization {
     }
 
     /// Send `shards` to the shard queue, 10 a call; the number sent, or why not all were.
-    pub async fn enqueue(&self, shards: &[Shard]) -> Result<usize, String> {
-        let Some(queue) = &self.config.shard_queue else { return Err("no TAGWARDEN_SHARD_QUEUE_URL".into()) };
+    pub async fn enqueue(&self, shards: &[Shard]) -> Result<usize, EnqueueError> {
+        let Some(queue) = &self.config.shard_queue else { return Err(EnqueueError::NoQueue) };
         // SQS Developer Guide, "Amazon SQS FIFO queues": "The name of a FIFO queue must end with
         // the .fifo suffix".
         let fifo = queue.ends_with(".fifo");
@@ -252,14 +251,12 @@ impl Organization {
                         entry.message_body(body).build()
                     })
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| EnqueueError::Entry(e.to_string()))?;
                 let out =
                     self.sqs.send_message_batch().queue_url(queue).set_entries(Some(entries)).send().await.map_err(
-                        |e| {
-                            format!(
-                                "{} ({sent} shard(s) sent before)",
-                                crate::error::from_sdk("sqs:SendMessageBatch", queue, e)
-                            )
+                        |e| EnqueueError::Call {
+                            error: crate::error::from_sdk("sqs:SendMessageBatch", queue, e),
+                            sent,
                         },
                     )?;
                 sent += out.successful().len();
@@ -269,18 +266,37 @@ impl Organization {
                 }
                 if attempt == ENQUEUE_ATTEMPTS {
                     let f = &out.failed()[0];
-                    return Err(format!(
-                        "sqs:SendMessageBatch refused {} shard(s) {ENQUEUE_ATTEMPTS} times ({sent} sent): {}: {}",
-                        failed.len(),
-                        f.code(),
-                        f.message().unwrap_or_default()
-                    ));
+                    return Err(EnqueueError::Refused {
+                        refused: failed.len(),
+                        sent,
+                        code: f.code().to_string(),
+                        message: f.message().unwrap_or_default().to_string(),
+                    });
                 }
                 pending.retain(|(i, _)| failed.contains(&i.to_string().as_str()));
             }
         }
         Ok(sent)
     }
+}
+
+/// Why [`Organization::enqueue`] did not send every shard.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EnqueueError {
+    /// The hub has no shard queue.
+    #[error("no TAGWARDEN_SHARD_QUEUE_URL")]
+    NoQueue,
+    /// A shard's entry could not be built.
+    #[error("{0}")]
+    Entry(String),
+    /// A `SendMessageBatch` call failed: the shards sent before it were sent.
+    #[error("{error} ({sent} shard(s) sent before)")]
+    Call { error: CloudError, sent: usize },
+    /// `SendMessageBatch` refused entries every time they were sent again; the first's answer.
+    #[error(
+        "sqs:SendMessageBatch refused {refused} shard(s) {ENQUEUE_ATTEMPTS} times ({sent} sent): {code}: {message}"
+    )]
+    Refused { refused: usize, sent: usize, code: String, message: String },
 }
 
 #[cfg(test)]

@@ -20,12 +20,10 @@ use crate::cloud_error::CloudError;
 use tagwarden_core::events::Event;
 use tagwarden_core::plan;
 use tagwarden_core::policy::clusters::Policies;
+use tagwarden_core::reason::Deferred;
 use tagwarden_core::report::{epoch_ms, Failure, Outcome, Record};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
-
-/// Why an event's resource was not started.
-const DEFERRED: &str = "deferred: the invocation's deadline was near; the event is handed back";
 
 /// One resource of the batch, the events that name it, and what is known of its tags.
 struct Target {
@@ -82,7 +80,12 @@ impl<A: Adapter> Engine<A> {
         if stop_at.is_some_and(|t| Instant::now() >= t) {
             for t in &targets {
                 let record = Record::failed(cloud, &t.resource, &version, String::new());
-                deliver(&mut outs, events, t, record.failing(Failure::Transient, DEFERRED.to_string()));
+                deliver(
+                    &mut outs,
+                    events,
+                    t,
+                    record.failing(Failure::Transient, Deferred::EventHandedBack.to_string()),
+                );
             }
             return outs;
         }
@@ -132,7 +135,7 @@ impl<A: Adapter> Engine<A> {
         }
         // What is audited is out of the plans already: they write nothing.
         let jobs = batches(&self.adapter, &planned);
-        let how = Run { stop_at, deferred: DEFERRED, locks_held: true };
+        let how = Run { stop_at, deferred: &Deferred::EventHandedBack, locks_held: true };
         let (_, written) = self.run_jobs(&policies, &planned, jobs, how).await;
         for ((p, record), cause) in planned.iter().zip(&written).zip(causes) {
             if record.status == tagwarden_core::report::Status::Applied {

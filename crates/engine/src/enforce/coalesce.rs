@@ -183,8 +183,7 @@ impl<A: Adapter> Engine<A> {
                 }
                 Next::Wait(wait) => {
                     if stop_at.is_some_and(|t| Instant::now() + wait >= t) {
-                        let why = "deferred: this cluster was swept less than a window ago and the invocation's \
-                                   deadline comes first; the notification is handed back";
+                        let why = tagwarden_core::reason::Deferred::SweepWindow;
                         return Outcome { error: Some(why.to_string()), ..Outcome::default() };
                     }
                     tracing::info!(clusters = ?keys, wait_ms = wait.as_millis() as u64, "policy change: waiting out the sweep window");

@@ -7,7 +7,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::sweep::{Batching, Listed, Listing, Unindexed};
+use super::sweep::{Batching, ClusterListing, Listed, Unindexed};
 use super::{Adapter, Read};
 use crate::cloud_error::{CloudError, ErrorClass};
 use crate::policy_store::{Layout, ListedObject as Document, Object, PolicySource, PutError};
@@ -110,7 +110,7 @@ impl Adapter for Memory {
         Ok(())
     }
 
-    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing {
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
         let keys = cluster.ownership_keys(Cloud::Aws);
         let found: Vec<Listed> = match self.tags.lock() {
             Ok(all) => all
@@ -118,10 +118,10 @@ impl Adapter for Memory {
                 .filter(|(_, t)| keys.iter().any(|key| t.get(key).map(String::as_str) == Some(OWNED)))
                 .map(|(id, t)| (resource(id), (!self.bare_listing).then(|| t.clone())))
                 .collect(),
-            Err(_) => return (Vec::new(), vec![error("Poisoned", ErrorClass::Fatal)]),
+            Err(_) => return ClusterListing::of(Vec::new(), vec![error("Poisoned", ErrorClass::Fatal)]),
         };
         pages(found.len());
-        (found, Vec::new())
+        ClusterListing::of(found, Vec::new())
     }
 
     async fn list_unindexed(&self, _owned: &[Listed]) -> Unindexed {

@@ -37,7 +37,7 @@ use crate::inflight::ResourceLocks;
 use crate::policy_store::{PolicySource, PolicyStore};
 pub use coalesce::POLICY_SWEEP_WINDOW;
 pub use contests::Cause;
-use sweep::{Batching, Listing, Progress, Unindexed};
+use sweep::{Batching, ClusterListing, Progress, Unindexed};
 use tagwarden_core::cloud::{Cloud, ClusterRef};
 pub use tagwarden_core::contest::YieldTo;
 use tagwarden_core::events::{Event, EventKind};
@@ -111,30 +111,22 @@ pub trait Adapter: Send + Sync {
     /// Every resource one of `cluster`'s ownership tags marks, each once, with its tags when the
     /// listing carries them; `pages` is told how many were found so far as pages arrive. A listing
     /// that failed part-way keeps what it found and names its error.
-    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> Listing;
+    async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing;
     /// [`Adapter::list_owned`], and what the sweep must say about how it listed: each time a
     /// cheaper listing was refused and a dearer one used instead, why (reported and counted as a
     /// fallback, not a failure: everything was listed).
-    async fn list_owned_noting(
-        &self,
-        cluster: ClusterRef<'_>,
-        pages: &(dyn Fn(usize) + Sync),
-    ) -> (Listing, Vec<String>) {
-        (self.list_owned(cluster, pages).await, Vec::new())
+    async fn list_owned_noting(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {
+        self.list_owned(cluster, pages).await
     }
     /// [`Adapter::list_owned_noting`] for every swept cluster, in `clusters`' order: one listing
     /// each, unless the cloud can list several ownership keys in one query (Azure Resource Graph).
     /// `pages` is told how many were found so far, all clusters together.
-    async fn list_owned_all(
-        &self,
-        clusters: &[ClusterRef<'_>],
-        pages: &(dyn Fn(usize) + Sync),
-    ) -> Vec<(Listing, Vec<String>)> {
+    async fn list_owned_all(&self, clusters: &[ClusterRef<'_>], pages: &(dyn Fn(usize) + Sync)) -> Vec<ClusterListing> {
         let mut out = Vec::with_capacity(clusters.len());
         let mut before = 0;
         for cluster in clusters {
             let listed = self.list_owned_noting(*cluster, &|n| pages(before + n)).await;
-            before += listed.0 .0.len();
+            before += listed.found.len();
             out.push(listed);
         }
         out
@@ -365,7 +357,7 @@ impl<A: Adapter> Engine<A> {
                 let (policies, version, (r, known)) = (&policies, &version, &targets[i]);
                 async move {
                     if stop_at.is_some_and(|t| Instant::now() >= t) {
-                        let why = "deferred: the invocation's deadline was near; the event is handed back".to_string();
+                        let why = tagwarden_core::reason::Deferred::EventHandedBack.to_string();
                         return Record::failed(self.cloud(), r, version, why.clone()).failing(Failure::Transient, why);
                     }
                     let current = known.as_ref().map_or(Current::Read, Current::Known);

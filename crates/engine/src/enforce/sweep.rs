@@ -31,12 +31,10 @@ use tagwarden_core::cloud::{ownership_for, Cloud, ClusterRef, Ownership};
 use tagwarden_core::plan::{self, Plan};
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::policy::clusters::Policies;
+use tagwarden_core::reason::Deferred;
 use tagwarden_core::report::{epoch_ms, Failure, Outcome, Record, Status};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
-
-/// Why a resource the sweep found was not written this time.
-const DEFERRED: &str = "deferred: the invocation's deadline was near; the next sweep writes it";
 
 /// Told `(phase, done, total)` as a sweep goes: `discover`, `plan`, `write`.
 pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
@@ -44,8 +42,22 @@ pub type Progress = Arc<dyn Fn(&str, u64, u64) + Send + Sync>;
 /// A listed resource, with its tags when the listing carries them.
 pub type Listed = (ResourceRef, Option<TagMap>);
 
-/// What an owned listing found, and its error if it failed part-way (several for several scopes).
-pub type Listing = (Vec<Listed>, Vec<CloudError>);
+/// What one cluster's owned listing found, its errors if it failed part-way (several for several
+/// scopes), and each time a cheaper listing was refused and a dearer one used instead, why
+/// (reported and counted as a fallback, not a failure: everything was listed).
+#[derive(Debug, Default)]
+pub struct ClusterListing {
+    pub found: Vec<Listed>,
+    pub failed: Vec<CloudError>,
+    pub fallbacks: Vec<String>,
+}
+
+impl ClusterListing {
+    /// What was found and what failed, with no fallback.
+    pub fn of(found: Vec<Listed>, failed: Vec<CloudError>) -> Self {
+        ClusterListing { found, failed, fallbacks: Vec::new() }
+    }
+}
 
 /// What the listings beside the owned one found.
 #[derive(Debug, Default)]
@@ -63,7 +75,7 @@ pub struct Unindexed {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Run {
     pub(super) stop_at: Option<Instant>,
-    pub(super) deferred: &'static str,
+    pub(super) deferred: &'static Deferred,
     pub(super) locks_held: bool,
 }
 
@@ -201,7 +213,7 @@ impl<A: Adapter> Engine<A> {
             Job::Reread(i) => self.adapter.pacing_key(&planned[*i].resource).to_string(),
             Job::Write { members, .. } => self.adapter.pacing_key(&planned[members[0]].resource).to_string(),
         });
-        let how = Run { stop_at, deferred: DEFERRED, locks_held: false };
+        let how = Run { stop_at, deferred: &Deferred::NextSweep, locks_held: false };
         let (read, written) = self.run_jobs(&policies, &planned, jobs, how).await;
         for record in read {
             out.push(record);
@@ -383,15 +395,15 @@ impl<A: Adapter> Engine<A> {
             swept.iter().map(|p| ClusterRef { kind: p.policy.kind, infra_id: &p.infra_id }).collect();
         let pages = |n: usize| self.report("discover", n as u64, 0);
         let listings = self.adapter.list_owned_all(&clusters, &pages).await;
-        for (policy, ((listed, errors), notes)) in swept.iter().zip(listings) {
-            fallbacks.extend(notes.into_iter().map(|why| (policy.infra_id.clone(), why)));
-            for (r, tags) in listed {
+        for (policy, listing) in swept.iter().zip(listings) {
+            fallbacks.extend(listing.fallbacks.into_iter().map(|why| (policy.infra_id.clone(), why)));
+            for (r, tags) in listing.found {
                 // Owned by two swept clusters: listed twice, reported once.
                 if seen.insert(identity(self.cloud(), &r)) {
                     found.push((r, tags));
                 }
             }
-            failed.extend(errors.into_iter().map(|e| (Some(policy.infra_id.clone()), e)));
+            failed.extend(listing.failed.into_iter().map(|e| (Some(policy.infra_id.clone()), e)));
         }
         if let Some(known) = reuse.then(|| self.coalesce.beside(&ids, self.policy_window)).flatten() {
             found.extend(known.into_iter().filter(|(r, _)| seen.insert(identity(self.cloud(), r))));
