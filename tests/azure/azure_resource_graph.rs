@@ -743,3 +743,59 @@ async fn a_cluster_api_cluster_is_swept_by_both_its_keys() {
         }
     }
 }
+
+/// Audit mode over a management group (`TAGWARDEN_MODE=audit`): the timer's sweep goes out in one
+/// part per subscription as when enforcing, lists the same way, and sends no write of any kind —
+/// counted in the fake ARM's own request log, not by the function's counters — while each
+/// cluster's status report lists every drifted resource of its own as a would-be write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_audited_management_group_sweep_writes_nothing_in_any_part_and_reports_every_drift() {
+    let (subs, per_cluster) = (3, 20);
+    let docs = set_docs();
+    let docs: Vec<(&str, &str)> = docs.iter().map(|(n, d)| (n.as_str(), d.as_str())).collect();
+    let env = Env::with(
+        "clusters/*/",
+        &docs,
+        &[("TAGWARDEN_CLUSTERS", &SET.join(",")), ("TAGWARDEN_SWEEP_SCOPES", MG), ("TAGWARDEN_MODE", "audit")],
+    )
+    .await;
+    let f = set_fleet(&env.fake, subs, per_cluster);
+    let (owned, drifted) = (f.owned.len() as u64, f.drifted.len() as u64);
+    assert!(drifted > 0);
+    env.fake.clear_log();
+
+    let (status, body, _) = sweep(&env).await;
+    assert_eq!(status, 200, "{body:#}");
+    assert_eq!(body["ReturnValue"]["parts"].as_array().map(Vec::len), Some(subs), "{body:#}");
+    assert_eq!(statuses(&body), json!({"would-apply": drifted, "unchanged": owned - drifted}), "{body:#}");
+    let writes: Vec<String> = env
+        .fake
+        .log()
+        .iter()
+        .filter(|l| l.api == "arm" && matches!(l.method.as_str(), "PATCH" | "PUT" | "DELETE"))
+        .map(|l| format!("{} {}", l.method, l.path))
+        .collect();
+    assert_eq!(writes, Vec::<String>::new(), "an audited management group wrote");
+    for id in &f.drifted {
+        assert_ne!(env.fake.tags(id).expect("resource").get("team").map(String::as_str), Some("platform"), "{id}");
+    }
+    for infra in SET {
+        let text =
+            support::azurite::get_blob(&env.http, &env.container, &format!("clusters/{infra}/tagwarden-status.json"))
+                .await
+                .expect("a status report");
+        let report: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(report["audit"]["mode"], "audit", "{report:#}");
+        let mut listed: Vec<String> = report["audit"]["writes"]
+            .as_array()
+            .expect("writes")
+            .iter()
+            .filter_map(|w| w["resource"].as_str().map(str::to_ascii_lowercase))
+            .collect();
+        listed.sort();
+        let mut want: Vec<String> =
+            f.drifted.iter().filter(|id| id.contains(infra)).map(|id| id.to_ascii_lowercase()).collect();
+        want.sort();
+        assert_eq!(listed, want, "{infra}: every drifted resource of its own, once");
+    }
+}
