@@ -149,7 +149,7 @@ pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Op
         metrics.merge(out.metrics);
         records.extend(out.records);
         infra_id = infra_id.take().or(out.infra_id);
-        out.error
+        out.error.map(|e| e.to_string())
     };
     let trigger = match serde_json::from_str::<Payload>(&payload) {
         Err(e) => {
@@ -296,7 +296,8 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
         if out.must_retry() {
             inv.error = Some(
                 out.error
-                    .clone()
+                    .as_ref()
+                    .map(ToString::to_string)
                     .unwrap_or_else(|| format!("shard {}/{}: {} failed", shard.account, shard.region, report.failed)),
             );
         }
@@ -348,8 +349,11 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
                 Ok(event) => {
                     let out = org.handle_events(std::slice::from_ref(&event), stop_at).await.pop().unwrap_or_default();
                     if out.must_retry() {
-                        inv.error =
-                            Some(out.error.clone().unwrap_or_else(|| format!("{} resource(s) failed", out.failed())));
+                        inv.error = Some(
+                            out.error
+                                .as_ref()
+                                .map_or_else(|| format!("{} resource(s) failed", out.failed()), ToString::to_string),
+                        );
                     }
                     all.absorb(out);
                 }
@@ -372,7 +376,7 @@ pub async fn handle_organization_until(org: &Organization, payload: String, dead
                             account = shard.account,
                             region = shard.region,
                             failed = report.failed,
-                            error = out.error,
+                            error = out.error.as_deref(),
                             "shard not swept whole; SQS redelivers it"
                         );
                         response.add_failure(id);

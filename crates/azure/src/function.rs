@@ -40,6 +40,7 @@ use super::metrics::MetricsPublisher;
 use super::server::{Request, Response};
 use tagwarden_core::calls::CallCounter;
 use tagwarden_core::events;
+use tagwarden_core::reason::StopKind;
 use tagwarden_core::report::Outcome;
 use tagwarden_core::trigger::Trigger;
 use tagwarden_engine::cloud_error::CloudError;
@@ -234,7 +235,7 @@ impl Handler {
             Ok(adapter) => self.engine.part(adapter, part.to_ascii_lowercase()).sweep(false, None, None).await,
             Err(why) => {
                 tracing::error!("{why}");
-                Outcome { error: Some(why), ..Outcome::default() }
+                Outcome { error: Some(StopKind::CannotSweep(why).into()), ..Outcome::default() }
             }
         }
     }
@@ -268,7 +269,10 @@ impl Handler {
                     outs.into_iter().for_each(|out| all.absorb(out));
                     all
                 }
-                Err(e) => Outcome { error: Some(format!("not an event tagwarden reads: {e}")), ..Outcome::default() },
+                Err(e) => Outcome {
+                    error: Some(StopKind::Unreadable(format!("not an event tagwarden reads: {e}")).into()),
+                    ..Outcome::default()
+                },
             },
         }
     }
@@ -279,7 +283,7 @@ impl Handler {
             tracing::info!(record = %r.to_json_line(), "reconciled");
         }
         if let Some(e) = &out.error {
-            tracing::error!(error = e, "invocation failed; Event Grid will retry");
+            tracing::error!(error = %e, "invocation failed; Event Grid will retry");
         }
         let Some(publisher) = &self.metrics else { return };
         if out.metrics.is_empty() {
@@ -403,7 +407,7 @@ impl Refused {
             out.metrics.events_received = *events;
             out.metrics.events_ignored = *events;
         }
-        out.error = Some(self.to_string());
+        out.error = Some(StopKind::Unreadable(self.to_string()).into());
         out
     }
 }

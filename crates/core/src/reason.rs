@@ -34,6 +34,111 @@ impl fmt::Display for Deferred {
     }
 }
 
+/// Why an invocation, an event or a sweep reconciled nothing, or stopped short ([`StopKind`]), with
+/// its text: what the status report, the logs and the invocation's answer have always carried (its
+/// `Display`, its serialized form, and `&str` through `Deref` for readers that match on words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stop {
+    kind: StopKind,
+    text: String,
+}
+
+/// The reasons an outcome carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopKind {
+    /// No valid policy anywhere: nothing is written (fail closed); why.
+    NoPolicy(String),
+    /// Handed back before the invocation's deadline.
+    Deferred(Deferred),
+    /// The sweep has nowhere to list, or a part of it is refused; why.
+    CannotSweep(String),
+    /// A member account could not be had (not listed, its area unreadable, its role refused); why.
+    Member(String),
+    /// Not a payload, an event or a delivery tagwarden reads; why.
+    Unreadable(String),
+    /// Several, in the order they came.
+    Several(Vec<StopKind>),
+}
+
+impl fmt::Display for StopKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopKind::NoPolicy(why)
+            | StopKind::CannotSweep(why)
+            | StopKind::Member(why)
+            | StopKind::Unreadable(why) => f.write_str(why),
+            StopKind::Deferred(d) => d.fmt(f),
+            StopKind::Several(all) => {
+                for (i, k) in all.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    k.fmt(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Stop {
+    pub fn new(kind: StopKind) -> Self {
+        let text = kind.to_string();
+        Stop { kind, text }
+    }
+
+    pub fn kind(&self) -> &StopKind {
+        &self.kind
+    }
+
+    /// This reason and then `other`, each once (the same reason twice is one).
+    pub fn and(self, other: Stop) -> Stop {
+        if self == other {
+            return self;
+        }
+        let mut all = match self.kind {
+            StopKind::Several(all) => all,
+            one => vec![one],
+        };
+        match other.kind {
+            StopKind::Several(more) => all.extend(more),
+            one => all.push(one),
+        }
+        Stop::new(StopKind::Several(all))
+    }
+}
+
+impl From<StopKind> for Stop {
+    fn from(kind: StopKind) -> Self {
+        Stop::new(kind)
+    }
+}
+
+impl From<Deferred> for Stop {
+    fn from(d: Deferred) -> Self {
+        Stop::new(StopKind::Deferred(d))
+    }
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::ops::Deref for Stop {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl serde::Serialize for Stop {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +162,20 @@ mod tests {
         for (d, text) in cases {
             assert_eq!(d.to_string(), text);
         }
+    }
+
+    /// Two reasons joined as outcomes always were: `"<a>; <b>"`, the same one once.
+    #[test]
+    fn reasons_join_as_before() {
+        let a = Stop::new(StopKind::Member("account 1: refused".into()));
+        let b = Stop::from(Deferred::NextSweep);
+        assert_eq!(a.clone().and(a.clone()).to_string(), "account 1: refused");
+        let both = a.and(b);
+        assert_eq!(
+            both.to_string(),
+            "account 1: refused; deferred: the invocation's deadline was near; the next sweep writes it"
+        );
+        assert_eq!(serde_json::to_value(&both).expect("json"), serde_json::Value::String(both.to_string()));
+        assert!(both.contains("refused"));
     }
 }

@@ -543,8 +543,9 @@ pub struct Outcome {
     pub records: Vec<Record>,
     pub metrics: Metrics,
     pub infra_id: Option<String>,
-    /// Why nothing could be reconciled (no valid policy, listing failed).
-    pub error: Option<String>,
+    /// Why nothing could be reconciled, or the outcome stopped short (no valid policy, deferred,
+    /// nowhere to list, a member refused …): its text is what reports and logs carry.
+    pub error: Option<crate::reason::Stop>,
     /// The newer policy versions refused on the way (each also counted in the metrics).
     pub rejected: Vec<RejectedPolicy>,
     /// Why each sweep listing that fell back to a dearer way did (counted in the metrics too).
@@ -580,7 +581,7 @@ impl Outcome {
         }
         self.infra_id = self.infra_id.take().or(other.infra_id);
         self.error = match (self.error.take(), other.error) {
-            (Some(a), Some(b)) if a != b => Some(format!("{a}; {b}")),
+            (Some(a), Some(b)) => Some(a.and(b)),
             (a, b) => a.or(b),
         };
     }

@@ -58,6 +58,7 @@ use tagwarden_core::calls::CallCounter;
 use tagwarden_core::cloud::ClusterKind;
 use tagwarden_core::events::Event;
 use tagwarden_core::policy::clusters::valid_infra_id;
+use tagwarden_core::reason::{Deferred, Stop, StopKind};
 use tagwarden_core::report::{Outcome, Status};
 use tagwarden_core::resource::ResourceRef;
 

@@ -30,7 +30,7 @@ impl Organization {
                 let outs = match self.member(&account).await {
                     Ok(member) => self.handle_in_account(&account, &region, &member, &batch, stop_at).await,
                     Err(why) => {
-                        let why = why.to_string();
+                        let why: Stop = StopKind::Member(why.to_string()).into();
                         batch.iter().map(|_| Outcome { error: Some(why.clone()), ..Outcome::default() }).collect()
                     }
                 };
@@ -106,7 +106,8 @@ impl Organization {
         }
         for (out, why) in outs.iter_mut().zip(unroutable) {
             if let Some(why) = why {
-                out.error = Some(out.error.take().map_or(why.clone(), |e| format!("{e}; {why}")));
+                let why: Stop = StopKind::Member(why.clone()).into();
+                out.error = Some(out.error.take().map_or(why.clone(), |e| e.and(why)));
             }
         }
         outs

@@ -131,7 +131,8 @@ impl Organization {
                 return (Outcome::default(), shard.clusters.clone().unwrap_or_default(), Some(over.to_string()), None)
             }
             Err(why) => {
-                return (Outcome { error: Some(why.to_string()), ..Outcome::default() }, Vec::new(), None, None)
+                let error = Some(StopKind::Member(why.to_string()).into());
+                return (Outcome { error, ..Outcome::default() }, Vec::new(), None, None);
             }
         };
         let (mut out, mut swept, mut refused) = (Outcome::default(), Vec::new(), None);
@@ -144,7 +145,7 @@ impl Organization {
                 continue;
             }
             if stop_at.is_some_and(|t| Instant::now() >= t) {
-                out.error = Some(tagwarden_core::reason::Deferred::BeforeClusters(clusters).to_string());
+                out.error = Some(Deferred::BeforeClusters(clusters).into());
                 break;
             }
             // The session first: a refused account is one record naming the fix (the shard's
@@ -154,7 +155,7 @@ impl Organization {
             // STS fails the shard at once, so SQS retries it whole.
             match self.sessions.credentials(&shard.account, g, &group.role, &group.policy).await {
                 Err(why) if why.transient => {
-                    out.error = Some(why.to_string());
+                    out.error = Some(StopKind::Member(why.to_string()).into());
                     break;
                 }
                 Err(why) => {

@@ -53,7 +53,7 @@ impl ShardReport {
             gone: count(Status::Gone),
             api_calls,
             refused: None,
-            error: out.error.clone(),
+            error: out.error.as_ref().map(ToString::to_string),
             failures: out
                 .records
                 .iter()

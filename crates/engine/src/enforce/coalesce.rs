@@ -184,7 +184,7 @@ impl<A: Adapter> Engine<A> {
                 Next::Wait(wait) => {
                     if stop_at.is_some_and(|t| Instant::now() + wait >= t) {
                         let why = tagwarden_core::reason::Deferred::SweepWindow;
-                        return Outcome { error: Some(why.to_string()), ..Outcome::default() };
+                        return Outcome { error: Some(why.into()), ..Outcome::default() };
                     }
                     tracing::info!(clusters = ?keys, wait_ms = wait.as_millis() as u64, "policy change: waiting out the sweep window");
                     tokio::time::sleep(wait).await;

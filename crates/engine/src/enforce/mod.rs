@@ -45,6 +45,7 @@ pub use tagwarden_core::mode::Mode;
 use tagwarden_core::plan;
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::policy::clusters::{Owner, Policies};
+use tagwarden_core::reason::StopKind;
 use tagwarden_core::report::{epoch_ms, Failure, Outcome, Record};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
@@ -566,7 +567,7 @@ pub async fn load_policies<S: PolicySource>(
         }
         Err(e) => {
             tracing::error!(error = %e, "fail closed");
-            out.error = Some(e.to_string());
+            out.error = Some(StopKind::NoPolicy(e.to_string()).into());
             None
         }
     }

@@ -31,7 +31,7 @@ use tagwarden_core::cloud::{ownership_for, Cloud, ClusterRef, Ownership};
 use tagwarden_core::plan::{self, Plan};
 use tagwarden_core::policy::cache::LoadedPolicy;
 use tagwarden_core::policy::clusters::Policies;
-use tagwarden_core::reason::Deferred;
+use tagwarden_core::reason::{Deferred, StopKind};
 use tagwarden_core::report::{epoch_ms, Failure, Outcome, Record, Status};
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
@@ -149,7 +149,7 @@ impl<A: Adapter> Engine<A> {
         reuse: bool,
     ) -> Outcome {
         if let Some(why) = self.adapter.cannot_sweep() {
-            return Outcome { error: Some(why.to_string()), ..Outcome::default() };
+            return Outcome { error: Some(StopKind::CannotSweep(why.to_string()).into()), ..Outcome::default() };
         }
         let mut out = Outcome::default();
         let Some(policies) = super::load_policies(&self.store, &mut out, force).await else { return out };
