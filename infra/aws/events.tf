@@ -145,7 +145,7 @@ resource "aws_cloudwatch_event_target" "resource_events" {
 
   rule      = aws_cloudwatch_event_rule.resource_events[each.key].name
   target_id = "buffer-queue"
-  arn       = aws_sqs_queue.events.arn
+  arn       = module.events_queue.arn
 
   retry_policy {
     maximum_event_age_in_seconds = 86400
@@ -153,7 +153,7 @@ resource "aws_cloudwatch_event_target" "resource_events" {
   }
 
   dead_letter_config {
-    arn = aws_sqs_queue.dlq.arn
+    arn = module.events_queue.dlq_arn
   }
 }
 
@@ -180,7 +180,7 @@ resource "aws_cloudwatch_event_target" "sweep" {
   }
 
   dead_letter_config {
-    arn = aws_sqs_queue.dlq.arn
+    arn = module.events_queue.dlq_arn
   }
 }
 
@@ -219,7 +219,7 @@ resource "aws_cloudwatch_event_target" "policy_change" {
   }
 
   dead_letter_config {
-    arn = aws_sqs_queue.dlq.arn
+    arn = module.events_queue.dlq_arn
   }
 }
 

@@ -247,13 +247,13 @@ data "aws_iam_policy_document" "lambda" {
   statement {
     sid       = "ReceiveEventsQueue"
     actions   = ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"]
-    resources = [aws_sqs_queue.events.arn]
+    resources = [module.events_queue.arn]
   }
 
   statement {
     sid       = "AsyncDeadLetters"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dlq.arn]
+    resources = [module.events_queue.dlq_arn]
   }
 
   dynamic "statement" {

@@ -151,7 +151,7 @@ resource "aws_lambda_function" "this" {
 
   # Failed asynchronous invocations (sweep schedule, policy-change notifications) are kept, not dropped.
   dead_letter_config {
-    target_arn = aws_sqs_queue.dlq.arn
+    target_arn = module.events_queue.dlq_arn
   }
 
   tags = local.tags
@@ -226,7 +226,7 @@ resource "aws_lambda_function" "this" {
 # account's API budget"); their limits are checked on the variables. maximum_concurrency bounds the event path's
 # EC2 writes account-wide at ec2_writes_per_second x sqs_maximum_concurrency.
 resource "aws_lambda_event_source_mapping" "events" {
-  event_source_arn                   = aws_sqs_queue.events.arn
+  event_source_arn                   = module.events_queue.arn
   function_name                      = aws_lambda_function.this.arn
   batch_size                         = var.sqs_batch_size
   maximum_batching_window_in_seconds = var.sqs_batching_window_seconds

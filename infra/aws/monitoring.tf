@@ -184,7 +184,7 @@ locals {
         width  = 24
         height = 3
         properties = {
-          markdown = "## tagwarden — ${local.organization ? "AWS Organization hub `${var.name}`: every cluster of the organization module's `clusters` (tagwarden status --organization)" : local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${aws_sqs_queue.dlq.name}`.\n\n${local.mode_note}"
+          markdown = "## tagwarden — ${local.organization ? "AWS Organization hub `${var.name}`: every cluster of the organization module's `clusters` (tagwarden status --organization)" : local.cluster_set ? "cluster set `${var.name}`: ${join(", ", [for id in local.clusters : "`${id}`"])}" : "cluster `${var.infra_id}`"}\nFunction `${local.name}` · policy `${local.policy_uri}` · metrics namespace `${local.metric_namespace}` (per ResourceType). Failed events are in `${module.events_queue.dlq_name}`.\n\n${local.mode_note}"
         }
       }],
       local.compliance_widgets,
@@ -281,9 +281,9 @@ locals {
             period = 300
             stat   = "Maximum"
             metrics = [
-              ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", aws_sqs_queue.dlq.name],
-              ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", aws_sqs_queue.events.name],
-              ["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", aws_sqs_queue.events.name, { yAxis = "right" }],
+              ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", module.events_queue.dlq_name],
+              ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", module.events_queue.name],
+              ["AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", module.events_queue.name, { yAxis = "right" }],
             ]
           }
         },
@@ -444,10 +444,10 @@ resource "aws_cloudwatch_metric_alarm" "lambda_errors" {
 
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   alarm_name          = "${local.name}-dlq-not-empty"
-  alarm_description   = "tagwarden ${local.label}: events or invocations in ${aws_sqs_queue.dlq.name} could not be processed; inspect and redrive."
+  alarm_description   = "tagwarden ${local.label}: events or invocations in ${module.events_queue.dlq_name} could not be processed; inspect and redrive."
   namespace           = "AWS/SQS"
   metric_name         = "ApproximateNumberOfMessagesVisible"
-  dimensions          = { QueueName = aws_sqs_queue.dlq.name }
+  dimensions          = { QueueName = module.events_queue.dlq_name }
   statistic           = "Maximum"
   period              = var.alarm_period_seconds
   comparison_operator = "GreaterThanThreshold"
@@ -498,7 +498,7 @@ resource "aws_cloudwatch_metric_alarm" "no_sweep" {
   count = var.sweep_alarm ? 1 : 0
 
   alarm_name          = "${local.name}-no-sweep"
-  alarm_description   = "tagwarden ${local.label}: no sweep completed for ${coalesce(local.sweep_alarm_hours, 0)} h (schedule ${var.sweep_schedule}). Check the function's errors and duration (a sweep that times out never completes), the sweep rule, and the dead-letter queue ${aws_sqs_queue.dlq.name} (README, Troubleshooting)."
+  alarm_description   = "tagwarden ${local.label}: no sweep completed for ${coalesce(local.sweep_alarm_hours, 0)} h (schedule ${var.sweep_schedule}). Check the function's errors and duration (a sweep that times out never completes), the sweep rule, and the dead-letter queue ${module.events_queue.dlq_name} (README, Troubleshooting)."
   namespace           = local.metric_namespace
   metric_name         = "SweepsCompleted"
   dimensions          = { Cloud = "aws", InfraID = local.deployment_infra_id }

@@ -60,22 +60,22 @@ output "policy_parameter_arn" {
 
 output "events_queue_arn" {
   description = "ARN of the SQS buffer queue between EventBridge and the function."
-  value       = aws_sqs_queue.events.arn
+  value       = module.events_queue.arn
 }
 
 output "events_queue_url" {
   description = "URL of the SQS buffer queue."
-  value       = aws_sqs_queue.events.id
+  value       = module.events_queue.id
 }
 
 output "dlq_arn" {
   description = "ARN of the dead-letter queue (failed events, failed asynchronous invocations, undeliverable EventBridge targets)."
-  value       = aws_sqs_queue.dlq.arn
+  value       = module.events_queue.dlq_arn
 }
 
 output "dlq_url" {
   description = "URL of the dead-letter queue."
-  value       = aws_sqs_queue.dlq.id
+  value       = module.events_queue.dlq_id
 }
 
 output "event_patterns" {

@@ -23,30 +23,21 @@ locals {
   )
 }
 
-resource "aws_sqs_queue" "dlq" {
-  name                              = "${local.name}-dlq"
-  message_retention_seconds         = 1209600 # 14 days, the maximum: time to investigate and redrive
-  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
-  kms_master_key_id                 = var.kms_key_arn
-  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 3600
-  tags                              = local.tags
-}
+# The events queue and its dead-letter queue (modules/queue_with_dlq: SSE, the redrive policy, the
+# Deny of requests without TLS); the statements below are their policies' own.
+module "events_queue" {
+  source = "./modules/queue_with_dlq"
 
-resource "aws_sqs_queue" "events" {
-  name                              = "${local.name}-events"
-  visibility_timeout_seconds        = local.visibility_timeout_seconds
-  message_retention_seconds         = 345600 # 4 days
-  receive_wait_time_seconds         = 20
-  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
-  kms_master_key_id                 = var.kms_key_arn
-  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 3600
-
-  redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.dlq.arn
-    maxReceiveCount     = var.max_receive_count
-  })
-
-  tags = local.tags
+  name                       = "${local.name}-events"
+  dlq_name                   = "${local.name}-dlq"
+  visibility_timeout_seconds = local.visibility_timeout_seconds
+  message_retention_seconds  = 345600 # 4 days
+  receive_wait_time_seconds  = 20
+  max_receive_count          = var.max_receive_count
+  kms_key_arn                = var.kms_key_arn
+  policy_documents           = [data.aws_iam_policy_document.events_queue.json]
+  dlq_policy_documents       = [data.aws_iam_policy_document.dlq.json]
+  tags                       = local.tags
 }
 
 data "aws_iam_policy_document" "events_queue" {
@@ -57,7 +48,7 @@ data "aws_iam_policy_document" "events_queue" {
     content {
       sid       = "EventBridgeRules"
       actions   = ["sqs:SendMessage"]
-      resources = [aws_sqs_queue.events.arn]
+      resources = [module.events_queue.arn]
 
       principals {
         type        = "Service"
@@ -88,7 +79,7 @@ data "aws_iam_policy_document" "events_queue" {
     sid       = "DenyAllButTheRules"
     effect    = "Deny"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.events.arn]
+    resources = [module.events_queue.arn]
 
     principals {
       type        = "*"
@@ -113,36 +104,14 @@ data "aws_iam_policy_document" "events_queue" {
       }
     }
   }
-
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["sqs:*"]
-    resources = [aws_sqs_queue.events.arn]
-
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
 }
 
-resource "aws_sqs_queue_policy" "events" {
-  queue_url = aws_sqs_queue.events.id
-  policy    = data.aws_iam_policy_document.events_queue.json
-}
 
 data "aws_iam_policy_document" "dlq" {
   statement {
     sid       = "EventBridgeTargetDeadLetters"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dlq.arn]
+    resources = [module.events_queue.dlq_arn]
 
     principals {
       type        = "Service"
@@ -155,27 +124,25 @@ data "aws_iam_policy_document" "dlq" {
       values   = local.dlq_sender_rule_arns
     }
   }
-
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["sqs:*"]
-    resources = [aws_sqs_queue.dlq.arn]
-
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
 }
 
-resource "aws_sqs_queue_policy" "dlq" {
-  queue_url = aws_sqs_queue.dlq.id
-  policy    = data.aws_iam_policy_document.dlq.json
+# The queues of one version before modules/queue_with_dlq, moved into it.
+moved {
+  from = aws_sqs_queue.events
+  to   = module.events_queue.aws_sqs_queue.this
+}
+
+moved {
+  from = aws_sqs_queue.dlq
+  to   = module.events_queue.aws_sqs_queue.dlq
+}
+
+moved {
+  from = aws_sqs_queue_policy.events
+  to   = module.events_queue.aws_sqs_queue_policy.this
+}
+
+moved {
+  from = aws_sqs_queue_policy.dlq
+  to   = module.events_queue.aws_sqs_queue_policy.dlq
 }

@@ -33,8 +33,10 @@ def main(path: str, hub: str, org: str) -> int:
     bucket_module = "module.organization.module.organization_bucket."
     bucket_policy = json.loads(at[bucket_module + "aws_s3_bucket_policy.this"]["policy"])
     bucket = at[bucket_module + "aws_s3_bucket.this"]["bucket"]
-    queue_policy = json.loads(found[("aws_sqs_queue_policy", "member_events")][0]["policy"])
-    queue_arn = [q["arn"] for q in found[("aws_sqs_queue", "member_events")]][0]
+    # The member-events queue is the queue_with_dlq module's, inside the organization module.
+    queue_module = "module.organization.module.member_events_queue."
+    queue_policy = json.loads(at[queue_module + "aws_sqs_queue_policy.this"]["policy"])
+    queue_arn = at[queue_module + "aws_sqs_queue.this"]["arn"]
     rule_arn = found[("aws_cloudwatch_event_rule", "member_events")][0]["arn"]
     bus_policy = json.loads(found[("aws_cloudwatch_event_bus_policy", "hub")][0]["policy"])
     bus_arn = found[("aws_cloudwatch_event_bus", "hub")][0]["arn"]

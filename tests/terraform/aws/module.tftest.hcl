@@ -173,8 +173,8 @@ run "batching_defaults" {
     error_message = "TAGWARDEN_EC2_WRITES_PER_SECOND: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
   }
   assert {
-    condition     = aws_sqs_queue.events.visibility_timeout_seconds == 6 * 300 + 2
-    error_message = "visibility timeout ${aws_sqs_queue.events.visibility_timeout_seconds}, want 6 x timeout + window = 1802"
+    condition     = module.events_queue.visibility_timeout_seconds == 6 * 300 + 2
+    error_message = "visibility timeout ${module.events_queue.visibility_timeout_seconds}, want 6 x timeout + window = 1802"
   }
   assert {
     condition     = output.ec2_writes_per_second_bound.per_invocation == 2 && output.ec2_writes_per_second_bound.event_path == 4 && output.ec2_writes_per_second_bound.all_invocations == 6
@@ -353,8 +353,8 @@ run "batching_inputs_reach_the_mapping_and_the_function" {
     error_message = "TAGWARDEN_EC2_WRITES_PER_SECOND: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
   }
   assert {
-    condition     = aws_sqs_queue.events.visibility_timeout_seconds == 360
-    error_message = "visibility timeout ${aws_sqs_queue.events.visibility_timeout_seconds}, want 6 x 60 + 0"
+    condition     = module.events_queue.visibility_timeout_seconds == 360
+    error_message = "visibility timeout ${module.events_queue.visibility_timeout_seconds}, want 6 x 60 + 0"
   }
   assert {
     condition     = output.ec2_writes_per_second_bound == { per_invocation = 1, event_path = 3, all_invocations = 4 }

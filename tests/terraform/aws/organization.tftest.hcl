@@ -133,8 +133,8 @@ run "a_hub_with_a_stack_set_of_spokes" {
   assert {
     condition = (aws_lambda_event_source_mapping.shards.batch_size == 1 &&
       aws_lambda_event_source_mapping.shards.scaling_config[0].maximum_concurrency == 20 &&
-      aws_sqs_queue.shards.fifo_queue && aws_sqs_queue.shards.name == "tagwarden-shards.fifo" &&
-      aws_sqs_queue.shards_dlq.fifo_queue && length(aws_cloudwatch_metric_alarm.dead_letters) == 2 &&
+      module.shards_queue.fifo_queue && module.shards_queue.name == "tagwarden-shards.fifo" &&
+      module.shards_queue.dlq_name == "tagwarden-shards-dlq.fifo" && length(aws_cloudwatch_metric_alarm.dead_letters) == 2 &&
     toset([for a in aws_cloudwatch_metric_alarm.members : a.metric_name]) == toset(["MemberRefused", "MemberOverCap", "MemberNotReached", "MemberSweepStale"]))
     error_message = "one shard an invocation, at most 20 at once, from a FIFO queue (one message group per account-region) with its FIFO dead-letter queue and both alarmed; the members' alarms"
   }

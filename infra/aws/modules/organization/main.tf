@@ -152,23 +152,21 @@ resource "aws_cloudwatch_event_rule" "member_events" {
 resource "aws_cloudwatch_event_target" "member_events" {
   rule           = aws_cloudwatch_event_rule.member_events.name
   event_bus_name = aws_cloudwatch_event_bus.hub.name
-  arn            = aws_sqs_queue.member_events.arn
+  arn            = module.member_events_queue.arn
 }
 
 # --- queues --------------------------------------------------------------------------------------------
 
-resource "aws_sqs_queue" "dlq" {
-  name                      = "${var.name}-org-dlq"
-  message_retention_seconds = 1209600 # 14 days, SQS's maximum: time to look at what failed
-  sqs_managed_sse_enabled   = true
-  tags                      = var.tags
-}
+# The members' events and their dead-letter queue (../queue_with_dlq: SSE-SQS, the redrive policy,
+# the Deny of requests without TLS); the queue's policy admits the hub bus's rule alone (below).
+module "member_events_queue" {
+  source = "../queue_with_dlq"
 
-resource "aws_sqs_queue" "member_events" {
   name                       = "${var.name}-member-events"
+  dlq_name                   = "${var.name}-org-dlq"
   visibility_timeout_seconds = 6 * var.function_timeout_seconds
-  sqs_managed_sse_enabled    = true
-  redrive_policy             = jsonencode({ deadLetterTargetArn = aws_sqs_queue.dlq.arn, maxReceiveCount = var.max_receive_count })
+  max_receive_count          = var.max_receive_count
+  policy_documents           = [data.aws_iam_policy_document.member_events_queue.json]
   tags                       = var.tags
 }
 
@@ -181,31 +179,23 @@ resource "aws_sqs_queue" "member_events" {
 # "Configuring scaling behavior for SQS event source mappings"), so they run one after another
 # while other account-regions run beside them. High-throughput FIFO (deduplication and the
 # throughput limit per message group; SQS Developer Guide, "High throughput for FIFO queues").
-resource "aws_sqs_queue" "shards" {
-  name                       = "${var.name}-shards.fifo"
-  fifo_queue                 = true
-  deduplication_scope        = "messageGroup"
-  fifo_throughput_limit      = "perMessageGroupId"
-  visibility_timeout_seconds = 6 * var.function_timeout_seconds
-  sqs_managed_sse_enabled    = true
-  redrive_policy             = jsonencode({ deadLetterTargetArn = aws_sqs_queue.shards_dlq.arn, maxReceiveCount = var.max_receive_count })
-  tags                       = var.tags
-}
+# Its dead-letter queue is FIFO too, as SQS requires.
+module "shards_queue" {
+  source = "../queue_with_dlq"
 
-# "The dead-letter queue of a FIFO queue must also be a FIFO queue" (SQS Developer Guide, "Using
-# dead-letter queues in Amazon SQS").
-resource "aws_sqs_queue" "shards_dlq" {
-  name                      = "${var.name}-shards-dlq.fifo"
-  fifo_queue                = true
-  message_retention_seconds = 1209600 # 14 days, SQS's maximum
-  sqs_managed_sse_enabled   = true
-  tags                      = var.tags
+  name                       = "${var.name}-shards.fifo"
+  dlq_name                   = "${var.name}-shards-dlq.fifo"
+  fifo_queue                 = true
+  fifo_high_throughput       = true
+  visibility_timeout_seconds = 6 * var.function_timeout_seconds
+  max_receive_count          = var.max_receive_count
+  tags                       = var.tags
 }
 
 # Something dead-lettered is something not enforced: an alarm on each dead-letter queue, to the
 # tagwarden module's topic (its sns_topic_arn output) when given.
 resource "aws_cloudwatch_metric_alarm" "dead_letters" {
-  for_each = { member_events = aws_sqs_queue.dlq.name, shards = aws_sqs_queue.shards_dlq.name }
+  for_each = { member_events = module.member_events_queue.dlq_name, shards = module.shards_queue.dlq_name }
 
   alarm_name          = "${var.name}-org-${replace(each.key, "_", "-")}-dead-letters"
   alarm_description   = "tagwarden organization: ${each.key == "shards" ? "sweep shards (their bodies name the account and region)" : "member events"} kept failing and are in ${each.value}; the function's logs say why. Inspect, then redrive."
@@ -261,7 +251,7 @@ data "aws_iam_policy_document" "member_events_queue" {
   statement {
     sid       = "HubBusRule"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.member_events.arn]
+    resources = [module.member_events_queue.arn]
 
     principals {
       type        = "Service"
@@ -282,7 +272,7 @@ data "aws_iam_policy_document" "member_events_queue" {
     sid       = "OnlyTheHubBusRule"
     effect    = "Deny"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.member_events.arn]
+    resources = [module.member_events_queue.arn]
 
     principals {
       type        = "*"
@@ -297,13 +287,8 @@ data "aws_iam_policy_document" "member_events_queue" {
   }
 }
 
-resource "aws_sqs_queue_policy" "member_events" {
-  queue_url = aws_sqs_queue.member_events.id
-  policy    = data.aws_iam_policy_document.member_events_queue.json
-}
-
 resource "aws_lambda_event_source_mapping" "member_events" {
-  event_source_arn = aws_sqs_queue.member_events.arn
+  event_source_arn = module.member_events_queue.arn
   function_name    = var.function_arn
   # As the tagwarden module's events mapping (sqs_batch_size, sqs_batching_window_seconds): a
   # scale-up's events share their reads and writes.
@@ -314,7 +299,7 @@ resource "aws_lambda_event_source_mapping" "member_events" {
 
 # Batch size 1: an invocation sweeps one shard, well inside Lambda's 15 minutes.
 resource "aws_lambda_event_source_mapping" "shards" {
-  event_source_arn        = aws_sqs_queue.shards.arn
+  event_source_arn        = module.shards_queue.arn
   function_name           = var.function_arn
   batch_size              = 1
   function_response_types = ["ReportBatchItemFailures"]
@@ -605,13 +590,13 @@ data "aws_iam_policy_document" "function" {
   statement {
     sid       = "SendShards"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.shards.arn]
+    resources = [module.shards_queue.arn]
   }
 
   statement {
     sid       = "ConsumeQueues"
     actions   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
-    resources = [aws_sqs_queue.shards.arn, aws_sqs_queue.member_events.arn]
+    resources = [module.shards_queue.arn, module.member_events_queue.arn]
   }
 
   statement {
@@ -746,4 +731,31 @@ resource "aws_cloudformation_stack_set_instance" "member_roles" {
 
   # The spoke's shared part first: an upgrade removes the role from it before this creates it.
   depends_on = [aws_cloudformation_stack_set_instance.member]
+}
+
+# The queues of one version before ../queue_with_dlq, moved into it.
+
+moved {
+  from = aws_sqs_queue.member_events
+  to   = module.member_events_queue.aws_sqs_queue.this
+}
+
+moved {
+  from = aws_sqs_queue.dlq
+  to   = module.member_events_queue.aws_sqs_queue.dlq
+}
+
+moved {
+  from = aws_sqs_queue_policy.member_events
+  to   = module.member_events_queue.aws_sqs_queue_policy.this
+}
+
+moved {
+  from = aws_sqs_queue.shards
+  to   = module.shards_queue.aws_sqs_queue.this
+}
+
+moved {
+  from = aws_sqs_queue.shards_dlq
+  to   = module.shards_queue.aws_sqs_queue.dlq
 }

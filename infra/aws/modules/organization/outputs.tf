@@ -5,7 +5,7 @@ output "environment" {
     TAGWARDEN_MEMBER_ROLE     = var.member_role_name
     TAGWARDEN_MEMBER_REGIONS  = join(",", var.member_regions)
     TAGWARDEN_CLUSTERS        = join(",", var.clusters)
-    TAGWARDEN_SHARD_QUEUE_URL = aws_sqs_queue.shards.url
+    TAGWARDEN_SHARD_QUEUE_URL = module.shards_queue.url
   }
 }
 
@@ -26,17 +26,17 @@ output "hub_event_bus_arn" {
 
 output "shard_queue_url" {
   description = "The sweep shards' queue."
-  value       = aws_sqs_queue.shards.url
+  value       = module.shards_queue.url
 }
 
 output "shards_dlq_url" {
   description = "Where shards that kept failing are kept (FIFO; their bodies name the account and region)."
-  value       = aws_sqs_queue.shards_dlq.url
+  value       = module.shards_queue.dlq_url
 }
 
 output "dlq_url" {
   description = "Where member events that kept failing are kept (shards: shards_dlq_url)."
-  value       = aws_sqs_queue.dlq.url
+  value       = module.member_events_queue.dlq_url
 }
 
 output "member_roles" {

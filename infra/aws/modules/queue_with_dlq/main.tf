@@ -1,0 +1,90 @@
+# An SQS queue and its dead-letter queue, as every queue pair of tagwarden's is: encrypted at rest
+# (SSE-SQS, or SSE-KMS with the caller's key), failed messages moved to the dead-letter queue after
+# max_receive_count receives and kept there 14 days, and a policy on each queue that refuses
+# requests without TLS beside the caller's own statements. FIFO when the caller asks ("The
+# dead-letter queue of a FIFO queue must also be a FIFO queue", SQS Developer Guide, "Using
+# dead-letter queues in Amazon SQS").
+
+resource "aws_sqs_queue" "dlq" {
+  name                              = var.dlq_name
+  fifo_queue                        = var.fifo_queue
+  message_retention_seconds         = 1209600 # 14 days, SQS's maximum: time to look at what failed and redrive it
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 3600
+  tags                              = var.tags
+}
+
+resource "aws_sqs_queue" "this" {
+  name                              = var.name
+  fifo_queue                        = var.fifo_queue
+  deduplication_scope               = var.fifo_queue && var.fifo_high_throughput ? "messageGroup" : null
+  fifo_throughput_limit             = var.fifo_queue && var.fifo_high_throughput ? "perMessageGroupId" : null
+  visibility_timeout_seconds        = var.visibility_timeout_seconds
+  message_retention_seconds         = var.message_retention_seconds
+  receive_wait_time_seconds         = var.receive_wait_time_seconds
+  sqs_managed_sse_enabled           = var.kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.kms_key_arn
+  kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 3600
+
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dlq.arn
+    maxReceiveCount     = var.max_receive_count
+  })
+
+  tags = var.tags
+}
+
+data "aws_iam_policy_document" "this" {
+  source_policy_documents = var.policy_documents
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.this.arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "this" {
+  queue_url = aws_sqs_queue.this.id
+  policy    = data.aws_iam_policy_document.this.json
+}
+
+data "aws_iam_policy_document" "dlq" {
+  source_policy_documents = var.dlq_policy_documents
+
+  statement {
+    sid       = "DenyInsecureTransport"
+    effect    = "Deny"
+    actions   = ["sqs:*"]
+    resources = [aws_sqs_queue.dlq.arn]
+
+    principals {
+      type        = "*"
+      identifiers = ["*"]
+    }
+
+    condition {
+      test     = "Bool"
+      variable = "aws:SecureTransport"
+      values   = ["false"]
+    }
+  }
+}
+
+resource "aws_sqs_queue_policy" "dlq" {
+  queue_url = aws_sqs_queue.dlq.id
+  policy    = data.aws_iam_policy_document.dlq.json
+}

@@ -1,0 +1,96 @@
+variable "name" {
+  description = "The queue's name (ending in `.fifo` when `fifo_queue`)."
+  type        = string
+
+  validation {
+    # SQS Developer Guide, "Amazon SQS queue quotas": up to 80 characters, alphanumerics, '-' and
+    # '_'; a FIFO queue's name ends in ".fifo" (counted).
+    condition     = can(regex("^[A-Za-z0-9_-]{1,75}(\\.fifo)?$", var.name)) && length(var.name) <= 80
+    error_message = "The queue name must be up to 80 letters, digits, '-' and '_' (a FIFO queue's ending in .fifo): shorten the caller's name."
+  }
+}
+
+variable "dlq_name" {
+  description = "The dead-letter queue's name (ending in `.fifo` when `fifo_queue`)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,75}(\\.fifo)?$", var.dlq_name)) && length(var.dlq_name) <= 80
+    error_message = "The dead-letter queue name must be up to 80 letters, digits, '-' and '_' (a FIFO queue's ending in .fifo): shorten the caller's name."
+  }
+}
+
+variable "fifo_queue" {
+  description = "Both queues FIFO (their names end in `.fifo`)."
+  type        = bool
+  default     = false
+  nullable    = false
+
+  validation {
+    # SQS: a FIFO queue's name ends in ".fifo", a standard queue's does not; a FIFO queue's
+    # dead-letter queue is FIFO too.
+    condition     = endswith(var.name, ".fifo") == var.fifo_queue && endswith(var.dlq_name, ".fifo") == var.fifo_queue
+    error_message = "With fifo_queue both names end in .fifo; without it neither does."
+  }
+}
+
+variable "fifo_high_throughput" {
+  description = "With `fifo_queue`: high-throughput FIFO on the queue (deduplication and the throughput limit per message group)."
+  type        = bool
+  default     = false
+  nullable    = false
+}
+
+variable "visibility_timeout_seconds" {
+  description = "The queue's visibility timeout; null for SQS's default (30 s)."
+  type        = number
+  default     = null
+}
+
+variable "message_retention_seconds" {
+  description = "How long the queue keeps a message; null for SQS's default (4 days). The dead-letter queue keeps its messages 14 days, the maximum."
+  type        = number
+  default     = null
+}
+
+variable "receive_wait_time_seconds" {
+  description = "The queue's long-polling wait; null for SQS's default (0)."
+  type        = number
+  default     = null
+}
+
+variable "max_receive_count" {
+  description = "Receives of a message before SQS moves it to the dead-letter queue."
+  type        = number
+
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
+    error_message = "max_receive_count must be 1-1000 (SQS's redrive policy)."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "A customer-managed KMS key for SSE-KMS on both queues (data keys reused for an hour); null for SSE-SQS."
+  type        = string
+  default     = null
+}
+
+variable "policy_documents" {
+  description = "The caller's statements for the queue's policy (JSON policy documents, as aws_iam_policy_document renders them); the module adds the Deny of requests without TLS."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "dlq_policy_documents" {
+  description = "The caller's statements for the dead-letter queue's policy; the module adds the Deny of requests without TLS."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "tags" {
+  description = "Tags of both queues."
+  type        = map(string)
+  default     = {}
+}
