@@ -20,8 +20,9 @@ module "tagwarden" {
   # mode = "enforce".
   mode = var.mode
 
-  infra_ids  = var.infra_ids
-  lambda_zip = var.lambda_zip
+  infra_ids     = var.infra_ids
+  cluster_kinds = var.cluster_kinds
+  lambda_zip    = var.lambda_zip
 
   # Each cluster publishes its own policy (no tags invented here); initial_policies
   # writes a first version once, for the clusters it names.

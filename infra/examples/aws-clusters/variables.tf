@@ -45,3 +45,9 @@ variable "mode" {
   type        = string
   default     = "audit"
 }
+
+variable "cluster_kinds" {
+  description = "What provisioned each cluster that is not an OpenShift installer cluster, by infraID: `ClusterAPI` (a CAPA workload cluster, named by its `Cluster`'s name) or `HyperShift`. Must agree with the `clusterKind` each cluster's policy publishes."
+  type        = map(string)
+  default     = {}
+}

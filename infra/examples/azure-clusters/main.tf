@@ -45,6 +45,8 @@ module "tagwarden" {
   cluster_policy_documents = var.initial_policies
   # The caller of `terraform apply` uploads the policies: it needs blob write on the policy container.
   policy_writer_principal_ids = [data.azurerm_client_config.current.object_id]
+  # Each cluster's publisher writes its own folder only.
+  cluster_publisher_principal_ids = { for id, c in var.clusters : id => c.publisher_principal_id if c.publisher_principal_id != null }
 
   sweep_schedule = "0 0 * * * *" # hourly
   alert_emails   = var.alert_emails

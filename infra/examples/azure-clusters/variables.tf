@@ -15,11 +15,12 @@ variable "location" {
 }
 
 variable "clusters" {
-  description = "The subscription's clusters: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`; for a Cluster API (CAPZ) cluster its `Cluster`'s name) => its resource group (`{.status.platformStatus.azure.resourceGroupName}`; a CAPZ cluster's `AzureCluster` `spec.resourceGroup`) and, when the VNet is elsewhere, its network resource group (`{.status.platformStatus.azure.networkResourceGroupName}`), and for a cluster not made by the OpenShift installer its `kind`: `ClusterAPI` (CAPZ: name up to 63 characters, '.' allowed) or `HyperShift`. An ARO cluster's managed resource group refuses role assignments: deploy ARO with `infra/examples/azure-basic`'s `enforcement_scope = \"subscription\"`, or the module with the subscription as its scope."
+  description = "The subscription's clusters: infraID (`oc get infrastructure cluster -o jsonpath='{.status.infrastructureName}'`; for a Cluster API (CAPZ) cluster its `Cluster`'s name) => its resource group (`{.status.platformStatus.azure.resourceGroupName}`; a CAPZ cluster's `AzureCluster` `spec.resourceGroup`) and, when the VNet is elsewhere, its network resource group (`{.status.platformStatus.azure.networkResourceGroupName}`), and for a cluster not made by the OpenShift installer its `kind`: `ClusterAPI` (CAPZ: name up to 63 characters, '.' allowed) or `HyperShift`. An ARO cluster's managed resource group refuses role assignments: deploy ARO with `infra/examples/azure-basic`'s `enforcement_scope = \"subscription\"`, or the module with the subscription as its scope. `publisher_principal_id`: the object id of the cluster's policy publisher (the managed identity ccoctl creates from its CredentialsRequest; null until it exists), which may then write that cluster's folder `clusters/<infraID>/` and no other."
   type = map(object({
     resource_group         = string
     network_resource_group = optional(string)
     kind                   = optional(string)
+    publisher_principal_id = optional(string)
   }))
 }
 
