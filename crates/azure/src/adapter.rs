@@ -76,6 +76,14 @@ impl WritePacing {
     }
 }
 
+/// A sweep part (a queue message's subscription) this deployment does not sweep, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sweep part {part:?}: {why}")]
+pub struct PartRefused {
+    pub part: String,
+    pub why: String,
+}
+
 impl ArmTagger {
     /// Sweeping `sweep_scopes` through Resource Graph, ARM's listing where it is refused, and
     /// writing at most half of each subscription's ARM write budget ([`WritePacing`]).
@@ -90,7 +98,14 @@ impl ArmTagger {
     /// waits for, or spends the budget of, another's.
     pub async fn parts(&self) -> Result<Vec<String>, CloudError> {
         let scopes = Scopes::parse(&self.sweep_scopes).map_err(|why| {
-            CloudError::azure("sweep scopes", "TAGWARDEN_SWEEP_SCOPES", None, "InvalidScope", &why, ErrorClass::Fatal)
+            CloudError::azure(
+                "sweep scopes",
+                "TAGWARDEN_SWEEP_SCOPES",
+                None,
+                "InvalidScope",
+                &why.to_string(),
+                ErrorClass::Fatal,
+            )
         })?;
         let mut parts: BTreeSet<String> =
             scopes.subscriptions().iter().map(|s| format!("/subscriptions/{s}")).collect();
@@ -105,13 +120,13 @@ impl ArmTagger {
     /// scopes' management groups. A part outside the scopes is refused, naming them: a queue
     /// message can name any subscription, and a deployment sweeps only its own. Its writes are
     /// paced on buckets of its own (one subscription's, as before).
-    pub async fn narrowed(&self, part: &str) -> Result<ArmTagger, String> {
-        let refused = |why: String| format!("sweep part {part:?}: {why}");
+    pub async fn narrowed(&self, part: &str) -> Result<ArmTagger, PartRefused> {
+        let refused = |why: String| PartRefused { part: part.to_string(), why };
         let sub = match part.trim_matches('/').split('/').collect::<Vec<_>>().as_slice() {
             [s, sub] if s.eq_ignore_ascii_case("subscriptions") && !sub.is_empty() => sub.to_ascii_lowercase(),
             _ => return Err(refused("not a subscription ID (/subscriptions/<id>)".into())),
         };
-        let scopes = Scopes::parse(&self.sweep_scopes).map_err(refused)?;
+        let scopes = Scopes::parse(&self.sweep_scopes).map_err(|e| refused(e.to_string()))?;
         let mut within = scopes.named_in(&sub);
         if within.is_empty() {
             for group in scopes.management_groups() {
@@ -283,7 +298,7 @@ impl Adapter for ArmTagger {
                     }
                     Err(GraphError::Refused(e)) => Some(e.to_string()),
                 },
-                Err(why) => Some(why),
+                Err(why) => Some(why.to_string()),
             }
         };
         let mut out = Vec::with_capacity(clusters.len());

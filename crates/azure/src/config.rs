@@ -197,7 +197,7 @@ impl Config {
                     return Err(ConfigError::Invalid {
                         var: "TAGWARDEN_SWEEP_SCOPES",
                         value: s.clone(),
-                        problem: why,
+                        problem: why.to_string(),
                         fix: "a comma-separated list of /subscriptions/SUB, /subscriptions/SUB/resourceGroups/RG or /providers/Microsoft.Management/managementGroups/GROUP".into(),
                     });
                 }

@@ -235,7 +235,7 @@ impl Handler {
             Ok(adapter) => self.engine.part(adapter, part.to_ascii_lowercase()).sweep(false, None, None).await,
             Err(why) => {
                 tracing::error!("{why}");
-                Outcome { error: Some(StopKind::CannotSweep(why).into()), ..Outcome::default() }
+                Outcome { error: Some(StopKind::CannotSweep(why.to_string()).into()), ..Outcome::default() }
             }
         }
     }

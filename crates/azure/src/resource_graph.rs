@@ -100,11 +100,16 @@ pub fn management_group_of(scope: &str) -> Option<&str> {
     (!id.is_empty() && !id.contains('/')).then_some(id)
 }
 
+/// A sweep scope that is neither a subscription, a resource group nor a management group ID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sweep scope {0:?} is neither a subscription, a resource group nor a management group ID")]
+pub struct ScopeError(pub String);
+
 impl Scopes {
     /// `/subscriptions/ID`, `/subscriptions/ID/resourceGroups/NAME` and
     /// `/providers/Microsoft.Management/managementGroups/ID`, as the configuration takes them; a
     /// subscription swallows its resource groups.
-    pub fn parse(scopes: &[String]) -> Result<Scopes, String> {
+    pub fn parse(scopes: &[String]) -> Result<Scopes, ScopeError> {
         let mut out = Scopes::default();
         for scope in scopes {
             if let Some(group) = management_group_of(scope) {
@@ -128,11 +133,7 @@ impl Scopes {
                         groups.insert(rg.to_ascii_lowercase());
                     }
                 }
-                _ => {
-                    return Err(format!(
-                        "sweep scope {scope:?} is neither a subscription, a resource group nor a management group ID"
-                    ))
-                }
+                _ => return Err(ScopeError(scope.clone())),
             }
         }
         Ok(out)
