@@ -11,11 +11,19 @@ locals {
   # the role may write under and whose policies the function applies.
   cluster_set = var.infra_ids != null
   clusters    = local.cluster_set ? var.infra_ids : compact([var.infra_id])
-  # An AWS Organization hub (modules/organization's `environment` in extra_environment,
-  # with infra_ids = []). Every account, the hub's too, is enforced through its member role and
-  # spoke, so this module grants no tag write, adds no rule for the hub account's own events, and
+  # An AWS Organization hub (organization = modules/organization's `hub`, with infra_ids = [];
+  # or, as before that input, its `environment` in extra_environment). Every account, the hub's
+  # too, is enforced through its member role and spoke, so this module grants no tag write, adds no rule for the hub account's own events, and
   # draws and alarms on the whole organization's metrics rather than per listed cluster.
-  organization = contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
+  organization = var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
+  # The hub's settings as the function reads them (crates/aws/src/organization/config.rs).
+  organization_environment = var.organization == null ? {} : {
+    TAGWARDEN_ORGANIZATION    = var.organization.uri
+    TAGWARDEN_MEMBER_ROLE     = var.organization.member_role
+    TAGWARDEN_MEMBER_REGIONS  = join(",", var.organization.member_regions)
+    TAGWARDEN_CLUSTERS        = join(",", var.organization.clusters)
+    TAGWARDEN_SHARD_QUEUE_URL = var.organization.shard_queue_url
+  }
   # Names in infra_ids not shaped as OpenShift's infraIDs, though their kind says OpenShift.
   long_openshift_ids = [for id in local.clusters : id if
   lookup(var.cluster_kinds, id, "OpenShift") != "ClusterAPI" && !can(regex("^[a-z0-9]([a-z0-9-]{0,25}[a-z0-9])?$", id))]
@@ -146,7 +154,7 @@ resource "aws_lambda_function" "this" {
       # The controllers whose changes may hold a key back (a contest); every other writer's change
       # is corrected every time. Unset: the code's defaults (the load balancer controller, CAPA).
       TAGWARDEN_YIELD_TO = length(var.yield_to) == 0 ? "none" : join(",", var.yield_to)
-    }, var.extra_environment)
+    }, local.organization_environment, var.extra_environment)
   }
 
   # Failed asynchronous invocations (sweep schedule, policy-change notifications) are kept, not dropped.

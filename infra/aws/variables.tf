@@ -28,7 +28,7 @@ variable "infra_id" {
 
   # An organization hub has no cluster of its own (infra_ids, below).
   validation {
-    condition     = var.infra_id == null || !contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
+    condition     = var.infra_id == null || !(var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION"))
     error_message = "An AWS Organization hub takes infra_ids = [], not infra_id: list the hub account's own clusters in the organization module's clusters (\"<hub account>/<infraID>\") and deploy modules/member in the hub account, as for any member."
   }
 }
@@ -40,14 +40,14 @@ variable "infra_ids" {
 
   validation {
     condition = var.infra_ids == null ? true : (
-      (length(var.infra_ids) > 0 || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")) &&
+      (length(var.infra_ids) > 0 || var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")) &&
       length(distinct(var.infra_ids)) == length(var.infra_ids) &&
       # Up to 63 characters here, for Cluster API names; OpenShift's 27 are held by the
       # function's precondition (main.tf), which can read cluster_kinds (this validation cannot:
       # cluster_kinds' own validation reads infra_ids).
       alltrue([for id in var.infra_ids : can(regex("^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$", id))])
     )
-    error_message = "infra_ids must be a non-empty list of distinct infraIDs (OpenShift: 1-27 lowercase letters, digits and '-'; a Cluster API cluster's name, with cluster_kinds: up to 63, also '.' and '_' (an EKS cluster's default name is <namespace>_<name>); starting and ending with a letter or digit); [] only for an AWS Organization hub (extra_environment = module.organization.environment)."
+    error_message = "infra_ids must be a non-empty list of distinct infraIDs (OpenShift: 1-27 lowercase letters, digits and '-'; a Cluster API cluster's name, with cluster_kinds: up to 63, also '.' and '_' (an EKS cluster's default name is <namespace>_<name>); starting and ending with a letter or digit); [] only for an AWS Organization hub (organization = module.organization.hub)."
   }
 
   # An organization hub enforces every account, its own too, through that account's
@@ -56,7 +56,7 @@ variable "infra_ids" {
   # single-account grants and rules beside them: every event of it handled twice, and writes outside
   # the session policies.
   validation {
-    condition     = var.infra_ids == null || !contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION") ? true : length(var.infra_ids) == 0
+    condition     = var.infra_ids == null || !(var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")) ? true : length(var.infra_ids) == 0
     error_message = "An AWS Organization hub takes infra_ids = []: list the hub account's own clusters in the organization module's clusters (\"<hub account>/<infraID>\") and deploy modules/member in the hub account, as for any member."
   }
 
@@ -701,14 +701,46 @@ variable "trail_bucket_force_destroy" {
   nullable    = false
 }
 
+variable "organization" {
+  description = "An AWS Organization hub: modules/organization's `hub` output (where the members publish, the member role, the regions, the clusters and the shard queue). With `infra_ids = []` (docs/src/guides/aws-organization.md). null: this account's own clusters."
+  type = object({
+    uri             = string
+    member_role     = string
+    member_regions  = list(string)
+    clusters        = list(string)
+    shard_queue_url = string
+  })
+  default = null
+
+  validation {
+    condition = var.organization == null ? true : (
+      can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/", var.organization.uri)) &&
+      can(regex("^[A-Za-z0-9+=,.@_-]{1,64}$", var.organization.member_role)) &&
+      length(var.organization.member_regions) > 0 &&
+      alltrue([for r in var.organization.member_regions : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]$", r))]) &&
+      length(var.organization.clusters) > 0 &&
+      alltrue([for c in var.organization.clusters : can(regex("^[0-9]{12}/([A-Za-z0-9][A-Za-z0-9_.-]{0,62}|\\*)$", c))]) &&
+      startswith(var.organization.shard_queue_url, "https://")
+    )
+    error_message = "organization takes modules/organization's hub output: uri s3://<bucket>/<prefix>, member_role an IAM role name, member_regions at least one region, clusters \"<account>/<infraID>\" or \"<account>/*\", shard_queue_url the shard queue's https URL."
+  }
+
+  # One way to say it: the earlier wiring (modules/organization's environment in extra_environment)
+  # still switches the hub on, but not beside this input.
+  validation {
+    condition     = var.organization == null || length(setintersection(keys(var.extra_environment), ["TAGWARDEN_ORGANIZATION", "TAGWARDEN_MEMBER_ROLE", "TAGWARDEN_MEMBER_REGIONS", "TAGWARDEN_CLUSTERS", "TAGWARDEN_SHARD_QUEUE_URL"])) == 0
+    error_message = "Set organization = module.organization.hub, and drop module.organization.environment from extra_environment: the hub's settings come from one input."
+  }
+}
+
 variable "extra_environment" {
-  description = "Settings laid over the function's environment: an AWS Organization hub's, from modules/organization's `environment` (TAGWARDEN_ORGANIZATION and the rest; docs/src/guides/aws-organization.md)."
+  description = "Settings laid over the function's environment (TAGWARDEN_* only). An AWS Organization hub takes `organization` instead; modules/organization's `environment` here (the earlier wiring, with TAGWARDEN_ORGANIZATION) still makes a hub."
   type        = map(string)
   default     = {}
 
   validation {
     condition     = alltrue([for k in keys(var.extra_environment) : can(regex("^TAGWARDEN_[A-Z_]+$", k))])
-    error_message = "extra_environment may only set TAGWARDEN_* variables (pass modules/organization's environment output)."
+    error_message = "extra_environment may only set TAGWARDEN_* variables (an organization hub: organization = module.organization.hub)."
   }
 }
 

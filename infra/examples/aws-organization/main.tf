@@ -26,10 +26,10 @@ module "tagwarden" {
   infra_ids  = []
   lambda_zip = var.lambda_zip
 
-  policy_source     = "s3"
-  extra_environment = module.organization.environment
-  sweep_schedule    = "rate(1 hour)"
-  create_sns_topic  = true
+  policy_source    = "s3"
+  organization     = module.organization.hub
+  sweep_schedule   = "rate(1 hour)"
+  create_sns_topic = true
 
   # Every member account must record its management events for its spoke to forward them: an
   # organization trail does that for all of them (AWS Control Tower's counts; then leave this off).

@@ -1124,16 +1124,22 @@ run "a_bad_trail_organization_id_is_refused" {
   expect_failures = [var.trail_organization_id]
 }
 
-# An AWS Organization hub (modules/organization's environment) takes infra_ids = []. It
+# An AWS Organization hub (organization = modules/organization's hub) takes infra_ids = []. It
 # grants no write of its own and adds no rule for the hub account's events (its spoke forwards
 # them, as every member's); its alarms and dashboard cover every cluster of the organization.
 run "organization_hub_without_clusters_of_its_own" {
   command = plan
   variables {
-    infra_id          = null
-    infra_ids         = []
-    policy_source     = "s3"
-    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/", TAGWARDEN_CLUSTERS = "111122223333/*" }
+    infra_id      = null
+    infra_ids     = []
+    policy_source = "s3"
+    organization = {
+      uri             = "s3://hub-org/accounts/"
+      member_role     = "tagwarden-member"
+      member_regions  = ["eu-west-1", "us-east-1"]
+      clusters        = ["111122223333/*"]
+      shard_queue_url = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards.fifo"
+    }
   }
   # The organization's compliance %, its terms SUMs of SEARCHes bound to the schema
   # {Cloud, InfraID} (not the per-ResourceType copies); the would-be writes of the top 20 clusters,
@@ -1178,6 +1184,66 @@ run "organization_hub_without_clusters_of_its_own" {
     condition     = aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"] == "111122223333/*"
     error_message = "the organization's cluster list wins over the module's own (empty) one"
   }
+  assert {
+    condition = { for k, v in aws_lambda_function.this.environment[0].variables : k => v if contains(["TAGWARDEN_ORGANIZATION", "TAGWARDEN_MEMBER_ROLE", "TAGWARDEN_MEMBER_REGIONS", "TAGWARDEN_SHARD_QUEUE_URL"], k) } == {
+      TAGWARDEN_ORGANIZATION    = "s3://hub-org/accounts/"
+      TAGWARDEN_MEMBER_ROLE     = "tagwarden-member"
+      TAGWARDEN_MEMBER_REGIONS  = "eu-west-1,us-east-1"
+      TAGWARDEN_SHARD_QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards.fifo"
+    }
+    error_message = "the hub's settings in the function's environment: ${jsonencode(aws_lambda_function.this.environment[0].variables)}"
+  }
+}
+
+# The earlier wiring, modules/organization's environment in extra_environment, still makes a hub.
+run "an_organization_hub_by_its_environment" {
+  command = plan
+  variables {
+    infra_id          = null
+    infra_ids         = []
+    policy_source     = "s3"
+    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/", TAGWARDEN_CLUSTERS = "111122223333/*" }
+  }
+  assert {
+    condition     = length(aws_cloudwatch_event_rule.resource_events) == 0 && aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"] == "111122223333/*"
+    error_message = "extra_environment with TAGWARDEN_ORGANIZATION is an organization hub"
+  }
+}
+
+# One input for the hub's settings: not organization and the same settings in extra_environment.
+run "an_organization_hub_set_twice_is_refused" {
+  command = plan
+  variables {
+    infra_id      = null
+    infra_ids     = []
+    policy_source = "s3"
+    organization = {
+      uri             = "s3://hub-org/accounts/"
+      member_role     = "tagwarden-member"
+      member_regions  = ["eu-west-1", "us-east-1"]
+      clusters        = ["111122223333/*"]
+      shard_queue_url = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards.fifo"
+    }
+    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/" }
+  }
+  expect_failures = [var.organization]
+}
+
+run "an_organization_hub_without_regions_is_refused" {
+  command = plan
+  variables {
+    infra_id      = null
+    infra_ids     = []
+    policy_source = "s3"
+    organization = {
+      uri             = "s3://hub-org/accounts/"
+      member_role     = "tagwarden-member"
+      member_regions  = []
+      clusters        = ["111122223333/*"]
+      shard_queue_url = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards.fifo"
+    }
+  }
+  expect_failures = [var.organization]
 }
 
 run "an_empty_cluster_set_outside_an_organization_is_refused" {
@@ -1192,8 +1258,14 @@ run "an_empty_cluster_set_outside_an_organization_is_refused" {
 run "an_organization_hub_with_one_cluster_of_its_own_is_refused" {
   command = plan
   variables {
-    policy_source     = "s3"
-    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/" }
+    policy_source = "s3"
+    organization = {
+      uri             = "s3://hub-org/accounts/"
+      member_role     = "tagwarden-member"
+      member_regions  = ["eu-west-1", "us-east-1"]
+      clusters        = ["111122223333/*"]
+      shard_queue_url = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards.fifo"
+    }
   }
   expect_failures = [var.infra_id]
 }

@@ -57,6 +57,16 @@ run "a_hub_with_a_stack_set_of_spokes" {
     }
     error_message = "the function's organization settings: ${jsonencode(output.environment)}"
   }
+  assert {
+    condition = jsonencode(output.hub) == jsonencode({
+      uri             = "s3://tagwarden-999988887777-org/accounts/"
+      member_role     = "tagwarden-member"
+      member_regions  = ["eu-west-1", "us-east-1"]
+      clusters        = ["111122223333/prod-7xk2p", "444455556666/*"]
+      shard_queue_url = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards"
+    })
+    error_message = "the hub's settings for the tagwarden module's organization input: ${jsonencode(output.hub)}"
+  }
 
   # Spokes that deploy themselves: service-managed, auto-deployed to the OUs, in every member region.
   assert {

@@ -1,5 +1,16 @@
+output "hub" {
+  description = "The hub's settings: pass as the tagwarden module's `organization` (with `infra_ids = []`)."
+  value = {
+    uri             = "s3://${module.organization_bucket.name}/${local.prefix}"
+    member_role     = var.member_role_name
+    member_regions  = var.member_regions
+    clusters        = var.clusters
+    shard_queue_url = module.shards_queue.url
+  }
+}
+
 output "environment" {
-  description = "The hub function's organization settings: pass as the tagwarden module's `extra_environment`."
+  description = "The same settings as the function's environment variables (the earlier wiring, the tagwarden module's `extra_environment`; `hub` and `organization` replace it)."
   value = {
     TAGWARDEN_ORGANIZATION    = "s3://${module.organization_bucket.name}/${local.prefix}"
     TAGWARDEN_MEMBER_ROLE     = var.member_role_name
