@@ -258,7 +258,7 @@ fn missing_aws_settings_are_one_line_each() {
     assert!(!err.contains("DispatchFailure {"), "no debug chain: {err}");
 }
 
-/// Issue 35: what would exhaust the function's memory or time is refused before it is parsed or
+/// What would exhaust the function's memory or time is refused before it is parsed or
 /// compiled, naming the limit: too many overrides (9,863 globs took 270 MB and 24 s), a glob with
 /// too many wildcards, too many documents, too many bytes together.
 #[test]
@@ -305,7 +305,7 @@ fn validate_refuses_what_passes_a_limit_naming_it() {
     assert!(err.contains("is over the limit of 1048576 (MAX_CLUSTER_BYTES)"), "{err}");
 }
 
-/// Issue 35: `plan` prints a value the policy marks sensitive as a hash, as the function logs it.
+/// `plan` prints a value the policy marks sensitive as a hash, as the function logs it.
 #[test]
 fn plan_hashes_sensitive_values() {
     let policy = write_temp(
@@ -336,7 +336,7 @@ fn plan_hashes_sensitive_values() {
     }
 }
 
-/// Issue 35: the in-cluster publisher takes `--to` from the ConfigMap `policy-location`, which
+/// The in-cluster publisher takes `--to` from the ConfigMap `policy-location`, which
 /// anyone with view reads: a SAS there is refused with the fix, before anything else is done.
 #[test]
 fn the_in_cluster_publisher_refuses_a_sas_in_its_location() {

@@ -235,7 +235,7 @@ mod lambda_payloads {
 /// Every Azure fixture is read as an event or a batch, and reconciled from the very text delivered
 /// (directly, or JSON-encoded by the Functions host); anything else says what was expected.
 #[cfg(feature = "azure")]
-/// S3's `PutBucketTagging` event carries the whole set it put (reference/aws.md §5): an array of
+/// S3's `PutBucketTagging` event carries the whole set it put (AWS's documentation): an array of
 /// capitalised `Key`/`Value`, or one object for one tag.
 #[test]
 fn put_bucket_tagging_carries_the_set_it_put() {

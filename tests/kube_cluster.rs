@@ -702,7 +702,7 @@ async fn exercise_set(kind: cluster::cluster_set::SetKind, objects: Vec<(&str, &
     api.requests()
 }
 
-/// Issue 33: the components that turn the publisher into a management cluster's set publisher
+/// The components that turn the publisher into a management cluster's set publisher
 /// grant exactly what it does: list and watch of those objects, Events in their namespace.
 #[tokio::test]
 async fn the_set_components_rbac_allows_exactly_what_the_set_publisher_does() {

@@ -581,7 +581,7 @@ async fn a_denied_verb_is_a_403_and_tagwarden_names_the_verbs_to_grant() {
     );
 }
 
-/// Issue 33: HyperShift's and Cluster API's CRDs are served from their own definitions, and every
+/// HyperShift's and Cluster API's CRDs are served from their own definitions, and every
 /// rule where their tags live, and above (each runs on every tag edit), can run: by hand or in
 /// cel-rust. Rules elsewhere that cel-rust cannot parse are counted, and would be a 500 if reached.
 #[test]

@@ -393,7 +393,7 @@ async fn volumes_attached_after_the_event_are_waited_for() {
     assert!(has(&after, DESIRED), "{after:?}");
 }
 
-/// Fix (issue 24 part 3): one listing denied by a guardrail (a service control policy on
+/// Fix: one listing denied by a guardrail (a service control policy on
 /// `iam:GetAccountAuthorizationDetails`) made the whole sweep exit with nothing written and the
 /// status report still `ok`. Now every other owned resource is corrected, the failed listing is a
 /// record naming the call and the fix, the status report shows it, and the next sweep lists again.

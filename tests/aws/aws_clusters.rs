@@ -1,4 +1,4 @@
-//! Many clusters in one account (issue 12), on moto through the strict layer: ten clusters, each
+//! Many clusters in one account, on moto through the strict layer: ten clusters, each
 //! with owned resources that drifted and its own policy under `s3://…/clusters/<infraID>/`, one of
 //! them invalid, and a foreign cluster that published nothing. The same events go once through
 //! one deployment that reads the cluster set, and once through ten single-cluster deployments as
@@ -472,7 +472,7 @@ fn global_listings(c: &Clients) -> u64 {
     s.iter().filter(|(op, _)| global(op)).map(|(_, n)| n).sum()
 }
 
-/// Policy-change storms (issue 35): objects written under the set's prefix that are no policy
+/// Policy-change storms: objects written under the set's prefix that are no policy
 /// document (`x.txt`, the status report) cost no call; a burst of writes of one cluster's layer
 /// sweeps that cluster once (every notification after the sweep started is already covered by
 /// it), never the other nine. Before and after are printed (`--nocapture`).
@@ -574,7 +574,7 @@ async fn a_later_change_waits_for_the_window_and_reuses_the_account_listings() {
     assert_eq!(a.tags(&role).await.get("team").map(String::as_str), Some("t-0"), "the role re-read and fixed");
 }
 
-/// Issue 35, a set's trust boundaries on a cold deployment: a layer another publisher writes into
+/// a set's trust boundaries on a cold deployment: a layer another publisher writes into
 /// a cluster's folder naming no infraID (it would add its tags) or a third one (it would get the
 /// cluster's whole policy rejected, so nothing of it enforced), and a folder of a cluster the
 /// deployment does not list (it would be enforced). Each is refused alone and reported; the

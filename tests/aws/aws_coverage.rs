@@ -1,4 +1,4 @@
-//! Every resource the cluster owns (issue 11): one owned resource of each covered type, with
+//! Every resource the cluster owns: one owned resource of each covered type, with
 //! drift, in moto behind the strict layer. The sweep and the event path bring all of them in line
 //! at the first run and write nothing at the second; nothing owned is dropped.
 

@@ -1,4 +1,4 @@
-//! A whole AWS Organization from one hub (issue 31), on moto through the strict layer: member
+//! A whole AWS Organization from one hub, on moto through the strict layer: member
 //! accounts × 2 regions, each account's clusters published under its own folder of the hub's
 //! bucket, a spoke role in every account but one. The schedule's sweep goes out as one SQS
 //! message per account and region; the shards are handed to the function as SQS batches, as
@@ -10,7 +10,7 @@
 //! `AssumeRole` calls, shards) are printed (`--nocapture`); the size comes from
 //! `TAGWARDEN_ORG_{ACCOUNTS,CLUSTERS,INSTANCES,DRIFT_PERCENT}` (`scripts/bench-organization`).
 //!
-//! moto's EventBridge does not deliver across accounts (reference/aws.md): the events a spoke's
+//! moto's EventBridge does not deliver across accounts (AWS's documentation): the events a spoke's
 //! rule would forward to the hub are handed to the function as the hub's queue would.
 
 #![cfg(feature = "aws")]
@@ -474,7 +474,7 @@ fn run_instances_event(instance: &str, account: &str, region: &str, id: &str) ->
     v.to_string()
 }
 
-/// A scale-up in three member accounts at once (issue 31's measure): each account's new instances
+/// A scale-up in three member accounts at once: each account's new instances
 /// and their root volumes, named by one `RunInstances` event each, arrive in one SQS batch (the
 /// member-events mapping takes 100). Each account's resources are read and written in shared calls
 /// of its own session, paced by its own account-region's write bucket.
@@ -542,7 +542,7 @@ async fn a_scale_up_in_three_accounts_costs_what_one_account_does() {
     assert_eq!(org.sessions.assumed(), 3, "one session per account");
 }
 
-/// A thousand clusters in one account (issue 31): the account is listed as `<account>/*`, its
+/// A thousand clusters in one account: the account is listed as `<account>/*`, its
 /// clusters are packed into session policies of at most 2,048 characters, each one session and one
 /// shard, and the strict layer holds every tag write to its session's policy, as IAM would. So each
 /// cluster's resource is written only through the session of its own group, and a group's session

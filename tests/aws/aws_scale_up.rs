@@ -1,4 +1,4 @@
-//! Issue 25's scale-up scenario on moto, through the real handler (`aws::function`) with SQS
+//! The scale-up scenario on moto, through the real handler (`aws::function`) with SQS
 //! batching as Lambda's event source mapping does it: a batch is invoked when `batch` messages
 //! have arrived or `window` has passed since the first. Every call is counted at a proxy in front
 //! of moto, with its arrival time.

@@ -300,7 +300,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         }
         let nameless = store.publish("version: 1\ntags: {team: x}\n", Some("c-3"), false).await.expect("refused");
         assert!(nameless.violations[0].contains("names no infraID"), "{:?}", nameless.violations);
-        // Issue 35: the document alone never picks the folder; one for another cluster is refused.
+        // The document alone never picks the folder; one for another cluster is refused.
         let unnamed = store.publish(&doc("c-2", "team: evil"), None, false).await.expect("refused");
         assert!(unnamed.violations[0].contains("--cluster c-2"), "{:?}", unnamed.violations);
         let other = store.publish(&doc("c-2", "team: evil"), Some("c-1"), false).await.expect("refused");
@@ -344,7 +344,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         tagwarden::status_store::write(&function, Some("c-1"), &report).await.expect("status written");
         assert!(tagwarden::status_store::read(&function, Some("c-1")).await.expect("read").is_some(), "{set}");
         assert!(tagwarden::status_store::read(&function, Some("c-2")).await.expect("read").is_none(), "{set}");
-        // Issue 35: a name a publisher chose never leads the report anywhere else.
+        // A name a publisher chose never leads the report anywhere else.
         for hostile in ["../c-1", "c-1/../../x", "c-9", "c-1%2F..", ""] {
             tagwarden::status_store::write(&function, Some(hostile), &report).await.expect("nothing to write");
         }
@@ -366,7 +366,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
     }
 }
 
-/// Issue 35, through the binary: `publish --to <set>` never lets the document pick its folder. A
+/// through the binary: `publish --to <set>` never lets the document pick its folder. A
 /// file needs --cluster, which the document must name too; a sensitive value is printed hashed.
 #[tokio::test]
 async fn the_cli_publishes_into_a_set_only_where_it_is_told() {

@@ -1,4 +1,4 @@
-//! Issue 33: every kind of cluster publishes its tags. A HyperShift management cluster (three
+//! Every kind of cluster publishes its tags. A HyperShift management cluster (three
 //! `HostedCluster`s with `NodePool`s, and one whose tags tagwarden must refuse) and a Cluster API
 //! management cluster (two `AWSCluster`s) on the fake API server, which serves the real CRDs
 //! (`tests/fixtures/hypershift/`, `tests/fixtures/cluster-api/`: pruning, defaulting, OpenAPI and

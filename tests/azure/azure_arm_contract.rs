@@ -1,4 +1,4 @@
-//! ARM as it really answers (issue 24), through the Azure function's handler and the built CLI:
+//! ARM as it really answers, through the Azure function's handler and the built CLI:
 //! the fake ARM (`support/azure/fake.rs`) speaks the shapes of real recorded responses and of
 //! ARM's documented async protocol, each cited where the fake makes it. What is proven here:
 //! a write counts as applied only when ARM says its operation `Succeeded`; a lock is permanent

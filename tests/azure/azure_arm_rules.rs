@@ -106,7 +106,7 @@ async fn refusals_a_retry_cannot_fix_are_reported_not_retried() {
     let rec = &records(&body)[0];
     assert_eq!((rec["status"].as_str(), rec["failure"].as_str()), (Some("failed"), Some("permanent")), "{rec:#}");
     assert!(rec["error"].as_str().unwrap_or_default().contains("change the policy"), "{rec:#}");
-    // A missing role is ARM's `AuthorizationFailed`: permanent by its code (issue 24), with the fix.
+    // A missing role is ARM's `AuthorizationFailed`: permanent by its code, with the fix.
     env.fake.inject("PATCH", Fault::Status { status: 403, code: "AuthorizationFailed" });
     let (status, body) =
         env.invoke("drift", "eventGridEvent", eg_event(&disk, "Microsoft.Compute/disks/write", SOMEONE)).await;

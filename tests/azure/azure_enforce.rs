@@ -449,7 +449,7 @@ async fn host_envelope_with_a_string_event_and_failures() {
     assert_eq!(env.fake.log().iter().filter(|l| l.path.contains("not-yet")).count(), 2, "bounded retries of the 404");
     let other = rid("Microsoft.Compute/virtualMachines", "master-9");
     env.fake.put_resource(&other, &[(OWNER, "owned")]);
-    // A denied write is permanent (issue 24: by ARM's code): reported with the fix, not retried
+    // A denied write is permanent (by ARM's code): reported with the fix, not retried
     // for a day; the sweep writes it once the role is granted.
     env.fake.inject("PATCH", Fault::Status { status: 403, code: "AuthorizationFailed" });
     let (status, body) = env
@@ -459,7 +459,7 @@ async fn host_envelope_with_a_string_event_and_failures() {
     assert_eq!(statuses(&body), json!({"failed": 1}), "{body:#}");
     assert!(body["Logs"].to_string().contains("tag writer"), "{body:#}");
     // A deny assignment (a managed resource group's) refuses whatever roles are granted: permanent,
-    // and its fix names the deny assignment, not a role (issue 36).
+    // and its fix names the deny assignment, not a role.
     env.fake.inject("PATCH", Fault::Status { status: 403, code: "DenyAssignmentAuthorizationFailed" });
     let (status, body) = env
         .invoke("drift", "eventGridEvent", eg_event(&other, "Microsoft.Compute/virtualMachines/write", SOMEONE))
@@ -593,7 +593,7 @@ async fn a_cluster_set_enforces_each_cluster_on_its_own() {
         &[
             ("clusters/az-a/10-cluster.yaml", &doc("az-a", "a")),
             ("clusters/az-b/10-cluster.yaml", &doc("az-b", "b")),
-            // Issue 35: a layer another publisher wrote into az-b's folder, naming no infraID:
+            // A layer another publisher wrote into az-b's folder, naming no infraID:
             // refused alone, az-b's own layer is in force.
             ("clusters/az-b/20-extra.yaml", "version: 1\ncloud: azure\ntags: {team: evil}\n"),
             // The folder names az-c, the document az-x: refused, and az-c is not enforced.
@@ -667,7 +667,7 @@ fn rn_event(resource: &str, tags: Option<&[(&str, &str)]>) -> Value {
     })
 }
 
-/// Issue 32 item 4: a Resource Notifications event carries the resource's tags, a hint (the
+/// A Resource Notifications event carries the resource's tags, a hint (the
 /// engine's `hint`): where they show that no enforced cluster owns the resource and nothing is to
 /// be written, the read is spared; a claim of ownership is verified by a read, as for AWS's `Tag
 /// Change on Resource` (the event's sender could claim anything, and a record of an owned

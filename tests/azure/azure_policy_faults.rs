@@ -309,7 +309,7 @@ async fn layered_prefix_faults_keep_the_last_good_version_warm_and_fail_closed_c
         Case {
             what: "a new layer too large",
             fault: Fault::Publish("layers/15-big.yaml", format!("pad: {}\n", "x".repeat(MAX_DOCUMENT_BYTES))),
-            // Issue 35: the listing sizes it, so it is refused before it is downloaded, and
+            // The listing sizes it, so it is refused before it is downloaded, and
             // reported as a rejection naming the limit.
             rejected: true,
             why: vec!["15-big.yaml", "MAX_DOCUMENT_BYTES"],

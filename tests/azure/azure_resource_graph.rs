@@ -1,4 +1,4 @@
-//! Sweeps through Azure Resource Graph (issue 32 item 1), through the Azure function's handler and
+//! Sweeps through Azure Resource Graph, through the Azure function's handler and
 //! its real HTTP clients against the fake ARM, whose Resource Graph endpoint answers in recorded
 //! shapes (`support/azure/fake.rs`, `graph_api`). What is proven here: 5,000 owned resources across
 //! five subscriptions are listed with their tags in five queries, only the drifted ones are read
@@ -396,7 +396,7 @@ async fn the_fake_resource_graph_keeps_the_contract() {
 const MG: &str = "/providers/Microsoft.Management/managementGroups/fleet-mg";
 const SET: [&str; 2] = ["mgc-a-1x2y3", "mgc-b-4z5w6"];
 
-/// Issue 32's fleet: `subs` subscriptions under one management group, in each a resource group per
+/// The fleet: `subs` subscriptions under one management group, in each a resource group per
 /// cluster of [`SET`] holding `per_cluster` owned resources (the group included), one in ten
 /// drifted; beside them, per subscription, one resource of no cluster.
 fn set_fleet(fake: &FakeAzure, subs: usize, per_cluster: usize) -> Fleet {
@@ -463,7 +463,7 @@ fn peak_writes_per_second(fake: &FakeAzure) -> usize {
     peak
 }
 
-/// Issue 32's done-when: a management group of 5 subscriptions, a cluster set of 2 clusters with
+/// The done-when: a management group of 5 subscriptions, a cluster set of 2 clusters with
 /// 500 owned resources each in every subscription (5,000), 10 % drifted. The function's timer
 /// sends the sweep on in 5 parts, one queue message per subscription (item 3); the parts, swept
 /// at once, list and read in 5 Resource Graph queries (one per subscription for the whole set),
@@ -694,7 +694,7 @@ async fn the_cli_sweeps_a_management_group_and_falls_back_through_its_subscripti
     assert_eq!(fake.tags(&f.others[0]).expect("foreign")["team"], "theirs");
 }
 
-/// Issue 33: a Cluster API (CAPZ) workload cluster owns by CAPZ's key on what CAPZ creates and by
+/// A Cluster API (CAPZ) workload cluster owns by CAPZ's key on what CAPZ creates and by
 /// the cloud provider's `kubernetes.io_cluster_<name>` on what the workload cluster creates; the
 /// sweep lists both in one Resource Graph query (and, refused, both through ARM), and writes
 /// neither OpenShift's spelling of the key (`kubernetes.io_cluster.<name>`, another kind's) nor

@@ -1,4 +1,4 @@
-//! The cluster-published policy on AWS (DESIGN.md §2, §6): an S3 object, every object under an S3
+//! The cluster-published policy on AWS (docs/src/concepts/policy.md): an S3 object, every object under an S3
 //! prefix (layered in name order), or an SSM parameter — or a cluster set of them, one policy per
 //! cluster under its infraID (`s3://BUCKET/PREFIX/*/`, `ssm:/PATH/*`). These are the calls behind
 //! the one policy store (`policy::store`), which holds the re-check rules for both clouds.

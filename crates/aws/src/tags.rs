@@ -1,4 +1,4 @@
-//! The AWS adapter's reads and writes of one resource's tags (DESIGN.md §4): each goes to the
+//! The AWS adapter's reads and writes of one resource's tags (docs/src/design/architecture.md): each goes to the
 //! API its descriptor in `tagwarden_core::services` names, through that service's file in
 //! `super::services`. Nothing here deletes a tag.
 //!

@@ -1,4 +1,4 @@
-//! The ARM Tags API (reference/azure.md §3): read a resource's tags with
+//! The ARM Tags API (Azure's documentation): read a resource's tags with
 //! `GET {id}/providers/Microsoft.Resources/tags/default` and write with one
 //! `PATCH … {"operation": "Merge", "properties": {"tags": {…}}}` per resource — never `Replace`,
 //! never `Delete`, never a `PUT`, so every tag outside the write survives. Also lists the resources
@@ -9,7 +9,7 @@
 //! ARM's documented protocol (its `Azure-AsyncOperation` monitor, else its `Location`) until ARM says
 //! the operation ended, and the write counts only if it `Succeeded`. A write is never verified by reading
 //! the tags right after it: ARM serves stale reads for seconds to minutes after a write
-//! (reference/azure.md §3.5). The PATCH response is the record, and planning is idempotent, so a
+//! (Azure's documentation). The PATCH response is the record, and planning is idempotent, so a
 //! later stale read can only cause a repeated, harmless Merge. Every request carries an
 //! `x-ms-client-request-id`, and errors keep ARM's `x-ms-request-id` and correlation id.
 //!

@@ -1,4 +1,4 @@
-//! The cluster-published policy on Azure (DESIGN.md §2, §6): one blob, every blob under a
+//! The cluster-published policy on Azure (docs/src/concepts/policy.md): one blob, every blob under a
 //! prefix (layered in name order), or a cluster set (`…/PREFIX/*/`: one policy per cluster under
 //! `PREFIX/<infraID>/`), read over the Blob REST API.
 //!
@@ -599,7 +599,7 @@ mod tests {
         assert!(e.contains("tagwarden-status.json") && !e.contains("SECRET"), "{e}");
     }
 
-    /// Issue 35: a cluster name with `/` or `..` never becomes a status report's blob (the URL
+    /// A cluster name with `/` or `..` never becomes a status report's blob (the URL
     /// parser would resolve `..` out of the set's folder); refused before any request.
     #[tokio::test]
     async fn a_status_report_only_in_a_clusters_own_folder() {

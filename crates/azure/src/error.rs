@@ -1,5 +1,5 @@
 //! Azure errors as [`CloudError`]s: which call on which target failed, the HTTP status and ARM/Storage error code,
-//! and a class that says whether a retry can fix it (DESIGN.md §5: a resource not yet visible is
+//! and a class that says whether a retry can fix it (docs/src/design/architecture.md: a resource not yet visible is
 //! retried, then the event is handed back to Event Grid, never dropped).
 
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
@@ -127,7 +127,7 @@ mod tests {
         assert_eq!(classify(400, "InvalidTagCount", ""), ErrorClass::TagLimit);
         assert_eq!(classify(400, "BadRequest", "the resource can have a maximum of 50 tags"), ErrorClass::TagLimit);
         assert_eq!(classify(400, "InvalidTagNameCharacters", "name contains <"), ErrorClass::Fatal);
-        // ARM's own wording of the count refusal (reference/azure.md §3.2; the fake's arm_rules).
+        // ARM's own wording of the count refusal (Azure's documentation; the fake's arm_rules).
         let too_many = "Too many tags on the resource/resource group. Requested tag count - '17'. Maximum number of tags allowed - '15'.";
         assert_eq!(classify(400, "InvalidTags", too_many), ErrorClass::TagLimit);
         assert_eq!(classify(400, "BadRequest", too_many), ErrorClass::TagLimit);

@@ -1,7 +1,7 @@
 //! What the custom handler does with a request. Kept here, not in the binary, so that tests drive
 //! the very same path in-process (and, through [`super::server`], over HTTP).
 //!
-//! Two ways in (reference/azure.md §2, §1.8):
+//! Two ways in (Azure's documentation):
 //! - **The Functions host** (`eventGridTrigger` / `timerTrigger` / `queueTrigger`):
 //!   `POST /<function>` with `{"Data": {<binding>: <value>}, "Metadata": {…}}`, answered with
 //!   `{"Outputs": {}, "Logs": [...], "ReturnValue": …}`. The binding names the function: `drift`'s
@@ -302,7 +302,7 @@ impl Handler {
 }
 
 /// The Functions host's invocation, `{"Data": {<binding>: <value>}, "Metadata": {…}}`
-/// (reference/azure.md §2.3); `Data` is missing when Event Grid delivers one CloudEvent directly.
+/// (Azure's documentation); `Data` is missing when Event Grid delivers one CloudEvent directly.
 #[derive(Deserialize)]
 struct HostInvocation<'a> {
     #[serde(rename = "Data", borrow)]
@@ -366,7 +366,7 @@ pub struct GridEvent {
 /// The Event Grid topics whose deliveries are worked on (`TAGWARDEN_EVENT_TOPICS`), by the topic
 /// every event names: Event Grid writes it itself ("Full resource path to the event source. This
 /// field isn't writeable. Event Grid provides this value", `EventGridEvent.topic`, Azure Functions
-/// reference), as CloudEvents' `source` (reference/azure.md §1: `/subscriptions/{id}` for a
+/// reference), as CloudEvents' `source` (Azure's documentation: `/subscriptions/{id}` for a
 /// subscription's system topic). ARM IDs compare ignoring case.
 ///
 /// Unset, every topic is accepted, with a warning at start-up: the Terraform module always sets
@@ -476,7 +476,7 @@ pub fn queue_work(message: &[u8], topics: &Topics) -> Result<Trigger, Refused> {
 }
 
 /// The events a delivery's text holds, and their JSON text: the text itself, or what a string in
-/// it holds (JSON, or base64 of it, reference/azure.md §2.3), at most three strings deep. `depth`
+/// it holds (JSON, or base64 of it, Azure's documentation), at most three strings deep. `depth`
 /// is how many strings were opened to reach `text`.
 fn events_in(text: Cow<'_, [u8]>, depth: u8) -> Result<(Vec<GridEvent>, Cow<'_, [u8]>), String> {
     if depth > 3 {

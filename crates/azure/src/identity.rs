@@ -1,4 +1,4 @@
-//! Managed-identity tokens from the App Service / Functions identity endpoint (reference/azure.md
+//! Managed-identity tokens from the App Service / Functions identity endpoint (Azure's documentation
 //! §4.1): `GET $IDENTITY_ENDPOINT?resource=<audience>&api-version=2019-08-01[&client_id=…]` with
 //! header `X-IDENTITY-HEADER: $IDENTITY_HEADER`. Tokens are cached per audience until
 //! [`REFRESH_MARGIN`] before their `expires_on`, so a warm function asks once per audience per

@@ -1,9 +1,9 @@
-//! The Azure side (DESIGN.md §4–§8): the ARM Tags API client, managed-identity tokens, the policy
+//! The Azure side (docs/src/design/architecture.md): the ARM Tags API client, managed-identity tokens, the policy
 //! store on Blob storage, Azure Monitor custom metrics, the engine's adapter, and the Functions
 //! custom-handler protocol that the `tagwarden-azure-function` binary serves.
 //!
 //! Everything talks plain HTTPS through one `reqwest` client (rustls on ring). No Azure SDK crate:
-//! none covers the Tags API (reference/azure.md §4.2), and for tokens and blobs Microsoft's
+//! none covers the Tags API (Azure's documentation), and for tokens and blobs Microsoft's
 //! `azure_identity` 1.0 / `azure_storage_blob` 1.1 were measured against this code (release
 //! builds, same profile, a managed-identity token then a conditional blob GET): with their
 //! defaults +2.8 MiB and +40 ms to the first blob response (aws-lc's entropy seeding at the first

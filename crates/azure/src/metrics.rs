@@ -1,6 +1,6 @@
-//! Metrics into Azure Monitor (DESIGN.md §8): the same names and dimensions as the CloudWatch EMF
+//! Metrics into Azure Monitor (docs/src/reference/metrics.md): the same names and dimensions as the CloudWatch EMF
 //! lines ([`tagwarden_core::report::Metrics`]), converted to the custom-metrics REST API's documents
-//! (reference/azure.md §5.1) and sent as one `application/x-ndjson` POST per invocation to
+//! (Azure's documentation) and sent as one `application/x-ndjson` POST per invocation to
 //! `https://<region>.monitoring.azure.com/<resourceId>/metrics` with a token for
 //! `https://monitoring.azure.com/`.
 //!

@@ -15,7 +15,7 @@ pub const OWNED: &str = "owned";
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ClusterKind {
     /// An OpenShift cluster from the installer (`Infrastructure`): `kubernetes.io/cluster/<infraID>`
-    /// on AWS, `kubernetes.io_cluster.<infraID>` on Azure (openshift/installer; DESIGN.md §2).
+    /// on AWS, `kubernetes.io_cluster.<infraID>` on Azure (openshift/installer; docs/src/concepts/policy.md).
     #[default]
     OpenShift,
     /// A HyperShift hosted cluster (`HostedCluster`): the same key on its `spec.infraID`, which

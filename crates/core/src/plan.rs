@@ -1,4 +1,4 @@
-//! The planner (DESIGN.md §4): current tags + desired tags → the one write to make.
+//! The planner (docs/src/design/architecture.md): current tags + desired tags → the one write to make.
 //!
 //! It writes exactly `{k: v ∈ desired | current[k] ≠ v}`; never deletes, never touches a key
 //! outside the desired set, ownership tags or `Name`; writes nothing on a resource the cluster does

@@ -15,7 +15,7 @@ use crate::cloud::Cloud;
 use crate::policy::cache::check;
 use crate::TagMap;
 
-/// The name a layered prefix gets for the cluster's document (DESIGN.md §2's example layering:
+/// The name a layered prefix gets for the cluster's document (docs/src/concepts/policy.md's example layering:
 /// `00-defaults.yaml`, `10-cluster.json`, `20-overrides.yaml`).
 pub const CLUSTER_LAYER: &str = "10-cluster.yaml";
 
@@ -208,7 +208,7 @@ mod tests {
         assert_eq!(changes.added.len(), 3);
     }
 
-    /// Issue 35: into a set, the folder is named by the publisher and proven by the document.
+    /// Into a set, the folder is named by the publisher and proven by the document.
     #[test]
     fn a_sets_folder_is_named_not_taken_from_the_document() {
         assert_eq!(set_folder(&doc("a: b"), Some("c-1")), Ok("c-1".to_string()));
@@ -222,7 +222,7 @@ mod tests {
         assert!(set_folder(hostile, Some("../c-2")).expect_err("not a folder").contains("is not an infraID"));
     }
 
-    /// Issue 35: the publisher prints sensitive values as the function logs them, hashed.
+    /// The publisher prints sensitive values as the function logs them, hashed.
     #[test]
     fn sensitive_values_are_printed_as_hashes() {
         let old = "version: 1\ninfraID: c-1\nsensitive: [cost-center]\ntags: {cost-center: '4711', team: a}\n";

@@ -43,7 +43,7 @@ pub enum Change {
     Tagged,
 }
 
-/// Where a CloudTrail event keeps the ids of the resources it touches (reference/aws.md §1.3).
+/// Where a CloudTrail event keeps the ids of the resources it touches (AWS's documentation).
 #[derive(Debug, Clone, Copy)]
 pub enum Ids {
     /// `responseElements.instancesSet.items[]`: instances, then each one's ENIs.

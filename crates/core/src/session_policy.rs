@@ -80,7 +80,7 @@ mod tests {
     use crate::policy::clusters::valid_infra_id;
     use proptest::prelude::*;
 
-    /// Issue 31 item 5: the session policies at 1, 20, 100 and 1,000 clusters in one account,
+    /// The session policies at 1, 20, 100 and 1,000 clusters in one account,
     /// each within STS's 2,048 characters, every cluster in exactly one group, in order.
     #[test]
     fn session_policies_fit_sts_and_cover_every_cluster_once() {

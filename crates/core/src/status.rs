@@ -572,7 +572,7 @@ mod tests {
         assert!(in_part(listing, &west) && !in_part(listing, &east));
     }
 
-    /// Issue 31: a bucket's ARN names no region, so the shard that listed it (its own region's)
+    /// A bucket's ARN names no region, so the shard that listed it (its own region's)
     /// stamps it; the global region's shard neither erases nor keeps it for that region.
     #[test]
     fn a_bucket_failure_belongs_to_the_region_that_listed_it() {

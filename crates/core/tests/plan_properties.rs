@@ -1,4 +1,4 @@
-//! The planner's invariants (DESIGN.md §4), for arbitrary current and desired tags:
+//! The planner's invariants (docs/src/design/architecture.md), for arbitrary current and desired tags:
 //! no plan deletes, unmanaged keys survive, an applied plan re-plans empty, protected keys and
 //! resources the cluster does not own are never written, and no write passes the tag limit.
 

@@ -1,6 +1,6 @@
 //! Where the policy comes from, for every cloud: one store over a small [`PolicySource`] trait (get with
 //! an ETag, list by prefix, read and write the status report), so the re-check rules are written
-//! once (DESIGN.md §2, §6):
+//! once (docs/src/concepts/policy.md):
 //!
 //! - a warm function re-checks at most every `ttl`;
 //! - one document is fetched conditionally on its ETag (S3, blobs) or version (SSM), so an
@@ -748,7 +748,7 @@ mod tests {
             .collect()
     }
 
-    /// Issue 35: on a cold start, a layer in b-2's folder that names no infraID, or another one,
+    /// On a cold start, a layer in b-2's folder that names no infraID, or another one,
     /// is refused alone; b-2's own layer is in force and the refusal says which layer and the fix.
     #[tokio::test]
     async fn a_layer_that_does_not_name_its_folders_cluster_is_refused_alone() {
@@ -786,7 +786,7 @@ mod tests {
         assert!(rejected(&changes, "b-2").contains("no layer of memory:/c/b-2/ names cluster b-2"), "{changes:?}");
     }
 
-    /// Issue 35: a folder of a cluster the deployment does not list is never downloaded nor
+    /// A folder of a cluster the deployment does not list is never downloaded nor
     /// enforced, and reported once; a set with no list fails closed, naming the setting.
     #[tokio::test]
     async fn only_listed_clusters_are_loaded() {
@@ -818,7 +818,7 @@ mod tests {
         assert!(e.contains("cluster z-9, which this deployment does not list (TAGWARDEN_CLUSTERS=a-1)"), "{e}");
     }
 
-    /// Issue 35: the limits refuse from the listing, before anything is downloaded, naming the
+    /// The limits refuse from the listing, before anything is downloaded, naming the
     /// limit; another cluster is not affected.
     #[tokio::test]
     async fn a_cluster_over_a_limit_is_refused_before_it_is_read() {
@@ -843,7 +843,7 @@ mod tests {
         assert_eq!(store.downloads(), 0);
     }
 
-    /// Issue 35: the function writes a status report only in a listed cluster's own folder,
+    /// The function writes a status report only in a listed cluster's own folder,
     /// whatever name a publisher gave a folder or a document.
     #[tokio::test]
     async fn the_status_report_goes_only_to_a_listed_clusters_folder() {

@@ -221,7 +221,7 @@ async fn bootstrap_handles_events_through_the_runtime_api() {
     );
 }
 
-/// Issue 31: the hub's bootstrap through the Runtime API. The schedule's invocation sends one
+/// The hub's bootstrap through the Runtime API. The schedule's invocation sends one
 /// shard per member account and region to the shard queue; each shard, handed back as the SQS
 /// event source would, is swept in its own account and region through the member role.
 #[tokio::test(flavor = "multi_thread")]

@@ -56,7 +56,7 @@ pub fn read_policy(paths: &[PathBuf]) -> anyhow::Result<(Policy, Vec<(String, po
             docs.push((path.display().to_string(), read_text(path)?));
         }
     }
-    // Loaded first: its limits refuse before any document is parsed (issue 35).
+    // Loaded first: its limits refuse before any document is parsed.
     let policy = policy::load(docs.clone())?;
     let kinds = docs
         .iter()

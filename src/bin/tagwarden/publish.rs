@@ -402,7 +402,7 @@ async fn watch_set(
     }
     let changes = cluster_set::changes(client.clone(), kind, args.namespace.clone());
     let mut changes = std::pin::pin!(changes);
-    // Issue 33: each member's status report, mirrored into its own namespace every
+    // Each member's status report, mirrored into its own namespace every
     // --status-interval seconds, as the Infrastructure path mirrors its cluster's.
     let status_every = Duration::from_secs(args.status_interval);
     let mut status = tokio::time::interval_at(tokio::time::Instant::now() + status_every, status_every);

@@ -1,6 +1,6 @@
 //! What ARM's Tags API refuses, as the fake ARM applies it to every `PUT`/`PATCH` on
 //! `{resourceId}/providers/Microsoft.Resources/tags/default`. Each rule names its source; the
-//! shorthands are those of reference/azure.md §9:
+//! shorthands:
 //!
 //! - **[S20]** `tag-resources.md`, section "Limitations" (learn.microsoft.com, the 2024–2025 text);
 //! - **[S20b]** `tag-support.md` (the per-type "Supports tags" table and its notes);
@@ -52,7 +52,10 @@ pub const RULES: &[(&str, &str)] = &[
     ("one request may not name a tag twice in different casing", "[ERR] 'Invalid tag format'"),
     ("names compare case-insensitively: Merge updates the existing tag", "[S20] 'Tag names are case-insensitive'"),
     ("at most 50 tags after the operation; 15 for Automation, CDN, DNS, Private DNS, saved searches", "[S19a], [S20]"),
-    ("reads may lag behind a write (fake.rs, opt-in: stale_reads_after_write)", "reference/azure.md §3.5"),
+    (
+        "reads may lag behind a write (fake.rs, opt-in: stale_reads_after_write)",
+        "ARM docs: eventually consistent reads",
+    ),
 ];
 
 /// Types whose tag-support row says "No" (the ones tagwarden might meet; [S20b]), and classic

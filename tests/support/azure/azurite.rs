@@ -1,7 +1,7 @@
 //! A real Azurite blob service (npm `azurite@3.35.0`, installed into `.tools/node` by
 //! `scripts/install-tools azurite`), started once per test binary on a free loopback port and
 //! killed when the test process exits; plus account-SAS URLs signed with the well-known
-//! `devstoreaccount1` key (HMAC-SHA256, reference/azure.md §6.1) and small blob helpers.
+//! `devstoreaccount1` key (HMAC-SHA256, Azure's documentation) and small blob helpers.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

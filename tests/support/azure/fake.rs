@@ -1,7 +1,7 @@
 //! Faithful fakes of the three Azure HTTP APIs the function calls, each on its own loopback port,
 //! served by tagwarden's own HTTP server on a background thread:
 //!
-//! - **ARM Tags API** (reference/azure.md §3): `GET`/`PATCH` (`Merge`, `Replace`, `Delete`)/`PUT`
+//! - **ARM Tags API** (Azure's documentation): `GET`/`PATCH` (`Merge`, `Replace`, `Delete`)/`PUT`
 //!   on `{resourceId}/providers/Microsoft.Resources/tags/default?api-version=2021-04-01`, answering
 //!   `{"id": "<resourceId>/providers/Microsoft.Resources/tags/default", "name": "default", "type":
 //!   "Microsoft.Resources/tags", "properties": {"tags": {…}}}`. Every write goes through
@@ -124,7 +124,7 @@ struct State {
     posted_metrics: Vec<(String, String)>,
     /// Requests (and metrics posts) not kept: in load tests they would grow with every request.
     quiet: bool,
-    /// Reads that still see a resource's tags from before its last write (reference/azure.md
+    /// Reads that still see a resource's tags from before its last write (Azure's documentation
     /// §3.5: "az tag update does not show the updated tags for managed disks … after a couple of
     /// seconds"), and how many each write leaves behind.
     stale: HashMap<String, (u32, Vec<(String, String)>)>,

@@ -430,7 +430,7 @@ mod tests {
         );
     }
 
-    /// Issue 33: a KubeadmControlPlane's template tags go on `<kcp>-?????`, an AWSMachinePool's
+    /// A KubeadmControlPlane's template tags go on `<kcp>-?????`, an AWSMachinePool's
     /// on the instances and volumes named after it; both above the cluster's, as CAPA merges them.
     #[test]
     fn control_plane_and_pool_tags_win_on_their_own_machines() {
@@ -501,7 +501,7 @@ mod tests {
         assert!(!text.contains("w-2-mp-0") && !text.contains("w-2-cp"), "another cluster's: {text}");
     }
 
-    /// Issue 33: an EKS cluster's resources carry the Cluster's name or the EKS cluster's in their
+    /// An EKS cluster's resources carry the Cluster's name or the EKS cluster's in their
     /// ownership keys (CAPA `network/vpc.go` against `eks/tags.go`): one document for each name.
     #[test]
     fn an_eks_cluster_is_two_members_when_its_names_differ() {

@@ -1,5 +1,5 @@
 //! `AWS API Call via CloudTrail` events of the services `crate::services` describes: each
-//! descriptor names its events and where their resource ids are (reference/aws.md §1.3); this
+//! descriptor names its events and where their resource ids are (AWS's documentation); this
 //! file reads them there. Other services' resources are enforced through `Tag Change on Resource`
 //! events and the sweep.
 //!
@@ -233,7 +233,7 @@ fn run_instances(call: &Call<'_>) -> Result<impl Iterator<Item = String>, EventE
 }
 
 /// The bucket, and for `PutBucketTagging`, which replaces the whole set, the one it asked for:
-/// the bucket's complete set after the call (reference/aws.md §5: `Tagging.TagSet.Tag`, an
+/// the bucket's complete set after the call (AWS's documentation: `Tagging.TagSet.Tag`, an
 /// array, or an object for one tag, with capitalised `Key`/`Value`).
 fn s3_bucket(call: &Call<'_>) -> Result<(Vec<ResourceRef>, Option<TagMap>), EventError> {
     let req = call.request()?;

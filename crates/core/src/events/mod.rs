@@ -1,4 +1,4 @@
-//! Cloud events → what they mean: which resources, created or re-tagged, by whom (DESIGN.md §5).
+//! Cloud events → what they mean: which resources, created or re-tagged, by whom (docs/src/design/architecture.md).
 //!
 //! An event is only a hint that a resource may have drifted: the reconciler re-reads the
 //! resource's tags, so a missed, repeated or reordered event cannot leave a wrong result. Parsing
@@ -135,7 +135,7 @@ impl Event {
 /// Whether two principals are one: ARNs and ids compare ignoring case, and a GUID also ignoring
 /// its hyphens, since Event Grid's `authorization.evidence.principalId` carries an object id as
 /// 32 hex digits while `claims.oid` and the configured id have the hyphenated form
-/// (reference/azure.md §1.7).
+/// (Azure's documentation).
 fn same_principal(a: &str, b: &str) -> bool {
     let guid = |s: &str| {
         let hex: String = s.chars().filter(|c| *c != '-').collect();

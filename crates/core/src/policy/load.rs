@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::{installer_yaml, Limits, Override, Pattern, Policy, Selector, Tag, TagSelector};
 use crate::cloud::{Cloud, ClusterKind};
 
-// The limits on what one deployment reads (issue 35), the one place they are set. A real policy
+// The limits on what one deployment reads, the one place they are set. A real policy
 // is a few kilobytes in one to three documents with a handful of overrides; these leave two orders
 // of magnitude of room and keep the worst case a deployment can be sent well inside the Lambda's
 // default 256 MB: a set's text at most `MAX_SET_BYTES`, one policy's parse at most
@@ -492,7 +492,7 @@ impl Doc<'_> {
     }
 
     fn native(&self, value: Value, globs: usize) -> Result<Layer, PolicyError> {
-        // Counted before anything is compiled: globs are what costs (issue 35).
+        // Counted before anything is compiled: globs are what costs.
         let entries = |p: &str| match value.pointer(p) {
             Some(Value::Array(a)) => a.len(),
             Some(Value::Object(o)) => o.len(),
@@ -669,7 +669,7 @@ mod schema_tests {
 
     use super::{NativeDoc, NativeLimits, NativeOverride, NativeSelector, NativeTagSelector};
 
-    /// The JSON Schema users' editors check tagwarden.yaml with (issue 37).
+    /// The JSON Schema users' editors check tagwarden.yaml with.
     const SCHEMA: &str = include_str!("../../../../schema/tagwarden.schema.json");
 
     /// The fields `T` takes, as serde itself lists them when it refuses an unknown one.

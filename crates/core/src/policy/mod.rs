@@ -1,4 +1,4 @@
-//! Policy: where a resource's desired tags come from (DESIGN.md §2).
+//! Policy: where a resource's desired tags come from (docs/src/concepts/policy.md).
 //!
 //! Three layers, lowest precedence first: the Infrastructure object's `status` resource tags, its
 //! `spec` resource tags, then resource-level overrides in document order. A later layer wins on the

@@ -1,4 +1,4 @@
-//! The exact tag rules of DESIGN.md §3, for AWS and Azure.
+//! The exact tag rules of docs/src/reference/policy.md, for AWS and Azure.
 //!
 //! Every violation is reported, not only the first, each naming the key, the rule and the limit.
 //! Deliberate deviations from OpenShift's installer (see README, "Deviations"): `+-@` are three
@@ -418,7 +418,7 @@ mod tests {
 
     /// Cluster API's ownership namespaces (CAPA on AWS, CAPZ on Azure; HyperShift uses them too)
     /// are reserved like the ownership tag, in any case, naming the key, the rule and the fix.
-    /// Issue 33: the role denies k8s.io/ keys (and its subdomains) on AWS, so the loader refuses
+    /// The role denies k8s.io/ keys (and its subdomains) on AWS, so the loader refuses
     /// them rather than let every write carrying one fail whole.
     #[test]
     fn k8s_io_is_reserved_on_aws_as_the_role_denies_it() {

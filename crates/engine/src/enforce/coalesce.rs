@@ -1,4 +1,4 @@
-//! Policy-change sweeps, filtered and coalesced (issue 35: "any object created under the set's
+//! Policy-change sweeps, filtered and coalesced ("any object created under the set's
 //! prefix forces a sweep"). A notification that objects were written where the policy is
 //! ([`Engine::policy_changed`]):
 //!

@@ -1,4 +1,4 @@
-//! The sweep (DESIGN.md §7), once for both clouds: list every resource the swept clusters own,
+//! The sweep (docs/src/design/architecture.md), once for both clouds: list every resource the swept clusters own,
 //! plan each against its cluster's policy, then write in as few calls as the cloud allows.
 //!
 //! What differs is the [`Adapter`]'s: how it lists (AWS: the Tagging API, tags included, plus the
