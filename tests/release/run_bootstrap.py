@@ -1,11 +1,11 @@
-"""Run what we ship (issue 37 item 3): a Lambda zip's bootstrap handles a real event.
+"""Run what we ship: a Lambda zip's bootstrap handles a real event.
 
     run_bootstrap.py ZIP          the zip scripts/release or scripts/package-lambda made
     run_bootstrap.py --binary B   a bootstrap binary as it is (scripts/test: the debug build)
 
 The zip's manifest (`<zip>.json`) names the architecture; the binary's ELF header must say the
-same (an arm64 zip holding an x86_64 binary is the Runtime.InvalidEntrypoint issue 37 was filed
-for). An x86_64 binary runs natively, an arm64 one under Debian's qemu-aarch64-static with the
+same (an arm64 zip holding an x86_64 binary fails every invocation with
+Runtime.InvalidEntrypoint). An x86_64 binary runs natively, an arm64 one under Debian's qemu-aarch64-static with the
 arm64 glibc (scripts/install-tools qemu_arm64), against cargo-lambda's Runtime API and moto: a
 CloudTrail RunInstances event (tests/fixtures/events/aws) for an owned instance created without
 the cluster's tags, which the instance carries afterwards, and the same event again, which writes
