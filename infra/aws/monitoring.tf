@@ -1,5 +1,5 @@
 # CloudWatch dashboard and alarms over the function's EMF metrics (namespace TagWarden; the
-# metrics reference, docs/src/reference/metrics.md), the Lambda service metrics and the dead-letter queue.
+# metrics reference, docs/src/lookup/metrics.md), the Lambda service metrics and the dead-letter queue.
 #
 # The function publishes with dimensions Cloud, ResourceType and InfraID. ResourceType values are
 # open-ended, so widgets use SEARCH and alarms use Metrics Insights over the whole namespace

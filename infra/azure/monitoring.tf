@@ -1,5 +1,5 @@
 # Log Analytics + workspace-based Application Insights, a workbook over the TagWarden custom metrics
-# (docs/src/reference/metrics.md) and the dead-letter counts, metric alerts and an optional action group.
+# (docs/src/lookup/metrics.md) and the dead-letter counts, metric alerts and an optional action group.
 #
 # The function publishes its metrics to Azure Monitor's custom-metrics store against its own app
 # (TAGWARDEN_METRICS_RESOURCE_ID): namespace TagWarden, dimensions Cloud, ResourceType, InfraID.

@@ -1,4 +1,4 @@
-"""The CLI reference (docs/src/reference/cli.md) documents exactly the commands and flags the CLI
+"""The CLI reference (docs/src/lookup/cli.md) documents exactly the commands and flags the CLI
 has: each subcommand of `tagwarden --help` has its `## \`tagwarden SUB\`` section, and every long
 flag of `tagwarden SUB --help` (and of `tagwarden organization sweep|status --help`) appears in
 that section, and every flag the section's synopsis gives exists. Run by scripts/test with the
@@ -27,7 +27,7 @@ def flags(text):
     return set(re.findall(r"^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)", text, re.M)) - GENERIC
 
 
-ref = open(os.path.join(ROOT, "docs/src/reference/cli.md")).read()
+ref = open(os.path.join(ROOT, "docs/src/lookup/cli.md")).read()
 parts = re.split(r"^## `tagwarden (\w+)`\s*$", ref, flags=re.M)
 sections = {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
 problems = []

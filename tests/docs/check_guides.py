@@ -14,7 +14,7 @@ emulator for Terraform here), so this is their check:
     back to the defaults); `terraform -chdir=DIR` names a directory with *.tf files; each
     `output -raw NAME` / `output -json NAME` is an output of DIR; each `scripts/NAME` is an
     executable script; each `tagwarden SUB` (and `tagwarden organization SUB`) is a command the CLI
-    reference documents (docs/src/reference/cli.md, `## \\`tagwarden SUB\\``), and each `--flag` given
+    reference documents (docs/src/lookup/cli.md, `## \\`tagwarden SUB\\``), and each `--flag` given
     to it appears in that command's section.
 
 usage: check_guides.py [ROOT]   (python-hcl2: run with .tools/venv-hcl2/bin/python); exits 1 on any problem.
@@ -49,7 +49,7 @@ def module(d):
 
 
 def cli_sections():
-    text = open(os.path.join(ROOT, "docs/src/reference/cli.md")).read()
+    text = open(os.path.join(ROOT, "docs/src/lookup/cli.md")).read()
     parts = re.split(r"^## `tagwarden (\w+)`\s*$", text, flags=re.M)
     return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
 

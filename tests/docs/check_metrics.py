@@ -1,4 +1,4 @@
-"""The metrics reference (docs/src/reference/metrics.md) names exactly the metrics the function
+"""The metrics reference (docs/src/lookup/metrics.md) names exactly the metrics the function
 emits: the names in the code's metric tables (the EMF encoder's in crates/core/src/report.rs, the
 Azure encoder's in crates/azure/src/metrics.rs, the organization hub's `(name, unit, n)` rows)
 against the backticked names of the page's table and its organization paragraph. A metric added
@@ -39,7 +39,7 @@ def code_metrics(root: str) -> dict:
 
 
 def documented(root: str) -> set:
-    text = open(os.path.join(root, "docs/src/reference/metrics.md")).read()
+    text = open(os.path.join(root, "docs/src/lookup/metrics.md")).read()
     names = set()
     for line in text.splitlines():
         if line.startswith("| `"):
@@ -53,8 +53,8 @@ def documented(root: str) -> set:
 
 def main(root: str) -> int:
     code, docs = code_metrics(root), documented(root)
-    problems = [f"{n}: emitted by {', '.join(sorted(code[n]))}, missing from docs/src/reference/metrics.md" for n in sorted(set(code) - docs)]
-    problems += [f"{n}: in docs/src/reference/metrics.md, emitted by no metric table of the code" for n in sorted(docs - set(code))]
+    problems = [f"{n}: emitted by {', '.join(sorted(code[n]))}, missing from docs/src/lookup/metrics.md" for n in sorted(set(code) - docs)]
+    problems += [f"{n}: in docs/src/lookup/metrics.md, emitted by no metric table of the code" for n in sorted(docs - set(code))]
     for p in problems:
         print("FAIL", p)
     print(f"metrics: {len(code)} emitted by the code, {len(docs)} documented, {len(problems)} problem(s)")

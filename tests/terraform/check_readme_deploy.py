@@ -14,7 +14,7 @@ and docs/src/operations/uninstall.md's uninstall-aws), not copied here, checked 
   * every `terraform -chdir=DIR` is an example directory; every `terraform output -raw|-json NAME`
     is an output of that example;
   * every `scripts/...` it runs exists and is executable;
-  * every `tagwarden SUBCOMMAND` is one the CLI reference (docs/src/reference/cli.md) documents;
+  * every `tagwarden SUBCOMMAND` is one the CLI reference (docs/src/lookup/cli.md) documents;
   * every value comes from the cluster (`oc get ...`) or from an earlier command: no `<...>`
     placeholder, and each `$VAR` it reads is set by an earlier line (or is AWS_REGION, exported).
 
@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import readme_blocks  # noqa: E402 (beside this file)
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
-CLI = "docs/src/reference/cli.md"
+CLI = "docs/src/lookup/cli.md"
 failures = []
 per_block = []
 for path, name in readme_blocks.EXECUTED:

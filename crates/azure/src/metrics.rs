@@ -1,4 +1,4 @@
-//! Metrics into Azure Monitor (docs/src/reference/metrics.md): the same names and dimensions as the CloudWatch EMF
+//! Metrics into Azure Monitor (docs/src/lookup/metrics.md): the same names and dimensions as the CloudWatch EMF
 //! lines ([`tagwarden_core::report::Metrics`]), converted to the custom-metrics REST API's documents
 //! (Azure's documentation) and sent as one `application/x-ndjson` POST per invocation to
 //! `https://<region>.monitoring.azure.com/<resourceId>/metrics` with a token for

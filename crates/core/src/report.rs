@@ -1,4 +1,4 @@
-//! What tagwarden reports (docs/src/reference/metrics.md): one outcome record per resource reconciled, and
+//! What tagwarden reports (docs/src/lookup/metrics.md): one outcome record per resource reconciled, and
 //! metrics in CloudWatch Embedded Metric Format — JSON lines on stdout that CloudWatch Logs turns
 //! into metrics without an API call. Pure: the binaries decide where the lines go.
 

@@ -1,4 +1,4 @@
-//! The exact tag rules of docs/src/reference/policy.md, for AWS and Azure.
+//! The exact tag rules of docs/src/lookup/policy.md, for AWS and Azure.
 //!
 //! Every violation is reported, not only the first, each naming the key, the rule and the limit.
 //! Deliberate deviations from OpenShift's installer (see README, "Deviations"): `+-@` are three
