@@ -15,6 +15,9 @@ mod organization;
 mod plan;
 #[cfg(any(feature = "aws", feature = "azure"))]
 mod publish;
+// The book's generated option reference and its drift test: the committed page is the all-features CLI's.
+#[cfg(all(test, feature = "aws", feature = "azure", feature = "kube"))]
+mod reference;
 #[cfg(any(feature = "aws", feature = "azure"))]
 mod report;
 #[cfg(any(feature = "aws", feature = "azure"))]
