@@ -1,40 +1,48 @@
-//! What the Lambda does with a payload, read once as its [`Payload`]. Kept here, not in the
-//! binary, so that tests drive the very same path in-process.
+//! What the Lambda does with a payload, read once as its [`Payload`], on either deployment: one
+//! account's engine or an organization's hub ([`Target`]; `super::handler::Handler` owns one).
+//! Kept here, not in the binary, so that tests drive the very same path in-process.
 //!
-//! - An SQS batch of EventBridge events: handled together (`tagwarden_engine::enforce::batch`: every resource
+//! - An SQS batch of EventBridge events (and, on a hub, sweep shards): one walk for both
+//!   (`batch`); events handled together (`tagwarden_engine::enforce::batch`: every resource
 //!   read and written once, identical deltas in shared calls); the messages whose events failed
 //!   are returned as `batchItemFailures`, so SQS retries only those and finally dead-letters them
 //!   with their original body.
 //! - One EventBridge event (direct invoke): a failure is an error, so EventBridge retries.
 //! - A sweep: `{"tagwarden": "sweep"}` from the schedule, an S3 notification or EventBridge
-//!   `Object Created` / `Parameter Store Change` for the policy (re-read at once).
+//!   `Object Created` / `Parameter Store Change` for the policy (re-read at once); on a hub, the
+//!   schedule's shards ([`handle_organization_until`]).
+//!
+//! Every walk asks one [`Deadline`] whether new work may start, ends in one tail (the records,
+//! then the EMF metrics, `finish`), and a failed invocation says whether a retry can help
+//! ([`InvocationError`], `super::failure`).
 //!
 //! Deliberately not here: the Runtime API (`functions/aws-lambda`, through `lambda_runtime`), and
-//! configuration (`super::config`).
+//! configuration (`super::config`, `super::handler`).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::sqs::SqsBatchResponse;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::organization::{member_metric_lines, Organization, ShardMessage, ShardReport};
+use crate::deadline::Deadline;
+use crate::failure::{FailureClass, InvocationError};
+use crate::organization::{member_metric_lines, Organization, Scheduled, Shard, ShardMessage, ShardReport};
 use crate::Tagger;
 use tagwarden_core::cloud::Cloud;
-use tagwarden_core::events;
-use tagwarden_core::report::Outcome;
-use tagwarden_core::report::{by_cluster, Metrics, ALL_CLUSTERS};
+use tagwarden_core::events::{self, Event};
+use tagwarden_core::report::{by_cluster, Outcome, ALL_CLUSTERS};
 use tagwarden_core::trigger::Trigger;
 use tagwarden_engine::enforce::Engine;
 
 /// The result of one invocation: the response, the lines to print (outcome records, then EMF
-/// metrics), and an error when the invocation must fail.
+/// metrics), and an error, with its class, when the invocation must fail.
 #[derive(Debug, Default)]
 pub struct Invocation {
     pub response: Value,
     pub lines: Vec<String>,
-    pub error: Option<String>,
+    pub error: Option<InvocationError>,
 }
 
 /// Every payload the Lambda is invoked with, each matched by the value that makes it that shape
@@ -121,155 +129,18 @@ pub struct Parameter {
     pub name: String,
 }
 
-/// Handle one payload, the invocation's JSON text.
+/// Handle one payload, the invocation's JSON text, with one account's engine and no deadline.
 pub async fn handle(engine: &Engine<Tagger>, payload: String) -> Invocation {
-    handle_until(engine, payload, None).await
+    walk(Target::Account(engine), payload, Deadline::NONE).await
 }
 
-/// How long before the invocation's deadline no new work starts: enough for the work already
-/// started (one SDK operation is bounded at 30 s) to finish and its results to be returned —
-/// at most this, and at most a fifth of the invocation's time, so a short timeout still works.
-pub const DEADLINE_RESERVE: Duration = Duration::from_secs(35);
-
-/// [`handle`] for an invocation that must answer by `deadline`: no new work starts after
-/// `deadline - DEADLINE_RESERVE`, and what is left is handed back rather than timed out — unstarted
-/// SQS messages as batch item failures, an event's unstarted resources as a failure of that event,
-/// a sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
+/// [`handle`] for an invocation that must answer by `deadline` ([`Deadline`]): no new work
+/// starts after it, and what is left is handed back rather than timed out — unstarted SQS
+/// messages as batch item failures, an event's unstarted resources as a failure of that event, a
+/// sweep's unstarted writes as deferred (the next sweep re-plans them; finished writes are not
 /// redone, they re-read as unchanged).
 pub async fn handle_until(engine: &Engine<Tagger>, payload: String, deadline: Option<Instant>) -> Invocation {
-    let stop_at = stop_at(deadline);
-    let past = || stop_at.is_some_and(|t| Instant::now() >= t);
-    let calls_before = engine.adapter.clients.calls.total();
-    let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
-    let mut metrics = Metrics::default();
-    let mut records = Vec::new();
-    let mut infra_id = None;
-    let mut absorb = |inv: &mut Invocation, out: Outcome| {
-        inv.lines.extend(out.records.iter().map(|r| r.to_json_line()));
-        metrics.merge(out.metrics);
-        records.extend(out.records);
-        infra_id = infra_id.take().or(out.infra_id);
-        out.error.map(|e| e.to_string())
-    };
-    let trigger = match serde_json::from_str::<Payload>(&payload) {
-        Err(e) => {
-            inv.error = Some(format!("not a payload tagwarden reads: {e}"));
-            return inv;
-        }
-        Ok(Payload::S3Notification { records: written }) => {
-            let at: Vec<Option<&str>> =
-                written.iter().map(|S3Record::S3 { event_time, .. }| event_time.as_deref()).collect();
-            Some(Trigger::written(written.iter().map(|S3Record::S3 { s3, .. }| s3.object.key.clone()).collect(), &at))
-        }
-        Ok(Payload::Sweep(_)) => Some(Trigger::Sweep),
-        Ok(Payload::EventBridge(event)) => Some(match event {
-            EventBridge::Scheduled => Trigger::Sweep,
-            EventBridge::ObjectCreated { detail, time } => {
-                Trigger::written(vec![detail.object.key], &[time.as_deref()])
-            }
-            EventBridge::ParameterStoreChange { detail, time } => {
-                Trigger::written(vec![detail.name], &[time.as_deref()])
-            }
-            // Read by `tagwarden_core::events` from the text as it came.
-            EventBridge::Event => Trigger::Events(payload.into_bytes()),
-        }),
-        Ok(Payload::SqsBatch { records: messages }) => {
-            // Every event of the batch at once: each resource read and written once, in shared
-            // calls (`tagwarden_engine::enforce::batch`). A message that is not an event, or that arrives
-            // past the deadline, is handed back unstarted.
-            let mut handled: Vec<(String, Option<Outcome>)> = Vec::with_capacity(messages.len());
-            let (mut events, mut at) = (Vec::new(), Vec::new());
-            for SqsMessage::Sqs { message_id: id, body } in messages {
-                if past() {
-                    tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
-                } else {
-                    match events::parse_one(body.as_bytes()) {
-                        Ok(event) => {
-                            at.push(handled.len());
-                            events.push(event);
-                        }
-                        // Not an event: retrying will not help, but the dead-letter queue keeps it.
-                        Err(e) => tracing::error!(message_id = id, error = %e, "message is not an event"),
-                    }
-                }
-                handled.push((id, None));
-            }
-            let outcomes = engine.handle_events(&events, stop_at).await;
-            for (i, out) in at.into_iter().zip(outcomes) {
-                handled[i].1 = Some(out);
-            }
-            let mut response = SqsBatchResponse::default();
-            for (id, out) in handled {
-                let failed = match out {
-                    Some(out) => {
-                        let retry = out.must_retry();
-                        if let Some(e) = absorb(&mut inv, out) {
-                            tracing::error!(message_id = id, error = e, "event not reconciled");
-                        }
-                        retry
-                    }
-                    None => true,
-                };
-                if failed {
-                    response.add_failure(id);
-                }
-            }
-            inv.response = serde_json::to_value(&response).unwrap_or_default();
-            None
-        }
-    };
-    match trigger {
-        None => {}
-        Some(Trigger::Events(raw)) => match events::parse_one(&raw) {
-            Ok(event) => {
-                let out = engine.handle_event(&event, stop_at).await;
-                let failed = out.failed();
-                let retry = out.must_retry();
-                let error = absorb(&mut inv, out);
-                if retry {
-                    inv.error = Some(error.unwrap_or_else(|| format!("{failed} resource(s) failed")));
-                }
-            }
-            Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
-        },
-        Some(Trigger::OwnStatusReport) => inv.response = json!({"ignored": "own status report"}),
-        Some(trigger @ (Trigger::Sweep | Trigger::PolicyChanged { .. })) => {
-            // Boxed: the sweep's future is deep, and every caller's type would nest it.
-            let out = match trigger {
-                Trigger::PolicyChanged { objects, at_ms } => {
-                    Box::pin(engine.policy_changed(&objects, at_ms, true, stop_at)).await
-                }
-                _ => Box::pin(engine.sweep(false, None, stop_at)).await,
-            };
-            let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
-            let retry = out.must_retry();
-            let error = absorb(&mut inv, out);
-            if retry {
-                inv.error = Some(error.unwrap_or_else(|| format!("sweep: {summary}")));
-            }
-            inv.response = summary;
-        }
-    }
-    if !metrics.is_empty() {
-        metrics.api_calls = engine.adapter.clients.calls.total().saturating_sub(calls_before);
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
-        let deployment = match engine.store.is_set() {
-            true => ALL_CLUSTERS,
-            false => infra_id.as_deref().unwrap_or("unknown"),
-        };
-        for (cluster, m) in by_cluster(&metrics, &records, deployment) {
-            inv.lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
-        }
-    }
-    inv
-}
-
-/// When no new work starts: [`DEADLINE_RESERVE`] before `deadline`, at most a fifth of what is left.
-fn stop_at(deadline: Option<Instant>) -> Option<Instant> {
-    deadline.map(|d| {
-        let reserve = DEADLINE_RESERVE.min(d.saturating_duration_since(Instant::now()) / 5);
-        d.checked_sub(reserve).unwrap_or(d)
-    })
+    walk(Target::Account(engine), payload, Deadline::of(deadline)).await
 }
 
 /// [`handle_until`] for an organization's hub (`crate::organization`):
@@ -286,157 +157,319 @@ fn stop_at(deadline: Option<Instant>) -> Option<Instant> {
 ///   clusters written;
 /// - events, alone or in an SQS batch, each go to their account and region's engine.
 pub async fn handle_organization_until(org: &Organization, payload: String, deadline: Option<Instant>) -> Invocation {
-    let stop_at = stop_at(deadline);
-    let calls_before = org.calls.total();
-    let mut inv = Invocation { response: Value::Null, ..Invocation::default() };
-    let mut all = Outcome::default();
-    let mut refused: BTreeMap<String, u64> = BTreeMap::new();
-    if let Some(shard) = ShardMessage::parse(&payload) {
-        let (out, report) = org.sweep_shard(&shard, stop_at).await;
-        if out.must_retry() {
-            inv.error = Some(
-                out.error
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_else(|| format!("shard {}/{}: {} failed", shard.account, shard.region, report.failed)),
-            );
+    walk(Target::Hub(org), payload, Deadline::of(deadline)).await
+}
+
+/// What a payload is handled with: one account's engine, or an organization's hub.
+#[derive(Clone, Copy)]
+pub enum Target<'a> {
+    Account(&'a Engine<Tagger>),
+    Hub(&'a Organization),
+}
+
+impl<'a> Target<'a> {
+    /// Every call its clients made so far.
+    fn calls(self) -> u64 {
+        match self {
+            Target::Account(engine) => engine.adapter.clients.calls.total(),
+            Target::Hub(org) => org.calls.total(),
         }
-        count_refused(&mut refused, &report);
-        inv.response = serde_json::to_value(&report).unwrap_or_default();
-        all.absorb(out);
-        return finish_org(inv, all, org.calls.total() - calls_before, &refused, None);
     }
-    let mut run = None;
-    let shards = match serde_json::from_str::<Payload>(&payload) {
+
+    /// The `Deployment` dimension of its metrics: a hub's, and a cluster set's, are every
+    /// cluster's; one cluster's is its infraID.
+    fn deployment(self, infra_id: Option<&str>) -> &str {
+        match self {
+            Target::Account(engine) if !engine.store.is_set() => infra_id.unwrap_or("unknown"),
+            Target::Account(_) | Target::Hub(_) => ALL_CLUSTERS,
+        }
+    }
+
+    /// A hub's shard message (one account never reads one: to it, it is a sweep).
+    fn shard(self, body: &str) -> Option<(&'a Organization, Shard)> {
+        match self {
+            Target::Hub(org) => ShardMessage::parse(body).map(|shard| (org, shard)),
+            Target::Account(_) => None,
+        }
+    }
+
+    async fn handle_events(self, events: &[Event], deadline: Deadline) -> Vec<Outcome> {
+        match self {
+            Target::Account(engine) => engine.handle_events(events, deadline.stop_at()).await,
+            Target::Hub(org) => org.handle_events(events, deadline.stop_at()).await,
+        }
+    }
+
+    async fn handle_event(self, event: &Event, deadline: Deadline) -> Outcome {
+        match self {
+            Target::Account(engine) => engine.handle_event(event, deadline.stop_at()).await,
+            Target::Hub(org) => {
+                org.handle_events(std::slice::from_ref(event), deadline.stop_at()).await.pop().unwrap_or_default()
+            }
+        }
+    }
+}
+
+/// What an invocation gathered on its way to `finish`.
+#[derive(Default)]
+struct Tail {
+    /// Every outcome, folded.
+    all: Outcome,
+    /// Shards refused, by account (a hub's).
+    refused: BTreeMap<String, u64>,
+    /// The schedule's run (a hub's).
+    run: Option<Scheduled>,
+}
+
+/// An invocation's answer before its tail: the response, and its error.
+type Answer = (Value, Option<InvocationError>);
+
+/// The one walk: the payload read once, handed to what handles its shape, then `finish`.
+pub async fn walk(target: Target<'_>, payload: String, deadline: Deadline) -> Invocation {
+    let calls_before = target.calls();
+    let mut tail = Tail::default();
+    let (response, error) = answer(target, payload, deadline, &mut tail).await;
+    finish(target, response, error, tail, calls_before)
+}
+
+async fn answer(target: Target<'_>, payload: String, deadline: Deadline, tail: &mut Tail) -> Answer {
+    if let Some((org, shard)) = target.shard(&payload) {
+        return shard_alone(org, &shard, deadline, tail).await;
+    }
+    let parsed = match serde_json::from_str::<Payload>(&payload) {
+        Ok(p) => p,
         Err(e) => {
-            inv.error = Some(format!("not a payload tagwarden reads: {e}"));
-            return inv;
-        }
-        Ok(Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled)) => {
-            let scheduled = Box::pin(org.schedule(stop_at, true)).await;
-            if org.config.shard_queue.is_some() {
-                // Sent account by account as they were computed.
-                inv.response = json!({
-                    "shards": scheduled.sent,
-                    "accounts": scheduled.reached.len(),
-                    "over_cap": scheduled.over_cap,
-                    "unreached": scheduled.unreached,
-                    "stale": scheduled.stale,
-                });
-                if let Some(e) = &scheduled.error {
-                    inv.error = Some(format!("shards not sent: {e}"));
-                }
-                return finish_org(inv, all, org.calls.total() - calls_before, &refused, Some(&scheduled));
-            }
-            let shards = scheduled.shards.clone();
-            run = Some(scheduled);
-            shards
-        }
-        Ok(Payload::S3Notification { records }) => {
-            let keys: Vec<String> = records.into_iter().map(|S3Record::S3 { s3, .. }| s3.object.key).collect();
-            org.config.shards_for(&keys)
-        }
-        Ok(Payload::EventBridge(EventBridge::ObjectCreated { detail, .. })) => {
-            org.config.shards_for(&[detail.object.key])
-        }
-        Ok(Payload::EventBridge(EventBridge::ParameterStoreChange { detail, .. })) => {
-            inv.response =
-                json!({"ignored": format!("parameter {}: an organization's policies are in S3", detail.name)});
-            return inv;
-        }
-        Ok(Payload::EventBridge(EventBridge::Event)) => {
-            match events::parse_one(payload.as_bytes()) {
-                Ok(event) => {
-                    let out = org.handle_events(std::slice::from_ref(&event), stop_at).await.pop().unwrap_or_default();
-                    if out.must_retry() {
-                        inv.error = Some(
-                            out.error
-                                .as_ref()
-                                .map_or_else(|| format!("{} resource(s) failed", out.failed()), ToString::to_string),
-                        );
-                    }
-                    all.absorb(out);
-                }
-                Err(e) => inv.error = Some(format!("not an event tagwarden reads: {e}")),
-            }
-            return finish_org(inv, all, org.calls.total() - calls_before, &refused, None);
-        }
-        Ok(Payload::SqsBatch { records: messages }) => {
-            let mut response = SqsBatchResponse::default();
-            let (mut events, mut ids) = (Vec::new(), Vec::new());
-            for SqsMessage::Sqs { message_id: id, body } in messages {
-                if stop_at.is_some_and(|t| Instant::now() >= t) {
-                    response.add_failure(id);
-                } else if let Some(shard) = ShardMessage::parse(&body) {
-                    let (out, report) = org.sweep_shard(&shard, stop_at).await;
-                    count_refused(&mut refused, &report);
-                    if out.must_retry() {
-                        tracing::error!(
-                            message_id = id,
-                            account = shard.account,
-                            region = shard.region,
-                            failed = report.failed,
-                            error = out.error.as_deref(),
-                            "shard not swept whole; SQS redelivers it"
-                        );
-                        response.add_failure(id);
-                    }
-                    all.absorb(out);
-                } else {
-                    match events::parse_one(body.as_bytes()) {
-                        Ok(event) => {
-                            events.push(event);
-                            ids.push(id);
-                        }
-                        Err(e) => {
-                            tracing::error!(message_id = id, error = %e, "message is not an event");
-                            response.add_failure(id);
-                        }
-                    }
-                }
-            }
-            for (id, out) in ids.into_iter().zip(org.handle_events(&events, stop_at).await) {
-                if out.must_retry() {
-                    response.add_failure(id);
-                }
-                all.absorb(out);
-            }
-            inv.response = serde_json::to_value(&response).unwrap_or_default();
-            return finish_org(inv, all, org.calls.total() - calls_before, &refused, None);
+            return (Value::Null, Some(InvocationError::permanent(format!("not a payload tagwarden reads: {e}"))))
         }
     };
-    // A sweep, or a policy change: its shards.
-    if org.config.shard_queue.is_some() {
-        match org.enqueue(&shards).await {
-            Ok(sent) => inv.response = json!({"shards": sent}),
-            Err(e) => inv.error = Some(format!("shards not sent: {e}")),
+    match (parsed, target) {
+        (Payload::SqsBatch { records }, _) => (batch(target, records, deadline, tail).await, None),
+        // Read by `tagwarden_core::events` from the text as it came.
+        (Payload::EventBridge(EventBridge::Event), _) => (Value::Null, event(target, &payload, deadline, tail).await),
+        (Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled), Target::Account(engine)) => {
+            // Boxed: the sweep's future is deep, and every caller's type would nest it.
+            swept(Box::pin(engine.sweep(false, None, deadline.stop_at())).await, tail)
         }
-        return inv;
+        (Payload::Sweep(_) | Payload::EventBridge(EventBridge::Scheduled), Target::Hub(org)) => {
+            schedule(org, deadline, tail).await
+        }
+        (Payload::S3Notification { records }, _) => {
+            let (keys, at): (Vec<String>, Vec<Option<String>>) =
+                records.into_iter().map(|S3Record::S3 { s3, event_time }| (s3.object.key, event_time)).unzip();
+            written(target, keys, &at, deadline, tail).await
+        }
+        (Payload::EventBridge(EventBridge::ObjectCreated { detail, time }), _) => {
+            written(target, vec![detail.object.key], &[time], deadline, tail).await
+        }
+        (Payload::EventBridge(EventBridge::ParameterStoreChange { detail, time }), Target::Account(_)) => {
+            written(target, vec![detail.name], &[time], deadline, tail).await
+        }
+        (Payload::EventBridge(EventBridge::ParameterStoreChange { detail, .. }), Target::Hub(_)) => {
+            (json!({"ignored": format!("parameter {}: an organization's policies are in S3", detail.name)}), None)
+        }
     }
-    let reports = org.sweep_shards(&shards, stop_at, &|_| {}).await;
-    let mut failed = 0;
+}
+
+/// One event (a direct invoke): a failure a retry can fix fails the invocation.
+async fn event(target: Target<'_>, raw: &str, deadline: Deadline, tail: &mut Tail) -> Option<InvocationError> {
+    match events::parse_one(raw.as_bytes()) {
+        Ok(event) => {
+            let out = target.handle_event(&event, deadline).await;
+            let error = out
+                .must_retry()
+                .then(|| InvocationError::of_outcome(&out, || format!("{} resource(s) failed", out.failed())));
+            tail.all.absorb(out);
+            error
+        }
+        Err(e) => Some(InvocationError::permanent(format!("not an event tagwarden reads: {e}"))),
+    }
+}
+
+/// An SQS batch, message by message: past the deadline handed back unstarted; a hub's shard
+/// swept; an event kept for [`Target::handle_events`] with the batch's others; anything else
+/// handed back (a retry will not help, but the dead-letter queue keeps it). The messages that
+/// failed are the response's `batchItemFailures`, in the batch's order.
+async fn batch(target: Target<'_>, messages: Vec<SqsMessage>, deadline: Deadline, tail: &mut Tail) -> Value {
+    enum Message {
+        /// Not started, or not an event: handed back.
+        Back,
+        /// Done already (a shard): whether it failed.
+        Done(bool),
+        /// The batch's event at this index.
+        Event(usize),
+    }
+    let mut walked: Vec<(String, Message)> = Vec::with_capacity(messages.len());
+    let mut events = Vec::new();
+    for SqsMessage::Sqs { message_id: id, body } in messages {
+        let message = if deadline.passed() {
+            tracing::warn!(message_id = id, "deadline near: message handed back unstarted");
+            Message::Back
+        } else if let Some((org, shard)) = target.shard(&body) {
+            let (out, report) = org.sweep_shard(&shard, deadline.stop_at()).await;
+            count_refused(&mut tail.refused, &report);
+            let failed = out.must_retry();
+            if failed {
+                tracing::error!(
+                    message_id = id,
+                    account = shard.account,
+                    region = shard.region,
+                    failed = report.failed,
+                    error = out.error.as_deref(),
+                    "shard not swept whole; SQS redelivers it"
+                );
+            }
+            tail.all.absorb(out);
+            Message::Done(failed)
+        } else {
+            match events::parse_one(body.as_bytes()) {
+                Ok(event) => {
+                    events.push(event);
+                    Message::Event(events.len() - 1)
+                }
+                Err(e) => {
+                    tracing::error!(message_id = id, error = %e, "message is not an event");
+                    Message::Back
+                }
+            }
+        };
+        walked.push((id, message));
+    }
+    // Every event of the batch at once: each resource read and written once, in shared calls.
+    let mut outcomes: Vec<Option<Outcome>> =
+        target.handle_events(&events, deadline).await.into_iter().map(Some).collect();
+    let mut response = SqsBatchResponse::default();
+    for (id, message) in walked {
+        let failed = match message {
+            Message::Back => true,
+            Message::Done(failed) => failed,
+            Message::Event(i) => match outcomes.get_mut(i).and_then(Option::take) {
+                Some(out) => {
+                    let retry = out.must_retry();
+                    if let Some(e) = &out.error {
+                        tracing::error!(message_id = id, error = %e, "event not reconciled");
+                    }
+                    tail.all.absorb(out);
+                    retry
+                }
+                None => true,
+            },
+        };
+        if failed {
+            response.add_failure(id);
+        }
+    }
+    serde_json::to_value(&response).unwrap_or_default()
+}
+
+/// A sweep's (or a policy change's) outcome: a failure a retry can fix fails the invocation.
+fn swept(out: Outcome, tail: &mut Tail) -> Answer {
+    let summary = json!({"sweep": out.records.len(), "failed": out.failed()});
+    let error = out.must_retry().then(|| InvocationError::of_outcome(&out, || format!("sweep: {summary}")));
+    tail.all.absorb(out);
+    (summary, error)
+}
+
+/// Objects written where the policy is (S3 keys, an SSM parameter's name), each at its time:
+/// one account re-reads the policy and sweeps what it changed (its own status report is
+/// ignored); a hub sends (or sweeps) the shards of the accounts' folders written.
+async fn written(
+    target: Target<'_>,
+    objects: Vec<String>,
+    at: &[Option<String>],
+    deadline: Deadline,
+    tail: &mut Tail,
+) -> Answer {
+    match target {
+        Target::Account(engine) => {
+            let at: Vec<Option<&str>> = at.iter().map(Option::as_deref).collect();
+            let Trigger::PolicyChanged { objects, at_ms } = Trigger::written(objects, &at) else {
+                return (json!({"ignored": "own status report"}), None);
+            };
+            swept(Box::pin(engine.policy_changed(&objects, at_ms, true, deadline.stop_at())).await, tail)
+        }
+        Target::Hub(org) => {
+            let shards = org.config.shards_for(&objects);
+            shards_of(org, shards, deadline, tail).await
+        }
+    }
+}
+
+/// A shard sent alone (a direct invoke): a failure a retry can fix fails the invocation; a
+/// refused one is counted, not an error.
+async fn shard_alone(org: &Organization, shard: &Shard, deadline: Deadline, tail: &mut Tail) -> Answer {
+    let (out, report) = org.sweep_shard(shard, deadline.stop_at()).await;
+    let error = out.must_retry().then(|| {
+        InvocationError::of_outcome(&out, || {
+            format!("shard {}/{}: {} failed", shard.account, shard.region, report.failed)
+        })
+    });
+    count_refused(&mut tail.refused, &report);
+    tail.all.absorb(out);
+    (serde_json::to_value(&report).unwrap_or_default(), error)
+}
+
+/// A hub's schedule: with a shard queue, the shards sent account by account as they were
+/// computed; without one, swept here ([`shards_of`]).
+async fn schedule(org: &Organization, deadline: Deadline, tail: &mut Tail) -> Answer {
+    let scheduled = Box::pin(org.schedule(deadline.stop_at(), true)).await;
+    if org.config.shard_queue.is_some() {
+        let response = json!({
+            "shards": scheduled.sent,
+            "accounts": scheduled.reached.len(),
+            "over_cap": scheduled.over_cap,
+            "unreached": scheduled.unreached,
+            "stale": scheduled.stale,
+        });
+        // The sends' errors come as text, their class lost: the queue is assumed reachable again
+        // (a refusal is in the text, and the next schedule sends the same shards anyway).
+        let error = scheduled.error.as_ref().map(|e| InvocationError::retryable(format!("shards not sent: {e}")));
+        tail.run = Some(scheduled);
+        return (response, error);
+    }
+    let shards = scheduled.shards.clone();
+    tail.run = Some(scheduled);
+    shards_of(org, shards, deadline, tail).await
+}
+
+/// A hub's shards: sent to the shard queue, or with none swept here, in turn.
+async fn shards_of(org: &Organization, shards: Vec<Shard>, deadline: Deadline, tail: &mut Tail) -> Answer {
+    if org.config.shard_queue.is_some() {
+        return match org.enqueue(&shards).await {
+            Ok(sent) => (json!({"shards": sent}), None),
+            Err(e) => (
+                Value::Null,
+                Some(InvocationError { class: FailureClass::of_enqueue(&e), message: format!("shards not sent: {e}") }),
+            ),
+        };
+    }
+    let reports = org.sweep_shards(&shards, deadline.stop_at(), &|_| {}).await;
+    let (mut failed, mut class) = (0, None);
     for (out, report) in reports {
-        failed += usize::from(out.must_retry());
-        count_refused(&mut refused, &report);
-        all.absorb(out);
+        if out.must_retry() {
+            failed += 1;
+            let this = FailureClass::of_outcome(&out);
+            class = Some(class.map_or(this, |c: FailureClass| c.or(this)));
+        }
+        count_refused(&mut tail.refused, &report);
+        tail.all.absorb(out);
     }
-    if failed > 0 {
-        inv.error = Some(format!("{failed} of {} shard(s) not swept whole", shards.len()));
-    }
+    let error = class.map(|class| InvocationError {
+        class,
+        message: format!("{failed} of {} shard(s) not swept whole", shards.len()),
+    });
     // A refused shard is failed, but not the invocation's error: a retry of the whole sweep
     // cannot help it; `MemberRefused` and its alarm say so.
     let mut response = json!({
         "shards": shards.len(),
-        "failed": failed + refused.values().sum::<u64>() as usize,
-        "refused": refused.keys().collect::<Vec<_>>(),
+        "failed": failed + tail.refused.values().sum::<u64>() as usize,
+        "refused": tail.refused.keys().collect::<Vec<_>>(),
     });
-    if let Some(run) = &run {
+    if let Some(run) = &tail.run {
         response["over_cap"] = json!(run.over_cap);
         response["unreached"] = json!(run.unreached);
         response["stale"] = json!(run.stale);
     }
-    inv.response = response;
-    finish_org(inv, all, org.calls.total() - calls_before, &refused, run.as_ref())
+    (response, error)
 }
 
 /// A shard refused (its member role, or its account over the cap): counted for its account.
@@ -447,31 +480,26 @@ fn count_refused(refused: &mut BTreeMap<String, u64>, report: &ShardReport) {
     }
 }
 
-/// [`finish`], then the organization's member metrics
-/// ([`crate::organization::member_metric_lines`]).
-fn finish_org(
-    inv: Invocation,
-    out: Outcome,
-    api_calls: u64,
-    refused: &BTreeMap<String, u64>,
-    run: Option<&crate::organization::Scheduled>,
+/// The one tail of every invocation: its records, its EMF metrics per cluster, then a hub's
+/// member metrics ([`crate::organization::member_metric_lines`]; none when nothing was refused
+/// and no schedule ran, as for one account).
+fn finish(
+    target: Target<'_>,
+    response: Value,
+    error: Option<InvocationError>,
+    tail: Tail,
+    calls_before: u64,
 ) -> Invocation {
-    let mut inv = finish(inv, out, api_calls);
+    let Tail { all, refused, run } = tail;
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
-    inv.lines.extend(member_metric_lines(refused, run, now));
-    inv
-}
-
-/// The invocation's records and EMF metrics, per cluster.
-fn finish(mut inv: Invocation, out: Outcome, api_calls: u64) -> Invocation {
-    inv.lines.extend(out.records.iter().map(|r| r.to_json_line()));
-    let mut metrics = out.metrics;
+    let mut lines: Vec<String> = all.records.iter().map(|r| r.to_json_line()).collect();
+    let mut metrics = all.metrics;
     if !metrics.is_empty() {
-        metrics.api_calls = api_calls;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
-        for (cluster, m) in by_cluster(&metrics, &out.records, ALL_CLUSTERS) {
-            inv.lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
+        metrics.api_calls = target.calls().saturating_sub(calls_before);
+        for (cluster, m) in by_cluster(&metrics, &all.records, target.deployment(all.infra_id.as_deref())) {
+            lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
         }
     }
-    inv
+    lines.extend(member_metric_lines(&refused, run.as_ref(), now));
+    Invocation { response, lines, error }
 }

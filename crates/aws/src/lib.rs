@@ -7,9 +7,12 @@
 pub mod adapter;
 pub mod calls;
 pub mod config;
+pub mod deadline;
 pub mod discover;
 pub mod error;
+pub mod failure;
 pub mod function;
+pub mod handler;
 pub mod organization;
 pub mod policy_store;
 mod services;

@@ -1,35 +1,22 @@
-//! tagwarden's AWS Lambda (`bootstrap`): wires configuration and clients once, then hands every
-//! payload to `tagwarden_aws::function::handle_until`, which reads it as its `Payload`.
+//! tagwarden's AWS Lambda (`bootstrap`): builds its handler once
+//! (`tagwarden_aws::handler::Handler::from_env`: one account's engine, or an organization's hub
+//! when `TAGWARDEN_ORGANIZATION` is set), then runs the Runtime API, handing every payload to it
+//! with the invocation's deadline and answering with its outcome. This binary only wires things
+//! together.
 //!
-//! Configuration: `tagwarden_aws::config` (validated at start-up), and the standard AWS SDK
+//! Configuration (validated at start-up; a bad value stops the function with the variable and the
+//! fix): `tagwarden_aws::handler` and `tagwarden_aws::config`, and the standard AWS SDK
 //! environment (region, credentials, `AWS_ENDPOINT_URL`).
 
 use std::io::Write;
 use std::sync::Arc;
-use std::time::Duration;
 
 use lambda_runtime::{service_fn, Diagnostic, LambdaEvent};
 use serde_json::value::RawValue;
-use tagwarden_aws::config::Config;
-use tagwarden_aws::function;
-use tagwarden_aws::organization::{OrgConfig, Organization, Settings};
-use tagwarden_aws::policy_store::policy_store;
-use tagwarden_aws::Clients;
-use tagwarden_aws::Tagger;
-use tagwarden_engine::enforce::Engine;
-use tagwarden_engine::rate_limit::RateLimit;
-
-/// The invocation's deadline (milliseconds since the epoch, from the Runtime API's
-/// `Lambda-Runtime-Deadline-Ms`) as an `Instant`. One that has passed already at the start is not
-/// a deadline the function could meet but a clock or emulator artefact: it is logged and ignored.
-fn deadline_of(deadline_ms: u64) -> Option<std::time::Instant> {
-    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok()?.as_millis() as u64;
-    if deadline_ms <= now_ms {
-        tracing::warn!(deadline_ms, now_ms, "the invocation's deadline has passed at its start; not enforced");
-        return None;
-    }
-    Some(std::time::Instant::now() + Duration::from_millis(deadline_ms - now_ms))
-}
+use tagwarden_aws::deadline::Deadline;
+use tagwarden_aws::failure::{FailureClass, InvocationError};
+use tagwarden_aws::function::Invocation;
+use tagwarden_aws::handler::Handler;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -43,132 +30,66 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         concat!(env!("CARGO_PKG_NAME"), " ", env!("CARGO_PKG_VERSION"), " (commit ", env!("TAGWARDEN_COMMIT"), ")");
     tracing::info!(version = env!("CARGO_PKG_VERSION"), commit = env!("TAGWARDEN_COMMIT"), "{build}");
     tagwarden_engine::status_store::set_written_by(build.to_string());
-    match OrgConfig::from_lookup(|k| std::env::var(k).ok()) {
-        Ok(Some(org)) => return run_hub(org).await,
-        Ok(None) => {}
+    let handler = match Handler::from_env().await {
+        Ok(h) => Arc::new(h),
         Err(e) => {
             tracing::error!(error = %e, "invalid configuration");
-            return Err(e.to_string().into());
-        }
-    }
-    let config = match Config::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "invalid configuration");
-            return Err(e.to_string().into());
+            return Err(e.into());
         }
     };
-    if config.own.is_empty() {
-        tracing::warn!("TAGWARDEN_SELF_ROLE_ARN is not set: own writes are recognised by idempotent planning only");
-    }
-    let clients = match Clients::from_env().await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "invalid network configuration");
-            return Err(e.to_string().into());
-        }
-    };
-    // The function's account, from its role's ARN (`arn:aws:iam::<account>:role/…`): S3 tagging
-    // calls name it as the expected bucket owner.
-    let account = config.own.iter().find_map(|arn| {
-        arn.split(':').nth(4).filter(|a| a.len() == 12 && a.bytes().all(|b| b.is_ascii_digit())).map(str::to_owned)
-    });
-    let tagger = Tagger {
-        ec2_writes: Some(RateLimit::per_second(f64::from(config.ec2_writes_per_second))),
-        account,
-        ..Tagger::new(clients.clone())
-    };
-    let store = policy_store(&clients, config.policy, config.policy_ttl).with_clusters(config.clusters);
-    let mut engine = Engine::new(tagger, store, config.own);
-    engine.set_concurrency(config.concurrency);
-    engine.yield_to = config.yield_to;
-    engine.mode = config.mode;
-    tracing::info!(mode = %config.mode, "deployment mode");
-    let engine = Arc::new(engine);
-    // The payload as its JSON text: `function` reads it once into its `Payload` (a shape it does
-    // not know is its own `TagwardenFailure`) and hands a bare event's text on as it came.
+    // The payload as its JSON text: the handler reads it once into its `Payload` and hands a bare
+    // event's text on as it came.
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
-        let engine = engine.clone();
+        let handler = handler.clone();
         async move {
-            // Boxed: the SDK's nested futures are too deep to lay out inline.
-            let deadline = deadline_of(event.context.deadline);
-            let handling: std::pin::Pin<Box<dyn std::future::Future<Output = function::Invocation> + Send + '_>> =
-                Box::pin(function::handle_until(&engine, Box::<str>::from(event.payload).into_string(), deadline));
-            // Records and EMF metrics go to stdout, one JSON document per line.
-            answer(handling.await)
+            let deadline = Deadline::from_epoch_ms(event.context.deadline);
+            answer(handler.handle(Box::<str>::from(event.payload).into_string(), deadline).await)
         }
     }))
     .await
 }
 
-/// An organization's hub (`TAGWARDEN_ORGANIZATION` set): every member account's clusters through
-/// the role it assumes there (`tagwarden_aws::organization`).
-async fn run_hub(org: OrgConfig) -> Result<(), lambda_runtime::Error> {
-    let var = |k: &str| std::env::var(k).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-    let own: Vec<String> = var("TAGWARDEN_SELF_ROLE_ARN").into_iter().collect();
-    let settings = (|| {
-        Ok::<_, tagwarden_engine::config::ConfigError>(Settings {
-            policy_ttl: tagwarden_engine::config::policy_ttl(var("POLICY_TTL"))?,
-            own,
-            concurrency: tagwarden_engine::config::concurrency(
-                var("TAGWARDEN_CONCURRENCY"),
-                tagwarden_aws::adapter::DEFAULT_CONCURRENCY,
-            )?,
-            ec2_writes_per_second: Config::ec2_writes_per_second(var("TAGWARDEN_EC2_WRITES_PER_SECOND"))?,
-            dry_run: false,
-            mode: tagwarden_engine::config::mode(var("TAGWARDEN_MODE"))?,
-        })
-    })();
-    let settings = match settings {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "invalid configuration");
-            return Err(e.to_string().into());
-        }
-    };
-    let hub = match tagwarden_aws::load_config().await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "invalid network configuration");
-            return Err(e.to_string().into());
-        }
-    };
-    let yield_to = match Config::yield_to(var("TAGWARDEN_YIELD_TO")) {
-        Ok(y) => y,
-        Err(e) => {
-            tracing::error!(error = %e, "invalid configuration");
-            return Err(e.to_string().into());
-        }
-    };
-    tracing::info!(accounts = org.clusters.len(), regions = org.regions.len(), "organization hub");
-    let mut org = Organization::new(&hub, org, settings);
-    org.yield_to = yield_to;
-    let org = Arc::new(org);
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
-        let org = org.clone();
-        async move {
-            let deadline = deadline_of(event.context.deadline);
-            let handling: std::pin::Pin<Box<dyn std::future::Future<Output = function::Invocation> + Send + '_>> =
-                Box::pin(function::handle_organization_until(
-                    &org,
-                    Box::<str>::from(event.payload).into_string(),
-                    deadline,
-                ));
-            answer(handling.await)
-        }
-    }))
-    .await
-}
-
-/// Print the invocation's lines (records, then EMF metrics) to stdout and answer it.
-fn answer(inv: function::Invocation) -> Result<serde_json::Value, Diagnostic> {
+/// Print the invocation's lines (records, then EMF metrics) to stdout, one JSON document a line,
+/// and answer it.
+fn answer(inv: Invocation) -> Result<serde_json::Value, Diagnostic> {
     let mut out = std::io::stdout().lock();
     for line in &inv.lines {
         let _ = writeln!(out, "{line}");
     }
     drop(out);
     match inv.error {
-        Some(message) => Err(Diagnostic { error_type: "TagwardenFailure".to_string(), error_message: message }),
+        Some(e) => Err(diagnostic(e)),
         None => Ok(inv.response),
+    }
+}
+
+/// The invocation error's `errorType`, as the Lambda Runtime API's invocation error
+/// (`POST /2018-06-01/runtime/invocation/{AwsRequestId}/error`, body `{"errorMessage", "errorType"}`)
+/// carries it to the caller: `"Retryable"` when the same payload again can succeed (a throttle, a
+/// timeout, a 5xx, an unreachable endpoint, work handed back before the deadline), `"Permanent"`
+/// when it cannot (no valid policy, a refused member account, a malformed payload).
+fn error_type(class: FailureClass) -> &'static str {
+    match class {
+        FailureClass::Retryable => "Retryable",
+        FailureClass::Permanent => "Permanent",
+    }
+}
+
+fn diagnostic(e: InvocationError) -> Diagnostic {
+    Diagnostic { error_type: error_type(e.class).to_string(), error_message: e.message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_types_are_named_exactly() {
+        let d = diagnostic(InvocationError::retryable("sweep: deferred"));
+        assert_eq!((d.error_type.as_str(), d.error_message.as_str()), ("Retryable", "sweep: deferred"));
+        let d = diagnostic(InvocationError::permanent("not a payload tagwarden reads: x"));
+        assert_eq!(d.error_type, "Permanent");
+        let inv = Invocation { response: serde_json::json!({"sweep": 0}), ..Invocation::default() };
+        assert_eq!(answer(inv).ok(), Some(serde_json::json!({"sweep": 0})));
     }
 }

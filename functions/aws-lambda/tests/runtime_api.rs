@@ -195,7 +195,7 @@ async fn bootstrap_handles_events_through_the_runtime_api() {
     let (status, body) = post(port, invoke, r#"{"hello": "world"}"#);
     assert_eq!(status, 500, "{body}");
     let error: Value = serde_json::from_str(&body).expect("error json");
-    assert_eq!(error["errorType"], "TagwardenFailure");
+    assert_eq!(error["errorType"], "Permanent", "a malformed payload: a retry cannot help");
 
     // A sweep's status report names the build that wrote it: package, version and commit.
     let (status, body) = post(port, invoke, r#"{"tagwarden": "sweep"}"#);
