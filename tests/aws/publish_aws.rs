@@ -15,6 +15,7 @@ use tagwarden::aws::Clients;
 use tagwarden::cloud::Cloud;
 use tagwarden::policy_store::PolicySource;
 use tagwarden::policy_store::PutError;
+use tagwarden::publish::PublishResult;
 use tagwarden::status::{ResourceFailure, StatusReport};
 
 fn doc(infra: &str, tags: &str) -> String {
@@ -40,7 +41,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
 
     let v1 = doc("c-1", "team: a, env: dev, gone: x");
     let created = store.publish(&v1, None, false).await.expect("created");
-    assert_eq!((created.result, created.infra_id.as_deref()), ("written", Some("c-1")));
+    assert_eq!((created.result, created.infra_id.as_deref()), (PublishResult::Written, Some("c-1")));
     assert_eq!(created.changes.added.len(), 3);
     assert_eq!(puts(&clients, "S3:PutObject"), 1);
 
@@ -50,15 +51,15 @@ async fn s3_object_create_unchanged_update_and_refusal() {
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
     let again = store.publish(&v1, None, false).await.expect("unchanged");
-    assert_eq!((again.result, again.version.clone()), ("unchanged", created.version.clone()));
+    assert_eq!((again.result, again.version.clone()), (PublishResult::Unchanged, created.version.clone()));
     assert_eq!(puts(&clients, "S3:PutObject"), 1, "an unchanged document is not rewritten");
 
     let v2 = doc("c-1", "team: b, env: dev, cost: '1'");
     let dry = store.publish(&v2, None, true).await.expect("dry run");
-    assert_eq!(dry.result, "would-write");
+    assert_eq!(dry.result, PublishResult::WouldWrite);
     assert_eq!(puts(&clients, "S3:PutObject"), 1, "--dry-run writes nothing");
     let updated = store.publish(&v2, None, false).await.expect("updated");
-    assert_eq!(updated.result, "written");
+    assert_eq!(updated.result, PublishResult::Written);
     assert_ne!(updated.version, created.version);
     assert_eq!(updated.changes.changed["team"], ["a".to_string(), "b".to_string()]);
     assert_eq!(updated.changes.added.keys().collect::<Vec<_>>(), ["cost"]);
@@ -66,7 +67,7 @@ async fn s3_object_create_unchanged_update_and_refusal() {
 
     // Invalid: every violation listed, nothing written, the published version untouched.
     let invalid = store.publish(&doc("c-1", "aws:team: a, Name: n"), None, false).await.expect("refused");
-    assert_eq!(invalid.result, "refused");
+    assert_eq!(invalid.result, PublishResult::Refused);
     assert!(!invalid.violations.is_empty(), "{invalid:?}");
     assert_eq!(puts(&clients, "S3:PutObject"), 2);
     assert_eq!(store.read("cluster/policy.yaml").await.expect("read").expect("still there").text, v2);
@@ -115,9 +116,12 @@ async fn s3_prefix_layer_is_checked_with_the_other_layers() {
     let store = policy_store(&clients, loc.clone(), Duration::ZERO);
 
     let clash = store.publish(&doc("c-2", "a: b"), None, false).await.expect("refused");
-    assert_eq!(clash.result, "refused", "the layers would name two clusters: {clash:?}");
+    assert_eq!(clash.result, PublishResult::Refused, "the layers would name two clusters: {clash:?}");
     let ok = store.publish(&doc("c-1", "team: a"), None, false).await.expect("written");
-    assert_eq!((ok.result, ok.location.as_str()), ("written", format!("s3://{b}/layers/10-cluster.yaml").as_str()));
+    assert_eq!(
+        (ok.result, ok.location.as_str()),
+        (PublishResult::Written, format!("s3://{b}/layers/10-cluster.yaml").as_str())
+    );
     assert_eq!(ok.changes.added.keys().collect::<Vec<_>>(), ["team"], "the defaults were in force already");
     let (loaded, _) = policy_store(&clients, loc, Duration::ZERO).current(true).await;
     let tags = loaded.expect("the function accepts the layers").policy.base_tags(Cloud::Aws);
@@ -132,7 +136,7 @@ async fn ssm_versions_guard_the_parameter() {
 
     let v1 = doc("c-1", "team: a");
     assert_eq!(store.publish(&v1, None, false).await.expect("created").version.as_deref(), Some("1"));
-    assert_eq!(store.publish(&v1, None, false).await.expect("same").result, "unchanged");
+    assert_eq!(store.publish(&v1, None, false).await.expect("same").result, PublishResult::Unchanged);
     assert_eq!(puts(&clients, "SSM:PutParameter"), 1);
     let v2 = doc("c-1", "team: b");
     assert_eq!(store.publish(&v2, None, false).await.expect("updated").version.as_deref(), Some("2"));
@@ -291,7 +295,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         let store = policy_store(&clients, loc.clone(), Duration::ZERO);
         for id in ["c-1", "c-2"] {
             let out = store.publish(&doc(id, &format!("team: t-{id}")), Some(id), false).await.expect("published");
-            assert_eq!((out.result, out.infra_id.as_deref()), ("written", Some(id)), "{set}");
+            assert_eq!((out.result, out.infra_id.as_deref()), (PublishResult::Written, Some(id)), "{set}");
             let expected = match &loc {
                 PolicyLocation::S3Set { .. } => format!("s3://{b}/clusters/{id}/10-cluster.yaml"),
                 _ => format!("ssm:/tw-{account}/clusters/{id}"),
@@ -304,7 +308,7 @@ async fn publish_into_a_cluster_set_s3_and_ssm() {
         let unnamed = store.publish(&doc("c-2", "team: evil"), None, false).await.expect("refused");
         assert!(unnamed.violations[0].contains("--cluster c-2"), "{:?}", unnamed.violations);
         let other = store.publish(&doc("c-2", "team: evil"), Some("c-1"), false).await.expect("refused");
-        assert_eq!(other.result, "refused");
+        assert_eq!(other.result, PublishResult::Refused);
         assert!(
             other.violations[0].contains("names infraID \"c-2\", but it is published for cluster c-1"),
             "{other:?}"

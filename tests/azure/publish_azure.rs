@@ -15,6 +15,7 @@ use tagwarden::azure::blob_store::{blob_policy_store, BlobPolicyStore, OP_PUT};
 use tagwarden::cloud::Cloud;
 use tagwarden::policy_store::PolicySource;
 use tagwarden::policy_store::PutError;
+use tagwarden::publish::PublishResult;
 use tagwarden::status::StatusReport;
 
 fn doc(infra: &str, tags: &str) -> String {
@@ -35,21 +36,21 @@ async fn blob_create_unchanged_update_refusal_and_conflicts() {
 
     let v1 = doc("c-1", "team: a, gone: x");
     let created = store.publish(&v1, None, false).await.expect("created");
-    assert_eq!((created.result, created.infra_id.as_deref()), ("written", Some("c-1")));
+    assert_eq!((created.result, created.infra_id.as_deref()), (PublishResult::Written, Some("c-1")));
     assert!(!created.location.contains("sig="), "no SAS in what is shown: {}", created.location);
     let (loaded, _) = store.current(true).await;
     assert_eq!(loaded.expect("the function accepts it").infra_id, "c-1");
 
-    assert_eq!(store.publish(&v1, None, false).await.expect("same").result, "unchanged");
+    assert_eq!(store.publish(&v1, None, false).await.expect("same").result, PublishResult::Unchanged);
     assert_eq!(store.source.calls.get(OP_PUT), 1, "an unchanged document is not rewritten");
     let invalid = store.publish(&doc("c-1", "'a<b': x, 'k%': y"), None, false).await.expect("refused");
-    assert_eq!(invalid.result, "refused", "{invalid:?}");
+    assert_eq!(invalid.result, PublishResult::Refused, "{invalid:?}");
     assert!(invalid.violations.len() >= 2, "every violation is listed: {:?}", invalid.violations);
     assert_eq!(store.source.calls.get(OP_PUT), 1, "nothing written for an invalid document");
 
     let v2 = doc("c-1", "team: b, cost: '1'");
     let updated = store.publish(&v2, None, false).await.expect("updated");
-    assert_eq!(updated.result, "written");
+    assert_eq!(updated.result, PublishResult::Written);
     assert_eq!(updated.changes.changed["team"], ["a".to_string(), "b".to_string()]);
     assert_eq!(updated.changes.removed.keys().collect::<Vec<_>>(), ["gone"]);
 

@@ -108,13 +108,45 @@ pub fn decide(cloud: Cloud, name: &str, text: &str, others: &[(String, String)],
     Verdict::Write { changes, infra_id }
 }
 
+/// What a publish did, as its outcome's `result` (`written`, `would-write`, `unchanged`, `refused`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PublishResult {
+    /// The document was written.
+    Written,
+    /// A dry run: the document would have been written.
+    WouldWrite,
+    /// The document is already what is published: nothing was written.
+    Unchanged,
+    /// The function would reject the document: nothing was written.
+    Refused,
+}
+
+impl PublishResult {
+    /// The wire form, as in the outcome's JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublishResult::Written => "written",
+            PublishResult::WouldWrite => "would-write",
+            PublishResult::Unchanged => "unchanged",
+            PublishResult::Refused => "refused",
+        }
+    }
+}
+
+impl std::fmt::Display for PublishResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// How a publish ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct PublishOutcome {
     /// Where it went (no credential).
     pub location: String,
-    /// `written`, `would-write` (dry run), `unchanged` or `refused`.
-    pub result: &'static str,
+    /// What the publish did.
+    pub result: PublishResult,
     /// The version now published: the new ETag or parameter version, or the one left in place.
     pub version: Option<String>,
     pub infra_id: Option<String>,
@@ -128,7 +160,7 @@ impl PublishOutcome {
     pub fn refused(location: String, violations: Vec<String>) -> Self {
         PublishOutcome {
             location,
-            result: "refused",
+            result: PublishResult::Refused,
             version: None,
             infra_id: None,
             changes: TagChanges::default(),
@@ -180,6 +212,20 @@ mod tests {
 
     fn doc(tags: &str) -> String {
         format!("version: 1\ninfraID: c-1\ntags: {{{tags}}}\n")
+    }
+
+    #[test]
+    fn a_result_serializes_as_its_wire_form() {
+        use PublishResult::*;
+        for (result, wire) in
+            [(Written, "written"), (WouldWrite, "would-write"), (Unchanged, "unchanged"), (Refused, "refused")]
+        {
+            assert_eq!((result.as_str(), result.to_string()), (wire, wire.to_string()));
+            assert_eq!(serde_json::to_value(result).expect("json"), serde_json::json!(wire));
+        }
+        let refused =
+            serde_json::to_value(PublishOutcome::refused("s3://b/k".into(), vec!["bad".into()])).expect("json");
+        assert_eq!(refused["result"], "refused");
     }
 
     #[test]

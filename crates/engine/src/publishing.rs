@@ -2,7 +2,9 @@
 //! reads what is published, and writes conditionally on the version read.
 
 use tagwarden_core::policy::cache::check;
-use tagwarden_core::publish::{decide, set_folder, PublishError, PublishOutcome, TagChanges, Verdict, CLUSTER_LAYER};
+use tagwarden_core::publish::{
+    decide, set_folder, PublishError, PublishOutcome, PublishResult, TagChanges, Verdict, CLUSTER_LAYER,
+};
 
 use crate::policy_store::{Layout, PolicySource, PolicyStore, PutError};
 
@@ -56,7 +58,7 @@ impl<S: PolicySource> PolicyStore<S> {
                     let docs = others.into_iter().chain([(document, text.to_string())]).collect();
                     return Ok(PublishOutcome {
                         location,
-                        result: "unchanged",
+                        result: PublishResult::Unchanged,
                         version: current.map(|o| o.etag),
                         infra_id: check(cloud, docs).ok().map(|(_, id)| id),
                         changes: TagChanges::default(),
@@ -67,7 +69,7 @@ impl<S: PolicySource> PolicyStore<S> {
             };
         let read = current.map(|o| o.etag);
         let (result, version) = if dry_run {
-            ("would-write", read)
+            (PublishResult::WouldWrite, read)
         } else {
             let written = self.source.put(&name, text, read.as_deref()).await.map_err(|e| {
                 let read = read.clone().unwrap_or_else(|| "none".into());
@@ -77,7 +79,7 @@ impl<S: PolicySource> PolicyStore<S> {
                     PutError::Source(e) => PublishError::Cloud(Box::new(e)),
                 }
             })?;
-            ("written", Some(written))
+            (PublishResult::Written, Some(written))
         };
         Ok(PublishOutcome { location, result, version, infra_id: Some(infra_id), changes, violations: Vec::new() })
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use tagwarden::publish::{PublishError, PublishOutcome};
+use tagwarden::publish::{PublishError, PublishOutcome, PublishResult};
 #[cfg(feature = "kube")]
 use tagwarden::retry::Backoff;
 
@@ -136,7 +136,7 @@ fn publish_error(e: PublishError) -> Failure {
 
 /// Exit 1 for a refused document.
 fn ended(outcome: &PublishOutcome) -> Result<(), Failure> {
-    if outcome.result == "refused" {
+    if outcome.result == PublishResult::Refused {
         Err(Failure::Invalid(None))
     } else {
         Ok(())
@@ -153,16 +153,18 @@ fn show(o: &PublishOutcome, json: bool, line: bool) -> anyhow::Result<()> {
     }
     let version = o.version.as_deref().unwrap_or("-");
     match o.result {
-        "refused" => {
+        PublishResult::Refused => {
             println!("refused   {}: the function would reject this document; nothing was written", o.location);
             for v in &o.violations {
                 println!("  {v}");
             }
             return Ok(());
         }
-        "unchanged" => println!("unchanged {} is already this document (version {version})", o.location),
-        "would-write" => println!("would write {} (now version {version}); --dry-run wrote nothing", o.location),
-        _ => println!("published {} (version {version})", o.location),
+        PublishResult::Unchanged => println!("unchanged {} is already this document (version {version})", o.location),
+        PublishResult::WouldWrite => {
+            println!("would write {} (now version {version}); --dry-run wrote nothing", o.location)
+        }
+        PublishResult::Written => println!("published {} (version {version})", o.location),
     }
     if let Some(id) = &o.infra_id {
         println!("infraID   {id}");
@@ -219,7 +221,7 @@ async fn publish_set(
         let object = m.object.to_string();
         let (outcome, error, warning) = match (&m.document, &m.cluster) {
             (Ok(doc), Some(cluster)) => match target.publish(&doc.text, Some(cluster), args.dry_run).await {
-                Ok(o) if o.result == "refused" => {
+                Ok(o) if o.result == PublishResult::Refused => {
                     refused += 1;
                     let note = refused_note(cluster, &o);
                     (Some(o), None, Some(("PolicyRefused", note)))
@@ -467,14 +469,17 @@ async fn watch_set(
                             if done.get(&object) != Some(why) {
                                 eprintln!("{object}: not published: {why}");
                                 if !args.dry_run {
-                                    let _ = cluster::warn_member(
+                                    if let Err(e) = cluster::warn_member(
                                         client,
                                         instance.clone(),
                                         &m.object,
                                         "NoPolicy",
                                         why.clone(),
                                     )
-                                    .await;
+                                    .await
+                                    {
+                                        tracing::warn!(object = %object, error = %e, "could not record the Event");
+                                    }
                                 }
                                 done.insert(object, why.clone());
                             }
@@ -488,19 +493,17 @@ async fn watch_set(
                     }
                     match target.publish(&doc.text, Some(cluster), args.dry_run).await {
                         Ok(o) => {
-                            if o.result == "refused" {
+                            if o.result == PublishResult::Refused {
                                 refused = true;
                                 health.failed("refused");
                                 let note = refused_note(cluster, &o);
                                 if !args.dry_run {
-                                    let _ = cluster::warn_member(
-                                        client,
-                                        instance.clone(),
-                                        &m.object,
-                                        "PolicyRefused",
-                                        note,
-                                    )
-                                    .await;
+                                    if let Err(e) =
+                                        cluster::warn_member(client, instance.clone(), &m.object, "PolicyRefused", note)
+                                            .await
+                                    {
+                                        tracing::warn!(object = %object, error = %e, "could not record the Event");
+                                    }
                                 }
                                 refused_clusters.insert(cluster.clone());
                             } else {
@@ -670,10 +673,10 @@ async fn from_cluster(args: &Args) -> Result<(), Failure> {
                     tracing::warn!(violations = ?facts.refused, "the cluster's document is refused; what was published stays in force");
                 }
                 own_cluster = outcome.infra_id.clone().or(own_cluster);
-                if !(resyncing && outcome.result == "unchanged") {
+                if !(resyncing && outcome.result == PublishResult::Unchanged) {
                     show(&outcome, args.json, true)?;
                 }
-                if resyncing && outcome.result == "written" {
+                if resyncing && outcome.result == PublishResult::Written {
                     tracing::warn!(location = %outcome.location, "the published object had been changed or deleted at the store; written again");
                 }
                 mirror_now(&mirror, target, own_cluster.as_deref(), &facts).await;
