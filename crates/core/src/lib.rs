@@ -13,6 +13,7 @@ pub mod calls;
 pub mod cloud;
 pub mod contest;
 pub mod events;
+pub mod gcp;
 pub mod mode;
 pub mod plan;
 pub mod policy;
