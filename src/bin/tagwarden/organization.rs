@@ -152,7 +152,7 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
         .sweep_shards(&shards, None, &|r: &ShardReport| {
             let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             if !quiet {
-                eprintln!("[{n}/{total}] {}", line(r, args.dry_run));
+                eprintln!("[{n}/{total}] {}", line(r));
             }
         })
         .await;
@@ -160,6 +160,7 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
         .iter()
         .map(|(out, _)| out.records.iter().filter(|r| r.status == tagwarden::report::Status::WouldApply).count())
         .sum();
+    let listed = if args.json { String::new() } else { would_writes(&swept) };
     let reports: Vec<ShardReport> = swept.into_iter().map(|(_, r)| r).collect();
     let mut summary = Summary::of(reports);
     for (account, why) in run.over_cap.into_iter().filter(|(a, _)| wanted(a)) {
@@ -177,7 +178,7 @@ async fn sweep(args: SweepArgs) -> Result<(), Failure> {
     if args.json {
         print_json(&out)?;
     } else {
-        print!("{}", human(&out.summary));
+        print!("{listed}{}", human(&out.summary));
         println!("AssumeRole    {} call(s)", out.assume_role_calls);
         println!("API calls     {} in {:.1} s", out.api_calls.values().sum::<u64>(), out.seconds);
     }
@@ -330,22 +331,43 @@ fn verdict(summary: &Summary, drifted: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-fn line(r: &ShardReport, dry_run: bool) -> String {
-    let verb = if dry_run { "would write" } else { "written" };
+fn line(r: &ShardReport) -> String {
     match (&r.refused, &r.error) {
         (Some(why), _) => format!("{}/{}: refused: {why}", r.account, r.region),
         (None, Some(e)) if r.owned == 0 => format!("{}/{}: failed: {e}", r.account, r.region),
         _ => format!(
-            "{}/{}: {} owned, {} in line, {} {verb}, {} failed, {} calls, {:.1} s",
-            r.account, r.region, r.owned, r.in_line, r.written, r.failed, r.api_calls, r.seconds
+            "{}/{}: {} owned, {} in line, {} written, {} would write, {} failed, {} calls, {:.1} s",
+            r.account, r.region, r.owned, r.in_line, r.written, r.would_write, r.failed, r.api_calls, r.seconds
         ),
     }
 }
 
+/// A preview's would-be writes, one line a resource: `<account>/<region> <resource>  key: old → new`.
+fn would_writes(swept: &[(tagwarden::report::Outcome, ShardReport)]) -> String {
+    let mut out = String::new();
+    for (o, r) in swept {
+        for rec in o.records.iter().filter(|rec| rec.status == tagwarden::report::Status::WouldApply) {
+            let changes: Vec<String> = rec
+                .audited
+                .iter()
+                .map(|c| format!("{}: {} → {}", c.key, c.old.as_deref().unwrap_or("(none)"), c.new))
+                .collect();
+            out.push_str(&format!(
+                "would write   {}/{} {}  {}\n",
+                r.account,
+                r.region,
+                rec.resource,
+                changes.join(", ")
+            ));
+        }
+    }
+    out
+}
+
 fn human(s: &Summary) -> String {
     let mut out = format!(
-        "organization  {} account(s), {} cluster(s), {} owned, {} in line, {} failed\n",
-        s.accounts, s.clusters, s.owned, s.in_line, s.failed
+        "organization  {} account(s), {} cluster(s), {} owned, {} in line, {} would write, {} failed\n",
+        s.accounts, s.clusters, s.owned, s.in_line, s.would_write, s.failed
     );
     for (account, at) in &s.last_sweep_ms {
         let refused = s.refused.get(account).map(|w| format!(" - REFUSED: {w}")).unwrap_or_default();
@@ -363,7 +385,7 @@ fn human(s: &Summary) -> String {
         ));
     }
     for r in &s.shards {
-        out.push_str(&format!("  {}\n", line(r, false)));
+        out.push_str(&format!("  {}\n", line(r)));
         for f in &r.failures {
             out.push_str(&format!("    failed {f}\n"));
         }

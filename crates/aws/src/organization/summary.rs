@@ -21,6 +21,10 @@ pub struct ShardReport {
     /// Owned resources in line with their policy when the sweep ended (unchanged or written).
     pub in_line: usize,
     pub written: usize,
+    /// Owned resources with drift evaluated and not written (audit, or a dry run): what an
+    /// enforced sweep would write. Absent in outcomes written before it was counted.
+    #[serde(default)]
+    pub would_write: usize,
     pub failed: usize,
     pub gone: usize,
     pub api_calls: u64,
@@ -49,6 +53,7 @@ impl ShardReport {
             owned,
             in_line: count(Status::Applied) + count(Status::Unchanged),
             written: count(Status::Applied),
+            would_write: count(Status::WouldApply),
             failed: out.failed(),
             gone: count(Status::Gone),
             api_calls,
@@ -72,6 +77,9 @@ pub struct Summary {
     pub clusters: usize,
     pub owned: usize,
     pub in_line: usize,
+    /// What an enforced sweep would write (audit, dry runs).
+    #[serde(default)]
+    pub would_write: usize,
     pub failed: usize,
     /// Accounts whose member role was refused, with why.
     pub refused: BTreeMap<String, String>,
@@ -111,6 +119,7 @@ impl Summary {
             clusters.extend(r.clusters.iter().map(|c| (r.account.clone(), c.clone())));
             s.owned += r.owned;
             s.in_line += r.in_line;
+            s.would_write += r.would_write;
             s.failed += r.failed;
             if let Some(why) = &r.refused {
                 s.refused.insert(r.account.clone(), why.clone());
@@ -264,5 +273,50 @@ mod tests {
         ]);
         let kept: Vec<Option<usize>> = s.shards.iter().map(|r| r.group).collect();
         assert_eq!((kept, s.owned), (vec![Some(0), Some(1)], 20), "only the newest packing counts");
+    }
+
+    /// An audited (or previewed) drift is what an enforced sweep would write: counted apart from
+    /// the writes, summed by the summary, and read as 0 from an outcome written before it was.
+    #[test]
+    fn would_be_writes_are_counted_and_summed() {
+        use tagwarden_core::report::Record;
+        let rec = |id: &str, status: Status| Record {
+            record: "reconcile",
+            cloud: tagwarden_core::cloud::Cloud::Aws,
+            resource: id.into(),
+            resource_type: "ec2:instance".into(),
+            status,
+            changes: Vec::new(),
+            superseded: Vec::new(),
+            policy_version: "v1".into(),
+            infra_id: Some("c-1".into()),
+            reason: None,
+            contested: Vec::new(),
+            audited: Vec::new(),
+            event_id: None,
+            error: None,
+            failure: None,
+            latency_ms: 1,
+            compliance_lag_ms: None,
+        };
+        let out = Outcome {
+            records: vec![
+                rec("i-1", Status::WouldApply),
+                rec("i-2", Status::WouldApply),
+                rec("i-3", Status::Applied),
+                rec("i-4", Status::Unchanged),
+            ],
+            ..Outcome::default()
+        };
+        let shard = Shard { account: "111111111111".into(), region: "us-east-1".into(), clusters: None, group: None };
+        let r = ShardReport::of(&shard, vec!["c-1".into()], &out, Instant::now(), 3);
+        assert_eq!((r.owned, r.in_line, r.written, r.would_write), (4, 2, 1, 2));
+        let other = ShardReport { region: "eu-west-1".into(), ..r.clone() };
+        assert_eq!(Summary::of(vec![r, other]).would_write, 4);
+        let old: ShardReport = serde_json::from_str(
+            r#"{"account":"1","region":"r","clusters":[],"finished_at_ms":1,"seconds":0.0,"owned":1,"in_line":1,"written":0,"failed":0,"gone":0,"api_calls":1}"#,
+        )
+        .expect("an outcome of the previous release");
+        assert_eq!(old.would_write, 0);
     }
 }
