@@ -70,19 +70,41 @@ impl fmt::Display for BlobLocation {
     }
 }
 
-impl std::str::FromStr for BlobLocation {
-    type Err = String;
+/// What a policy location must look like, as its errors say.
+const BLOB_LOCATION_USAGE: &str = "expected https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB (one document), …/CONTAINER/PREFIX/ (every document under it, ending in /) or …/CONTAINER/PREFIX/*/ (a cluster set: one policy per cluster under PREFIX/<infraID>/), optionally with a SAS query string; for Azurite http://127.0.0.1:10000/devstoreaccount1/CONTAINER/…";
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let usage = "expected https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB (one document), …/CONTAINER/PREFIX/ (every document under it, ending in /) or …/CONTAINER/PREFIX/*/ (a cluster set: one policy per cluster under PREFIX/<infraID>/), optionally with a SAS query string; for Azurite http://127.0.0.1:10000/devstoreaccount1/CONTAINER/…";
+/// Why a text is no blob policy location: each names the location without its query (a SAS is a
+/// credential) and says what one looks like.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BlobLocationError {
+    #[error("policy location {shown:?} is not a URL ({error}): {BLOB_LOCATION_USAGE}")]
+    NotAUrl { shown: String, error: <Url as std::str::FromStr>::Err },
+    #[error("policy location {0:?} is not an http(s) URL: {BLOB_LOCATION_USAGE}")]
+    NotHttp(String),
+    #[error("policy location {0:?} names no host: {BLOB_LOCATION_USAGE}")]
+    NoHost(String),
+    #[error("policy location {0:?} names no storage account (path-style URL): {BLOB_LOCATION_USAGE}")]
+    NoAccount(String),
+    #[error("policy location {0:?} names no container: {BLOB_LOCATION_USAGE}")]
+    NoContainer(String),
+    #[error(
+        "policy location {0:?}: a cluster set is written …/CONTAINER/PREFIX/*/ (the * alone, as the last folder): {BLOB_LOCATION_USAGE}"
+    )]
+    MisplacedStar(String),
+}
+
+impl std::str::FromStr for BlobLocation {
+    type Err = BlobLocationError;
+
+    fn from_str(s: &str) -> Result<Self, BlobLocationError> {
         // Messages show the URL without its query: a SAS is a credential.
-        let shown = s.split('?').next().unwrap_or_default();
-        let url = Url::parse(s).map_err(|e| format!("policy location {shown:?} is not a URL ({e}): {usage}"))?;
+        let shown = || s.split('?').next().unwrap_or_default().to_string();
+        let url = Url::parse(s).map_err(|error| BlobLocationError::NotAUrl { shown: shown(), error })?;
         if !matches!(url.scheme(), "http" | "https") {
-            return Err(format!("policy location {shown:?} is not an http(s) URL: {usage}"));
+            return Err(BlobLocationError::NotHttp(shown()));
         }
         let Some(host) = url.host_str().filter(|h| !h.is_empty()) else {
-            return Err(format!("policy location {shown:?} names no host: {usage}"));
+            return Err(BlobLocationError::NoHost(shown()));
         };
         let path_style = host.eq_ignore_ascii_case("localhost")
             || host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().is_ok();
@@ -90,12 +112,10 @@ impl std::str::FromStr for BlobLocation {
         let mut parts = path.splitn(if path_style { 3 } else { 2 }, '/');
         let account = if path_style { parts.next().filter(|a| !a.is_empty()) } else { None };
         if path_style && account.is_none() {
-            return Err(format!("policy location {shown:?} names no storage account (path-style URL): {usage}"));
+            return Err(BlobLocationError::NoAccount(shown()));
         }
-        let container = parts
-            .next()
-            .filter(|c| !c.is_empty())
-            .ok_or_else(|| format!("policy location {shown:?} names no container: {usage}"))?;
+        let container =
+            parts.next().filter(|c| !c.is_empty()).ok_or_else(|| BlobLocationError::NoContainer(shown()))?;
         let name = percent_decode(parts.next().unwrap_or_default());
         let mut base = url.clone();
         base.set_query(None);
@@ -107,9 +127,7 @@ impl std::str::FromStr for BlobLocation {
         let sas = url.query().filter(|q| !q.is_empty()).map(str::to_owned);
         let (name, is_set) = match name.strip_suffix("*/").filter(|p| p.is_empty() || p.ends_with('/')) {
             Some(prefix) => (prefix.to_string(), true),
-            None if name.contains('*') => {
-                return Err(format!("policy location {shown:?}: a cluster set is written …/CONTAINER/PREFIX/*/ (the * alone, as the last folder): {usage}"))
-            }
+            None if name.contains('*') => return Err(BlobLocationError::MisplacedStar(shown())),
             None => (name, false),
         };
         let is_prefix = name.is_empty() || name.ends_with('/');
@@ -567,7 +585,10 @@ mod tests {
         assert_eq!(l.name, "clusters/");
         assert_eq!(l.status_name(Some("c-1")), "clusters/c-1/tagwarden-status.json");
         assert_eq!(l.to_string(), "https://acct.blob.core.windows.net/policy/clusters/*/");
-        let e = "https://acct.blob.core.windows.net/policy/clusters*/".parse::<BlobLocation>().expect_err("not a set");
+        let e = "https://acct.blob.core.windows.net/policy/clusters*/"
+            .parse::<BlobLocation>()
+            .expect_err("not a set")
+            .to_string();
         assert!(e.contains("PREFIX/*/"), "{e}");
         for bad in [
             "policy.yaml",
@@ -575,7 +596,7 @@ mod tests {
             "https://acct.blob.core.windows.net/",
             "http://127.0.0.1:10000/devstoreaccount1",
         ] {
-            let e = bad.parse::<BlobLocation>().expect_err(bad);
+            let e = bad.parse::<BlobLocation>().expect_err(bad).to_string();
             assert!(e.contains("CONTAINER"), "{e}");
         }
     }

@@ -112,7 +112,7 @@ impl Config {
             var: "TAGWARDEN_POLICY",
             value: shown,
             problem: "is not a blob or blob-prefix URL".into(),
-            fix: problem,
+            fix: problem.to_string(),
         })?;
         let policy_ttl = tagwarden_engine::config::policy_ttl(var("POLICY_TTL"))?;
         let clusters = tagwarden_engine::config::clusters(var("TAGWARDEN_CLUSTERS"), policy.is_set)?;
@@ -129,7 +129,7 @@ impl Config {
         let arm_endpoint = http_url(&arm).map_err(|problem| ConfigError::Invalid {
             var: "TAGWARDEN_ARM_ENDPOINT",
             value: arm.clone(),
-            problem,
+            problem: problem.to_string(),
             fix: "set it to https://management.azure.com (or your cloud's ARM endpoint), or unset it".into(),
         })?;
         let arm_audience = super::arm::arm_audience(&arm_endpoint, var("TAGWARDEN_ARM_AUDIENCE").as_deref());
@@ -140,7 +140,7 @@ impl Config {
         let endpoint = http_url(&endpoint).map_err(|problem| ConfigError::Invalid {
             var: "IDENTITY_ENDPOINT",
             value: endpoint.clone(),
-            problem,
+            problem: problem.to_string(),
             fix: "App Service sets it; do not override it".into(),
         })?;
         let header = var("IDENTITY_HEADER").ok_or_else(|| ConfigError::Missing {
@@ -166,7 +166,7 @@ impl Config {
                     Some(e) => http_url(&e).map_err(|problem| ConfigError::Invalid {
                         var: "TAGWARDEN_METRICS_ENDPOINT",
                         value: e.clone(),
-                        problem,
+                        problem: problem.to_string(),
                         fix: "set it to https://<region>.monitoring.azure.com, or unset it and set TAGWARDEN_METRICS_REGION".into(),
                     })?,
                     None => {
@@ -178,7 +178,7 @@ impl Config {
                         http_url(&format!("https://{region}.monitoring.azure.com")).map_err(|problem| ConfigError::Invalid {
                             var: "TAGWARDEN_METRICS_REGION",
                             value: region.clone(),
-                            problem,
+                            problem: problem.to_string(),
                             fix: "set it to an Azure region name such as westeurope".into(),
                         })?
                     }
@@ -264,12 +264,21 @@ impl Config {
     }
 }
 
-fn http_url(s: &str) -> Result<Url, String> {
-    let url = Url::parse(s).map_err(|e| format!("is not a URL ({e})"))?;
+fn http_url(s: &str) -> Result<Url, NotAnHttpUrl> {
+    let url = Url::parse(s).map_err(NotAnHttpUrl::Unparsed)?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err("is not an http(s) URL with a host".to_string());
+        return Err(NotAnHttpUrl::NoHttpHost);
     }
     Ok(url)
+}
+
+/// Why a setting is no http(s) URL with a host (`http_url`), as the end of its `ConfigError`.
+#[derive(Debug, thiserror::Error)]
+enum NotAnHttpUrl {
+    #[error("is not a URL ({0})")]
+    Unparsed(<Url as std::str::FromStr>::Err),
+    #[error("is not an http(s) URL with a host")]
+    NoHttpHost,
 }
 
 fn subscription_of(id: &str) -> Option<String> {

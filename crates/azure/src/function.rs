@@ -388,13 +388,30 @@ impl Topics {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     #[error("not an event tagwarden reads: {0}")]
-    Unreadable(String),
+    Unreadable(Unreadable),
     #[error(
         "refused {events} event(s) from Event Grid topic {topic:?}, which is not one of TAGWARDEN_EVENT_TOPICS: if \
          the function subscribes to that topic, add it there (the Terraform module sets it from its system topics); \
          otherwise something delivers events this deployment never subscribed to"
     )]
     Topic { topic: String, events: u64 },
+}
+
+/// Why a delivery's text holds no event tagwarden reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreadable {
+    #[error("the message is encoded too many times")]
+    TooDeep,
+    /// A string's content that is neither JSON nor base64 (the decoder's error).
+    #[error("the message is neither JSON nor base64 ({0})")]
+    NotBase64(base64::DecodeError),
+    /// Not JSON of a delivery (the parser's message).
+    #[error("{0}")]
+    NotADelivery(String),
+    #[error("an empty array holds no event")]
+    NoEvent,
+    #[error("the sweep queue carries policy BlobCreated events only; this message holds another event")]
+    NotAPolicyChange,
 }
 
 impl Refused {
@@ -469,33 +486,30 @@ pub fn part_in(text: &[u8], depth: u8) -> Option<String> {
 pub fn queue_work(message: &[u8], topics: &Topics) -> Result<Trigger, Refused> {
     match work_of(message, topics)? {
         trigger @ (Trigger::PolicyChanged { .. } | Trigger::OwnStatusReport) => Ok(trigger),
-        Trigger::Events(_) | Trigger::Sweep => Err(Refused::Unreadable(
-            "the sweep queue carries policy BlobCreated events only; this message holds another event".to_string(),
-        )),
+        Trigger::Events(_) | Trigger::Sweep => Err(Refused::Unreadable(Unreadable::NotAPolicyChange)),
     }
 }
 
 /// The events a delivery's text holds, and their JSON text: the text itself, or what a string in
 /// it holds (JSON, or base64 of it, Azure's documentation), at most three strings deep. `depth`
 /// is how many strings were opened to reach `text`.
-fn events_in(text: Cow<'_, [u8]>, depth: u8) -> Result<(Vec<GridEvent>, Cow<'_, [u8]>), String> {
+fn events_in(text: Cow<'_, [u8]>, depth: u8) -> Result<(Vec<GridEvent>, Cow<'_, [u8]>), Unreadable> {
     if depth > 3 {
-        return Err("the message is encoded too many times".to_string());
+        return Err(Unreadable::TooDeep);
     }
     let delivery = match serde_json::from_slice::<Delivery>(text.trim_ascii()) {
         Ok(delivery) => delivery,
         // A string's content that is not JSON: base64 (no other encoding is used).
         Err(e) if depth > 0 && !e.is_data() => {
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(text.trim_ascii())
-                .map_err(|e| format!("the message is neither JSON nor base64 ({e})"))?;
+            let bytes =
+                base64::engine::general_purpose::STANDARD.decode(text.trim_ascii()).map_err(Unreadable::NotBase64)?;
             return events_in(bytes.into(), depth + 1);
         }
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(Unreadable::NotADelivery(e.to_string())),
     };
     match delivery {
         Delivery::Text(inner) => events_in(inner.into_bytes().into(), depth + 1),
-        Delivery::Events(events) if events.is_empty() => Err("an empty array holds no event".to_string()),
+        Delivery::Events(events) if events.is_empty() => Err(Unreadable::NoEvent),
         Delivery::Events(events) => Ok((events, text)),
         Delivery::Event(event) => Ok((vec![event], text)),
     }
@@ -550,8 +564,8 @@ mod tests {
         work_of(delivered.to_string().as_bytes(), &Topics::default())
     }
 
-    fn queue(message: &Value) -> Result<Trigger, String> {
-        queue_work(message.to_string().as_bytes(), &Topics::default()).map_err(|e| e.to_string())
+    fn queue(message: &Value) -> Result<Trigger, Refused> {
+        queue_work(message.to_string().as_bytes(), &Topics::default())
     }
 
     #[test]
@@ -610,15 +624,15 @@ mod tests {
         let own = json!({"eventType": BLOB_CREATED, "subject": "/blobServices/default/containers/p/blobs/tagwarden-status.json"});
         assert_eq!(queue(&Value::String(b64(&own.to_string()))), Ok(Trigger::OwnStatusReport));
         let write = json!({"eventType": "Microsoft.Resources.ResourceWriteSuccess", "subject": "/subscriptions/s"});
-        assert!(queue(&write).unwrap_err().contains("policy BlobCreated events only"));
-        assert!(queue(&json!("not an event")).unwrap_err().contains("neither JSON nor base64"));
+        assert!(queue(&write).unwrap_err().to_string().contains("policy BlobCreated events only"));
+        assert!(queue(&json!("not an event")).unwrap_err().to_string().contains("neither JSON nor base64"));
         assert!(queue(&json!(42)).is_err());
         // A string that decodes to itself forever is refused, not followed.
         let mut nested = Value::String(text);
         for _ in 0..4 {
             nested = Value::String(nested.to_string());
         }
-        assert!(queue(&nested).unwrap_err().contains("too many times"));
+        assert!(queue(&nested).unwrap_err().to_string().contains("too many times"));
     }
 
     proptest::proptest! {
@@ -632,7 +646,7 @@ mod tests {
             let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
             for message in [Value::String(text.clone()), Value::String(b64), json!({"eventType": text})] {
                 if let Err(e) = queue(&message) {
-                    proptest::prop_assert!(!e.is_empty());
+                    proptest::prop_assert!(!e.to_string().is_empty());
                 }
             }
         }

@@ -202,27 +202,25 @@ impl YieldTo {
     }
 
     /// Comma-separated patterns ([`YIELD_TO_NONE`]: none). The error names the bad pattern and why.
-    pub fn parse(list: &str) -> Result<Self, String> {
+    pub fn parse(list: &str) -> Result<Self, YieldToError> {
         if list.trim().eq_ignore_ascii_case(YIELD_TO_NONE) {
             return Ok(Self::none());
         }
         let mut patterns = Vec::new();
         for p in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             if p.len() > 512 {
-                return Err(format!("pattern {p:?} is longer than 512 characters"));
+                return Err(YieldToError::TooLong(p.to_string()));
             }
             if let Some(c) = p.chars().find(|c| c.is_whitespace() || c.is_control()) {
-                return Err(format!("pattern {p:?} holds {c:?}; a principal has no spaces or control characters"));
+                return Err(YieldToError::Space { pattern: p.to_string(), found: c });
             }
             if p.chars().all(|c| c == '*' || c == '?') {
-                return Err(format!(
-                    "pattern {p:?} matches every writer, which would let anyone who can remove a tag stop its enforcement; name the controllers' roles (e.g. arn:aws:sts::*:assumed-role/*aws-load-balancer-controller*/*)"
-                ));
+                return Err(YieldToError::Everyone(p.to_string()));
             }
             patterns.push(p.to_string());
         }
         if patterns.is_empty() {
-            return Err(format!("names no pattern; to yield to no controller, set it to {YIELD_TO_NONE}"));
+            return Err(YieldToError::Empty);
         }
         Ok(YieldTo { patterns })
     }
@@ -236,6 +234,21 @@ impl YieldTo {
     pub fn accepts(&self, writer: Option<&str>) -> bool {
         writer.is_some_and(|w| self.patterns.iter().any(|p| wildcard(p, w)))
     }
+}
+
+/// Why a list of patterns is no `YieldTo` (`YieldTo::parse`): the bad pattern and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum YieldToError {
+    #[error("pattern {0:?} is longer than 512 characters")]
+    TooLong(String),
+    #[error("pattern {pattern:?} holds {found:?}; a principal has no spaces or control characters")]
+    Space { pattern: String, found: char },
+    #[error(
+        "pattern {0:?} matches every writer, which would let anyone who can remove a tag stop its enforcement; name the controllers' roles (e.g. arn:aws:sts::*:assumed-role/*aws-load-balancer-controller*/*)"
+    )]
+    Everyone(String),
+    #[error("names no pattern; to yield to no controller, set it to {YIELD_TO_NONE}")]
+    Empty,
 }
 
 /// `*`/`?` wildcard match, ASCII case-insensitive.

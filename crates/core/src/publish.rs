@@ -171,24 +171,44 @@ impl PublishOutcome {
 
 /// The folder of a set a document goes into: `cluster`, which the document must name itself (as
 /// the function requires of every layer), and a valid infraID. The document alone never chooses.
-pub fn set_folder(text: &str, cluster: Option<&str>) -> Result<String, String> {
-    let declared = crate::policy::load::declared_infra_id(CLUSTER_LAYER, text).map_err(|e| e.to_string())?;
+pub fn set_folder(text: &str, cluster: Option<&str>) -> Result<String, SetFolderError> {
+    let declared = crate::policy::load::declared_infra_id(CLUSTER_LAYER, text)?;
     let Some(cluster) = cluster else {
-        return Err(format!(
-            "a cluster set keeps each cluster's policy in the folder of its infraID, and a publisher names that folder, not the document: pass --cluster {} (or publish --from-cluster, which reads it from the cluster's Infrastructure object)",
-            declared.as_deref().unwrap_or("INFRA_ID")
-        ));
+        return Err(SetFolderError::NoClusterNamed { declared });
     };
     crate::policy::clusters::valid_infra_id(cluster)?;
     match declared {
         Some(id) if id == cluster => Ok(id),
-        Some(id) => Err(format!(
-            "the document names infraID {id:?}, but it is published for cluster {cluster}: the function refuses a layer that does not name its folder's cluster; publish the policy of {cluster}, or correct the document's infraID"
-        )),
-        None => Err(format!(
-            "the document names no infraID, and every layer of a cluster set must name its cluster: add infraID: {cluster} (or publish the Infrastructure object, whose status.infrastructureName names it)"
-        )),
+        Some(id) => Err(SetFolderError::OtherCluster { declared: id, cluster: cluster.to_string() }),
+        None => Err(SetFolderError::NoInfraId { cluster: cluster.to_string() }),
     }
+}
+
+/// Why a document goes into no folder of a cluster set (`set_folder`).
+#[derive(Debug, thiserror::Error)]
+pub enum SetFolderError {
+    /// The document is not a valid layer.
+    #[error(transparent)]
+    Invalid(#[from] crate::policy::load::PolicyError),
+    /// The publisher named no cluster (the document's own infraID, if any).
+    #[error(
+        "a cluster set keeps each cluster's policy in the folder of its infraID, and a publisher names that folder, not the document: pass --cluster {} (or publish --from-cluster, which reads it from the cluster's Infrastructure object)",
+        declared.as_deref().unwrap_or("INFRA_ID")
+    )]
+    NoClusterNamed { declared: Option<String> },
+    /// The cluster named is no infraID.
+    #[error(transparent)]
+    NotAnInfraId(#[from] crate::policy::clusters::NotAnInfraId),
+    /// The document names another cluster than the one it is published for.
+    #[error(
+        "the document names infraID {declared:?}, but it is published for cluster {cluster}: the function refuses a layer that does not name its folder's cluster; publish the policy of {cluster}, or correct the document's infraID"
+    )]
+    OtherCluster { declared: String, cluster: String },
+    /// The document names no cluster.
+    #[error(
+        "the document names no infraID, and every layer of a cluster set must name its cluster: add infraID: {cluster} (or publish the Infrastructure object, whose status.infrastructureName names it)"
+    )]
+    NoInfraId { cluster: String },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -257,15 +277,18 @@ mod tests {
     /// Into a set, the folder is named by the publisher and proven by the document.
     #[test]
     fn a_sets_folder_is_named_not_taken_from_the_document() {
-        assert_eq!(set_folder(&doc("a: b"), Some("c-1")), Ok("c-1".to_string()));
-        let e = set_folder(&doc("a: b"), None).expect_err("no folder named");
+        assert_eq!(set_folder(&doc("a: b"), Some("c-1")).expect("its folder"), "c-1");
+        let e = set_folder(&doc("a: b"), None).expect_err("no folder named").to_string();
         assert!(e.contains("pass --cluster c-1") && e.contains("--from-cluster"), "{e}");
-        let e = set_folder(&doc("a: b"), Some("c-2")).expect_err("another cluster's folder");
+        let e = set_folder(&doc("a: b"), Some("c-2")).expect_err("another cluster's folder").to_string();
         assert!(e.contains("names infraID \"c-1\", but it is published for cluster c-2"), "{e}");
-        let e = set_folder("version: 1\ntags: {a: b}\n", Some("c-2")).expect_err("names none");
+        let e = set_folder("version: 1\ntags: {a: b}\n", Some("c-2")).expect_err("names none").to_string();
         assert!(e.contains("add infraID: c-2"), "{e}");
         let hostile = "version: 1\ninfraID: ../c-2\ntags: {a: b}\n";
-        assert!(set_folder(hostile, Some("../c-2")).expect_err("not a folder").contains("is not an infraID"));
+        assert!(set_folder(hostile, Some("../c-2"))
+            .expect_err("not a folder")
+            .to_string()
+            .contains("is not an infraID"));
     }
 
     /// The publisher prints sensitive values as the function logs them, hashed.

@@ -40,7 +40,7 @@ pub fn yield_to(
     YieldTo::parse(&s).map_err(|problem| ConfigError::Invalid {
         var: "TAGWARDEN_YIELD_TO",
         value: s.clone(),
-        problem,
+        problem: problem.to_string(),
         fix: "set it to the principal patterns of the controllers tagwarden yields to, comma-separated (e.g. arn:aws:sts::*:assumed-role/*aws-load-balancer-controller*/*; on Azure the controller's client id), or none, or unset it for the default".into(),
     })
 }
@@ -89,7 +89,7 @@ pub fn clusters(value: Option<String>, set: bool) -> Result<Option<Vec<String>>,
         return Err(ConfigError::Invalid {
             var: VAR,
             value,
-            problem,
+            problem: problem.to_string(),
             fix: "list the clusters' infraIDs (status.infrastructureName), comma-separated, e.g. mycluster-7xk2p,other-4hq8s".into(),
         });
     }

@@ -283,7 +283,7 @@ impl<S: PolicySource> PolicyStore<S> {
         if due {
             let cloud = self.source.cloud();
             // Boxed: once per TTL, and it keeps every caller's future shallow.
-            let (fetched, unlisted) = Box::pin(self.fetch_all(&mut st.caches)).await;
+            let Fetches { clusters: fetched, unlisted } = Box::pin(self.fetch_all(&mut st.caches)).await;
             for folder in unlisted {
                 if st.unlisted.insert(folder.clone()) {
                     let why = format!(
@@ -474,7 +474,7 @@ impl<S: PolicySource> PolicyStore<S> {
     /// Every cluster's documents (one entry, `""`, for a single policy), or `None` for a cluster
     /// whose version is unchanged; and the folders of a set that belong to clusters the
     /// deployment does not list (not fetched). A set is listed once for all its clusters.
-    async fn fetch_all(&self, caches: &mut BTreeMap<String, PolicyCache>) -> (Vec<(String, FetchResult)>, Vec<String>) {
+    async fn fetch_all(&self, caches: &mut BTreeMap<String, PolicyCache>) -> Fetches<S::Error> {
         let mut one = Budget::policy();
         let prefix = match self.source.layout() {
             Layout::Set(prefix) => prefix,
@@ -484,19 +484,22 @@ impl<S: PolicySource> PolicyStore<S> {
                     Ok(listed) => self.fetch(cache, listed, false, &mut one).await,
                     Err(e) => Err(e),
                 };
-                return (vec![(SINGLE.to_string(), fetched.map_err(|e| e.to_string()))], Vec::new());
+                return Fetches::single(fetched);
             }
             Layout::One(_) => {
                 let cache = caches.entry(SINGLE.to_string()).or_insert_with(|| self.new_cache(SINGLE));
-                let fetched = self.fetch(cache, Vec::new(), false, &mut one).await;
-                return (vec![(SINGLE.to_string(), fetched.map_err(|e| e.to_string()))], Vec::new());
+                return Fetches::single(self.fetch(cache, Vec::new(), false, &mut one).await);
             }
         };
         let listed = match self.list_documents(&prefix).await {
             Ok(listed) => listed,
             // Unreadable: every cluster keeps its last known good version, and says why.
-            Err(e) if caches.is_empty() => return (vec![(SINGLE.to_string(), Err(e.to_string()))], Vec::new()),
-            Err(e) => return (caches.keys().map(|k| (k.clone(), Err(e.to_string()))).collect(), Vec::new()),
+            Err(e) if caches.is_empty() => return Fetches::single(Err(e)),
+            Err(e) => {
+                let e = Arc::new(e);
+                let clusters = caches.keys().map(|k| (k.clone(), Err(e.clone()))).collect();
+                return Fetches { clusters, unlisted: Vec::new() };
+            }
         };
         let mut by_cluster: BTreeMap<String, Vec<ListedObject>> =
             caches.keys().map(|k| (k.clone(), Vec::new())).collect();
@@ -516,9 +519,9 @@ impl<S: PolicySource> PolicyStore<S> {
         for (cluster, listed) in by_cluster {
             let cache = caches.entry(cluster.clone()).or_insert_with(|| self.new_cache(&cluster));
             let fetched = self.fetch(cache, listed, false, &mut budget).await;
-            out.push((cluster, fetched.map_err(|e| e.to_string())));
+            out.push((cluster, fetched.map_err(Arc::new)));
         }
-        (out, unlisted.into_iter().collect())
+        Fetches { clusters: out, unlisted: unlisted.into_iter().collect() }
     }
 
     /// Object `name` as published now, or `None` when it does not exist.
@@ -627,7 +630,24 @@ impl<S: PolicySource> PolicyStore<S> {
     }
 }
 
-type FetchResult = Result<Option<Fetched>, String>;
+/// One cluster's documents as read: `None` when its version is unchanged, or why it could not be
+/// read (one listing's error, shared by every cluster of a set).
+type FetchResult<E> = Result<Option<Fetched>, Arc<E>>;
+
+/// What [`PolicyStore::fetch_all`] read.
+struct Fetches<E> {
+    /// Each cluster's documents (one entry, `""`, for a single policy).
+    clusters: Vec<(String, FetchResult<E>)>,
+    /// The folders of a set that belong to clusters the deployment does not list (not fetched).
+    unlisted: Vec<String>,
+}
+
+impl<E> Fetches<E> {
+    /// A single policy's (key `""`).
+    fn single(fetched: Result<Option<Fetched>, E>) -> Self {
+        Fetches { clusters: vec![(SINGLE.to_string(), fetched.map_err(Arc::new))], unlisted: Vec::new() }
+    }
+}
 
 /// What one policy may hold, and what a set may still read (documents, bytes).
 struct Budget {

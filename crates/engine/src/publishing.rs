@@ -35,7 +35,7 @@ impl<S: PolicySource> PolicyStore<S> {
             Layout::Set(prefix) => {
                 let infra_id = match set_folder(text, cluster) {
                     Ok(id) => id,
-                    Err(why) => return Ok(PublishOutcome::refused(self.location(), vec![why])),
+                    Err(why) => return Ok(PublishOutcome::refused(self.location(), vec![why.to_string()])),
                 };
                 // Entries without an extension (SSM parameters) are each a cluster's whole policy.
                 if self.source.is_document(&format!("{prefix}{infra_id}")) {

@@ -80,8 +80,8 @@ enum Rewrite {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContestStateError {
     /// The name given is no cluster's infraID.
-    #[error("{0}")]
-    NotACluster(String),
+    #[error(transparent)]
+    NotACluster(#[from] tagwarden_core::policy::clusters::NotAnInfraId),
     /// The store keeps no contest state (its location).
     #[error("{0} keeps no contest state")]
     NoState(String),

@@ -44,6 +44,20 @@ pub(super) type RoleTable = HashMap<String, HashMap<String, String>>;
 /// The member roles' table, at the bucket's root.
 pub const ROLES_TABLE: &str = "_tagwarden/member-roles.json";
 
+/// Why the member roles' table could not be read ([`Organization::role_table`]).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RoleTableError {
+    /// S3 answered with an error.
+    #[error("{0}")]
+    Read(tagwarden_engine::cloud_error::CloudError),
+    /// The object's body broke off (the stream's message).
+    #[error("{location}: {error}")]
+    Body { location: String, error: aws_sdk_s3::primitives::ByteStreamError },
+    /// The object is not the JSON table Terraform writes.
+    #[error("{location} is not the member roles' table Terraform writes: {error}")]
+    NotATable { location: String, error: serde_json::Error },
+}
+
 /// One account's member: empty until first listed; one listing at a time fills it.
 pub(super) type MemberSlot = Arc<tokio::sync::Mutex<Option<Arc<Member>>>>;
 
@@ -69,7 +83,7 @@ impl Organization {
     /// The member roles' table, read again every policy TTL. None there (a hub deployed before
     /// the table, or a test's) is an empty table: every cluster's role is the configured one. One
     /// that cannot be read keeps the last one read, or fails the listing of the account.
-    pub(super) async fn role_table(&self) -> Result<Arc<RoleTable>, String> {
+    pub(super) async fn role_table(&self) -> Result<Arc<RoleTable>, RoleTableError> {
         let mut kept = self.roles.lock().await;
         if let Some((at, table)) = &*kept {
             if at.elapsed() < self.settings.policy_ttl {
@@ -80,10 +94,11 @@ impl Organization {
         let read = self.hub.s3.get_object().bucket(&self.config.bucket).key(&key).send().await;
         let table: RoleTable = match read {
             Ok(out) => {
-                let body = out.body.collect().await.map_err(|e| format!("s3://{}/{key}: {e}", self.config.bucket))?;
-                serde_json::from_slice(&body.into_bytes()).map_err(|e| {
-                    format!("s3://{}/{key} is not the member roles' table Terraform writes: {e}", self.config.bucket)
-                })?
+                let location = || format!("s3://{}/{key}", self.config.bucket);
+                let body =
+                    out.body.collect().await.map_err(|error| RoleTableError::Body { location: location(), error })?;
+                serde_json::from_slice(&body.into_bytes())
+                    .map_err(|error| RoleTableError::NotATable { location: location(), error })?
             }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => RoleTable::new(),
             Err(e) => match &*kept {
@@ -91,7 +106,7 @@ impl Organization {
                     tracing::warn!(error = %crate::error::from_sdk("s3:GetObject", &key, e), "the member roles' table could not be read again: the last one read stays");
                     return Ok(table.clone());
                 }
-                None => return Err(crate::error::from_sdk("s3:GetObject", &key, e).to_string()),
+                None => return Err(RoleTableError::Read(crate::error::from_sdk("s3:GetObject", &key, e))),
             },
         };
         let table = Arc::new(table);

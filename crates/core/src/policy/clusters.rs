@@ -129,18 +129,23 @@ pub const MAX_INFRA_ID_LEN: usize = 64;
 /// OpenShift's are lowercase letters, digits and `-`. Nothing else (no `/`, `..`, `%`, `?`,
 /// spaces), so a name a publisher chose can never lead a write outside the set's
 /// `<prefix><infraID>/`.
-pub fn valid_infra_id(id: &str) -> Result<(), String> {
+pub fn valid_infra_id(id: &str) -> Result<(), NotAnInfraId> {
     let mut chars = id.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
     let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if first_ok && rest_ok && id.len() <= MAX_INFRA_ID_LEN {
         Ok(())
     } else {
-        Err(format!(
-            "{id:?} is not an infraID: expected a letter or digit, then letters, digits, '-', '_' or '.', at most {MAX_INFRA_ID_LEN} characters (the cluster's status.infrastructureName, e.g. mycluster-7xk2p)"
-        ))
+        Err(NotAnInfraId(id.to_string()))
     }
 }
+
+/// A name that cannot be a cluster's infraID (`valid_infra_id`): the name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not an infraID: expected a letter or digit, then letters, digits, '-', '_' or '.', at most {MAX_INFRA_ID_LEN} characters (the cluster's status.infrastructureName, e.g. mycluster-7xk2p)"
+)]
+pub struct NotAnInfraId(pub String);
 
 #[cfg(test)]
 mod tests {
@@ -193,7 +198,7 @@ mod tests {
             assert_eq!(valid_infra_id(ok), Ok(()), "{ok}");
         }
         for bad in ["", "..", ".", "../b-2", "a/b", "a%2Fb", "-a", "a b", "a?x", "a#x", "é", "a\\b", &"x".repeat(65)] {
-            let e = valid_infra_id(bad).expect_err(bad);
+            let e = valid_infra_id(bad).expect_err(bad).to_string();
             assert!(e.contains("not an infraID") && e.contains("status.infrastructureName"), "{e}");
         }
     }
