@@ -497,7 +497,7 @@ fn finish(
     if !metrics.is_empty() {
         metrics.api_calls = target.calls().saturating_sub(calls_before);
         for (cluster, m) in by_cluster(&metrics, &all.records, target.deployment(all.infra_id.as_deref())) {
-            lines.extend(m.emf_lines(Cloud::Aws, &cluster, now));
+            lines.extend(crate::emf::lines(&m, Cloud::Aws, &cluster, now));
         }
     }
     lines.extend(member_metric_lines(&refused, run.as_ref(), now));

@@ -9,6 +9,7 @@ pub mod calls;
 pub mod config;
 pub mod deadline;
 pub mod discover;
+pub mod emf;
 pub mod error;
 pub mod failure;
 pub mod function;

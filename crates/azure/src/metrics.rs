@@ -1,5 +1,5 @@
 //! Metrics into Azure Monitor (docs/src/lookup/metrics.md): the same names and dimensions as the CloudWatch EMF
-//! lines ([`tagwarden_core::report::Metrics`]), converted to the custom-metrics REST API's documents
+//! lines, from the same tables ([`tagwarden_core::report`]), converted to the custom-metrics REST API's documents
 //! (Azure's documentation) and sent as one `application/x-ndjson` POST per invocation to
 //! `https://<region>.monitoring.azure.com/<resourceId>/metrics` with a token for
 //! `https://monitoring.azure.com/`.
@@ -17,12 +17,12 @@ use serde_json::{json, Value};
 use super::identity::{ManagedIdentity, MONITORING_AUDIENCE};
 use tagwarden_core::calls::CallCounter;
 use tagwarden_core::cloud::Cloud;
-use tagwarden_core::report::{Metrics, NAMESPACE};
+use tagwarden_core::report::{
+    Metrics, COMPLIANCE_COUNTS, COMPLIANCE_LAG, EVENT_COUNTS, NAMESPACE, RECONCILE_LATENCY, TYPE_COUNTS,
+};
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
 pub const OP_POST: &str = "monitor:PostMetrics";
-
-type Counter = fn(&tagwarden_core::report::TypeCounters) -> u64;
 
 /// The custom-metrics documents for one invocation: event-level metrics with dimensions
 /// `Cloud, InfraID`, per-resource-type metrics with `Cloud, ResourceType, InfraID`.
@@ -32,51 +32,33 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
     let doc = |name: &str, dims: &[&str], series: Vec<Value>| json!({"time": time, "data": {"baseData": {"metric": name, "namespace": NAMESPACE, "dimNames": dims, "series": series}}});
     let count = |dims: Vec<&str>, v: u64| json!({"dimValues": dims, "min": v, "max": v, "sum": v, "count": 1});
     let mut out = Vec::new();
-    for (name, v) in [
-        ("EventsReceived", metrics.events_received),
-        ("EventsIgnored", metrics.events_ignored),
-        ("PolicyRejected", metrics.policy_rejected),
-        ("ListingFailures", metrics.listing_failures),
-        ("ListingFallbacks", metrics.listing_fallbacks),
-        ("SweepsCompleted", metrics.sweeps_completed),
-    ] {
+    for (m, get) in &EVENT_COUNTS {
+        let v = get(metrics);
         if v > 0 {
-            out.push(doc(name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));
+            out.push(doc(m.name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));
         }
     }
     // Azure Monitor custom metrics keep min/max/sum/count, no percentiles: the alert reads Maximum.
     let lag = &metrics.compliance_lag_ms;
     if let (Some(min), Some(max)) = (lag.iter().min(), lag.iter().max()) {
         let series = json!({"dimValues": [cloud, infra_id], "min": min, "max": max, "sum": lag.iter().sum::<u64>(), "count": lag.len()});
-        out.push(doc("ComplianceLag", &["Cloud", "InfraID"], vec![series]));
+        out.push(doc(COMPLIANCE_LAG.name, &["Cloud", "InfraID"], vec![series]));
     }
     // The cluster's compliance, all three together whenever an owned resource was evaluated:
     // in line / (in line + drifted), in audit mode as in enforce.
-    if let Some((would, in_line, drifted)) = metrics.compliance() {
-        for (name, v) in [("WouldWrite", would), ("ResourcesInLine", in_line), ("ResourcesDrifted", drifted)] {
-            out.push(doc(name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));
+    if metrics.compliance().is_some() {
+        for (m, get) in &COMPLIANCE_COUNTS {
+            let v = metrics.by_type.values().map(get).sum::<u64>();
+            out.push(doc(m.name, &["Cloud", "InfraID"], vec![count(vec![cloud, infra_id], v)]));
         }
     }
     if metrics.by_type.is_empty() {
         return out;
     }
-    let per_type: [(&str, Counter); 11] = [
-        ("ResourcesEvaluated", |c| c.resources_evaluated),
-        ("DriftDetected", |c| c.drift_detected),
-        ("TagsWritten", |c| c.tags_written),
-        ("WriteFailures", |c| c.write_failures),
-        ("TagLimitExceeded", |c| c.tag_limit_exceeded),
-        ("Conflicts", |c| c.conflicts),
-        ("Unsupported", |c| c.unsupported),
-        ("Contested", |c| c.contested),
-        ("WouldWrite", |c| c.would_write),
-        ("ResourcesInLine", |c| c.in_line),
-        ("ResourcesDrifted", |c| c.drifted),
-    ];
     let dims = ["Cloud", "ResourceType", "InfraID"];
-    for (name, get) in per_type {
+    for (m, get) in TYPE_COUNTS.iter().chain(&COMPLIANCE_COUNTS) {
         let series = metrics.by_type.iter().map(|(t, c)| count(vec![cloud, t, infra_id], get(c))).collect();
-        out.push(doc(name, &dims, series));
+        out.push(doc(m.name, &dims, series));
     }
     let latency: Vec<Value> = metrics
         .by_type
@@ -88,7 +70,7 @@ pub fn documents(metrics: &Metrics, infra_id: &str, time: SystemTime) -> Vec<Val
         })
         .collect();
     if !latency.is_empty() {
-        out.push(doc("ReconcileLatency", &dims, latency));
+        out.push(doc(RECONCILE_LATENCY.name, &dims, latency));
     }
     out
 }

@@ -1,6 +1,8 @@
 //! What tagwarden reports (docs/src/lookup/metrics.md): one outcome record per resource reconciled, and
-//! metrics in CloudWatch Embedded Metric Format — JSON lines on stdout that CloudWatch Logs turns
-//! into metrics without an API call. Pure: the binaries decide where the lines go.
+//! the metrics of an invocation, named once here ([`EVENT_COUNTS`], [`TYPE_COUNTS`],
+//! [`COMPLIANCE_COUNTS`] and the distributions) for each cloud's encoder: CloudWatch EMF lines
+//! (`tagwarden_aws::emf`), Azure Monitor's custom-metrics documents (`tagwarden_azure::metrics`).
+//! Pure: the binaries decide where they go.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +13,73 @@ use crate::plan::{self, Plan};
 use crate::policy::{Policy, Superseded};
 
 pub const NAMESPACE: &str = "TagWarden";
+
+/// One metric as both clouds emit it: its name, its unit, and what it measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    pub name: &'static str,
+    /// CloudWatch's unit (`Count`, `Milliseconds`, `None`); Azure Monitor's documents carry none.
+    pub unit: &'static str,
+    pub meaning: &'static str,
+}
+
+/// A counted metric, and how to read its count from `T`.
+pub type Count<T> = (Metric, fn(&T) -> u64);
+
+const fn metric(name: &'static str, unit: &'static str, meaning: &'static str) -> Metric {
+    Metric { name, unit, meaning }
+}
+
+/// The invocation's own counts (dimensions `Cloud`, `InfraID`), emitted when not zero.
+pub const EVENT_COUNTS: [Count<Metrics>; 6] = [
+    (metric("EventsReceived", "Count", "events that reached the function"), |m| m.events_received),
+    (metric("EventsIgnored", "Count", "events of no listed cluster, or not a write"), |m| m.events_ignored),
+    (metric("PolicyRejected", "Count", "policy versions rejected (the last good one stays)"), |m| m.policy_rejected),
+    (metric("ListingFailures", "Count", "a sweep's listings that failed (the rest was swept)"), |m| m.listing_failures),
+    (metric("ListingFallbacks", "Count", "scopes listed a dearer way because the cheaper one was refused"), |m| {
+        m.listing_fallbacks
+    }),
+    (metric("SweepsCompleted", "Count", "sweeps that ran to their end"), |m| m.sweeps_completed),
+];
+
+/// Per resource type (dimensions `Cloud`, `ResourceType`, `InfraID`), then [`COMPLIANCE_COUNTS`].
+pub const TYPE_COUNTS: [Count<TypeCounters>; 8] = [
+    (metric("ResourcesEvaluated", "Count", "resources read and planned"), |c| c.resources_evaluated),
+    (metric("DriftDetected", "Count", "resources out of line when read"), |c| c.drift_detected),
+    (metric("TagsWritten", "Count", "tags written"), |c| c.tags_written),
+    (metric("WriteFailures", "Count", "failed writes (in audit: writes that would fail)"), |c| c.write_failures),
+    (metric("TagLimitExceeded", "Count", "resources the write would push past their tag limit"), |c| {
+        c.tag_limit_exceeded
+    }),
+    (metric("Conflicts", "Count", "resources owned by two listed clusters, or changed by another writer"), |c| {
+        c.conflicts
+    }),
+    (metric("Unsupported", "Count", "owned resources of a type no API takes"), |c| c.unsupported),
+    (metric("Contested", "Count", "resources with a key held back because it is contested"), |c| c.contested),
+];
+
+/// The compliance counts: per resource type, and summed over types for the cluster (dimensions
+/// `Cloud`, `InfraID`) whenever an owned resource was evaluated ([`Metrics::compliance`]), all
+/// three together so compliance = in line / (in line + drifted) has its terms.
+pub const COMPLIANCE_COUNTS: [Count<TypeCounters>; 3] = [
+    (metric("WouldWrite", "Count", "resources with an audited change: what an enforce would write"), |c| c.would_write),
+    (metric("ResourcesInLine", "Count", "owned resources in line after the run"), |c| c.in_line),
+    (metric("ResourcesDrifted", "Count", "owned resources out of line after the run"), |c| c.drifted),
+];
+
+/// Every record's compliance lag (dimensions `Cloud`, `InfraID`).
+pub const COMPLIANCE_LAG: Metric = metric(
+    "ComplianceLag",
+    "Milliseconds",
+    "milliseconds from the event's own time to the correcting write (or the decision that none was needed)",
+);
+
+/// Milliseconds per reconcile (dimensions `Cloud`, `ResourceType`, `InfraID`).
+pub const RECONCILE_LATENCY: Metric = metric("ReconcileLatency", "Milliseconds", "milliseconds per reconcile");
+
+/// CloudWatch only: an invocation's API calls per resource written into line (`Cloud`, `InfraID`).
+pub const CALLS_PER_CORRECTION: Metric =
+    metric("CallsPerCorrection", "None", "an invocation's API calls per resource written into line");
 
 /// Now, in ms since the epoch: the end of a compliance lag (the callers read the clock, so the
 /// rest of this module stays pure).
@@ -404,81 +473,6 @@ impl Metrics {
         let (would, in_line, drifted) = (sum(|c| c.would_write), sum(|c| c.in_line), sum(|c| c.drifted));
         (in_line + drifted > 0).then_some((would, in_line, drifted))
     }
-
-    /// EMF lines: one with the event-level metrics (dimensions Cloud, InfraID) and one per
-    /// resource type (Cloud, ResourceType, InfraID). The cluster's `WouldWrite`,
-    /// `ResourcesInLine` and `ResourcesDrifted` are on both: all three together whenever an
-    /// owned resource was evaluated, so compliance = in line / (in line + drifted) has its terms.
-    pub fn emf_lines(&self, cloud: Cloud, infra_id: &str, timestamp_ms: u64) -> Vec<String> {
-        let mut lines = Vec::new();
-        let mut event_metrics: Vec<(&str, u64)> = [
-            ("EventsReceived", self.events_received),
-            ("EventsIgnored", self.events_ignored),
-            ("PolicyRejected", self.policy_rejected),
-            ("ListingFailures", self.listing_failures),
-            ("ListingFallbacks", self.listing_fallbacks),
-            ("SweepsCompleted", self.sweeps_completed),
-        ]
-        .into_iter()
-        .filter(|(_, v)| *v > 0)
-        .collect();
-        if let Some((would, in_line, drifted)) = self.compliance() {
-            event_metrics.extend([("WouldWrite", would), ("ResourcesInLine", in_line), ("ResourcesDrifted", drifted)]);
-        }
-        let lag = !self.compliance_lag_ms.is_empty();
-        // Beside the lag, what a correction cost: the invocation's calls per resource corrected.
-        let cost = (self.api_calls > 0 && self.corrected > 0).then(|| self.api_calls as f64 / self.corrected as f64);
-        if !event_metrics.is_empty() || lag || cost.is_some() {
-            let units = event_metrics.iter().map(|(n, _)| (*n, "Count"));
-            let units = units.chain(lag.then_some(("ComplianceLag", "Milliseconds")));
-            let units = units.chain(cost.map(|_| ("CallsPerCorrection", "None")));
-            let mut doc = emf_header(timestamp_ms, &["Cloud", "InfraID"], units);
-            doc.insert("Cloud".into(), cloud.as_str().into());
-            doc.insert("InfraID".into(), infra_id.into());
-            for (name, v) in event_metrics {
-                doc.insert(name.into(), v.into());
-            }
-            if lag {
-                // An array: EMF keeps every value, so CloudWatch's percentiles are exact.
-                doc.insert("ComplianceLag".into(), self.compliance_lag_ms.clone().into());
-            }
-            if let Some(cost) = cost {
-                doc.insert("CallsPerCorrection".into(), ((cost * 1000.0).round() / 1000.0).into());
-            }
-            lines.push(serde_json::Value::Object(doc).to_string());
-        }
-        for (rtype, c) in &self.by_type {
-            let counts = [
-                ("ResourcesEvaluated", c.resources_evaluated),
-                ("DriftDetected", c.drift_detected),
-                ("TagsWritten", c.tags_written),
-                ("WriteFailures", c.write_failures),
-                ("TagLimitExceeded", c.tag_limit_exceeded),
-                ("Conflicts", c.conflicts),
-                ("Unsupported", c.unsupported),
-                ("Contested", c.contested),
-                ("WouldWrite", c.would_write),
-                ("ResourcesInLine", c.in_line),
-                ("ResourcesDrifted", c.drifted),
-            ];
-            let mut units: Vec<(&str, &str)> = counts.iter().map(|(n, _)| (*n, "Count")).collect();
-            if !c.latency_ms.is_empty() {
-                units.push(("ReconcileLatency", "Milliseconds"));
-            }
-            let mut doc = emf_header(timestamp_ms, &["Cloud", "ResourceType", "InfraID"], units.into_iter());
-            doc.insert("Cloud".into(), cloud.as_str().into());
-            doc.insert("ResourceType".into(), rtype.as_str().into());
-            doc.insert("InfraID".into(), infra_id.into());
-            for (name, v) in counts {
-                doc.insert(name.into(), v.into());
-            }
-            if !c.latency_ms.is_empty() {
-                doc.insert("ReconcileLatency".into(), c.latency_ms.clone().into());
-            }
-            lines.push(serde_json::Value::Object(doc).to_string());
-        }
-        lines
-    }
 }
 
 /// The label of a cluster set's deployment-wide metrics (events received, policies rejected):
@@ -507,24 +501,6 @@ pub fn by_cluster(metrics: &Metrics, records: &[Record], deployment: &str) -> BT
     }
     out.retain(|_, m| !m.is_empty());
     out
-}
-
-fn emf_header<'a>(
-    timestamp_ms: u64,
-    dimensions: &[&str],
-    metrics: impl Iterator<Item = (&'a str, &'a str)>,
-) -> serde_json::Map<String, serde_json::Value> {
-    let metrics: Vec<serde_json::Value> =
-        metrics.map(|(name, unit)| serde_json::json!({"Name": name, "Unit": unit})).collect();
-    let mut doc = serde_json::Map::new();
-    doc.insert(
-        "_aws".into(),
-        serde_json::json!({
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [dimensions], "Metrics": metrics}],
-        }),
-    );
-    doc
 }
 
 /// A newer policy version the function refused, while `in_force` (if any) stays enforced.
@@ -590,7 +566,6 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
 
     fn record(rtype: &str, status: Status, changes: usize) -> Record {
         Record {
@@ -632,14 +607,9 @@ mod tests {
         m.observe(&record("ec2:instance", Status::Applied, 1).in_line_since(since, now));
         m.observe(&record("s3:bucket", Status::Unchanged, 0).in_line_since(Some(now - 10), now));
         m.observe(&record("s3:bucket", Status::Failed, 0).in_line_since(since, now));
-        let lines = m.emf_lines(Cloud::Aws, "c1", now);
-        let ev: Value = serde_json::from_str(&lines[0]).expect("json");
-        assert_eq!(ev["InfraID"], "c1");
-        assert_eq!(ev["ComplianceLag"], serde_json::json!([4_250, 10]));
-        let metrics = &ev["_aws"]["CloudWatchMetrics"][0]["Metrics"];
-        let names: Vec<&str> = metrics.as_array().expect("metrics").iter().filter_map(|m| m["Name"].as_str()).collect();
-        assert_eq!(names, ["WouldWrite", "ResourcesInLine", "ResourcesDrifted", "ComplianceLag"]);
-        assert_eq!((ev["ResourcesInLine"].as_u64(), ev["ResourcesDrifted"].as_u64()), (Some(2), Some(0)));
+        // Every record's lag (a failed write has none), and the cluster's compliance terms.
+        assert_eq!(m.compliance_lag_ms, [4_250, 10]);
+        assert_eq!(m.compliance(), Some((0, 2, 0)));
     }
 
     #[test]
@@ -685,41 +655,5 @@ mod tests {
         assert!(!out.must_retry());
         out.push(record("ec2:instance", Status::Failed, 0).failing(Failure::Transient, "Throttling".into()));
         assert!(out.must_retry());
-    }
-
-    #[test]
-    fn emf_shape() {
-        let mut m = Metrics { events_received: 2, events_ignored: 1, ..Metrics::default() };
-        m.observe(&record("ec2:instance", Status::Applied, 3));
-        m.observe(&record("ec2:instance", Status::Unchanged, 0));
-        m.observe(&record("s3:bucket", Status::Failed, 0));
-        let lines: Vec<Value> = m
-            .emf_lines(Cloud::Aws, "c1", 1_700_000_000_000)
-            .iter()
-            .map(|l| serde_json::from_str(l).expect("json"))
-            .collect();
-        assert_eq!(lines.len(), 3);
-        let ev = &lines[0];
-        assert_eq!(ev["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
-        assert_eq!(ev["_aws"]["CloudWatchMetrics"][0]["Dimensions"], serde_json::json!([["Cloud", "InfraID"]]));
-        assert_eq!((ev["EventsReceived"].as_u64(), ev["EventsIgnored"].as_u64()), (Some(2), Some(1)));
-        let ec2 = &lines[1];
-        assert_eq!(ec2["ResourceType"], "ec2:instance");
-        assert_eq!(
-            (ec2["ResourcesEvaluated"].as_u64(), ec2["DriftDetected"].as_u64(), ec2["TagsWritten"].as_u64()),
-            (Some(2), Some(1), Some(3))
-        );
-        assert_eq!(ec2["ReconcileLatency"], serde_json::json!([7, 7]));
-        // Every metric named in the header has a value at the top level, as EMF requires.
-        for line in &lines {
-            for metric in line["_aws"]["CloudWatchMetrics"][0]["Metrics"].as_array().expect("metrics") {
-                let name = metric["Name"].as_str().expect("name");
-                assert!(line.get(name).is_some(), "{name} missing");
-            }
-            for dim in line["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0].as_array().expect("dims") {
-                assert!(line.get(dim.as_str().expect("dim")).is_some());
-            }
-        }
-        assert_eq!(lines[2]["WriteFailures"].as_u64(), Some(1));
     }
 }

@@ -785,7 +785,7 @@ mod tests {
         let out = engine.sweep(true, None, None).await;
         assert_eq!((status_of(&out, "i-1"), engine.adapter.writes()), (Status::Applied, 1));
         assert_eq!(out.metrics.sweeps_completed, 1);
-        let line = out.metrics.emf_lines(Cloud::Aws, "c-1", 0).remove(0);
-        assert!(line.contains("\"SweepsCompleted\":1"), "the heartbeat is emitted: {line}");
+        let emitted = tagwarden_core::report::EVENT_COUNTS.iter().find(|(m, _)| m.name == "SweepsCompleted");
+        assert_eq!(emitted.map(|(_, count)| count(&out.metrics)), Some(1), "the heartbeat is emitted");
     }
 }
