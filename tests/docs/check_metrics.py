@@ -1,6 +1,6 @@
 """The metrics reference (docs/src/lookup/metrics.md) names exactly the metrics the function
-emits: the names in the code's metric tables (the EMF encoder's in crates/core/src/report.rs, the
-Azure encoder's in crates/azure/src/metrics.rs, the organization hub's `(name, unit, n)` rows)
+emits: the names in the code's metric tables (the one table both clouds' encoders read, in
+crates/core/src/report.rs; crates/azure/src/metrics.rs; the organization hub's `(name, unit, n)` rows)
 against the backticked names of the page's table and its organization paragraph. A metric added
 to the code and not to the page, or one the page keeps after the code dropped it, fails.
 

@@ -18,7 +18,7 @@ a copy of the repository, against a local moto server. Then:
     after which every owned resource carries the cluster's tags, from a probe of moto after each
     command) and up to a clean uninstall (every executed command, when moto is then clean);
   * the cluster's owned VPC, subnet and instance, created in moto beforehand without the cluster's
-    tags, carry the Infrastructure object's resourceTags (status, with spec's on top), and an
+    tags, carry the Infrastructure object's status.platformStatus.aws.resourceTags, and an
     instance the cluster does not own carries none of them;
   * no value was guessed: the cluster's infraID and region are made up for each run (no default
     or example in the repository holds them) and the function exists under that infraID, in that
@@ -35,10 +35,10 @@ this script, running standins.py) or a call between two documented commands:
 
   oc       the cluster: `oc get infrastructure cluster -o yaml` prints the Infrastructure object
            (tests/fixtures/policies/infrastructure-aws.yaml, OpenShift's shape, its infraID and
-           region replaced by this run's), `-o jsonpath=...` answers field paths from it, `oc patch
-           infrastructure cluster --type merge -p JSON` applies the day-2 edit to it (RFC 7386;
-           OpenShift's own propagation of spec tags into status is not stood in). Any other `oc`
-           command fails, naming itself.
+           region replaced by this run's, without the spec tags a real API server prunes), `-o
+           jsonpath=...` answers field paths from it, `oc patch infrastructure cluster
+           --subresource=status --type json|merge -p JSON` applies the day-2 edit to its status
+           (RFC 6902 add/replace, RFC 7386). Any other `oc` command fails, naming itself.
   cargo    no build here (a release build of the function takes ~25 minutes): `cargo lambda build`,
            as scripts/package-lambda runs it, puts the prebuilt bootstrap (TAGWARDEN_BOOTSTRAP)
            where cargo-lambda puts its binary, after checking that the bootstrap's ELF machine is
@@ -47,7 +47,8 @@ this script, running standins.py) or a call between two documented commands:
            . --locked` copies the prebuilt CLI (TAGWARDEN_CLI, with the aws feature as the default
            build has it) to $CARGO_INSTALL_ROOT/bin, which is on PATH as ~/.cargo/bin would be. Any
            other cargo command fails.
-  aws      the real AWS CLI (pinned: .tools/venv-awscli), except `aws lambda invoke` (moto cannot
+  aws      the real AWS CLI (pinned: .tools/venv-awscli; v1, given AWS_REGION as AWS_DEFAULT_REGION,
+           as v2 reads it), except `aws lambda invoke` (moto cannot
            run a Lambda function without Docker): it runs the function Terraform created through
            cargo-lambda's Runtime API (as functions/aws-lambda/tests/runtime_api.rs does), from the
            package whose sha256 moto holds as its code, with the environment moto holds for it
@@ -78,20 +79,13 @@ env:   TAGWARDEN_CLI, TAGWARDEN_BOOTSTRAP   the prebuilt CLI and Lambda bootstra
        KEEP_WORK=1                           keep the work directory (session.log, function.log)
 Prints PASS/FAIL lines, the command counts and the wall time; exits 1 on any failure.
 """
-import datetime
 import json
 import os
 import random
 import re
-import select
-import shlex
-import shutil
 import signal
-import socket
 import string
-import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,10 +93,9 @@ sys.path.insert(0, os.path.dirname(HERE))
 import readme_blocks  # noqa: E402
 sys.path.insert(0, HERE)
 import standins  # noqa: E402
+from harness import (PREVIOUS_LAYOUT, ROOT, aws_cli, check, cleanup, die, make_clone, previous_layout, results,  # noqa: E402
+                     run_session, shell_env, start_moto, work)
 
-ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
-TOOLS = os.path.join(ROOT, ".tools")
-PY = os.path.join(TOOLS, "venv", "bin", "python")
 ACCOUNT = "123456789012"  # moto's
 OVERRIDE = os.path.join(ROOT, "tests/terraform/moto/aws-basic_providers_override.tf.in")
 FIXTURE = "tests/fixtures/policies/infrastructure-aws.yaml"
@@ -113,27 +106,8 @@ DEFAULT_REGION = "eu-west-1"  # infra/examples/aws-basic's default: a guessed re
 REGIONS = ["ap-southeast-2", "ca-central-1", "sa-east-1", "eu-north-1"]
 BLOCKS = readme_blocks.EXECUTED
 DEADLINE_S = 900
-# The layout the upgrade starts from: the deploy, enforce, sweep and day-2 blocks run on the
-# Terraform (infra/) of this commit, and the upgrade block on this tree's, as a `git checkout` of
-# the new release would leave it (terraform.tfvars, state and .terraform kept). No release is
-# published yet: this is the commit before the policy and trail buckets moved into
-# modules/private_bucket (moved blocks); once a release exists, its tag. A clone without that
-# commit (a shallow checkout) upgrades from this tree's own layout, and says so.
-PREVIOUS_LAYOUT = os.environ.get("DOCTEST_PREVIOUS_LAYOUT", "8b8bf683784a927714321a156a4465259470d426")
 
 started = time.monotonic()
-results = []
-
-
-def check(name, ok, why=""):
-    results.append((name, ok))
-    print(("PASS " if ok else "FAIL ") + name + ("" if ok or not why else f": {why}"), flush=True)
-    return ok
-
-
-def die(msg):
-    print(f"FAIL {msg}")
-    sys.exit(1)
 
 
 # --- the blocks ---------------------------------------------------------------------------------------
@@ -150,101 +124,6 @@ for name, cmds in blocks:
     holes = [c for c, _ in cmds if readme_blocks.placeholders(c)]
     check(f"{name}: no <placeholder> to fill in", not holes, "; ".join(holes))
 
-# --- what is needed -----------------------------------------------------------------------------------
-
-cli, bootstrap = os.environ.get("TAGWARDEN_CLI", ""), os.environ.get("TAGWARDEN_BOOTSTRAP", "")
-for what, path in (("TAGWARDEN_CLI", cli), ("TAGWARDEN_BOOTSTRAP", bootstrap)):
-    if not (path and os.access(path, os.X_OK)):
-        die(f"{what}={path!r} is not an executable: scripts/test keeps both from its cargo test --workspace --all-features in $CARGO_TARGET_DIR/readme-path/")
-if subprocess.run([cli, "publish", "--help"], capture_output=True).returncode != 0:
-    die(f"TAGWARDEN_CLI={cli} has no `publish`: it was built without the aws feature (cargo build --bin tagwarden --features aws)")
-aws_cli = os.path.join(TOOLS, "venv-awscli", "bin", "aws")
-cargo_lambda = os.path.join(TOOLS, "venv", "bin", "cargo-lambda")
-for tool in (aws_cli, cargo_lambda):
-    if not os.access(tool, os.X_OK):
-        die(f"{tool} is missing: scripts/install-tools awscli cargo_lambda")
-mirror = os.environ.get("TF_PLUGIN_MIRROR") or open(os.path.join(TOOLS, "tf-plugin-mirror")).read().strip()
-for tool in ("terraform", "jq", "git"):
-    if not shutil.which(tool):
-        die(f"{tool} is not on PATH (the documented commands use it)")
-
-work = tempfile.mkdtemp(prefix="tagwarden-readme-deploy.")
-procs = []
-
-
-def cleanup():
-    for p in procs:  # each leads its own process group: moto; the shell and whatever it left running
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
-    if os.environ.get("KEEP_WORK") == "1":
-        print(f"work directory kept: {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-# --- moto, over TLS, with a certificate a CA made here signs -------------------------------------------
-
-
-def make_pki():
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-    import ipaddress
-
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tagwarden doc test CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-          .not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    pem = lambda c: c.public_bytes(serialization.Encoding.PEM)
-    paths = {n: os.path.join(work, n) for n in ("ca.pem", "moto.pem", "moto.key")}
-    open(paths["ca.pem"], "wb").write(pem(ca))
-    open(paths["moto.pem"], "wb").write(pem(cert))
-    open(paths["moto.key"], "wb").write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                           serialization.NoEncryption()))
-    return paths
-
-
-def make_clone():
-    """The repository's files as a fresh clone has them (tracked, plus new files not ignored: the
-    work tree under test), without .terraform/, target-lambda/ or state. .tools is linked, as in a
-    developer's worktree, so scripts/package-lambda's own install-tools call finds cargo-lambda."""
-    clone = os.path.join(work, "clone")
-    files = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                           capture_output=True, check=True).stdout.decode().split("\0")
-    for f in filter(None, files):
-        src = os.path.join(ROOT, f)
-        if os.path.isfile(src) and not os.path.islink(src) and not f.startswith(".tools"):
-            os.makedirs(os.path.dirname(os.path.join(clone, f)), exist_ok=True)
-            shutil.copy2(src, os.path.join(clone, f))
-    os.symlink(os.path.realpath(TOOLS), os.path.join(clone, ".tools"))
-    return clone
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 # --- the run --------------------------------------------------------------------------------------------
 
 
@@ -255,28 +134,18 @@ def main():
     regions = sorted({region, "us-east-1", DEFAULT_REGION})
     fn_name = f"tagwarden-{infra_id}"
     clone = make_clone()
-    # The previous layout: infra/ as PREVIOUS_LAYOUT has it, until the upgrade.
-    new_infra = os.path.join(work, "layout-new")
-    upgrade_from = "this tree's own layout (%s is not in this clone: a shallow checkout)" % PREVIOUS_LAYOUT[:12]
-    old_only = []
-    if subprocess.run(["git", "-C", ROOT, "cat-file", "-e", PREVIOUS_LAYOUT + "^{commit}"], capture_output=True).returncode == 0:
-        shutil.copytree(os.path.join(clone, "infra"), os.path.join(new_infra, "infra"))
-        new_files = {os.path.relpath(os.path.join(d, f), clone) for d, _, fs in os.walk(os.path.join(clone, "infra")) for f in fs}
-        old_files = set(subprocess.run(["git", "-C", ROOT, "ls-tree", "-r", "--name-only", PREVIOUS_LAYOUT, "infra"],
-                                       capture_output=True, check=True, text=True).stdout.split())
-        old_only = sorted(old_files - new_files)
-        shutil.rmtree(os.path.join(clone, "infra"))
-        tar = subprocess.run(["git", "-C", ROOT, "archive", PREVIOUS_LAYOUT, "infra"], capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", clone], input=tar, check=True)
-        upgrade_from = f"{PREVIOUS_LAYOUT[:12]}'s layout"
+    checkout, upgrade_from = previous_layout(clone, PREVIOUS_LAYOUT)
     print(f"     the upgrade starts from {upgrade_from}", flush=True)
 
     import yaml
 
     text = open(os.path.join(ROOT, FIXTURE)).read().replace(FIXTURE_INFRA_ID, infra_id).replace(f"region: {FIXTURE_REGION}", f"region: {region}")
-    infrastructure = os.path.join(work, "infrastructure.yaml")
-    open(infrastructure, "w").write(text)
     obj = yaml.safe_load(text)
+    # As a real cluster serves it: openshift/api has no spec.platformSpec.aws.resourceTags (the
+    # fixture's, of an unmerged design), so the API server prunes it (tests/kube_crd.rs).
+    obj.get("spec", {}).get("platformSpec", {}).get("aws", {}).pop("resourceTags", None)
+    infrastructure = os.path.join(work, "infrastructure.yaml")
+    yaml.safe_dump(obj, open(infrastructure, "w"), sort_keys=False)
     if obj["status"]["infrastructureName"] != infra_id or obj["status"]["platformStatus"]["aws"]["region"] != region:
         die(f"{FIXTURE}: its infraID {FIXTURE_INFRA_ID} and region {FIXTURE_REGION} are not where this test replaces them")
     # The policy's tags as the policy page (docs/src/concepts/policy.md) says: status, with spec's on top.
@@ -287,24 +156,7 @@ def main():
     check("the inventory covers every service the provider override reaches", override_services <= standins.INVENTORIED,
           f"not inventoried: {sorted(override_services - standins.INVENTORIED)}")
 
-    pki = make_pki()
-    port = free_port()
-    endpoint = f"https://127.0.0.1:{port}"
-    # standins.boto (the checks here too) reads these.
-    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_CA_BUNDLE": pki["ca.pem"], "DOCTEST_REGIONS": ",".join(regions)})
-    moto_log = open(os.path.join(work, "moto.log"), "w")
-    procs.append(subprocess.Popen([PY, os.path.join(ROOT, "tests/terraform/moto/moto_server.py"), "-H", "127.0.0.1",
-                                   "-p", str(port), "-c", pki["moto.pem"], "-k", pki["moto.key"]],
-                                  stdout=moto_log, stderr=subprocess.STDOUT, start_new_session=True))
-    for _ in range(300):
-        try:
-            standins.boto("sts", "us-east-1").get_caller_identity()
-            break
-        except Exception:
-            time.sleep(0.1)
-    else:
-        die("moto did not start (moto.log)")
-
+    pki, endpoint = start_moto(regions)
     # The cluster, before tagwarden: owned resources without the cluster's tags, and one not owned.
     ec2 = standins.boto("ec2", region)
     owned = [{"Key": f"kubernetes.io/cluster/{infra_id}", "Value": "owned"}]
@@ -319,37 +171,9 @@ def main():
     owned_ids = {vpc: "VPC", subnet: "subnet", worker: "instance"}
     before = standins.inventory(regions)
 
-    # The shell: stand-ins first on PATH, then the install root, then the machine's PATH without
-    # any directory that already holds a `tagwarden`.
-    bin_dir, hooks, install_root = os.path.join(work, "standins"), os.path.join(work, "hooks"), os.path.join(work, "cargo-install")
-    for d, tools in ((bin_dir, ("oc", "cargo", "aws")), (hooks, ("s3-deliver", "snapshot", "probe"))):
-        os.makedirs(d)
-        for tool in tools:
-            open(os.path.join(d, tool), "w").write(f'#!/bin/sh\nexec "{PY}" "{os.path.join(HERE, "standins.py")}" {tool} "$@"\n')
-            os.chmod(os.path.join(d, tool), 0o755)
-    machine_path = [d for d in os.environ["PATH"].split(os.pathsep) if d and not os.path.exists(os.path.join(d, "tagwarden"))]
-    tfrc = os.path.join(work, "terraformrc")
-    open(tfrc, "w").write(f'disable_checkpoint = true\nprovider_installation {{\n  filesystem_mirror {{\n    path = "{mirror}"\n  }}\n}}\n')
-    empty = os.path.join(work, "empty")
-    open(empty, "w").close()
-    keep = ("HOME", "USER", "LANG", "TERM", "TMPDIR", "RUSTUP_HOME", "CARGO_HOME", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY",
-            "https_proxy", "http_proxy", "no_proxy")
-    env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update({
-        "PATH": os.pathsep.join([bin_dir, os.path.join(install_root, "bin")] + machine_path),
-        "CARGO_INSTALL_ROOT": install_root, "CARGO_TARGET_DIR": os.path.join(work, "cargo-target"),
-        # The login: credentials, and nothing else (no region, no profile).
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": empty, "AWS_SHARED_CREDENTIALS_FILE": empty,
-        # AWS's endpoints and certificate chain.
-        "AWS_ENDPOINT_URL": endpoint, "AWS_CA_BUNDLE": pki["ca.pem"], "TAGWARDEN_CA_BUNDLE": pki["ca.pem"],
-        "TF_CLI_CONFIG_FILE": tfrc, "CHECKPOINT_DISABLE": "1",
-        # For the stand-ins.
-        "DOCTEST_WORK": work, "DOCTEST_CLONE": clone, "DOCTEST_INFRASTRUCTURE": infrastructure, "DOCTEST_CLI": cli,
-        "DOCTEST_BOOTSTRAP": bootstrap, "DOCTEST_AWS": aws_cli, "DOCTEST_CARGO_LAMBDA": cargo_lambda,
-        "DOCTEST_PACKAGES": os.path.join(clone, "target-lambda"), "DOCTEST_MACHINE_PATH": os.pathsep.join(machine_path),
-        "DOCTEST_REGIONS": ",".join(regions), "DOCTEST_OWNED": ",".join(owned_ids), "DOCTEST_REGION": region,
-    })
+    env, hooks = shell_env(pki, endpoint, clone, {
+        "DOCTEST_INFRASTRUCTURE": infrastructure, "DOCTEST_REGIONS": ",".join(regions),
+        "DOCTEST_OWNED": ",".join(owned_ids), "DOCTEST_REGION": region})
     # The example as written, with the provider override beside it (as scripts/test-terraform).
     ex = os.path.join(clone, "infra/examples/aws-basic")
     open(os.path.join(ex, "moto_providers_override.tf"), "w").write(open(OVERRIDE).read().replace("@MOTO_ENDPOINT@", endpoint))
@@ -361,11 +185,8 @@ def main():
     script = ["set -o pipefail",
               'if command -v tagwarden >/dev/null; then echo "@@ tagwarden is on PATH before it is installed: $(command -v tagwarden)"; exit 1; fi']
     for name, cmds in blocks:
-        if name == "upgrade-aws" and os.path.isdir(new_infra):
-            # The new release's checkout: infra/ as this tree has it; untracked files stay.
-            script.append("echo; echo '@@ checkout of the new release (infra/ of this tree)'")
-            script.extend(f"rm -f -- {shlex.quote(os.path.join(clone, f))}" for f in old_only)
-            script.append(f"cp -R {shlex.quote(os.path.join(new_infra, 'infra'))}/. {shlex.quote(os.path.join(clone, 'infra'))}/ || exit 1")
+        if name == "upgrade-aws":
+            script.extend(checkout)
         for n, (c, raw) in enumerate(cmds, 1):
             script.append(f"echo; echo '@@ {name} {n}/{len(cmds)}'")
             script.extend(raw)
@@ -382,44 +203,8 @@ def main():
             script.append(f'"{aws_cli}" lambda get-function-configuration --region {region} --function-name {fn_name} '
                           f'>"{upgraded_file}" || exit 1')
     script.append("echo '@@ done'")
-    open(os.path.join(work, "session.sh"), "w").write("\n".join(script) + "\n")
 
-    log = open(os.path.join(work, "session.log"), "wb")
-    t0 = time.monotonic()
-    sh = subprocess.Popen(["bash", os.path.join(work, "session.sh")], cwd=clone, env=env, stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    procs.append(sh)
-    out, typed, stopped = b"", 0, None
-    while True:
-        if time.monotonic() - t0 > DEADLINE_S:
-            stopped = f"no end after {DEADLINE_S} s"
-            break
-        ready, _, _ = select.select([sh.stdout], [], [], 1)
-        if not ready:
-            if sh.poll() is not None:
-                break
-            continue
-        chunk = os.read(sh.stdout.fileno(), 65536)
-        if not chunk:
-            break
-        out += chunk
-        log.write(chunk)
-        log.flush()
-        tail = re.sub(r"\x1b\[[0-9;]*m", "", out[-3000:].decode(errors="replace"))
-        if tail.rstrip().endswith("Enter a value:"):
-            if "Only 'yes' will be accepted" not in tail:
-                stopped = "terraform asked for a value the docs do not give:\n" + tail[-800:]
-                break
-            sh.stdin.write(b"yes\n")
-            sh.stdin.flush()
-            out += b"yes\n"
-            log.write(b"yes  <- typed by the doc test\n")
-            typed += 1
-    if stopped:
-        os.killpg(sh.pid, signal.SIGKILL)
-    sh.wait()
-    session_s = time.monotonic() - t0
-    text = re.sub(r"\x1b\[[0-9;]*m", "", out.decode(errors="replace"))
+    text, typed, stopped, session_s = run_session(script, clone, env, DEADLINE_S)
     ran = re.findall(r"^@@ (\S+) (\d+)/(\d+)$", text, re.M)
     exits = re.findall(r"^@@ exit (\d+) (\d+)$", text, re.M)
     took = [int(b) - int(a) for (_, a), (_, b) in zip([("", "0")] + exits, exits)]

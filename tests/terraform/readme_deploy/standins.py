@@ -8,6 +8,7 @@ the documented commands (`s3-deliver`); run.py's docstring says what each stands
                                   and `cargo install --path . --locked`
     standins.py aws ARGS...       the real AWS CLI, except `aws lambda invoke`: the deployed function run
     standins.py s3-deliver        S3's Object Created notifications to Lambda
+    standins.py sqs-deliver       Lambda's SQS event source mappings (the organization hub's queues)
     standins.py snapshot FILE     no stand-in: what moto holds (run.py's checks), between two blocks
     standins.py probe LABEL       no stand-in: the owned resources' tags after each command (run.py's counts)
 
@@ -106,29 +107,65 @@ def merge_patch(target, patch):
     return out
 
 
+def json_patch(target, ops):
+    """RFC 6902 `add` and `replace` (`oc patch --type json`), the two a tag edit needs: `add` at a
+    list's `-` appends, at an index inserts; any other op fails, naming itself."""
+    import copy
+
+    doc = copy.deepcopy(target)
+    for op in ops:
+        kind, path = op.get("op"), op.get("path", "")
+        if kind not in ("add", "replace"):
+            fail(f"oc patch --type json: the stand-in applies add and replace, not {kind!r}")
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent.get(p)
+            if parent is None:
+                fail(f"oc patch --type json: {path}: no such parent (The Kubernetes API answers 422)")
+        last = parts[-1]
+        if isinstance(parent, list):
+            if last == "-":
+                parent.append(op["value"])
+            elif kind == "add":
+                parent.insert(int(last), op["value"])
+            else:
+                parent[int(last)] = op["value"]
+        else:
+            parent[last] = op["value"]
+    return doc
+
+
 def oc_patch(fixture, rest):
-    """`oc patch infrastructure cluster --type merge -p JSON` (or `--type=merge`, `--patch JSON`,
-    `--patch=JSON`): the cluster's day-2 edit, applied to the Infrastructure object the stand-in
-    serves. Only a merge patch."""
+    """`oc patch infrastructure cluster [--subresource=status] --type merge|json -p JSON` (also
+    `--type=…`, `--patch`): the cluster's day-2 edit, applied to the Infrastructure object the
+    stand-in serves. As the API server does: without `--subresource=status` a change to `status` is
+    not stored (the main resource ignores it), with it only `status` is."""
     import yaml
 
     opts, rest = {}, list(rest)
     while rest:
         a = rest.pop(0)
         name, eq, val = a.partition("=")
-        if name in ("--type", "-p", "--patch") and not eq:
+        if name in ("--type", "-p", "--patch", "--subresource") and not eq:
             if not rest:
                 fail(f"oc patch: {a} without a value")
             val = rest.pop(0)
         if name in ("-p", "--patch"):
             opts["patch"] = val
-        elif name == "--type":
-            opts["type"] = val
+        elif name in ("--type", "--subresource"):
+            opts[name[2:]] = val
         else:
-            fail(f"oc patch: the stand-in takes --type merge and -p/--patch, not {a!r}")
-    if opts.get("type") != "merge" or "patch" not in opts:
-        fail("oc patch infrastructure cluster: the stand-in applies `--type merge -p JSON` only")
-    obj = merge_patch(yaml.safe_load(open(fixture).read()), json.loads(opts["patch"]))
+            fail(f"oc patch: the stand-in takes --subresource status, --type merge|json and -p/--patch, not {a!r}")
+    if opts.get("type") not in ("merge", "json") or "patch" not in opts or opts.get("subresource", "status") != "status":
+        fail("oc patch infrastructure cluster: the stand-in applies `[--subresource=status] --type merge|json -p JSON` only")
+    before = yaml.safe_load(open(fixture).read())
+    patch = json.loads(opts["patch"])
+    patched = merge_patch(before, patch) if opts["type"] == "merge" else json_patch(before, patch)
+    if opts.get("subresource") == "status":
+        obj = dict(before, status=patched.get("status"))
+    else:
+        obj = dict(patched, status=before.get("status"))
     with open(fixture, "w") as f:
         yaml.safe_dump(obj, f, sort_keys=False)
     record("oc", args=["patch", "infrastructure", "cluster", *rest], patch=opts["patch"])
@@ -150,7 +187,7 @@ def oc(args):
             fmt = rest[0][2:].lstrip("=")
     if fmt is None:
         fail(f"oc {' '.join(args)}: the stand-in answers `oc get infrastructure cluster -o yaml|jsonpath=...` and "
-             "`oc patch infrastructure cluster --type merge -p ...` only")
+             "`oc patch infrastructure cluster [--subresource=status] --type merge|json -p ...` only")
     text = open(fixture).read()
     if fmt == "yaml":
         out = text
@@ -369,6 +406,11 @@ def region_of(function, default):
 
 def aws(args):
     if args[:2] != ["lambda", "invoke"]:
+        # The AWS CLI v2 (the one the docs name) takes its region from AWS_REGION ("Environment
+        # variables to configure the AWS CLI"); the pinned one here is v1 (v2 is not on PyPI),
+        # which reads only AWS_DEFAULT_REGION: given the same value, as v2 would read it.
+        if os.environ.get("AWS_REGION") and not os.environ.get("AWS_DEFAULT_REGION"):
+            os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"]
         os.execv(os.environ["DOCTEST_AWS"], [os.environ["DOCTEST_AWS"], *args])
     # `aws lambda invoke --function-name F [--region R] [--cli-binary-format raw-in-base64-out]
     # --payload P OUTFILE`: prints {"StatusCode": 200, ...} as the AWS CLI does, the response into OUTFILE.
@@ -480,6 +522,70 @@ def s3_deliver():
         fail("; ".join(failed))
 
 
+# --- SQS event source mappings ------------------------------------------------------------------------
+
+
+def sqs_deliver():
+    """Deliver what Lambda's SQS event source mappings would have (moto holds the mappings and never
+    polls): for each enabled mapping of a queue, in each of DOCTEST_REGIONS, messages received up to
+    its BatchSize and handed to its function as Lambda's SQS event ("Using Lambda with Amazon SQS":
+    Records of messageId, receiptHandle, body, attributes, md5OfBody, eventSource "aws:sqs",
+    eventSourceARN, awsRegion), in one invocation a batch; deleted when the function succeeded,
+    except those its `batchItemFailures` name when the mapping has ReportBatchItemFailures. Until
+    every mapped queue is empty (a shard may send more): bounded, as a loop would be on AWS."""
+    failed = []
+    for round_ in range(50):
+        delivered = 0
+        for region in os.environ["DOCTEST_REGIONS"].split(","):
+            lam, sqs = boto("lambda", region), boto("sqs", region)
+            for m in pages(lam, "list_event_source_mappings", "EventSourceMappings"):
+                arn = m.get("EventSourceArn", "")
+                if not arn.startswith("arn:aws:sqs:") or m.get("State", "Enabled") not in ("Enabled", "Creating", "Updating"):
+                    continue
+                _, _, _, q_region, q_account, q_name = arn.split(":")
+                url = sqs.get_queue_url(QueueName=q_name, QueueOwnerAWSAccountId=q_account)["QueueUrl"]
+                batch = []
+                while len(batch) < m.get("BatchSize", 10):
+                    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, m.get("BatchSize", 10) - len(batch)),
+                                              AttributeNames=["All"], MessageAttributeNames=["All"], VisibilityTimeout=600).get("Messages", [])
+                    if not got:
+                        break
+                    batch += got
+                if not batch:
+                    continue
+                event = {"Records": [{
+                    "messageId": msg["MessageId"], "receiptHandle": msg["ReceiptHandle"], "body": msg["Body"],
+                    "attributes": msg.get("Attributes", {}), "messageAttributes": msg.get("MessageAttributes", {}),
+                    "md5OfBody": msg["MD5OfBody"], "eventSource": "aws:sqs", "eventSourceARN": arn, "awsRegion": q_region}
+                    for msg in batch]}
+                fn = m["FunctionArn"]
+                ok, body = invoke_deployed(fn, region_of(fn, region), json.dumps(event))
+                delivered += 1
+                print(f"doc-test stand-in: SQS delivered {len(batch)} message(s) of {q_name} to {fn}: {body[:300]}", file=sys.stderr)
+                keep = set()
+                if ok and "ReportBatchItemFailures" in m.get("FunctionResponseTypes", []):
+                    try:
+                        keep = {f["itemIdentifier"] for f in (json.loads(body) or {}).get("batchItemFailures", [])}
+                    except (ValueError, AttributeError):
+                        failed.append(f"{fn}: a response that is not JSON for {q_name}: {body[:300]}")
+                if not ok:
+                    failed.append(f"{fn} failed on a batch of {q_name}: {body[:500]}")
+                    keep = {msg["MessageId"] for msg in batch}
+                for msg in batch:
+                    if msg["MessageId"] in keep:
+                        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"], VisibilityTimeout=0)
+                    else:
+                        sqs.delete_message(QueueUrl=url, ReceiptHandle=msg["ReceiptHandle"])
+                if keep and ok:
+                    failed.append(f"{fn} reported {len(keep)} item failure(s) on {q_name}: {body[:500]}")
+        if not delivered or failed:
+            break
+    else:
+        failed.append("SQS messages still being delivered after 50 rounds")
+    if failed:
+        fail("; ".join(failed))
+
+
 # --- what moto holds ---------------------------------------------------------------------------------------
 # Every service the provider override gives an endpoint (what Terraform can create things in), plus
 # EC2 and the Tagging API (the cluster's resources and the tags written). Listed as "service kind id"
@@ -579,5 +685,5 @@ def snapshot(args):
 
 if __name__ == "__main__":
     what, argv = sys.argv[1], sys.argv[2:]
-    {"oc": oc, "cargo": cargo, "aws": aws, "s3-deliver": lambda _: s3_deliver(), "snapshot": snapshot,
+    {"oc": oc, "cargo": cargo, "aws": aws, "s3-deliver": lambda _: s3_deliver(), "sqs-deliver": lambda _: sqs_deliver(), "snapshot": snapshot,
      "probe": probe}[what](argv)
