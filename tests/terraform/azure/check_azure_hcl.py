@@ -837,8 +837,11 @@ def main() -> int:
           and {"applied", "would-apply", "limit-exceeded", "contested", "failed", "unchanged"} <= kql_status <= rust_status
           and '"infraID"' in report_rs and "pub audited: Vec<ChangeRecord>" in report_rs and "pub contested: Vec<String>" in report_rs,
           f"KQL statuses {sorted(kql_status)}, Rust {sorted(rust_status)}")
+    # The names come from the one metrics table both clouds' encoders read (report.rs), which
+    # metrics.rs sends; metrics.rs's own test lists them as sent.
     check("the metric tile draws ResourcesInLine, ResourcesDrifted and WouldWrite (the names metrics.rs sends) by ResourceType",
-          all(f"--{m}" in mtile and f'("{m}",' in metrics_rs for m in ("ResourcesInLine", "ResourcesDrifted", "WouldWrite"))
+          all(f"--{m}" in mtile and f'metric("{m}",' in report_rs and f'"{m}",' in metrics_rs
+              for m in ("ResourcesInLine", "ResourcesDrifted", "WouldWrite"))
           and '"dimension": "ResourceType"' in mtile and "local.clusters" in mtile, mtile)
     # The alerts on failures fire in audit mode too: nothing in them depends on the mode.
     alert_text = json.dumps([L.get("custom_metric_alerts"), L.get("dead_letter_topics")] +
@@ -1070,9 +1073,11 @@ def main() -> int:
                                     "the sweep still covers it", "event_source_subscription_ids", "existing_system_topics",
                                     "assignable_scopes", "cluster_publisher_principal_ids")))
     # The single command sequence that deploys a working function.
-    check("README gives the single deploy sequence (az login, terraform init, terraform apply with function_zip)",
-          "## Deploy: one command sequence" in readme and "az login" in readme and "terraform init" in readme
-          and "-var function_zip=" in readme and "zip_deploy_file" not in readme.split("## Deploy: one command sequence")[1].split("\n## ")[0])
+    check("README gives the single deploy sequence (az login, terraform init, terraform apply; function_zip in terraform.tfvars, no -var)",
+          "## Deploy: one command sequence" in readme and "az login" in readme and "terraform -chdir=infra/examples/azure-basic init" in readme
+          and 'function_zip    = "$zip"' in readme and "terraform -chdir=infra/examples/azure-basic apply" in readme
+          and "-var " not in readme.split("## Deploy: one command sequence")[1].split("\n## ")[0]
+          and "zip_deploy_file" not in readme.split("## Deploy: one command sequence")[1].split("\n## ")[0])
 
     for ok, name, detail in results:
         print(f"{'PASS' if ok else 'FAIL'} {name}" + ("" if ok or not detail else f"\n     {detail}"))
