@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Check Terraform directories against a provider schema extract.
 
-The extracts in tests/terraform/azure/schema/<provider>-<version>.json are made by
-extract_schema.py (scripts/azurerm-schema) from the prebuilt CDK provider packages, which are
-generated from the provider's own schema. For every `resource` and `data` block of the provider in
+Shared by the Azure and the Google Cloud checks. The extracts in <schema dir>/<provider>-<version>.json
+(tests/terraform/azure/schema/ by scripts/azurerm-schema, tests/terraform/gcp/schema/ by
+tests/terraform/gcp/make-schema) are made by extract_schema.py from the prebuilt CDK provider
+packages, which are generated from the provider's own schema. For every `resource` and `data` block of the provider in
 every .tf file of each directory (parsed with python-hcl2), this fails on what `terraform validate`
 with that provider version would refuse:
 
@@ -13,13 +14,15 @@ with that provider version would refuse:
   - a required argument or block that is missing (a `dynamic` block counts as present);
   - a reference `TYPE.NAME[...].attr[...].sub` (and `data.`, and `self.` in conditions) to an
     attribute or nested block that does not exist;
-  - the provider block's own arguments (`provider "azurerm" { ... }`).
+  - the provider block's own arguments (`provider "azurerm" { ... }`, `provider "google" { ... }`).
 
 usage:
   check_provider_schema.py --provider azurerm --version 4.78.0 [--schema-dir DIR] TF_DIR...
   check_provider_schema.py --provider azurerm --ends [--schema-dir DIR] TF_DIR...
       print the versions of the extracts at the lower and the upper end of the version constraint
       the directories declare (they must all declare the same one)
+  check_provider_schema.py --provider google --inside --schema-dir DIR TF_DIR...
+      print the versions of every extract inside that constraint, oldest first
 Prints PASS/FAIL lines; exits 1 on any FAIL.
 """
 
@@ -217,7 +220,9 @@ class Checker:
                 if f"{kind}.{t}" in self.schema.get("missing", []):
                     self.err(where, f"unknown {'data source' if kind == 'data' else 'resource'} type `{t}`")
                 else:
-                    self.err(where, f"`{t}` is not in the extract: re-run scripts/azurerm-schema")
+                    # "<extractor> via <the script that ran it>", as extract_schema.py records it.
+                    remake = self.schema.get("generated_by", "").rpartition(" via ")[2] or "the extraction"
+                    self.err(where, f"`{t}` is not in the extract: re-run {remake}")
                 continue
             checked += 1
             self.body(where, body, node, True)
@@ -253,11 +258,12 @@ def main() -> int:
     ap.add_argument("--provider", default="azurerm")
     ap.add_argument("--version")
     ap.add_argument("--ends", action="store_true")
+    ap.add_argument("--inside", action="store_true", help="like --ends, every extract inside the constraint")
     ap.add_argument("--schema-dir", type=Path, default=Path(__file__).resolve().parent / "schema")
     args = ap.parse_args()
 
     extracts = {p.stem.split("-", 1)[1]: p for p in args.schema_dir.glob(f"{args.provider}-*.json")}
-    if args.ends:
+    if args.ends or args.inside:
         constraints = {str(d): constraint_of(d, args.provider) for d in args.dirs}
         if len(set(constraints.values())) != 1 or None in constraints.values():
             print(f"FAIL the directories declare different {args.provider} constraints: {constraints}", file=sys.stderr)
@@ -271,7 +277,7 @@ def main() -> int:
         if floor and version_tuple(floor.group(1)) != version_tuple(inside[0]):
             print(f"NOTE no extract of {args.provider} {floor.group(1)} itself (no package carries it): "
                   f"the lower end checked is {inside[0]}, the oldest extract inside {c!r}", file=sys.stderr)
-        print(" ".join(dict.fromkeys([inside[0], inside[-1]])))
+        print(" ".join(inside if args.inside else dict.fromkeys([inside[0], inside[-1]])))
         return 0
 
     if args.version not in extracts:

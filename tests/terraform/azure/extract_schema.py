@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Extract a small Terraform provider schema from a prebuilt CDK provider package.
 
-No azurerm provider binary can be fetched here, so `terraform validate` cannot run on infra/azure.
-The prebuilt CDK Terrain / CDKTF provider packages on PyPI (`cdktn-provider-azurerm`,
-`cdktn-provider-azapi`) are generated from the provider's own schema (`terraform providers schema
+No azurerm or google provider binary can be fetched here, so `terraform validate` cannot run on
+infra/azure or infra/gcp. The prebuilt CDK Terrain / CDKTF provider packages on PyPI
+(`cdktn-provider-azurerm`, `cdktn-provider-azapi`, `cdktn-provider-google`,
+`cdktf-cdktf-provider-google`) are generated from the provider's own schema (`terraform providers schema
 -json`) and carry it in their jsii assembly (`<package>/_jsii/*.jsii.tgz` -> `package/.jsii`, JSON):
 one `<Type>Config` struct per resource and data source whose properties are the arguments, optional
 or not (jsii `optional`), nested blocks as structs of their own (a single struct for a block with
@@ -15,9 +16,11 @@ argument's docs link to the registry page with the Terraform name as anchor
 camelCase conversion, gives the snake_case name wherever the docs carry it.
 
 Only the types named on the command line (or found in the given Terraform directories) are kept,
-so the committed extract stays small (tests/terraform/azure/schema/<provider>-<version>.json).
+so the committed extract stays small (tests/terraform/azure/schema/<provider>-<version>.json,
+tests/terraform/gcp/schema/google-<version>.json).
 
 usage: extract_schema.py WHEEL OUT.json [--provider azurerm] [--expect-version V] [--scan DIR ...] [--type TYPE ...]
+                         [--made-by SCRIPT]
 """
 
 from __future__ import annotations
@@ -153,6 +156,7 @@ def main() -> int:
     ap.add_argument("--scan", nargs="*", default=[], help="Terraform directories whose resource/data types to keep")
     ap.add_argument("--expect-version", help="fail unless the package carries this provider version")
     ap.add_argument("--type", nargs="*", default=[], help="extra types, as resource.TYPE or data.TYPE")
+    ap.add_argument("--made-by", default="scripts/azurerm-schema", help="the script that runs this one (recorded, and named when a type is missing)")
     args = ap.parse_args()
 
     assembly, version = load_assembly(args.wheel)
@@ -166,7 +170,7 @@ def main() -> int:
         "provider": args.provider,
         "version": version,
         "source": f"{assembly['name']} {assembly['version']} (jsii assembly; generated from the provider's schema)",
-        "generated_by": "tests/terraform/azure/extract_schema.py via scripts/azurerm-schema",
+        "generated_by": f"tests/terraform/azure/extract_schema.py via {args.made_by}",
         "requested": sorted(f"{k}.{t}" for k, t in wanted),
         "missing": [],
         "provider_config": None,
