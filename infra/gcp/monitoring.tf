@@ -1,0 +1,363 @@
+# Cloud Monitoring: the function's custom metrics declared, alert policies on them and on the
+# platform's own metrics, and a dashboard.
+#
+# The metrics are the ones every tagwarden function emits, named once in the core's metrics table
+# (the core's report module: EVENT_COUNTS, TYPE_COUNTS, COMPLIANCE_COUNTS, COMPLIANCE_LAG,
+# RECONCILE_LATENCY), with the same names and meanings as CloudWatch's TagWarden namespace on AWS and
+# Azure Monitor's on Azure; here as custom.googleapis.com/tagwarden/<name>. CallsPerCorrection is
+# CloudWatch's only. Their labels are the other clouds' dimensions in the form custom metric labels
+# take (lowercase, '_'): cloud, resource_type, infra_id.
+#
+# Each is declared (google_monitoring_metric_descriptor) before any point is written, so the alert
+# policies and the dashboard name metrics that exist from the first apply, and the kinds are fixed:
+# the counts are INT64 gauges, one point per invocation (custom metrics take no DELTA kind), the two
+# latencies DISTRIBUTION gauges in milliseconds.
+
+locals {
+  metric_prefix = "custom.googleapis.com/tagwarden/"
+
+  # name => what it measures (the core's report module, the metrics table).
+  count_metrics = {
+    EventsReceived     = "events that reached the function"
+    EventsIgnored      = "events of no listed cluster, or not a write"
+    PolicyRejected     = "policy versions rejected (the last good one stays)"
+    ListingFailures    = "a sweep's listings that failed (the rest was swept)"
+    ListingFallbacks   = "scopes listed a dearer way because the cheaper one was refused"
+    SweepsCompleted    = "sweeps that ran to their end"
+    ResourcesEvaluated = "resources read and planned"
+    DriftDetected      = "resources out of line when read"
+    TagsWritten        = "tags written"
+    WriteFailures      = "failed writes (in audit: writes that would fail)"
+    TagLimitExceeded   = "resources the write would push past their tag limit"
+    Conflicts          = "resources owned by two listed clusters, or changed by another writer"
+    Unsupported        = "owned resources of a type no API takes"
+    Contested          = "resources with a key held back because it is contested"
+    WouldWrite         = "resources with an audited change: what an enforce would write"
+    ResourcesInLine    = "owned resources in line after the run"
+    ResourcesDrifted   = "owned resources out of line after the run"
+  }
+  distribution_metrics = {
+    ComplianceLag    = "milliseconds from the event's own time to the correcting write (or the decision that none was needed)"
+    ReconcileLatency = "milliseconds per reconcile"
+  }
+  metric_labels = {
+    cloud         = "the cloud the function runs on: gcp"
+    resource_type = "the resource type (per-type metrics only)"
+    infra_id      = "the cluster's infraID; \"all\" for what no single cluster owns (events received and ignored, policies rejected, listings)"
+  }
+
+  # The deployment's own series carry infra_id "all" (the core's report module, ALL_CLUSTERS); the
+  # rest are per cluster and per resource type.
+  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures", "ListingFallbacks", "SweepsCompleted"]
+
+  # Alerts on counts: any in the window fires, per cluster (grouped by infra_id).
+  count_alerts = {
+    WriteFailures   = "Writes failed (in audit: writes that would fail). The function's logs name each resource and the API's answer."
+    Contested       = "Another writer keeps changing a key tagwarden corrects: the key is held back (an hour, doubling to a day). The status report names the resource and the writer."
+    PolicyRejected  = "A published policy version was rejected; the last good one stays in force. The status report says why."
+    ListingFailures = "A sweep could not list part of the scope (Cloud Asset Inventory refused or failed); the rest was swept."
+  }
+
+  notification_channels = concat([for c in google_monitoring_notification_channel.email : c.name], var.notification_channels)
+  window                = "${var.alert_window_seconds}s"
+  mode_note = (var.mode == "audit" ?
+    "Mode **audit**: tagwarden writes no label and no tag binding; WouldWrite and the compliance charts show what `enforce` would write. Every alert stays armed." :
+  "Mode **enforce**: tagwarden writes labels and binds tag values on the clusters' resources (except clusters whose policy says `enforce: false` and keys in `auditKeys`).")
+}
+
+resource "google_monitoring_metric_descriptor" "count" {
+  for_each = local.count_metrics
+
+  project      = var.project_id
+  type         = "${local.metric_prefix}${each.key}"
+  display_name = "tagwarden ${each.key}"
+  description  = each.value
+  metric_kind  = "GAUGE"
+  value_type   = "INT64"
+  unit         = "1"
+
+  dynamic "labels" {
+    for_each = local.metric_labels
+    content {
+      key         = labels.key
+      value_type  = "STRING"
+      description = labels.value
+    }
+  }
+
+  depends_on = [google_project_service.this]
+}
+
+resource "google_monitoring_metric_descriptor" "distribution" {
+  for_each = local.distribution_metrics
+
+  project      = var.project_id
+  type         = "${local.metric_prefix}${each.key}"
+  display_name = "tagwarden ${each.key}"
+  description  = each.value
+  metric_kind  = "GAUGE"
+  value_type   = "DISTRIBUTION"
+  unit         = "ms"
+
+  dynamic "labels" {
+    for_each = local.metric_labels
+    content {
+      key         = labels.key
+      value_type  = "STRING"
+      description = labels.value
+    }
+  }
+
+  depends_on = [google_project_service.this]
+}
+
+resource "google_monitoring_notification_channel" "email" {
+  for_each = toset(var.alert_emails)
+
+  project      = var.project_id
+  display_name = "tagwarden ${local.name}: ${each.value}"
+  type         = "email"
+  labels = {
+    email_address = each.value
+  }
+
+  depends_on = [google_project_service.this]
+}
+
+resource "google_monitoring_alert_policy" "count" {
+  for_each = local.count_alerts
+
+  project               = var.project_id
+  display_name          = "tagwarden ${local.name}: ${each.key}"
+  combiner              = "OR"
+  notification_channels = local.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "${each.key} > 0 in ${local.window}, per cluster"
+    condition_threshold {
+      filter          = "metric.type=\"${google_monitoring_metric_descriptor.count[each.key].type}\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = local.window
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.infra_id"]
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    content   = "${each.value} Metric ${local.metric_prefix}${each.key}: ${local.count_metrics[each.key]}."
+    mime_type = "text/markdown"
+  }
+}
+
+resource "google_monitoring_alert_policy" "compliance_lag" {
+  project               = var.project_id
+  display_name          = "tagwarden ${local.name}: ComplianceLag p99 above ${var.compliance_lag_threshold_ms} ms"
+  combiner              = "OR"
+  notification_channels = local.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "ComplianceLag p99 > ${var.compliance_lag_threshold_ms} ms, per cluster"
+    condition_threshold {
+      filter          = "metric.type=\"${google_monitoring_metric_descriptor.distribution["ComplianceLag"].type}\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = var.compliance_lag_threshold_ms
+      duration        = "0s"
+      aggregations {
+        alignment_period     = local.window
+        per_series_aligner   = "ALIGN_PERCENTILE_99"
+        cross_series_reducer = "REDUCE_MAX"
+        group_by_fields      = ["metric.label.infra_id"]
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    content   = "Resources take long to come into line after they change: ${local.distribution_metrics["ComplianceLag"]}."
+    mime_type = "text/markdown"
+  }
+}
+
+# Messages Pub/Sub gave up on after max_delivery_attempts (the function failed them each time).
+resource "google_monitoring_alert_policy" "dead_letters" {
+  project               = var.project_id
+  display_name          = "tagwarden ${local.name}: dead-lettered messages"
+  combiner              = "OR"
+  notification_channels = local.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "dead_letter_message_count > 0 on ${google_pubsub_subscription.events.name}"
+    condition_threshold {
+      filter          = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${google_pubsub_subscription.events.name}\" AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period   = local.window
+        per_series_aligner = "ALIGN_SUM"
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    content   = "Pub/Sub moved events or sweeps the function failed ${var.max_delivery_attempts} times to ${google_pubsub_topic.dead_letters.id}; they wait in subscription ${google_pubsub_subscription.dead_letters.name} for 7 days."
+    mime_type = "text/markdown"
+  }
+}
+
+# The service answering with server errors (each is retried by Pub/Sub, then dead-lettered).
+resource "google_monitoring_alert_policy" "function_errors" {
+  project               = var.project_id
+  display_name          = "tagwarden ${local.name}: Cloud Run 5xx responses"
+  combiner              = "OR"
+  notification_channels = local.notification_channels
+  user_labels           = local.labels
+
+  conditions {
+    display_name = "5xx responses of ${google_cloud_run_v2_service.this.name} > 0"
+    condition_threshold {
+      filter          = "resource.type=\"cloud_run_revision\" AND resource.label.service_name=\"${google_cloud_run_v2_service.this.name}\" AND metric.type=\"run.googleapis.com/request_count\" AND metric.label.response_code_class=\"5xx\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = local.window
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+      trigger {
+        count = 1
+      }
+    }
+  }
+
+  documentation {
+    content   = "The tagwarden service answered pushes with server errors; Pub/Sub retries them with backoff, then dead-letters them."
+    mime_type = "text/markdown"
+  }
+}
+
+locals {
+  # One chart per metric: counts summed per window, by resource type (one line per cluster for the
+  # deployment-wide ones); the latencies as their 99th percentile.
+  metric_tiles = [for i, m in concat(keys(local.count_metrics), keys(local.distribution_metrics)) : {
+    xPos   = (i % 3) * 16
+    yPos   = 8 + floor(i / 3) * 12
+    width  = 16
+    height = 12
+    widget = {
+      title = contains(keys(local.distribution_metrics), m) ? "${m} (ms, p99)" : (contains(local.deployment_metrics, m) ? "${m} by cluster" : "${m} by resource type")
+      xyChart = {
+        dataSets = [{
+          plotType = "LINE"
+          timeSeriesQuery = {
+            timeSeriesFilter = {
+              filter = "metric.type=\"${local.metric_prefix}${m}\""
+              aggregation = {
+                alignmentPeriod    = "300s"
+                perSeriesAligner   = contains(keys(local.distribution_metrics), m) ? "ALIGN_PERCENTILE_99" : "ALIGN_SUM"
+                crossSeriesReducer = contains(keys(local.distribution_metrics), m) ? "REDUCE_MAX" : "REDUCE_SUM"
+                groupByFields      = [contains(local.deployment_metrics, m) || contains(keys(local.distribution_metrics), m) ? "metric.label.infra_id" : "metric.label.resource_type"]
+              }
+            }
+          }
+        }]
+      }
+    }
+  }]
+
+  platform_row = 8 + ceil(length(local.metric_tiles) / 3) * 12
+  platform_tiles = [
+    {
+      xPos   = 0
+      yPos   = local.platform_row
+      width  = 24
+      height = 12
+      widget = {
+        title = "Cloud Run requests by response class"
+        xyChart = {
+          dataSets = [{
+            plotType = "STACKED_BAR"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "resource.type=\"cloud_run_revision\" AND resource.label.service_name=\"${local.name}\" AND metric.type=\"run.googleapis.com/request_count\""
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.response_code_class"]
+                }
+              }
+            }
+          }]
+        }
+      }
+    },
+    {
+      xPos   = 24
+      yPos   = local.platform_row
+      width  = 24
+      height = 12
+      widget = {
+        title = "Dead-lettered messages (${local.name}-events)"
+        xyChart = {
+          dataSets = [{
+            plotType = "STACKED_BAR"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${local.name}-events\" AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
+                aggregation = {
+                  alignmentPeriod  = "300s"
+                  perSeriesAligner = "ALIGN_SUM"
+                }
+              }
+            }
+          }]
+        }
+      }
+    },
+  ]
+
+  dashboard = {
+    displayName = "tagwarden ${local.name}"
+    mosaicLayout = {
+      columns = 48
+      tiles = concat([{
+        xPos   = 0
+        yPos   = 0
+        width  = 48
+        height = 8
+        widget = {
+          title = "tagwarden ${local.name}"
+          text = {
+            format  = "MARKDOWN"
+            content = "${local.mode_note}\n\nScope `${local.scope_resource}`, clusters ${join(", ", [for c in local.clusters : "`${c}`"])}. Metrics `${local.metric_prefix}<name>`; compliance = ResourcesInLine / (ResourcesInLine + ResourcesDrifted)."
+          }
+        }
+      }], local.metric_tiles, local.platform_tiles)
+    }
+  }
+}
+
+resource "google_monitoring_dashboard" "this" {
+  project        = var.project_id
+  dashboard_json = jsonencode(local.dashboard)
+
+  depends_on = [google_monitoring_metric_descriptor.count, google_monitoring_metric_descriptor.distribution]
+}
