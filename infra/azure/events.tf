@@ -63,8 +63,7 @@ locals {
     for s in local.arm_sources : s => one([for k, t in var.existing_system_topics : t if lower(k) == lower(s)])
     if contains([for k in keys(var.existing_system_topics) : lower(k)], lower(s))
   }
-  created_arm_topic_scopes = toset([for s in local.arm_sources : s if !contains(keys(local.existing_topic_of), s) && !contains(local.foreign_sources, s)])
-  # Sources in another subscription without an existing topic: azapi_resource.arm_topic.
+  # Sources in another subscription without an existing topic: created there by azapi.
   created_foreign_topic_sources = toset([for s in local.foreign_sources : s if !contains(keys(local.existing_topic_of), s)])
   # The resource group of the module's topics in each other subscription that gets one (an ARM
   # topic or a Resource Notifications topic).
@@ -79,40 +78,20 @@ locals {
     )
   }
 
-  arm_topics = merge(
-    {
-      for s, t in azurerm_eventgrid_system_topic.arm : s => {
-        id                  = t.id
-        name                = t.name
-        resource_group_name = t.resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-    {
-      for s, t in data.azurerm_eventgrid_system_topic.existing : s => {
-        id                  = t.id
-        name                = t.name
-        resource_group_name = t.resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-    {
-      for s, t in azapi_resource.arm_topic : s => {
-        id                  = t.id
-        name                = t.name
-        resource_group_name = local.event_resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-    {
-      for s, t in data.azapi_resource.existing_topic : s => {
-        id                  = t.id
-        name                = local.existing_topic_of[s].name
-        resource_group_name = local.existing_topic_of[s].resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-  )
+  # One topic per source: created (azurerm here, azapi in another subscription) or existing
+  # (existing_system_topics: read and checked), modules/system_topic either way.
+  arm_topic_specs = {
+    for s in local.arm_sources : s => {
+      source_resource_id  = s
+      topic_type          = local.arm_topic_type[s]
+      create              = !contains(keys(local.existing_topic_of), s)
+      name                = try(local.existing_topic_of[s].name, "${local.name}-arm-${local.arm_scope_key[s]}")
+      resource_group_name = try(local.existing_topic_of[s].resource_group_name, contains(local.foreign_sources, s) ? local.event_resource_group_name : local.resource_group_name)
+      subscription_id     = contains(local.foreign_sources, s) ? local.source_subscription[s] : null
+      resource_group_id   = contains(local.created_foreign_topic_sources, s) ? local.event_resource_group_id[local.source_subscription[s]] : null
+    }
+  }
+  arm_topics = module.arm_topics.topics
 
   # The subscriptions deliver to the `drift` function and Azure refuses an
   # azure_function_endpoint whose function does not exist yet, so they wait for a published package.
@@ -136,40 +115,26 @@ locals {
 # ARM resource writes
 ################################################################################
 
-resource "azurerm_eventgrid_system_topic" "arm" {
-  for_each = local.created_arm_topic_scopes
+# One topic per source; a source that has one already (existing_system_topics: the portal's,
+# Defender's, another deployment's) gets only the event subscription.
+module "arm_topics" {
+  source = "./modules/system_topic"
 
-  name                = "${local.name}-arm-${local.arm_scope_key[each.key]}"
-  resource_group_name = local.resource_group_name
-  location            = "global" # required for Microsoft.Resources.Subscriptions and .ResourceGroups
-  source_resource_id  = each.key
-  topic_type          = local.arm_topic_type[each.key]
-
-  identity {
-    type = "SystemAssigned" # dead-lettering without storage keys (rbac.tf)
-  }
-
-  tags = local.tags
+  topics                 = local.arm_topic_specs
+  existing_variable_name = "existing_system_topics"
+  tags                   = local.tags
 }
 
-# Topics that already exist for a source in the deployment's subscription (the portal's, Defender's,
-# another deployment's): only the event subscription is ours.
-data "azurerm_eventgrid_system_topic" "existing" {
-  for_each = { for s, t in local.existing_topic_of : s => t if !contains(local.foreign_sources, s) }
+# The topics were this module's own resources before modules/system_topic: an upgrade moves them
+# (same keys, same arguments), destroying nothing.
+moved {
+  from = azurerm_eventgrid_system_topic.arm
+  to   = module.arm_topics.azurerm_eventgrid_system_topic.this
+}
 
-  name                = each.value.name
-  resource_group_name = each.value.resource_group_name
-
-  lifecycle {
-    postcondition {
-      condition     = lower(self.source_resource_id) == lower(each.key) && self.topic_type == local.arm_topic_type[each.key]
-      error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) is a ${self.topic_type} topic on ${self.source_resource_id}, not a topic on that scope."
-    }
-    postcondition {
-      condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
-      error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
-    }
-  }
+moved {
+  from = azapi_resource.arm_topic
+  to   = module.arm_topics.azapi_resource.this
 }
 
 ################################################################################
@@ -195,52 +160,6 @@ resource "azapi_resource" "event_resource_group" {
   parent_id = "/subscriptions/${each.key}"
   location  = var.location
   tags      = local.tags
-}
-
-# One Microsoft.Resources.Subscriptions (or .ResourceGroups) system topic per source in another
-# subscription: `for_each` over those sources, global, in the source's own subscription.
-resource "azapi_resource" "arm_topic" {
-  for_each = local.created_foreign_topic_sources
-
-  type      = "Microsoft.EventGrid/systemTopics@2022-06-15"
-  name      = "${local.name}-arm-${local.arm_scope_key[each.key]}"
-  parent_id = local.event_resource_group_id[local.source_subscription[each.key]]
-  location  = "global" # required for Microsoft.Resources.Subscriptions and .ResourceGroups
-
-  identity {
-    type = "SystemAssigned" # dead-lettering without storage keys (rbac.tf)
-  }
-
-  body = {
-    properties = {
-      source    = each.key
-      topicType = local.arm_topic_type[each.key]
-    }
-  }
-
-  tags = local.tags
-}
-
-# Existing topics for a source in another subscription: read by id (the topic is in its source's
-# subscription, in the resource group existing_system_topics names), checked as the data source
-# above checks those in the deployment's subscription.
-data "azapi_resource" "existing_topic" {
-  for_each = { for s, t in local.existing_topic_of : s => t if contains(local.foreign_sources, s) }
-
-  type                   = "Microsoft.EventGrid/systemTopics@2022-06-15"
-  resource_id            = "/subscriptions/${local.source_subscription[each.key]}/resourceGroups/${each.value.resource_group_name}/providers/Microsoft.EventGrid/systemTopics/${each.value.name}"
-  response_export_values = ["properties.source", "properties.topicType"]
-
-  lifecycle {
-    postcondition {
-      condition     = lower(self.output.properties.source) == lower(each.key) && self.output.properties.topicType == local.arm_topic_type[each.key]
-      error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) is a ${self.output.properties.topicType} topic on ${self.output.properties.source}, not a topic on that scope."
-    }
-    postcondition {
-      condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
-      error_message = "existing_system_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update --subscription ${local.source_subscription[each.key]} -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
-    }
-  }
 }
 
 # The event subscription of a topic in another subscription: what azurerm_eventgrid_system_topic_
@@ -456,45 +375,23 @@ locals {
     if contains([for k in keys(var.existing_resource_notifications_topics) : lower(k)], s)
   }
   rn_foreign_sources               = toset([for s in local.rn_sources : s if split("/", s)[2] != local.home_subscription])
-  created_rn_topic_sources         = toset([for s in local.rn_sources : s if !contains(keys(local.rn_existing_topic_of), s) && !contains(local.rn_foreign_sources, s)])
   created_foreign_rn_topic_sources = toset([for s in local.rn_foreign_sources : s if !contains(keys(local.rn_existing_topic_of), s)])
   # Short, stable keys for names and alerts ("rn-<hash>" of the subscription id).
   rn_topic_key = { for s in local.rn_sources : s => "rn-${substr(sha1(s), 0, 8)}" }
 
-  rn_topics = merge(
-    {
-      for s, t in azurerm_eventgrid_system_topic.resource_notifications : s => {
-        id                  = t.id
-        name                = t.name
-        resource_group_name = t.resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-    {
-      for s, t in data.azurerm_eventgrid_system_topic.resource_notifications_existing : s => {
-        id                  = t.id
-        name                = t.name
-        resource_group_name = t.resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-    {
-      for s, t in azapi_resource.resource_notifications_topic : s => {
-        id                  = t.id
-        name                = t.name
-        resource_group_name = local.event_resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-    {
-      for s, t in data.azapi_resource.resource_notifications_existing : s => {
-        id                  = t.id
-        name                = local.rn_existing_topic_of[s].name
-        resource_group_name = local.rn_existing_topic_of[s].resource_group_name
-        principal_id        = t.identity[0].principal_id
-      }
-    },
-  )
+  # One topic per subscription: created or existing, at home or elsewhere (modules/system_topic).
+  rn_topic_specs = {
+    for s in local.rn_sources : s => {
+      source_resource_id  = s
+      topic_type          = local.rn_topic_type
+      create              = !contains(keys(local.rn_existing_topic_of), s)
+      name                = try(local.rn_existing_topic_of[s].name, "${local.name}-${local.rn_topic_key[s]}")
+      resource_group_name = try(local.rn_existing_topic_of[s].resource_group_name, contains(local.rn_foreign_sources, s) ? local.event_resource_group_name : local.resource_group_name)
+      subscription_id     = contains(local.rn_foreign_sources, s) ? split("/", s)[2] : null
+      resource_group_id   = contains(local.created_foreign_rn_topic_sources, s) ? local.event_resource_group_id[split("/", s)[2]] : null
+    }
+  }
+  rn_topics = module.resource_notifications_topics.topics
   # TAGWARDEN_EVENT_TOPICS (function.tf): the sources of these topics not already listed as an ARM
   # topic's source (a subscription scope or listed subscription is both; a resource group scope's
   # subscription is new there). The function compares without case.
@@ -511,86 +408,28 @@ locals {
   foreign_rn_subscriptions = { for s, t in local.rn_subscriptions : s => t if contains(local.foreign_sources, s) }
 }
 
-# One Resource Notifications topic per subscription in the deployment's subscription (the module's
-# resource group, as the ARM topics).
-resource "azurerm_eventgrid_system_topic" "resource_notifications" {
-  for_each = local.created_rn_topic_sources
+# One Resource Notifications topic per subscription, in the deployment's subscription in the module's
+# resource group (as the ARM topics), in another by parent id in its events group. The topic type
+# is a string the service checks, not the API version: zscaler's module above creates this type
+# with Microsoft.EventGrid/systemTopics@2021-12-01. Existing ones are checked for source, type
+# (without case: the documented CLI creates it as `microsoft.resourcenotifications.resources`) and
+# identity.
+module "resource_notifications_topics" {
+  source = "./modules/system_topic"
 
-  name                = "${local.name}-${local.rn_topic_key[each.key]}"
-  resource_group_name = local.resource_group_name
-  location            = "global" # the documented location of this topic type (above)
-  source_resource_id  = each.key
-  topic_type          = local.rn_topic_type
-
-  identity {
-    type = "SystemAssigned" # dead-lettering without storage keys (rbac.tf)
-  }
-
-  tags = local.tags
+  topics                 = local.rn_topic_specs
+  existing_variable_name = "existing_resource_notifications_topics"
+  tags                   = local.tags
 }
 
-# ... and in each other subscription, by parent id in its event_topic_resource_group_name group (as
-# azapi_resource.arm_topic). The topic type is a string the service checks, not the API version:
-# zscaler's module above creates this type with Microsoft.EventGrid/systemTopics@2021-12-01.
-resource "azapi_resource" "resource_notifications_topic" {
-  for_each = local.created_foreign_rn_topic_sources
-
-  type      = "Microsoft.EventGrid/systemTopics@2022-06-15"
-  name      = "${local.name}-${local.rn_topic_key[each.key]}"
-  parent_id = local.event_resource_group_id[split("/", each.key)[2]]
-  location  = "global"
-
-  identity {
-    type = "SystemAssigned"
-  }
-
-  body = {
-    properties = {
-      source    = each.key
-      topicType = local.rn_topic_type
-    }
-  }
-
-  tags = local.tags
+moved {
+  from = azurerm_eventgrid_system_topic.resource_notifications
+  to   = module.resource_notifications_topics.azurerm_eventgrid_system_topic.this
 }
 
-# Existing Resource Notifications topics: checked for source, type (compared without case: the
-# documented CLI creates it as `microsoft.resourcenotifications.resources`) and identity.
-data "azurerm_eventgrid_system_topic" "resource_notifications_existing" {
-  for_each = { for s, t in local.rn_existing_topic_of : s => t if !contains(local.rn_foreign_sources, s) }
-
-  name                = each.value.name
-  resource_group_name = each.value.resource_group_name
-
-  lifecycle {
-    postcondition {
-      condition     = lower(self.source_resource_id) == each.key && lower(self.topic_type) == lower(local.rn_topic_type)
-      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) is a ${self.topic_type} topic on ${self.source_resource_id}, not a ${local.rn_topic_type} topic on that subscription."
-    }
-    postcondition {
-      condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
-      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
-    }
-  }
-}
-
-data "azapi_resource" "resource_notifications_existing" {
-  for_each = { for s, t in local.rn_existing_topic_of : s => t if contains(local.rn_foreign_sources, s) }
-
-  type                   = "Microsoft.EventGrid/systemTopics@2022-06-15"
-  resource_id            = "${each.key}/resourceGroups/${each.value.resource_group_name}/providers/Microsoft.EventGrid/systemTopics/${each.value.name}"
-  response_export_values = ["properties.source", "properties.topicType"]
-
-  lifecycle {
-    postcondition {
-      condition     = lower(self.output.properties.source) == each.key && lower(self.output.properties.topicType) == lower(local.rn_topic_type)
-      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) is a ${self.output.properties.topicType} topic on ${self.output.properties.source}, not a ${local.rn_topic_type} topic on that subscription."
-    }
-    postcondition {
-      condition     = length(self.identity) > 0 && strcontains(self.identity[0].type, "SystemAssigned")
-      error_message = "existing_resource_notifications_topics[\"${each.key}\"] (${each.value.name}) has no system-assigned identity; dead-lettering without storage keys needs one: az eventgrid system-topic update --subscription ${split("/", each.key)[2]} -g ${each.value.resource_group_name} -n ${each.value.name} --identity systemassigned."
-    }
-  }
+moved {
+  from = azapi_resource.resource_notifications_topic
+  to   = module.resource_notifications_topics.azapi_resource.this
 }
 
 # The event subscriptions, one per ARM source: the same function, delivery schema, batch, retry
