@@ -1,5 +1,5 @@
 //! The cluster side (`crates/cluster/src/`) against a fake Kubernetes API server that speaks the list/watch
-//! protocol (`tests/support/kube_api.rs`; no real API server can run here) and serves the
+//! protocol (`tagwarden_testkit::kube_api`; no real API server can run here) and serves the
 //! Infrastructure object from openshift/api's real CRD (pruning, defaulting, validation, `/status`),
 //! through kube's real client configured from a kubeconfig: reading the Infrastructure object and
 //! a ConfigMap, the watch through a day-2 edit of `status.platformStatus.aws.resourceTags` (the
@@ -9,10 +9,6 @@
 //! the code made.
 
 #![cfg(feature = "kube")]
-
-#[path = "support/kube_api.rs"]
-#[allow(dead_code)]
-mod kube_api;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -26,6 +22,7 @@ use tagwarden::cluster::{self, Change, ClusterError, ClusterSource, SourceDocume
 use tagwarden::policy::cache::PolicyState;
 use tagwarden::policy::load::load_one;
 use tagwarden::status::{ResourceFailure, StatusReport};
+use tagwarden_testkit::kube_api;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

@@ -1,4 +1,4 @@
-//! The fake API server (`tests/support/kube_api.rs`, `crd.rs`) against what a real one does with
+//! The fake API server (`tagwarden_testkit::kube_api` and its `crd`) against what a real one does with
 //! the Infrastructure object, so the cluster tests cannot lean on anything a cluster would not
 //! allow:
 //!
@@ -13,10 +13,6 @@
 
 #![cfg(feature = "kube")]
 
-#[path = "support/kube_api.rs"]
-#[allow(dead_code)]
-mod kube_api;
-
 use std::path::{Path, PathBuf};
 
 use futures_util::StreamExt;
@@ -26,6 +22,7 @@ use serde_json::{json, Value};
 use tagwarden::cloud::Cloud;
 use tagwarden::cluster::{self, Change, ClusterError, ClusterSource, StatusMirror};
 use tagwarden::status::StatusReport;
+use tagwarden_testkit::kube_api;
 
 const INFRA: &str = "/apis/config.openshift.io/v1/infrastructures/cluster";
 const STATUS: &str = "/apis/config.openshift.io/v1/infrastructures/cluster/status";

@@ -12,10 +12,6 @@
 mod egress;
 #[path = "../support/fleet.rs"]
 mod fleet;
-#[cfg(feature = "kube")]
-#[path = "../support/kube_api.rs"]
-#[allow(dead_code)]
-mod kube_api;
 #[path = "../support/load.rs"]
 mod load;
 #[cfg(feature = "kube")]
@@ -23,6 +19,9 @@ mod load;
 mod publisher;
 #[path = "../support/mod.rs"]
 mod support;
+
+#[cfg(feature = "kube")]
+use tagwarden_testkit::kube_api;
 
 mod aws_audit;
 mod aws_batch;

@@ -13,10 +13,6 @@ mod egress;
 mod fault_proxy;
 #[path = "../support/azure/grid.rs"]
 mod grid;
-#[cfg(feature = "kube")]
-#[path = "../support/kube_api.rs"]
-#[allow(dead_code)]
-mod kube_api;
 #[path = "../support/load.rs"]
 mod load;
 #[cfg(feature = "kube")]
@@ -24,6 +20,9 @@ mod load;
 mod publisher;
 #[path = "../support/azure/mod.rs"]
 mod support;
+
+#[cfg(feature = "kube")]
+use tagwarden_testkit::kube_api;
 
 mod azure_arm_contract;
 mod azure_arm_rules;

@@ -26,7 +26,7 @@
 //!   an Infrastructure that breaks its CRD.
 //! - The Infrastructure object is a custom resource served as the API server serves one from its
 //!   CRD — the real `infrastructures.config.openshift.io` CRD from openshift/api, vendored in
-//!   `tests/fixtures/openshift/` — by `crd.rs`: pruning of unknown fields, defaulting, OpenAPI and
+//!   `tests/fixtures/openshift/` — by [`crd`]: pruning of unknown fields, defaulting, OpenAPI and
 //!   CEL validation. Its `/status` subresource (the CRD's `subresources.status: {}`; "Status
 //!   subresource" in the CRD documentation,
 //!   <https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#status-subresource>):
@@ -47,7 +47,6 @@
 //! mid-chunk. Each connection serves one request (`Connection: close`), so a watch can be cut by
 //! closing its socket. Every request is recorded for the tests' assertions.
 
-#[path = "crd.rs"]
 pub mod crd;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,4 +1,4 @@
-//! The custom-resource half of the fake API server (`kube_api.rs`): what the real API server does
+//! The custom-resource half of the fake API server ([`super`]): what the real API server does
 //! with a write to a custom resource, derived from the CRD itself, not written down a second time.
 //! The CRDs are the ones openshift/api generates for `infrastructures.config.openshift.io`,
 //! vendored in `tests/fixtures/openshift/`, and HyperShift's and Cluster API's in
@@ -44,17 +44,16 @@
 //! the fake stores was validated, so an unchanged invalid value cannot exist).
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::OnceLock;
 
 use regex::Regex;
 use serde_json::{json, Value};
 
-/// The vendored CRD, relative to the package root.
+/// The vendored CRD, relative to the workspace root.
 pub const INFRASTRUCTURES_CRD: &str =
     "tests/fixtures/openshift/0000_10_config-operator_01_infrastructures-Default.crd.yaml";
 
-/// The other vendored CRDs the fake serves, relative to the package root: HyperShift's
+/// The other vendored CRDs the fake serves, relative to the workspace root: HyperShift's
 /// `HostedCluster` and `NodePool` (openshift/hypershift) and Cluster API's `AWSCluster`,
 /// `AWSMachineTemplate`, `AWSMachinePool`, `AWSManagedControlPlane` (kubernetes-sigs/cluster-api-provider-aws),
 /// `AzureCluster` (kubernetes-sigs/cluster-api-provider-azure), `MachineDeployment` and
@@ -292,10 +291,10 @@ impl Crd {
         Crd::served().iter().find(|c| c.group == group && c.version == version && c.plural == plural)
     }
 
-    /// Parse a CRD manifest (relative to the package root). Panics on a schema keyword this fake
+    /// Parse a CRD manifest (relative to the workspace root). Panics on a schema keyword this fake
     /// knows nothing about, or a pattern that does not compile: a CRD it would misread.
     pub fn load(relative: &str) -> Crd {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);
+        let path = crate::workspace::workspace_root().join(relative);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let crd: Value = serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert_eq!(crd["kind"], "CustomResourceDefinition", "{}", path.display());
