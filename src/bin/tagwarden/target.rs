@@ -148,7 +148,7 @@ impl Target {
     pub async fn caller(&self, region: Option<&str>) -> String {
         let _ = region;
         #[allow(unreachable_code)]
-        let found: Result<String, String> = match self {
+        let found: anyhow::Result<String> = match self {
             #[cfg(feature = "aws")]
             Target::Aws(_) => {
                 let mut loader = match tagwarden::aws::config_loader() {
@@ -161,8 +161,8 @@ impl Target {
                 let config = loader.load().await;
                 let sts = tagwarden::aws::sdk::sts::Client::new(&config);
                 match sts.get_caller_identity().send().await {
-                    Ok(out) => out.arn().map(str::to_owned).ok_or_else(|| "STS named no ARN".to_string()),
-                    Err(e) => Err(format!(
+                    Ok(out) => out.arn().map(str::to_owned).ok_or_else(|| anyhow::anyhow!("STS named no ARN")),
+                    Err(e) => Err(anyhow::anyhow!(
                         "sts:GetCallerIdentity: {}",
                         tagwarden::aws::sdk::sts::error::DisplayErrorContext(e)
                     )),
@@ -173,9 +173,9 @@ impl Target {
                 .ok()
                 .filter(|id| !id.is_empty())
                 .map(|id| format!("azure client {id}"))
-                .ok_or_else(|| "a SAS names no principal (no AZURE_CLIENT_ID: no workload identity)".to_string()),
+                .ok_or_else(|| anyhow::anyhow!("a SAS names no principal (no AZURE_CLIENT_ID: no workload identity)")),
         };
-        found.unwrap_or_else(|why| unknown(&why))
+        found.unwrap_or_else(|why| unknown(&why.to_string()))
     }
 }
 
