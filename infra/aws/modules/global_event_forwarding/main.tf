@@ -93,10 +93,15 @@ moved {
 # 24 hours and 185 times by default, and sends what it gives up on to the target's dead-letter
 # queue, a standard SQS queue in the rule's account and Region (EventBridge User Guide, "Using
 # dead-letter queues to process undelivered events").
-resource "aws_sqs_queue" "dlq" {
+# queue_with_dlq without its own dead-letter queue: this queue is the dead-letter queue, SSE-SQS,
+# kept 14 days (the maximum), TLS-only beside the statement that lets the rules send to it.
+module "dead_letter_queue" {
+  source = "../queue_with_dlq"
+
   name                      = "${var.name}-forward-dlq"
+  create_dlq                = false
   message_retention_seconds = 1209600 # 14 days, the maximum
-  sqs_managed_sse_enabled   = true
+  policy_documents          = [data.aws_iam_policy_document.dlq.json]
   tags                      = var.tags
 }
 
@@ -104,7 +109,7 @@ data "aws_iam_policy_document" "dlq" {
   statement {
     sid       = "ForwardingRuleDeadLetters"
     actions   = ["sqs:SendMessage"]
-    resources = [aws_sqs_queue.dlq.arn]
+    resources = [module.dead_letter_queue.arn]
 
     principals {
       type        = "Service"
@@ -117,29 +122,18 @@ data "aws_iam_policy_document" "dlq" {
       values   = [for r in aws_cloudwatch_event_rule.this : r.arn]
     }
   }
-
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["sqs:*"]
-    resources = [aws_sqs_queue.dlq.arn]
-
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
 }
 
-resource "aws_sqs_queue_policy" "dlq" {
-  queue_url = aws_sqs_queue.dlq.id
-  policy    = data.aws_iam_policy_document.dlq.json
+# The queue and its policy were this module's own resources before queue_with_dlq: moved (an
+# upgrade destroys nothing).
+moved {
+  from = aws_sqs_queue.dlq
+  to   = module.dead_letter_queue.aws_sqs_queue.this
+}
+
+moved {
+  from = aws_sqs_queue_policy.dlq
+  to   = module.dead_letter_queue.aws_sqs_queue_policy.this
 }
 
 resource "aws_cloudwatch_event_target" "this" {
@@ -156,7 +150,7 @@ resource "aws_cloudwatch_event_target" "this" {
   }
 
   dead_letter_config {
-    arn = aws_sqs_queue.dlq.arn
+    arn = module.dead_letter_queue.arn
   }
 }
 
@@ -193,10 +187,10 @@ resource "aws_sns_topic_subscription" "alarms" {
 
 resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
   alarm_name          = "${var.name}-forward-dlq-not-empty"
-  alarm_description   = "tagwarden: IAM or Route 53 events in ${aws_sqs_queue.dlq.name} (us-east-1) could not be forwarded to ${var.target_event_bus_arn}; those resources wait for the next sweep. Inspect the messages, fix the target bus's policy or the forwarding role, then send them on (docs/src/operations/logs.md, \"Redrive the dead-letter queue\")."
+  alarm_description   = "tagwarden: IAM or Route 53 events in ${module.dead_letter_queue.name} (us-east-1) could not be forwarded to ${var.target_event_bus_arn}; those resources wait for the next sweep. Inspect the messages, fix the target bus's policy or the forwarding role, then send them on (docs/src/operations/logs.md, \"Redrive the dead-letter queue\")."
   namespace           = "AWS/SQS"
   metric_name         = "ApproximateNumberOfMessagesVisible"
-  dimensions          = { QueueName = aws_sqs_queue.dlq.name }
+  dimensions          = { QueueName = module.dead_letter_queue.name }
   statistic           = "Maximum"
   period              = 300
   comparison_operator = "GreaterThanThreshold"

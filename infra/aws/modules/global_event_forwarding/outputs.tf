@@ -10,12 +10,12 @@ output "role_arn" {
 
 output "dlq_arn" {
   description = "ARN of the us-east-1 dead-letter queue of events the target bus did not accept."
-  value       = aws_sqs_queue.dlq.arn
+  value       = module.dead_letter_queue.arn
 }
 
 output "dlq_url" {
   description = "URL of that dead-letter queue."
-  value       = aws_sqs_queue.dlq.id
+  value       = module.dead_letter_queue.id
 }
 
 output "dlq_alarm_arn" {

@@ -4,8 +4,14 @@
 # requests without TLS beside the caller's own statements. FIFO when the caller asks ("The
 # dead-letter queue of a FIFO queue must also be a FIFO queue", SQS Developer Guide, "Using
 # dead-letter queues in Amazon SQS").
+#
+# create_dlq = false: the queue alone, for a queue that is itself a dead-letter queue of a service
+# that dead-letters straight into SQS (an EventBridge target's), as terraform-aws-modules/sqs's
+# create_dlq does.
 
 resource "aws_sqs_queue" "dlq" {
+  count = var.create_dlq ? 1 : 0
+
   name                              = var.dlq_name
   fifo_queue                        = var.fifo_queue
   message_retention_seconds         = 1209600 # 14 days, SQS's maximum: time to look at what failed and redrive it
@@ -27,10 +33,10 @@ resource "aws_sqs_queue" "this" {
   kms_master_key_id                 = var.kms_key_arn
   kms_data_key_reuse_period_seconds = var.kms_key_arn == null ? null : 3600
 
-  redrive_policy = jsonencode({
-    deadLetterTargetArn = aws_sqs_queue.dlq.arn
+  redrive_policy = var.create_dlq ? jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dlq[0].arn
     maxReceiveCount     = var.max_receive_count
-  })
+  }) : null
 
   tags = var.tags
 }
@@ -63,13 +69,15 @@ resource "aws_sqs_queue_policy" "this" {
 }
 
 data "aws_iam_policy_document" "dlq" {
+  count = var.create_dlq ? 1 : 0
+
   source_policy_documents = var.dlq_policy_documents
 
   statement {
     sid       = "DenyInsecureTransport"
     effect    = "Deny"
     actions   = ["sqs:*"]
-    resources = [aws_sqs_queue.dlq.arn]
+    resources = [aws_sqs_queue.dlq[0].arn]
 
     principals {
       type        = "*"
@@ -85,6 +93,20 @@ data "aws_iam_policy_document" "dlq" {
 }
 
 resource "aws_sqs_queue_policy" "dlq" {
-  queue_url = aws_sqs_queue.dlq.id
-  policy    = data.aws_iam_policy_document.dlq.json
+  count = var.create_dlq ? 1 : 0
+
+  queue_url = aws_sqs_queue.dlq[0].id
+  policy    = data.aws_iam_policy_document.dlq[0].json
+}
+
+# The dead-letter queue was one resource before create_dlq: the same queue, moved (an upgrade
+# destroys nothing).
+moved {
+  from = aws_sqs_queue.dlq
+  to   = aws_sqs_queue.dlq[0]
+}
+
+moved {
+  from = aws_sqs_queue_policy.dlq
+  to   = aws_sqs_queue_policy.dlq[0]
 }

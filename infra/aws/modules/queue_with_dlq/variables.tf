@@ -10,13 +10,21 @@ variable "name" {
   }
 }
 
+variable "create_dlq" {
+  description = "Create the dead-letter queue (and the queue's redrive policy to it). false: the queue alone, for a queue that is itself the dead-letter queue of a service that dead-letters into SQS directly (an EventBridge target's)."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "dlq_name" {
-  description = "The dead-letter queue's name (ending in `.fifo` when `fifo_queue`)."
+  description = "The dead-letter queue's name (ending in `.fifo` when `fifo_queue`); null without `create_dlq`."
   type        = string
+  default     = null
 
   validation {
-    condition     = can(regex("^[A-Za-z0-9_-]{1,75}(\\.fifo)?$", var.dlq_name)) && length(var.dlq_name) <= 80
-    error_message = "The dead-letter queue name must be up to 80 letters, digits, '-' and '_' (a FIFO queue's ending in .fifo): shorten the caller's name."
+    condition     = var.dlq_name == null ? !var.create_dlq : can(regex("^[A-Za-z0-9_-]{1,75}(\\.fifo)?$", var.dlq_name)) && length(var.dlq_name) <= 80 && var.create_dlq
+    error_message = "With create_dlq the dead-letter queue needs a name of up to 80 letters, digits, '-' and '_' (a FIFO queue's ending in .fifo: shorten the caller's name); without it, no name."
   }
 }
 
@@ -29,7 +37,7 @@ variable "fifo_queue" {
   validation {
     # SQS: a FIFO queue's name ends in ".fifo", a standard queue's does not; a FIFO queue's
     # dead-letter queue is FIFO too.
-    condition     = endswith(var.name, ".fifo") == var.fifo_queue && endswith(var.dlq_name, ".fifo") == var.fifo_queue
+    condition     = endswith(var.name, ".fifo") == var.fifo_queue && (var.dlq_name == null || endswith(coalesce(var.dlq_name, "-"), ".fifo") == var.fifo_queue)
     error_message = "With fifo_queue both names end in .fifo; without it neither does."
   }
 }
@@ -60,12 +68,13 @@ variable "receive_wait_time_seconds" {
 }
 
 variable "max_receive_count" {
-  description = "Receives of a message before SQS moves it to the dead-letter queue."
+  description = "Receives of a message before SQS moves it to the dead-letter queue; null without `create_dlq`."
   type        = number
+  default     = null
 
   validation {
-    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000
-    error_message = "max_receive_count must be 1-1000 (SQS's redrive policy)."
+    condition     = var.max_receive_count == null ? !var.create_dlq : var.max_receive_count >= 1 && var.max_receive_count <= 1000
+    error_message = "With create_dlq, max_receive_count must be 1-1000 (SQS's redrive policy); without it, null."
   }
 }
 
@@ -83,7 +92,7 @@ variable "policy_documents" {
 }
 
 variable "dlq_policy_documents" {
-  description = "The caller's statements for the dead-letter queue's policy; the module adds the Deny of requests without TLS."
+  description = "The caller's statements for the dead-letter queue's policy (with `create_dlq`); the module adds the Deny of requests without TLS."
   type        = list(string)
   default     = []
   nullable    = false
