@@ -11,11 +11,11 @@ locals {
   # the role may write under and whose policies the function applies.
   cluster_set = var.infra_ids != null
   clusters    = local.cluster_set ? var.infra_ids : compact([var.infra_id])
-  # An AWS Organization hub (organization = modules/organization's `hub`, with infra_ids = [];
-  # or, as before that input, its `environment` in extra_environment). Every account, the hub's
+  # An AWS Organization hub (organization = modules/organization's `hub`, with infra_ids = []; the
+  # one switch: extra_environment refuses TAGWARDEN_ORGANIZATION). Every account, the hub's
   # too, is enforced through its member role and spoke, so this module grants no tag write, adds no rule for the hub account's own events, and
   # draws and alarms on the whole organization's metrics rather than per listed cluster.
-  organization = var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
+  organization = var.organization != null
   # The hub's settings as the function reads them (crates/aws/src/organization/config.rs).
   organization_environment = var.organization == null ? {} : {
     TAGWARDEN_ORGANIZATION    = var.organization.uri
@@ -94,7 +94,7 @@ locals {
   # Reserved by default, one above the queue mapping's maximum (variables.tf).
   reserved_concurrency = coalesce(var.reserved_concurrent_executions, var.sqs_maximum_concurrency + 1)
 
-  # The package's manifest (scripts/package-lambda, scripts/lib/artifact_manifest.py).
+  # The package's manifest (scripts/package-lambda, `cargo xtask manifest`).
   # Read leniently here: the function's preconditions say what is wrong with it and how to fix it.
   lambda_manifest_path = coalesce(var.lambda_manifest, "${var.lambda_zip}.json")
   lambda_manifest      = fileexists(local.lambda_manifest_path) ? try(jsondecode(file(local.lambda_manifest_path)), {}) : null

@@ -28,7 +28,7 @@ variable "infra_id" {
 
   # An organization hub has no cluster of its own (infra_ids, below).
   validation {
-    condition     = var.infra_id == null || !(var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION"))
+    condition     = var.infra_id == null || var.organization == null
     error_message = "An AWS Organization hub takes infra_ids = [], not infra_id: list the hub account's own clusters in the organization module's clusters (\"<hub account>/<infraID>\") and deploy modules/member in the hub account, as for any member."
   }
 }
@@ -40,7 +40,7 @@ variable "infra_ids" {
 
   validation {
     condition = var.infra_ids == null ? true : (
-      (length(var.infra_ids) > 0 || var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")) &&
+      (length(var.infra_ids) > 0 || var.organization != null) &&
       length(distinct(var.infra_ids)) == length(var.infra_ids) &&
       # Up to 63 characters here, for Cluster API names; OpenShift's 27 are held by the
       # function's precondition (main.tf), which can read cluster_kinds (this validation cannot:
@@ -56,7 +56,7 @@ variable "infra_ids" {
   # single-account grants and rules beside them: every event of it handled twice, and writes outside
   # the session policies.
   validation {
-    condition     = var.infra_ids == null || !(var.organization != null || contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")) ? true : length(var.infra_ids) == 0
+    condition     = var.infra_ids == null || var.organization == null ? true : length(var.infra_ids) == 0
     error_message = "An AWS Organization hub takes infra_ids = []: list the hub account's own clusters in the organization module's clusters (\"<hub account>/<infraID>\") and deploy modules/member in the hub account, as for any member."
   }
 
@@ -725,22 +725,31 @@ variable "organization" {
     error_message = "organization takes modules/organization's hub output: uri s3://<bucket>/<prefix>, member_role an IAM role name, member_regions at least one region, clusters \"<account>/<infraID>\" or \"<account>/*\", shard_queue_url the shard queue's https URL."
   }
 
-  # One way to say it: the earlier wiring (modules/organization's environment in extra_environment)
-  # still switches the hub on, but not beside this input.
+  # One input for the hub's settings: none of them again in extra_environment (which refuses
+  # TAGWARDEN_ORGANIZATION in any case, below).
   validation {
-    condition     = var.organization == null || length(setintersection(keys(var.extra_environment), ["TAGWARDEN_ORGANIZATION", "TAGWARDEN_MEMBER_ROLE", "TAGWARDEN_MEMBER_REGIONS", "TAGWARDEN_CLUSTERS", "TAGWARDEN_SHARD_QUEUE_URL"])) == 0
+    condition     = var.organization == null || length(setintersection(keys(var.extra_environment), ["TAGWARDEN_MEMBER_ROLE", "TAGWARDEN_MEMBER_REGIONS", "TAGWARDEN_CLUSTERS", "TAGWARDEN_SHARD_QUEUE_URL"])) == 0
     error_message = "Set organization = module.organization.hub, and drop module.organization.environment from extra_environment: the hub's settings come from one input."
   }
 }
 
 variable "extra_environment" {
-  description = "Settings laid over the function's environment (TAGWARDEN_* only). An AWS Organization hub takes `organization` instead; modules/organization's `environment` here (the earlier wiring, with TAGWARDEN_ORGANIZATION) still makes a hub."
+  description = "Settings laid over the function's environment (TAGWARDEN_* only, not TAGWARDEN_ORGANIZATION: an AWS Organization hub is `organization = module.organization.hub`)."
   type        = map(string)
   default     = {}
 
   validation {
     condition     = alltrue([for k in keys(var.extra_environment) : can(regex("^TAGWARDEN_[A-Z_]+$", k))])
     error_message = "extra_environment may only set TAGWARDEN_* variables (an organization hub: organization = module.organization.hub)."
+  }
+
+  # An AWS Organization hub is switched on by one input, `organization`, which also sets
+  # TAGWARDEN_ORGANIZATION for the function (main.tf). The earlier wiring, modules/organization's
+  # `environment` here, would give the function a hub's environment without this module's hub
+  # layout (no tag-write policy of its own, the organization-wide alarms): refused, with the fix.
+  validation {
+    condition     = !contains(keys(var.extra_environment), "TAGWARDEN_ORGANIZATION")
+    error_message = "extra_environment must not set TAGWARDEN_ORGANIZATION: an AWS Organization hub is switched on by the organization input. Use organization = module.organization.hub (with infra_ids = []) and drop module.organization.environment from extra_environment."
   }
 }
 

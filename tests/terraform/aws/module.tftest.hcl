@@ -1195,19 +1195,15 @@ run "organization_hub_without_clusters_of_its_own" {
   }
 }
 
-# The earlier wiring, modules/organization's environment in extra_environment, still makes a hub.
-run "an_organization_hub_by_its_environment" {
+# The earlier wiring, modules/organization's environment in extra_environment, is refused: the hub
+# is `organization` alone.
+run "an_organization_hub_by_its_environment_is_refused" {
   command = plan
   variables {
-    infra_id          = null
-    infra_ids         = []
     policy_source     = "s3"
     extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/", TAGWARDEN_CLUSTERS = "111122223333/*" }
   }
-  assert {
-    condition     = length(aws_cloudwatch_event_rule.resource_events) == 0 && aws_lambda_function.this.environment[0].variables["TAGWARDEN_CLUSTERS"] == "111122223333/*"
-    error_message = "extra_environment with TAGWARDEN_ORGANIZATION is an organization hub"
-  }
+  expect_failures = [var.extra_environment]
 }
 
 # One input for the hub's settings: not organization and the same settings in extra_environment.
@@ -1224,7 +1220,7 @@ run "an_organization_hub_set_twice_is_refused" {
       clusters        = ["111122223333/*"]
       shard_queue_url = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards.fifo"
     }
-    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/" }
+    extra_environment = { TAGWARDEN_MEMBER_ROLE = "tagwarden-member" }
   }
   expect_failures = [var.organization]
 }
@@ -1273,10 +1269,16 @@ run "an_organization_hub_with_one_cluster_of_its_own_is_refused" {
 run "an_organization_hub_with_clusters_of_its_own_is_refused" {
   command = plan
   variables {
-    infra_id          = null
-    infra_ids         = ["hub-7xk2p"]
-    policy_source     = "s3"
-    extra_environment = { TAGWARDEN_ORGANIZATION = "s3://hub-org/accounts/" }
+    infra_id      = null
+    infra_ids     = ["hub-7xk2p"]
+    policy_source = "s3"
+    organization = {
+      uri             = "s3://hub-org/accounts/"
+      member_role     = "tagwarden-member"
+      member_regions  = ["eu-west-1", "us-east-1"]
+      clusters        = ["111122223333/*"]
+      shard_queue_url = "https://sqs.eu-west-1.amazonaws.com/999988887777/tagwarden-shards.fifo"
+    }
   }
   expect_failures = [var.infra_ids]
 }

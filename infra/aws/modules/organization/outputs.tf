@@ -10,7 +10,7 @@ output "hub" {
 }
 
 output "environment" {
-  description = "The same settings as the function's environment variables (the earlier wiring, the tagwarden module's `extra_environment`; `hub` and `organization` replace it)."
+  description = "The same settings as the function's environment variables, to read (the tagwarden module sets them itself from `organization = hub`, and refuses TAGWARDEN_ORGANIZATION in `extra_environment`)."
   value = {
     TAGWARDEN_ORGANIZATION    = "s3://${module.organization_bucket.name}/${local.prefix}"
     TAGWARDEN_MEMBER_ROLE     = var.member_role_name
