@@ -157,23 +157,12 @@ mod tests {
     fn documents_follow_the_documented_shape() {
         let mut m = Metrics { events_received: 2, events_ignored: 1, ..Metrics::default() };
         let rec = |status, latency_ms| Record {
-            record: "reconcile",
-            cloud: Cloud::Azure,
             resource: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/disks/d".into(),
-            resource_type: "Microsoft.Compute/disks".into(),
-            status,
             changes: vec![tagwarden_core::report::ChangeRecord { key: "team".into(), old: None, new: "p".into() }],
-            superseded: Vec::new(),
             policy_version: "v".into(),
-            infra_id: None,
-            reason: None,
-            contested: Vec::new(),
-            audited: Vec::new(),
-            event_id: None,
-            error: None,
-            failure: None,
             latency_ms,
             compliance_lag_ms: Some(latency_ms * 100),
+            ..Record::sample(Cloud::Azure, "Microsoft.Compute/disks", status)
         };
         m.observe(&rec(Status::Applied, 10));
         m.observe(&rec(Status::Unchanged, 4));

@@ -281,23 +281,10 @@ mod tests {
     fn would_be_writes_are_counted_and_summed() {
         use tagwarden_core::report::Record;
         let rec = |id: &str, status: Status| Record {
-            record: "reconcile",
-            cloud: tagwarden_core::cloud::Cloud::Aws,
             resource: id.into(),
-            resource_type: "ec2:instance".into(),
-            status,
-            changes: Vec::new(),
-            superseded: Vec::new(),
-            policy_version: "v1".into(),
             infra_id: Some("c-1".into()),
-            reason: None,
-            contested: Vec::new(),
-            audited: Vec::new(),
-            event_id: None,
-            error: None,
-            failure: None,
             latency_ms: 1,
-            compliance_lag_ms: None,
+            ..Record::sample(tagwarden_core::cloud::Cloud::Aws, "ec2:instance", status)
         };
         let out = Outcome {
             records: vec![
