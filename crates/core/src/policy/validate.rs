@@ -207,7 +207,7 @@ fn reserve_cluster_api(cloud: Cloud, key: &str, push: &mut impl FnMut(Rule, Stri
 }
 
 /// Describe the characters a rule rejects, e.g. `"*" and "#"`.
-fn bad_chars(re: &Regex, s: &str) -> Option<String> {
+pub(crate) fn bad_chars(re: &Regex, s: &str) -> Option<String> {
     let mut seen: Vec<&str> = Vec::new();
     for m in re.find_iter(s) {
         if !seen.contains(&m.as_str()) {
