@@ -21,13 +21,51 @@ pub struct Health {
 struct State {
     ready: bool,
     last_success: Option<f64>,
-    failures: BTreeMap<&'static str, u64>,
+    failures: BTreeMap<Reason, u64>,
     watch_restarts: u64,
     refused: bool,
 }
 
-/// Every failure reason is exported from the start, at 0, so `increase()` sees the first one.
-pub const FAILURE_REASONS: [&str; 6] = ["refused", "conflict", "denied", "credentials", "unreachable", "failed"];
+/// Why a publish failed, as the metric's `reason` label says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reason {
+    /// The function would reject the cluster's document.
+    Refused,
+    /// Another publisher wrote the location in between.
+    Conflict,
+    /// The store denied the write.
+    Denied,
+    /// No credential, or one the cloud rejected.
+    Credentials,
+    /// No answer (the endpoint or the proxy down).
+    Unreachable,
+    /// Anything else.
+    Failed,
+}
+
+impl Reason {
+    /// Every reason, in the order the metrics show them.
+    pub const ALL: [Reason; 6] =
+        [Reason::Refused, Reason::Conflict, Reason::Denied, Reason::Credentials, Reason::Unreachable, Reason::Failed];
+
+    /// The metric's label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Refused => "refused",
+            Reason::Conflict => "conflict",
+            Reason::Denied => "denied",
+            Reason::Credentials => "credentials",
+            Reason::Unreachable => "unreachable",
+            Reason::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 impl Health {
     fn state(&self) -> MutexGuard<'_, State> {
@@ -47,9 +85,14 @@ impl Health {
         self.state().last_success = Some(unix_seconds);
     }
 
-    /// One failed publish, by reason (one of [`FAILURE_REASONS`]).
-    pub fn failed(&self, reason: &'static str) {
+    /// One failed publish, by reason.
+    pub fn failed(&self, reason: Reason) {
         *self.state().failures.entry(reason).or_default() += 1;
+    }
+
+    /// The failures counted for `reason` so far.
+    pub fn failures(&self, reason: Reason) -> u64 {
+        self.state().failures.get(&reason).copied().unwrap_or(0)
     }
 
     pub fn watch_restarted(&self, times: u64) {
@@ -69,8 +112,9 @@ impl Health {
         out.push_str(&format!("tagwarden_publish_last_success_timestamp_seconds {}\n", s.last_success.unwrap_or(0.0)));
         out.push_str("# HELP tagwarden_publish_failures_total Publish attempts that failed, by reason.\n");
         out.push_str("# TYPE tagwarden_publish_failures_total counter\n");
-        for reason in FAILURE_REASONS {
-            let n = s.failures.get(reason).copied().unwrap_or(0);
+        // Every reason is exported from the start, at 0, so `increase()` sees the first one.
+        for reason in Reason::ALL {
+            let n = s.failures.get(&reason).copied().unwrap_or(0);
             out.push_str(&format!("tagwarden_publish_failures_total{{reason=\"{reason}\"}} {n}\n"));
         }
         out.push_str("# HELP tagwarden_watch_restarts_total Times the watch on the cluster's source was interrupted and resumed.\n");
@@ -118,8 +162,12 @@ pub async fn serve(listener: TcpListener, health: Arc<Health>) {
                 "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
-            let _ = stream.write_all(response.as_bytes()).await;
-            let _ = stream.shutdown().await;
+            // A prober that hung up early only misses its own answer.
+            if let Err(e) = stream.write_all(response.as_bytes()).await {
+                tracing::debug!(error = %e, path, "the probe's answer was not sent");
+            } else if let Err(e) = stream.shutdown().await {
+                tracing::debug!(error = %e, path, "the probe's connection did not close cleanly");
+            }
         });
     }
 }
@@ -131,8 +179,8 @@ mod tests {
     #[test]
     fn metrics_render_every_reason_and_the_refused_gauge() {
         let h = Health::default();
-        h.failed("unreachable");
-        h.failed("unreachable");
+        h.failed(Reason::Unreachable);
+        h.failed(Reason::Unreachable);
         h.set_refused(true);
         h.succeeded(1_700_000_000.5);
         let text = h.render();

@@ -20,7 +20,7 @@ pub const PLURAL: &str = "infrastructures";
 /// The one Infrastructure object every OpenShift cluster has.
 pub const NAME: &str = "cluster";
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct Infrastructure {
     pub metadata: ObjectMeta,
     #[serde(default)]

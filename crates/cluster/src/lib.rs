@@ -9,6 +9,8 @@
 //! - [`cluster_set`]: on a HyperShift or Cluster API management cluster, one policy per hosted or
 //!   workload cluster (`HostedCluster` + `NodePool`s, `AWSCluster`, `AzureCluster`).
 //! - [`mirror`]: the status report into a ConfigMap, with a Kubernetes Event when the state changes.
+//! - [`publisher`]: `publish --from-cluster --watch` as kube-runtime controllers, one cluster's or
+//!   a cluster set's, generic over the policy store ([`publisher::Publish`]).
 //!
 //! Everything here speaks to the API server through `kube` (in-cluster config or a kubeconfig).
 
@@ -17,6 +19,7 @@ pub mod conditions;
 pub mod health;
 pub mod infrastructure;
 pub mod mirror;
+pub mod publisher;
 pub mod source;
 pub mod watch;
 

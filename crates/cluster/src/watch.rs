@@ -148,47 +148,71 @@ impl State {
 
     /// Ends the watch on what retrying cannot fix; otherwise waits out the backoff.
     async fn on_error(&mut self, e: watcher::Error) -> Result<(), ClusterError> {
-        let what = self.source.to_string();
-        match &e {
-            watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404 => {
-                return Err(ClusterError::NotFound {
-                    what: format!("the resource type of {what}"),
-                    hint: match self.source {
-                        ClusterSource::Infrastructure => NOT_OPENSHIFT,
-                        ClusterSource::ConfigMap { .. } => "",
-                    },
-                });
-            }
-            watcher::Error::InitialListFailed(kube::Error::Api(s))
-            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                if s.code == 401 =>
-            {
-                return Err(ClusterError::Unauthorized { what, status: s.message.clone() });
-            }
-            watcher::Error::InitialListFailed(kube::Error::Api(s))
-            | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-                if s.code == 403 =>
-            {
-                return Err(ClusterError::Forbidden { what, verbs: "get, list and watch", status: s.message.clone() });
-            }
-            // The watcher re-lists after a 410 sent as a watch event (what API servers do), but
-            // keeps retrying the same resourceVersion when the watch request itself is answered
-            // 410: start over, which lists first.
-            watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 410 => {
-                tracing::info!(source = %what, "resourceVersion expired (HTTP 410 Gone): listing again");
-                self.restarts.fetch_add(1, Ordering::Relaxed);
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+        match judge(&self.source, &e) {
+            Trouble::Fatal(e) => return Err(e),
+            Trouble::Relist => {
                 self.inner = start(&self.client, &self.source);
                 return Ok(());
             }
-            watcher::Error::WatchError(s) if s.code == 410 => {
-                tracing::info!(source = %what, "resourceVersion expired (410 Gone): listing again");
-            }
-            _ => tracing::warn!(source = %what, error = %e, "watch interrupted; retrying"),
+            Trouble::Transient => {}
         }
-        self.restarts.fetch_add(1, Ordering::Relaxed);
         if let Some(delay) = self.backoff.next() {
             tokio::time::sleep(delay).await;
         }
         Ok(())
+    }
+}
+
+/// What a watch error on `source` calls for.
+pub(crate) enum Trouble {
+    /// Retrying cannot fix it (no such resource type, access denied): the watch ends with it.
+    Fatal(ClusterError),
+    /// The resourceVersion expired on the watch request itself: start over, which lists first.
+    Relist,
+    /// Retried with back-off (the watcher itself re-lists after a 410 sent as a watch event).
+    Transient,
+}
+
+/// Judge a watch error on `source`, logging what is retried.
+pub(crate) fn judge(source: &ClusterSource, e: &watcher::Error) -> Trouble {
+    let what = source.to_string();
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404 => {
+            Trouble::Fatal(ClusterError::NotFound {
+                what: format!("the resource type of {what}"),
+                hint: match source {
+                    ClusterSource::Infrastructure => NOT_OPENSHIFT,
+                    ClusterSource::ConfigMap { .. } => "",
+                },
+            })
+        }
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+            if s.code == 401 =>
+        {
+            Trouble::Fatal(ClusterError::Unauthorized { what, status: s.message.clone() })
+        }
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+            if s.code == 403 =>
+        {
+            Trouble::Fatal(ClusterError::Forbidden { what, verbs: "get, list and watch", status: s.message.clone() })
+        }
+        // The watcher re-lists after a 410 sent as a watch event (what API servers do), but
+        // keeps retrying the same resourceVersion when the watch request itself is answered
+        // 410: start over, which lists first.
+        watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 410 => {
+            tracing::info!(source = %what, "resourceVersion expired (HTTP 410 Gone): listing again");
+            Trouble::Relist
+        }
+        watcher::Error::WatchError(s) if s.code == 410 => {
+            tracing::info!(source = %what, "resourceVersion expired (410 Gone): listing again");
+            Trouble::Transient
+        }
+        _ => {
+            tracing::warn!(source = %what, error = %e, "watch interrupted; retrying");
+            Trouble::Transient
+        }
     }
 }
