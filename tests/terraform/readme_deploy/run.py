@@ -43,10 +43,10 @@ this script, running standins.py) or a call between two documented commands:
            as scripts/package-lambda runs it, puts the prebuilt bootstrap (TAGWARDEN_BOOTSTRAP)
            where cargo-lambda puts its binary, after checking that the bootstrap's ELF machine is
            the architecture asked for; scripts/package-lambda itself runs as written (its glibc
-           check, the zip, the manifest by scripts/lib/artifact_manifest.py). `cargo install --path
-           . --locked` copies the prebuilt CLI (TAGWARDEN_CLI, with the aws feature as the default
-           build has it) to $CARGO_INSTALL_ROOT/bin, which is on PATH as ~/.cargo/bin would be. Any
-           other cargo command fails.
+           check, the zip, the manifest by `cargo xtask manifest`, which the machine's cargo runs).
+           `cargo install --path . --locked` copies the prebuilt CLI (TAGWARDEN_CLI, with the aws
+           feature as the default build has it) to $CARGO_INSTALL_ROOT/bin, which is on PATH as
+           ~/.cargo/bin would be. Any other cargo command fails.
   aws      the real AWS CLI (pinned: .tools/venv-awscli; v1, given AWS_REGION as AWS_DEFAULT_REGION,
            as v2 reads it), except `aws lambda invoke` (moto cannot
            run a Lambda function without Docker): it runs the function Terraform created through

@@ -5,7 +5,8 @@ the documented commands (`s3-deliver`); run.py's docstring says what each stands
     standins.py oc ARGS...        the cluster: `oc get infrastructure cluster -o yaml|jsonpath=...`,
                                   `oc patch infrastructure cluster --type merge -p ...` (day 2)
     standins.py cargo ARGS...     the two builds: `cargo lambda build ...` (inside scripts/package-lambda)
-                                  and `cargo install --path . --locked`
+                                  and `cargo install --path . --locked`; the machine's cargo runs
+                                  package-lambda's `cargo xtask manifest`
     standins.py aws ARGS...       the real AWS CLI, except `aws lambda invoke`: the deployed function run
     standins.py s3-deliver        S3's Object Created notifications to Lambda
     standins.py sqs-deliver       Lambda's SQS event source mappings (the organization hub's queues)
@@ -238,7 +239,15 @@ def cargo(args):
         record("cargo install", root=root, cli=prebuilt_cli)
         print(f"doc-test stand-in: installed {prebuilt_cli} as {root}/bin/tagwarden", file=sys.stderr)
         return
-    fail(f"cargo {' '.join(args)}: not stood in (only `cargo lambda build` and `cargo install --path . --locked`)", 101)
+    if args[:4] == ["--quiet", "--locked", "xtask", "manifest"]:
+        # scripts/package-lambda's manifest beside the zip: the repository's own tool (xtask/), not a
+        # build of what the guide deploys, so the machine's cargo runs it as written. It builds
+        # xtask into CARGO_TARGET_DIR (seconds: a few small crates, already fetched by the tests).
+        done = subprocess.run(["cargo", *args], env={**os.environ, "PATH": os.environ["DOCTEST_MACHINE_PATH"]})
+        record("cargo xtask manifest", args=args[4:])
+        sys.exit(done.returncode)
+    fail(f"cargo {' '.join(args)}: not stood in (only `cargo lambda build`, `cargo install --path . --locked` "
+         "and `cargo xtask manifest`)", 101)
 
 
 # --- the deployed function ---------------------------------------------------------------------------
