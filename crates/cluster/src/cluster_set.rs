@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use futures_util::stream::{self, Stream, StreamExt};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -36,17 +37,22 @@ pub enum SetKind {
     Capz,
 }
 
+/// A `--cluster-set` kind that is none of those read (the text as given, lower-cased).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown cluster set kind {0:?}: expected hypershift (HostedClusters), capa (AWSClusters) or capz (AzureClusters)"
+)]
+pub struct UnknownSetKind(pub String);
+
 impl FromStr for SetKind {
-    type Err = String;
+    type Err = UnknownSetKind;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "hypershift" => Ok(SetKind::HyperShift),
             "capa" => Ok(SetKind::Capa),
             "capz" => Ok(SetKind::Capz),
-            other => Err(format!(
-                "unknown cluster set kind {other:?}: expected hypershift (HostedClusters), capa (AWSClusters) or capz (AzureClusters)"
-            )),
+            other => Err(UnknownSetKind(other.to_string())),
         }
     }
 }
@@ -131,11 +137,64 @@ pub struct Member {
     pub cluster: Option<String>,
     /// The document to publish, or why the object gives none (nothing is published for it; what
     /// was published before stays in force).
-    pub document: Result<SourceDocument, String>,
+    pub document: Result<SourceDocument, NoPolicy>,
 }
 
-/// What one member's object yields: the cluster and the document text, or why not.
-pub type Translated = Result<(String, String), (Option<String>, String)>;
+/// What one member's object yields: the cluster and the document text, or the cluster (when the
+/// object names one) and why there is no document.
+pub type Translated = Result<(String, String), (Option<String>, NoPolicy)>;
+
+/// Why an object of the set yields no policy. Each names the field (or the objects) at fault and
+/// what it needs; the message is the Warning Event's note on the object.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NoPolicy {
+    /// A HostedCluster before HyperShift gave it an infraID.
+    #[error("spec.infraID is empty: the hosted cluster has no infraID yet, so nothing of it can be owned")]
+    NoInfraId,
+    /// A HostedCluster on a platform other than AWS (the platform as written).
+    #[error(
+        "spec.platform.type is {0}: tagwarden reads the tags of AWS hosted clusters (spec.platform.aws.resourceTags); HyperShift's other platforms carry no resource tags field to enforce"
+    )]
+    NotAws(String),
+    /// A HostedCluster whose platform is not set.
+    #[error("spec.platform.type is not set")]
+    NoPlatform,
+    /// A Cluster API object no `Cluster` owns yet: its ownership tags would be named after it.
+    #[error(
+        "{kind} {namespace}/{name} has no owning Cluster yet (no ownerReference of kind Cluster, no {label} label): its ownership tags are named after that Cluster",
+        label = cluster_api::CLUSTER_NAME_LABEL
+    )]
+    NoOwningCluster { kind: String, namespace: String, name: String },
+    /// A tags field of the wrong shape.
+    #[error(transparent)]
+    Field(#[from] TagFieldError),
+    /// The policy could not be written as YAML.
+    #[error("could not encode the document: {0}")]
+    Encode(#[source] Arc<serde_yaml_ng::Error>),
+    /// Other objects (`others`, as [`ObjectRef`] shows them) name the same cluster.
+    #[error(
+        "{} names cluster {cluster} too: one cluster's policy comes from one object; none of them is published until only one names it",
+        .others.join(", ")
+    )]
+    SharedFolder { others: Vec<String>, cluster: String },
+}
+
+/// A tags field that is not what its kind's CRD says: `path` names the field (and the entry).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TagFieldError {
+    /// An entry of a `{key, value}` list (`path[index]`) without both strings.
+    #[error("{path}[{index}]: expected {{key, value}} strings")]
+    NotKeyValue { path: String, index: usize },
+    /// A `{key, value}` list field holding something else.
+    #[error("{path}: expected a list of {{key, value}}")]
+    NotAList { path: String },
+    /// A tag map's value (`path.key`) that is not a string.
+    #[error("{path}.{key}: expected a string")]
+    NotAString { path: String, key: String },
+    /// A tag map field holding something else.
+    #[error("{path}: expected a map of tag keys to values")]
+    NotAMap { path: String },
+}
 
 /// Read every member of the set (in `namespace`, or all namespaces): each main object with the
 /// objects that refine it, translated on its own, so one bad object never hides another cluster.
@@ -242,10 +301,7 @@ fn refuse_shared_folders(mut members: Vec<Member>) -> Vec<Member> {
             .map(|(_, m)| m.object.to_string())
             .collect();
         if !others.is_empty() {
-            members[i].document = Err(format!(
-                "{} names cluster {cluster} too: one cluster's policy comes from one object; none of them is published until only one names it",
-                others.join(", ")
-            ));
+            members[i].document = Err(NoPolicy::SharedFolder { others, cluster: cluster.clone() });
         }
     }
     members
@@ -292,7 +348,7 @@ fn as_value(o: &DynamicObject) -> Value {
 
 /// `{key, value}` lists (HyperShift's `resourceTags`) as a map, in order, a later key winning as
 /// a map would; `path` names the field in the message for anything else.
-pub(crate) fn key_value_list(list: Option<&Value>, path: &str) -> Result<Map<String, Value>, String> {
+pub(crate) fn key_value_list(list: Option<&Value>, path: &str) -> Result<Map<String, Value>, TagFieldError> {
     let mut out = Map::new();
     match list {
         None | Some(Value::Null) => {}
@@ -302,34 +358,34 @@ pub(crate) fn key_value_list(list: Option<&Value>, path: &str) -> Result<Map<Str
                 let value = item.get("value").and_then(Value::as_str);
                 match (key, value) {
                     (Some(k), Some(v)) => drop(out.insert(k.to_string(), json!(v))),
-                    _ => return Err(format!("{path}[{i}]: expected {{key, value}} strings")),
+                    _ => return Err(TagFieldError::NotKeyValue { path: path.to_string(), index: i }),
                 }
             }
         }
-        Some(_) => return Err(format!("{path}: expected a list of {{key, value}}")),
+        Some(_) => return Err(TagFieldError::NotAList { path: path.to_string() }),
     }
     Ok(out)
 }
 
 /// A string→string map (Cluster API's `additionalTags`).
-pub(crate) fn string_map(map: Option<&Value>, path: &str) -> Result<Map<String, Value>, String> {
+pub(crate) fn string_map(map: Option<&Value>, path: &str) -> Result<Map<String, Value>, TagFieldError> {
     match map {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(m)) => {
             for (k, v) in m {
                 if !v.is_string() {
-                    return Err(format!("{path}.{k}: expected a string"));
+                    return Err(TagFieldError::NotAString { path: path.to_string(), key: k.clone() });
                 }
             }
             Ok(m.clone())
         }
-        Some(_) => Err(format!("{path}: expected a map of tag keys to values")),
+        Some(_) => Err(TagFieldError::NotAMap { path: path.to_string() }),
     }
 }
 
 /// The native document: a header comment naming its sources, then the policy as YAML.
-pub(crate) fn native_document(sources: &[String], policy: &Value) -> Result<String, String> {
-    let yaml = serde_yaml_ng::to_string(policy).map_err(|e| format!("could not encode the document: {e}"))?;
+pub(crate) fn native_document(sources: &[String], policy: &Value) -> Result<String, NoPolicy> {
+    let yaml = serde_yaml_ng::to_string(policy).map_err(|e| NoPolicy::Encode(Arc::new(e)))?;
     let mut out = String::from("# Published by `tagwarden publish --from-cluster --cluster-set` from:\n");
     for s in sources {
         // A comment line stays one line whatever an object carries (an ownerReference's name is
@@ -366,7 +422,7 @@ mod tests {
             member("team-b", "dev", "dev"),
             member("x", "w", "w-1"),
         ]);
-        let why = |i: usize| members[i].document.as_ref().err().cloned().unwrap_or_default();
+        let why = |i: usize| members[i].document.as_ref().err().map(ToString::to_string).unwrap_or_default();
         assert!(why(0).contains("AWSCluster team-b/dev names cluster dev too"), "{}", why(0));
         assert!(why(1).contains("AWSCluster team-a/dev names cluster dev too"), "{}", why(1));
         assert!(members[2].document.is_ok(), "another cluster is published");

@@ -44,7 +44,7 @@ use serde_json::{json, Map, Value};
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::policy::validate::is_k8s_io_key;
 
-use super::{native_document, string_map, Resource, Translated};
+use super::{native_document, string_map, NoPolicy, Resource, TagFieldError, Translated};
 
 pub const AWS_CLUSTERS: Resource = Resource {
     group: "infrastructure.cluster.x-k8s.io",
@@ -196,7 +196,7 @@ fn machine_overrides(
     deployments: &[Value],
     templates: &[Value],
     notes: &mut Vec<String>,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, TagFieldError> {
     let mine = deployments.iter().filter(|d| d.pointer("/spec/clusterName").and_then(Value::as_str) == Some(cluster));
     template_overrides(&MACHINE_DEPLOYMENT, mine.collect(), templates, notes)
 }
@@ -208,7 +208,7 @@ fn control_plane_overrides(
     control_planes: &[Value],
     templates: &[Value],
     notes: &mut Vec<String>,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, TagFieldError> {
     let mine = control_planes.iter().filter(|k| owning_cluster(k).as_deref() == Some(cluster));
     template_overrides(&CONTROL_PLANE, mine.collect(), templates, notes)
 }
@@ -221,7 +221,7 @@ fn template_overrides(
     mut owners: Vec<&Value>,
     templates: &[Value],
     notes: &mut Vec<String>,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, TagFieldError> {
     let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
     owners.sort_by_key(|o| str_at(o, "/metadata/name"));
     let kind = owner.kind;
@@ -270,7 +270,7 @@ fn template_overrides(
 const POOL_RESOURCES: &str = "ec2:{instance,volume}";
 
 /// The overrides of cluster `cluster`'s machine pools: each pool's tags on its instances.
-fn pool_overrides(cluster: &str, pools: &[Value], notes: &mut Vec<String>) -> Result<Vec<Value>, String> {
+fn pool_overrides(cluster: &str, pools: &[Value], notes: &mut Vec<String>) -> Result<Vec<Value>, TagFieldError> {
     let str_at = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
     let mut mine: Vec<&Value> = pools.iter().filter(|p| owning_cluster(p).as_deref() == Some(cluster)).collect();
     mine.sort_by_key(|p| str_at(p, "/metadata/name"));
@@ -304,25 +304,21 @@ fn document(
     cloud: &str,
     kind: &str,
     infra_name: Option<&str>,
-    machines: impl FnOnce(&str, &mut Vec<String>) -> Result<Vec<Value>, String>,
+    machines: impl FnOnce(&str, &mut Vec<String>) -> Result<Vec<Value>, TagFieldError>,
 ) -> Translated {
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
     let Some(cluster) = owning_cluster(object) else {
-        return Err((
-            None,
-            format!(
-                "{kind} {namespace}/{name} has no owning Cluster yet (no ownerReference of kind Cluster, no {CLUSTER_NAME_LABEL} label): its ownership tags are named after that Cluster"
-            ),
-        ));
+        let (kind, namespace, name) = (kind.to_string(), namespace.to_string(), name.to_string());
+        return Err((None, NoPolicy::NoOwningCluster { kind, namespace, name }));
     };
     let infra = infra_name.map_or_else(|| cluster.clone(), str::to_owned);
     let tags = string_map(object.pointer("/spec/additionalTags"), "spec.additionalTags")
-        .map_err(|e| (Some(infra.clone()), e))?;
+        .map_err(|e| (Some(infra.clone()), e.into()))?;
     let mut notes = Vec::new();
     let provider = if cloud == "aws" { Cloud::Aws } else { Cloud::Azure };
     let tags = without_providers_own(provider, tags, "spec.additionalTags", &mut notes);
-    let overrides = machines(&cluster, &mut notes).map_err(|e| (Some(infra.clone()), e))?;
+    let overrides = machines(&cluster, &mut notes).map_err(|e| (Some(infra.clone()), e.into()))?;
     let mut policy = json!({
         "version": 1,
         "cloud": cloud,
@@ -555,9 +551,9 @@ mod tests {
         assert_eq!(cluster, "z-1");
         assert_eq!(load_one("z", &text).expect("valid").cloud, Some(Cloud::Azure));
         let orphan = json!({"metadata": {"name": "z", "namespace": "n"}, "spec": {}});
-        assert!(azure_document(&orphan).expect_err("no cluster").1.contains("no owning Cluster"));
+        assert!(azure_document(&orphan).expect_err("no cluster").1.to_string().contains("no owning Cluster"));
         let bad = json!({"metadata": {"name": "z", "namespace": "n", "labels": {CLUSTER_NAME_LABEL: "z-1"}},
                          "spec": {"additionalTags": ["team=b"]}});
-        assert!(azure_document(&bad).expect_err("not a map").1.contains("spec.additionalTags"));
+        assert!(azure_document(&bad).expect_err("not a map").1.to_string().contains("spec.additionalTags"));
     }
 }

@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 
 use tagwarden_core::cloud::Cloud;
 
-use super::{key_value_list, native_document, Resource, Translated};
+use super::{key_value_list, native_document, NoPolicy, Resource, TagFieldError, Translated};
 
 pub const HOSTED_CLUSTERS: Resource =
     Resource { group: "hypershift.openshift.io", version: "v1beta1", kind: "HostedCluster", plural: "hostedclusters" };
@@ -71,7 +71,7 @@ fn user_tags(
     list: Option<&Value>,
     path: &str,
     dropped: &mut Vec<String>,
-) -> Result<(serde_json::Map<String, Value>, Vec<String>), String> {
+) -> Result<(serde_json::Map<String, Value>, Vec<String>), TagFieldError> {
     let mut tags = key_value_list(list, path)?;
     tags.retain(|k, _| {
         let owner = Cloud::Aws.is_ownership_key(k);
@@ -102,20 +102,13 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
     let namespace = hc.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
     let infra_id = hc.pointer("/spec/infraID").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
     let Some(infra_id) = infra_id else {
-        return Err((
-            None,
-            "spec.infraID is empty: the hosted cluster has no infraID yet, so nothing of it can be owned".into(),
-        ));
+        return Err((None, NoPolicy::NoInfraId));
     };
-    let refuse = |why: String| Err((Some(infra_id.clone()), why));
+    let refuse = |why: NoPolicy| Err((Some(infra_id.clone()), why));
     match hc.pointer("/spec/platform/type").and_then(Value::as_str) {
         Some("AWS") => {}
-        Some(other) => {
-            return refuse(format!(
-                "spec.platform.type is {other}: tagwarden reads the tags of AWS hosted clusters (spec.platform.aws.resourceTags); HyperShift's other platforms carry no resource tags field to enforce"
-            ))
-        }
-        None => return refuse("spec.platform.type is not set".into()),
+        Some(other) => return refuse(NoPolicy::NotAws(other.to_string())),
+        None => return refuse(NoPolicy::NoPlatform),
     }
     let mut dropped = Vec::new();
     let (tags, allowed) = match user_tags(
@@ -124,7 +117,7 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
         &mut dropped,
     ) {
         Ok(t) => t,
-        Err(e) => return refuse(e),
+        Err(e) => return refuse(e.into()),
     };
     let mut sources = vec![format!("HostedCluster {namespace}/{name} (spec.platform.aws.resourceTags)")];
     let mut overrides = Vec::new();
@@ -151,7 +144,7 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
         let path = format!("NodePool {namespace}/{pool_name} spec.platform.aws.resourceTags");
         let mut pool_tags = match user_tags(pool.pointer("/spec/platform/aws/resourceTags"), &path, &mut dropped) {
             Ok((t, _)) => t,
-            Err(e) => return refuse(e),
+            Err(e) => return refuse(e.into()),
         };
         // HostedCluster tags take precedence, unless they allow the pool's.
         pool_tags.retain(|k, _| !tags.contains_key(k) || allowed.contains(k));
@@ -293,10 +286,10 @@ mod tests {
     #[test]
     fn what_cannot_be_a_policy_says_why() {
         let mut hc = hosted("hc-1", "", json!([]));
-        assert!(document(&hc, &[]).expect_err("no infraID").1.contains("spec.infraID"));
+        assert!(document(&hc, &[]).expect_err("no infraID").1.to_string().contains("spec.infraID"));
         hc["spec"]["infraID"] = json!("hc-1-x");
         hc["spec"]["platform"]["type"] = json!("KubeVirt");
         let (cluster, why) = document(&hc, &[]).expect_err("not AWS");
-        assert_eq!((cluster.as_deref(), why.contains("KubeVirt")), (Some("hc-1-x"), true));
+        assert_eq!((cluster.as_deref(), why.to_string().contains("KubeVirt")), (Some("hc-1-x"), true));
     }
 }
