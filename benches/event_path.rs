@@ -3,9 +3,6 @@
 //! then again without (reads only). Run with `cargo bench --bench event_path` (moto comes from
 //! scripts/install-tools). Prints a table; asserts nothing about time.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::time::{Duration, Instant};
 
 use futures_util::stream::{self, StreamExt};
@@ -14,6 +11,7 @@ use tagwarden::aws::sdk::{ec2, s3};
 use tagwarden::aws::Tagger;
 use tagwarden::enforce::Engine;
 use tagwarden::events::{self, Event};
+use tagwarden_testkit::aws as support;
 
 const EVENTS: usize = 200;
 

@@ -5,14 +5,13 @@
 
 #![cfg(feature = "aws")]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use tagwarden::aws::{Clients, Tagger};
 use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
+use tagwarden_testkit::aws as support;
 
 const INFRA: &str = "preview-7xk2p";
 const OWNER: &str = "kubernetes.io/cluster/preview-7xk2p";

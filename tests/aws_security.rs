@@ -8,10 +8,6 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/fleet.rs"]
-mod fleet;
-mod support;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -21,6 +17,8 @@ use tagwarden::aws::function;
 use tagwarden::aws::Tagger;
 use tagwarden::report::Status;
 use tagwarden::resource::ResourceRef;
+use tagwarden_testkit::aws as support;
+use tagwarden_testkit::aws::fleet;
 
 #[derive(Clone, Default)]
 struct Buffer(Arc<Mutex<Vec<u8>>>);

@@ -11,9 +11,6 @@
 
 #![cfg(feature = "azure")]
 
-#[path = "support/azure/mod.rs"]
-mod support;
-
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
@@ -23,6 +20,7 @@ use support::env::{
     INFRA, OTHER_SUB, OWNER, SOMEONE, SUB,
 };
 use support::fake::{Fault, IDENTITY_HEADER};
+use tagwarden_testkit::azure as support;
 
 const SECRET_VALUE: &str = "ultra-secret-4711-azure";
 const VM: &str = "Microsoft.Compute/virtualMachines";

@@ -1,4 +1,4 @@
-//! What real AWS does and moto does not, through the strict layer (`support/strict.rs`): each test
+//! What real AWS does and moto does not, through the strict layer (`tagwarden_testkit::aws::strict`): each test
 //! here failed before the fix it names.
 
 #![cfg(feature = "aws")]

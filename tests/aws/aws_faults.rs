@@ -1,6 +1,6 @@
 //! Faults between the Lambda's code and the AWS APIs: throttling in each service's real shape,
 //! 500/503, dropped connections and delays past the client's timeout, injected by a proxy in front
-//! of moto (tests/support/fault_proxy.rs). SQS is simulated around the real handler: partial batch
+//! of moto (`tagwarden_testkit::fault_proxy`). SQS is simulated around the real handler: partial batch
 //! failures are redelivered up to `maxReceiveCount` 5, then dead-lettered with the original body.
 //! Invariants: every event ends applied or in the dead-letter queue (none lost), and no resource
 //! ends with a wrong value. Figures are printed (`--nocapture`).

@@ -6,22 +6,15 @@
 
 #![cfg(feature = "aws")]
 
+use tagwarden_testkit::aws as support;
+use tagwarden_testkit::aws::fleet;
 #[cfg(feature = "kube")]
-#[path = "../support/egress.rs"]
-#[allow(dead_code)]
-mod egress;
-#[path = "../support/fleet.rs"]
-mod fleet;
-#[path = "../support/load.rs"]
-mod load;
-#[cfg(feature = "kube")]
-#[path = "../support/publisher.rs"]
-mod publisher;
-#[path = "../support/mod.rs"]
-mod support;
-
+use tagwarden_testkit::egress;
 #[cfg(feature = "kube")]
 use tagwarden_testkit::kube_api;
+use tagwarden_testkit::load;
+#[cfg(feature = "kube")]
+use tagwarden_testkit::publisher;
 
 mod aws_audit;
 mod aws_batch;

@@ -1,5 +1,5 @@
 //! `tagwarden publish --from-cluster --watch`, the deployed publisher, as a process: it reads the
-//! Infrastructure object from the fake API server (`tests/support/kube_api.rs`, which serves it
+//! Infrastructure object from the fake API server (`tagwarden_testkit::kube_api`, which serves it
 //! from openshift/api's real CRD; no real API server runs here), publishes it to S3 in moto,
 //! republishes each day-2 edit of `status.platformStatus.aws.resourceTags` made through the
 //! `/status` subresource (what OpenShift lets an admin edit), never sees an edit the CRD refuses,

@@ -1,5 +1,5 @@
 //! ARM as it really answers, through the Azure function's handler and the built CLI:
-//! the fake ARM (`support/azure/fake.rs`) speaks the shapes of real recorded responses and of
+//! the fake ARM (`tagwarden_testkit::azure::fake`) speaks the shapes of real recorded responses and of
 //! ARM's documented async protocol, each cited where the fake makes it. What is proven here:
 //! a write counts as applied only when ARM says its operation `Succeeded`; a lock is permanent
 //! after one attempt and names its fix; no wait follows the last attempt; a resource deleted after
@@ -118,7 +118,7 @@ async fn no_wait_follows_the_last_attempt() {
     let env = env().await;
     let vm = rid("Microsoft.Compute/virtualMachines", "busy");
     env.fake.put_resource(&vm, &[(OWNER, "owned")]);
-    // The handler's client makes 4 attempts (support/azure/env.rs); each is throttled for 2 s.
+    // The handler's client makes 4 attempts (`tagwarden_testkit::azure::env`); each is throttled for 2 s.
     for _ in 0..4 {
         env.fake.inject("PATCH", Fault::Throttle { retry_after: 2 });
     }

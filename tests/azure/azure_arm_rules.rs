@@ -1,4 +1,4 @@
-//! The function against what ARM refuses (tests/support/azure/arm_rules.rs): the per-type tag
+//! The function against what ARM refuses (`tagwarden_testkit::azure::arm_rules`): the per-type tag
 //! limits agree with the planner, so nothing over a limit is even sent; tag names compare
 //! case-insensitively, so a differently cased policy key updates the existing tag and never
 //! flip-flops; and a refusal a retry cannot fix (a type that refuses the Tags API's PATCH, a tag

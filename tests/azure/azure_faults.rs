@@ -1,8 +1,8 @@
 //! Faults between the Azure function's code and the services it calls: ARM 429 with
 //! `Retry-After`, 500/503, Blob `ServerBusy`, dropped connections and answers later than the
-//! client's timeout, injected by the fault proxy (tests/support/fault_proxy.rs) in front of the
+//! client's timeout, injected by the fault proxy (`tagwarden_testkit::fault_proxy`) in front of the
 //! fake ARM and of Azurite; and 202 + `Location` writes from the fake itself. Event Grid is
-//! simulated around the real handler (tests/support/azure/grid.rs): a failed delivery is retried
+//! simulated around the real handler (`tagwarden_testkit::azure::grid`): a failed delivery is retried
 //! up to 5 times, then dead-lettered with its original payload. Invariants: every event ends
 //! delivered or dead-lettered (none lost), and no resource ends with a wrong value. Figures are
 //! printed (`--nocapture`).

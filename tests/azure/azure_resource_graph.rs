@@ -1,6 +1,6 @@
 //! Sweeps through Azure Resource Graph, through the Azure function's handler and
 //! its real HTTP clients against the fake ARM, whose Resource Graph endpoint answers in recorded
-//! shapes (`support/azure/fake.rs`, `graph_api`). What is proven here: 5,000 owned resources across
+//! shapes (`tagwarden_testkit::azure::fake`, `graph_api`). What is proven here: 5,000 owned resources across
 //! five subscriptions are listed with their tags in five queries, only the drifted ones are read
 //! (once, right before their one Merge), and a second sweep writes nothing; Resource Graph's lag
 //! can defer a correction but never cause a write to a resource no longer owned; a refused Resource

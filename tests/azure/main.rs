@@ -5,24 +5,16 @@
 
 #![cfg(feature = "azure")]
 
+use tagwarden_testkit::azure as support;
+use tagwarden_testkit::azure::grid;
 #[cfg(feature = "kube")]
-#[path = "../support/egress.rs"]
-#[allow(dead_code)]
-mod egress;
-#[path = "../support/fault_proxy.rs"]
-mod fault_proxy;
-#[path = "../support/azure/grid.rs"]
-mod grid;
-#[path = "../support/load.rs"]
-mod load;
-#[cfg(feature = "kube")]
-#[path = "../support/publisher.rs"]
-mod publisher;
-#[path = "../support/azure/mod.rs"]
-mod support;
-
+use tagwarden_testkit::egress;
+use tagwarden_testkit::fault_proxy;
 #[cfg(feature = "kube")]
 use tagwarden_testkit::kube_api;
+use tagwarden_testkit::load;
+#[cfg(feature = "kube")]
+use tagwarden_testkit::publisher;
 
 mod azure_arm_contract;
 mod azure_arm_rules;

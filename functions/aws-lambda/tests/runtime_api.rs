@@ -1,9 +1,6 @@
 //! The built `bootstrap` binary, driven through the real Lambda Runtime API (`cargo lambda watch
 //! --only-lambda-apis`, installed by scripts/install-tools), against moto.
 
-#[path = "../../../tests/support/mod.rs"]
-mod support;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -12,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tagwarden::aws::sdk::{ec2, s3};
+use tagwarden_testkit::aws as support;
 
 struct Killed(Child);
 

@@ -3,9 +3,6 @@
 //! against the fake ARM / identity / metrics endpoints and a real Azurite holding the policy.
 //! Also measures cold start (spawn → first event handled) and peak RSS (`VmHWM`).
 
-#[path = "../../../tests/support/azure/mod.rs"]
-mod support;
-
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,6 +10,7 @@ use serde_json::{json, Value};
 use support::azurite;
 use support::fake::{FakeAzure, IDENTITY_HEADER};
 use tagwarden_azure::reqwest;
+use tagwarden_testkit::azure as support;
 
 const SUB: &str = "11112222-3333-4444-5555-666677778888";
 const CLIENT: &str = "5e29463d-71da-4fe0-8e69-999b57db23b0";

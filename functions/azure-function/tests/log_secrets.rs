@@ -6,9 +6,6 @@
 //! sweep, ARM 401 and 403, a rejected policy, a request that is not an event, and two cold starts
 //! that cannot read the policy (store unreachable; signature refused).
 
-#[path = "../../../tests/support/azure/mod.rs"]
-mod support;
-
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -21,6 +18,7 @@ use support::env::{
 };
 use support::fake::{Fault, IDENTITY_HEADER};
 use tagwarden_azure::reqwest;
+use tagwarden_testkit::azure as support;
 
 const SECRET_VALUE: &str = "ultra-secret-4711-binary";
 const VM: &str = "Microsoft.Compute/virtualMachines";

@@ -19,7 +19,7 @@
 //!   are cased differently per scope (`resourcegroups/defaultresourcegroup-eus`), names with
 //!   parentheses, and an empty page that still has a `nextLink`.
 //! - **Azure Resource Graph** (`POST /providers/Microsoft.ResourceGraph/resources`, [`graph_api`]):
-//!   the owned-resources query tagwarden sends (`tagwarden::azure::resource_graph`), answered in the
+//!   the owned-resources query tagwarden sends (`tagwarden_azure::resource_graph`), answered in the
 //!   recorded shapes, paged by `$skipToken` at most 1,000 rows a page, with the quota headers on
 //!   every answer, 429 `RateLimiting` when the quota is spent, a view that can lag ARM
 //!   ([`FakeAzure::freeze_graph`]) and rows the caller may not read left out. It cannot run KQL: it
@@ -38,10 +38,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
-use tagwarden::azure::server::{self, Request, Response};
+use tagwarden_azure::server::{self, Request, Response};
 
 use super::arm_rules::{self, Refusal};
-use tagwarden::TagMap;
+use tagwarden_core::TagMap;
 
 pub const IDENTITY_HEADER: &str = "fake-identity-header-secret";
 pub const ARM_AUDIENCE: &str = "https://management.azure.com/";
@@ -819,7 +819,7 @@ fn list(st: &mut State, r: &Request, lower: &str, base: &str) -> Response {
         .skip(skip)
         .take(page)
         .map(|r| {
-            let kind = tagwarden::resource::ResourceRef::from_arm_id(&r.id).map(|x| x.kind).unwrap_or_default();
+            let kind = tagwarden_core::resource::ResourceRef::from_arm_id(&r.id).map(|x| x.kind).unwrap_or_default();
             let id = if lower_ids { r.id.to_ascii_lowercase() } else { r.id.clone() };
             let item = json!({"id": id, "name": id.rsplit('/').next(), "type": kind, "location": "westeurope"});
             (r.id.to_ascii_lowercase(), item)
@@ -1206,7 +1206,7 @@ fn graph_query(st: &mut State, r: &Request) -> Response {
             let kind = if k.split('/').count() == 5 {
                 "microsoft.resources/subscriptions/resourcegroups".to_string()
             } else {
-                tagwarden::resource::ResourceRef::from_arm_id(&res.id)
+                tagwarden_core::resource::ResourceRef::from_arm_id(&res.id)
                     .map(|x| x.kind)
                     .unwrap_or_default()
                     .to_ascii_lowercase()

@@ -1,24 +1,22 @@
 //! A fleet of real resources in moto, the CloudTrail events that name them, a simulated SQS queue
 //! in front of the Lambda handler (partial batch failures, redelivery, `maxReceiveCount`, a
 //! dead-letter queue that keeps the original body) and the final check of every resource.
-//! Included by path (`#[path = "support/fleet.rs"]`) next to `mod support;`: test binaries of
-//! other packages include `support/mod.rs` and lack this module's dependencies.
-
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 use aws_sdk_sts::config::Credentials;
 use serde_json::{json, Value};
-use tagwarden::aws::function;
-use tagwarden::aws::policy_store::{policy_store, PolicyLocation};
-use tagwarden::aws::Clients;
-use tagwarden::aws::Tagger;
-use tagwarden::enforce::Engine;
-use tagwarden::resource::ResourceRef;
-use tagwarden::retry::Backoff;
-use tagwarden::TagMap;
+use tagwarden_aws::function;
+use tagwarden_aws::policy_store::{policy_store, PolicyLocation};
+use tagwarden_aws::Clients;
+use tagwarden_aws::Tagger;
+use tagwarden_core::resource::ResourceRef;
+use tagwarden_core::TagMap;
+use tagwarden_engine::enforce::Engine;
+use tagwarden_engine::retry::Backoff;
+
+pub use crate::Rng;
 
 pub const INFRA: &str = "mycluster-7xk2p";
 pub const OWNER: &str = "kubernetes.io/cluster/mycluster-7xk2p";
@@ -56,8 +54,8 @@ pub struct FleetSpec {
     pub target_groups: usize,
 }
 
-fn ec2_tags(pairs: &[(&str, &str)]) -> Vec<tagwarden::aws::sdk::ec2::types::Tag> {
-    pairs.iter().map(|(k, v)| tagwarden::aws::sdk::ec2::types::Tag::builder().key(*k).value(*v).build()).collect()
+fn ec2_tags(pairs: &[(&str, &str)]) -> Vec<tagwarden_aws::sdk::ec2::types::Tag> {
+    pairs.iter().map(|(k, v)| tagwarden_aws::sdk::ec2::types::Tag::builder().key(*k).value(*v).build()).collect()
 }
 
 impl Fleet {
@@ -74,8 +72,8 @@ impl Fleet {
                 let mut left = n;
                 while left > 0 {
                     let count = left.min(500) as i32;
-                    let spec = tagwarden::aws::sdk::ec2::types::TagSpecification::builder()
-                        .resource_type(tagwarden::aws::sdk::ec2::types::ResourceType::Instance)
+                    let spec = tagwarden_aws::sdk::ec2::types::TagSpecification::builder()
+                        .resource_type(tagwarden_aws::sdk::ec2::types::ResourceType::Instance)
                         .set_tags(Some(ec2_tags(&pairs)))
                         .build();
                     let out = c
@@ -121,12 +119,12 @@ impl Fleet {
             };
             let set: Vec<_> = pairs
                 .iter()
-                .map(|(k, v)| tagwarden::aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
+                .map(|(k, v)| tagwarden_aws::sdk::s3::types::Tag::builder().key(*k).value(*v).build().expect("tag"))
                 .collect();
             c.s3.put_bucket_tagging()
                 .bucket(&name)
                 .tagging(
-                    tagwarden::aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(set)).build().expect("tagging"),
+                    tagwarden_aws::sdk::s3::types::Tagging::builder().set_tag_set(Some(set)).build().expect("tagging"),
                 )
                 .send()
                 .await
@@ -147,7 +145,7 @@ impl Fleet {
                     pairs
                         .iter()
                         .map(|(k, v)| {
-                            tagwarden::aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag")
+                            tagwarden_aws::sdk::iam::types::Tag::builder().key(*k).value(*v).build().expect("tag")
                         })
                         .collect(),
                 ))
@@ -167,13 +165,13 @@ impl Fleet {
                     .elbv2
                     .create_target_group()
                     .name(format!("tg-{i}"))
-                    .protocol(tagwarden::aws::sdk::elbv2::types::ProtocolEnum::Http)
+                    .protocol(tagwarden_aws::sdk::elbv2::types::ProtocolEnum::Http)
                     .port(80)
                     .vpc_id(&vpc_id)
                     .set_tags(Some(
                         pairs
                             .iter()
-                            .map(|(k, v)| tagwarden::aws::sdk::elbv2::types::Tag::builder().key(*k).value(*v).build())
+                            .map(|(k, v)| tagwarden_aws::sdk::elbv2::types::Tag::builder().key(*k).value(*v).build())
                             .collect(),
                     ))
                     .send()
@@ -234,7 +232,7 @@ impl Fleet {
 }
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/events/aws/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let path = crate::workspace::workspace_root().join(format!("tests/fixtures/events/aws/{name}.json"));
     std::fs::read_to_string(path).expect("fixture")
 }
 
@@ -243,7 +241,7 @@ fn fixture(name: &str) -> String {
 pub fn fast_loader(endpoint: &str, attempt_timeout: Duration) -> aws_config::ConfigLoader {
     use aws_config::retry::RetryConfig;
     use aws_config::timeout::TimeoutConfig;
-    tagwarden::aws::config_loader()
+    tagwarden_aws::config_loader()
         .expect("network settings")
         .endpoint_url(endpoint)
         .region(aws_sdk_sts::config::Region::new("us-east-1"))
@@ -265,7 +263,7 @@ pub fn fast_loader(endpoint: &str, attempt_timeout: Duration) -> aws_config::Con
 /// A fresh account, with two sets of clients: `via` sends everything to `endpoint` (a fault proxy
 /// in front of moto) with [`fast_loader`] settings; `direct` talks to moto itself (set-up, checks).
 pub async fn account_via(endpoint: &str, attempt_timeout: Duration) -> (Clients, Clients, String) {
-    let (direct, account, env) = crate::support::account_with_env().await;
+    let (direct, account, env) = super::account_with_env().await;
     let var = |k: &str| env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()).expect(k);
     let creds = Credentials::new(
         var("AWS_ACCESS_KEY_ID"),
@@ -404,28 +402,5 @@ impl Sqs {
     /// Messages received more than once.
     pub fn redelivered(&self) -> usize {
         self.done.values().filter(|c| **c > 1).count() + self.dead.len()
-    }
-}
-
-/// A small seeded generator for shuffling and picking duplicates.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
     }
 }

@@ -19,6 +19,12 @@ pub struct Pki {
     pub ca_pem: String,
 }
 
+impl Default for Pki {
+    fn default() -> Self {
+        Pki::new()
+    }
+}
+
 impl Pki {
     pub fn new() -> Pki {
         let key = rcgen::KeyPair::generate().expect("CA key");

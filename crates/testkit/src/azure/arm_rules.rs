@@ -22,7 +22,7 @@
 //!
 //! Lengths are counted in UTF-16 code units, as .NET (which ARM runs on) counts `string.Length`.
 
-use tagwarden::resource::ResourceRef;
+use tagwarden_core::resource::ResourceRef;
 
 /// An ARM refusal: status, `error.code`, `error.message`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,10 +14,6 @@
 //!   before forwarding.
 //! - Rules fire by probability (a seeded generator: `TAGWARDEN_FAULT_SEED` reproduces a run) or on
 //!   every Nth matching request, each within an optional budget. Every injection is counted.
-//!
-//! Included by path (`#[path = "support/fault_proxy.rs"] mod fault_proxy;`).
-
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

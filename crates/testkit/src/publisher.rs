@@ -25,6 +25,25 @@ impl Drop for Publisher {
     }
 }
 
+/// The `tagwarden` binary Cargo built for the root package's tests. Cargo gives its path to those
+/// tests at compile time only (`env!("CARGO_BIN_EXE_tagwarden")`, which this library cannot
+/// read), and may give it at run time too; otherwise it sits beside the `deps/` directory that
+/// holds the test executable (`target/<profile>/deps/<test>-<hash>`).
+fn tagwarden_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("CARGO_BIN_EXE_tagwarden") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let bin = exe.parent().and_then(|deps| deps.parent()).map(|dir| dir.join("tagwarden")).unwrap_or_default();
+    assert!(
+        bin.exists(),
+        "no tagwarden binary at {} (beside {}): Cargo builds it for the root package's tests",
+        bin.display(),
+        exe.display()
+    );
+    bin
+}
+
 fn temp(name: &str) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
@@ -38,7 +57,7 @@ impl Publisher {
         let kubeconfig_path = temp("kubeconfig");
         std::fs::write(&kubeconfig_path, kubeconfig).expect("kubeconfig");
         let log = temp("log");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
+        let mut command = Command::new(tagwarden_binary());
         for (k, _) in std::env::vars() {
             let inherited_setting = ["AWS_", "AZURE_", "TAGWARDEN_"].iter().any(|p| k.starts_with(p))
                 || k.to_ascii_lowercase().ends_with("_proxy");

@@ -1,6 +1,6 @@
 //! The strict layer: a proxy in front of moto that holds every AWS integration test to what AWS
 //! documents, where moto is more lenient. Every request of the tests' SDK clients, the CLI and
-//! the Lambda goes through it (`support::moto().endpoint` is this proxy, not moto).
+//! the Lambda goes through it (`aws::moto().endpoint` is this proxy, not moto).
 //!
 //! It refuses, in the service's own error shape, what AWS refuses and moto accepts; and it models
 //! what moto does not have at all:
@@ -14,9 +14,7 @@
 //!   `PutBucketTagging` of a session assumed with a `Policy` to that policy.
 //!
 //! Each rule names its source. Deliberately not here: faults (throttling, resets) — that is
-//! `fault_proxy.rs`, which tests put in front of this layer.
-
-#![allow(dead_code)]
+//! [`crate::fault_proxy`], which tests put in front of this layer.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -32,7 +30,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpListener;
 
-use super::fault_proxy::{forward, forward_bytes, BoxError};
+use crate::fault_proxy::{forward, forward_bytes, BoxError};
 type Answer = Response<Full<Bytes>>;
 
 /// Tag writes per call and per resource, as documented.
@@ -205,8 +203,8 @@ impl State {
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Answer, BoxError> {
     let (parts, body) = req.into_parts();
     let body = body.collect().await?.to_bytes();
-    let service = super::fault_proxy::service_of(&parts.headers);
-    let operation = super::fault_proxy::operation_of(&service, &parts.method, &parts.uri, &parts.headers, &body);
+    let service = crate::fault_proxy::service_of(&parts.headers);
+    let operation = crate::fault_proxy::operation_of(&service, &parts.method, &parts.uri, &parts.headers, &body);
     let akid = access_key(&parts.headers);
     let role = (operation == "AssumeRole").then(|| {
         let p = form(&body);
@@ -240,8 +238,8 @@ async fn handle_checked(
     mut parts: hyper::http::request::Parts,
     mut body: Bytes,
 ) -> Result<Answer, BoxError> {
-    let service = super::fault_proxy::service_of(&parts.headers);
-    let op = super::fault_proxy::operation_of(&service, &parts.method, &parts.uri, &parts.headers, &body);
+    let service = crate::fault_proxy::service_of(&parts.headers);
+    let op = crate::fault_proxy::operation_of(&service, &parts.method, &parts.uri, &parts.headers, &body);
     let upstream = *state.upstream.get().expect("upstream");
     let akid = access_key(&parts.headers);
 

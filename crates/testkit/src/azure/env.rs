@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tagwarden::azure::arm::Retry;
-use tagwarden::azure::function::Handler;
-use tagwarden::azure::reqwest;
-use tagwarden::azure::server::Request;
-use tagwarden::azure::Config;
-use tagwarden::retry::Backoff;
+use tagwarden_azure::arm::Retry;
+use tagwarden_azure::function::Handler;
+use tagwarden_azure::reqwest;
+use tagwarden_azure::server::Request;
+use tagwarden_azure::Config;
+use tagwarden_engine::retry::Backoff;
 
 use super::azurite;
 use super::fake::{FakeAzure, IDENTITY_HEADER};
@@ -99,7 +99,7 @@ pub fn envelope(function: &str, binding: &str, value: Value) -> String {
 /// Event Grid's `Microsoft.Storage.BlobCreated` for blob `name` of the policy container, written
 /// now.
 pub fn blob_created(name: &str) -> Value {
-    let now = tagwarden::events::format_rfc3339_ms(tagwarden::report::epoch_ms());
+    let now = tagwarden_core::events::format_rfc3339_ms(tagwarden_core::report::epoch_ms());
     json!({
         "topic": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/policy",
         "subject": format!("/blobServices/default/containers/policy/blobs/{name}"),

@@ -1,5 +1,5 @@
 //! What the load tests share: their size from the environment (`scripts/load` sets it) and this
-//! process's memory. Included by path (`#[path = "support/load.rs"] mod load;`).
+//! process's memory.
 
 /// A size from the environment, or `default`.
 pub fn env_usize(name: &str, default: usize) -> usize {

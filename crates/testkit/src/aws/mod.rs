@@ -1,22 +1,22 @@
-//! Test support: a real moto server on a free loopback port, one per test binary, behind the
-//! strict layer (`strict.rs`: what AWS documents and moto does not enforce), and a fresh AWS
+//! Test support on AWS: a real moto server on a free loopback port, one per test binary, behind
+//! the strict layer ([`strict`]: what AWS documents and moto does not enforce), and a fresh AWS
 //! account per test (STS AssumeRole into a random account id), so tests run in parallel without
-//! seeing each other's resources.
+//! seeing each other's resources; [`fleet`], real resources and the events that name them.
 
-#![allow(dead_code)]
-
-pub mod fault_proxy;
+pub mod fleet;
 pub mod strict;
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aws_sdk_sts::config::Credentials;
-use tagwarden::aws::Clients;
+use tagwarden_aws::Clients;
+
+pub use crate::fault_proxy;
+pub use crate::port::free_port;
+use crate::sidecar::{self, Sidecar, Spec};
+pub use crate::workspace::{git_commit, workspace_root};
 
 pub struct Moto {
     /// The strict layer in front of moto: what every client of the tests talks to.
@@ -24,7 +24,7 @@ pub struct Moto {
     /// moto itself, for what must bypass the strict layer (nothing in the tests does).
     pub direct: String,
     pub strict: strict::Strict,
-    _guard: Child,
+    _guard: Sidecar,
 }
 
 fn moto_server_binary() -> PathBuf {
@@ -38,57 +38,25 @@ fn moto_server_binary() -> PathBuf {
     panic!("moto_server not found at {}: run scripts/install-tools (or set TAGWARDEN_MOTO_SERVER)", venv.display());
 }
 
-/// The commit the binaries under test name (`build.rs`): `TAGWARDEN_COMMIT` when set, else git's.
-pub fn git_commit() -> String {
-    if let Some(c) = std::env::var("TAGWARDEN_COMMIT").ok().filter(|c| !c.is_empty()) {
-        return c;
-    }
-    let out = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(workspace_root()).output();
-    out.ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-/// The workspace root (where Cargo.lock is), whichever package's tests include this module.
-pub fn workspace_root() -> PathBuf {
-    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    while !dir.join("Cargo.lock").exists() && dir.pop() {}
-    dir
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
-}
-
 /// The shared moto server, started on first use. It runs under a shell that kills it when this
 /// test process exits (the shell's stdin, our pipe, closes).
 pub fn moto() -> &'static Moto {
     static MOTO: OnceLock<Moto> = OnceLock::new();
     MOTO.get_or_init(|| {
         let port = free_port();
-        let bin = moto_server_binary();
-        let script = format!(
-            "'{}' -H 127.0.0.1 -p {port} >/dev/null 2>&1 & pid=$!; echo started; read _; kill $pid",
-            bin.display()
-        );
-        let mut child = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start moto_server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("moto wrapper");
+        let sidecar = sidecar::start(Spec {
+            name: "moto_server",
+            command: format!("'{}' -H 127.0.0.1 -p {port}", moto_server_binary().display()),
+            port,
+            dir: None,
+            log: None,
+            patience: Duration::from_secs(30),
+            hint: "",
+            exited: None,
+        });
         let endpoint = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "moto_server did not listen on {endpoint} within 30 s");
-            std::thread::sleep(Duration::from_millis(100));
-        }
         let strict = strict::start(&endpoint);
-        Moto { endpoint: strict.endpoint.clone(), direct: endpoint, strict, _guard: child }
+        Moto { endpoint: strict.endpoint.clone(), direct: endpoint, strict, _guard: sidecar }
     })
 }
 
@@ -115,7 +83,7 @@ pub async fn account_with_env() -> (Clients, String, Vec<(&'static str, String)>
 
 /// The SDK configuration of a session in `account` (any 12-digit id: moto makes the account on
 /// `AssumeRole`) in `region`, through the strict layer.
-pub async fn config_in(account: &str, region: &str) -> tagwarden::aws::sdk::config::SdkConfig {
+pub async fn config_in(account: &str, region: &str) -> tagwarden_aws::sdk::config::SdkConfig {
     let (base, c) = session_in(account, region, TEST_ROLE, None).await;
     with_session(base, &c)
 }
@@ -127,7 +95,7 @@ pub async fn config_with_policy(
     region: &str,
     role: &str,
     policy: &str,
-) -> tagwarden::aws::sdk::config::SdkConfig {
+) -> tagwarden_aws::sdk::config::SdkConfig {
     let (base, c) = session_in(account, region, role, Some(policy)).await;
     with_session(base, &c)
 }
@@ -138,8 +106,8 @@ async fn session_in(
     region: &str,
     role: &str,
     policy: Option<&str>,
-) -> (tagwarden::aws::sdk::config::SdkConfig, aws_sdk_sts::types::Credentials) {
-    let base = tagwarden::aws::config_loader()
+) -> (tagwarden_aws::sdk::config::SdkConfig, aws_sdk_sts::types::Credentials) {
+    let base = tagwarden_aws::config_loader()
         .expect("network settings")
         .endpoint_url(&moto().endpoint)
         .region(aws_sdk_sts::config::Region::new(region.to_string()))
@@ -158,9 +126,9 @@ async fn session_in(
 }
 
 fn with_session(
-    base: tagwarden::aws::sdk::config::SdkConfig,
+    base: tagwarden_aws::sdk::config::SdkConfig,
     c: &aws_sdk_sts::types::Credentials,
-) -> tagwarden::aws::sdk::config::SdkConfig {
+) -> tagwarden_aws::sdk::config::SdkConfig {
     let creds = Credentials::new(
         c.access_key_id(),
         c.secret_access_key(),
@@ -176,12 +144,5 @@ const TEST_ROLE: &str = "tagwarden-test";
 
 /// A fresh 12-digit account id.
 pub fn new_account() -> String {
-    format!("{:012}", rand_u64() % 1_000_000_000_000)
-}
-
-fn rand_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(Instant::now().elapsed().as_nanos() ^ std::process::id() as u128);
-    h.finish()
+    format!("{:012}", crate::random_u64() % 1_000_000_000_000)
 }

@@ -3,14 +3,14 @@
 //! killed when the test process exits; plus account-SAS URLs signed with the well-known
 //! `devstoreaccount1` key (HMAC-SHA256, Azure's documentation) and small blob helpers.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use tagwarden::azure::reqwest;
+use tagwarden_azure::reqwest;
+
+use crate::sidecar::{self, Sidecar, Spec};
 
 pub const ACCOUNT: &str = "devstoreaccount1";
 pub const KEY: &str = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
@@ -19,7 +19,7 @@ const SAS_VERSION: &str = "2020-08-04";
 pub struct Azurite {
     /// `http://127.0.0.1:<port>/devstoreaccount1`
     pub endpoint: String,
-    _guard: Child,
+    _guard: Sidecar,
 }
 
 fn azurite_blob_binary() -> PathBuf {
@@ -53,32 +53,21 @@ fn start(extra: &str, scheme: &str) -> Azurite {
     let bin = azurite_blob_binary();
     let dir = std::env::temp_dir().join(format!("tagwarden-azurite-{}-{port}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("azurite work dir");
-    let script = format!(
-        "cd '{}' && '{}' --blobHost 127.0.0.1 --blobPort {port} --inMemoryPersistence --skipApiVersionCheck --loose --disableTelemetry {extra} >'{}/azurite.log' 2>&1 & pid=$!; echo started; read _; kill $pid",
-        dir.display(),
-        bin.display(),
-        dir.display()
-    );
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start azurite-blob");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("azurite wrapper");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        let log = std::fs::read_to_string(dir.join("azurite.log")).unwrap_or_default();
-        assert!(!log.contains("Exit due to"), "azurite-blob exited: {log}");
-        assert!(
-            Instant::now() < deadline,
-            "azurite-blob did not listen on 127.0.0.1:{port} within 60 s (is node on PATH? run scripts/install-tools azurite). Log:\n{log}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Azurite { endpoint: format!("{scheme}://127.0.0.1:{port}/{ACCOUNT}"), _guard: child }
+    let sidecar = sidecar::start(Spec {
+        name: "azurite-blob",
+        command: format!(
+            "'{}' --blobHost 127.0.0.1 --blobPort {port} --inMemoryPersistence --skipApiVersionCheck --loose --disableTelemetry {extra}",
+            bin.display()
+        ),
+        port,
+        log: Some(dir.join("azurite.log")),
+        dir: Some(dir),
+        patience: Duration::from_secs(60),
+        hint: " (is node on PATH? run scripts/install-tools azurite)",
+        // What Azurite logs when it gives up (a port taken, a bad certificate).
+        exited: Some("Exit due to"),
+    });
+    Azurite { endpoint: format!("{scheme}://127.0.0.1:{port}/{ACCOUNT}"), _guard: sidecar }
 }
 
 pub fn account_sas() -> String {
@@ -202,6 +191,7 @@ fn base64_decode(s: &str) -> Vec<u8> {
     out
 }
 
+#[cfg(test)]
 #[test]
 fn hmac_and_base64_known_answers() {
     // RFC 4231 test case 2.

@@ -3,23 +3,18 @@
 //! trigger's batch of one) as the host's `{Data, Metadata}` invocation; a non-2xx answer is
 //! retried, up to the subscription's `max_delivery_attempts`, then the event is dead-lettered
 //! with its original payload (infra/azure/events.tf).
-//!
-//! Included by path beside the Azure support module (it needs `futures-util`, which the Function
-//! package's tests do not have): `#[path = "support/azure/mod.rs"] mod support;` and
-//! `#[path = "support/azure/grid.rs"] mod grid;`.
-
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
-use tagwarden::azure::function::Handler;
-use tagwarden::azure::server::Request;
-use tagwarden::TagMap;
+use tagwarden_azure::function::Handler;
+use tagwarden_azure::server::Request;
+use tagwarden_core::TagMap;
 
-use crate::support::env::{self, rid, OWNER};
-use crate::support::fake::FakeAzure;
+use super::env::{self, rid, OWNER};
+use super::fake::FakeAzure;
+pub use crate::Rng;
 
 const KINDS: [&str; 5] = [
     "Microsoft.Compute/virtualMachines",
@@ -224,24 +219,5 @@ pub fn invocation(event: &Value) -> Request {
         headers: vec![("content-type".into(), "application/json".into())],
         body: env::envelope("drift", "eventGridEvent", event.clone()).into_bytes(),
         ..Request::default()
-    }
-}
-
-/// A seeded xorshift64* generator: the same seed gives the same duplicates and order.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
-    }
-
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i + 1);
-            v.swap(i, j);
-        }
     }
 }
