@@ -1,6 +1,6 @@
 """The metrics reference (docs/src/lookup/metrics.md) names exactly the metrics the function
 emits: the names in the code's metric tables (the one table both clouds' encoders read, in
-crates/core/src/report.rs; crates/azure/src/metrics.rs; the organization hub's `(name, unit, n)` rows)
+crates/core/src/report/; crates/azure/src/metrics.rs; the organization hub's `(name, unit, n)` rows)
 against the backticked names of the page's table and its organization paragraph. A metric added
 to the code and not to the page, or one the page keeps after the code dropped it, fails.
 
@@ -24,7 +24,8 @@ def code_metrics(root: str) -> dict:
             found.setdefault(m.group(1), set()).add(os.path.relpath(path, root))
 
     # The encoders' tables: rows `("Name", value)` or `("Name", |c| c.field)`.
-    for rel in ["crates/core/src/report.rs", "crates/azure/src/metrics.rs"]:
+    report = sorted(glob.glob(os.path.join(root, "crates/core/src/report/*.rs")))
+    for rel in [os.path.relpath(p, root) for p in report] + ["crates/azure/src/metrics.rs"]:
         scan(os.path.join(root, rel), r'\(\s*"([A-Z][A-Za-z]+)",\s*(?:self\.|c\.|\|c\||metrics\.|would|in_line|drifted)')
         # Rows with a unit (`("Name", "Milliseconds")`), and Azure's documents (`doc("Name", …)`).
         scan(os.path.join(root, rel), r'\(\s*"([A-Z][A-Za-z]+)",\s*"(?:Count|Milliseconds|Seconds|None)"')
