@@ -24,6 +24,11 @@ locals {
     ListingFailures    = "a sweep's listings that failed (the rest was swept)"
     ListingFallbacks   = "scopes listed a dearer way because the cheaper one was refused"
     SweepsCompleted    = "sweeps that ran to their end"
+    WorkDeferred       = "work handed back before the invocation's deadline (retried)"
+    NoValidPolicy      = "invocations that wrote nothing: no valid policy (fail closed)"
+    SweepsRefused      = "sweeps with nowhere to list, or a part of it refused"
+    MembersUnavailable = "member accounts not had: not listed, unreadable, their role refused"
+    InputsUnreadable   = "payloads, events or deliveries tagwarden does not read"
     ResourcesEvaluated = "resources read and planned"
     DriftDetected      = "resources out of line when read"
     TagsWritten        = "tags written"
@@ -48,7 +53,10 @@ locals {
 
   # The deployment's own series carry infra_id "all" (the core's report module, ALL_CLUSTERS); the
   # rest are per cluster and per resource type.
-  deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures", "ListingFallbacks", "SweepsCompleted"]
+  deployment_metrics = [
+    "EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures", "ListingFallbacks", "SweepsCompleted",
+    "WorkDeferred", "NoValidPolicy", "SweepsRefused", "MembersUnavailable", "InputsUnreadable",
+  ]
 
   # Alerts on counts: any in the window fires, per cluster (grouped by infra_id).
   count_alerts = {

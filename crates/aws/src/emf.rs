@@ -278,11 +278,33 @@ mod tests {
             api_calls: 10,
             compliance_lag_ms: vec![4_250, 10],
             by_type: [("ec2:instance".to_string(), ec2), ("s3:bucket".to_string(), bare.clone())].into(),
+            // Counted only since the former encoder: `stops_are_counted_by_kind` below.
+            stops: Default::default(),
         };
         let events_only = Metrics { events_ignored: 3, ..Metrics::default() };
         let no_compliance = Metrics { by_type: [("x".to_string(), bare)].into(), ..Metrics::default() };
         for m in [full, events_only, no_compliance, Metrics::default()] {
             assert_eq!(lines(&m, Cloud::Aws, "c-1", 17), old_lines(&m, Cloud::Aws, "c-1", 17), "{m:?}");
         }
+    }
+
+    /// Why an invocation stopped short reaches CloudWatch: one count per kind, with the
+    /// invocation's own dimensions.
+    #[test]
+    fn stops_are_counted_by_kind() {
+        use tagwarden_core::reason::{Deferred, StopKind};
+        let mut m = Metrics::default();
+        m.stopped(&StopKind::Several(vec![
+            StopKind::Member("account 1: refused".into()),
+            StopKind::Deferred(Deferred::NextSweep),
+            StopKind::Member("account 2: refused".into()),
+        ]));
+        let lines: Vec<Value> =
+            lines(&m, Cloud::Aws, "c1", 17).iter().map(|l| serde_json::from_str(l).expect("json")).collect();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0]["MembersUnavailable"], 2);
+        assert_eq!(lines[0]["WorkDeferred"], 1);
+        assert!(lines[0].get("NoValidPolicy").is_none(), "zeros are not sent: {}", lines[0]);
+        assert_eq!(lines[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Cloud", "InfraID"]]));
     }
 }

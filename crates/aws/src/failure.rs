@@ -34,17 +34,13 @@ impl FailureClass {
         }
     }
 
-    /// The class of a typed reason: only work handed back before the deadline is retryable; of
-    /// several, retryable when any is.
+    /// The class of a typed reason (`StopKind::is_retryable`: only work handed back before the
+    /// deadline is; of several, retryable when any is).
     pub fn of_stop(kind: &StopKind) -> FailureClass {
-        match kind {
-            StopKind::Deferred(_) => FailureClass::Retryable,
-            StopKind::NoPolicy(_) | StopKind::CannotSweep(_) | StopKind::Member(_) | StopKind::Unreadable(_) => {
-                FailureClass::Permanent
-            }
-            StopKind::Several(all) => {
-                all.iter().map(FailureClass::of_stop).fold(FailureClass::Permanent, FailureClass::or)
-            }
+        if kind.is_retryable() {
+            FailureClass::Retryable
+        } else {
+            FailureClass::Permanent
         }
     }
 

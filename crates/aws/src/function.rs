@@ -494,6 +494,9 @@ fn finish(
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default();
     let mut lines: Vec<String> = all.records.iter().map(|r| r.to_json_line()).collect();
     let mut metrics = all.metrics;
+    if let Some(why) = &all.error {
+        metrics.stopped(why.kind());
+    }
     if !metrics.is_empty() {
         metrics.api_calls = target.calls().saturating_sub(calls_before);
         for (cluster, m) in by_cluster(&metrics, &all.records, target.deployment(all.infra_id.as_deref())) {

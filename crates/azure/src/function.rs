@@ -280,12 +280,13 @@ impl Handler {
     }
 
     /// Log the records and send the metrics (best effort).
-    async fn finish(&self, out: Outcome) {
+    async fn finish(&self, mut out: Outcome) {
         for r in &out.records {
             tracing::info!(record = %r.to_json_line(), "reconciled");
         }
         if let Some(e) = &out.error {
             tracing::error!(error = %e, "invocation failed; Event Grid will retry");
+            out.metrics.stopped(e.kind());
         }
         let Some(publisher) = &self.metrics else { return };
         if out.metrics.is_empty() {

@@ -60,6 +60,26 @@ pub enum StopKind {
     Several(Vec<StopKind>),
 }
 
+impl StopKind {
+    /// Whether the same work again can succeed: only work handed back before a deadline is; of
+    /// several, when any is. The Lambda's `errorType` and a queue's redelivery read this.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StopKind::Deferred(_) => true,
+            StopKind::NoPolicy(_) | StopKind::CannotSweep(_) | StopKind::Member(_) | StopKind::Unreadable(_) => false,
+            StopKind::Several(all) => all.iter().any(StopKind::is_retryable),
+        }
+    }
+
+    /// Each single reason, in the order they came (a `Several` unfolded).
+    pub fn each(&self) -> Vec<&StopKind> {
+        match self {
+            StopKind::Several(all) => all.iter().flat_map(StopKind::each).collect(),
+            one => vec![one],
+        }
+    }
+}
+
 impl fmt::Display for StopKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -162,6 +182,26 @@ mod tests {
         for (d, text) in cases {
             assert_eq!(d.to_string(), text);
         }
+    }
+
+    /// Only work handed back before a deadline is retryable; several are when any is.
+    #[test]
+    fn only_deferred_work_is_retryable() {
+        let member = StopKind::Member("m".into());
+        assert!(StopKind::Deferred(Deferred::NextSweep).is_retryable());
+        for permanent in [
+            StopKind::NoPolicy("p".into()),
+            StopKind::CannotSweep("c".into()),
+            member.clone(),
+            StopKind::Unreadable("u".into()),
+        ] {
+            assert!(!permanent.is_retryable(), "{permanent:?}");
+        }
+        let nested =
+            StopKind::Several(vec![member.clone(), StopKind::Several(vec![StopKind::Deferred(Deferred::SweepWindow)])]);
+        assert!(nested.is_retryable());
+        assert!(!StopKind::Several(vec![member.clone(), StopKind::NoPolicy("p".into())]).is_retryable());
+        assert_eq!(nested.each(), vec![&member, &StopKind::Deferred(Deferred::SweepWindow)]);
     }
 
     /// Two reasons joined as outcomes always were: `"<a>; <b>"`, the same one once.

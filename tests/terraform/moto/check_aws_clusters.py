@@ -155,7 +155,7 @@ def main():
             if "InfraID = 'all'" not in got[name]["Metrics"][0]["Expression"]:
                 return f"{name} must watch the deployment's InfraID 'all'"
         # A set's silence is the deployment's (EventsReceived and SweepsCompleted carry
-        # InfraID "all": crates/core/src/report.rs, by_cluster).
+        # InfraID "all": crates/core/src/report/metrics.rs, by_cluster).
         for name in ("tagwarden-no-events", "tagwarden-no-sweep"):
             dims = {d["Name"]: d["Value"] for d in got[name]["Dimensions"]}
             if dims != {"Cloud": "aws", "InfraID": "all"}:

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::record::{Record, Status};
+use crate::reason::StopKind;
 
 pub const NAMESPACE: &str = "TagWarden";
 
@@ -24,8 +25,9 @@ const fn metric(name: &'static str, unit: &'static str, meaning: &'static str) -
     Metric { name, unit, meaning }
 }
 
-/// The invocation's own counts (dimensions `Cloud`, `InfraID`), emitted when not zero.
-pub const EVENT_COUNTS: [Count<Metrics>; 6] = [
+/// The invocation's own counts (dimensions `Cloud`, `InfraID`), emitted when not zero; the last
+/// five are why it stopped short ([`Metrics::stopped`], one per [`StopKind`]).
+pub const EVENT_COUNTS: [Count<Metrics>; 11] = [
     (metric("EventsReceived", "Count", "events that reached the function"), |m| m.events_received),
     (metric("EventsIgnored", "Count", "events of no listed cluster, or not a write"), |m| m.events_ignored),
     (metric("PolicyRejected", "Count", "policy versions rejected (the last good one stays)"), |m| m.policy_rejected),
@@ -34,6 +36,22 @@ pub const EVENT_COUNTS: [Count<Metrics>; 6] = [
         m.listing_fallbacks
     }),
     (metric("SweepsCompleted", "Count", "sweeps that ran to their end"), |m| m.sweeps_completed),
+    (metric("WorkDeferred", "Count", "work handed back before the invocation's deadline (retried)"), |m| {
+        m.stops.deferred
+    }),
+    (metric("NoValidPolicy", "Count", "invocations that wrote nothing: no valid policy (fail closed)"), |m| {
+        m.stops.no_policy
+    }),
+    (metric("SweepsRefused", "Count", "sweeps with nowhere to list, or a part of it refused"), |m| {
+        m.stops.cannot_sweep
+    }),
+    (
+        metric("MembersUnavailable", "Count", "member accounts not had: not listed, unreadable, their role refused"),
+        |m| m.stops.member,
+    ),
+    (metric("InputsUnreadable", "Count", "payloads, events or deliveries tagwarden does not read"), |m| {
+        m.stops.unreadable
+    }),
 ];
 
 /// Per resource type (dimensions `Cloud`, `ResourceType`, `InfraID`), then [`COMPLIANCE_COUNTS`].
@@ -97,6 +115,26 @@ pub struct TypeCounters {
     pub latency_ms: Vec<u64>,
 }
 
+/// Why an invocation stopped short, counted by kind of [`StopKind`] (a `Several` counts each).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopCounts {
+    pub deferred: u64,
+    pub no_policy: u64,
+    pub cannot_sweep: u64,
+    pub member: u64,
+    pub unreadable: u64,
+}
+
+impl StopCounts {
+    fn add(&mut self, other: &StopCounts) {
+        self.deferred += other.deferred;
+        self.no_policy += other.no_policy;
+        self.cannot_sweep += other.cannot_sweep;
+        self.member += other.member;
+        self.unreadable += other.unreadable;
+    }
+}
+
 /// Metrics gathered over one invocation, emitted once at its end.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Metrics {
@@ -119,9 +157,27 @@ pub struct Metrics {
     /// Every record's compliance lag (ms): event-level, so an alarm can take its p99 per cluster.
     pub compliance_lag_ms: Vec<u64>,
     pub by_type: BTreeMap<String, TypeCounters>,
+    /// Why the invocation stopped short, if it did ([`Metrics::stopped`]).
+    pub stops: StopCounts,
 }
 
 impl Metrics {
+    /// Count why the invocation stopped short: each reason once, by kind. The functions call it
+    /// once per invocation, with the outcome's reason, just before the metrics are sent.
+    pub fn stopped(&mut self, why: &StopKind) {
+        for kind in why.each() {
+            let n = match kind {
+                StopKind::Deferred(_) => &mut self.stops.deferred,
+                StopKind::NoPolicy(_) => &mut self.stops.no_policy,
+                StopKind::CannotSweep(_) => &mut self.stops.cannot_sweep,
+                StopKind::Member(_) => &mut self.stops.member,
+                StopKind::Unreadable(_) => &mut self.stops.unreadable,
+                StopKind::Several(_) => continue, // unfolded by `each`
+            };
+            *n += 1;
+        }
+    }
+
     pub fn observe(&mut self, record: &Record) {
         if record.is_listing() {
             self.listing_failures += 1;
@@ -181,6 +237,7 @@ impl Metrics {
         self.corrected += other.corrected;
         self.api_calls += other.api_calls;
         self.compliance_lag_ms.extend(other.compliance_lag_ms);
+        self.stops.add(&other.stops);
         for (t, c) in other.by_type {
             let e = self.by_type.entry(t).or_default();
             e.resources_evaluated += c.resources_evaluated;
@@ -229,6 +286,7 @@ pub fn by_cluster(metrics: &Metrics, records: &[Record], deployment: &str) -> BT
     own.policy_rejected = metrics.policy_rejected;
     own.sweeps_completed = metrics.sweeps_completed;
     own.listing_fallbacks = metrics.listing_fallbacks;
+    own.stops = metrics.stops.clone();
     (own.api_calls, own.corrected) = (metrics.api_calls, metrics.corrected);
     // A resource several events of a batch name has a record in each, counted once.
     let mut seen = std::collections::HashSet::new();
