@@ -217,7 +217,7 @@ fn export(args: &Args, summary: &Summary, format: crate::report::Format) -> anyh
 pub(super) fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
     let Swept { policy, is_set, mut out, in_force, api_calls, seconds } = swept;
     if let Some(e) = &out.error {
-        return Err(anyhow::anyhow!("{e}").into());
+        return Err(stopped(e, !out.rejected.is_empty()));
     }
     // A set's folders of clusters not named: the user's choice, not a rejected policy.
     let (rejected, unnamed): (Vec<_>, Vec<_>) = std::mem::take(&mut out.rejected)
@@ -287,4 +287,43 @@ pub(super) fn summarize(args: &Args, swept: Swept) -> Result<Summary, Failure> {
         records: out.records,
         infra_id: if is_set { None } else { out.infra_id.clone() },
     })
+}
+
+/// The exit of a sweep that stopped short, by its typed reason: no valid policy because every
+/// version was refused is an invalid policy (1, as `validate` says); work handed back is resources
+/// not in line (2); anything else kept the sweep from running (3).
+fn stopped(why: &tagwarden::reason::Stop, refused: bool) -> Failure {
+    use tagwarden::reason::StopKind;
+    let error = anyhow::anyhow!("{why}");
+    let kinds = why.kind().each();
+    if refused && kinds.iter().all(|k| matches!(k, StopKind::NoPolicy(_))) {
+        Failure::Invalid(Some(error))
+    } else if kinds.iter().all(|k| matches!(k, StopKind::Deferred(_))) {
+        Failure::NotInLine(Some(error))
+    } else {
+        Failure::Error(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tagwarden::reason::{Deferred, Stop, StopKind};
+
+    #[test]
+    fn a_stop_exits_by_its_kind() {
+        let code = |f: Failure| match f {
+            Failure::Invalid(_) => 1,
+            Failure::NotInLine(_) => 2,
+            Failure::Error(_) => 3,
+        };
+        let no_policy = Stop::new(StopKind::NoPolicy("no valid policy".into()));
+        assert_eq!(code(stopped(&no_policy, true)), 1);
+        assert_eq!(code(stopped(&no_policy, false)), 3, "nothing refused: the policy could not be had");
+        assert_eq!(code(stopped(&Deferred::NextSweep.into(), false)), 2);
+        assert_eq!(code(stopped(&Stop::new(StopKind::CannotSweep("nowhere to list".into())), false)), 3);
+        let both = no_policy.and(Stop::new(StopKind::Member("account 1: refused".into())));
+        assert_eq!(code(stopped(&both, true)), 3);
+        assert!(matches!(stopped(&both, true), Failure::Error(e) if e.to_string().contains("account 1: refused")));
+    }
 }
