@@ -24,7 +24,8 @@ locals {
 }
 
 # The events queue and its dead-letter queue (modules/queue_with_dlq: SSE, the redrive policy, the
-# Deny of requests without TLS); the statements below are their policies' own.
+# Deny of requests without TLS, the Allow of the EventBridge rules that send to each); the
+# statements below are the events queue's own.
 module "events_queue" {
   source = "./modules/queue_with_dlq"
 
@@ -35,35 +36,16 @@ module "events_queue" {
   receive_wait_time_seconds  = 20
   max_receive_count          = var.max_receive_count
   kms_key_arn                = var.kms_key_arn
-  policy_documents           = [data.aws_iam_policy_document.events_queue.json]
-  dlq_policy_documents       = [data.aws_iam_policy_document.dlq.json]
-  tags                       = local.tags
+  # An organization hub has no rule of its own (events.tf): then no Allow, and the Deny below
+  # refuses every sender, with no empty value list (SQS's policy grammar takes none).
+  eventbridge_rules     = length(local.event_rule_arns) > 0 ? { sid = "EventBridgeRules", rule_arns = local.event_rule_arns } : null
+  policy_documents      = [data.aws_iam_policy_document.events_queue.json]
+  dlq_eventbridge_rules = { sid = "EventBridgeTargetDeadLetters", rule_arns = local.dlq_sender_rule_arns }
+  tags                  = local.tags
 }
 
 data "aws_iam_policy_document" "events_queue" {
-  # An organization hub has no rule of its own (events.tf): then no Allow, and the Deny below
-  # refuses every sender, with no empty value list (SQS's policy grammar takes none).
-  dynamic "statement" {
-    for_each = length(local.event_rule_arns) > 0 ? [1] : []
-    content {
-      sid       = "EventBridgeRules"
-      actions   = ["sqs:SendMessage"]
-      resources = [module.events_queue.arn]
-
-      principals {
-        type        = "Service"
-        identifiers = ["events.amazonaws.com"]
-      }
-
-      condition {
-        test     = "ArnEquals"
-        variable = "aws:SourceArn"
-        values   = local.event_rule_arns
-      }
-    }
-  }
-
-  # The Allow above admits only the rules, but an identity policy elsewhere in the account
+  # The Allow of eventbridge_rules admits only the rules, but an identity policy elsewhere in the account
   # (sqs:SendMessage on "*") would still reach the queue and inject events that the function treats
   # as delivered by the rules. An explicit Deny wins over any Allow ("Policy evaluation logic", IAM
   # User Guide), for every principal of every account. aws:SourceArn is set only when a service
@@ -102,26 +84,6 @@ data "aws_iam_policy_document" "events_queue" {
         variable = "aws:PrincipalArn"
         values   = var.events_queue_redrive_principal_arns
       }
-    }
-  }
-}
-
-
-data "aws_iam_policy_document" "dlq" {
-  statement {
-    sid       = "EventBridgeTargetDeadLetters"
-    actions   = ["sqs:SendMessage"]
-    resources = [module.events_queue.dlq_arn]
-
-    principals {
-      type        = "Service"
-      identifiers = ["events.amazonaws.com"]
-    }
-
-    condition {
-      test     = "ArnEquals"
-      variable = "aws:SourceArn"
-      values   = local.dlq_sender_rule_arns
     }
   }
 }

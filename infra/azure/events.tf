@@ -29,9 +29,8 @@ locals {
       "data.claims.appid"                       = [azurerm_user_assigned_identity.function.client_id]
     } : {}
   }
-  # Event Grid allows at most 25 advanced-filter values per event subscription.
-  arm_filter_value_count = (length(flatten(values(local.arm_filter.string_not_begins_with))) +
-  length(flatten(values(local.arm_filter.string_not_in))))
+  # Event Grid allows at most 25 advanced-filter values per event subscription:
+  # modules/event_subscription checks it.
 
   # "Only one Azure Event Grid system topic is allowed per source (like
   # subscription, resource group, etc.)" (azure-docs, event-grid/system-topics.md). A topic on the
@@ -96,10 +95,9 @@ locals {
   # The subscriptions deliver to the `drift` function and Azure refuses an
   # azure_function_endpoint whose function does not exist yet, so they wait for a published package.
   # Topics in the deployment's subscription take azurerm's event subscription; topics in another
-  # subscription azapi's (the same filter, destination, retry and dead-lettering).
-  arm_subscriptions         = { for s, t in local.arm_topics : s => t if local.package_published }
-  home_arm_subscriptions    = { for s, t in local.arm_subscriptions : s => t if !contains(local.foreign_sources, s) }
-  foreign_arm_subscriptions = { for s, t in local.arm_subscriptions : s => t if contains(local.foreign_sources, s) }
+  # subscription azapi's (the same filter, destination, retry and dead-lettering):
+  # modules/event_subscription, by in_other_subscription.
+  arm_subscriptions = { for s, t in local.arm_topics : s => t if local.package_published }
 
   # Short, stable keys for names and alerts ("rg-<hash>" / "sub-<hash>" of the source id).
   arm_scope_key = {
@@ -162,137 +160,59 @@ resource "azapi_resource" "event_resource_group" {
   tags      = local.tags
 }
 
-# The event subscription of a topic in another subscription: what azurerm_eventgrid_system_topic_
-# event_subscription.arm (below) says, in the REST shape (EventGrid.json 2022-06-15:
-# AzureFunctionEventSubscriptionDestination, AdvancedFilter operatorType StringNotBeginsWith /
-# StringNotIn, RetryPolicy, DeadLetterWithResourceIdentity). The function and the dead-letter
-# container stay in the deployment's subscription: Event Grid takes both by resource id, and
-# Microsoft's own example puts them in another subscription than the topic (azure-rest-api-specs,
-# .../2022-06-15/examples/EventSubscriptions_CreateOrUpdateForCustomTopic_AzureFunctionDestination.json:
-# topic in 5b4b650e-..., function and dead-letter account in 55f3dcd4-...). Inferred, not run here:
-# that a system topic's subscription delivers across subscriptions as that custom topic's does
-# (the EventSubscription schema is the same).
-resource "azapi_resource" "arm_event_subscription" {
-  for_each = local.foreign_arm_subscriptions
+# The event subscriptions, one per ARM source, by modules/event_subscription: azurerm's for a topic
+# in the deployment's subscription, azapi's (the REST shape) for a topic in another. The function
+# and the dead-letter container stay in the deployment's subscription: Event Grid takes both by
+# resource id, and Microsoft's own example puts them in another subscription than the topic
+# (azure-rest-api-specs, .../2022-06-15/examples/
+# EventSubscriptions_CreateOrUpdateForCustomTopic_AzureFunctionDestination.json: topic in
+# 5b4b650e-..., function and dead-letter account in 55f3dcd4-...). Inferred, not run here: that a
+# system topic's subscription delivers across subscriptions as that custom topic's does (the
+# EventSubscription schema is the same).
+#
+# Only successful writes (deletes and failed/cancelled writes never need a tag write), less what the
+# handler would ignore anyway: deployments (the real resources raise their own events), role
+# assignments, policy, ... (ignored_operation_prefixes; Microsoft.Resources/tags/write is
+# deliberately *not* dropped: an external tag edit is drift). Loop safety, first guard: the
+# function's own writes (its identity as RBAC principal and as token appid); second guard: the
+# handler checks the same ids and reconcile is idempotent.
+module "arm_event_subscriptions" {
+  source = "./modules/event_subscription"
 
-  type      = "Microsoft.EventGrid/systemTopics/eventSubscriptions@2022-06-15"
-  name      = "${local.name}-drift"
-  parent_id = each.value.id
-
-  body = {
-    properties = {
-      eventDeliverySchema = "EventGridSchema"
-      destination = {
-        endpointType = "AzureFunction"
-        properties = {
-          resourceId                    = local.drift_function_id
-          maxEventsPerBatch             = 1
-          preferredBatchSizeInKilobytes = 64
-        }
-      }
-      filter = {
-        includedEventTypes = local.arm_filter.included_event_types
-        advancedFilters = concat(
-          [for key, values in local.arm_filter.string_not_begins_with : { operatorType = "StringNotBeginsWith", key = key, values = values }],
-          [for key, values in local.arm_filter.string_not_in : { operatorType = "StringNotIn", key = key, values = values }],
-        )
-      }
-      retryPolicy = {
-        maxDeliveryAttempts      = var.max_delivery_attempts
-        eventTimeToLiveInMinutes = var.event_time_to_live_minutes
-      }
-      deadLetterWithResourceIdentity = {
-        identity = { type = "SystemAssigned" }
-        deadLetterDestination = {
-          endpointType = "StorageBlob"
-          properties = {
-            resourceId        = azurerm_storage_account.policy.id
-            blobContainerName = azurerm_storage_container.dead_letters.name
-          }
-        }
+  subscriptions = {
+    for s, t in local.arm_subscriptions : s => {
+      name                      = "${local.name}-drift"
+      topic_name                = t.name
+      topic_resource_group_name = t.resource_group_name
+      topic_id                  = t.id
+      in_other_subscription     = contains(local.foreign_sources, s)
+      included_event_types      = local.arm_filter.included_event_types
+      advanced_filter = {
+        string_not_begins_with = local.arm_filter.string_not_begins_with
+        string_not_in          = local.arm_filter.string_not_in
       }
     }
   }
-
-  # As the azurerm event subscriptions: the package first, the topic's dead-letter role in effect.
-  depends_on = [terraform_data.package, time_sleep.role_propagation]
-
-  lifecycle {
-    precondition {
-      condition     = local.arm_filter_value_count <= 25
-      error_message = "The ARM event subscription would need more than 25 advanced-filter values (ignored_operation_prefixes + 2 self ids); Event Grid rejects that."
-    }
-  }
-}
-
-################################################################################
-# ARM resource writes: event subscriptions in the deployment's subscription
-################################################################################
-
-resource "azurerm_eventgrid_system_topic_event_subscription" "arm" {
-  for_each = local.home_arm_subscriptions
-
-  name                  = "${local.name}-drift"
-  system_topic          = each.value.name
-  resource_group_name   = each.value.resource_group_name
-  event_delivery_schema = "EventGridSchema"
-
-  # Only successful writes. Deletes and failed/cancelled writes never need a tag write.
-  included_event_types = local.arm_filter.included_event_types
-
-  azure_function_endpoint {
-    function_id                       = local.drift_function_id
-    max_events_per_batch              = 1
-    preferred_batch_size_in_kilobytes = 64
-  }
-
-  # Drop what the handler would ignore anyway (all filters are ANDed; values within one are ORed,
-  # negated operators AND their values; string comparisons are case-insensitive).
-  advanced_filter {
-    # Deployments (the real resources raise their own events), role assignments, policy, ...
-    # Microsoft.Resources/tags/write is deliberately *not* dropped: an external tag edit is drift.
-    dynamic "string_not_begins_with" {
-      for_each = local.arm_filter.string_not_begins_with
-      content {
-        key    = string_not_begins_with.key
-        values = string_not_begins_with.value
-      }
-    }
-
-    # Loop safety, first guard: the function's own writes (its identity as RBAC principal and as
-    # token appid). Second guard: the handler checks the same ids and reconcile is idempotent.
-    dynamic "string_not_in" {
-      for_each = local.arm_filter.string_not_in
-      content {
-        key    = string_not_in.key
-        values = string_not_in.value
-      }
-    }
-  }
-
-  retry_policy {
-    max_delivery_attempts = var.max_delivery_attempts
-    event_time_to_live    = var.event_time_to_live_minutes
-  }
-
-  dead_letter_identity {
-    type = "SystemAssigned"
-  }
-
-  storage_blob_dead_letter_destination {
-    storage_account_id          = azurerm_storage_account.policy.id
-    storage_blob_container_name = azurerm_storage_container.dead_letters.name
-  }
+  function_id                    = local.drift_function_id
+  max_delivery_attempts          = var.max_delivery_attempts
+  event_time_to_live_minutes     = var.event_time_to_live_minutes
+  dead_letter_storage_account_id = azurerm_storage_account.policy.id
+  dead_letter_container_name     = azurerm_storage_container.dead_letters.name
 
   # The package first (the `drift` function must exist), and the topic's dead-letter role in effect.
   depends_on = [terraform_data.package, time_sleep.role_propagation]
+}
 
-  lifecycle {
-    precondition {
-      condition     = local.arm_filter_value_count <= 25
-      error_message = "The ARM event subscription would need more than 25 advanced-filter values (ignored_operation_prefixes + 2 self ids); Event Grid rejects that."
-    }
-  }
+# The event subscriptions were this module's own resources before modules/event_subscription: an
+# upgrade moves them (same keys, same arguments), destroying nothing.
+moved {
+  from = azurerm_eventgrid_system_topic_event_subscription.arm
+  to   = module.arm_event_subscriptions.azurerm_eventgrid_system_topic_event_subscription.this
+}
+
+moved {
+  from = azapi_resource.arm_event_subscription
+  to   = module.arm_event_subscriptions.azapi_resource.this
 }
 
 ################################################################################
@@ -399,13 +319,11 @@ locals {
 
   # One event subscription per ARM source, on its subscription's topic, once the package is published
   # (the azure_function_endpoint must exist, as for the ARM subscriptions). Home and foreign as the
-  # ARM subscriptions: by the source's subscription.
+  # ARM subscriptions: by the source's subscription (in_other_subscription).
   rn_subscriptions = {
     for s in local.arm_sources : s => local.rn_topics[local.rn_source_of[s]]
     if var.resource_notifications && local.package_published
   }
-  home_rn_subscriptions    = { for s, t in local.rn_subscriptions : s => t if !contains(local.foreign_sources, s) }
-  foreign_rn_subscriptions = { for s, t in local.rn_subscriptions : s => t if contains(local.foreign_sources, s) }
 }
 
 # One Resource Notifications topic per subscription, in the deployment's subscription in the module's
@@ -432,92 +350,44 @@ moved {
   to   = module.resource_notifications_topics.azapi_resource.this
 }
 
-# The event subscriptions, one per ARM source: the same function, delivery schema, batch, retry
-# policy and dead-lettering as the ARM subscriptions; the Resource Notifications event type and the
-# source's subject prefix instead of the ARM advanced filters. Event Grid allows 500 event
-# subscriptions per topic (Learn, event-grid/quotas-limits), far above the resource group scopes one
-# deployment lists in a subscription.
-resource "azurerm_eventgrid_system_topic_event_subscription" "resource_notifications" {
-  for_each = local.home_rn_subscriptions
+# The event subscriptions, one per ARM source (modules/event_subscription): the same function,
+# delivery schema, batch, retry policy and dead-lettering as the ARM subscriptions; the Resource
+# Notifications event type and the source's subject prefix instead of the ARM advanced filters.
+# Event Grid allows 500 event subscriptions per topic (Learn, event-grid/quotas-limits), far above
+# the resource group scopes one deployment lists in a subscription.
+module "resource_notifications_event_subscriptions" {
+  source = "./modules/event_subscription"
 
-  # One topic may carry several (one per resource group scope of its subscription): named by source.
-  name                  = "${local.name}-${local.arm_scope_key[each.key]}"
-  system_topic          = each.value.name
-  resource_group_name   = each.value.resource_group_name
-  event_delivery_schema = "EventGridSchema"
-
-  included_event_types = local.rn_filter.included_event_types
-
-  azure_function_endpoint {
-    function_id                       = local.drift_function_id
-    max_events_per_batch              = 1
-    preferred_batch_size_in_kilobytes = 64
+  subscriptions = {
+    for s, t in local.rn_subscriptions : s => {
+      # One topic may carry several (one per resource group scope of its subscription): named by source.
+      name                      = "${local.name}-${local.arm_scope_key[s]}"
+      topic_name                = t.name
+      topic_resource_group_name = t.resource_group_name
+      topic_id                  = t.id
+      in_other_subscription     = contains(local.foreign_sources, s)
+      included_event_types      = local.rn_filter.included_event_types
+      subject_begins_with       = local.rn_filter.subject_begins_with[s]
+    }
   }
-
-  subject_filter {
-    subject_begins_with = local.rn_filter.subject_begins_with[each.key]
-    case_sensitive      = false
-  }
-
-  retry_policy {
-    max_delivery_attempts = var.max_delivery_attempts
-    event_time_to_live    = var.event_time_to_live_minutes
-  }
-
-  dead_letter_identity {
-    type = "SystemAssigned"
-  }
-
-  storage_blob_dead_letter_destination {
-    storage_account_id          = azurerm_storage_account.policy.id
-    storage_blob_container_name = azurerm_storage_container.dead_letters.name
-  }
+  function_id                    = local.drift_function_id
+  max_delivery_attempts          = var.max_delivery_attempts
+  event_time_to_live_minutes     = var.event_time_to_live_minutes
+  dead_letter_storage_account_id = azurerm_storage_account.policy.id
+  dead_letter_container_name     = azurerm_storage_container.dead_letters.name
 
   # As the ARM subscriptions: the package first, the topic's dead-letter role in effect.
   depends_on = [terraform_data.package, time_sleep.role_propagation]
 }
 
-resource "azapi_resource" "resource_notifications_event_subscription" {
-  for_each = local.foreign_rn_subscriptions
+moved {
+  from = azurerm_eventgrid_system_topic_event_subscription.resource_notifications
+  to   = module.resource_notifications_event_subscriptions.azurerm_eventgrid_system_topic_event_subscription.this
+}
 
-  type      = "Microsoft.EventGrid/systemTopics/eventSubscriptions@2022-06-15"
-  name      = "${local.name}-${local.arm_scope_key[each.key]}"
-  parent_id = each.value.id
-
-  body = {
-    properties = {
-      eventDeliverySchema = "EventGridSchema"
-      destination = {
-        endpointType = "AzureFunction"
-        properties = {
-          resourceId                    = local.drift_function_id
-          maxEventsPerBatch             = 1
-          preferredBatchSizeInKilobytes = 64
-        }
-      }
-      filter = {
-        includedEventTypes     = local.rn_filter.included_event_types
-        subjectBeginsWith      = local.rn_filter.subject_begins_with[each.key]
-        isSubjectCaseSensitive = false
-      }
-      retryPolicy = {
-        maxDeliveryAttempts      = var.max_delivery_attempts
-        eventTimeToLiveInMinutes = var.event_time_to_live_minutes
-      }
-      deadLetterWithResourceIdentity = {
-        identity = { type = "SystemAssigned" }
-        deadLetterDestination = {
-          endpointType = "StorageBlob"
-          properties = {
-            resourceId        = azurerm_storage_account.policy.id
-            blobContainerName = azurerm_storage_container.dead_letters.name
-          }
-        }
-      }
-    }
-  }
-
-  depends_on = [terraform_data.package, time_sleep.role_propagation]
+moved {
+  from = azapi_resource.resource_notifications_event_subscription
+  to   = module.resource_notifications_event_subscriptions.azapi_resource.this
 }
 
 ################################################################################

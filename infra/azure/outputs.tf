@@ -66,15 +66,9 @@ output "dead_letter_container_url" {
 output "event_subscription_ids" {
   description = "Event Grid event subscription ids: `arm` (by source: each subscription or resource group scope and each `event_source_subscription_ids` subscription, in any subscription; ResourceWriteSuccess -> drift; empty until the package is published), `resource_notifications` (by the same sources, with `resource_notifications`; Resources.CreatedOrUpdated -> drift, a source's resources by subject; empty until the package is published) and `policy` (policy BlobCreated -> sweep queue)."
   value = {
-    arm = merge(
-      { for s, e in azurerm_eventgrid_system_topic_event_subscription.arm : s => e.id },
-      { for s, e in azapi_resource.arm_event_subscription : s => e.id },
-    )
-    resource_notifications = merge(
-      { for s, e in azurerm_eventgrid_system_topic_event_subscription.resource_notifications : s => e.id },
-      { for s, e in azapi_resource.resource_notifications_event_subscription : s => e.id },
-    )
-    policy = azurerm_eventgrid_system_topic_event_subscription.policy.id
+    arm                    = module.arm_event_subscriptions.ids
+    resource_notifications = module.resource_notifications_event_subscriptions.ids
+    policy                 = azurerm_eventgrid_system_topic_event_subscription.policy.id
   }
 }
 

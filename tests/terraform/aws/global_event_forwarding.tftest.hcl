@@ -50,7 +50,7 @@ run "aws_partition_forwards_with_retries_and_dlq" {
   assert {
     condition = alltrue([for t in aws_cloudwatch_event_target.this :
       length(t.dead_letter_config) == 1 && t.dead_letter_config[0].arn == module.dead_letter_queue.arn &&
-    t.arn == "arn:aws:events:eu-west-1:123456789012:event-bus/default" && t.role_arn == aws_iam_role.this.arn]) && length(aws_cloudwatch_event_target.this) == 2
+    t.arn == "arn:aws:events:eu-west-1:123456789012:event-bus/default" && t.role_arn == module.forward_role.arn]) && length(aws_cloudwatch_event_target.this) == 2
     error_message = "every forwarding target needs the bus, the role and the dead-letter queue"
   }
   assert {

@@ -38,12 +38,12 @@ run "us_east_1_holds_the_role_and_every_rule" {
   assert {
     condition = (toset(keys(aws_cloudwatch_event_rule.hub)) == toset(["ec2", "iam", "route53", "tag_change"]) &&
       toset(keys(aws_iam_role.member)) == toset(["tagwarden-member", "tagwarden-member-1"]) &&
-    aws_iam_role.forward.name == "tagwarden-member-forward-us-east-1")
+    module.forward_role.name == "tagwarden-member-forward-us-east-1")
     error_message = "every rule, the account's member roles and the forwarding role the hub bus admits, in us-east-1"
   }
   assert {
     condition = alltrue([for t in aws_cloudwatch_event_target.hub :
-    t.arn == "arn:aws:events:eu-west-1:999988887777:event-bus/tagwarden-hub" && t.role_arn == aws_iam_role.forward.arn])
+    t.arn == "arn:aws:events:eu-west-1:999988887777:event-bus/tagwarden-hub" && t.role_arn == module.forward_role.arn])
     error_message = "every rule forwards to the hub bus with the forwarding role"
   }
 }

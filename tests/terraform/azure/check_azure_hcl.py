@@ -25,6 +25,8 @@ ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
 MODULE = ROOT / "infra/azure"
 # Every Event Grid system topic of the ARM and Resource Notifications sources, created or existing.
 TOPIC_MODULE = MODULE / "modules/system_topic"
+# Every event subscription to the `drift` function (ARM and Resource Notifications), azurerm or azapi.
+SUBS_MODULE = MODULE / "modules/event_subscription"
 EXAMPLE = ROOT / "infra/examples/azure-basic"
 CLUSTERS_EXAMPLE = ROOT / "infra/examples/azure-clusters"
 MG_EXAMPLE = ROOT / "infra/examples/azure-management-group"
@@ -227,6 +229,81 @@ def check_system_topic_module(tm: dict) -> None:
           and tm["output"].get("topics", {}).get("value") == "${local.topics}", topics)
 
 
+SUBS: dict = {}
+
+
+def check_event_subscription_module(sm: dict) -> None:
+    """modules/event_subscription: each subscription by azurerm on a topic in the provider's
+    subscription or by azapi (the REST shape) on one in another; the same delivery, retry policy and
+    dead-lettering in both forms; advanced filters or a subject prefix; one map of ids out."""
+    SR, SL, SV = sm["resource"], sm["locals"], sm["variable"]
+    es = SR.get(("azurerm_eventgrid_system_topic_event_subscription", "this"), {})
+    dyn = {k: v for d in es.get("dynamic", []) for k, v in d.items()}
+    af = json.dumps(dyn.get("advanced_filter"))
+    sf = first((dyn.get("subject_filter") or {}).get("content"))
+    check("event_subscription: azurerm on topics of the provider's subscription: name, topic, group, Event Grid schema, event types, one event per batch to the function",
+          es.get("for_each") == "${local.home}" and "!s.in_other_subscription" in str(SL.get("home"))
+          and es.get("name") == "${each.value.name}" and es.get("system_topic") == "${each.value.topic_name}"
+          and es.get("resource_group_name") == "${each.value.topic_resource_group_name}"
+          and es.get("event_delivery_schema") == "EventGridSchema" and es.get("included_event_types") == "${each.value.included_event_types}"
+          and first(es.get("azure_function_endpoint")) == {"function_id": "${var.function_id}", "max_events_per_batch": 1,
+                                                           "preferred_batch_size_in_kilobytes": 64}, f"{es}")
+    check("event_subscription: azurerm renders advanced_filter (string_not_begins_with, string_not_in) or a subject filter without case, each only when given",
+          "each.value.advanced_filter == null ? [] : [each.value.advanced_filter]" in af
+          and all(x in af for x in ('"string_not_begins_with"', '"string_not_in"'))
+          and sf.get("subject_begins_with") == "${subject_filter.value}" and sf.get("case_sensitive") is False
+          and "each.value.subject_begins_with == null ? []" in str((dyn.get("subject_filter") or {}).get("for_each")), af)
+    rp, dl = first(es.get("retry_policy")), first(es.get("storage_blob_dead_letter_destination"))
+    check("event_subscription: azurerm retry policy and dead letters (topic identity) into the caller's container",
+          rp == {"max_delivery_attempts": "${var.max_delivery_attempts}", "event_time_to_live": "${var.event_time_to_live_minutes}"}
+          and first(es.get("dead_letter_identity")).get("type") == "SystemAssigned"
+          and dl == {"storage_account_id": "${var.dead_letter_storage_account_id}", "storage_blob_container_name": "${var.dead_letter_container_name}"},
+          f"{rp} {dl}")
+    aes = SR.get(("azapi_resource", "this"), {})
+    ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
+    dest, flt = ap.get("destination") or {}, str(ap.get("filter") or "")
+    adl = ap.get("deadLetterWithResourceIdentity") or {}
+    check("event_subscription: azapi on topics of another subscription (parent id = the topic): the same delivery, filter, retry and dead-lettering in the REST shape",
+          aes.get("for_each") == "${local.foreign}" and "s.in_other_subscription" in str(SL.get("foreign")) and "!" not in str(SL.get("foreign"))
+          and aes.get("parent_id") == "${each.value.topic_id}" and aes.get("name") == "${each.value.name}"
+          and str(aes.get("type", "")).startswith("Microsoft.EventGrid/systemTopics/eventSubscriptions@")
+          and ap.get("eventDeliverySchema") == "EventGridSchema"
+          and dest.get("endpointType") == "AzureFunction" and (dest.get("properties") or {}).get("resourceId") == "${var.function_id}"
+          and (dest.get("properties") or {}).get("maxEventsPerBatch") == 1
+          and all(x in flt for x in ("includedEventTypes = each.value.included_event_types", "StringNotBeginsWith", "f.string_not_begins_with",
+                                     "StringNotIn", "f.string_not_in", "if f != null",
+                                     "subjectBeginsWith = s, isSubjectCaseSensitive = false} if s != null"))
+          and (adl.get("identity") or {}).get("type") == "SystemAssigned"
+          and ((adl.get("deadLetterDestination") or {}).get("properties") or {}).get("blobContainerName") == "${var.dead_letter_container_name}"
+          and (ap.get("retryPolicy") or {}).get("maxDeliveryAttempts") == "${var.max_delivery_attempts}", f"{ap}")
+    check("event_subscription: both forms refuse more than 25 advanced-filter values (Event Grid's limit)",
+          all("local.advanced_filter_value_count[each.key] <= 25" in json.dumps(r.get("lifecycle")) for r in (es, aes))
+          and "string_not_begins_with" in str(SL.get("advanced_filter_value_count")), f"{SL.get('advanced_filter_value_count')}")
+    ids = str(sm["output"].get("ids", {}).get("value"))
+    check("event_subscription: output ids merges azurerm's and azapi's by key",
+          "azurerm_eventgrid_system_topic_event_subscription.this" in ids and "azapi_resource.this" in ids, ids)
+
+
+def check_subscription_call(mod: dict, call: str, subs: str) -> dict:
+    """A call of modules/event_subscription in infra/azure: every subscription of local.<subs>, home
+    or foreign by the source's subscription, to the drift function, the module's retry policy and
+    dead-letter container, after the package and the role propagation. Returns the call."""
+    m = mod["module"].get(call, {})
+    sp = str(m.get("subscriptions", ""))
+    check(f"{call}: every subscription of local.{subs} through modules/event_subscription (azapi for another subscription's topic), "
+          "to the drift function, the retry policy, the dead-letter container, after the package and the role propagation",
+          m.get("source") == "./modules/event_subscription" and sp.startswith("${{for s, t in local.%s : s => {" % subs)
+          and all(x in sp for x in ("topic_name = t.name", "topic_resource_group_name = t.resource_group_name", "topic_id = t.id",
+                                    "in_other_subscription = contains(local.foreign_sources, s)"))
+          and m.get("function_id") == "${local.drift_function_id}"
+          and m.get("max_delivery_attempts") == "${var.max_delivery_attempts}"
+          and m.get("event_time_to_live_minutes") == "${var.event_time_to_live_minutes}"
+          and m.get("dead_letter_storage_account_id") == "${azurerm_storage_account.policy.id}"
+          and m.get("dead_letter_container_name") == "${azurerm_storage_container.dead_letters.name}"
+          and set(m.get("depends_on", [])) >= {"${terraform_data.package}", "${time_sleep.role_propagation}"}, f"{m}")
+    return m
+
+
 def check_topic_call(mod: dict, L: dict, call: str, specs: str, topics: str, existing_var: str) -> None:
     m = mod["module"].get(call, {})
     check(f"{call}: every topic through modules/system_topic ({existing_var} named in its messages), local.{topics} its output",
@@ -309,25 +386,10 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
           f"{rg}")
     check("existing topics in other subscriptions are read by id in the source's subscription and the named group",
           "try(local.existing_topic_of[s].resource_group_name," in specs and "try(local.existing_topic_of[s].name," in specs, specs)
-    aes = R.get(("azapi_resource", "arm_event_subscription"), {})
-    ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
-    dest, flt = ap.get("destination") or {}, ap.get("filter") or {}
-    dl = ap.get("deadLetterWithResourceIdentity") or {}
-    check("the event subscription of a topic in another subscription: same function, filter, retry and dead-lettering as azurerm's",
-          aes.get("for_each") == "${local.foreign_arm_subscriptions}" and aes.get("parent_id") == "${each.value.id}"
-          and str(aes.get("type", "")).startswith("Microsoft.EventGrid/systemTopics/eventSubscriptions@")
-          and ap.get("eventDeliverySchema") == "EventGridSchema"
-          and dest.get("endpointType") == "AzureFunction" and (dest.get("properties") or {}).get("resourceId") == "${local.drift_function_id}"
-          and (dest.get("properties") or {}).get("maxEventsPerBatch") == 1
-          and flt.get("includedEventTypes") == "${local.arm_filter.included_event_types}"
-          and all(x in str(flt.get("advancedFilters")) for x in ("StringNotBeginsWith", "local.arm_filter.string_not_begins_with",
-                                                                "StringNotIn", "local.arm_filter.string_not_in"))
-          and (dl.get("identity") or {}).get("type") == "SystemAssigned"
-          and ((dl.get("deadLetterDestination") or {}).get("properties") or {}).get("blobContainerName") == "${azurerm_storage_container.dead_letters.name}"
-          and (ap.get("retryPolicy") or {}).get("maxDeliveryAttempts") == "${var.max_delivery_attempts}"
-          and set(aes.get("depends_on", [])) >= {"${terraform_data.package}", "${time_sleep.role_propagation}"}
-          and "local.arm_filter_value_count <= 25" in json.dumps(aes.get("lifecycle"))
-          and "contains(local.foreign_sources, s)" in str(L.get("foreign_arm_subscriptions")), f"{ap}")
+    m = check_subscription_call(mod, "arm_event_subscriptions", "arm_subscriptions")
+    check("the event subscription of a topic in another subscription (azapi in modules/event_subscription): the ARM filter as at home",
+          "advanced_filter = {string_not_begins_with = local.arm_filter.string_not_begins_with, string_not_in = local.arm_filter.string_not_in}"
+          in str(m.get("subscriptions")), f"{m}")
 
     # Roles once at the management group: scope = the management group id, the role definition id
     # in the form ARM returns at that scope; the custom role assignable there.
@@ -356,8 +418,8 @@ def check_management_groups(mod: dict, V: dict, L: dict, R: dict, ra: dict, rdef
           contract.get("TAGWARDEN_SWEEP_SCOPES") == '${join(",", sort(tolist(local.enforcement_scopes)))}'
           and "keys(local.arm_topics)" in str(contract.get("TAGWARDEN_EVENT_TOPICS")))
     out = json.dumps(mod["output"].get("event_subscription_ids", {}))
-    check("output event_subscription_ids.arm includes the event subscriptions in other subscriptions",
-          "azapi_resource.arm_event_subscription" in out and "azurerm_eventgrid_system_topic_event_subscription.arm" in out)
+    check("output event_subscription_ids.arm includes the event subscriptions in other subscriptions (the module's ids: azurerm's and azapi's)",
+          "module.arm_event_subscriptions.ids" in out)
 
 
 RN_TOPIC_TYPE = "Microsoft.ResourceNotifications.Resources"
@@ -420,41 +482,19 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
     # published; the ARM subscriptions' destination, retry and dead-lettering.
     check("one event subscription per ARM source on its subscription's topic, only with the option and a published package; home/foreign by the source",
           L.get("rn_subscriptions") == "${{for s in local.arm_sources : s => local.rn_topics[local.rn_source_of[s]] if var.resource_notifications && local.package_published}}"
-          and "!contains(local.foreign_sources, s)" in str(L.get("home_rn_subscriptions"))
-          and "contains(local.foreign_sources, s)" in str(L.get("foreign_rn_subscriptions"))
-          and "!contains" not in str(L.get("foreign_rn_subscriptions")), f"{L.get('rn_subscriptions')}")
-    es = R.get(("azurerm_eventgrid_system_topic_event_subscription", "resource_notifications"), {})
-    arm = R.get(("azurerm_eventgrid_system_topic_event_subscription", "arm"), {})
-    sf = first(es.get("subject_filter"))
-    check("azurerm event subscription: CreatedOrUpdated to drift, subject '<source>/' without case, no advanced filter, named by source (<= 64 characters)",
-          es.get("for_each") == "${local.home_rn_subscriptions}" and es.get("system_topic") == "${each.value.name}"
-          and es.get("resource_group_name") == "${each.value.resource_group_name}"
-          and resolve(es.get("included_event_types"), L) == [RN_EVENT] and es.get("event_delivery_schema") == "EventGridSchema"
-          and first(es.get("azure_function_endpoint")) == first(arm.get("azure_function_endpoint"))
-          and sf.get("subject_begins_with") == "${local.rn_filter.subject_begins_with[each.key]}" and sf.get("case_sensitive") is False
-          and "advanced_filter" not in es
+          , f"{L.get('rn_subscriptions')}")
+    m = check_subscription_call(mod, "resource_notifications_event_subscriptions", "rn_subscriptions")
+    arm = mod["module"].get("arm_event_subscriptions", {})
+    sp = str(m.get("subscriptions", ""))
+    types = resolve("${local.rn_filter.included_event_types}", L)
+    check("event subscriptions: CreatedOrUpdated to drift, subject '<source>/' (without case: the module), no advanced filter, named by source (<= 64 characters)",
+          "included_event_types = local.rn_filter.included_event_types" in sp and types == [RN_EVENT]
+          and "subject_begins_with = local.rn_filter.subject_begins_with[s]" in sp and "advanced_filter" not in sp
           # name: <name>-<infra_id> is at most 20 + 1 + 27 characters (variables.tf regexes), arm_scope_key 12.
-          and es.get("name") == "${local.name}-${local.arm_scope_key[each.key]}" and 48 + 1 + 12 <= 64, f"{es}")
-    check("azurerm event subscription: the ARM subscriptions' retry policy, dead-lettering and wait for the package and role propagation",
-          first(es.get("retry_policy")) == first(arm.get("retry_policy")) and first(es.get("retry_policy"))
-          and first(es.get("dead_letter_identity")) == first(arm.get("dead_letter_identity"))
-          and first(es.get("storage_blob_dead_letter_destination")) == first(arm.get("storage_blob_dead_letter_destination"))
-          and first(es.get("storage_blob_dead_letter_destination"))
-          and set(es.get("depends_on", [])) >= {"${terraform_data.package}", "${time_sleep.role_propagation}"}, f"{es}")
-    aes = R.get(("azapi_resource", "resource_notifications_event_subscription"), {})
-    aarm = R.get(("azapi_resource", "arm_event_subscription"), {})
-    ap = ((aes.get("body") or {}).get("properties") or {}) if isinstance(aes.get("body"), dict) else {}
-    aap = ((aarm.get("body") or {}).get("properties") or {}) if isinstance(aarm.get("body"), dict) else {}
-    flt = ap.get("filter") or {}
-    check("azapi event subscription in another subscription: the same filter in the REST shape, the ARM one's destination, retry and dead-lettering",
-          aes.get("for_each") == "${local.foreign_rn_subscriptions}" and aes.get("parent_id") == "${each.value.id}"
-          and str(aes.get("type", "")).startswith("Microsoft.EventGrid/systemTopics/eventSubscriptions@")
-          and aes.get("name") == es.get("name")
-          and flt.get("includedEventTypes") == "${local.rn_filter.included_event_types}"
-          and flt.get("subjectBeginsWith") == "${local.rn_filter.subject_begins_with[each.key]}" and flt.get("isSubjectCaseSensitive") is False
-          and "advancedFilters" not in flt
-          and all(ap.get(k) == aap.get(k) and ap.get(k) for k in ("eventDeliverySchema", "destination", "retryPolicy", "deadLetterWithResourceIdentity"))
-          and set(aes.get("depends_on", [])) >= {"${terraform_data.package}", "${time_sleep.role_propagation}"}, f"{ap}")
+          and 'name = "${local.name}-${local.arm_scope_key[s]}"' in sp and 48 + 1 + 12 <= 64, sp)
+    check("event subscriptions: the ARM subscriptions' function, retry policy and dead-lettering",
+          all(m.get(k) == arm.get(k) and m.get(k) for k in ("function_id", "max_delivery_attempts", "event_time_to_live_minutes",
+                                                           "dead_letter_storage_account_id", "dead_letter_container_name")), f"{m}")
 
     # The function accepts their deliveries; dead-lettering, alerts, workbook and outputs cover them.
     contract = L.get("contract_app_settings", {}) if isinstance(L.get("contract_app_settings"), dict) else {}
@@ -468,8 +508,7 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
           and "local.rn_topics" in str(L.get("dead_letter_topics")) and "local.rn_topics" in wb)
     outs = json.dumps({k: mod["output"].get(k, {}) for k in ("system_topic_ids", "event_subscription_ids")})
     check("outputs system_topic_ids and event_subscription_ids carry resource_notifications",
-          "local.rn_topics" in outs and "azurerm_eventgrid_system_topic_event_subscription.resource_notifications" in outs
-          and "azapi_resource.resource_notifications_event_subscription" in outs)
+          "local.rn_topics" in outs and "module.resource_notifications_event_subscriptions.ids" in outs)
     doc = readme.split("## Resource Notifications (preview)")[1].split("\n## ")[0] if "## Resource Notifications (preview)" in readme else ""
     check("README 'Resource Notifications (preview)': what is created, which event each type takes, why ResourceWriteSuccess stays, "
           "the deployer's permission, preview, one topic per source",
@@ -481,9 +520,10 @@ def check_resource_notifications(mod: dict, V: dict, L: dict, R: dict, ra: dict,
 
 
 def main() -> int:
-    global TOPICS
+    global TOPICS, SUBS
     _, mod = parse_dir(MODULE)
     TOPICS = topic_module()
+    _, SUBS = parse_dir(SUBS_MODULE)
     _, ex = parse_dir(EXAMPLE)
     R, L, V = mod["resource"], mod["locals"], mod["variable"]
     mod_text, ex_text = text_of(MODULE), text_of(EXAMPLE)
@@ -503,7 +543,7 @@ def main() -> int:
         ("azurerm_storage_container", "policy"), ("azurerm_storage_container", "dead_letters"),
         ("azurerm_storage_container", "deployment"), ("azurerm_service_plan", "this"),
         ("azurerm_function_app_flex_consumption", "this"),
-        ("azurerm_eventgrid_system_topic", "policy"), ("azurerm_eventgrid_system_topic_event_subscription", "arm"),
+        ("azurerm_eventgrid_system_topic", "policy"),
         ("azurerm_storage_queue", "sweep"), ("azurerm_storage_queue", "sweep_poison"),
         ("time_sleep", "role_propagation"), ("terraform_data", "package"),
         ("azurerm_eventgrid_system_topic_event_subscription", "policy"), ("azurerm_log_analytics_workspace", "this"),
@@ -613,8 +653,13 @@ def main() -> int:
     want = [("azurerm_eventgrid_system_topic.arm", "module.arm_topics.azurerm_eventgrid_system_topic.this"),
             ("azapi_resource.arm_topic", "module.arm_topics.azapi_resource.this"),
             ("azurerm_eventgrid_system_topic.resource_notifications", "module.resource_notifications_topics.azurerm_eventgrid_system_topic.this"),
-            ("azapi_resource.resource_notifications_topic", "module.resource_notifications_topics.azapi_resource.this")]
-    check("the topics created before modules/system_topic move into it (moved blocks: nothing destroyed on upgrade)",
+            ("azapi_resource.resource_notifications_topic", "module.resource_notifications_topics.azapi_resource.this"),
+            ("azurerm_eventgrid_system_topic_event_subscription.arm", "module.arm_event_subscriptions.azurerm_eventgrid_system_topic_event_subscription.this"),
+            ("azapi_resource.arm_event_subscription", "module.arm_event_subscriptions.azapi_resource.this"),
+            ("azurerm_eventgrid_system_topic_event_subscription.resource_notifications",
+             "module.resource_notifications_event_subscriptions.azurerm_eventgrid_system_topic_event_subscription.this"),
+            ("azapi_resource.resource_notifications_event_subscription", "module.resource_notifications_event_subscriptions.azapi_resource.this")]
+    check("the topics and event subscriptions created before modules/system_topic and modules/event_subscription move into them (moved blocks: nothing destroyed on upgrade)",
           all(w in moves for w in want), f"{moves}")
     subs_topics = [n for (t, n), b in R.items() if t == "azurerm_eventgrid_system_topic"
                    and "subscription_id" in str(b.get("source_resource_id"))]
@@ -624,21 +669,20 @@ def main() -> int:
           and "!contains(keys(local.existing_topic_of), s)" in str(L.get("created_foreign_topic_sources"))
           and "lower(k) == lower(s)" in str(L.get("existing_topic_of"))
           and var_default(V, "existing_system_topics") == {})
-    es = R.get(("azurerm_eventgrid_system_topic_event_subscription", "arm"), {})
-    check("one ARM event subscription per topic in this subscription, on the topic's own resource group",
-          es.get("for_each") == "${local.home_arm_subscriptions}" and es.get("system_topic") == "${each.value.name}"
-          and es.get("resource_group_name") == "${each.value.resource_group_name}"
-          and "!contains(local.foreign_sources, s)" in str(L.get("home_arm_subscriptions"))
-          and "local.arm_subscriptions" in str(L.get("home_arm_subscriptions")))
+    check_event_subscription_module(SUBS)
+    m = check_subscription_call(mod, "arm_event_subscriptions", "arm_subscriptions")
+    sp = str(m.get("subscriptions", ""))
+    check("one ARM event subscription per topic (on the topic's own resource group: modules/event_subscription), named <name>-drift",
+          'name = "${local.name}-drift"' in sp and "topic_resource_group_name = t.resource_group_name" in sp, sp)
     check("ARM event subscriptions only once the package is published, after terraform_data.package",
           "local.arm_topics" in str(L.get("arm_subscriptions")) and "if local.package_published" in str(L.get("arm_subscriptions"))
-          and "${terraform_data.package}" in es.get("depends_on", []))
-    types = resolve(es.get("included_event_types"), L)
+          and "${terraform_data.package}" in m.get("depends_on", []))
+    types = resolve("${local.arm_filter.included_event_types}", L)
     check("ARM event subscription includes only Microsoft.Resources.ResourceWriteSuccess",
-          types == ["Microsoft.Resources.ResourceWriteSuccess"], f"got {types}")
-    check("ARM event subscription: Event Grid schema, azure_function_endpoint -> function `drift`",
-          es.get("event_delivery_schema") == "EventGridSchema"
-          and first(es.get("azure_function_endpoint")).get("function_id") == "${local.drift_function_id}"
+          "included_event_types = local.arm_filter.included_event_types" in sp
+          and types == ["Microsoft.Resources.ResourceWriteSuccess"], f"got {types}")
+    check("ARM event subscription: Event Grid schema (the module), azure function endpoint -> function `drift`",
+          m.get("function_id") == "${local.drift_function_id}"
           and str(L.get("drift_function_id", "")).endswith("/functions/${local.function_drift_name}")
           and L.get("function_drift_name") == "drift")
     nbw = resolve("${local.arm_filter.string_not_begins_with}", L)
@@ -647,19 +691,17 @@ def main() -> int:
           isinstance(nbw, dict) and nbw.get("data.operationName") == "${var.ignored_operation_prefixes}"
           and "Microsoft.Resources/deployments/" in prefixes and "Microsoft.Authorization/" in prefixes
           and not any(p.lower().startswith("microsoft.resources/tags") for p in prefixes))
-    af = json.dumps(es.get("advanced_filter"))
-    check("ARM filter: advanced_filter renders string_not_begins_with and string_not_in (self); scoping is the topic's source",
-          all(s in af for s in ('"string_not_begins_with"', '"string_not_in"')))
+    check("ARM filter: advanced_filter carries string_not_begins_with and string_not_in (self); scoping is the topic's source",
+          "advanced_filter = {string_not_begins_with = local.arm_filter.string_not_begins_with, string_not_in = local.arm_filter.string_not_in}" in sp, sp)
     check("ARM filter: self exclusion keys", "data.authorization.evidence.principalId" in str(L.get("arm_filter"))
           and "data.claims.appid" in str(L.get("arm_filter")))
-    for key in ("arm", "policy"):
-        s = R.get(("azurerm_eventgrid_system_topic_event_subscription", key), {})
-        dl = first(s.get("storage_blob_dead_letter_destination"))
-        rp = first(s.get("retry_policy"))
-        check(f"{key} event subscription dead-letters to the dead-letter container (topic identity) with a retry policy",
-              dl.get("storage_blob_container_name") == "${azurerm_storage_container.dead_letters.name}"
-              and first(s.get("dead_letter_identity")).get("type") == "SystemAssigned"
-              and "max_delivery_attempts" in rp and "event_time_to_live" in rp)
+    s = R.get(("azurerm_eventgrid_system_topic_event_subscription", "policy"), {})
+    dl = first(s.get("storage_blob_dead_letter_destination"))
+    rp = first(s.get("retry_policy"))
+    check("policy event subscription dead-letters to the dead-letter container (topic identity) with a retry policy",
+          dl.get("storage_blob_container_name") == "${azurerm_storage_container.dead_letters.name}"
+          and first(s.get("dead_letter_identity")).get("type") == "SystemAssigned"
+          and "max_delivery_attempts" in rp and "event_time_to_live" in rp)
 
     # Event Grid: policy blob subscription -> sweep queue.
     ptopic = R.get(("azurerm_eventgrid_system_topic", "policy"), {})
@@ -751,7 +793,7 @@ def main() -> int:
           and var_default(V, "role_assignment_propagation_wait") == "10m"
           and "azurerm_role_assignment.policy_writers" in trig and "azurerm_role_assignment.dead_letter_writer" in trig
           and "azurerm_role_assignment.sweep_queue_sender" in trig and blobs_wait
-          and "${time_sleep.role_propagation}" in es.get("depends_on", [])
+          and "${time_sleep.role_propagation}" in mod["module"].get("arm_event_subscriptions", {}).get("depends_on", [])
           and "${time_sleep.role_propagation}" in pes.get("depends_on", []))
     check("policy container scope is the container, not the account",
           str(L.get("policy_container_scope", "")).endswith("/blobServices/default/containers/${azurerm_storage_container.policy.name}"))
@@ -834,7 +876,8 @@ def main() -> int:
     hourly = str(by_name.get("compliance-over-time", {}).get("content", {}).get("query", ""))
     would = str(by_name.get("would-write-over-time", {}).get("content", {}).get("query", ""))
     mtile = json.dumps(by_name.get("metric-inline-drifted", {}))
-    report_rs = (ROOT / "crates/core/src/report.rs").read_text()
+    # The core's report module (crates/core/src/report/: the records and the metrics table).
+    report_rs = "\n".join(p.read_text() for p in sorted((ROOT / "crates/core/src/report").glob("*.rs")))
     metrics_rs = (ROOT / "crates/azure/src/metrics.rs").read_text()
     rust_status = set(re.findall(r'Status::[A-Za-z]+ => "([a-z-]+)"', report_rs))
     kql_status = set(re.findall(r"'([a-z]+(?:-[a-z]+)*)'", kql.split("| extend InLine", 1)[-1]))

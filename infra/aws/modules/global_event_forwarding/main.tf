@@ -8,41 +8,26 @@ data "aws_region" "current" {}
 data "aws_caller_identity" "current" {}
 data "aws_partition" "current" {}
 
-data "aws_iam_policy_document" "assume" {
-  statement {
-    actions = ["sts:AssumeRole"]
+# The role the rules' targets carry to put events on the target bus (../forwarding_role).
+module "forward_role" {
+  source = "../forwarding_role"
 
-    principals {
-      type        = "Service"
-      identifiers = ["events.amazonaws.com"]
-    }
-
-    condition {
-      test     = "StringEquals"
-      variable = "aws:SourceAccount"
-      values   = [data.aws_caller_identity.current.account_id]
-    }
-  }
+  name                 = "${var.name}-forward"
+  description          = "Forwards tagwarden global-service events (IAM, Route 53) from us-east-1 to ${var.target_event_bus_arn}"
+  target_event_bus_arn = var.target_event_bus_arn
+  tags                 = var.tags
 }
 
-resource "aws_iam_role" "this" {
-  name               = "${var.name}-forward"
-  description        = "Forwards tagwarden global-service events (IAM, Route 53) from us-east-1 to ${var.target_event_bus_arn}"
-  assume_role_policy = data.aws_iam_policy_document.assume.json
-  tags               = var.tags
+# The role and its policy were this module's own before ../forwarding_role: moved (an upgrade
+# destroys nothing).
+moved {
+  from = aws_iam_role.this
+  to   = module.forward_role.aws_iam_role.this
 }
 
-data "aws_iam_policy_document" "put_events" {
-  statement {
-    actions   = ["events:PutEvents"]
-    resources = [var.target_event_bus_arn]
-  }
-}
-
-resource "aws_iam_role_policy" "this" {
-  name   = "put-events"
-  role   = aws_iam_role.this.id
-  policy = data.aws_iam_policy_document.put_events.json
+moved {
+  from = aws_iam_role_policy.this
+  to   = module.forward_role.aws_iam_role_policy.this
 }
 
 # One rule per pattern (iam, route53). The IAM rule keeps the name and address it had in the former
@@ -101,27 +86,8 @@ module "dead_letter_queue" {
   name                      = "${var.name}-forward-dlq"
   create_dlq                = false
   message_retention_seconds = 1209600 # 14 days, the maximum
-  policy_documents          = [data.aws_iam_policy_document.dlq.json]
+  eventbridge_rules         = { sid = "ForwardingRuleDeadLetters", rule_arns = [for r in aws_cloudwatch_event_rule.this : r.arn] }
   tags                      = var.tags
-}
-
-data "aws_iam_policy_document" "dlq" {
-  statement {
-    sid       = "ForwardingRuleDeadLetters"
-    actions   = ["sqs:SendMessage"]
-    resources = [module.dead_letter_queue.arn]
-
-    principals {
-      type        = "Service"
-      identifiers = ["events.amazonaws.com"]
-    }
-
-    condition {
-      test     = "ArnEquals"
-      variable = "aws:SourceArn"
-      values   = [for r in aws_cloudwatch_event_rule.this : r.arn]
-    }
-  }
 }
 
 # The queue and its policy were this module's own resources before queue_with_dlq: moved (an
@@ -142,7 +108,7 @@ resource "aws_cloudwatch_event_target" "this" {
   rule      = each.value.name
   target_id = "tagwarden-region-bus"
   arn       = var.target_event_bus_arn
-  role_arn  = aws_iam_role.this.arn
+  role_arn  = module.forward_role.arn
 
   retry_policy {
     maximum_event_age_in_seconds = var.maximum_event_age_in_seconds

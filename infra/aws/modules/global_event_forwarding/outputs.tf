@@ -5,7 +5,7 @@ output "rule_arns" {
 
 output "role_arn" {
   description = "ARN of the role EventBridge uses to put events on the target bus."
-  value       = aws_iam_role.this.arn
+  value       = module.forward_role.arn
 }
 
 output "dlq_arn" {

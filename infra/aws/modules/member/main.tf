@@ -5,7 +5,6 @@
 # admits the organization's accounts).
 
 data "aws_region" "current" {}
-data "aws_caller_identity" "current" {}
 
 locals {
   global_services = ["iam", "route53"]
@@ -50,41 +49,27 @@ resource "aws_iam_role_policy" "auditor" {
   policy = var.auditor_role.policy_json
 }
 
-data "aws_iam_policy_document" "forward_assume" {
-  statement {
-    actions = ["sts:AssumeRole"]
+# The role the rules' targets carry to put events on the hub's bus (its name is the one the hub bus
+# policy admits: `<member_role_name>-forward-<region>`).
+module "forward_role" {
+  source = "../forwarding_role"
 
-    principals {
-      type        = "Service"
-      identifiers = ["events.amazonaws.com"]
-    }
-
-    condition {
-      test     = "StringEquals"
-      variable = "aws:SourceAccount"
-      values   = [data.aws_caller_identity.current.account_id]
-    }
-  }
+  name                 = "${var.member_role_name}-forward-${data.aws_region.current.name}"
+  description          = "tagwarden: EventBridge forwards this account's events to ${var.hub_event_bus_arn}"
+  target_event_bus_arn = var.hub_event_bus_arn
+  tags                 = var.tags
 }
 
-resource "aws_iam_role" "forward" {
-  name               = "${var.member_role_name}-forward-${data.aws_region.current.name}"
-  description        = "tagwarden: EventBridge forwards this account's events to ${var.hub_event_bus_arn}"
-  assume_role_policy = data.aws_iam_policy_document.forward_assume.json
-  tags               = var.tags
+# The role and its policy were this module's own before ../forwarding_role: moved (an upgrade
+# destroys nothing).
+moved {
+  from = aws_iam_role.forward
+  to   = module.forward_role.aws_iam_role.this
 }
 
-data "aws_iam_policy_document" "forward" {
-  statement {
-    actions   = ["events:PutEvents"]
-    resources = [var.hub_event_bus_arn]
-  }
-}
-
-resource "aws_iam_role_policy" "forward" {
-  name   = "put-events"
-  role   = aws_iam_role.forward.id
-  policy = data.aws_iam_policy_document.forward.json
+moved {
+  from = aws_iam_role_policy.forward
+  to   = module.forward_role.aws_iam_role_policy.this
 }
 
 resource "aws_cloudwatch_event_rule" "hub" {
@@ -101,7 +86,7 @@ resource "aws_cloudwatch_event_target" "hub" {
 
   rule     = aws_cloudwatch_event_rule.hub[each.key].name
   arn      = var.hub_event_bus_arn
-  role_arn = aws_iam_role.forward.arn
+  role_arn = module.forward_role.arn
 }
 
 # One role became a role per share of the account's clusters (the default name's).

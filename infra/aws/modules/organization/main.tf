@@ -166,6 +166,7 @@ module "member_events_queue" {
   dlq_name                   = "${var.name}-org-dlq"
   visibility_timeout_seconds = 6 * var.function_timeout_seconds
   max_receive_count          = var.max_receive_count
+  eventbridge_rules          = { sid = "HubBusRule", rule_arns = [aws_cloudwatch_event_rule.member_events.arn] }
   policy_documents           = [data.aws_iam_policy_document.member_events_queue.json]
   tags                       = var.tags
 }
@@ -248,24 +249,7 @@ resource "aws_cloudwatch_metric_alarm" "members" {
 }
 
 data "aws_iam_policy_document" "member_events_queue" {
-  statement {
-    sid       = "HubBusRule"
-    actions   = ["sqs:SendMessage"]
-    resources = [module.member_events_queue.arn]
-
-    principals {
-      type        = "Service"
-      identifiers = ["events.amazonaws.com"]
-    }
-
-    condition {
-      test     = "ArnEquals"
-      variable = "aws:SourceArn"
-      values   = [aws_cloudwatch_event_rule.member_events.arn]
-    }
-  }
-
-  # Nobody else, whatever their own grants: an event here names a member account and makes the
+  # The hub bus's rule may send (the module's eventbridge_rules); nobody else, whatever their own grants: an event here names a member account and makes the
   # function read (and maybe write) there. aws:SourceArn is in the request only when a service
   # sends on a resource's behalf (global condition keys), so every other sender is refused.
   statement {

@@ -41,14 +41,50 @@ resource "aws_sqs_queue" "this" {
   tags = var.tags
 }
 
-data "aws_iam_policy_document" "this" {
-  source_policy_documents = var.policy_documents
+# Each queue's policy, the queue's and the dead-letter queue's alike: first the EventBridge rules
+# that may send to it (a rule's target, or a target's dead-letter queue: events.amazonaws.com on
+# behalf of those rules only, "Permissions for Amazon SQS", EventBridge User Guide, "Using
+# resource-based policies for Amazon EventBridge"), then the caller's statements, then the Deny of
+# requests without TLS. In that order each policy lists its statements as the callers wrote them
+# before the rules were an input.
+locals {
+  queue_policies = merge(
+    { this = { arn = aws_sqs_queue.this.arn, eventbridge_rules = var.eventbridge_rules, policy_documents = var.policy_documents } },
+    var.create_dlq ? { dlq = { arn = aws_sqs_queue.dlq[0].arn, eventbridge_rules = var.dlq_eventbridge_rules, policy_documents = var.dlq_policy_documents } } : {},
+  )
+}
+
+data "aws_iam_policy_document" "eventbridge_rules" {
+  for_each = { for k, q in local.queue_policies : k => q if q.eventbridge_rules != null }
+
+  statement {
+    sid       = each.value.eventbridge_rules.sid
+    actions   = ["sqs:SendMessage"]
+    resources = [each.value.arn]
+
+    principals {
+      type        = "Service"
+      identifiers = ["events.amazonaws.com"]
+    }
+
+    condition {
+      test     = "ArnEquals"
+      variable = "aws:SourceArn"
+      values   = each.value.eventbridge_rules.rule_arns
+    }
+  }
+}
+
+data "aws_iam_policy_document" "queue" {
+  for_each = local.queue_policies
+
+  source_policy_documents = concat([for k, d in data.aws_iam_policy_document.eventbridge_rules : d.json if k == each.key], each.value.policy_documents)
 
   statement {
     sid       = "DenyInsecureTransport"
     effect    = "Deny"
     actions   = ["sqs:*"]
-    resources = [aws_sqs_queue.this.arn]
+    resources = [each.value.arn]
 
     principals {
       type        = "*"
@@ -65,38 +101,14 @@ data "aws_iam_policy_document" "this" {
 
 resource "aws_sqs_queue_policy" "this" {
   queue_url = aws_sqs_queue.this.id
-  policy    = data.aws_iam_policy_document.this.json
-}
-
-data "aws_iam_policy_document" "dlq" {
-  count = var.create_dlq ? 1 : 0
-
-  source_policy_documents = var.dlq_policy_documents
-
-  statement {
-    sid       = "DenyInsecureTransport"
-    effect    = "Deny"
-    actions   = ["sqs:*"]
-    resources = [aws_sqs_queue.dlq[0].arn]
-
-    principals {
-      type        = "*"
-      identifiers = ["*"]
-    }
-
-    condition {
-      test     = "Bool"
-      variable = "aws:SecureTransport"
-      values   = ["false"]
-    }
-  }
+  policy    = data.aws_iam_policy_document.queue["this"].json
 }
 
 resource "aws_sqs_queue_policy" "dlq" {
   count = var.create_dlq ? 1 : 0
 
   queue_url = aws_sqs_queue.dlq[0].id
-  policy    = data.aws_iam_policy_document.dlq[0].json
+  policy    = data.aws_iam_policy_document.queue["dlq"].json
 }
 
 # The dead-letter queue was one resource before create_dlq: the same queue, moved (an upgrade

@@ -91,6 +91,37 @@ variable "policy_documents" {
   nullable    = false
 }
 
+variable "eventbridge_rules" {
+  description = "EventBridge rules that target the queue (or name it as their targets' dead-letter queue): an Allow of sqs:SendMessage by events.amazonaws.com on behalf of rule_arns, under the statement id sid, first in the queue's policy. null: no such statement."
+  type = object({
+    sid       = string
+    rule_arns = list(string)
+  })
+  default = null
+
+  validation {
+    # Terraform's || evaluates both sides (no short circuit): hence the conditional.
+    # IAM JSON policy elements: Sid takes ASCII letters and digits; SQS's policy grammar takes no
+    # empty value list, so a statement needs at least one rule.
+    condition     = var.eventbridge_rules == null ? true : (can(regex("^[A-Za-z0-9]+$", var.eventbridge_rules.sid)) && length(var.eventbridge_rules.rule_arns) > 0)
+    error_message = "eventbridge_rules needs a sid of letters and digits and at least one rule ARN (null for no statement)."
+  }
+}
+
+variable "dlq_eventbridge_rules" {
+  description = "EventBridge rules that name the dead-letter queue as their targets' dead-letter queue (with `create_dlq`): as `eventbridge_rules`, on the dead-letter queue's policy."
+  type = object({
+    sid       = string
+    rule_arns = list(string)
+  })
+  default = null
+
+  validation {
+    condition     = var.dlq_eventbridge_rules == null ? true : (can(regex("^[A-Za-z0-9]+$", var.dlq_eventbridge_rules.sid)) && length(var.dlq_eventbridge_rules.rule_arns) > 0 && var.create_dlq)
+    error_message = "dlq_eventbridge_rules needs create_dlq, a sid of letters and digits and at least one rule ARN (null for no statement)."
+  }
+}
+
 variable "dlq_policy_documents" {
   description = "The caller's statements for the dead-letter queue's policy (with `create_dlq`); the module adds the Deny of requests without TLS."
   type        = list(string)
