@@ -8,8 +8,8 @@ mod metrics;
 mod record;
 
 pub use metrics::{
-    by_cluster, Count, Metric, Metrics, StopCounts, TypeCounters, ALL_CLUSTERS, CALLS_PER_CORRECTION, COMPLIANCE_COUNTS,
-    COMPLIANCE_LAG, EVENT_COUNTS, NAMESPACE, RECONCILE_LATENCY, TYPE_COUNTS,
+    by_cluster, Count, Metric, Metrics, StopCounts, TypeCounters, ALL_CLUSTERS, CALLS_PER_CORRECTION,
+    COMPLIANCE_COUNTS, COMPLIANCE_LAG, EVENT_COUNTS, NAMESPACE, RECONCILE_LATENCY, TYPE_COUNTS,
 };
 pub use record::{ChangeRecord, Failure, Record, Status};
 
