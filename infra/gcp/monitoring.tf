@@ -66,6 +66,61 @@ locals {
     ListingFailures = "A sweep could not list part of the scope (Cloud Asset Inventory refused or failed); the rest was swept."
   }
 
+  # Every custom metric, declared once: the counts are INT64 gauges, the latencies DISTRIBUTION
+  # gauges in milliseconds.
+  metrics = merge(
+    { for m, description in local.count_metrics : m => { description = description, value_type = "INT64", unit = "1" } },
+    { for m, description in local.distribution_metrics : m => { description = description, value_type = "DISTRIBUTION", unit = "ms" } },
+  )
+
+  # Every alert policy, one threshold condition each (above `threshold` in the alert window):
+  # reducer and group_by null where the series are not combined or not grouped.
+  count_alert_policies = { for m, doc in local.count_alerts : m => {
+    title         = m
+    condition     = "${m} > 0 in ${local.window}, per cluster"
+    filter        = "metric.type=\"${google_monitoring_metric_descriptor.this[m].type}\""
+    threshold     = 0
+    aligner       = "ALIGN_SUM"
+    reducer       = "REDUCE_SUM"
+    group_by      = ["metric.label.infra_id"]
+    documentation = "${doc} Metric ${local.metric_prefix}${m}: ${local.count_metrics[m]}."
+  } }
+  platform_alert_policies = {
+    compliance_lag = {
+      title         = "ComplianceLag p99 above ${var.compliance_lag_threshold_ms} ms"
+      condition     = "ComplianceLag p99 > ${var.compliance_lag_threshold_ms} ms, per cluster"
+      filter        = "metric.type=\"${google_monitoring_metric_descriptor.this["ComplianceLag"].type}\""
+      threshold     = var.compliance_lag_threshold_ms
+      aligner       = "ALIGN_PERCENTILE_99"
+      reducer       = "REDUCE_MAX"
+      group_by      = ["metric.label.infra_id"]
+      documentation = "Resources take long to come into line after they change: ${local.distribution_metrics["ComplianceLag"]}."
+    }
+    # Messages Pub/Sub gave up on after max_delivery_attempts (the function failed them each time).
+    dead_letters = {
+      title         = "dead-lettered messages"
+      condition     = "dead_letter_message_count > 0 on ${google_pubsub_subscription.events.name}"
+      filter        = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${google_pubsub_subscription.events.name}\" AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
+      threshold     = 0
+      aligner       = "ALIGN_SUM"
+      reducer       = null
+      group_by      = null
+      documentation = "Pub/Sub moved events or sweeps the function failed ${var.max_delivery_attempts} times to ${google_pubsub_topic.dead_letters.id}; they wait in subscription ${google_pubsub_subscription.dead_letters.name} for 7 days."
+    }
+    # The service answering with server errors (each is retried by Pub/Sub, then dead-lettered).
+    function_errors = {
+      title         = "Cloud Run 5xx responses"
+      condition     = "5xx responses of ${google_cloud_run_v2_service.this.name} > 0"
+      filter        = "resource.type=\"cloud_run_revision\" AND resource.label.service_name=\"${google_cloud_run_v2_service.this.name}\" AND metric.type=\"run.googleapis.com/request_count\" AND metric.label.response_code_class=\"5xx\""
+      threshold     = 0
+      aligner       = "ALIGN_SUM"
+      reducer       = "REDUCE_SUM"
+      group_by      = null
+      documentation = "The tagwarden service answered pushes with server errors; Pub/Sub retries them with backoff, then dead-letters them."
+    }
+  }
+  alerts = merge(local.count_alert_policies, local.platform_alert_policies)
+
   notification_channels = concat([for c in google_monitoring_notification_channel.email : c.name], var.notification_channels)
   window                = "${var.alert_window_seconds}s"
   mode_note = (var.mode == "audit" ?
@@ -73,39 +128,16 @@ locals {
   "Mode **enforce**: tagwarden writes labels and binds tag values on the clusters' resources (except clusters whose policy says `enforce: false` and keys in `auditKeys`).")
 }
 
-resource "google_monitoring_metric_descriptor" "count" {
-  for_each = local.count_metrics
+resource "google_monitoring_metric_descriptor" "this" {
+  for_each = local.metrics
 
   project      = var.project_id
   type         = "${local.metric_prefix}${each.key}"
   display_name = "tagwarden ${each.key}"
-  description  = each.value
+  description  = each.value.description
   metric_kind  = "GAUGE"
-  value_type   = "INT64"
-  unit         = "1"
-
-  dynamic "labels" {
-    for_each = local.metric_labels
-    content {
-      key         = labels.key
-      value_type  = "STRING"
-      description = labels.value
-    }
-  }
-
-  depends_on = [google_project_service.this]
-}
-
-resource "google_monitoring_metric_descriptor" "distribution" {
-  for_each = local.distribution_metrics
-
-  project      = var.project_id
-  type         = "${local.metric_prefix}${each.key}"
-  display_name = "tagwarden ${each.key}"
-  description  = each.value
-  metric_kind  = "GAUGE"
-  value_type   = "DISTRIBUTION"
-  unit         = "ms"
+  value_type   = each.value.value_type
+  unit         = each.value.unit
 
   dynamic "labels" {
     for_each = local.metric_labels
@@ -132,27 +164,27 @@ resource "google_monitoring_notification_channel" "email" {
   depends_on = [google_project_service.this]
 }
 
-resource "google_monitoring_alert_policy" "count" {
-  for_each = local.count_alerts
+resource "google_monitoring_alert_policy" "this" {
+  for_each = local.alerts
 
   project               = var.project_id
-  display_name          = "tagwarden ${local.name}: ${each.key}"
+  display_name          = "tagwarden ${local.name}: ${each.value.title}"
   combiner              = "OR"
   notification_channels = local.notification_channels
   user_labels           = local.labels
 
   conditions {
-    display_name = "${each.key} > 0 in ${local.window}, per cluster"
+    display_name = each.value.condition
     condition_threshold {
-      filter          = "metric.type=\"${google_monitoring_metric_descriptor.count[each.key].type}\""
+      filter          = each.value.filter
       comparison      = "COMPARISON_GT"
-      threshold_value = 0
+      threshold_value = each.value.threshold
       duration        = "0s"
       aggregations {
         alignment_period     = local.window
-        per_series_aligner   = "ALIGN_SUM"
-        cross_series_reducer = "REDUCE_SUM"
-        group_by_fields      = ["metric.label.infra_id"]
+        per_series_aligner   = each.value.aligner
+        cross_series_reducer = each.value.reducer
+        group_by_fields      = each.value.group_by
       }
       trigger {
         count = 1
@@ -161,186 +193,81 @@ resource "google_monitoring_alert_policy" "count" {
   }
 
   documentation {
-    content   = "${each.value} Metric ${local.metric_prefix}${each.key}: ${local.count_metrics[each.key]}."
-    mime_type = "text/markdown"
-  }
-}
-
-resource "google_monitoring_alert_policy" "compliance_lag" {
-  project               = var.project_id
-  display_name          = "tagwarden ${local.name}: ComplianceLag p99 above ${var.compliance_lag_threshold_ms} ms"
-  combiner              = "OR"
-  notification_channels = local.notification_channels
-  user_labels           = local.labels
-
-  conditions {
-    display_name = "ComplianceLag p99 > ${var.compliance_lag_threshold_ms} ms, per cluster"
-    condition_threshold {
-      filter          = "metric.type=\"${google_monitoring_metric_descriptor.distribution["ComplianceLag"].type}\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = var.compliance_lag_threshold_ms
-      duration        = "0s"
-      aggregations {
-        alignment_period     = local.window
-        per_series_aligner   = "ALIGN_PERCENTILE_99"
-        cross_series_reducer = "REDUCE_MAX"
-        group_by_fields      = ["metric.label.infra_id"]
-      }
-      trigger {
-        count = 1
-      }
-    }
-  }
-
-  documentation {
-    content   = "Resources take long to come into line after they change: ${local.distribution_metrics["ComplianceLag"]}."
-    mime_type = "text/markdown"
-  }
-}
-
-# Messages Pub/Sub gave up on after max_delivery_attempts (the function failed them each time).
-resource "google_monitoring_alert_policy" "dead_letters" {
-  project               = var.project_id
-  display_name          = "tagwarden ${local.name}: dead-lettered messages"
-  combiner              = "OR"
-  notification_channels = local.notification_channels
-  user_labels           = local.labels
-
-  conditions {
-    display_name = "dead_letter_message_count > 0 on ${google_pubsub_subscription.events.name}"
-    condition_threshold {
-      filter          = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${google_pubsub_subscription.events.name}\" AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = 0
-      duration        = "0s"
-      aggregations {
-        alignment_period   = local.window
-        per_series_aligner = "ALIGN_SUM"
-      }
-      trigger {
-        count = 1
-      }
-    }
-  }
-
-  documentation {
-    content   = "Pub/Sub moved events or sweeps the function failed ${var.max_delivery_attempts} times to ${google_pubsub_topic.dead_letters.id}; they wait in subscription ${google_pubsub_subscription.dead_letters.name} for 7 days."
-    mime_type = "text/markdown"
-  }
-}
-
-# The service answering with server errors (each is retried by Pub/Sub, then dead-lettered).
-resource "google_monitoring_alert_policy" "function_errors" {
-  project               = var.project_id
-  display_name          = "tagwarden ${local.name}: Cloud Run 5xx responses"
-  combiner              = "OR"
-  notification_channels = local.notification_channels
-  user_labels           = local.labels
-
-  conditions {
-    display_name = "5xx responses of ${google_cloud_run_v2_service.this.name} > 0"
-    condition_threshold {
-      filter          = "resource.type=\"cloud_run_revision\" AND resource.label.service_name=\"${google_cloud_run_v2_service.this.name}\" AND metric.type=\"run.googleapis.com/request_count\" AND metric.label.response_code_class=\"5xx\""
-      comparison      = "COMPARISON_GT"
-      threshold_value = 0
-      duration        = "0s"
-      aggregations {
-        alignment_period     = local.window
-        per_series_aligner   = "ALIGN_SUM"
-        cross_series_reducer = "REDUCE_SUM"
-      }
-      trigger {
-        count = 1
-      }
-    }
-  }
-
-  documentation {
-    content   = "The tagwarden service answered pushes with server errors; Pub/Sub retries them with backoff, then dead-letters them."
+    content   = each.value.documentation
     mime_type = "text/markdown"
   }
 }
 
 locals {
   # One chart per metric: counts summed per window, by resource type (one line per cluster for the
-  # deployment-wide ones); the latencies as their 99th percentile.
-  metric_tiles = [for i, m in concat(keys(local.count_metrics), keys(local.distribution_metrics)) : {
-    xPos   = (i % 3) * 16
-    yPos   = 8 + floor(i / 3) * 12
-    width  = 16
+  # deployment-wide ones); the latencies as their 99th percentile. Three to a row below the note.
+  metric_charts = [for i, m in concat(keys(local.count_metrics), keys(local.distribution_metrics)) : {
+    xPos     = (i % 3) * 16
+    yPos     = 8 + floor(i / 3) * 12
+    width    = 16
+    title    = contains(keys(local.distribution_metrics), m) ? "${m} (ms, p99)" : (contains(local.deployment_metrics, m) ? "${m} by cluster" : "${m} by resource type")
+    plotType = "LINE"
+    filter   = "metric.type=\"${local.metric_prefix}${m}\""
+    aggregation = {
+      alignmentPeriod    = "300s"
+      perSeriesAligner   = contains(keys(local.distribution_metrics), m) ? "ALIGN_PERCENTILE_99" : "ALIGN_SUM"
+      crossSeriesReducer = contains(keys(local.distribution_metrics), m) ? "REDUCE_MAX" : "REDUCE_SUM"
+      groupByFields      = [contains(local.deployment_metrics, m) || contains(keys(local.distribution_metrics), m) ? "metric.label.infra_id" : "metric.label.resource_type"]
+    }
+  }]
+
+  # The platform's own metrics, two to a row below the metric charts.
+  platform_row = 8 + ceil(length(local.metric_charts) / 3) * 12
+  platform_charts = [
+    {
+      xPos     = 0
+      yPos     = local.platform_row
+      width    = 24
+      title    = "Cloud Run requests by response class"
+      plotType = "STACKED_BAR"
+      filter   = "resource.type=\"cloud_run_revision\" AND resource.label.service_name=\"${local.name}\" AND metric.type=\"run.googleapis.com/request_count\""
+      aggregation = {
+        alignmentPeriod    = "300s"
+        perSeriesAligner   = "ALIGN_SUM"
+        crossSeriesReducer = "REDUCE_SUM"
+        groupByFields      = ["metric.label.response_code_class"]
+      }
+    },
+    {
+      xPos     = 24
+      yPos     = local.platform_row
+      width    = 24
+      title    = "Dead-lettered messages (${local.name}-events)"
+      plotType = "STACKED_BAR"
+      filter   = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${local.name}-events\" AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
+      aggregation = {
+        alignmentPeriod  = "300s"
+        perSeriesAligner = "ALIGN_SUM"
+      }
+    },
+  ]
+
+  # Every chart as a dashboard tile: one time series, 12 high.
+  chart_tiles = [for c in concat(local.metric_charts, local.platform_charts) : {
+    xPos   = c.xPos
+    yPos   = c.yPos
+    width  = c.width
     height = 12
     widget = {
-      title = contains(keys(local.distribution_metrics), m) ? "${m} (ms, p99)" : (contains(local.deployment_metrics, m) ? "${m} by cluster" : "${m} by resource type")
+      title = c.title
       xyChart = {
         dataSets = [{
-          plotType = "LINE"
+          plotType = c.plotType
           timeSeriesQuery = {
             timeSeriesFilter = {
-              filter = "metric.type=\"${local.metric_prefix}${m}\""
-              aggregation = {
-                alignmentPeriod    = "300s"
-                perSeriesAligner   = contains(keys(local.distribution_metrics), m) ? "ALIGN_PERCENTILE_99" : "ALIGN_SUM"
-                crossSeriesReducer = contains(keys(local.distribution_metrics), m) ? "REDUCE_MAX" : "REDUCE_SUM"
-                groupByFields      = [contains(local.deployment_metrics, m) || contains(keys(local.distribution_metrics), m) ? "metric.label.infra_id" : "metric.label.resource_type"]
-              }
+              filter      = c.filter
+              aggregation = c.aggregation
             }
           }
         }]
       }
     }
   }]
-
-  platform_row = 8 + ceil(length(local.metric_tiles) / 3) * 12
-  platform_tiles = [
-    {
-      xPos   = 0
-      yPos   = local.platform_row
-      width  = 24
-      height = 12
-      widget = {
-        title = "Cloud Run requests by response class"
-        xyChart = {
-          dataSets = [{
-            plotType = "STACKED_BAR"
-            timeSeriesQuery = {
-              timeSeriesFilter = {
-                filter = "resource.type=\"cloud_run_revision\" AND resource.label.service_name=\"${local.name}\" AND metric.type=\"run.googleapis.com/request_count\""
-                aggregation = {
-                  alignmentPeriod    = "300s"
-                  perSeriesAligner   = "ALIGN_SUM"
-                  crossSeriesReducer = "REDUCE_SUM"
-                  groupByFields      = ["metric.label.response_code_class"]
-                }
-              }
-            }
-          }]
-        }
-      }
-    },
-    {
-      xPos   = 24
-      yPos   = local.platform_row
-      width  = 24
-      height = 12
-      widget = {
-        title = "Dead-lettered messages (${local.name}-events)"
-        xyChart = {
-          dataSets = [{
-            plotType = "STACKED_BAR"
-            timeSeriesQuery = {
-              timeSeriesFilter = {
-                filter = "resource.type=\"pubsub_subscription\" AND resource.label.subscription_id=\"${local.name}-events\" AND metric.type=\"pubsub.googleapis.com/subscription/dead_letter_message_count\""
-                aggregation = {
-                  alignmentPeriod  = "300s"
-                  perSeriesAligner = "ALIGN_SUM"
-                }
-              }
-            }
-          }]
-        }
-      }
-    },
-  ]
 
   dashboard = {
     displayName = "tagwarden ${local.name}"
@@ -358,7 +285,7 @@ locals {
             content = "${local.mode_note}\n\nScope `${local.scope_resource}`, clusters ${join(", ", [for c in local.clusters : "`${c}`"])}. Metrics `${local.metric_prefix}<name>`; compliance = ResourcesInLine / (ResourcesInLine + ResourcesDrifted)."
           }
         }
-      }], local.metric_tiles, local.platform_tiles)
+      }], local.chart_tiles)
     }
   }
 }
@@ -367,5 +294,5 @@ resource "google_monitoring_dashboard" "this" {
   project        = var.project_id
   dashboard_json = jsonencode(local.dashboard)
 
-  depends_on = [google_monitoring_metric_descriptor.count, google_monitoring_metric_descriptor.distribution]
+  depends_on = [google_monitoring_metric_descriptor.this]
 }

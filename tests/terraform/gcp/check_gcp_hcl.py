@@ -225,10 +225,24 @@ def main() -> int:
           len(core) > 10 and sorted(ours) == sorted(n for n in core if n != "CallsPerCorrection"),
           f"core {sorted(core)} / module {sorted(ours)}")
     check("metric types custom.googleapis.com/tagwarden/<name>", L.get("metric_prefix") == "custom.googleapis.com/tagwarden/")
+    descriptor = R.get(("google_monitoring_metric_descriptor", "this"), {})
+    check("every metric declared (one descriptor per name of count_metrics and distribution_metrics)",
+          descriptor.get("for_each") == "${local.metrics}"
+          and all(f"local.{k}" in str(L.get("metrics")) for k in ("count_metrics", "distribution_metrics")), str(L.get("metrics")))
+    platform = L.get("platform_alert_policies", {})
     check("alert policies on WriteFailures, Contested, PolicyRejected, ListingFailures, ComplianceLag, dead letters, 5xx",
           set(L.get("count_alerts", {})) == {"WriteFailures", "Contested", "PolicyRejected", "ListingFailures"}
-          and {("google_monitoring_alert_policy", n) for n in ("count", "compliance_lag", "dead_letters", "function_errors")} <= set(R))
-    check("a dashboard over every metric", ("google_monitoring_dashboard", "this") in R and "local.metric_tiles" in str(L.get("dashboard")))
+          and "local.count_alerts" in str(L.get("count_alert_policies"))
+          and set(platform) == {"compliance_lag", "dead_letters", "function_errors"}
+          and 'ComplianceLag' in platform["compliance_lag"].get("filter", "")
+          and "dead_letter_message_count" in platform["dead_letters"].get("filter", "")
+          and "5xx" in platform["function_errors"].get("filter", "")
+          and all(f"local.{k}" in str(L.get("alerts")) for k in ("count_alert_policies", "platform_alert_policies"))
+          and R.get(("google_monitoring_alert_policy", "this"), {}).get("for_each") == "${local.alerts}", str(platform.keys()))
+    check("a dashboard over every metric",
+          ("google_monitoring_dashboard", "this") in R and "local.chart_tiles" in str(L.get("dashboard"))
+          and "local.metric_charts" in str(L.get("chart_tiles"))
+          and all(f"keys(local.{k})" in str(L.get("metric_charts")) for k in ("count_metrics", "distribution_metrics")))
 
     # --- example -------------------------------------------------------------------------------
     mod = ex["module"].get("tagwarden", {})
