@@ -1,5 +1,5 @@
 //! The Lambda's IAM role grants exactly the AWS API operations the code can call, and the module
-//! follows the service descriptors (`crates/core/src/services.rs`):
+//! follows the service descriptors (`crates/core/src/services/catalogue.rs`):
 //! - the set the code calls is derived from the code (every SDK operation called in
 //!   crates/aws/src/), not from a hand list, and compared with the descriptors' actions plus the
 //!   policy source's `policy_store_actions` in infra/aws/iam.tf;
@@ -226,7 +226,7 @@ fn generated() -> Value {
     }
     let services: Vec<Value> = groups.into_iter().map(Value::Object).collect();
     json!({
-        "generated_by": format!("tests/iam_policy.rs from crates/core/src/services.rs; do not edit: {BLESS}"),
+        "generated_by": format!("tests/iam_policy.rs from crates/core/src/services/catalogue.rs; do not edit: {BLESS}"),
         "cloudtrail_event_names": events,
         "services": services,
     })
@@ -250,7 +250,7 @@ fn the_module_reads_the_descriptors() {
     let path = root().join("infra/aws/generated/services.json");
     let want = serde_json::to_string_pretty(&generated()).expect("json") + "\n";
     let text = std::fs::read_to_string(&path).unwrap_or_default();
-    check_or_bless(&path, &text, &want, "the descriptors in crates/core/src/services.rs changed");
+    check_or_bless(&path, &text, &want, "the descriptors in crates/core/src/services/catalogue.rs changed");
     // The module reads it: the event patterns and the role's statements, no hand copy.
     for (file, local) in
         [("events.tf", "local.generated.cloudtrail_event_names"), ("iam.tf", "local.generated.services")]

@@ -54,7 +54,7 @@ locals {
 
   # The services the function reads and writes natively: the CloudTrail events it handles
   # (events.tf) and what their calls need of the role (iam.tf). Generated from the service
-  # descriptors (crates/core/src/services.rs) by tests/iam_policy.rs, which fails while it is stale.
+  # descriptors (crates/core/src/services/catalogue.rs) by tests/iam_policy.rs, which fails while it is stale.
   generated = jsondecode(file("${path.module}/generated/services.json"))
 
   use_s3  = var.policy_source == "s3"

@@ -213,7 +213,7 @@ impl Fleet {
         self.owned.push(ResourceRef::from_arn(&fs).expect("arn"));
         self.owned.push(ResourceRef::from_arn(&ap).expect("arn"));
 
-        // KMS: a customer managed key, read and written through KMS's own API (crates/core/src/services.rs).
+        // KMS: a customer managed key, read and written through KMS's own API (crates/core/src/services/catalogue.rs).
         let kms_tags: Vec<_> = START
             .iter()
             .map(|(k, v)| kms::types::Tag::builder().tag_key(*k).tag_value(*v).build().expect("tag"))

@@ -28,7 +28,7 @@ ACCOUNT = "123456789012"  # moto's
 WRITABLE_ZONE = "Z0123456789ABCDEFGHIJ"  # route53_hosted_zone_ids in aws-basic.tfvars
 WRITABLE_HEALTH_CHECK = "0123abcd-0000-1111-2222-333344445555"  # route53_health_check_ids there
 
-# The descriptors' contract as tests/iam_policy.rs writes it from crates/core/src/services.rs (and
+# The descriptors' contract as tests/iam_policy.rs writes it from crates/core/src/services/ (and
 # checks it there against the descriptors): the events and actions the Terraform must render and
 # grant, exactly, so a new service needs no edit here.
 GENERATED = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
