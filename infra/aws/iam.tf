@@ -26,7 +26,7 @@ locals {
   # What the code calls for the policy source and its status report (both sources' actions: the
   # statements below grant the configured one's).
   policy_store_actions = {
-    # The status report is read back too: it keeps the contested keys (crates/core/src/contest.rs),
+    # The status report is read back too: it keeps the contested keys (crates/core/src/contest/mod.rs),
     # and each write of it is laid over the one there.
     s3 = {
       policy_read  = ["s3:GetObject", "s3:ListBucket"]

@@ -16,13 +16,13 @@ locals {
   ]
 
   # The InfraID value of the deployment's own metrics (events received and ignored, policies
-  # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report.rs, by_cluster),
+  # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report/metrics.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
   # These exist only under the deployment's InfraID (dimensions Cloud, InfraID:
-  # crates/core/src/report.rs, emf_lines and by_cluster), never under a cluster's, so a set draws them as the
+  # crates/aws/src/emf.rs, lines; crates/core/src/report/metrics.rs, by_cluster), never under a cluster's, so a set draws them as the
   # one "all" line, not as per-cluster lines that stay empty. So do ListingFailures (a
-  # failed sweep listing's record names no cluster: crates/core/src/report.rs, Record::listing_failed) and
+  # failed sweep listing's record names no cluster: crates/core/src/report/record.rs, Record::listing_failed) and
   # CallsPerCorrection (the invocation's API calls per resource corrected, drawn beside the lag).
   deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
 
@@ -69,7 +69,7 @@ locals {
   # in enforce, what a cluster's `enforce: false` or a policy's auditKeys keeps audited),
   # ResourcesInLine and ResourcesDrifted, all three together whenever an owned resource was
   # evaluated, per cluster with dimensions Cloud, InfraID (and again per ResourceType:
-  # crates/core/src/report.rs, emf_lines). A cluster's own series are exact metrics; the per-type
+  # crates/aws/src/emf.rs, lines). A cluster's own series are exact metrics; the per-type
   # copies are left out of every sum here (SEARCH and Metrics Insights bound to the schema
   # {Cloud, InfraID}), so nothing is counted twice.
   #
@@ -305,7 +305,7 @@ locals {
       description = "tagwarden ${id}: tag writes failed (see the status report and the function's logs)."
     } },
     # Another controller keeps changing a key tagwarden writes, so tagwarden stopped
-    # writing it (crates/core/src/contest.rs): a fight to settle, not a fault to retry.
+    # writing it (crates/core/src/contest/mod.rs): a fight to settle, not a fault to retry.
     { for id in local.clusters : (local.cluster_set ? "${id}/contested" : "contested") => {
       name        = "${var.name}-${id}-contested"
       metric      = "Contested"
@@ -460,7 +460,7 @@ resource "aws_cloudwatch_metric_alarm" "dlq_not_empty" {
 }
 
 # Silence. Both alarms read one time series of the deployment's InfraID (dimensions
-# Cloud, InfraID: crates/core/src/report.rs, emf_lines) in 1-hour periods, and count missing data as breaching:
+# Cloud, InfraID: crates/aws/src/emf.rs, lines) in 1-hour periods, and count missing data as breaching:
 # the failure they look for is that nothing arrives at all.
 locals {
   # rate(N minute(s)|hour(s)|day(s)) in seconds; null for a cron() schedule.

@@ -14,7 +14,7 @@ variable "infra_id" {
   }
 
   # "all" is the InfraID under which a cluster set reports what no single cluster
-  # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # owns (crates/core/src/report/metrics.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
     condition     = var.infra_id != "all"
@@ -52,7 +52,7 @@ variable "infra_ids" {
 
   # An organization hub enforces every account, its own too, through that account's
   # member role and spoke (modules/member in the hub account), under the session policies of
-  # crates/aws/src/organization.rs. A cluster listed here as well would get this module's
+  # crates/aws/src/organization/mod.rs. A cluster listed here as well would get this module's
   # single-account grants and rules beside them: every event of it handled twice, and writes outside
   # the session policies.
   validation {
@@ -70,7 +70,7 @@ variable "infra_ids" {
   }
 
   # "all" is the InfraID under which a cluster set reports what no single cluster
-  # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # owns (crates/core/src/report/metrics.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
     condition     = var.infra_ids == null ? true : !contains(var.infra_ids, "all")

@@ -44,7 +44,7 @@ locals {
     # /subscriptions/<guid> ("topic": "/subscriptions/{sub}" in azure-rest-api-specs' eventgrid
     # data-plane Microsoft.ResourceNotifications example Resources_CreatedOrUpdated.json): new in the
     # list for the subscription of a resource group scope, already there for a subscription source
-    # (local.rn_event_topic_sources, events.tf, leaves those out; crates/azure/src/function.rs
+    # (local.rn_event_topic_sources, events.tf, leaves those out; crates/azure/src/function/delivery.rs
     # `Topics` compares without case).
     TAGWARDEN_CLUSTERS     = join(",", local.clusters)
     TAGWARDEN_MODE         = var.mode

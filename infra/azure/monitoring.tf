@@ -15,11 +15,11 @@ locals {
   metric_dimensions = ["Cloud", "ResourceType", "InfraID"]
 
   # The InfraID value of the deployment's own metrics (events received and ignored, policies
-  # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report.rs, by_cluster),
+  # rejected): the cluster's for one cluster, "all" for a cluster set (crates/core/src/report/metrics.rs, by_cluster),
   # whose resource metrics carry each cluster's own InfraID.
   deployment_infra_id = local.cluster_set ? "all" : var.infra_id
   # These exist only under the deployment's InfraID, with dimensions Cloud and
-  # InfraID and no ResourceType (crates/azure/src/metrics.rs; crates/core/src/report.rs, by_cluster): their tiles show
+  # InfraID and no ResourceType (crates/azure/src/metrics.rs; crates/core/src/report/metrics.rs, by_cluster): their tiles show
   # that one series, neither per-cluster nor per-ResourceType lines that stay empty.
   # ListingFailures too (sweep listings that failed; their records name no cluster).
   deployment_metrics = ["EventsReceived", "EventsIgnored", "PolicyRejected", "ListingFailures"]
@@ -57,7 +57,7 @@ locals {
   }]
 
   # Compliance from day one, in audit as in enforce. The function logs one JSON
-  # record per resource it evaluated (crates/core/src/report.rs, Record; the handler's Logs, which
+  # record per resource it evaluated (crates/core/src/report/record.rs, Record; the handler's Logs, which
   # the Functions host writes to Application Insights' traces) and publishes WouldWrite,
   # ResourcesInLine and ResourcesDrifted (crates/azure/src/metrics.rs). Azure Monitor metric
   # charts do no arithmetic, so the compliance % is KQL over the records, counted as the metrics
@@ -287,7 +287,7 @@ locals {
       description = "tagwarden ${local.label}: tag writes failed (see the status report ${local.status_url} and the function's logs)."
     }
     # Another controller keeps changing a key tagwarden writes, so tagwarden stopped
-    # writing it (crates/core/src/contest.rs).
+    # writing it (crates/core/src/contest/mod.rs).
     contested = {
       metric      = "Contested"
       infra_ids   = local.clusters

@@ -14,7 +14,7 @@ variable "infra_id" {
   }
 
   # "all" is the InfraID under which a cluster set reports what no single cluster
-  # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # owns (crates/core/src/report/metrics.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
     condition     = var.infra_id != "all"
@@ -46,7 +46,7 @@ variable "infra_ids" {
   }
 
   # "all" is the InfraID under which a cluster set reports what no single cluster
-  # owns (crates/core/src/report.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
+  # owns (crates/core/src/report/metrics.rs, ALL_CLUSTERS: events received and ignored, policies rejected); a cluster of
   # that name would share, and hide in, that series.
   validation {
     condition     = var.infra_ids == null ? true : !contains(var.infra_ids, "all")

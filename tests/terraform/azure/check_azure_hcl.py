@@ -898,7 +898,7 @@ def main() -> int:
           f"grid {grid!r}")
     check("would-be writes = resources with an audited change, per cluster, hourly",
           "| where Audited > 0" in would and "dcount(Resource) by bin(timestamp, 1h), Cluster" in would, would)
-    check("the KQL reads the function app's records and classifies them with the statuses report.rs writes "
+    check("the KQL reads the function app's records and classifies them with the statuses report/record.rs writes "
           "(in line: unchanged, or applied with nothing held back; drifted: held back or a failed write that carried a change)",
           "cloud_RoleName =~ '${local.function_app_name}'" in kql and '{"record":' in kql
           and "coalesce(tostring(r.infraID), '${local.deployment_infra_id}')" in kql
@@ -906,7 +906,7 @@ def main() -> int:
           and {"applied", "would-apply", "limit-exceeded", "contested", "failed", "unchanged"} <= kql_status <= rust_status
           and '"infraID"' in report_rs and "pub audited: Vec<ChangeRecord>" in report_rs and "pub contested: Vec<String>" in report_rs,
           f"KQL statuses {sorted(kql_status)}, Rust {sorted(rust_status)}")
-    # The names come from the one metrics table both clouds' encoders read (report.rs), which
+    # The names come from the one metrics table both clouds' encoders read (report/metrics.rs), which
     # metrics.rs sends; metrics.rs's own test lists them as sent.
     check("the metric tile draws ResourcesInLine, ResourcesDrifted and WouldWrite (the names metrics.rs sends) by ResourceType",
           all(f"--{m}" in mtile and f'metric("{m}",' in report_rs and f'"{m}",' in metrics_rs

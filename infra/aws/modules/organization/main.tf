@@ -173,7 +173,7 @@ module "member_events_queue" {
 
 # One message per account × region (× cluster group) of a sweep; a failed shard is redelivered
 # max_receive_count times, then dead-lettered with its body naming the account and region.
-# FIFO, each message in its account-region's message group (crates/aws/src/organization.rs,
+# FIFO, each message in its account-region's message group (crates/aws/src/organization/shards.rs,
 # enqueue): the cluster groups of one account-region share its API budget, and Lambda invokes at
 # most one message group at a time ("concurrent invocations are capped at the number of message
 # group IDs or the maximum concurrency setting, whichever is lower", Lambda Developer Guide,
