@@ -939,12 +939,40 @@ fn kql_literals(s: &str) -> Vec<String> {
     out
 }
 
-fn parse_owned_query(q: &str) -> Result<OwnedQuery, String> {
+/// Why the fake refuses a Resource Graph query: the text is the message of its 400
+/// `InvalidQuery` answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum QueryRefused {
+    #[error("empty query")]
+    Empty,
+    #[error("the fake serves only tagwarden's owned-resources query, not {0:?}")]
+    NotOwnedQuery(String),
+    #[error("no scope filter")]
+    NoScopeFilter,
+    #[error("a scope clause the fake does not know")]
+    UnknownGroupClause,
+    #[error("a scope clause the fake does not know: {0:?}")]
+    UnknownScopeClause(String),
+    #[error("no subscription")]
+    NoSubscription,
+    #[error("no lower-cased tag bag")]
+    NoLowerTags,
+    #[error("no ownership filter")]
+    NoOwnershipFilter,
+    #[error("an ownership filter the fake does not know")]
+    UnknownOwnershipFilter,
+    #[error("no ownership key")]
+    NoOwnershipKey,
+    #[error("a projection other than id, type, tags")]
+    Projection,
+}
+
+fn parse_owned_query(q: &str) -> Result<OwnedQuery, QueryRefused> {
     let lines: Vec<&str> = q.lines().collect();
     let mut out = OwnedQuery::default();
-    let (first, rest) = lines.split_first().ok_or("empty query")?;
+    let (first, rest) = lines.split_first().ok_or(QueryRefused::Empty)?;
     if *first != "resources" {
-        return Err(format!("the fake serves only tagwarden's owned-resources query, not {q:?}"));
+        return Err(QueryRefused::NotOwnedQuery(q.to_string()));
     }
     let mut rest = rest.iter().peekable();
     const ALL_GROUPS: &str =
@@ -953,17 +981,17 @@ fn parse_owned_query(q: &str) -> Result<OwnedQuery, String> {
         out.everything = true;
         rest.next();
     } else {
-        let scope = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or("no scope filter")?;
+        let scope = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or(QueryRefused::NoScopeFilter)?;
         for clause in scope.split(" or ") {
             if let Some(list) = clause.strip_prefix("subscriptionId in~ (").and_then(|c| c.strip_suffix(')')) {
                 out.whole.extend(kql_literals(list));
             } else if let Some(pair) = clause.strip_prefix("(subscriptionId =~ ").and_then(|c| c.strip_suffix("))")) {
                 let (sub, groups) =
-                    pair.split_once(" and resourceGroup in~ (").ok_or("a scope clause the fake does not know")?;
-                let sub = kql_literals(sub).pop().ok_or("no subscription")?;
+                    pair.split_once(" and resourceGroup in~ (").ok_or(QueryRefused::UnknownGroupClause)?;
+                let sub = kql_literals(sub).pop().ok_or(QueryRefused::NoSubscription)?;
                 out.groups.push((sub, kql_literals(groups)));
             } else {
-                return Err(format!("a scope clause the fake does not know: {clause:?}"));
+                return Err(QueryRefused::UnknownScopeClause(clause.to_string()));
             }
         }
         const UNION: &str = "| union (resourcecontainers | where type =~ 'microsoft.resources/subscriptions/resourcegroups' and subscriptionId in~ (";
@@ -973,18 +1001,18 @@ fn parse_owned_query(q: &str) -> Result<OwnedQuery, String> {
         }
     }
     if rest.next() != Some(&"| extend lowerTags = parse_json(tolower(tostring(tags)))") {
-        return Err("no lower-cased tag bag".into());
+        return Err(QueryRefused::NoLowerTags);
     }
-    let owned = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or("no ownership filter")?;
+    let owned = rest.next().and_then(|l| l.strip_prefix("| where ")).ok_or(QueryRefused::NoOwnershipFilter)?;
     for clause in owned.split(" or ") {
         let key = clause
             .strip_prefix("tostring(lowerTags[")
             .and_then(|l| l.strip_suffix("]) == 'owned'"))
-            .ok_or("an ownership filter the fake does not know")?;
-        out.keys.push(kql_literals(key).pop().ok_or("no ownership key")?);
+            .ok_or(QueryRefused::UnknownOwnershipFilter)?;
+        out.keys.push(kql_literals(key).pop().ok_or(QueryRefused::NoOwnershipKey)?);
     }
     if rest.next() != Some(&"| project id, type, tags") || rest.next().is_some() {
-        return Err("a projection other than id, type, tags".into());
+        return Err(QueryRefused::Projection);
     }
     Ok(out)
 }
@@ -1105,7 +1133,7 @@ fn graph_query(st: &mut State, r: &Request) -> Response {
     }
     let parsed = match parse_owned_query(query) {
         Ok(q) => q,
-        Err(why) => return invalid_query(&why),
+        Err(why) => return invalid_query(&why.to_string()),
     };
     // The request's scope: its subscriptions, or the subscriptions of its management groups
     // (none: every one the fake holds, as a tenant query).

@@ -241,7 +241,38 @@ pub enum Refusal {
     Invalid(Vec<FieldError>),
     /// The fake reached a CEL rule (or a rule option) it does not implement: it cannot say what
     /// the real server would answer, so it says so (HTTP 500) instead of letting the write pass.
-    Unimplemented(String),
+    Unimplemented(CelError),
+}
+
+/// Why the fake cannot run a CEL rule: its text is what the fake answers (HTTP 500) and what a
+/// test prints, so each variant keeps the message a person needs to find the rule.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CelError {
+    /// A rule option (`messageExpression`, `reason`, …) the fake does not implement.
+    #[error("the fake API server does not implement {option} (rule {rule:?} at {at})")]
+    UnimplementedOption { option: &'static str, rule: String, at: String },
+    /// A rule that failed, with where it sits in the schema.
+    #[error("{source} (at {at})")]
+    At { source: Box<CelError>, at: String },
+    /// A value of a type a hand-run rule cannot take (a bug in the fake: the schema checks run
+    /// first and block the rules on a type error).
+    #[error("CEL rule {rule:?}: unexpected value {this} (old {old:?})")]
+    UnexpectedValue { rule: String, this: Value, old: Option<Value> },
+    /// A rule cel-rust cannot parse (cel-rust's message).
+    #[error("{0}")]
+    Unparsable(String),
+    /// The same, met while validating a write.
+    #[error("the fake API server cannot parse the CEL rule {rule:?}: {message}")]
+    CannotParse { rule: String, message: String },
+    /// `self` or `oldSelf` that cel-rust cannot take as a CEL value.
+    #[error("CEL rule {rule:?}: {message}")]
+    Conversion { rule: String, message: String },
+    /// A rule that yields something other than a boolean (cel-rust's value, as `{:?}`).
+    #[error("CEL rule {rule:?} yielded {value}, not a boolean")]
+    NotBoolean { rule: String, value: String },
+    /// A rule cel-rust could not run on this value.
+    #[error("CEL rule {rule:?} on {this}: {message}")]
+    Execution { rule: String, this: Value, message: String },
 }
 
 /// One `x-kubernetes-validations` rule and where it sits in the schema.
@@ -766,7 +797,13 @@ fn apply_defaults(value: &mut Value, schema: &Value) {
 
 /// The CEL rules of every node, with the old value where one correlates (properties by name;
 /// items of `map` lists by their keys and of `set` lists by value; `atomic` list items never).
-fn cel(schema: &Value, new: &Value, old: Option<&Value>, path: &str, errs: &mut Vec<FieldError>) -> Result<(), String> {
+fn cel(
+    schema: &Value,
+    new: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) -> Result<(), CelError> {
     if new.is_null() {
         return Ok(());
     }
@@ -778,10 +815,10 @@ fn cel(schema: &Value, new: &Value, old: Option<&Value>, path: &str, errs: &mut 
         }
         for option in ["messageExpression", "reason", "fieldPath", "optionalOldSelf"] {
             if r.get(option).is_some() {
-                return Err(format!("the fake API server does not implement {option} (rule {rule:?} at {at})"));
+                return Err(CelError::UnimplementedOption { option, rule: rule.to_string(), at: at.to_string() });
             }
         }
-        if !eval_rule(rule, new, old).map_err(|e| format!("{e} (at {at})"))? {
+        if !eval_rule(rule, new, old).map_err(|e| CelError::At { source: Box::new(e), at: at.to_string() })? {
             let detail = match r["message"].as_str() {
                 Some(m) if !m.is_empty() => m.to_string(),
                 _ => format!("failed rule: {}", rule.trim()),
@@ -836,8 +873,8 @@ fn has(v: &Value, field: &str) -> bool {
 /// The rules of [`CEL_RULES`], by hand. `Err` for any other rule, or a value of a type the rule
 /// cannot take (the schema checks run first and block the rules on a type error, so that is a
 /// bug in the fake, reported as one).
-pub fn eval_rule(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, String> {
-    let wrong = || format!("CEL rule {rule:?}: unexpected value {this} (old {old:?})");
+pub fn eval_rule(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, CelError> {
+    let wrong = || CelError::UnexpectedValue { rule: rule.to_string(), this: this.clone(), old: old.cloned() };
     let old_value = || old.ok_or_else(wrong);
     match rule {
         AWS_TAG_CHARS => {
@@ -898,22 +935,24 @@ pub fn eval_rule(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, 
 }
 
 /// Whether the fake can run `rule`: by hand, or parsed by cel-rust.
-pub fn runnable(rule: &str) -> Result<(), String> {
+pub fn runnable(rule: &str) -> Result<(), CelError> {
     if CEL_RULES.contains(&rule) {
         return Ok(());
     }
-    cel::Program::compile(rule).map(drop).map_err(|e| e.to_string())
+    cel::Program::compile(rule).map(drop).map_err(|e| CelError::Unparsable(e.to_string()))
 }
 
 /// Any other rule, run by cel-rust with `self` (and `oldSelf` on an update), and Kubernetes'
 /// `isURL` from its CEL URL library (k8s.io/apiserver `pkg/cel/library/urls.go`: true when Go's
 /// `url.Parse` accepts the string; here: a scheme, then anything without spaces). A rule cel-rust
 /// cannot parse or run, or that yields no boolean, is an error (HTTP 500), never a pass.
-fn interpret(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, String> {
+fn interpret(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, CelError> {
     let program = cel::Program::compile(rule)
-        .map_err(|e| format!("the fake API server cannot parse the CEL rule {rule:?}: {e}"))?;
+        .map_err(|e| CelError::CannotParse { rule: rule.to_string(), message: e.to_string() })?;
     let mut context = cel::Context::default();
-    let value = |v: &Value| cel::to_value(v).map_err(|e| format!("CEL rule {rule:?}: {e}"));
+    let value = |v: &Value| {
+        cel::to_value(v).map_err(|e| CelError::Conversion { rule: rule.to_string(), message: e.to_string() })
+    };
     context.add_variable_from_value("self", value(this)?);
     if let Some(old) = old {
         context.add_variable_from_value("oldSelf", value(old)?);
@@ -924,8 +963,8 @@ fn interpret(rule: &str, this: &Value, old: Option<&Value>) -> Result<bool, Stri
     });
     match program.execute(&context) {
         Ok(cel::Value::Bool(b)) => Ok(b),
-        Ok(other) => Err(format!("CEL rule {rule:?} yielded {other:?}, not a boolean")),
-        Err(e) => Err(format!("CEL rule {rule:?} on {this}: {e}")),
+        Ok(other) => Err(CelError::NotBoolean { rule: rule.to_string(), value: format!("{other:?}") }),
+        Err(e) => Err(CelError::Execution { rule: rule.to_string(), this: this.clone(), message: e.to_string() }),
     }
 }
 

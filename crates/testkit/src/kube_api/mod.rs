@@ -48,6 +48,7 @@
 //! closing its socket. Every request is recorded for the tests' assertions.
 
 pub mod crd;
+pub mod objects;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -1099,7 +1100,7 @@ fn custom(plural: &str, namespace: &str) -> Collection {
 fn refused(crd: &Crd, name: &str, refusal: Refusal) -> (u16, Value) {
     match refusal {
         Refusal::Invalid(errs) => (422, crd.invalid_status(name, &errs)),
-        Refusal::Unimplemented(what) => (500, status(500, "InternalError", &what)),
+        Refusal::Unimplemented(what) => (500, status(500, "InternalError", &what.to_string())),
     }
 }
 
