@@ -27,34 +27,12 @@ fn tag_list(tags: &[(&str, &str)]) -> Value {
     json!(tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>())
 }
 
-/// A HostedCluster as `hcp create cluster aws` leaves it, with the ownership tag HyperShift's
-/// controller adds to `resourceTags` itself (`reconcileAWSResourceTags`).
+/// A HostedCluster as `hcp create cluster aws` leaves it, with a field the CRD does not know.
 fn hosted_cluster(name: &str, infra: &str, tags: Value) -> Value {
-    let role = |r: &str| format!("arn:aws:iam::111122223333:role/{name}-{r}");
-    let mut tags = tags.as_array().cloned().unwrap_or_default();
-    tags.push(json!({"key": format!("kubernetes.io/cluster/{infra}"), "value": "owned"}));
-    json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "release": {"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
-            "pullSecret": {"name": format!("{name}-pull-secret")},
-            "infraID": infra,
-            "platform": {"type": "AWS", "aws": {
-                "region": "us-east-1",
-                "rolesRef": {"controlPlaneOperatorARN": role("cpo"), "imageRegistryARN": role("ir"), "ingressARN": role("ingress"),
-                             "kubeCloudControllerARN": role("kcc"), "networkARN": role("net"),
-                             "nodePoolManagementARN": role("npm"), "storageARN": role("storage")},
-                "resourceTags": tags}},
-            "services": [
-                {"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer"}},
-                {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route"}},
-                {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
-                {"service": "Ignition", "servicePublishingStrategy": {"type": "Route"}}],
-            // Unknown to the CRD: pruned by the API server, never published.
-            "notAField": true
-        }
-    })
+    let mut hc = kube_api::objects::hosted_cluster(name, NS, infra, tags);
+    // Unknown to the CRD: pruned by the API server, never published.
+    hc["spec"]["notAField"] = json!(true);
+    hc
 }
 
 fn node_pool(name: &str, cluster: &str, tags: Value) -> Value {

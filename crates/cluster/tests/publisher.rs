@@ -15,7 +15,7 @@ use tagwarden_cluster::publisher::set::SetPublisher;
 use tagwarden_cluster::publisher::{Publish, Reports, Settings, Sink, Unreadable};
 use tagwarden_cluster::{ClusterSource, StatusMirror};
 use tagwarden_core::publish::{PublishError, PublishOutcome, PublishResult};
-use tagwarden_testkit::kube_api::FakeApi;
+use tagwarden_testkit::kube_api::{objects, FakeApi};
 
 const NS: &str = "tagwarden";
 
@@ -260,28 +260,7 @@ async fn a_source_deleted_is_absent_and_publishes_again_when_it_returns() {
 }
 
 fn hosted_cluster(name: &str, infra: &str, team: &str) -> Value {
-    let role = |r: &str| format!("arn:aws:iam::111122223333:role/{name}-{r}");
-    json!({
-        "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedCluster",
-        "metadata": {"name": name, "namespace": "clusters"},
-        "spec": {
-            "release": {"image": "quay.io/openshift-release-dev/ocp-release:4.20.0-x86_64"},
-            "pullSecret": {"name": format!("{name}-pull-secret")},
-            "infraID": infra,
-            "platform": {"type": "AWS", "aws": {
-                "region": "us-east-1",
-                "rolesRef": {"controlPlaneOperatorARN": role("cpo"), "imageRegistryARN": role("ir"), "ingressARN": role("ingress"),
-                             "kubeCloudControllerARN": role("kcc"), "networkARN": role("net"),
-                             "nodePoolManagementARN": role("npm"), "storageARN": role("storage")},
-                "resourceTags": [{"key": "team", "value": team},
-                                 {"key": format!("kubernetes.io/cluster/{infra}"), "value": "owned"}]}},
-            "services": [
-                {"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer"}},
-                {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route"}},
-                {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route"}},
-                {"service": "Ignition", "servicePublishingStrategy": {"type": "Route"}}]
-        }
-    })
+    objects::hosted_cluster(name, "clusters", infra, json!([{"key": "team", "value": team}]))
 }
 
 fn node_pool(name: &str, cluster: &str, tier: &str) -> Value {
@@ -352,4 +331,54 @@ async fn a_cluster_set_publishes_each_member_and_then_only_the_one_that_changed(
     assert!(last.1.contains("gpu-2"), "the burst's last edit: {}", last.1);
     let read = lists() - before;
     assert!(read <= 2, "{read} listings of the set for one burst");
+}
+
+/// A HostedCluster whose status its operator keeps writing (faster than the debounce's quiet
+/// moment) still has its NodePool's change published, at the latest the settle cap (5 s) after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_that_keeps_changing_is_still_published() {
+    let api = FakeApi::start().await;
+    api.put_custom("hostedclusters", "clusters", hosted_cluster("hc-a", "hca-7xk2p", "a"));
+    api.put_custom("nodepools", "clusters", node_pool("hc-a-workers", "hc-a", "cpu"));
+    let (store, told, health) = (Store::default(), Arc::new(Told::default()), Arc::new(Health::default()));
+    let publisher = SetPublisher {
+        client: client_for(&api).await,
+        kind: SetKind::HyperShift,
+        namespace: Some("clusters".into()),
+        target: store.clone(),
+        health: health.clone(),
+        settings: settings(Duration::from_secs(3600)),
+        status_namespace: NS.into(),
+        sink: told.clone(),
+    };
+    let task = tokio::spawn(async move {
+        if let Err(e) = publisher.run().await {
+            panic!("the set publisher stopped: {e}");
+        }
+    });
+    let run = Running { store, told, health, task };
+    until("the first publish", Duration::from_secs(20), || run.told.lines().len() == 1).await;
+
+    api.edit_custom("nodepools", "clusters", "hc-a-workers", |o| {
+        o["spec"]["platform"]["aws"]["resourceTags"] = json!([{"key": "tier", "value": "gpu"}]);
+    })
+    .expect("a NodePool edit");
+    // The operator's status writes every 100 ms (the debounce here is 300 ms), for 12 s.
+    let started = Instant::now();
+    let mut published_after = None;
+    for n in 0..120 {
+        // As through the status subresource: the stored object changes, a MODIFIED event.
+        let mut hc = hosted_cluster("hc-a", "hca-7xk2p", "a");
+        hc["status"] = json!({"version": {"observedGeneration": n}});
+        api.put_custom("hostedclusters", "clusters", hc);
+        if published_after.is_none() && run.told.lines().len() == 2 {
+            published_after = Some(started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = published_after.expect("the NodePool's change published while the status kept changing");
+    eprintln!("published after {after:?}");
+    assert!(after < Duration::from_secs(9), "published {after:?} after the change");
+    let last = run.store.calls().last().cloned().expect("a call");
+    assert!(last.1.contains("gpu"), "the NodePool's edit: {}", last.1);
 }
