@@ -64,6 +64,11 @@ pub struct SetPublisher<P> {
     pub sink: Arc<dyn Sink>,
 }
 
+/// The longest a change waits for the debounce's quiet moment: kube-runtime's debounce starts
+/// again with every change, and a management cluster's HostedClusters or Clusters change often
+/// (their status). 5 s, the hand-written settle's cap before the controller.
+const SETTLE_MAX: Duration = Duration::from_secs(5);
+
 struct Context<P> {
     p: SetPublisher<P>,
     state: Mutex<State>,
@@ -86,6 +91,9 @@ struct State {
     read_at: Option<u64>,
     /// The last pass failed; it is tried again from then on.
     retry_at: Option<Instant>,
+    /// The first change since the set was last read: a set that keeps changing (its objects'
+    /// status, written by their own controllers) is read at the latest [`SETTLE_MAX`] after it.
+    unread_since: Option<Instant>,
     /// The members published (or in line at the store) by the last read of the set.
     published: BTreeSet<String>,
     /// By cluster (or, for a member without one, its object): the document last published or
@@ -132,7 +140,13 @@ impl<P: Publish> Context<P> {
     }
 
     fn changed(&self) {
+        self.state().unread_since.get_or_insert_with(Instant::now);
         self.changes.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Changes have waited longer than [`SETTLE_MAX`] for the debounce's quiet moment.
+    fn overdue(&self) -> bool {
+        self.state().unread_since.is_some_and(|at| at.elapsed() >= SETTLE_MAX)
     }
 
     /// The wait before a failed pass is tried again.
@@ -154,6 +168,8 @@ impl<P: Publish> Context<P> {
                 return Ok(Action::await_change());
             }
         }
+        // What changes from here on waits for the next pass.
+        self.state().unread_since = None;
         let p = &self.p;
         let members = match read_set(&p.client, p.kind, p.namespace.as_deref()).await {
             Ok(members) => members,
@@ -395,7 +411,7 @@ impl<P: Publish> SetPublisher<P> {
                 },
                 _ = status.tick(), if !settings.dry_run => context.mirror_members().await,
                 _ = quiet.tick() => {
-                    if context.listed.load(Ordering::Relaxed) && reader.is_empty() {
+                    if (context.listed.load(Ordering::Relaxed) && reader.is_empty()) || context.overdue() {
                         outside(&context).await;
                     }
                 }
