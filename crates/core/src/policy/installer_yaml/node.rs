@@ -6,7 +6,6 @@ use std::rc::Rc;
 
 use saphyr_parser::{Event, Parser, ScalarStyle};
 
-use super::resolve::{decode, GoValue};
 use super::{DecodeError, MAX_DEPTH, MAX_MERGED_ENTRIES, TAG_MERGE};
 
 /// A YAML node: only what the userTags need, with aliases shared rather than copied.
@@ -45,14 +44,6 @@ impl Node {
     pub(super) fn as_scalar(&self) -> Option<&Scalar> {
         match self {
             Node::Scalar(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// A scalar that decodes to a string, as that string.
-    pub(super) fn as_string(&self) -> Option<String> {
-        match decode(self.as_scalar()?) {
-            Ok(GoValue::Str(s)) => Some(s),
             _ => None,
         }
     }

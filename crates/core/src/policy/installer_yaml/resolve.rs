@@ -32,6 +32,17 @@ impl GoValue {
     }
 }
 
+impl Node {
+    /// A scalar that decodes to a string, as that string (here, not in `node`, so that the
+    /// parser does not import the resolver that imports it).
+    pub(super) fn as_string(&self) -> Option<String> {
+        match decode(self.as_scalar()?) {
+            Ok(GoValue::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
 /// go-yaml v2 `decoder.scalar` into an `interface{}`: an untagged quoted or block scalar is a
 /// string as written; a plain one, or one with a tag (`!` included), goes through `resolve`.
 /// A timestamp stays the string as written ("for backward compatibility", decode.go).
