@@ -253,6 +253,7 @@ fn put_bucket_tagging_carries_the_set_it_put() {
     assert_eq!(event.replaced_with.map(|t| t.len()), Some(1), "one tag, as an object");
 }
 
+#[cfg(feature = "azure")]
 mod azure_deliveries {
     use std::path::Path;
 

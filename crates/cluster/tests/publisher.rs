@@ -274,17 +274,11 @@ fn node_pool(name: &str, cluster: &str, tier: &str) -> Value {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_set_publishes_each_member_and_then_only_the_one_that_changed() {
-    let api = FakeApi::start().await;
-    api.put_custom("hostedclusters", "clusters", hosted_cluster("hc-a", "hca-7xk2p", "a"));
-    api.put_custom("hostedclusters", "clusters", hosted_cluster("hc-b", "hcb-7xk2p", "b"));
-    api.put_custom("nodepools", "clusters", node_pool("hc-b-workers", "hc-b", "cpu"));
-    let store = Store::default();
-    let told = Arc::new(Told::default());
-    let health = Arc::new(Health::default());
+/// A HyperShift set's publisher on the namespace `clusters`, running until the test ends.
+async fn start_set(api: &FakeApi) -> Running {
+    let (store, told, health) = (Store::default(), Arc::new(Told::default()), Arc::new(Health::default()));
     let publisher = SetPublisher {
-        client: client_for(&api).await,
+        client: client_for(api).await,
         kind: SetKind::HyperShift,
         namespace: Some("clusters".into()),
         target: store.clone(),
@@ -298,7 +292,16 @@ async fn a_cluster_set_publishes_each_member_and_then_only_the_one_that_changed(
             panic!("the set publisher stopped: {e}");
         }
     });
-    let run = Running { store, told, health, task };
+    Running { store, told, health, task }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_set_publishes_each_member_and_then_only_the_one_that_changed() {
+    let api = FakeApi::start().await;
+    api.put_custom("hostedclusters", "clusters", hosted_cluster("hc-a", "hca-7xk2p", "a"));
+    api.put_custom("hostedclusters", "clusters", hosted_cluster("hc-b", "hcb-7xk2p", "b"));
+    api.put_custom("nodepools", "clusters", node_pool("hc-b-workers", "hc-b", "cpu"));
+    let run = start_set(&api).await;
     until("each member's first publish", Duration::from_secs(20), || run.told.lines().len() == 2).await;
     let mut first = run.told.lines();
     first.sort_by(|a, b| a.0.cmp(&b.0));
@@ -340,23 +343,7 @@ async fn a_set_that_keeps_changing_is_still_published() {
     let api = FakeApi::start().await;
     api.put_custom("hostedclusters", "clusters", hosted_cluster("hc-a", "hca-7xk2p", "a"));
     api.put_custom("nodepools", "clusters", node_pool("hc-a-workers", "hc-a", "cpu"));
-    let (store, told, health) = (Store::default(), Arc::new(Told::default()), Arc::new(Health::default()));
-    let publisher = SetPublisher {
-        client: client_for(&api).await,
-        kind: SetKind::HyperShift,
-        namespace: Some("clusters".into()),
-        target: store.clone(),
-        health: health.clone(),
-        settings: settings(Duration::from_secs(3600)),
-        status_namespace: NS.into(),
-        sink: told.clone(),
-    };
-    let task = tokio::spawn(async move {
-        if let Err(e) = publisher.run().await {
-            panic!("the set publisher stopped: {e}");
-        }
-    });
-    let run = Running { store, told, health, task };
+    let run = start_set(&api).await;
     until("the first publish", Duration::from_secs(20), || run.told.lines().len() == 1).await;
 
     api.edit_custom("nodepools", "clusters", "hc-a-workers", |o| {
