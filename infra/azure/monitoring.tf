@@ -273,13 +273,16 @@ locals {
 
   alert_action_group_ids = length(azurerm_monitor_action_group.this) > 0 ? [azurerm_monitor_action_group.this[0].id] : []
 
-  # Custom-metric alerts on the Function App (skip_metric_validation: the metric does not exist
-  # until the function first publishes it). One rule per purpose, whatever the number of clusters:
-  # a rule whose dimension lists several values monitors each value's time series on its own and
-  # fires per InfraID ("Monitor multiple time series", learn.microsoft.com, "Metric alerts"), so a
-  # cluster set's write failures and lag alert per cluster, and a rejected policy is the
-  # deployment's ("all").
-  custom_metric_alerts = {
+  # The metric alerts, one rule each (azurerm_monitor_metric_alert.this), by the suffix of their
+  # name. An entry names its metric, the InfraIDs it watches, severity and description; unless it
+  # says otherwise it watches a TagWarden custom metric on the Function App, Total > 0.
+  #
+  # Custom-metric alerts skip metric validation: the metric does not exist until the function first
+  # publishes it. One rule per purpose, whatever the number of clusters: a rule whose dimension
+  # lists several values monitors each value's time series on its own and fires per InfraID
+  # ("Monitor multiple time series", learn.microsoft.com, "Metric alerts"), so a cluster set's
+  # write failures and lag alert per cluster, and a rejected policy is the deployment's ("all").
+  metric_alerts = {
     write-failures = {
       metric      = "WriteFailures"
       infra_ids   = local.clusters
@@ -307,6 +310,28 @@ locals {
       infra_ids   = [local.deployment_infra_id]
       severity    = 2
       description = "tagwarden ${local.label}: a sweep listing failed; the resources it would have named were not swept (see the status report ${local.status_url} and the function's logs for the call and the fix)."
+    }
+    # Azure Monitor custom metrics are pre-aggregated to min/max/sum/count per minute and have no
+    # percentiles (learn.microsoft.com, "Custom metrics in Azure Monitor"), so the AWS module's p99
+    # alarm becomes an alert on the Maximum: stricter, it fires on one slow correction.
+    compliance-lag = {
+      metric      = "ComplianceLag"
+      aggregation = "Maximum"
+      threshold   = var.compliance_lag_threshold_ms
+      infra_ids   = local.clusters
+      severity    = 2
+      description = "tagwarden ${local.label}: a resource stayed out of line longer than ${var.compliance_lag_threshold_ms} ms (ComplianceLag maximum): check Event Grid delivery, throttling and the function's errors."
+    }
+    # Function errors: failed invocations as Application Insights records them (requests/failed);
+    # a platform metric, no InfraID dimension.
+    function-errors = {
+      namespace   = "microsoft.insights/components"
+      scope       = azurerm_application_insights.this.id
+      metric      = "requests/failed"
+      aggregation = "Count"
+      infra_ids   = null
+      severity    = 2
+      description = "tagwarden ${local.label}: function invocations failed (Event Grid retries them, then dead-letters)."
     }
   }
 
@@ -375,12 +400,12 @@ resource "azurerm_monitor_action_group" "this" {
   tags = local.tags
 }
 
-resource "azurerm_monitor_metric_alert" "custom" {
-  for_each = local.custom_metric_alerts
+resource "azurerm_monitor_metric_alert" "this" {
+  for_each = local.metric_alerts
 
   name                = "${local.name}-${each.key}"
   resource_group_name = local.resource_group_name
-  scopes              = [azurerm_function_app_flex_consumption.this.id]
+  scopes              = [try(each.value.scope, azurerm_function_app_flex_consumption.this.id)]
   description         = each.value.description
   severity            = each.value.severity
   frequency           = "PT5M"
@@ -388,17 +413,20 @@ resource "azurerm_monitor_metric_alert" "custom" {
   auto_mitigate       = true
 
   criteria {
-    metric_namespace       = local.metric_namespace
+    metric_namespace       = try(each.value.namespace, local.metric_namespace)
     metric_name            = each.value.metric
-    aggregation            = "Total"
+    aggregation            = try(each.value.aggregation, "Total")
     operator               = "GreaterThan"
-    threshold              = 0
-    skip_metric_validation = true
+    threshold              = try(each.value.threshold, 0)
+    skip_metric_validation = try(each.value.namespace, local.metric_namespace) == local.metric_namespace
 
-    dimension {
-      name     = "InfraID"
-      operator = "Include"
-      values   = each.value.infra_ids
+    dynamic "dimension" {
+      for_each = each.value.infra_ids == null ? [] : [each.value.infra_ids]
+      content {
+        name     = "InfraID"
+        operator = "Include"
+        values   = dimension.value
+      }
     }
   }
 
@@ -412,71 +440,35 @@ resource "azurerm_monitor_metric_alert" "custom" {
   tags = local.tags
 }
 
-# Function errors: failed invocations as Application Insights records them (requests/failed).
-# Azure Monitor custom metrics are pre-aggregated to min/max/sum/count per minute and have no
-# percentiles (learn.microsoft.com, "Custom metrics in Azure Monitor"), so the AWS module's p99 alarm
-# becomes an alert on the Maximum: stricter, it fires on one slow correction.
-resource "azurerm_monitor_metric_alert" "compliance_lag" {
-  name                = "${local.name}-compliance-lag"
-  resource_group_name = local.resource_group_name
-  scopes              = [azurerm_function_app_flex_consumption.this.id]
-  description         = "tagwarden ${local.label}: a resource stayed out of line longer than ${var.compliance_lag_threshold_ms} ms (ComplianceLag maximum): check Event Grid delivery, throttling and the function's errors."
-  severity            = 2
-  frequency           = "PT5M"
-  window_size         = var.alert_window
-  auto_mitigate       = true
-
-  criteria {
-    metric_namespace       = local.metric_namespace
-    metric_name            = "ComplianceLag"
-    aggregation            = "Maximum"
-    operator               = "GreaterThan"
-    threshold              = var.compliance_lag_threshold_ms
-    skip_metric_validation = true
-
-    dimension {
-      name     = "InfraID"
-      operator = "Include"
-      values   = local.clusters
-    }
-  }
-
-  dynamic "action" {
-    for_each = local.alert_action_group_ids
-    content {
-      action_group_id = action.value
-    }
-  }
-
-  tags = local.tags
+# The alerts were three resources; their instances keep their rules (same names).
+moved {
+  from = azurerm_monitor_metric_alert.custom["write-failures"]
+  to   = azurerm_monitor_metric_alert.this["write-failures"]
 }
 
-resource "azurerm_monitor_metric_alert" "function_errors" {
-  name                = "${local.name}-function-errors"
-  resource_group_name = local.resource_group_name
-  scopes              = [azurerm_application_insights.this.id]
-  description         = "tagwarden ${local.label}: function invocations failed (Event Grid retries them, then dead-letters)."
-  severity            = 2
-  frequency           = "PT5M"
-  window_size         = var.alert_window
-  auto_mitigate       = true
+moved {
+  from = azurerm_monitor_metric_alert.custom["contested"]
+  to   = azurerm_monitor_metric_alert.this["contested"]
+}
 
-  criteria {
-    metric_namespace = "microsoft.insights/components"
-    metric_name      = "requests/failed"
-    aggregation      = "Count"
-    operator         = "GreaterThan"
-    threshold        = 0
-  }
+moved {
+  from = azurerm_monitor_metric_alert.custom["policy-rejected"]
+  to   = azurerm_monitor_metric_alert.this["policy-rejected"]
+}
 
-  dynamic "action" {
-    for_each = local.alert_action_group_ids
-    content {
-      action_group_id = action.value
-    }
-  }
+moved {
+  from = azurerm_monitor_metric_alert.custom["listing-failures"]
+  to   = azurerm_monitor_metric_alert.this["listing-failures"]
+}
 
-  tags = local.tags
+moved {
+  from = azurerm_monitor_metric_alert.compliance_lag
+  to   = azurerm_monitor_metric_alert.this["compliance-lag"]
+}
+
+moved {
+  from = azurerm_monitor_metric_alert.function_errors
+  to   = azurerm_monitor_metric_alert.this["function-errors"]
 }
 
 # Dead-lettered events, one alert per system topic (a metric alert's scopes must share a region;

@@ -130,10 +130,8 @@ output "workbook_id" {
 output "metric_alert_ids" {
   description = "Metric alert ids by purpose."
   value = merge(
-    { for k, a in azurerm_monitor_metric_alert.custom : k => a.id },
+    { for k, a in azurerm_monitor_metric_alert.this : k => a.id },
     { for k, a in azurerm_monitor_metric_alert.dead_letters : "dead-letters-${k}" => a.id },
-    { function-errors = azurerm_monitor_metric_alert.function_errors.id },
-    { compliance-lag = azurerm_monitor_metric_alert.compliance_lag.id },
   )
 }
 

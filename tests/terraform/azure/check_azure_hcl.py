@@ -100,7 +100,8 @@ def norm(v):
 
 def parse_dir(d: Path) -> tuple[dict, dict]:
     """Returns ({file: parsed}, merged) where merged has resource/data/variable/output/locals/module."""
-    files, merged = {}, {"resource": {}, "data": {}, "variable": {}, "output": {}, "locals": {}, "module": {}, "provider": {}}
+    files, merged = {}, {"resource": {}, "data": {}, "variable": {}, "output": {}, "locals": {}, "module": {}, "provider": {},
+                         "moved": []}
     for f in sorted(d.glob("*.tf")):
         try:
             with f.open() as fh:
@@ -123,6 +124,7 @@ def parse_dir(d: Path) -> tuple[dict, dict]:
                 merged[kind].update(block)
         for block in doc.get("locals", []):
             merged["locals"].update(block)
+        merged["moved"] += doc.get("moved", [])
     return files, merged
 
 
@@ -548,8 +550,8 @@ def main() -> int:
         ("time_sleep", "role_propagation"), ("terraform_data", "package"),
         ("azurerm_eventgrid_system_topic_event_subscription", "policy"), ("azurerm_log_analytics_workspace", "this"),
         ("azurerm_application_insights", "this"), ("azurerm_application_insights_workbook", "this"),
-        ("azurerm_monitor_action_group", "this"), ("azurerm_monitor_metric_alert", "custom"),
-        ("azurerm_monitor_metric_alert", "function_errors"), ("azurerm_monitor_metric_alert", "dead_letters"),
+        ("azurerm_monitor_action_group", "this"), ("azurerm_monitor_metric_alert", "this"),
+        ("azurerm_monitor_metric_alert", "dead_letters"),
     ]
     missing = [f"{t}.{n}" for t, n in required if (t, n) not in R]
     check("required resources exist", not missing, f"missing: {missing}")
@@ -853,17 +855,42 @@ def main() -> int:
     check("workbook: metrics split by ResourceType (a set: by InfraID) and filtered on the deployment's InfraIDs",
           "local.workbook_split" in wbi and "local.workbook_infra_ids" in wbi
           and L.get("workbook_split") == '${local.cluster_set ? "InfraID" : "ResourceType"}')
-    alerts = L.get("custom_metric_alerts", {})
-    custom = R.get(("azurerm_monitor_metric_alert", "custom"), {})
-    crit = first(custom.get("criteria"))
+    # One resource (azurerm_monitor_metric_alert.this) per entry of local.metric_alerts; an entry
+    # without namespace/scope/aggregation/threshold takes the resource's defaults: a TagWarden
+    # custom metric on the Function App, Total > 0, metric validation skipped.
+    alerts = L.get("metric_alerts", {})
+    alert = R.get(("azurerm_monitor_metric_alert", "this"), {})
+    crit = first(alert.get("criteria"))
+    custom = {k: a for k, a in alerts.items() if "namespace" not in a and "scope" not in a}
     check("alerts: WriteFailures > 0, Contested > 0, PolicyRejected > 0 and ListingFailures > 0 (custom metrics, TagWarden namespace)",
-          {a.get("metric") for a in alerts.values()} == {"WriteFailures", "Contested", "PolicyRejected", "ListingFailures"}
-          and crit.get("operator") == "GreaterThan" and crit.get("threshold") == 0
-          and crit.get("metric_namespace") == "${local.metric_namespace}" and crit.get("skip_metric_validation") is True)
-    fe = first(R.get(("azurerm_monitor_metric_alert", "function_errors"), {}).get("criteria"))
+          {a.get("metric") for k, a in custom.items() if "threshold" not in a and "aggregation" not in a}
+          == {"WriteFailures", "Contested", "PolicyRejected", "ListingFailures"}
+          and alert.get("for_each") == "${local.metric_alerts}" and alert.get("name") == "${local.name}-${each.key}"
+          and alert.get("scopes") == ["${try(each.value.scope, azurerm_function_app_flex_consumption.this.id)}"]
+          and crit.get("operator") == "GreaterThan" and crit.get("threshold") == "${try(each.value.threshold, 0)}"
+          and crit.get("aggregation") == '${try(each.value.aggregation, "Total")}'
+          and crit.get("metric_namespace") == "${try(each.value.namespace, local.metric_namespace)}"
+          and crit.get("skip_metric_validation") == "${try(each.value.namespace, local.metric_namespace) == local.metric_namespace}",
+          f"alerts {sorted(alerts)}")
+    fe = alerts.get("function-errors", {})
+    lag = alerts.get("compliance-lag", {})
     dlc = first(R.get(("azurerm_monitor_metric_alert", "dead_letters"), {}).get("criteria"))
-    check("alerts: function errors and dead-lettered events",
-          fe.get("metric_name") == "requests/failed" and dlc.get("metric_name") == "DeadLetteredCount")
+    check("alerts: function errors (Application Insights requests/failed, Count > 0), compliance lag (ComplianceLag Maximum > "
+          "var.compliance_lag_threshold_ms, custom metric) and dead-lettered events",
+          fe.get("metric") == "requests/failed" and fe.get("namespace") == "microsoft.insights/components"
+          and fe.get("scope") == "${azurerm_application_insights.this.id}" and fe.get("aggregation") == "Count"
+          and "threshold" not in fe and fe.get("infra_ids") is None
+          and lag.get("metric") == "ComplianceLag" and lag.get("aggregation") == "Maximum"
+          and lag.get("threshold") == "${var.compliance_lag_threshold_ms}" and "namespace" not in lag and "scope" not in lag
+          and dlc.get("metric_name") == "DeadLetteredCount", f"function-errors {fe}, compliance-lag {lag}")
+    # The rules that were resources of their own keep their state (moved blocks, one per instance).
+    moved = {(m.get("from"), m.get("to")) for m in mod.get("moved", [])}
+    was_custom = ["write-failures", "contested", "policy-rejected", "listing-failures"]
+    old = [f"custom[\"{k}\"]" for k in was_custom] + ["compliance_lag", "function_errors"]
+    new = [f"this[\"{k}\"]" for k in was_custom] + ['this["compliance-lag"]', 'this["function-errors"]']
+    want_moved = {(f"${{azurerm_monitor_metric_alert.{o}}}", f"${{azurerm_monitor_metric_alert.{n}}}") for o, n in zip(old, new)}
+    check("the former alert resources (custom[*], compliance_lag, function_errors) move into azurerm_monitor_metric_alert.this",
+          want_moved <= moved, f"missing moved {sorted(want_moved - moved)}; have {sorted(moved)}")
     # Compliance from day one, audit or enforce. The workbook's panels: compliance
     # % per cluster (a grid) and hourly, would-be writes per cluster (KQL over the records the
     # handler logs, counted as Metrics::observe counts them), and the function's own
@@ -913,11 +940,12 @@ def main() -> int:
               for m in ("ResourcesInLine", "ResourcesDrifted", "WouldWrite"))
           and '"dimension": "ResourceType"' in mtile and "local.clusters" in mtile, mtile)
     # The alerts on failures fire in audit mode too: nothing in them depends on the mode.
-    alert_text = json.dumps([L.get("custom_metric_alerts"), L.get("dead_letter_topics")] +
+    alert_text = json.dumps([L.get("metric_alerts"), L.get("dead_letter_topics")] +
                             [b for (t, _), b in R.items() if t in ("azurerm_monitor_metric_alert", "azurerm_monitor_action_group")])
     check("every alert and the action group are independent of var.mode (they fire in audit as in enforce)",
           "mode" not in alert_text.replace("monitoring", "") and
-          {n for (t, n) in R if t == "azurerm_monitor_metric_alert"} >= {"custom", "compliance_lag", "function_errors", "dead_letters"},
+          {n for (t, n) in R if t == "azurerm_monitor_metric_alert"} >= {"this", "dead_letters"}
+          and {"write-failures", "contested", "policy-rejected", "listing-failures", "compliance-lag", "function-errors"} <= set(alerts),
           f"alerts {sorted(n for (t, n) in R if t == 'azurerm_monitor_metric_alert')}")
     ag = R.get(("azurerm_monitor_action_group", "this"), {})
     check("action group only when an email or webhook is given",
@@ -943,8 +971,9 @@ def main() -> int:
           alerts.get("write-failures", {}).get("infra_ids") == "${local.clusters}"
           and alerts.get("policy-rejected", {}).get("infra_ids") == ["${local.deployment_infra_id}"]
           and alerts.get("listing-failures", {}).get("infra_ids") == ["${local.deployment_infra_id}"]
-          and first(first(R.get(("azurerm_monitor_metric_alert", "compliance_lag"), {}).get("criteria")).get("dimension")).get("values") == "${local.clusters}"
-          and first(crit.get("dimension")).get("values") == "${each.value.infra_ids}"
+          and alerts.get("compliance-lag", {}).get("infra_ids") == "${local.clusters}"
+          and (dim := first(crit.get("dynamic")).get("dimension", {})).get("for_each") == "${each.value.infra_ids == null ? [] : [each.value.infra_ids]}"
+          and first(dim.get("content")).get("name") == "InfraID" and first(dim.get("content")).get("values") == "${dimension.value}"
           and L.get("deployment_infra_id") == '${local.cluster_set ? "all" : var.infra_id}')
     fn_pre = json.dumps(R.get(("azurerm_function_app_flex_consumption", "this"), {}).get("lifecycle"))
     check("a set refuses the single-policy inputs and documents of unlisted clusters (preconditions)",
