@@ -76,7 +76,15 @@ pub(crate) async fn run_instances(clients: &Clients, n: usize, pairs: &[(String,
         .set_tags(Some(ec2_tags(pairs)))
         .build();
     let run = clients.ec2.run_instances().image_id(&image).min_count(n as i32).max_count(n as i32);
-    let run = run.tag_specifications(spec).send().await.expect("instances");
+    // A fixture, not the code under test: moto runs many instances slowly on a loaded machine
+    // (the product's 30 s operation timeout once ran out here), and a retry would run them twice.
+    let patient = tagwarden::aws::sdk::ec2::config::Builder::default().timeout_config(
+        tagwarden::aws::sdk::ec2::config::timeout::TimeoutConfig::builder()
+            .operation_attempt_timeout(std::time::Duration::from_secs(300))
+            .operation_timeout(std::time::Duration::from_secs(300))
+            .build(),
+    );
+    let run = run.tag_specifications(spec).customize().config_override(patient).send().await.expect("instances");
     run.instances().iter().filter_map(|i| i.instance_id()).map(str::to_owned).collect()
 }
 
