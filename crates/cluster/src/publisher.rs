@@ -156,6 +156,12 @@ pub fn classify(e: &PublishError, endpoint: &str) -> (Reason, PublishFailure) {
                 "; the publisher takes the AWS SDK's standard chain: on OpenShift, mount the CredentialsRequest's Secret and point AWS_SHARED_CREDENTIALS_FILE at its `credentials` key (static keys in mint mode; role_arn + web_identity_token_file in STS mode, from ccoctl), elsewhere AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE (IRSA)"
             }
             tagwarden_core::cloud::Cloud::Azure => "",
+            // OpenShift on Google Cloud: the Cloud Credential Operator's Secret holds a service
+            // account key or a Workload Identity Federation configuration, read from the file
+            // GOOGLE_APPLICATION_CREDENTIALS names (Application Default Credentials).
+            tagwarden_core::cloud::Cloud::Gcp => {
+                "; the publisher takes Application Default Credentials: mount the CredentialsRequest's Secret and point GOOGLE_APPLICATION_CREDENTIALS at its `service_account.json` key"
+            }
         };
         return failure(Reason::Credentials, "CredentialsRejected", format!("{text}{fix}"));
     }

@@ -1,5 +1,6 @@
-//! The two clouds and the tag rules that differ between them: ownership tags, protected keys,
-//! key comparison and default limits.
+//! The three clouds and the tag rules that differ between them: ownership tags, protected keys,
+//! key comparison and default limits. On Google Cloud the "tags" tagwarden enforces are labels
+//! (Resource Manager tags are bound, not set: [`crate::gcp`]).
 
 use std::fmt;
 use std::str::FromStr;
@@ -53,6 +54,7 @@ impl ClusterRef<'_> {
 pub enum Cloud {
     Aws,
     Azure,
+    Gcp,
 }
 
 impl Cloud {
@@ -60,6 +62,7 @@ impl Cloud {
         match self {
             Cloud::Aws => "aws",
             Cloud::Azure => "azure",
+            Cloud::Gcp => "gcp",
         }
     }
 
@@ -91,6 +94,8 @@ impl Cloud {
             (Cloud::Azure, ClusterKind::ClusterApi) => {
                 &["sigs.k8s.io_cluster-api-provider-azure_cluster_", "kubernetes.io_cluster_"]
             }
+            // Labels: `kubernetes-io-cluster-` and CAPG's `capg-cluster-` (crate::gcp::ownership).
+            (Cloud::Gcp, kind) => crate::gcp::ownership_label_prefixes(kind),
         }
     }
 
@@ -107,6 +112,8 @@ impl Cloud {
         match self {
             Cloud::Aws => "sigs.k8s.io/cluster-api-provider-aws/",
             Cloud::Azure => "sigs.k8s.io_cluster-api-provider-azure_",
+            // kubernetes-sigs/cluster-api-provider-gcp `api/v1beta1/labels.go` `NameGCPProviderPrefix`.
+            Cloud::Gcp => crate::gcp::CAPG_PREFIX,
         }
     }
 
@@ -119,6 +126,8 @@ impl Cloud {
         let openshift: &[&str] = match self {
             Cloud::Aws => &["kubernetes.io/cluster/"],
             Cloud::Azure => &["kubernetes.io_cluster.", "kubernetes.io_cluster_"],
+            // Label keys are lowercase only, so the exact prefix is the only spelling.
+            Cloud::Gcp => &[crate::gcp::OPENSHIFT_OWNERSHIP_PREFIX],
         };
         openshift.iter().chain([&self.cluster_api_namespace()]).any(|p| starts_with_ignore_case(key, p))
     }
@@ -129,12 +138,14 @@ impl Cloud {
         self.is_ownership_key(key)
             || key.eq_ignore_ascii_case("name")
             || (self == Cloud::Aws && starts_with_ignore_case(key, "aws:"))
+            || (self == Cloud::Gcp && key.starts_with(crate::gcp::GOOGLE_RESERVED_PREFIX))
     }
 
-    /// AWS tag keys are case-sensitive; Azure tag names are case-insensitive.
+    /// AWS tag keys and Google label keys are case-sensitive (labels are lowercase only); Azure tag
+    /// names are case-insensitive.
     pub fn keys_equal(self, a: &str, b: &str) -> bool {
         match self {
-            Cloud::Aws => a == b,
+            Cloud::Aws | Cloud::Gcp => a == b,
             Cloud::Azure => a.eq_ignore_ascii_case(b),
         }
     }
@@ -142,7 +153,7 @@ impl Cloud {
     /// Look a key up in a tag map the way the cloud compares keys.
     pub fn get<'m>(self, tags: &'m TagMap, key: &str) -> Option<(&'m String, &'m String)> {
         match self {
-            Cloud::Aws => tags.get_key_value(key),
+            Cloud::Aws | Cloud::Gcp => tags.get_key_value(key),
             Cloud::Azure => tags.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)),
         }
     }
@@ -168,6 +179,7 @@ impl Cloud {
         match self {
             Cloud::Aws => 25,
             Cloud::Azure => 10,
+            Cloud::Gcp => crate::gcp::OPENSHIFT_MAX_USER_LABELS,
         }
     }
 
@@ -175,6 +187,7 @@ impl Cloud {
     pub fn default_resource_tag_limit(self, resource_type: &str) -> usize {
         match self {
             Cloud::Aws => 50,
+            Cloud::Gcp => crate::gcp::MAX_LABELS_PER_RESOURCE,
             Cloud::Azure => {
                 let t = resource_type.to_ascii_lowercase();
                 // Azure documents a 15-tag limit for Automation, CDN, public and private DNS (zones
@@ -214,7 +227,8 @@ impl FromStr for Cloud {
         match s.to_ascii_lowercase().as_str() {
             "aws" => Ok(Cloud::Aws),
             "azure" => Ok(Cloud::Azure),
-            other => Err(format!("unknown cloud {other:?}: expected \"aws\" or \"azure\"")),
+            "gcp" => Ok(Cloud::Gcp),
+            other => Err(format!("unknown cloud {other:?}: expected \"aws\", \"azure\" or \"gcp\"")),
         }
     }
 }
@@ -391,6 +405,27 @@ mod tests {
         assert!(Cloud::Azure.is_protected_key("kubernetes.io_cluster_c-1"));
         assert!(!Cloud::Aws.is_protected_key("sigs.k8s.io/other"));
         assert!(!Cloud::Azure.is_protected_key("aws:x"));
+    }
+
+    #[test]
+    fn google_cloud_labels_mark_owners() {
+        let c = tags(&[("kubernetes-io-cluster-g-1", "owned"), ("capg-cluster-g-1", "owned"), ("team", "x")]);
+        assert_eq!(owners(Cloud::Gcp, "compute.googleapis.com/Instance", &c), vec!["g-1"], "one cluster, two labels");
+        assert_eq!(ownership(Cloud::Gcp, "g-1", &c), Ownership::Owned);
+        let capg = tags(&[("capg-cluster-w-1", "owned")]);
+        assert_eq!(
+            ownership_for(Cloud::Gcp, "compute.googleapis.com/Disk", ClusterKind::ClusterApi, "w-1", &capg),
+            Ownership::Owned
+        );
+        // Labels are case-sensitive (and lowercase only): another spelling is no owner.
+        assert_eq!(ownership(Cloud::Gcp, "g-1", &tags(&[("Kubernetes-io-cluster-g-1", "owned")])), Ownership::Unowned);
+        for k in ["kubernetes-io-cluster-g-1", "capg-cluster-w-1", "capg-role", "goog-managed-by"] {
+            assert!(Cloud::Gcp.is_protected_key(k), "{k}");
+        }
+        assert!(!Cloud::Gcp.is_protected_key("team"));
+        assert_eq!(Cloud::Gcp.default_user_tag_limit(), 32);
+        assert_eq!(Cloud::Gcp.default_resource_tag_limit("storage.googleapis.com/Bucket"), 64);
+        assert_eq!("GCP".parse::<Cloud>(), Ok(Cloud::Gcp));
     }
 
     #[test]

@@ -264,6 +264,7 @@ mod tests {
             let r = match cloud {
                 Cloud::Aws => ResourceRef::from_arn(id),
                 Cloud::Azure => ResourceRef::from_arm_id(id),
+                Cloud::Gcp => unreachable!("no Google Cloud case here"),
             }
             .expect("resource");
             let current = tags(&[(owner, "owned")]);

@@ -12,9 +12,10 @@ use crate::cloud::Cloud;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ResourceRef {
     /// What the service's tag API takes: an EC2 id, a bucket name, an IAM name, an ELBv2 ARN,
-    /// an ARM ID.
+    /// an ARM ID, a Google Cloud full resource name (`//compute.googleapis.com/projects/…`).
     pub id: String,
-    /// `service:resource-type` on AWS, the ARM resource type on Azure.
+    /// `service:resource-type` on AWS, the ARM resource type on Azure, the Cloud Asset Inventory
+    /// asset type on Google Cloud (`compute.googleapis.com/Instance`).
     #[serde(rename = "type")]
     pub kind: String,
     /// The ARN (AWS) or ARM ID (Azure); `None` when only a bare EC2 id was given.
@@ -33,7 +34,10 @@ pub enum ResourceError {
 
 impl ResourceRef {
     pub fn cloud(&self) -> Cloud {
-        if self.kind.contains('/') {
+        // Cloud Asset Inventory asset types: `compute.googleapis.com/Instance`.
+        if self.kind.contains(".googleapis.com/") {
+            Cloud::Gcp
+        } else if self.kind.contains('/') {
             Cloud::Azure
         } else {
             Cloud::Aws

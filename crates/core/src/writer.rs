@@ -151,6 +151,10 @@ impl WriterKind {
                 format!("Terraform: the azurerm provider has no provider-level ignore_tags; add lifecycle {{ ignore_changes = [tags[\"{key}\"]] }} (or [tags]) to the resource"),
                 "Terraform language documentation: the lifecycle meta-argument, ignore_changes",
             ),
+            (WriterKind::Terraform, Cloud::Gcp) => r(
+                format!("Terraform: the google provider's labels argument manages only the labels in its configuration; put {key} with the policy's value in the provider's default_labels, or add lifecycle {{ ignore_changes = [labels[\"{key}\"]] }} to the resource"),
+                "Terraform google provider documentation: provider argument default_labels; the lifecycle meta-argument, ignore_changes",
+            ),
             (WriterKind::AwsLoadBalancerController, _) => r(
                 format!("AWS Load Balancer Controller: give {key} the policy's value in the controller's --default-tags flag (Helm value defaultTags), or in the Ingress annotation alb.ingress.kubernetes.io/tags / the Service annotation service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags"),
                 "AWS Load Balancer Controller documentation: controller configuration (--default-tags), Ingress annotations (alb.ingress.kubernetes.io/tags), Service annotations (service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags)",

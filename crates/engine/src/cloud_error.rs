@@ -125,6 +125,32 @@ impl CloudError {
         match self.cloud {
             Cloud::Aws => self.aws_hint(),
             Cloud::Azure => self.azure_hint().map(str::to_owned),
+            Cloud::Gcp => self.gcp_hint().map(str::to_owned),
+        }
+    }
+
+    /// Google Cloud answers a refusal with 403 `PERMISSION_DENIED` and a stale `labelFingerprint`
+    /// or `ifMetagenerationMatch` with 412 `conditionNotMet` (Compute Engine and Cloud Storage
+    /// error references); the operations are named `compute:…`, `storage:…`, `dns:…`, `asset:…`,
+    /// `tags:…` (tagwarden_gcp).
+    fn gcp_hint(&self) -> Option<&'static str> {
+        match (self.class, self.operation) {
+            (ErrorClass::Denied, op) if op.starts_with("asset:") => Some(
+                "grant the function's service account cloudasset.assets.searchAllResources at the sweep's scope (infra/gcp iam.tf: the custom role at the project, folder or organization)",
+            ),
+            (ErrorClass::Denied, op) if op.starts_with("tags:") => Some(
+                "grant the function's service account resourcemanager.tagValueBindings.create on the tag value and the resource's createTagBinding permission (infra/gcp iam.tf)",
+            ),
+            (ErrorClass::Denied, op) if op.starts_with("gcs:") => {
+                Some("grant the function's service account storage.objects.get and storage.objects.list on the policy bucket")
+            }
+            (ErrorClass::Denied, _) => Some(
+                "grant the function's service account the custom role of infra/gcp (get and setLabels/update per enforced type) at the resource's project, folder or organization",
+            ),
+            (ErrorClass::Unsupported, _) => {
+                Some("this resource type takes no labels; it is reported as unsupported, not written")
+            }
+            _ => None,
         }
     }
 

@@ -37,7 +37,9 @@ impl YieldTo {
     pub fn default_for(cloud: Cloud) -> Self {
         match cloud {
             Cloud::Aws => YieldTo { patterns: AWS_DEFAULT_YIELD_TO.iter().map(|p| p.to_string()).collect() },
-            Cloud::Azure => Self::none(),
+            // Inferred as on Azure: an audit log names a caller by its service account's email,
+            // which is the customer's own, so a deployment names CAPG's.
+            Cloud::Azure | Cloud::Gcp => Self::none(),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Google Cloud's label and tag rules, as their sources state them, and the labels that mark what a
-//! cluster owns there. Pure and not yet wired in: [`crate::cloud::Cloud`] has no GCP variant.
+//! cluster owns there: the rules behind [`crate::cloud::Cloud::Gcp`]. Pure.
 //!
 //! Two rule sets ([`Rules`]), every violation reported, each naming the key, the rule and the fix:
 //! - [`Rules::Google`], what Google Cloud accepts on a resource. Source: Resource Manager,
@@ -87,6 +87,10 @@ pub const CAPG_PREFIX: &str = "capg-";
 /// CAPG's ownership label, `capg-cluster-<cluster name>: owned` (same file, `NameGCPProviderOwned`,
 /// `ClusterTagKey`, written by `Build` on what CAPG creates).
 pub const CAPG_OWNERSHIP_PREFIX: &str = "capg-cluster-";
+/// Labels Google's own services set and manage (`goog-gke-node`, `goog-managed-by`, …): "Some
+/// Google Cloud services … set labels with the prefix `goog-`" (Resource Manager, Creating and
+/// managing labels); tagwarden never writes one.
+pub const GOOGLE_RESERVED_PREFIX: &str = "goog-";
 
 /// Which rules a label is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

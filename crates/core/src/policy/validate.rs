@@ -90,6 +90,7 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
     let (key_max, value_max) = match cloud {
         Cloud::Aws => (AWS_KEY_MAX, AWS_VALUE_MAX),
         Cloud::Azure => (AZURE_KEY_MAX, AZURE_VALUE_MAX),
+        Cloud::Gcp => (crate::gcp::LABEL_KEY_MAX, crate::gcp::LABEL_VALUE_MAX),
     };
     let key_len = key.chars().count();
     if key_len == 0 || key_len > key_max {
@@ -181,6 +182,31 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
                 push(
                     Rule::ReservedPrefix,
                     format!("keys starting with {p:?} (any case) are reserved; choose a key without that prefix"),
+                );
+            }
+        }
+        // A policy's labels are OpenShift's user labels (`crate::gcp`: ASCII lowercase, the
+        // reserved `kubernetes-io`/`openshift-io` prefixes and CAPG's `capg-`); lengths are
+        // checked above, so only the other rules are taken from there.
+        Cloud::Gcp => {
+            use crate::gcp::Rule as G;
+            for v in crate::gcp::check_label(crate::gcp::Rules::OpenShift, key, value) {
+                let rule = match v.rule {
+                    G::KeyLength | G::ValueLength => continue,
+                    G::KeyCharacters => Rule::KeyCharacters,
+                    G::ValueCharacters | G::ValueFormat => Rule::ValueCharacters,
+                    G::ReservedPrefix => Rule::ReservedPrefix,
+                    G::DuplicateKey => Rule::DuplicateKey,
+                    G::TooManyLabels | G::TooManyTags | G::TooManyBindings => Rule::TooManyTags,
+                    G::KeyFormat | G::ParentId | G::NamespacedName => Rule::KeyFormat,
+                };
+                push(rule, v.message);
+            }
+            if key.starts_with(crate::gcp::GOOGLE_RESERVED_PREFIX) {
+                push(
+                    Rule::ReservedPrefix,
+                    "keys starting with \"goog-\" are set by Google Cloud's own services; choose another key"
+                        .to_string(),
                 );
             }
         }
@@ -305,7 +331,7 @@ fn too_many(source: &str, n: usize, limit: usize) -> Violation {
 
 fn normalise_key(cloud: Cloud, key: &str) -> String {
     match cloud {
-        Cloud::Aws => key.to_string(),
+        Cloud::Aws | Cloud::Gcp => key.to_string(),
         Cloud::Azure => key.to_ascii_lowercase(),
     }
 }
@@ -320,6 +346,18 @@ mod tests {
 
     fn rules(cloud: Cloud, k: &str, v: &str) -> Vec<Rule> {
         check_tag(cloud, k, v, "test").into_iter().map(|v| v.rule).collect()
+    }
+
+    #[test]
+    fn google_cloud_labels_follow_openshift_user_label_rules() {
+        assert!(rules(Cloud::Gcp, "cost-center", "cc_42").is_empty());
+        assert_eq!(rules(Cloud::Gcp, "Team", "x"), vec![Rule::KeyCharacters]);
+        assert_eq!(rules(Cloud::Gcp, "team", "Platform"), vec![Rule::ValueCharacters]);
+        assert_eq!(rules(Cloud::Gcp, "openshift-io-x", "y"), vec![Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Gcp, "kubernetes-io-cluster-c-1", "owned"), vec![Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Gcp, "goog-managed-by", "x"), vec![Rule::ReservedPrefix]);
+        assert_eq!(rules(Cloud::Gcp, "team", ""), vec![Rule::ValueLength]);
+        assert_eq!(rules(Cloud::Gcp, &"k".repeat(64), "v"), vec![Rule::KeyLength]);
     }
 
     #[test]

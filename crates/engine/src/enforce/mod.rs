@@ -355,7 +355,7 @@ fn cause_of(event: &Event) -> Cause<'_> {
 fn lock_key(cloud: Cloud, r: &ResourceRef) -> String {
     match cloud {
         Cloud::Azure => r.id.to_ascii_lowercase(),
-        Cloud::Aws => r.id.clone(),
+        Cloud::Aws | Cloud::Gcp => r.id.clone(),
     }
 }
 

@@ -94,7 +94,7 @@ impl Doc<'_> {
         // The deprecated experimental flag wins when both are set; an omitted flag propagates.
         let enforce = match cloud {
             Cloud::Aws => p.experimental_propagate_user_tags.or(p.propagate_user_tags).unwrap_or(true),
-            Cloud::Azure => true,
+            Cloud::Azure | Cloud::Gcp => true,
         };
         Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status: p.user_tags, ..Layer::default() })
     }

@@ -266,11 +266,13 @@ struct Discovered {
     fallbacks: Vec<(String, String)>,
 }
 
-/// A resource's identity across listings: its ARN on AWS, its ID ignoring case on Azure.
+/// A resource's identity across listings: its ARN on AWS, its ID ignoring case on Azure, its full
+/// resource name on Google Cloud.
 pub(super) fn identity(cloud: Cloud, r: &ResourceRef) -> String {
     match cloud {
         Cloud::Aws => r.arn.clone().unwrap_or_else(|| r.id.clone()),
         Cloud::Azure => r.id.to_ascii_lowercase(),
+        Cloud::Gcp => r.id.clone(),
     }
 }
 
