@@ -22,6 +22,8 @@ pub mod aws;
 pub mod azure;
 pub mod egress;
 pub mod fault_proxy;
+#[cfg(feature = "gcp")]
+pub mod gcp;
 #[cfg(feature = "kube")]
 pub mod kube_api;
 pub mod load;
