@@ -128,10 +128,82 @@ async fn compute_race_and_the_other_resource_types() {
         .set_label_fingerprint(img.label_fingerprint.expect("fingerprint"))
         .set_labels(labels(&[("a", "c")]));
     images.set_labels().set_project("p1").set_resource("img").set_body(body).send().await.expect("image setLabels");
-    let ga =
-        GlobalAddresses::builder().with_endpoint(&fake.endpoint).with_credentials(creds).build().await.expect("client");
+    let ga = GlobalAddresses::builder()
+        .with_endpoint(&fake.endpoint)
+        .with_credentials(creds.clone())
+        .build()
+        .await
+        .expect("client");
     let a = ga.get().set_project("p1").set_address("ga").send().await.expect("get global address");
     assert_eq!(a.kind.as_deref(), Some("compute#address"));
+
+    // Regional and global forwarding rules and regional addresses: get, then setLabels.
+    use google_cloud_compute_v1::client::{Addresses, ForwardingRules, GlobalForwardingRules};
+    use google_cloud_compute_v1::model::RegionSetLabelsRequest;
+    let fr = fake.add_forwarding_rule("p1", "us-east1", "fr", &[]);
+    let gfr = fake.add_global_forwarding_rule("p1", "gfr", &[]);
+    let addr = fake.add_address("p1", "us-east1", "ip", &[]);
+    let rules = ForwardingRules::builder()
+        .with_endpoint(&fake.endpoint)
+        .with_credentials(creds.clone())
+        .build()
+        .await
+        .expect("client");
+    let r =
+        rules.get().set_project("p1").set_region("us-east1").set_forwarding_rule("fr").send().await.expect("get rule");
+    let body = RegionSetLabelsRequest::new()
+        .set_label_fingerprint(r.label_fingerprint.expect("fp"))
+        .set_labels(labels(&[("o", "1")]));
+    rules
+        .set_labels()
+        .set_project("p1")
+        .set_region("us-east1")
+        .set_resource("fr")
+        .set_body(body)
+        .send()
+        .await
+        .expect("rule setLabels");
+    let global = GlobalForwardingRules::builder()
+        .with_endpoint(&fake.endpoint)
+        .with_credentials(creds.clone())
+        .build()
+        .await
+        .expect("client");
+    let r = global.get().set_project("p1").set_forwarding_rule("gfr").send().await.expect("get global rule");
+    let body = GlobalSetLabelsRequest::new()
+        .set_label_fingerprint(r.label_fingerprint.expect("fp"))
+        .set_labels(labels(&[("o", "2")]));
+    global
+        .set_labels()
+        .set_project("p1")
+        .set_resource("gfr")
+        .set_body(body)
+        .send()
+        .await
+        .expect("global rule setLabels");
+    let addresses = Addresses::builder()
+        .with_endpoint(&fake.endpoint)
+        .with_credentials(creds.clone())
+        .build()
+        .await
+        .expect("client");
+    let a =
+        addresses.get().set_project("p1").set_region("us-east1").set_address("ip").send().await.expect("get address");
+    let body = RegionSetLabelsRequest::new()
+        .set_label_fingerprint(a.label_fingerprint.expect("fp"))
+        .set_labels(labels(&[("o", "3")]));
+    addresses
+        .set_labels()
+        .set_project("p1")
+        .set_region("us-east1")
+        .set_resource("ip")
+        .set_body(body)
+        .send()
+        .await
+        .expect("address setLabels");
+    let got: Vec<Option<String>> =
+        [&fr, &gfr, &addr].iter().map(|n| fake.labels(n).and_then(|l| l.get("o").cloned())).collect();
+    assert_eq!(got, vec![Some("1".into()), Some("2".into()), Some("3".into())]);
 
     // The unlabelable types answer a GET without labels.
     fake.add_network("p1", "default");
@@ -194,11 +266,19 @@ async fn asset_search_by_scope_label_type_and_page() {
     assert_eq!(err.http_status_code(), Some(403));
     let subnet = search("projects/111", "").set_asset_types([".*Subnetwork"]).send().await.expect("search");
     assert!(subnet.results[0].labels.is_empty());
+    // Tags bound to a resource come back as `tags` and `effectiveTags`.
+    let prod = fake.add_tag_value("9/env/prod");
+    fake.bind_tag("//storage.googleapis.com/b1", &prod);
+    let tagged =
+        search("projects/p2", "").set_asset_types(["storage.googleapis.com/Bucket"]).send().await.expect("search");
+    let tag = &tagged.results[0].tags[0];
+    assert_eq!((tag.tag_value.as_deref(), tag.tag_value_id.as_deref()), (Some("9/env/prod"), Some(prod.as_str())));
+    assert_eq!(tagged.results[0].effective_tags[0].attached_resource.as_deref(), Some("//storage.googleapis.com/b1"));
     fake.search_default_page(3);
     let first = search("projects/p1", "").send().await.expect("search");
     assert_eq!(first.results.len(), 3);
     assert!(!first.next_page_token.is_empty());
-    assert_eq!(fake.counters().lists, 9);
+    assert_eq!(fake.counters().lists, 10);
 }
 
 #[tokio::test]

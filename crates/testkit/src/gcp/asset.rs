@@ -8,13 +8,16 @@
 //! - `scope`: `projects/{ID}`, `projects/{NUMBER}`, `folders/{N}`, `organizations/{N}`; a folder
 //!   or organization covers every project under it at any depth. A scope the fake does not know
 //!   answers 403 `PERMISSION_DENIED`, as the service does for a scope the caller cannot search.
-//! - `query`: terms separated by spaces must all hold. `labels.KEY:VALUE` is the "has" operator:
-//!   the label's value and the query value are cut into words and each query word must be among
-//!   the value's words, in order, compared case-insensitively ("Partial text matching"); a query
-//!   word ending in `*` matches words it prefixes; `labels.KEY:*` means the label is there.
-//!   `labels.KEY=VALUE` is "Exact text matching": the whole value, case-sensitive, no wildcards.
-//!   `labels:WORD` matches a label key or value. Any other term answers 400 `INVALID_ARGUMENT`
-//!   (the fake knows only these).
+//! - `query`: terms separated by spaces must all hold. `labels.KEY:VALUE` is the "has" operator
+//!   ("Partial text matching" in the search query syntax guide): the label's value and the query
+//!   value are cut into words, and the query's words must appear among the value's in
+//!   consecutive order, so `labels.env:prod` finds `prod` and `team-prod` but not `production`;
+//!   a query word ending in `*` matches the words it prefixes; `labels.KEY:*` means the label is
+//!   there. The fake compares words case-insensitively (the guide says so for neither operator's
+//!   words; labels are lower case anyway). `labels.KEY=VALUE` is "Exact text matching": the
+//!   whole value, case-sensitive ("Query values are case-sensitive"), no wildcards.
+//!   `labels:WORD` matches a label key or value. Any other term answers 400
+//!   `INVALID_ARGUMENT` (the fake knows only these).
 //! - `assetTypes`: exact types, or RE2 patterns of the forms `prefix.*`, `.*suffix`, `.*infix.*`.
 //! - `pageSize`: "capped at 500 even if a larger value is given. If set to zero or a negative
 //!   value, server will pick an appropriate default" (the default is not documented; the fake's
