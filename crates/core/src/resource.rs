@@ -28,7 +28,9 @@ pub enum ResourceError {
     BadArn { input: String },
     #[error("{input:?} is not an ARM resource ID: expected /subscriptions/SUB[/resourceGroups/RG[/providers/NAMESPACE/TYPE/NAME...]]")]
     BadArmId { input: String },
-    #[error("cannot tell what kind of resource {input:?} is: pass an ARN (arn:aws:...), an ARM ID (/subscriptions/...), or an EC2 id such as i-0123456789abcdef0")]
+    #[error("{0}")]
+    BadFullName(#[from] crate::gcp::resources::NameError),
+    #[error("cannot tell what kind of resource {input:?} is: pass an ARN (arn:aws:...), an ARM ID (/subscriptions/...), a Google Cloud full resource name (//compute.googleapis.com/projects/...), or an EC2 id such as i-0123456789abcdef0")]
     Unrecognised { input: String },
 }
 
@@ -44,11 +46,14 @@ impl ResourceRef {
         }
     }
 
-    /// Parse what a user typed: an ARN, an ARM ID or a bare EC2 id.
+    /// Parse what a user typed: an ARN, an ARM ID, a Google Cloud full resource name or a bare
+    /// EC2 id.
     pub fn parse(input: &str) -> Result<Self, ResourceError> {
         let input = input.trim();
         if input.starts_with("arn:") {
             Self::from_arn(input)
+        } else if input.starts_with("//") {
+            Ok(crate::gcp::resources::parse_full_name(input)?.to_resource_ref())
         } else if input.starts_with('/') {
             Self::from_arm_id(input)
         } else if let Some(kind) = ec2_type_of_id(input) {
@@ -262,5 +267,18 @@ mod tests {
         )
         .is_err());
         assert!(ResourceRef::from_arm_id("/tenants/x").is_err());
+    }
+
+    #[test]
+    fn google_cloud_full_resource_names() {
+        let r =
+            ResourceRef::parse(" //compute.googleapis.com/projects/p1/zones/us-central1-a/instances/vm-1 ").unwrap();
+        assert_eq!(r.id, "//compute.googleapis.com/projects/p1/zones/us-central1-a/instances/vm-1");
+        assert_eq!(
+            (r.kind.as_str(), r.arn.as_deref(), r.cloud()),
+            ("compute.googleapis.com/Instance", None, Cloud::Gcp)
+        );
+        let err = ResourceRef::parse("//compute.googleapis.com/projects/p1/zones/z/widgets/w").unwrap_err();
+        assert!(matches!(err, ResourceError::BadFullName(_)), "{err}");
     }
 }

@@ -37,6 +37,7 @@ use serde::Serialize;
 
 mod labels;
 mod ownership;
+pub mod resources;
 mod tags;
 
 pub use labels::{check_label, check_label_key, check_label_value, check_labels};
