@@ -7,8 +7,10 @@
 //!
 //! - [`cloudtrail`]: `AWS API Call via CloudTrail` through EventBridge;
 //! - [`tag_change`]: `Tag Change on Resource` (source `aws.tag`);
-//! - [`event_grid`]: Azure Event Grid, in Event Grid and CloudEvents 1.0 schemas.
+//! - [`event_grid`]: Azure Event Grid, in Event Grid and CloudEvents 1.0 schemas;
+//! - [`cloud_audit`]: Google Cloud audit logs through a Cloud Logging sink and Pub/Sub push.
 
+pub mod cloud_audit;
 pub mod cloudtrail;
 pub mod event_grid;
 pub mod tag_change;
@@ -54,8 +56,11 @@ pub enum IgnoreReason {
     SubscriptionValidation,
     /// Azure events other than a successful write (deletes, actions, failures).
     NotAWrite,
-    /// Azure resource types that cannot carry tags.
+    /// Azure resource types that cannot carry tags, Google Cloud types that cannot carry labels.
     UntaggableType,
+    /// The first audit-log entry of a long-running Google Cloud operation: the resource is acted
+    /// on at the operation's last entry, when it exists.
+    OperationStarted,
 }
 
 impl IgnoreReason {
@@ -68,6 +73,7 @@ impl IgnoreReason {
             IgnoreReason::SubscriptionValidation => "Event Grid's subscription-validation handshake",
             IgnoreReason::NotAWrite => "not a successful resource write",
             IgnoreReason::UntaggableType => "the resource type cannot carry tags",
+            IgnoreReason::OperationStarted => "the operation has only started; its last entry is acted on",
         }
     }
 }
@@ -87,7 +93,7 @@ pub struct Event {
     pub reason: Option<IgnoreReason>,
     pub service: String,
     pub event_name: String,
-    /// AWS account or Azure subscription.
+    /// AWS account, Azure subscription or Google Cloud project.
     pub account: Option<String>,
     pub region: Option<String>,
     /// Who made the call, for people to read.
