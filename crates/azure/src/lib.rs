@@ -26,7 +26,8 @@ pub mod function;
 pub mod identity;
 pub mod metrics;
 pub mod resource_graph;
-pub mod server;
+/// The custom handler's HTTP/1 server, shared with the Google Cloud function.
+pub use tagwarden_engine::server;
 mod xml;
 
 use std::time::Duration;

@@ -51,7 +51,19 @@ impl CallCounter {
 /// Tag-changing operations, as counted here (and as `aws::calls` names grants).
 pub fn is_write(op: &str) -> bool {
     let name = op.rsplit(':').next().unwrap_or(op);
-    ["CreateTags", "PutBucketTagging", "AddTags", "TagResources", "MergeTags", "ChangeTagsForResource"].contains(&name)
+    // Google Cloud: Compute's setLabels, the label PATCHes of Cloud Storage and Cloud DNS.
+    [
+        "CreateTags",
+        "PutBucketTagging",
+        "AddTags",
+        "TagResources",
+        "MergeTags",
+        "ChangeTagsForResource",
+        "SetLabels",
+        "PatchLabels",
+        "CreateTagBinding",
+    ]
+    .contains(&name)
         || (name.starts_with("Tag") && !name.starts_with("Tagging"))
 }
 

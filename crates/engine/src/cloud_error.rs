@@ -96,6 +96,18 @@ impl CloudError {
         CloudError { cloud: Cloud::Azure, status, ..CloudError::aws(operation, target, code, message, class) }
     }
 
+    /// A Google Cloud error, with the HTTP status of the answer when there was one.
+    pub fn gcp(
+        operation: &'static str,
+        target: &str,
+        status: Option<u16>,
+        code: &str,
+        message: &str,
+        class: ErrorClass,
+    ) -> Self {
+        CloudError { cloud: Cloud::Gcp, status, ..CloudError::aws(operation, target, code, message, class) }
+    }
+
     /// Whether another delivery of the event is worth it.
     pub fn failure(&self) -> Failure {
         self.class.failure(self.cloud)

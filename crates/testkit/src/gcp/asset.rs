@@ -16,8 +16,9 @@
 //!   there. The fake compares words case-insensitively (the guide says so for neither operator's
 //!   words; labels are lower case anyway). `labels.KEY=VALUE` is "Exact text matching": the
 //!   whole value, case-sensitive ("Query values are case-sensitive"), no wildcards.
-//!   `labels:WORD` matches a label key or value. Any other term answers 400
-//!   `INVALID_ARGUMENT` (the fake knows only these).
+//!   `labels:WORD` matches a label key or value. Terms joined by `OR` are alternatives ("Combine
+//!   queries with AND, OR and NOT" in the guide; the fake takes no parentheses or NOT, `AND`
+//!   binding first). Any other term answers 400 `INVALID_ARGUMENT` (the fake knows only these).
 //! - `assetTypes`: exact types, or RE2 patterns of the forms `prefix.*`, `.*suffix`, `.*infix.*`.
 //! - `pageSize`: "capped at 500 even if a larger value is given. If set to zero or a negative
 //!   value, server will pick an appropriate default" (the default is not documented; the fake's
@@ -45,7 +46,8 @@ pub fn handle(st: &mut State, r: &Req) -> Resp {
         return Resp::rpc_error(403, "PERMISSION_DENIED", &format!("The caller does not have permission on {scope}"));
     };
     let query = r.param("query").unwrap_or_default();
-    let terms = match parse(&query) {
+    let alternatives: Result<Vec<Vec<Term>>, String> = query.split(" OR ").map(parse).collect();
+    let alternatives = match alternatives {
         Ok(t) => t,
         Err(term) => {
             return Resp::rpc_error(
@@ -73,7 +75,7 @@ pub fn handle(st: &mut State, r: &Req) -> Resp {
         .values()
         .filter(|a| projects.contains(&a.project))
         .filter(|a| types.is_empty() || types.iter().any(|t| type_matches(t, a.kind.asset_type)))
-        .filter(|a| terms.iter().all(|t| t.holds(a)))
+        .filter(|a| alternatives.iter().any(|terms| terms.iter().all(|t| t.holds(a))))
         .collect();
     let page: Vec<Value> = hits.iter().skip(offset).take(size).map(|a| result_json(st, a)).collect();
     let mut body = json!({});

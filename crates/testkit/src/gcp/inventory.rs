@@ -160,11 +160,14 @@ impl State {
             .clone()
     }
 
-    /// A new label fingerprint: base64 of 8 bytes, as Compute's are (never the empty one).
+    /// A new label fingerprint: URL-safe base64 of 8 bytes, as Compute's are (never the empty
+    /// one). URL-safe: google-cloud-compute-v1 4.1.0 reads `labelFingerprint` as
+    /// `Base64<UrlSafe>` (its generated `model/deserialize.rs`), so a `+` or `/` from the standard
+    /// alphabet is refused ("Invalid symbol 43") — the generator's knowledge of what Compute sends.
     pub fn new_fingerprint(&mut self) -> String {
         use base64::Engine;
         let id = self.new_id();
-        base64::engine::general_purpose::STANDARD.encode(id.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes())
+        base64::engine::general_purpose::URL_SAFE.encode(id.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes())
     }
 
     /// Insert an asset, with a new id and the fingerprint Compute would give its labels.

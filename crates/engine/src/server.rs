@@ -1,9 +1,11 @@
-//! A minimal HTTP/1.1 server (hyper) for the custom handler: it turns each request into a
-//! [`Request`] held in memory, calls a function, and writes its [`Response`]. The Functions host
-//! talks HTTP/1.1 over loopback, one small JSON body at a time, so nothing here streams.
+//! A minimal HTTP/1.1 server (hyper) for the functions: it turns each request into a [`Request`]
+//! held in memory, calls a function, and writes its [`Response`]. The Azure Functions host talks
+//! HTTP/1.1 over loopback, and Cloud Run's front end HTTP/1.1 to the container, one small JSON
+//! body at a time, so nothing here streams.
 //!
-//! Deliberately not here: routing and the Functions protocol (`super::function`), TLS (the host
-//! calls `127.0.0.1`), HTTP/2. The test fakes reuse this server.
+//! Deliberately not here: routing and each cloud's delivery protocol (`tagwarden_azure::function`,
+//! `tagwarden_gcp::function`), TLS (terminated before the request reaches the process), HTTP/2.
+//! The test fakes reuse this server.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -16,8 +18,8 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-/// Bodies larger than this are refused with 413 (an Event Grid event is at most 1 MiB; the host's
-/// envelope adds little).
+/// Bodies larger than this are refused with 413 (an Event Grid event is at most 1 MiB, a Cloud
+/// Logging entry 256 KB, pushed base64-encoded; the envelopes add little).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 /// A request, read completely.

@@ -1,0 +1,173 @@
+//! The Cloud Run function end to end, in-process, against the fake Google Cloud APIs (through the
+//! official client crates) and the real gcp-storage-emulator holding the policy: an OpenShift
+//! cluster's owned instances, disks, buckets, forwarding rules and DNS zone end with exactly its
+//! labels, after one event each and after a sweep; another cluster's, shared and unlabelable
+//! resources are left alone; a second sweep writes nothing; a stale fingerprint is read again,
+//! never overwritten; an audited deployment writes nothing.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use tagwarden_engine::server::Request;
+use tagwarden_gcp::config::Config;
+use tagwarden_gcp::function::Handler;
+use tagwarden_testkit::gcp::emulator::gcs_emulator;
+use tagwarden_testkit::gcp::FakeGcp;
+
+const INFRA: &str = "ocp-gcp-7x2k";
+const OWNED: &str = "kubernetes-io-cluster-ocp-gcp-7x2k";
+const POLICY: &str = "version: 1\ncloud: gcp\ninfraID: ocp-gcp-7x2k\ntags: {cost-center: cc-42, team: platform}\n";
+
+struct Env {
+    fake: FakeGcp,
+    handler: Handler,
+}
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+impl Env {
+    async fn new(mode: &str) -> Env {
+        let fake = FakeGcp::start();
+        fake.add_project("p-1", 101, &["folders/7", "organizations/9"]);
+        fake.add_project("p-2", 102, &["folders/7", "organizations/9"]);
+        let gcs = gcs_emulator();
+        let bucket = gcs.bucket().await;
+        gcs.put_object(&bucket, &format!("clusters/{INFRA}/policy.yaml"), POLICY.as_bytes(), "application/yaml").await;
+        let vars = [
+            ("TAGWARDEN_POLICY", format!("gs://{bucket}/clusters/*/")),
+            ("TAGWARDEN_CLUSTERS", INFRA.to_string()),
+            ("TAGWARDEN_SWEEP_SCOPES", "folders/7".to_string()),
+            ("TAGWARDEN_SELF_PRINCIPAL", "tagwarden@p-1.iam.gserviceaccount.com".to_string()),
+            ("TAGWARDEN_GCP_ENDPOINT", fake.endpoint.clone()),
+            ("STORAGE_EMULATOR_HOST", gcs.endpoint.clone()),
+            ("TAGWARDEN_MODE", mode.to_string()),
+        ];
+        let config =
+            Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).expect("config");
+        let handler = Handler::new(&config).await.expect("handler");
+        Env { fake, handler }
+    }
+
+    /// The fleet: each owned type with drift (a wrong value, a missing key, a label of its own),
+    /// and the resources that must be left alone.
+    fn fleet(&self) -> Fleet {
+        let f = &self.fake;
+        let drift = [(OWNED, "owned"), ("team", "wrong"), ("keep-me", "yes")];
+        Fleet {
+            owned: vec![
+                f.add_instance("p-1", "us-central1-a", "master-0", &drift),
+                f.add_disk("p-1", "us-central1-a", "master-0-disk", &drift),
+                f.add_forwarding_rule("p-1", "us-central1", "api-internal", &drift),
+                f.add_global_forwarding_rule("p-2", "api", &[(OWNED, "owned")]),
+                f.add_bucket("p-2", "ocp-gcp-7x2k-image-registry", "US", &drift),
+                f.add_managed_zone("p-2", "ocp-gcp-7x2k-private-zone", "c.example.com.", &drift),
+            ],
+            others: vec![
+                f.add_instance(
+                    "p-1",
+                    "us-central1-b",
+                    "other-0",
+                    &[("kubernetes-io-cluster-other-1", "owned"), ("team", "x")],
+                ),
+                f.add_disk("p-2", "us-central1-b", "shared-disk", &[(OWNED, "shared"), ("team", "x")]),
+            ],
+            network: f.add_network("p-1", "ocp-gcp-7x2k-network"),
+        }
+    }
+
+    async fn post(&self, body: Value) -> (u16, Value) {
+        let req = Request {
+            method: "POST".into(),
+            path: "/".into(),
+            body: body.to_string().into_bytes(),
+            ..Request::default()
+        };
+        let resp = self.handler.handle(req).await;
+        (resp.status, serde_json::from_slice(&resp.body).unwrap_or(Value::Null))
+    }
+
+    async fn sweep(&self) -> (u16, Value) {
+        let data = base64::engine::general_purpose::STANDARD.encode(br#"{"tagwarden":"sweep"}"#);
+        self.post(json!({"message": {"data": data, "attributes": {"tagwarden": "sweep"}, "messageId": "s-1"}, "subscription": "projects/p-1/subscriptions/tw-events"}))
+            .await
+    }
+
+    fn labels(&self, full: &str) -> BTreeMap<String, String> {
+        self.fake.labels(full).unwrap_or_default().into_iter().collect()
+    }
+}
+
+struct Fleet {
+    owned: Vec<String>,
+    others: Vec<String>,
+    network: String,
+}
+
+/// What an owned resource must carry: what it had, with the policy's labels laid over.
+fn corrected(had: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut want = had.clone();
+    want.extend(labels(&[("cost-center", "cc-42"), ("team", "platform")]));
+    want
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_corrects_every_owned_type_and_a_second_writes_nothing() {
+    let env = Env::new("enforce").await;
+    let fleet = env.fleet();
+    let before: Vec<_> = fleet.owned.iter().map(|r| env.labels(r)).collect();
+    let others: Vec<_> = fleet.others.iter().map(|r| env.labels(r)).collect();
+
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    for (r, had) in fleet.owned.iter().zip(&before) {
+        assert_eq!(env.labels(r), corrected(had), "{r}");
+    }
+    for (r, had) in fleet.others.iter().zip(&others) {
+        assert_eq!(&env.labels(r), had, "{r} is not the cluster's: untouched");
+    }
+    assert!(env.labels(&fleet.network).is_empty(), "the network takes no labels");
+    let first = env.fake.counters();
+    assert_eq!(first.writes, fleet.owned.len() as u64, "one write per drifted resource: {first:?}");
+
+    env.fake.clear_log();
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    let second = env.fake.counters();
+    assert_eq!(second.writes, 0, "the second sweep writes nothing: {second:?}");
+    let searches = env.fake.calls().iter().filter(|c| c.path.contains(":searchAllResources")).count();
+    assert_eq!(searches, 1, "one search page for {} owned resources", fleet.owned.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_fingerprint_is_read_again_never_overwritten() {
+    let env = Env::new("enforce").await;
+    let vm = env.fake.add_instance("p-1", "us-central1-a", "worker-0", &[(OWNED, "owned")]);
+    // Another writer adds a label between our read and our write: our setLabels meets 412.
+    env.fake.race_next_write(&vm, &[(OWNED, "owned"), ("backup", "daily")]);
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(
+        env.labels(&vm),
+        labels(&[(OWNED, "owned"), ("backup", "daily"), ("cost-center", "cc-42"), ("team", "platform")]),
+        "the other writer's label survives: the write was laid over a fresh read"
+    );
+    let stale = env.fake.calls().iter().filter(|c| c.path.ends_with("/setLabels") && c.status == 412).count();
+    assert_eq!(stale, 1, "one refused write, then one under the fresh fingerprint");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audited_deployment_writes_nothing() {
+    let env = Env::new("audit").await;
+    let fleet = env.fleet();
+    let before: Vec<_> = fleet.owned.iter().map(|r| env.labels(r)).collect();
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(env.fake.counters().writes, 0, "audit mode: no write anywhere");
+    for (r, had) in fleet.owned.iter().zip(&before) {
+        assert_eq!(&env.labels(r), had, "{r}");
+    }
+    assert!(summary.to_string().contains(&fleet.owned.len().to_string()), "{summary}");
+}
