@@ -50,7 +50,7 @@ impl GcpTagger {
 
     fn target(r: &ResourceRef) -> Result<Target, CloudError> {
         Target::parse(&r.id)
-            .map_err(|u| CloudError::gcp("labels:Target", &r.id, None, "Unsupported", u.why, ErrorClass::Unsupported))
+            .map_err(|u| CloudError::gcp("labels:Target", &r.id, None, "Unsupported", &u.why, ErrorClass::Unsupported))
     }
 
     async fn read_guarded(&self, r: &ResourceRef, target: &Target) -> Result<Current, CloudError> {

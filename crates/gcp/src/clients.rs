@@ -50,6 +50,7 @@ pub struct ComputeClients {
     pub addresses: compute::Addresses,
     pub global_addresses: compute::GlobalAddresses,
     pub images: compute::Images,
+    pub snapshots: compute::Snapshots,
 }
 
 pub struct Clients {
@@ -96,6 +97,7 @@ impl Clients {
             addresses: build!(compute::Addresses, "Compute Engine", c, creds),
             global_addresses: build!(compute::GlobalAddresses, "Compute Engine", c, creds),
             images: build!(compute::Images, "Compute Engine", c, creds),
+            snapshots: build!(compute::Snapshots, "Compute Engine", c, creds),
         };
         let asset = build!(google_cloud_asset_v1::client::AssetService, "Cloud Asset", &endpoints.asset, creds);
         let dns = build!(ManagedZones, "Cloud DNS", &endpoints.dns, creds);

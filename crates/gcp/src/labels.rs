@@ -61,6 +61,11 @@ fn to_hash(labels: &TagMap) -> HashMap<String, String> {
     labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
+/// An instance or disk named outside a zone (the table never parses one so).
+fn not_zonal() -> google_cloud_gax::error::Error {
+    google_cloud_gax::error::Error::io("an instance or disk outside a zone")
+}
+
 fn missing_fingerprint(name: &str) -> CloudError {
     CloudError::gcp(
         OP_GET,
@@ -220,10 +225,16 @@ impl Clients {
                 let r = c.global_addresses.get().set_project(project).set_address(name).send().await?;
                 (r.labels, r.label_fingerprint)
             }
-            (ComputeKind::Image, _) | (ComputeKind::Instance | ComputeKind::Disk, _) => {
+            (ComputeKind::Image, _) => {
                 let r = c.images.get().set_project(project).set_image(name).send().await?;
                 (r.labels, r.label_fingerprint)
             }
+            (ComputeKind::Snapshot, _) => {
+                let r = c.snapshots.get().set_project(project).set_snapshot(name).send().await?;
+                (r.labels, r.label_fingerprint)
+            }
+            // The table places instances and disks in zones: never reached.
+            (ComputeKind::Instance | ComputeKind::Disk, _) => return Err(not_zonal()),
         })
     }
 
@@ -309,7 +320,7 @@ impl Clients {
                     .until_done()
                     .await?;
             }
-            (ComputeKind::Image, _) | (ComputeKind::Instance | ComputeKind::Disk, _) => {
+            (ComputeKind::Image, _) => {
                 c.images
                     .set_labels()
                     .set_project(project)
@@ -319,6 +330,17 @@ impl Clients {
                     .until_done()
                     .await?;
             }
+            (ComputeKind::Snapshot, _) => {
+                c.snapshots
+                    .set_labels()
+                    .set_project(project)
+                    .set_resource(name)
+                    .set_body(global)
+                    .poller()
+                    .until_done()
+                    .await?;
+            }
+            (ComputeKind::Instance | ComputeKind::Disk, _) => return Err(not_zonal()),
         }
         Ok(())
     }

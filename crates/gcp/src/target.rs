@@ -1,13 +1,9 @@
-//! Where a resource's labels are read and written: the API coordinates of a Cloud Asset Inventory
-//! full resource name (`//compute.googleapis.com/projects/p/zones/z/instances/vm-1`).
-//!
-//! Full resource names: Cloud Asset Inventory, "Resource name format" (the service's host, then
-//! the resource's relative name); the relative names are the Compute Engine REST paths
-//! (`projects/{project}/zones/{zone}/instances/{instance}`, `…/regions/{region}/forwardingRules/…`,
-//! `…/global/images/…`), Cloud Storage's bucket name, Cloud DNS's
-//! `projects/{project}/managedZones/{managedZone}`.
+//! Where a resource's labels are written: the API coordinates of a Cloud Asset Inventory full
+//! resource name, from the one table of Google Cloud types (`tagwarden_core::gcp::resources`,
+//! which cites the names' formats and which types take labels).
 
-use std::fmt;
+pub use tagwarden_core::gcp::resources::Location;
+use tagwarden_core::gcp::resources::{parse_full_name, LabelWrite};
 
 /// How a resource's labels are written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +16,8 @@ pub enum Target {
     ManagedZone { project: String, name: String },
 }
 
+/// The Compute Engine collections whose `setLabels` tagwarden calls (regional or global by the
+/// name's location).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ComputeKind {
     Instance,
@@ -27,68 +25,40 @@ pub enum ComputeKind {
     ForwardingRule,
     Address,
     Image,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    Zone(String),
-    Region(String),
-    Global,
+    Snapshot,
 }
 
 /// A full resource name tagwarden cannot write labels on: a type that takes none, or a name it
-/// cannot read.
+/// cannot read. Reported `unsupported`, never retried.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{name}: {why}")]
 pub struct Unsupported {
     pub name: String,
-    pub why: &'static str,
+    pub why: String,
 }
 
 impl Target {
     pub fn parse(full_name: &str) -> Result<Target, Unsupported> {
-        let bad = |why| Unsupported { name: full_name.to_string(), why };
-        let rest = full_name.strip_prefix("//").ok_or_else(|| bad("not a full resource name (//SERVICE/…)"))?;
-        let (host, path) = rest.split_once('/').ok_or_else(|| bad("not a full resource name (//SERVICE/…)"))?;
-        let parts: Vec<&str> = path.split('/').collect();
-        match (host, parts.as_slice()) {
-            ("storage.googleapis.com", [bucket]) if !bucket.is_empty() => {
-                Ok(Target::Bucket { name: bucket.to_string() })
-            }
-            ("dns.googleapis.com", ["projects", project, "managedZones", zone]) => {
-                Ok(Target::ManagedZone { project: project.to_string(), name: zone.to_string() })
-            }
-            ("compute.googleapis.com", ["projects", project, scope @ .., collection, name]) => {
-                let location = match scope {
-                    ["zones", z] => Location::Zone(z.to_string()),
-                    ["regions", r] => Location::Region(r.to_string()),
-                    ["global"] => Location::Global,
-                    _ => return Err(bad("a Compute Engine name tagwarden does not know")),
+        let bad = |why: String| Unsupported { name: full_name.to_string(), why };
+        let n = parse_full_name(full_name).map_err(|e| bad(e.to_string()))?;
+        let project = n.project.clone().unwrap_or_default();
+        match n.resource_type.write {
+            LabelWrite::StoragePatch => Ok(Target::Bucket { name: n.name }),
+            LabelWrite::DnsPatch => Ok(Target::ManagedZone { project, name: n.name }),
+            LabelWrite::ComputeSetLabels => {
+                let kind = match n.resource_type.collection {
+                    "instances" => ComputeKind::Instance,
+                    "disks" => ComputeKind::Disk,
+                    "forwardingRules" => ComputeKind::ForwardingRule,
+                    "addresses" => ComputeKind::Address,
+                    "images" => ComputeKind::Image,
+                    "snapshots" => ComputeKind::Snapshot,
+                    other => return Err(bad(format!("no setLabels client for Compute Engine's {other}"))),
                 };
-                let kind = match (*collection, &location) {
-                    ("instances", Location::Zone(_)) => ComputeKind::Instance,
-                    ("disks", Location::Zone(_)) => ComputeKind::Disk,
-                    ("forwardingRules", Location::Region(_) | Location::Global) => ComputeKind::ForwardingRule,
-                    ("addresses", Location::Region(_) | Location::Global) => ComputeKind::Address,
-                    ("images", Location::Global) => ComputeKind::Image,
-                    _ => return Err(bad("this Compute Engine type takes no labels tagwarden writes")),
-                };
-                Ok(Target::Compute { kind, project: project.to_string(), location, name: name.to_string() })
+                Ok(Target::Compute { kind, project, location: n.location, name: n.name })
             }
-            _ => Err(bad("a resource type tagwarden does not write labels on")),
+            LabelWrite::Unsupported => Err(bad(format!("{} takes no labels", n.resource_type.asset_type))),
         }
-    }
-}
-
-impl fmt::Display for ComputeKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ComputeKind::Instance => "instances",
-            ComputeKind::Disk => "disks",
-            ComputeKind::ForwardingRule => "forwardingRules",
-            ComputeKind::Address => "addresses",
-            ComputeKind::Image => "images",
-        })
     }
 }
 
@@ -120,6 +90,7 @@ mod tests {
             "//compute.googleapis.com/projects/p1/global/networks/n",
             "//compute.googleapis.com/projects/p1/regions/r/subnetworks/s",
             "//compute.googleapis.com/projects/p1/global/backendServices/b",
+            "//container.googleapis.com/projects/p1/locations/l/clusters/c",
             "projects/p1/zones/z/instances/vm-1",
         ] {
             assert!(Target::parse(unlabelable).is_err(), "{unlabelable}");
