@@ -90,8 +90,9 @@ fn install_config_propagation_flags() {
     ] {
         assert_eq!(policy::load_one("ic.yaml", yaml).expect(yaml).enforce, enforce, "{yaml}");
     }
-    let err = policy::load_one("ic.yaml", "platform: {gcp: {region: x}}").expect_err("gcp").to_string();
-    assert!(err.contains("gcp") && err.contains("not supported"), "{err}");
+    // GCP install-configs are read (their userLabels); a platform without tags is not.
+    let err = policy::load_one("ic.yaml", "platform: {vsphere: {vcenters: []}}").expect_err("vsphere").to_string();
+    assert!(err.contains("vsphere") && err.contains("not supported"), "{err}");
 }
 
 #[test]

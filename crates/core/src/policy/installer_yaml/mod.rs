@@ -1,4 +1,4 @@
-//! install-config `userTags` as the OpenShift installer reads them.
+//! install-config `userTags` (and on Google Cloud `userLabels`) as the OpenShift installer reads them.
 //!
 //! The installer decodes install-config.yaml with `sigs.k8s.io/yaml` (v1.6.0 in its go.mod):
 //! `AssetBase.LoadFromFile` (openshift/installer `pkg/asset/installconfig/installconfigbase.go`)
@@ -9,8 +9,10 @@
 //!    `decoder.scalar`, `resolve.go` `resolve`;
 //! 2. `sigs.k8s.io/yaml` `yaml.go` `convertToJSONableObject` turns keys into strings, and turns a
 //!    number or boolean into a string where the Go target is a string — as it is for
-//!    `UserTags map[string]string` of `platform.aws` / `platform.azure`;
-//! 3. `encoding/json` fills the map (a JSON `null` leaves the empty string).
+//!    `UserTags map[string]string` of `platform.aws` / `platform.azure`, and the `key`, `value`
+//!    and `parentID` strings of `platform.gcp`'s `userLabels` (`[]UserLabel`) and `userTags`
+//!    (`[]UserTag`) lists (openshift/installer `pkg/types/gcp/platform.go`);
+//! 3. `encoding/json` fills the map or the structs (a JSON `null` leaves the empty string).
 //!
 //! So a plain `yes` becomes `"true"`, `1e3` becomes `"1000"` and `0x1F` becomes `"31"`, while
 //! `"yes"` stays `yes`. serde's YAML (1.2, no scalar style) cannot tell `yes` from `"yes"`, so an
@@ -107,16 +109,19 @@ pub(crate) enum Read {
 pub(crate) struct InstallConfig {
     /// The keys under `platform`, as written (for the error on an unsupported platform).
     pub platforms: Vec<String>,
-    /// `platform.aws` when present, else `platform.azure` when present.
+    /// `platform.aws` when present, else `platform.azure`, else `platform.gcp`.
     pub platform: Option<PlatformConfig>,
 }
 
 #[derive(Debug, PartialEq)]
 pub(crate) struct PlatformConfig {
-    /// `aws` or `azure`.
+    /// `aws`, `azure` or `gcp`.
     pub name: &'static str,
-    /// `userTags` as the installer's `map[string]string`, in document order; empty when absent.
+    /// `userTags` as the installer's `map[string]string` (on `gcp`: `userLabels`, a list of
+    /// `{key, value}`), in document order; empty when absent.
     pub user_tags: Vec<(String, String)>,
+    /// `gcp` only: `userTags`, the Resource Manager tags `{parentID, key, value}` the installer binds.
+    pub gcp_tags: Vec<crate::gcp::TagRef>,
     /// `propagateUserTags` (AWS only); `None` when absent or null.
     pub propagate_user_tags: Option<bool>,
     /// `experimentalPropagateUserTags` (AWS only); `None` when absent or null.
@@ -148,7 +153,10 @@ fn install_config(platform: &Node) -> Result<InstallConfig, Error> {
     let platforms = entries.iter().filter_map(|(k, _)| k.as_scalar().map(|s| s.value.clone())).collect();
     let chosen = match get(entries, "platform", "aws")? {
         Some(node) => Some(("aws", node)),
-        None => get(entries, "platform", "azure")?.map(|node| ("azure", node)),
+        None => match get(entries, "platform", "azure")? {
+            Some(node) => Some(("azure", node)),
+            None => get(entries, "platform", "gcp")?.map(|node| ("gcp", node)),
+        },
     };
     let Some((name, node)) = chosen else { return Ok(InstallConfig { platforms, platform: None }) };
     let path = format!("platform.{name}");
@@ -157,9 +165,27 @@ fn install_config(platform: &Node) -> Result<InstallConfig, Error> {
         Node::Scalar(s) if decode(s).is_ok_and(|v| v == GoValue::Null) => &[],
         other => return Err(error(&path, format!("expected a mapping, found {}", other.describe()))),
     };
-    let user_tags = match get(fields, &path, "userTags")? {
-        Some(tags) => user_tags(tags, &format!("{path}.userTags"))?,
-        None => Vec::new(),
+    let (user_tags, gcp_tags) = if name == "gcp" {
+        let labels = match get(fields, &path, "userLabels")? {
+            Some(list) => structs(list, &format!("{path}.userLabels"), &["key", "value"])?,
+            None => Vec::new(),
+        };
+        let tags = match get(fields, &path, "userTags")? {
+            Some(list) => structs(list, &format!("{path}.userTags"), &["parentID", "key", "value"])?,
+            None => Vec::new(),
+        };
+        let labels = labels.into_iter().map(|mut f| (std::mem::take(&mut f[0]), std::mem::take(&mut f[1])));
+        let tags = tags.into_iter().map(|mut f| crate::gcp::TagRef {
+            parent_id: std::mem::take(&mut f[0]),
+            key: std::mem::take(&mut f[1]),
+            value: std::mem::take(&mut f[2]),
+        });
+        (labels.collect(), tags.collect())
+    } else {
+        match get(fields, &path, "userTags")? {
+            Some(tags) => (user_tags(tags, &format!("{path}.userTags"))?, Vec::new()),
+            None => (Vec::new(), Vec::new()),
+        }
     };
     let flag = |field: &str| -> Result<Option<bool>, Error> {
         if name != "aws" {
@@ -181,6 +207,7 @@ fn install_config(platform: &Node) -> Result<InstallConfig, Error> {
         platform: Some(PlatformConfig {
             name,
             user_tags,
+            gcp_tags,
             propagate_user_tags: flag("propagateUserTags")?,
             experimental_propagate_user_tags: flag("experimentalPropagateUserTags")?,
         }),
@@ -230,6 +257,52 @@ fn user_tags(node: &Node, path: &str) -> Result<Vec<(String, String)>, Error> {
         lines.push(line);
     }
     Ok(tags)
+}
+
+/// A list of structs of string fields `fields` (`platform.gcp.userLabels`, `userTags`), each
+/// entry's values in `fields`' order, as the installer decodes `[]UserLabel` / `[]UserTag`: a
+/// field left out or `null` is the empty string (for its validation to refuse), and a field it
+/// does not know is an error (`yaml.DisallowUnknownFields`). Field names are matched exactly,
+/// where `encoding/json` would also take another case (`Key`): refused, naming the spelling.
+fn structs(node: &Node, path: &str, fields: &[&str]) -> Result<Vec<Vec<String>>, Error> {
+    let items = match node {
+        Node::Seq(items, _) => items,
+        Node::Scalar(s) if decode(s).is_ok_and(|v| v == GoValue::Null) => return Ok(Vec::new()),
+        other => {
+            let want = fields.join(", ");
+            return Err(error(path, format!("expected a list of {{{want}}}, found {}", other.describe())));
+        }
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let entries = match item.as_ref() {
+            Node::Map(..) => merged_entries(item).map_err(|m| error(&at, m.to_string()))?,
+            other => {
+                let want = fields.join(", ");
+                return Err(error(&at, format!("expected {{{want}}}, found {}", other.describe())));
+            }
+        };
+        let mut values = vec![None; fields.len()];
+        for (key, value) in entries {
+            let line = key.line();
+            let key = key_string(key).map_err(|m| error(&at, format!("key at line {line}: {m}")))?;
+            let Some(f) = fields.iter().position(|f| *f == key) else {
+                return Err(error(
+                    &format!("{at}.{key}"),
+                    format!("unknown field (line {line}); the installer refuses it: write only {}", fields.join(", ")),
+                ));
+            };
+            if values[f].is_some() {
+                return Err(error(&format!("{at}.{key}"), "is set twice; the installer refuses a key set twice"));
+            }
+            let v = value_string(value)
+                .map_err(|m| error(&format!("{at}.{key}"), format!("line {}: {m}", value.line())))?;
+            values[f] = Some(v);
+        }
+        out.push(values.into_iter().map(Option::unwrap_or_default).collect());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -333,9 +406,38 @@ mod tests {
         assert!(e.message.contains("found a string"), "{e:?}");
         let e = ic("platform: {aws: {}, aws: {}}").expect_err("twice");
         assert_eq!(e.path, "platform.aws");
-        let gcp = ic("platform: {gcp: {}, none: {}}").expect("reads");
-        assert_eq!((gcp.platforms.as_slice(), gcp.platform), (&["gcp".to_string(), "none".to_string()][..], None));
+        let vsphere = ic("platform: {vsphere: {}, none: {}}").expect("reads");
+        assert_eq!(
+            (vsphere.platforms.as_slice(), vsphere.platform),
+            (&["vsphere".to_string(), "none".to_string()][..], None)
+        );
         assert_eq!(ic("platform: {azure: ~}").expect("reads").platform.map(|p| p.name), Some("azure"));
+    }
+
+    #[test]
+    fn gcp_user_labels_and_tags_are_lists_of_string_fields() {
+        let gcp = |yaml: &str| match read(yaml) {
+            Read::InstallConfig(ic) => ic.map(|ic| ic.platform.expect("a platform")),
+            other => panic!("{yaml}: {other:?}"),
+        };
+        let doc = "platform:\n  gcp:\n    projectID: p-1\n    userLabels:\n    - {key: team, value: 0x1F}\n    - key: env\n      value: prod\n    userTags:\n    - {parentID: 123456789012, key: env, value: production}\n";
+        let p = gcp(doc).expect("reads");
+        assert_eq!(p.name, "gcp");
+        let want = [("team", "31"), ("env", "prod")].map(|(k, v)| (k.to_string(), v.to_string()));
+        assert_eq!(p.user_tags, want.to_vec(), "values as the installer's strings");
+        let tag =
+            crate::gcp::TagRef { parent_id: "123456789012".into(), key: "env".into(), value: "production".into() };
+        assert_eq!(p.gcp_tags, vec![tag]);
+        // userTags on GCP are not a map, and an AWS-style map is refused where it stands.
+        let e = gcp("platform: {gcp: {userLabels: {team: a}}}").expect_err("a map");
+        assert_eq!(e.path, "platform.gcp.userLabels");
+        assert!(e.message.contains("expected a list of {key, value}"), "{e:?}");
+        let e = gcp("platform: {gcp: {userLabels: [{Key: team, value: a}]}}").expect_err("unknown field");
+        assert_eq!(e.path, "platform.gcp.userLabels[0].Key");
+        let e = gcp("platform: {gcp: {userTags: [{key: a, key: b}]}}").expect_err("twice");
+        assert!(e.message.contains("set twice"), "{e:?}");
+        let p = gcp("platform: {gcp: {userLabels: [{key: team}], userTags: ~}}").expect("reads");
+        assert_eq!(p.user_tags, vec![("team".to_string(), String::new())], "a missing value is empty");
     }
 
     #[test]
@@ -351,7 +453,8 @@ mod tests {
         // A quoted "<<" is an ordinary key.
         assert_eq!(tags("platform: {aws: {userTags: {'<<': x}}}"), Ok(Some(vec![("<<".into(), "x".into())])));
         assert_eq!(tags("platform: {aws: {}}"), Ok(Some(vec![])));
-        assert_eq!(tags("platform: {gcp: {}}"), Ok(None));
+        assert_eq!(tags("platform: {gcp: {}}"), Ok(Some(vec![])));
+        assert_eq!(tags("platform: {vsphere: {}}"), Ok(None));
         assert_eq!(tags("platform: {aws: {userTags: ~}}"), Ok(Some(vec![])));
         assert!(tags("platform: {aws: {userTags: [a]}}").is_err_and(|e| e.message.contains("a list")));
         assert!(tags("platform: {aws: {userTags: {a: [b]}}}").is_err_and(|e| e.path == "platform.aws.userTags.a"));

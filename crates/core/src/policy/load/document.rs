@@ -8,6 +8,10 @@ use serde_json::{Map, Value};
 
 use super::*;
 
+/// Said of a platform the loader does not read.
+const UNSUPPORTED: &str =
+    "is not supported: tagwarden enforces tags on AWS and Azure, and labels on Google Cloud (GCP)";
+
 pub(super) struct Doc<'a> {
     pub(super) name: &'a str,
 }
@@ -25,15 +29,16 @@ impl Doc<'_> {
         let cloud = match platform_type {
             Some("AWS") => Cloud::Aws,
             Some("Azure") => Cloud::Azure,
+            Some("GCP") => Cloud::Gcp,
             Some(other) => {
-                return Err(self.field(
-                    "status.platformStatus.type",
-                    format!("platform {other:?} is not supported: tagwarden enforces tags on AWS and Azure"),
-                ));
+                return Err(self.field("status.platformStatus.type", format!("platform {other:?} {UNSUPPORTED}")));
             }
             None if has(status, "/platformStatus/aws") || has(spec, "/platformSpec/aws") => Cloud::Aws,
             None if has(status, "/platformStatus/azure") || has(spec, "/platformSpec/azure") => Cloud::Azure,
-            None => return Err(self.field("status.platformStatus", "names no platform: expected type AWS or Azure")),
+            None if has(status, "/platformStatus/gcp") => Cloud::Gcp,
+            None => {
+                return Err(self.field("status.platformStatus", "names no platform: expected type AWS, Azure or GCP"))
+            }
         };
         let c = cloud.as_str();
         let infra_id = match status.and_then(|s| s.get("infrastructureName")) {
@@ -46,14 +51,51 @@ impl Doc<'_> {
                 ))
             }
         };
+        let layer = Layer { cloud: Some(cloud), infra_id, kind: Some(ClusterKind::OpenShift), ..Layer::default() };
+        if cloud == Cloud::Gcp {
+            // openshift/api `GCPPlatformStatus`: `resourceLabels` ({key, value}) are the labels
+            // the installer put on what it created, the policy's labels; `resourceTags`
+            // ({parentID, key, value}) are Resource Manager tags, which a policy cannot carry yet
+            // (`gcp_tags`). `GCPPlatformSpec` holds neither.
+            return Ok(Layer {
+                status: self.resource_tags(status, "status.platformStatus.gcp.resourceLabels")?,
+                gcp_tags: self.gcp_tags(status, "status.platformStatus.gcp.resourceTags")?,
+                ..layer
+            });
+        }
         Ok(Layer {
-            cloud: Some(cloud),
-            infra_id,
-            kind: Some(ClusterKind::OpenShift),
             status: self.resource_tags(status, &format!("status.platformStatus.{c}.resourceTags"))?,
             spec: self.resource_tags(spec, &format!("spec.platformSpec.{c}.resourceTags"))?,
-            ..Layer::default()
+            ..layer
         })
+    }
+
+    /// A Google Cloud `resourceTags` list of `{parentID, key, value}` at `path` (dotted, below `root`).
+    fn gcp_tags(&self, root: Option<&Value>, path: &str) -> Result<Vec<crate::gcp::TagRef>, PolicyError> {
+        let pointer: String = path.split('.').skip(1).map(|p| format!("/{p}")).collect();
+        let items = match root.and_then(|r| r.pointer(&pointer)) {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                return Err(
+                    self.field(path, format!("expected a list of {{parentID, key, value}}, found {}", describe(other)))
+                )
+            }
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let field = |f: &str| item.get(f).and_then(Value::as_str).map(str::to_owned);
+                match (field("parentID"), field("key"), field("value")) {
+                    (Some(parent_id), Some(key), Some(value)) => Ok(crate::gcp::TagRef { parent_id, key, value }),
+                    _ => {
+                        Err(self
+                            .field(&format!("{path}[{i}]"), "expected {parentID: string, key: string, value: string}"))
+                    }
+                }
+            })
+            .collect()
     }
 
     /// A `resourceTags` list of `{key, value}` at `path` (dotted, below `root`).
@@ -82,21 +124,27 @@ impl Doc<'_> {
 
     pub(super) fn install_config(&self, ic: installer_yaml::InstallConfig) -> Result<Layer, PolicyError> {
         let Some(p) = ic.platform else {
-            return Err(self.field(
-                "platform",
-                format!(
-                    "platform {} is not supported: tagwarden enforces tags on AWS and Azure",
-                    ic.platforms.join(", ")
-                ),
-            ));
+            return Err(self.field("platform", format!("platform {} {UNSUPPORTED}", ic.platforms.join(", "))));
         };
-        let cloud = if p.name == "aws" { Cloud::Aws } else { Cloud::Azure };
+        let cloud = match p.name {
+            "aws" => Cloud::Aws,
+            "azure" => Cloud::Azure,
+            _ => Cloud::Gcp,
+        };
         // The deprecated experimental flag wins when both are set; an omitted flag propagates.
         let enforce = match cloud {
             Cloud::Aws => p.experimental_propagate_user_tags.or(p.propagate_user_tags).unwrap_or(true),
             Cloud::Azure | Cloud::Gcp => true,
         };
-        Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status: p.user_tags, ..Layer::default() })
+        // On GCP `user_tags` are `userLabels`, which `validate` checks by the installer's rules
+        // (`crate::gcp::Rules::OpenShift`); `gcp_tags` are `userTags` (`gcp_tags`).
+        Ok(Layer {
+            cloud: Some(cloud),
+            enforce: Some(enforce),
+            status: p.user_tags,
+            gcp_tags: p.gcp_tags,
+            ..Layer::default()
+        })
     }
 
     /// A tag criterion: a value, or a glob the value must match (case-sensitively; each `?`

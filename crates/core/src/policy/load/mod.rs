@@ -1,7 +1,13 @@
 //! Policy documents → [`Policy`]. The kind of each document is detected by its content:
 //!
-//! - an OpenShift `Infrastructure` object (JSON or YAML, alone or as the only item of a `List`);
-//! - an `install-config.yaml` (`platform.aws.userTags` / `platform.azure.userTags`);
+//! - an OpenShift `Infrastructure` object (JSON or YAML, alone or as the only item of a `List`); on
+//!   Google Cloud its `status.platformStatus.gcp.resourceLabels` are the policy's labels;
+//! - an `install-config.yaml` (`platform.aws.userTags` / `platform.azure.userTags` /
+//!   `platform.gcp.userLabels`);
+//!
+//! On Google Cloud the Resource Manager tags OpenShift binds (`status.platformStatus.gcp.resourceTags`,
+//! install-config `platform.gcp.userTags`) are read and their shape checked, but a policy carries
+//! labels only: [`gcp_tags`] gives them to the caller, to validate and to say they are not enforced.
 //! - a native `tagwarden.yaml` (`version: 1` with tags, overrides, limits …);
 //! - a bare map of tag keys to values; `{}` is a valid policy with no desired tags (a no-op, as the
 //!   installer treats an absent or empty `userTags`).
@@ -56,7 +62,7 @@ pub enum PolicyError {
     TooLarge { doc: String, size: usize, max: usize },
     #[error("policy {doc}: not valid {format}: {message}")]
     Syntax { doc: String, format: &'static str, message: String },
-    #[error("policy {doc}: unrecognised document (top-level keys: {keys}); expected an Infrastructure object (kind: Infrastructure), an install-config.yaml (platform.aws.userTags or platform.azure.userTags), a tagwarden.yaml (version: 1 with tags/overrides), or a map of tag keys to values")]
+    #[error("policy {doc}: unrecognised document (top-level keys: {keys}); expected an Infrastructure object (kind: Infrastructure), an install-config.yaml (platform.aws.userTags, platform.azure.userTags or platform.gcp.userLabels), a tagwarden.yaml (version: 1 with tags/overrides), or a map of tag keys to values")]
     Unrecognised { doc: String, keys: String },
     #[error("policy {doc}: {path}: {message}")]
     Field { doc: String, path: String, message: String },
@@ -97,6 +103,8 @@ struct Layer {
     sensitive: Vec<String>,
     never_yield: Vec<String>,
     audit_keys: Vec<String>,
+    /// Google Cloud Resource Manager tags the document names (not part of the policy).
+    gcp_tags: Vec<crate::gcp::TagRef>,
 }
 
 /// Load one document.
@@ -244,6 +252,37 @@ pub fn declared_infra_id(name: &str, text: &str) -> Result<Option<String>, Polic
     parse_document(name, text, MAX_OVERRIDES).map(|(_, layer)| layer.infra_id)
 }
 
+/// The Google Cloud Resource Manager tags one document names (an Infrastructure object's
+/// `status.platformStatus.gcp.resourceTags`, an install-config's `platform.gcp.userTags`), in
+/// document order: a policy carries labels only, so these are not enforced. The shape is checked
+/// here; the tags' own rules are [`crate::gcp::check_tags`]'.
+pub fn gcp_tags(name: &str, text: &str) -> Result<Vec<crate::gcp::TagRef>, PolicyError> {
+    parse_document(name, text, MAX_OVERRIDES).map(|(_, layer)| layer.gcp_tags)
+}
+
+/// What to tell whoever publishes `tags` (from [`gcp_tags`]): that tagwarden does not bind them
+/// yet, and every rule of OpenShift's they break, each naming the key and the fix. `None` for no
+/// tags. The message starts `tags: not enforced yet`.
+pub fn gcp_tags_note(tags: &[crate::gcp::TagRef]) -> Option<String> {
+    if tags.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = tags.iter().map(crate::gcp::TagRef::namespaced_value).collect();
+    let mut note = format!(
+        "tags: not enforced yet: {} Resource Manager tag{} ({}) OpenShift binds at installation; tagwarden \
+         enforces the labels and binds no tag",
+        tags.len(),
+        if tags.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    );
+    let violations = crate::gcp::check_tags(tags);
+    if !violations.is_empty() {
+        let said: Vec<String> = violations.iter().map(ToString::to_string).collect();
+        note.push_str(&format!("; and they break OpenShift's tag rules: {}", said.join("; ")));
+    }
+    Some(note)
+}
+
 /// One document, with room for `globs` more overrides and per-type limits in its policy.
 fn parse_document(name: &str, text: &str, globs: usize) -> Result<(DocumentKind, Layer), PolicyError> {
     if text.len() > MAX_DOCUMENT_BYTES {
@@ -362,6 +401,96 @@ mod kind_tests {
         assert!(e.to_string().contains("not both"), "{e}");
         let e = load_one("p.yaml", &doc("{key: Name, valuePattern: '*a*b*c*d*e*f*g*h*i*'}")).expect_err("stars count");
         assert!(e.to_string().contains("MAX_PATTERN_WILDCARDS"), "{e}");
+    }
+
+    fn pairs(tags: &[crate::policy::Tag]) -> Vec<String> {
+        tags.iter().map(|t| format!("{}={}", t.key, t.value)).collect()
+    }
+
+    /// openshift/api `GCPPlatformStatus`: `resourceLabels` are the policy's labels,
+    /// `resourceTags` are read but not enforced.
+    #[test]
+    fn an_openshift_cluster_on_gcp_is_its_resource_labels() {
+        let infra = r#"{"kind": "Infrastructure", "spec": {"platformSpec": {"type": "GCP"}},
+            "status": {"infrastructureName": "g-1", "platformStatus": {"type": "GCP", "gcp": {"projectID": "my-project", "region": "us-central1",
+              "resourceLabels": [{"key": "team", "value": "platform"}, {"key": "cost-center", "value": "cc_42"}],
+              "resourceTags": [{"parentID": "123456789012", "key": "env", "value": "prod"}]}}}}"#;
+        let p = load_one("infra.json", infra).expect("valid");
+        assert_eq!((p.cloud, p.infra_id.as_deref(), p.kind), (Some(Cloud::Gcp), Some("g-1"), ClusterKind::OpenShift));
+        assert_eq!(
+            (pairs(&p.status), pairs(&p.spec)),
+            (vec!["team=platform".into(), "cost-center=cc_42".into()], vec![])
+        );
+        assert!(crate::policy::validate::policy(&p, Cloud::Gcp).is_empty());
+        let tags = gcp_tags("infra.json", infra).expect("read");
+        let note = gcp_tags_note(&tags).expect("a note");
+        assert!(note.starts_with("tags: not enforced yet: 1 Resource Manager tag (123456789012/env/prod)"), "{note}");
+        assert!(!note.contains("rules"), "{note}");
+        let note = gcp_tags_note(&gcp_tags("i", &infra.replace("123456789012", "0123")).expect("read")).expect("note");
+        assert!(note.contains("break OpenShift's tag rules") && note.contains("parentID \"0123\""), "{note}");
+        assert_eq!(gcp_tags_note(&[]), None);
+
+        // Shapes the API server would refuse are refused where they stand.
+        let labels_as_map = infra.replace(
+            r#"[{"key": "team", "value": "platform"}, {"key": "cost-center", "value": "cc_42"}]"#,
+            r#"{"team": "platform"}"#,
+        );
+        let e = load_one("i", &labels_as_map).expect_err("a map");
+        assert!(
+            e.to_string().contains("status.platformStatus.gcp.resourceLabels: expected a list of {key, value}"),
+            "{e}"
+        );
+        let e = gcp_tags("i", &infra.replace(r#""parentID": "123456789012", "#, "")).expect_err("no parentID");
+        assert!(e.to_string().contains("status.platformStatus.gcp.resourceTags[0]"), "{e}");
+
+        // A label the API server takes but tagwarden must not write: named, with the fix.
+        let p = load_one("i", &infra.replace(r#""key": "team""#, r#""key": "goog-team""#)).expect("loads");
+        let v = crate::policy::validate::policy(&p, Cloud::Gcp);
+        assert_eq!(
+            v.iter().map(|v| (v.key.as_str(), v.rule)).collect::<Vec<_>>(),
+            [("goog-team", crate::policy::validate::Rule::ReservedPrefix)]
+        );
+        assert!(v[0].message.contains("choose another key"), "{}", v[0].message);
+
+        // Other platforms are still refused, naming what is read.
+        let e = load_one("i", &infra.replace(r#""type": "GCP", "gcp""#, r#""type": "VSphere", "gcp""#))
+            .expect_err("vSphere");
+        assert!(
+            e.to_string().contains("\"VSphere\" is not supported") && e.to_string().contains("labels on Google Cloud"),
+            "{e}"
+        );
+        // Without a type, the gcp section names the platform.
+        let untyped = infra.replace(r#""type": "GCP", "gcp""#, r#""gcp""#);
+        assert_eq!(load_one("i", &untyped).expect("valid").cloud, Some(Cloud::Gcp));
+    }
+
+    /// openshift/installer `pkg/types/gcp/platform.go`: `userLabels` `[]UserLabel`, `userTags` `[]UserTag`.
+    #[test]
+    fn an_install_config_on_gcp_is_its_user_labels() {
+        let ic = "apiVersion: v1\nmetadata: {name: g}\nplatform:\n  gcp:\n    projectID: my-project\n    region: us-central1\n    userLabels:\n    - {key: team, value: platform}\n    - {key: cost, value: 42}\n    userTags:\n    - {parentID: my-project-123, key: env, value: prod}\n";
+        assert_eq!(detect("install-config.yaml", ic).expect("read"), DocumentKind::InstallConfig);
+        let p = load_one("install-config.yaml", ic).expect("valid");
+        assert_eq!((p.cloud, p.enforce, p.infra_id.as_deref()), (Some(Cloud::Gcp), true, None));
+        assert_eq!(pairs(&p.status), ["team=platform", "cost=42"]);
+        assert!(crate::policy::validate::policy(&p, Cloud::Gcp).is_empty());
+        let tags = gcp_tags("install-config.yaml", ic).expect("read");
+        assert_eq!(
+            tags.iter().map(crate::gcp::TagRef::namespaced_value).collect::<Vec<_>>(),
+            ["my-project-123/env/prod"]
+        );
+
+        // The installer's rules (`crate::gcp::Rules::OpenShift`): lowercase ASCII, its prefixes reserved.
+        let bad = ic
+            .replace("{key: team, value: platform}", "{key: Team, value: platform}")
+            .replace("key: cost,", "key: openshift-io-cost,");
+        let p = load_one("install-config.yaml", &bad).expect("loads");
+        let v = crate::policy::validate::policy(&p, Cloud::Gcp);
+        let found: Vec<(&str, crate::policy::validate::Rule)> = v.iter().map(|v| (v.key.as_str(), v.rule)).collect();
+        use crate::policy::validate::Rule as R;
+        assert_eq!(found, [("Team", R::KeyCharacters), ("openshift-io-cost", R::ReservedPrefix)], "{v:#?}");
+        assert!(v[0].message.contains("lowercased: \"team\""), "{}", v[0].message);
+        let e = load_one("ic.yaml", "platform: {gcp: {userLabels: {team: a}}}").expect_err("AWS's shape");
+        assert!(e.to_string().contains("platform.gcp.userLabels: expected a list of {key, value}"), "{e}");
     }
 
     #[test]
