@@ -195,6 +195,86 @@ async fn reads_the_infrastructure_object_through_a_kubeconfig() {
     );
 }
 
+/// OpenShift on Google Cloud: the Infrastructure object as the installer leaves it (the fixture's
+/// header names the shape's sources), served from openshift/api's CRD, whose `GCPPlatformStatus`
+/// holds the labels (at most 32, immutable by CEL) and the Resource Manager tags (at most 50).
+#[tokio::test]
+async fn an_openshift_cluster_on_gcp_publishes_its_resource_labels() {
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    api.put_infrastructure(infrastructure("infrastructure-gcp.yaml"));
+    let doc = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect("read");
+    assert_eq!(doc.text, GCP_DOCUMENT, "the published document");
+    let policy = load_one(&doc.name, &doc.text).expect("valid");
+    assert_eq!((policy.cloud, policy.infra_id.as_deref()), (Some(Cloud::Gcp), Some("gcpcluster-5m8tq")));
+    assert_eq!(tags_of(&doc), (vec!["team=platform".to_string(), "cost-center=cc_4242".to_string()], vec![]));
+    // What the store's publish decides: the labels, added.
+    match tagwarden::publish::decide(Cloud::Gcp, &doc.name, &doc.text, &[], None) {
+        tagwarden::publish::Verdict::Write { changes, infra_id } => {
+            assert_eq!(infra_id, "gcpcluster-5m8tq");
+            assert_eq!(changes.added.keys().map(String::as_str).collect::<Vec<_>>(), ["cost-center", "team"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // The tags are carried in the document and said not to be enforced.
+    let note = cluster::publisher::one::not_enforced(&doc.name, &doc.text).expect("the tags are named");
+    assert!(
+        note.starts_with("tags: not enforced yet: 1 Resource Manager tag (123456789012/environment/production)"),
+        "{note}"
+    );
+
+    // The CRD: the labels cannot change after installation, nor can there be 33.
+    let refused = api
+        .edit_status(|o| o["status"]["platformStatus"]["gcp"]["resourceLabels"] = tag_list(&[("team", "other")]))
+        .expect_err("immutable");
+    assert!(refused["message"].as_str().unwrap_or_default().contains("resourceLabels are immutable"), "{refused}");
+    let labels: Vec<(String, String)> = (0..33).map(|i| (format!("l{i}"), "v".to_string())).collect();
+    let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let refused = api
+        .edit_status(|o| o["status"]["platformStatus"]["gcp"]["resourceLabels"] = tag_list(&labels))
+        .expect_err("33");
+    assert!(refused["message"].as_str().unwrap_or_default().contains("must have at most 32 items"), "{refused}");
+
+    // A label the API server takes but tagwarden must not write (`goog-` is Google's): refused at
+    // publish, naming the key and the fix.
+    api.delete_infrastructure();
+    let mut bad = infrastructure("infrastructure-gcp.yaml");
+    bad["status"]["platformStatus"]["gcp"]["resourceLabels"] = tag_list(&[("goog-owner", "me"), ("team", "platform")]);
+    api.put_infrastructure(bad);
+    let doc = cluster::read_once(&client, &ClusterSource::Infrastructure).await.expect("read");
+    match tagwarden::publish::decide(Cloud::Gcp, &doc.name, &doc.text, &[], None) {
+        tagwarden::publish::Verdict::Refuse(why) => {
+            assert!(why.iter().any(|w| w.contains("goog-owner") && w.contains("choose another key")), "{why:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The document an OpenShift cluster on Google Cloud publishes: what the loader reads, no more.
+const GCP_DOCUMENT: &str = "\
+apiVersion: config.openshift.io/v1
+kind: Infrastructure
+metadata:
+  name: cluster
+spec:
+  platformSpec:
+    type: GCP
+status:
+  infrastructureName: gcpcluster-5m8tq
+  platformStatus:
+    type: GCP
+    gcp:
+      resourceLabels:
+      - key: team
+        value: platform
+      - key: cost-center
+        value: cc_4242
+      resourceTags:
+      - key: environment
+        parentID: '123456789012'
+        value: production
+";
+
 #[tokio::test]
 async fn reads_and_watches_over_tls_trusting_only_the_cluster_ca() {
     let api = FakeApi::start_tls().await;
@@ -774,5 +854,66 @@ async fn the_set_components_rbac_allows_exactly_what_the_set_publisher_does() {
         )],
     )
     .await;
-    assert_least_privilege("components/cluster-api/rbac.yaml", &[cluster_api, capz].concat());
+    // And gcpclusters (for capg).
+    let capg = exercise_set(
+        SetKind::Capg,
+        vec![
+            ("gcpclusters", "fleet", gcp_cluster("g-1-x", Some("g-1"), json!({"team": "g"}))),
+            ("gcpclusters", "fleet", gcp_cluster("orphan", None, json!({}))),
+        ],
+    )
+    .await;
+    assert_least_privilege("components/cluster-api/rbac.yaml", &[cluster_api, capz, capg].concat());
+}
+
+/// A CAPG `GCPCluster` (kubernetes-sigs/cluster-api-provider-gcp `api/v1beta1`), owned by Cluster
+/// `owner` when given.
+fn gcp_cluster(name: &str, owner: Option<&str>, labels: Value) -> Value {
+    let mut o = json!({"metadata": {"name": name, "namespace": "fleet"},
+                       "spec": {"project": "my-project", "region": "us-central1", "network": {}, "additionalLabels": labels}});
+    if let Some(owner) = owner {
+        o["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster", "name": owner, "uid": "u"}]);
+    }
+    o
+}
+
+/// A CAPG management cluster's set, from the GCPCluster CRD served as CAPG generates it: one
+/// policy of labels per workload cluster, an orphan and an invalid label each said.
+#[tokio::test]
+async fn a_capg_cluster_set_is_one_policy_of_labels_per_workload_cluster() {
+    use cluster::cluster_set::{read_set, SetKind};
+    let api = FakeApi::start().await;
+    let client = client_for(&api).await;
+    api.put_custom("gcpclusters", "fleet", gcp_cluster("g-1-x", Some("g-1"), json!({"team": "g", "Cost": "CC7"})));
+    api.put_custom("gcpclusters", "fleet", gcp_cluster("g-2-x", Some("g-2"), json!({"goog-owner": "me"})));
+    api.put_custom("gcpclusters", "fleet", gcp_cluster("orphan", None, json!({"team": "o"})));
+    // The CRD's schema: a label's value is a string.
+    let refused = api
+        .create_custom("gcpclusters", "fleet", gcp_cluster("g-3-x", Some("g-3"), json!({"team": 7})))
+        .expect_err("not a string");
+    assert!(refused["message"].as_str().unwrap_or_default().contains("spec.additionalLabels[team]"), "{refused}");
+
+    let members = read_set(&client, SetKind::Capg, None).await.expect("the set");
+    let by_name = |n: &str| members.iter().find(|m| m.object.name == n).unwrap_or_else(|| panic!("{n}"));
+    let g1 = by_name("g-1-x");
+    assert_eq!((g1.object.kind.as_str(), g1.cluster.as_deref()), ("GCPCluster", Some("g-1")));
+    let doc = g1.document.as_ref().expect("a document");
+    let policy = load_one(&doc.name, &doc.text).expect("valid");
+    assert_eq!((policy.cloud, policy.kind), (Some(Cloud::Gcp), tagwarden::cloud::ClusterKind::ClusterApi));
+    assert_eq!(tags_of(doc).0, ["cost=cc7", "team=g"], "lowercased as CAPG writes them:\n{}", doc.text);
+    assert!(matches!(
+        tagwarden::publish::decide(Cloud::Gcp, &doc.name, &doc.text, &[], None),
+        tagwarden::publish::Verdict::Write { .. }
+    ));
+
+    let g2 = by_name("g-2-x").document.as_ref().expect("a document");
+    match tagwarden::publish::decide(Cloud::Gcp, &g2.name, &g2.text, &[], None) {
+        tagwarden::publish::Verdict::Refuse(why) => {
+            assert!(why.iter().any(|w| w.contains("goog-owner") && w.contains("choose another key")), "{why:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let orphan = by_name("orphan").document.as_ref().expect_err("no owning Cluster").to_string();
+    assert!(orphan.contains("GCPCluster fleet/orphan has no owning Cluster"), "{orphan}");
 }

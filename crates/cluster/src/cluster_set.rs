@@ -2,7 +2,7 @@
 //! workload cluster, each published under its own cluster's folder of a set location.
 //!
 //! Reading is [`read_set`]; turning one object (and the objects that refine it) into a tagwarden
-//! policy document is pure, in [`hypershift`] and [`cluster_api`], where each kind's rules are
+//! policy document is pure, in [`hypershift`], [`cluster_api`] and [`capg`], where each kind's rules are
 //! cited. The document is a native `tagwarden.yaml` naming its `clusterKind`, so the function
 //! judges it with the same loader as any other, and a reader of the store sees where it came from
 //! (its header comment names the objects).
@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value};
 use super::source::SourceDocument;
 use super::{api_error, ClusterError};
 
+pub mod capg;
 pub mod cluster_api;
 pub mod hypershift;
 
@@ -35,12 +36,14 @@ pub enum SetKind {
     Capa,
     /// Cluster API on Azure (CAPZ): `AzureCluster`s.
     Capz,
+    /// Cluster API on Google Cloud (CAPG): `GCPCluster`s, whose labels are the policy's.
+    Capg,
 }
 
 /// A `--cluster-set` kind that is none of those read (the text as given, lower-cased).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown cluster set kind {0:?}: expected hypershift (HostedClusters), capa (AWSClusters) or capz (AzureClusters)"
+    "unknown cluster set kind {0:?}: expected hypershift (HostedClusters), capa (AWSClusters), capz (AzureClusters) or capg (GCPClusters)"
 )]
 pub struct UnknownSetKind(pub String);
 
@@ -52,6 +55,7 @@ impl FromStr for SetKind {
             "hypershift" => Ok(SetKind::HyperShift),
             "capa" => Ok(SetKind::Capa),
             "capz" => Ok(SetKind::Capz),
+            "capg" => Ok(SetKind::Capg),
             other => Err(UnknownSetKind(other.to_string())),
         }
     }
@@ -63,6 +67,7 @@ impl fmt::Display for SetKind {
             SetKind::HyperShift => "hypershift",
             SetKind::Capa => "capa",
             SetKind::Capz => "capz",
+            SetKind::Capg => "capg",
         })
     }
 }
@@ -108,6 +113,7 @@ impl SetKind {
                 ],
             ),
             SetKind::Capz => (cluster_api::AZURE_CLUSTERS, &[]),
+            SetKind::Capg => (capg::GCP_CLUSTERS, &[]),
         }
     }
 }
@@ -151,9 +157,9 @@ pub enum NoPolicy {
     /// A HostedCluster before HyperShift gave it an infraID.
     #[error("spec.infraID is empty: the hosted cluster has no infraID yet, so nothing of it can be owned")]
     NoInfraId,
-    /// A HostedCluster on a platform other than AWS (the platform as written).
+    /// A HostedCluster on a platform other than AWS or GCP (the platform as written).
     #[error(
-        "spec.platform.type is {0}: tagwarden reads the tags of AWS hosted clusters (spec.platform.aws.resourceTags); HyperShift's other platforms carry no resource tags field to enforce"
+        "spec.platform.type is {0}: tagwarden reads the tags of AWS hosted clusters (spec.platform.aws.resourceTags) and the labels of GCP ones (spec.platform.gcp.resourceLabels); HyperShift's other platforms carry no resource tags field to enforce"
     )]
     NotAws(String),
     /// A HostedCluster whose platform is not set.
@@ -240,6 +246,7 @@ pub async fn read_set(client: &Client, kind: SetKind, namespace: Option<&str>) -
             SetKind::HyperShift => hypershift::document(&value, of(0)),
             SetKind::Capa => cluster_api::aws_document(&value, capa_machines(&same_ns)),
             SetKind::Capz => cluster_api::azure_document(&value),
+            SetKind::Capg => capg::gcp_document(&value),
         };
         members.push(member(main, o, translated));
     }

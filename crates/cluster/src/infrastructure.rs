@@ -1,11 +1,14 @@
 //! The OpenShift `Infrastructure` object (`config.openshift.io/v1`, cluster-scoped, one object
 //! named `cluster`), modelled only as far as tagwarden reads it: the platform type,
 //! `spec.platformSpec.<cloud>.resourceTags`, `status.platformStatus.<cloud>.resourceTags` and
-//! `status.infrastructureName` (openshift/api `config/v1/types_infrastructure.go`). Unknown fields
-//! are ignored on read and never written into the document.
+//! `status.infrastructureName` (openshift/api `config/v1/types_infrastructure.go`); on Google
+//! Cloud `status.platformStatus.gcp.resourceLabels` (`[]GCPResourceLabel`, `{key, value}`, the
+//! policy's labels) and `resourceTags` (`[]GCPResourceTag`, `{parentID, key, value}`, Resource
+//! Manager tags, carried in the document but not enforced: `tagwarden_core::policy::load::gcp_tags`).
+//! Unknown fields are ignored on read and never written into the document.
 //!
-//! The tag lists stay raw JSON: their shape is judged by the policy loader, with the same messages
-//! as for a document given as a file.
+//! The tag and label lists stay raw JSON: their shape is judged by the policy loader, with the
+//! same messages as for a document given as a file.
 
 use std::borrow::Cow;
 
@@ -54,6 +57,19 @@ pub struct Platform {
     pub aws: Option<CloudTags>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub azure: Option<CloudTags>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gcp: Option<GcpLabels>,
+}
+
+/// `platformStatus.gcp` as far as tagwarden reads it (`GCPPlatformStatus`; `GCPPlatformSpec` has
+/// neither field, so in `platformSpec` this stays empty).
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GcpLabels {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_labels: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_tags: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -153,6 +169,35 @@ mod tests {
         let mut moved = infra.clone();
         moved.metadata.resource_version = Some("999".into());
         assert_eq!(moved.to_document().expect("yaml"), doc, "a new resourceVersion alone is no new document");
+    }
+
+    /// On Google Cloud the labels and the tags are kept; the project, the region and the load
+    /// balancer configuration are not.
+    #[test]
+    fn a_gcp_document_keeps_the_labels_and_the_tags() {
+        let object = r#"{
+          "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure",
+          "metadata": {"name": "cluster", "resourceVersion": "12"},
+          "spec": {"cloudConfig": {"key": "config", "name": "cloud-provider-config"}, "platformSpec": {"type": "GCP"}},
+          "status": {"infrastructureName": "g-5m8tq", "platform": "GCP",
+                     "platformStatus": {"type": "GCP", "gcp": {"projectID": "my-project", "region": "us-central1",
+                        "cloudLoadBalancerConfig": {"dnsType": "PlatformDefault"},
+                        "resourceLabels": [{"key": "team", "value": "platform"}],
+                        "resourceTags": [{"parentID": "123456789012", "key": "env", "value": "prod"}]}}}
+        }"#;
+        let infra: Infrastructure = serde_json::from_str(object).expect("object");
+        let doc = infra.to_document().expect("yaml");
+        for absent in ["projectID", "us-central1", "dnsType", "cloudConfig", "resourceVersion"] {
+            assert!(!doc.contains(absent), "{absent} leaked into the document:\n{doc}");
+        }
+        let policy = load_one("infrastructure/cluster", &doc).expect("the loader accepts the document");
+        assert_eq!(policy.cloud, Some(tagwarden_core::cloud::Cloud::Gcp));
+        assert_eq!(
+            policy.status.iter().map(|t| format!("{}={}", t.key, t.value)).collect::<Vec<_>>(),
+            ["team=platform"]
+        );
+        let tags = tagwarden_core::policy::load::gcp_tags("infrastructure/cluster", &doc).expect("tags");
+        assert_eq!(tags.len(), 1, "{doc}");
     }
 
     #[test]

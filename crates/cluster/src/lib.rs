@@ -7,7 +7,7 @@
 //! - [`watch`]: list + watch on that one object, resuming after disconnects and re-listing after
 //!   `410 Gone`; it yields only complete objects, and a new document only when its bytes change.
 //! - [`cluster_set`]: on a HyperShift or Cluster API management cluster, one policy per hosted or
-//!   workload cluster (`HostedCluster` + `NodePool`s, `AWSCluster`, `AzureCluster`).
+//!   workload cluster (`HostedCluster` + `NodePool`s, `AWSCluster`, `AzureCluster`, `GCPCluster`).
 //! - [`mirror`]: the status report into a ConfigMap, with a Kubernetes Event when the state changes.
 //! - [`publisher`]: `publish --from-cluster --watch` as kube-runtime controllers, one cluster's or
 //!   a cluster set's, generic over the policy store ([`publisher::Publish`]).

@@ -1,4 +1,5 @@
-//! Cluster API: a CAPA `AWSCluster` or a CAPZ `AzureCluster` → its workload cluster's policy.
+//! Cluster API: a CAPA `AWSCluster` or a CAPZ `AzureCluster` → its workload cluster's policy (a
+//! CAPG `GCPCluster`'s is [`super::capg`]'s, by the same rules for its owning Cluster).
 //!
 //! - The cluster is the Cluster API `Cluster` that owns the object (its `ownerReferences` entry
 //!   of kind `Cluster`, else the `cluster.x-k8s.io/cluster-name` label): CAPA and CAPZ name the
@@ -105,7 +106,7 @@ pub fn aws_document(object: &Value, machines: Machines<'_>) -> Translated {
 
 /// `name`: the name the resources' ownership keys carry, when not the Cluster's (EKS).
 fn aws_document_of(object: &Value, kind: &str, name: Option<&str>, machines: Machines<'_>) -> Translated {
-    document(object, "aws", kind, name, |cluster, notes| {
+    document(object, Cloud::Aws, kind, name, |cluster, notes| {
         let mut overrides = machine_overrides(cluster, machines.deployments, machines.templates, notes)?;
         overrides.extend(control_plane_overrides(cluster, machines.control_planes, machines.templates, notes)?);
         overrides.extend(pool_overrides(cluster, machines.pools, notes)?);
@@ -131,7 +132,7 @@ pub fn eks_documents(object: &Value, machines: Machines<'_>) -> Vec<Translated> 
 
 /// The workload cluster and its document, from a CAPZ `AzureCluster`.
 pub fn azure_document(object: &Value) -> Translated {
-    document(object, "azure", "AzureCluster", None, |_, _| Ok(Vec::new()))
+    document(object, Cloud::Azure, "AzureCluster", None, |_, _| Ok(Vec::new()))
 }
 
 /// An additional tag the provider sets itself and tagwarden never writes (`Name`, ownership keys).
@@ -299,9 +300,9 @@ fn pool_overrides(cluster: &str, pools: &[Value], notes: &mut Vec<String>) -> Re
     Ok(overrides)
 }
 
-fn document(
+pub(super) fn document(
     object: &Value,
-    cloud: &str,
+    cloud: Cloud,
     kind: &str,
     infra_name: Option<&str>,
     machines: impl FnOnce(&str, &mut Vec<String>) -> Result<Vec<Value>, TagFieldError>,
@@ -313,15 +314,19 @@ fn document(
         return Err((None, NoPolicy::NoOwningCluster { kind, namespace, name }));
     };
     let infra = infra_name.map_or_else(|| cluster.clone(), str::to_owned);
-    let tags = string_map(object.pointer("/spec/additionalTags"), "spec.additionalTags")
+    // CAPG calls them labels, as Google Cloud does (`GCPClusterSpec.AdditionalLabels`).
+    let path = if cloud == Cloud::Gcp { "spec.additionalLabels" } else { "spec.additionalTags" };
+    let tags = string_map(object.pointer(&format!("/{}", path.replace('.', "/"))), path)
         .map_err(|e| (Some(infra.clone()), e.into()))?;
     let mut notes = Vec::new();
-    let provider = if cloud == "aws" { Cloud::Aws } else { Cloud::Azure };
-    let tags = without_providers_own(provider, tags, "spec.additionalTags", &mut notes);
+    let tags = match cloud {
+        Cloud::Gcp => super::capg::capg_labels(tags, path, &mut notes),
+        _ => without_providers_own(cloud, tags, path, &mut notes),
+    };
     let overrides = machines(&cluster, &mut notes).map_err(|e| (Some(infra.clone()), e.into()))?;
     let mut policy = json!({
         "version": 1,
-        "cloud": cloud,
+        "cloud": cloud.as_str(),
         "clusterKind": "ClusterAPI",
         "infraID": infra,
         "tags": tags,
@@ -329,7 +334,7 @@ fn document(
     if !overrides.is_empty() {
         policy["overrides"] = Value::Array(overrides);
     }
-    let mut sources = vec![format!("{kind} {namespace}/{name} (spec.additionalTags) of Cluster {namespace}/{cluster}")];
+    let mut sources = vec![format!("{kind} {namespace}/{name} ({path}) of Cluster {namespace}/{cluster}")];
     if infra != cluster {
         sources.push(format!("for what CAPA names after the EKS cluster {infra} (spec.eksClusterName)"));
     }

@@ -27,6 +27,22 @@
 //!   volumes and network interfaces, which CAPA tags alike. A pattern that would also select
 //!   another pool's machines, or a pool name Cluster API would shorten in its machines' names,
 //!   leaves that pool's tags out, and the document says so.
+//!
+//! On Google Cloud (`spec.platform.type: GCP`, behind HyperShift's `GCPPlatform` feature gate; read
+//! at openshift/hypershift 3ee9615567acffaf3e3ee25c2ca2942d650565cf, `api/hypershift/v1beta1/gcp.go`):
+//! - `spec.platform.gcp.resourceLabels` (`[]GCPResourceLabel`, `{key, value}`, at most 60, mutable:
+//!   "Changes to this field will be propagated in-place to GCP resources where supported") are
+//!   every owned resource's labels. HyperShift copies them into its CAPG `GCPCluster`'s
+//!   `additionalLabels`, beside its own `hypershift-openshift-io-cluster` and
+//!   `hypershift-openshift-io-infra-id` (`hostedcluster/internal/platform/gcp/gcp.go`,
+//!   `support/k8sutil/constants.go`), which are never labels to enforce: left out, said in the
+//!   document. A label's value may be left out there (`*string`, an empty label); a policy label
+//!   needs a value, so such a label is left out and said to be.
+//! - A NodePool's `spec.platform.gcp.resourceLabels` win over the HostedCluster's on that pool's
+//!   instances and disks (`nodepool/gcp.go` `configureGCPLabels`), but no label names the pool
+//!   (only the cluster and infraID labels above): they are left out, and the document says so.
+//! - The served CRD (the `Default` feature set) has no `gcp` platform; the tests read the objects
+//!   as they would be, not through the fake API server.
 
 use serde_json::{json, Value};
 
@@ -107,6 +123,7 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
     let refuse = |why: NoPolicy| Err((Some(infra_id.clone()), why));
     match hc.pointer("/spec/platform/type").and_then(Value::as_str) {
         Some("AWS") => {}
+        Some("GCP") => return gcp_document(hc, pools, &infra_id),
         Some(other) => return refuse(NoPolicy::NotAws(other.to_string())),
         None => return refuse(NoPolicy::NoPlatform),
     }
@@ -187,6 +204,81 @@ pub fn document(hc: &Value, pools: &[Value]) -> Translated {
     }
     sources.extend(dropped.into_iter().map(|d| format!("left out: {d}")));
     native_document(&sources, &policy).map(|text| (infra_id.clone(), text)).map_err(|e| (Some(infra_id.clone()), e))
+}
+
+/// The labels HyperShift writes itself on what it creates on Google Cloud (`support/k8sutil/constants.go`
+/// `GCPLabelCluster`, `GCPLabelInfraID`).
+const HYPERSHIFT_GCP_LABELS: &[&str] = &["hypershift-openshift-io-cluster", "hypershift-openshift-io-infra-id"];
+
+/// A `resourceLabels` list (`{key, value?}`) as a map, less HyperShift's own labels, ownership
+/// labels and labels without a value, each named in `dropped`.
+fn gcp_labels(
+    list: Option<&Value>,
+    path: &str,
+    dropped: &mut Vec<String>,
+) -> Result<serde_json::Map<String, Value>, TagFieldError> {
+    let mut out = serde_json::Map::new();
+    let items = match list {
+        None | Some(Value::Null) => return Ok(out),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(TagFieldError::NotAList { path: path.to_string() }),
+    };
+    for (index, item) in items.iter().enumerate() {
+        let key = item.get("key").and_then(Value::as_str);
+        let value = match item.get("value") {
+            None | Some(Value::Null) => Some(""),
+            Some(v) => v.as_str(),
+        };
+        let (Some(key), Some(value)) = (key, value) else {
+            return Err(TagFieldError::NotKeyValue { path: path.to_string(), index });
+        };
+        if HYPERSHIFT_GCP_LABELS.contains(&key) || tagwarden_core::gcp::is_ownership_label(key) {
+            dropped.push(format!("{path}: {key} (HyperShift's or an ownership label, never enforced)"));
+        } else if value.is_empty() {
+            dropped.push(format!("{path}: {key} (no value; a policy label needs one)"));
+        } else {
+            out.insert(key.to_string(), json!(value));
+        }
+    }
+    Ok(out)
+}
+
+/// A GCP hosted cluster's document: its labels (see the module's documentation).
+fn gcp_document(hc: &Value, pools: &[Value], infra_id: &str) -> Translated {
+    let name = hc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let namespace = hc.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+    let fail = |e: TagFieldError| (Some(infra_id.to_string()), NoPolicy::from(e));
+    let path = "spec.platform.gcp.resourceLabels";
+    let mut dropped = Vec::new();
+    let labels = gcp_labels(hc.pointer("/spec/platform/gcp/resourceLabels"), path, &mut dropped).map_err(fail)?;
+    let mut mine: Vec<&Value> =
+        pools.iter().filter(|p| p.pointer("/spec/clusterName").and_then(Value::as_str) == Some(name)).collect();
+    mine.sort_by_key(|p| p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string());
+    for pool in mine {
+        let pool_name = pool.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let at = format!("NodePool {namespace}/{pool_name} spec.platform.gcp.resourceLabels");
+        let pool_labels =
+            gcp_labels(pool.pointer("/spec/platform/gcp/resourceLabels"), &at, &mut dropped).map_err(fail)?;
+        if !pool_labels.is_empty() {
+            let keys: Vec<&str> = pool_labels.keys().map(String::as_str).collect();
+            dropped.push(format!(
+                "{at}: {} (no label names the pool's instances, so its labels are not enforced)",
+                keys.join(", ")
+            ));
+        }
+    }
+    let policy = json!({
+        "version": 1,
+        "cloud": "gcp",
+        "clusterKind": "HyperShift",
+        "infraID": infra_id,
+        "tags": labels,
+    });
+    let mut sources = vec![format!("HostedCluster {namespace}/{name} ({path})")];
+    sources.extend(dropped.into_iter().map(|d| format!("left out: {d}")));
+    native_document(&sources, &policy)
+        .map(|text| (infra_id.to_string(), text))
+        .map_err(|e| (Some(infra_id.to_string()), e))
 }
 
 #[cfg(test)]
@@ -281,6 +373,29 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("shortens the names of its machines"), "{text}");
+    }
+
+    #[test]
+    fn a_gcp_hosted_cluster_is_its_labels() {
+        let hc = json!({"metadata": {"name": "hc-g", "namespace": "clusters"},
+            "spec": {"infraID": "hc-g-4xk2p", "platform": {"type": "GCP", "gcp": {"project": "my-project", "region": "us-central1",
+                "resourceLabels": [{"key": "team", "value": "platform"}, {"key": "cost-center", "value": "cc_42"},
+                                   {"key": "empty"}, {"key": "hypershift-openshift-io-cluster", "value": "hc-g"}]}}}});
+        let pools = [json!({"metadata": {"name": "workers", "namespace": "clusters"},
+            "spec": {"clusterName": "hc-g", "platform": {"type": "GCP", "gcp": {"resourceLabels": [{"key": "tier", "value": "gpu"}]}}}})];
+        let (infra, text) = document(&hc, &pools).expect("a document");
+        assert_eq!(infra, "hc-g-4xk2p");
+        let policy = load_one("hc", &text).expect("the loader takes it");
+        assert_eq!((policy.kind, policy.cloud), (ClusterKind::HyperShift, Some(Cloud::Gcp)));
+        let labels: Vec<String> = policy.status.iter().map(|t| format!("{}={}", t.key, t.value)).collect();
+        assert_eq!(labels, ["cost-center=cc_42", "team=platform"], "{text}");
+        assert!(text.contains("left out: spec.platform.gcp.resourceLabels: empty (no value"), "{text}");
+        assert!(text.contains("hypershift-openshift-io-cluster (HyperShift's"), "{text}");
+        assert!(
+            text.contains("NodePool clusters/workers spec.platform.gcp.resourceLabels: tier (no label names"),
+            "{text}"
+        );
+        assert!(policy.overrides.is_empty());
     }
 
     #[test]

@@ -56,7 +56,8 @@ pub const INFRASTRUCTURES_CRD: &str =
 /// The other vendored CRDs the fake serves, relative to the workspace root: HyperShift's
 /// `HostedCluster` and `NodePool` (openshift/hypershift) and Cluster API's `AWSCluster`,
 /// `AWSMachineTemplate`, `AWSMachinePool`, `AWSManagedControlPlane` (kubernetes-sigs/cluster-api-provider-aws),
-/// `AzureCluster` (kubernetes-sigs/cluster-api-provider-azure), `MachineDeployment` and
+/// `AzureCluster` (kubernetes-sigs/cluster-api-provider-azure), `GCPCluster`
+/// (kubernetes-sigs/cluster-api-provider-gcp), `MachineDeployment` and
 /// `KubeadmControlPlane` (kubernetes-sigs/cluster-api); each file's header names its commit.
 pub const SERVED_CRDS: &[&str] = &[
     "tests/fixtures/hypershift/hostedclusters-Hypershift-Default.crd.yaml",
@@ -64,6 +65,7 @@ pub const SERVED_CRDS: &[&str] = &[
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsclusters.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_azureclusters.yaml",
+    "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_gcpclusters.yaml",
     "tests/fixtures/cluster-api/cluster.x-k8s.io_machinedeployments.yaml",
     "tests/fixtures/cluster-api/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinepools.yaml",
