@@ -81,7 +81,7 @@ fn validate_exit_codes_and_json() {
 
     // Usage errors exit 3 (clap's own default, 2, would read as "resources failed").
     assert_eq!(run(&["validate"]).0, 3);
-    assert_eq!(run(&["validate", "--cloud", "gcp", "policies/tags.json"]).0, 3);
+    assert_eq!(run(&["validate", "--cloud", "oci", "policies/tags.json"]).0, 3);
     // --help is an answer, and documents the codes.
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_tagwarden")).arg("--help").output().expect("runs");
     assert_eq!(help.status.code(), Some(0));

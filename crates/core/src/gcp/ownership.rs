@@ -8,8 +8,9 @@ use crate::cloud::ClusterKind;
 /// - OpenShift: `kubernetes-io-cluster-` (installer `ClusterIDLabelFmt`); an install through
 ///   Cluster API also gets CAPG's `capg-cluster-<infraID>`, the installer's GCP cluster manifest
 ///   setting both, and its destroy code (`capgProviderOwnedLabelFmt`) looking for the latter.
-/// - HyperShift: inferred the same as OpenShift (its hosted clusters share the installer's infraID
-///   and run on CAPG); its GCP platform was a stub in the source read, so this is unverified.
+/// - HyperShift: inferred the same as OpenShift: its GCP platform (behind the `GCPPlatform` feature
+///   gate at openshift/hypershift `3ee96155`) provisions through CAPG and names the Cluster API
+///   `Cluster` after the infraID, so CAPG writes `capg-cluster-<infraID>`.
 /// - Cluster API: CAPG's `capg-cluster-` alone (`ClusterTagKey`); CAPG's cloud-provider key
 ///   (`ClusterGCPCloudProviderTagKey`) is commented out in its source.
 pub fn ownership_label_prefixes(kind: ClusterKind) -> &'static [&'static str] {
