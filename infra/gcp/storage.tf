@@ -99,3 +99,30 @@ resource "google_storage_bucket_iam_member" "function_status" {
     ])
   }
 }
+
+# A policy change reaches the function at once: Cloud Storage notifies the events topic of every
+# object finalized in the bucket (Pub/Sub notifications for Cloud Storage: attributes `eventType`
+# `OBJECT_FINALIZE`, `bucketId`, `objectId`), which the function answers with a sweep of the
+# clusters that object's folder covers; its own status reports are recognised and ignored.
+# The bucket's service agent publishes them, so it needs the publisher role on the topic.
+data "google_storage_project_service_account" "this" {
+  project = var.project_id
+}
+
+resource "google_pubsub_topic_iam_member" "policy_notifications" {
+  project = var.project_id
+  topic   = google_pubsub_topic.events.name
+  role    = "roles/pubsub.publisher"
+  member  = "serviceAccount:${data.google_storage_project_service_account.this.email_address}"
+}
+
+resource "google_storage_notification" "policy" {
+  bucket         = google_storage_bucket.policy.name
+  topic          = google_pubsub_topic.events.id
+  payload_format = "JSON_API_V1"
+  event_types    = ["OBJECT_FINALIZE"]
+  # Only the policy folders: not the function's own contest records under _tagwarden/.
+  object_name_prefix = var.policy_prefix
+
+  depends_on = [google_pubsub_topic_iam_member.policy_notifications]
+}
