@@ -22,6 +22,7 @@ const POLICY: &str = "version: 1\ncloud: gcp\ninfraID: ocp-gcp-7x2k\ntags: {cost
 struct Env {
     fake: FakeGcp,
     handler: Handler,
+    bucket: String,
 }
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -38,6 +39,7 @@ impl Env {
         gcs.put_object(&bucket, &format!("clusters/{INFRA}/policy.yaml"), POLICY.as_bytes(), "application/yaml").await;
         let vars = [
             ("TAGWARDEN_POLICY", format!("gs://{bucket}/clusters/*/")),
+            ("POLICY_TTL", "0".to_string()),
             ("TAGWARDEN_CLUSTERS", INFRA.to_string()),
             ("TAGWARDEN_SWEEP_SCOPES", "folders/7".to_string()),
             ("TAGWARDEN_SELF_PRINCIPAL", "tagwarden@p-1.iam.gserviceaccount.com".to_string()),
@@ -48,7 +50,7 @@ impl Env {
         let config =
             Config::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())).expect("config");
         let handler = Handler::new(&config).await.expect("handler");
-        Env { fake, handler }
+        Env { fake, handler, bucket }
     }
 
     /// The fleet: each owned type with drift (a wrong value, a missing key, a label of its own),
@@ -170,4 +172,76 @@ async fn an_audited_deployment_writes_nothing() {
         assert_eq!(&env.labels(r), had, "{r}");
     }
     assert!(summary.to_string().contains(&fleet.owned.len().to_string()), "{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_2_label_edit_reaches_every_owned_resource_in_one_policy_change_sweep() {
+    let env = Env::new("enforce").await;
+    let fleet = env.fleet();
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    // Day 2: the cluster's labels change (OpenShift never updates them itself); the publisher
+    // writes the new version, and Cloud Storage notifies the topic (JSON_API_V1 attributes).
+    let object = format!("clusters/{INFRA}/policy.yaml");
+    let v2 = POLICY.replace("team: platform", "team: platform, env: prod");
+    let gcs = gcs_emulator();
+    gcs.put_object(&env.bucket, &object, v2.as_bytes(), "application/yaml").await;
+    env.fake.clear_log();
+    let notification = json!({"message": {"data": "", "attributes": {
+        "eventType": "OBJECT_FINALIZE", "bucketId": env.bucket, "objectId": object, "payloadFormat": "JSON_API_V1",
+        "notificationConfig": "projects/_/buckets/b/notificationConfigs/1", "objectGeneration": "2"}, "messageId": "n-1"}});
+    let (status, summary) = env.post(notification).await;
+    assert_eq!(status, 200, "{summary}");
+    for r in &fleet.owned {
+        assert_eq!(env.labels(r).get("env").map(String::as_str), Some("prod"), "{r}: {summary}");
+    }
+    assert_eq!(env.fake.counters().writes, fleet.owned.len() as u64, "one write per owned resource");
+}
+
+/// The issue's fleet shape for the notes: a folder of 5 projects, 100 owned resources (instances
+/// and disks) of which 60 drifted, and 20 of another cluster, swept from one deployment. The counts
+/// are the cost: one search page, then per drifted resource one read (the inventory carries no
+/// fingerprint, and lags) and one write; nothing for the 40 in line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_of_five_projects_is_swept_from_one_deployment_at_the_api_lower_bound() {
+    let env = Env::new("enforce").await;
+    for p in 3..=5 {
+        env.fake.add_project(&format!("p-{p}"), 100 + p, &["folders/7", "organizations/9"]);
+    }
+    let in_line = [(OWNED, "owned"), ("cost-center", "cc-42"), ("team", "platform")];
+    let drifted = [(OWNED, "owned"), ("team", "wrong")];
+    for p in 1..=5 {
+        let project = format!("p-{p}");
+        for i in 0..20 {
+            let labels: &[(&str, &str)] = if i < 12 { &drifted } else { &in_line };
+            match i % 2 {
+                0 => env.fake.add_instance(&project, "us-central1-a", &format!("vm-{i}"), labels),
+                _ => env.fake.add_disk(&project, "us-central1-a", &format!("disk-{i}"), labels),
+            };
+        }
+        for i in 0..4 {
+            env.fake.add_instance(
+                &project,
+                "us-central1-b",
+                &format!("other-{i}"),
+                &[("kubernetes-io-cluster-other-1", "owned")],
+            );
+        }
+    }
+    env.fake.clear_log();
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    let calls = env.fake.calls();
+    let searches = calls.iter().filter(|c| c.path.contains(":searchAllResources")).count();
+    let gets = calls.iter().filter(|c| c.method == "GET" && c.path.starts_with("/compute/")).count();
+    let writes = env.fake.counters().writes;
+    eprintln!(
+        "folder of 5 projects, 100 owned (60 drifted), 20 another cluster's: {} calls = {searches} search + {gets} reads + {writes} writes",
+        calls.len()
+    );
+    assert_eq!((searches, gets, writes), (1, 60, 60), "{summary}");
+    env.fake.clear_log();
+    let (status, _) = env.sweep().await;
+    assert_eq!(status, 200);
+    assert_eq!((env.fake.calls().len(), env.fake.counters().writes), (1, 0), "in line: one search, nothing else");
 }
