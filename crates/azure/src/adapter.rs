@@ -13,9 +13,8 @@
 //! retries (`super::arm`), the protocol of the Functions host (`super::function`) and the decision
 //! itself (`tagwarden_core::plan`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::convert::Infallible;
-use std::sync::Mutex;
 
 use super::arm::ArmClient;
 use super::blob_store::BlobSource;
@@ -26,7 +25,7 @@ use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 use tagwarden_engine::enforce::sweep::{Batching, ClusterListing};
 use tagwarden_engine::enforce::{Adapter, Read};
-use tagwarden_engine::rate_limit::RateLimit;
+use tagwarden_engine::rate_limit::{Keyed, RateLimit};
 
 /// The ARM client, and the subscription, resource-group or management-group IDs a sweep lists.
 pub struct ArmTagger {
@@ -54,25 +53,19 @@ fn subscription_of(resource_id: &str) -> &str {
 }
 
 #[derive(Debug)]
-pub struct WritePacing {
-    rate: f64,
-    burst: f64,
-    buckets: Mutex<HashMap<String, RateLimit>>,
-}
+pub struct WritePacing(Keyed);
 
 impl WritePacing {
     /// Half of ARM's subscription write bucket: 5 a second, a burst of 100.
     pub const HALF_OF_ARM: (f64, f64) = (5.0, 100.0);
 
-    pub fn new((rate, burst): (f64, f64)) -> Self {
-        WritePacing { rate, burst, buckets: Mutex::new(HashMap::new()) }
+    pub fn new(rate_and_burst: (f64, f64)) -> Self {
+        WritePacing(Keyed::new(rate_and_burst))
     }
 
     /// The bucket of the subscription `resource_id` is in.
     fn of(&self, resource_id: &str) -> RateLimit {
-        let sub = subscription_of(resource_id).to_ascii_lowercase();
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        buckets.entry(sub).or_insert_with(|| RateLimit::bucket(self.rate, self.burst)).clone()
+        self.0.of(&subscription_of(resource_id).to_ascii_lowercase())
     }
 }
 
@@ -144,7 +137,7 @@ impl ArmTagger {
             arm: self.arm.clone(),
             sweep_scopes: within,
             resource_graph: self.resource_graph,
-            writes: WritePacing::new((self.writes.rate, self.writes.burst)),
+            writes: WritePacing::new((self.writes.0.rate, self.writes.0.burst)),
         })
     }
 

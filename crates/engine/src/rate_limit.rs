@@ -54,6 +54,28 @@ impl RateLimit {
     }
 }
 
+/// One [`RateLimit`] per key (an Azure subscription, a Google Cloud project), each made on first
+/// use with the same rate and burst: a budget the cloud meters per key is paced per key, so one
+/// key's pace never holds another's calls.
+#[derive(Debug)]
+pub struct Keyed {
+    pub rate: f64,
+    pub burst: f64,
+    buckets: std::sync::Mutex<std::collections::HashMap<String, RateLimit>>,
+}
+
+impl Keyed {
+    pub fn new((rate, burst): (f64, f64)) -> Self {
+        Keyed { rate, burst, buckets: std::sync::Mutex::new(std::collections::HashMap::new()) }
+    }
+
+    /// The bucket of `key`.
+    pub fn of(&self, key: &str) -> RateLimit {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        buckets.entry(key.to_string()).or_insert_with(|| RateLimit::bucket(self.rate, self.burst)).clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

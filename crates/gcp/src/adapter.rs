@@ -21,6 +21,7 @@ use tagwarden_core::TagMap;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 use tagwarden_engine::enforce::sweep::{Batching, ClusterListing};
 use tagwarden_engine::enforce::{Adapter, Read};
+use tagwarden_engine::rate_limit::Keyed;
 
 use crate::clients::Clients;
 use crate::error::PRECONDITION_FAILED;
@@ -30,6 +31,12 @@ use crate::target::Target;
 
 /// Resources reconciled, and calls in flight, at once in an invocation (`TAGWARDEN_CONCURRENCY`).
 pub const DEFAULT_CONCURRENCY: usize = 8;
+/// Each project's Compute Engine reads and writes are paced at half its default rate quotas, so a
+/// sweep never takes more than half of what the project's own tools share ("Compute Engine rate
+/// quotas": `read_requests` and the write groups each 1,500 a minute a project, enforced per
+/// 60-second interval): 12 a second with a burst of 30 is at most 750 in any minute. Cloud Storage
+/// and Cloud DNS calls are paced in the same buckets (their quotas are larger).
+pub const HALF_OF_COMPUTE: (f64, f64) = (12.0, 30.0);
 /// Writes tried under a fresh guard before the resource is handed back: each 412 means another
 /// writer changed the labels in between; three in a row is a fight for the next delivery or sweep.
 pub const MAX_PRECONDITION_RETRIES: usize = 3;
@@ -41,11 +48,21 @@ pub struct GcpTagger {
     pub calls: CallCounter,
     /// Each resource's last read, for its write's guard.
     guards: Mutex<HashMap<String, Current>>,
+    /// Per project: reads, and writes ([`HALF_OF_COMPUTE`]).
+    reads: Keyed,
+    writes: Keyed,
 }
 
 impl GcpTagger {
     pub fn new(clients: Arc<Clients>, sweep_scopes: Vec<String>, calls: CallCounter) -> Self {
-        GcpTagger { clients, sweep_scopes, calls, guards: Mutex::new(HashMap::new()) }
+        GcpTagger {
+            clients,
+            sweep_scopes,
+            calls,
+            guards: Mutex::new(HashMap::new()),
+            reads: Keyed::new(HALF_OF_COMPUTE),
+            writes: Keyed::new(HALF_OF_COMPUTE),
+        }
     }
 
     fn target(r: &ResourceRef) -> Result<Target, CloudError> {
@@ -54,6 +71,7 @@ impl GcpTagger {
     }
 
     async fn read_guarded(&self, r: &ResourceRef, target: &Target) -> Result<Current, CloudError> {
+        self.reads.of(project_of(&r.id)).acquire().await;
         let current = self.clients.get_labels(&r.id, target, &self.calls).await?;
         self.guards.lock().unwrap_or_else(|e| e.into_inner()).insert(r.id.clone(), current.clone());
         Ok(current)
@@ -64,6 +82,11 @@ impl GcpTagger {
         let mut guards = self.guards.lock().unwrap_or_else(|e| e.into_inner());
         guards.remove(&r.id).filter(|c| &c.labels == planned_on)
     }
+}
+
+/// The project a full resource name is in (a bucket's name has none: its own budget).
+fn project_of(full_name: &str) -> &str {
+    full_name.split('/').skip_while(|s| *s != "projects").nth(1).unwrap_or(full_name)
 }
 
 /// The ownership labels of a map: a write is laid over a fresh read only while they are the ones
@@ -109,6 +132,7 @@ impl Adapter for GcpTagger {
             if labels == read.labels {
                 return Ok(());
             }
+            self.writes.of(project_of(&r.id)).acquire().await;
             match self.clients.set_labels(&r.id, &target, &labels, &read.guard, &self.calls).await {
                 Ok(()) => return Ok(()),
                 Err(e) if e.status == Some(PRECONDITION_FAILED) => {
@@ -141,7 +165,7 @@ impl Adapter for GcpTagger {
     /// Its project: a sweep takes its jobs from each project in turn, so no project's quota holds
     /// every slot.
     fn pacing_key<'r>(&self, r: &'r ResourceRef) -> &'r str {
-        r.id.split('/').skip_while(|s| *s != "projects").nth(1).unwrap_or_default()
+        project_of(&r.id)
     }
 
     /// Every write is re-read right before it is sent: the listed labels are the inventory's,

@@ -12,6 +12,16 @@ use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 /// they were read (Compute Engine `labelFingerprint`, Cloud Storage `ifMetagenerationMatch`).
 pub const PRECONDITION_FAILED: u16 = 412;
 
+/// Compute Engine answers an exhausted rate quota with 403 and the reason `rateLimitExceeded`
+/// ("Compute Engine rate quotas": "you receive a 403 error with the reason rateLimitExceeded"),
+/// Cloud Storage with 429 or 403 `rateLimitExceeded`/`userRateLimitExceeded`: throttling, not a
+/// missing grant.
+fn is_rate_limit(said: &str) -> bool {
+    ["rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED", "Quota exceeded"]
+        .iter()
+        .any(|r| said.contains(r))
+}
+
 pub fn class_of(status: Option<u16>) -> ErrorClass {
     match status {
         Some(429) => ErrorClass::Throttled,
@@ -31,7 +41,12 @@ pub fn from_gax(operation: &'static str, target: &str, e: &google_cloud_gax::err
         None if e.is_connect() || e.is_io() || e.is_transport() => ("Transport".to_string(), e.to_string()),
         None => ("Error".to_string(), e.to_string()),
     };
-    let class = if status.is_none() && e.status().is_some() { ErrorClass::Fatal } else { class_of(status) };
+    let said = format!("{:?}", e.status());
+    let class = match status {
+        Some(403 | 429) if is_rate_limit(&said) => ErrorClass::Throttled,
+        None if e.status().is_some() => ErrorClass::Fatal,
+        _ => class_of(status),
+    };
     CloudError::gcp(operation, target, status, &code, &message, class)
 }
 
@@ -43,11 +58,28 @@ pub fn from_response(operation: &'static str, target: &str, status: u16, body: &
     let message = error.and_then(|e| e.get("message")).and_then(|m| m.as_str()).unwrap_or(body);
     let code =
         error.and_then(|e| e.pointer("/errors/0/reason")).and_then(|r| r.as_str()).unwrap_or("Error").to_string();
-    CloudError::gcp(operation, target, Some(status), &code, message.trim(), class_of(Some(status)))
+    let class = if status == 403 && is_rate_limit(&code) { ErrorClass::Throttled } else { class_of(Some(status)) };
+    CloudError::gcp(operation, target, Some(status), &code, message.trim(), class)
 }
 
 /// A request that got no answer.
 pub fn transport(operation: &'static str, target: &str, e: &reqwest::Error) -> CloudError {
     let code = if e.is_timeout() { "Timeout" } else { "Transport" };
     CloudError::gcp(operation, target, None, code, &e.to_string(), ErrorClass::Transient)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rate_limit_is_throttling_and_a_refusal_is_a_denial() {
+        let body =
+            r#"{"error":{"code":403,"message":"Rate Limit Exceeded","errors":[{"reason":"rateLimitExceeded"}]}}"#;
+        assert_eq!(from_response("storage:PatchLabels", "b", 403, body).class, ErrorClass::Throttled);
+        let body = r#"{"error":{"code":403,"message":"denied","errors":[{"reason":"forbidden"}]}}"#;
+        assert_eq!(from_response("storage:PatchLabels", "b", 403, body).class, ErrorClass::Denied);
+        assert_eq!(from_response("storage:GetBucket", "b", 412, "{}").status, Some(PRECONDITION_FAILED));
+        assert_eq!(class_of(Some(503)), ErrorClass::Transient);
+    }
 }
