@@ -185,6 +185,13 @@ struct Envelope<'a> {
     #[serde(rename = "eventTime")]
     event_time: Option<String>,
     topic: Option<String>,
+    // Google Cloud: a Pub/Sub push delivery (`message`, `subscription`) or a bare LogEntry
+    // (`protoPayload`), read again whole by `cloud_audit`.
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    subscription: Option<String>,
+    #[serde(rename = "protoPayload", borrow)]
+    proto_payload: Option<&'a RawValue>,
     // Event Grid and CloudEvents
     subject: Option<String>,
     #[serde(borrow)]
@@ -202,7 +209,8 @@ impl Envelope<'_> {
     }
 }
 
-/// Parse one delivery: an EventBridge event, or an Event Grid / CloudEvents event or array.
+/// Parse one delivery: an EventBridge event, an Event Grid / CloudEvents event or array, or a
+/// Google Cloud Pub/Sub push delivery or LogEntry of an audit log.
 pub fn parse(input: &[u8]) -> Result<Vec<Event>, EventError> {
     if input.len() > MAX_EVENT_BYTES {
         return Err(EventError::TooLarge { size: input.len(), max: MAX_EVENT_BYTES });
@@ -213,11 +221,11 @@ pub fn parse(input: &[u8]) -> Result<Vec<Event>, EventError> {
             if items.is_empty() {
                 return Err(EventError::Shape("an empty array holds no event".to_string()));
             }
-            items.into_iter().map(|raw| parse_envelope(serde_json::from_str(raw.get())?)).collect()
+            items.into_iter().map(|raw| parse_envelope(raw.get().as_bytes(), serde_json::from_str(raw.get())?)).collect()
         }
-        Some(b'{') => Ok(vec![parse_envelope(serde_json::from_slice(input)?)?]),
+        Some(b'{') => Ok(vec![parse_envelope(input, serde_json::from_slice(input)?)?]),
         _ => Err(EventError::Shape(
-            "expected a JSON object (EventBridge, Event Grid, CloudEvents) or an array of them".to_string(),
+            "expected a JSON object (EventBridge, Event Grid, CloudEvents, a Pub/Sub push delivery or a Cloud Audit Logs LogEntry) or an array of them".to_string(),
         )),
     }
 }
@@ -231,7 +239,13 @@ pub fn parse_one(input: &[u8]) -> Result<Event, EventError> {
     }
 }
 
-fn parse_envelope(env: Envelope<'_>) -> Result<Event, EventError> {
+/// `raw`: the envelope's own text, for the Google Cloud shapes, which `cloud_audit` reads whole.
+fn parse_envelope(raw: &[u8], env: Envelope<'_>) -> Result<Event, EventError> {
+    // A Pub/Sub push delivery is `{"message": {...}, "subscription": "..."}` (Pub/Sub, Push
+    // subscriptions: "the push request body"); a LogEntry carries its audit log in `protoPayload`.
+    if (env.message.is_some() && env.subscription.is_some()) || env.proto_payload.is_some() {
+        return cloud_audit::parse_push(raw);
+    }
     if let Some(detail_type) = env.detail_type.as_deref() {
         let source = env.source.as_deref().unwrap_or_default();
         return match (detail_type, env.detail) {
@@ -252,7 +266,7 @@ fn parse_envelope(env: Envelope<'_>) -> Result<Event, EventError> {
             .map(|e| Event { occurred_at_ms: at, ..e });
     }
     Err(EventError::Shape(
-        "no detail-type (EventBridge), eventType (Event Grid) or specversion (CloudEvents) field".to_string(),
+        "no detail-type (EventBridge), eventType (Event Grid), specversion (CloudEvents), message and subscription (a Pub/Sub push) or protoPayload (a LogEntry) field".to_string(),
     ))
 }
 
