@@ -14,7 +14,8 @@ pub struct Args {
     /// Print the normalized event (an array for a batch of several) on stdout.
     #[arg(long)]
     json: bool,
-    /// An EventBridge event, or an Event Grid / CloudEvents event or array, as JSON.
+    /// An EventBridge event, an Event Grid / CloudEvents event or array, or a Google Cloud Pub/Sub
+    /// push delivery or Cloud Audit Logs LogEntry, as JSON.
     #[arg(value_name = "FILE")]
     file: PathBuf,
 }

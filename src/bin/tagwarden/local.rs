@@ -21,10 +21,11 @@ use tagwarden::resource::ResourceRef;
 use tagwarden::TagMap;
 
 /// Whether `policy` names a location on this machine rather than a store: anything that is not
-/// `s3://`, `ssm:` or an `http(s)://` blob URL.
+/// `s3://`, `ssm:`, `gs://` or an `http(s)://` blob URL.
 pub fn is_local(policy: &str) -> bool {
     !(policy.starts_with("s3://")
         || policy.starts_with("ssm:")
+        || policy.starts_with("gs://")
         || policy.starts_with("https://")
         || policy.starts_with("http://"))
 }
@@ -282,8 +283,9 @@ pub fn check(policy: &str, cloud: Cloud) -> anyhow::Result<()> {
 }
 
 /// The cloud a local policy is for: `--cloud`, else what its documents say (every cluster of a
-/// set must agree), else Azure when `--scope` names where to list; else the user must say.
-pub fn cloud_of(policy: &str, flag: Option<Cloud>, azure_scopes: bool) -> anyhow::Result<Cloud> {
+/// set must agree), else the cloud whose scopes `--scope` names (`scoped`: Azure's or Google
+/// Cloud's); else the user must say.
+pub fn cloud_of(policy: &str, flag: Option<Cloud>, scoped: Option<Cloud>) -> anyhow::Result<Cloud> {
     if let Some(c) = flag {
         return Ok(c);
     }
@@ -309,11 +311,13 @@ pub fn cloud_of(policy: &str, flag: Option<Cloud>, azure_scopes: bool) -> anyhow
     }
     match clouds.as_slice() {
         [one] => Ok(*one),
-        [] if azure_scopes => Ok(Cloud::Azure),
-        [] => Err(crate::input::InvalidInput(format!(
-            "{policy}: the policy does not say which cloud it is for (a bare tag map, or a tagwarden.yaml without `cloud`): pass --cloud aws or --cloud azure"
-        ))
-        .into()),
+        [] => match scoped {
+            Some(cloud) => Ok(cloud),
+            None => Err(crate::input::InvalidInput(format!(
+                "{policy}: the policy does not say which cloud it is for (a bare tag map, or a tagwarden.yaml without `cloud`): pass --cloud aws, --cloud azure or --cloud gcp"
+            ))
+            .into()),
+        },
         _ => Err(crate::input::InvalidInput(format!(
             "{policy}: its documents are for different clouds ({}): sweep one cloud's at a time",
             clouds.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
@@ -359,5 +363,6 @@ mod tests {
         assert!(rt.block_on(one.get("b.yaml", Some(&got.etag))).expect("get").is_none(), "unchanged");
         assert!(rt.block_on(one.put("b.yaml", "x", None)).is_err(), "read only");
         assert!(is_local("./p") && is_local("/tmp/x") && !is_local("s3://b/k") && !is_local("https://a/b"));
+        assert!(!is_local("gs://bucket/p.yaml"));
     }
 }

@@ -8,23 +8,23 @@
 mod demo;
 mod explain;
 mod input;
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 mod local;
 #[cfg(feature = "aws")]
 mod organization;
 mod plan;
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 mod publish;
 // The book's generated option reference and its drift test: the committed page is the all-features CLI's.
-#[cfg(all(test, feature = "aws", feature = "azure", feature = "kube"))]
+#[cfg(all(test, feature = "aws", feature = "azure", feature = "gcp", feature = "kube"))]
 mod reference;
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 mod report;
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 mod status;
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 mod sweep;
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 mod target;
 mod validate;
 
@@ -63,13 +63,13 @@ enum Command {
     /// Show the write tagwarden would make on one resource.
     Plan(plan::Args),
     /// Validate the cluster's policy and put it where the function reads it (conditional writes).
-    #[cfg(any(feature = "aws", feature = "azure"))]
+    #[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
     Publish(publish::Args),
     /// Show the status report the function writes beside the policy.
-    #[cfg(any(feature = "aws", feature = "azure"))]
+    #[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
     Status(status::Args),
     /// Plan (and unless --dry-run, write) every owned resource: the scheduled sweep, by hand.
-    #[cfg(any(feature = "aws", feature = "azure"))]
+    #[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
     Sweep(sweep::Args),
     /// Run the whole AWS path against a local emulator and show what it did (scripts/demo).
     #[cfg(feature = "aws")]
@@ -131,11 +131,11 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Plan(args) => plan::run(args),
-        #[cfg(any(feature = "aws", feature = "azure"))]
+        #[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
         Command::Publish(args) => publish::run(args),
-        #[cfg(any(feature = "aws", feature = "azure"))]
+        #[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
         Command::Status(args) => status::run(args),
-        #[cfg(any(feature = "aws", feature = "azure"))]
+        #[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
         Command::Sweep(args) => sweep::run(args),
         #[cfg(feature = "aws")]
         Command::Demo(args) => demo::run(args),

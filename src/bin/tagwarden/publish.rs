@@ -64,8 +64,9 @@ pub struct Args {
     #[arg(long, value_name = "ADDR", requires = "watch")]
     listen: Option<std::net::SocketAddr>,
     /// Where the function reads the policy: s3://bucket/key, s3://bucket/prefix/ (written as
-    /// 10-cluster.yaml), ssm:/parameter/name, or a blob URL with a SAS; or a cluster set
-    /// (s3://bucket/prefix/*/, ssm:/path/*, …/PREFIX/*/), with --cluster.
+    /// 10-cluster.yaml), ssm:/parameter/name, a blob URL with a SAS, or gs://bucket/object.yaml,
+    /// gs://bucket/prefix/ (Application Default Credentials); or a cluster set
+    /// (s3://bucket/prefix/*/, ssm:/path/*, …/PREFIX/*/, gs://bucket/prefix*/), with --cluster.
     #[arg(long, value_name = "DEST")]
     to: String,
     /// Into a cluster set: the cluster (infraID) whose folder the policy goes into; the document

@@ -18,7 +18,7 @@ pub fn render() -> String {
          <!-- Generated from the CLI's clap definitions (src/bin/tagwarden/reference.rs): do not edit.\n     \
          `TAGWARDEN_BLESS=1 cargo test --all-features --bin tagwarden cli_reference` writes it again. -->\n\n\
          Every command and every option of the CLI built with all its features (`aws`, `azure`,\n\
-         `kube`), rendered from the binary's own argument definitions; [CLI](cli.md) explains each\n\
+         `gcp`, `kube`), rendered from the binary's own argument definitions; [CLI](cli.md) explains each\n\
          command with examples. Every command also takes `-h`/`--help`, `tagwarden` takes\n\
          `-V`/`--version`, and the global options of `tagwarden` may follow any command.\n",
     );

@@ -11,7 +11,8 @@ use crate::Failure;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where the policy is (the function's TAGWARDEN_POLICY): s3://…, ssm:… or a blob URL with a SAS;
+    /// Where the policy is (the function's TAGWARDEN_POLICY): s3://…, ssm:…, a blob URL with a SAS
+    /// or gs://… (Application Default Credentials; STORAGE_EMULATOR_HOST honoured);
     /// or a policy file, directory or cluster-set directory ('DIR/*/') on this machine, whose
     /// status report (tagwarden-status.json, DIR/<infraID>/tagwarden-status.json) is read beside it.
     #[arg(long, value_name = "SRC")]
@@ -37,7 +38,8 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// Lift the contests on this resource (its ARN or ARM ID, as the report names it): tagwarden
+    /// Lift the contests on this resource (its ARN, ARM ID or Google Cloud full resource name, as
+    /// the report names it): tagwarden
     /// corrects its keys again, and counts anew. A new policy version lifts every contest too.
     #[arg(long, value_name = "RESOURCE")]
     lift: Option<String>,
@@ -68,7 +70,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     // A usage error, as clap's own for a missing argument: exit 3.
     let Some(policy) = args.policy.clone() else {
         return Err(Failure::Error(anyhow::anyhow!(
-            "--policy is required: where the policy is (s3://…, ssm:… or a blob URL), or --organization s3://BUCKET/PREFIX/ for an AWS Organization hub"
+            "--policy is required: where the policy is (s3://…, ssm:…, a blob URL or gs://…), or --organization s3://BUCKET/PREFIX/ for an AWS Organization hub"
         )));
     };
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;

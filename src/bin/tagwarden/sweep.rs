@@ -1,12 +1,15 @@
 //! `tagwarden sweep`: plan (and unless `--dry-run`, write) every owned resource the policy covers,
-//! on AWS (an S3 or SSM policy) or Azure (a blob policy and the scopes to list).
+//! on AWS (an S3 or SSM policy), Azure (a blob policy and the scopes to list) or Google Cloud (a
+//! `gs://` policy and the Cloud Asset Inventory scopes to search).
 
 mod aws;
 mod azure;
 mod engine;
+pub mod gcp;
 mod summary;
 
 use anyhow::Context;
+use tagwarden::cloud::Cloud;
 
 use crate::Failure;
 
@@ -17,13 +20,14 @@ const EC2_BATCH: usize = tagwarden::services::EC2.batch.max();
 pub struct Args {
     /// Where the policy is: s3://bucket/key, s3://bucket/prefix/, ssm:/parameter/name, or a cluster
     /// set (s3://bucket/prefix/*/, ssm:/path/*), whose every cluster is swept; on Azure a blob URL
-    /// with its SAS (…/CONTAINER/BLOB?SAS, …/PREFIX/?SAS, …/PREFIX/*/?SAS). With --dry-run, also a
+    /// with its SAS (…/CONTAINER/BLOB?SAS, …/PREFIX/?SAS, …/PREFIX/*/?SAS); on Google Cloud
+    /// gs://BUCKET/OBJECT.yaml, gs://BUCKET/PREFIX/ or gs://BUCKET/PREFIX*/. With --dry-run, also a
     /// file, a directory of layers or a cluster-set directory ('DIR/*/') on this machine: a
     /// preview of a policy before it is published (never written from: publish it first).
     #[arg(long, value_name = "SRC")]
     policy: String,
     /// A local policy's cloud, when its documents do not say (a bare tag map); else the policy's,
-    /// or Azure when --scope is given.
+    /// or the cloud whose scopes --scope names (Azure's, or Google Cloud's projects/…).
     #[arg(long)]
     cloud: Option<tagwarden::cloud::Cloud>,
     /// The deployment's mode, if you know it (its TAGWARDEN_MODE, also read from the
@@ -43,6 +47,11 @@ pub struct Args {
     /// (/subscriptions/ID[/resourceGroups/NAME], /providers/Microsoft.Management/managementGroups/ID);
     /// repeat for several. The ARM token is read from
     /// TAGWARDEN_ARM_TOKEN (az account get-access-token --resource https://management.azure.com/).
+    /// Google Cloud: a project, folder or organization whose Cloud Asset Inventory is searched
+    /// (projects/PROJECT_ID, folders/NUMBER, organizations/NUMBER: the function's
+    /// TAGWARDEN_SWEEP_SCOPES), with Application Default Credentials (gcloud auth
+    /// application-default login); TAGWARDEN_GCP_ENDPOINT and STORAGE_EMULATOR_HOST point it at
+    /// test servers.
     #[arg(long, value_name = "ID")]
     scope: Vec<String>,
     /// Azure: the Resource Manager endpoint (sovereign clouds, tests).
@@ -102,20 +111,34 @@ pub fn run(args: Args) -> Result<(), Failure> {
         refuse_if_audited_here(&args)?;
     }
     let runtime = tokio::runtime::Runtime::new().context("tokio runtime")?;
-    let azure = if local {
-        let cloud = crate::local::cloud_of(&args.policy, args.cloud, !args.scope.is_empty())?;
+    let cloud = if local {
+        let cloud = crate::local::cloud_of(&args.policy, args.cloud, scoped(&args.scope))?;
         crate::local::check(&args.policy, cloud)?;
-        cloud == tagwarden::cloud::Cloud::Azure
+        cloud
+    } else if args.policy.starts_with("gs://") {
+        Cloud::Gcp
+    } else if args.policy.starts_with("https://") || args.policy.starts_with("http://") {
+        Cloud::Azure
     } else {
-        args.policy.starts_with("https://") || args.policy.starts_with("http://")
+        Cloud::Aws
     };
-    let swept = if azure {
-        runtime.block_on(Box::pin(azure::sweep(&args)))?
-    } else {
-        runtime.block_on(Box::pin(aws::sweep(&args)))?
+    let swept = match cloud {
+        Cloud::Azure => runtime.block_on(Box::pin(azure::sweep(&args)))?,
+        Cloud::Gcp => runtime.block_on(Box::pin(gcp::sweep(&args)))?,
+        Cloud::Aws => runtime.block_on(Box::pin(aws::sweep(&args)))?,
     };
     let summary = summary::summarize(&args, swept)?;
     summary::report(&args, &summary)
+}
+
+/// The cloud whose scopes `--scope` names: Google Cloud's Asset Inventory scopes
+/// (`projects/…`, `folders/…`, `organizations/…`), else Azure's (any other).
+fn scoped(scopes: &[String]) -> Option<Cloud> {
+    match scopes.first() {
+        None => None,
+        Some(s) if gcp::is_gcp_scope(s) => Some(Cloud::Gcp),
+        Some(_) => Some(Cloud::Azure),
+    }
 }
 
 /// Refused before anything is read: the deployment's mode as the person says it (`--mode`) or
@@ -146,7 +169,7 @@ fn refuse_if_audited_here(args: &Args) -> Result<(), Failure> {
 
 /// The clusters to sweep (`--cluster`): a set needs them, as the function needs
 /// TAGWARDEN_CLUSTERS; a single policy is checked against them when given.
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 fn listed(args: &Args, set: bool, location: &impl std::fmt::Display) -> anyhow::Result<Option<Vec<String>>> {
     if set && args.clusters.is_empty() {
         anyhow::bail!(

@@ -1,5 +1,5 @@
-//! A policy location the CLI publishes to or reads the status of: S3 or SSM (feature `aws`), or a
-//! blob URL (feature `azure`).
+//! A policy location the CLI publishes to or reads the status of: S3 or SSM (feature `aws`), a
+//! blob URL (feature `azure`), or Cloud Storage, `gs://` (feature `gcp`).
 
 use tagwarden::publish::{PublishError, PublishOutcome};
 #[cfg(feature = "kube")]
@@ -14,11 +14,14 @@ pub enum Target {
     Aws(tagwarden::aws::policy_store::PolicyStore),
     #[cfg(feature = "azure")]
     Blob(tagwarden::azure::blob_store::BlobPolicyStore),
+    #[cfg(feature = "gcp")]
+    Gcs(tagwarden::policy_store::PolicyStore<tagwarden::gcp::GcsSource>),
 }
 
 impl Target {
     /// Connect to `location`: `s3://…` and `ssm:…` with the AWS SDK's usual configuration
-    /// (`AWS_REGION`, `AWS_ENDPOINT_URL`, profiles, IRSA / Pod Identity), a blob URL with its SAS.
+    /// (`AWS_REGION`, `AWS_ENDPOINT_URL`, profiles, IRSA / Pod Identity), a blob URL with its SAS,
+    /// `gs://…` with Application Default Credentials (`STORAGE_EMULATOR_HOST` honoured).
     ///
     /// With `preflight`, a missing AWS region or credentials is an error now, in one line; a
     /// long-running publisher passes `false` and reports it as a condition while it retries (the
@@ -79,8 +82,30 @@ impl Target {
             #[cfg(not(feature = "azure"))]
             anyhow::bail!("{location}: this build has no Azure support; build tagwarden with --features azure");
         }
+        if location.starts_with("gs://") {
+            #[cfg(feature = "gcp")]
+            {
+                let parsed = tagwarden::gcp::GcsLocation::parse(location).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{:?}: {}; expected gs://BUCKET/OBJECT.yaml, gs://BUCKET/PREFIX/ (layers) or gs://BUCKET/PREFIX*/ (a cluster set)",
+                        e.input,
+                        e.why
+                    )
+                })?;
+                let clients = crate::sweep::gcp::clients().await?;
+                let source = tagwarden::gcp::GcsSource::new(
+                    parsed,
+                    crate::sweep::gcp::storage_endpoint(),
+                    clients,
+                    Default::default(),
+                );
+                return Ok(Target::Gcs(tagwarden::policy_store::PolicyStore::new(source, std::time::Duration::ZERO)));
+            }
+            #[cfg(not(feature = "gcp"))]
+            anyhow::bail!("{location}: this build has no Google Cloud support; build tagwarden with --features gcp");
+        }
         anyhow::bail!(
-            "{location:?} is not a policy location: expected s3://BUCKET/KEY, s3://BUCKET/PREFIX/, ssm:/PARAMETER or https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB?SAS"
+            "{location:?} is not a policy location: expected s3://BUCKET/KEY, s3://BUCKET/PREFIX/, ssm:/PARAMETER, https://ACCOUNT.blob.core.windows.net/CONTAINER/BLOB?SAS or gs://BUCKET/OBJECT.yaml"
         )
     }
 
@@ -96,6 +121,8 @@ impl Target {
             Target::Aws(store) => store.publish(text, cluster, dry_run).await,
             #[cfg(feature = "azure")]
             Target::Blob(store) => store.publish(text, cluster, dry_run).await,
+            #[cfg(feature = "gcp")]
+            Target::Gcs(store) => store.publish(text, cluster, dry_run).await,
         }
     }
 
@@ -110,6 +137,8 @@ impl Target {
             Target::Aws(store) => reports(store).await,
             #[cfg(feature = "azure")]
             Target::Blob(store) => reports(store).await,
+            #[cfg(feature = "gcp")]
+            Target::Gcs(store) => reports(store).await,
         }
     }
 
@@ -122,6 +151,8 @@ impl Target {
             Target::Aws(store) => raw_reports(store).await,
             #[cfg(feature = "azure")]
             Target::Blob(store) => raw_reports(store).await,
+            #[cfg(feature = "gcp")]
+            Target::Gcs(store) => raw_reports(store).await,
         }
     }
 
@@ -139,12 +170,15 @@ impl Target {
             Target::Aws(store) => lift(store, resource, key, by).await,
             #[cfg(feature = "azure")]
             Target::Blob(store) => lift(store, resource, key, by).await,
+            #[cfg(feature = "gcp")]
+            Target::Gcs(store) => lift(store, resource, key, by).await,
         }
     }
 
     /// Who the CLI acts as, for the audit of a lift: on AWS the caller's ARN (STS
-    /// `GetCallerIdentity`); on Azure the workload identity's client id; else `unknown`, with a
-    /// warning.
+    /// `GetCallerIdentity`); on Azure the workload identity's client id; on Google Cloud the key
+    /// file's service account, else Application Default Credentials unnamed; else `unknown`, with
+    /// a warning.
     pub async fn caller(&self, region: Option<&str>) -> String {
         let _ = region;
         #[allow(unreachable_code)]
@@ -174,6 +208,8 @@ impl Target {
                 .filter(|id| !id.is_empty())
                 .map(|id| format!("azure client {id}"))
                 .ok_or_else(|| anyhow::anyhow!("a SAS names no principal (no AZURE_CLIENT_ID: no workload identity)")),
+            #[cfg(feature = "gcp")]
+            Target::Gcs(_) => Ok(crate::sweep::gcp::principal()),
         };
         found.unwrap_or_else(|why| unknown(&why.to_string()))
     }
@@ -190,6 +226,8 @@ impl Target {
             Target::Aws(store) => store.source.location(),
             #[cfg(feature = "azure")]
             Target::Blob(store) => store.source.location(),
+            #[cfg(feature = "gcp")]
+            Target::Gcs(store) => store.source.location(),
         }
     }
 
@@ -200,6 +238,8 @@ impl Target {
             Target::Aws(store) => store.source.endpoint(),
             #[cfg(feature = "azure")]
             Target::Blob(store) => store.source.location.display_name(""),
+            #[cfg(feature = "gcp")]
+            Target::Gcs(_) => crate::sweep::gcp::storage_endpoint(),
         }
     }
 
@@ -214,6 +254,8 @@ impl Target {
                 let from = if std::env::var_os(BLOB_SAS_ENV).is_some() { BLOB_SAS_ENV } else { "the blob URL" };
                 Some((format!("the SAS in {from}"), at))
             }
+            #[cfg(feature = "gcp")]
+            Target::Gcs(_) => None,
         }
     }
 }
@@ -256,7 +298,6 @@ pub async fn raw_reports<S: tagwarden::policy_store::PolicySource>(
     Ok(out)
 }
 
-#[cfg(any(feature = "aws", feature = "azure"))]
 async fn lift<S: tagwarden::policy_store::PolicySource>(
     store: &tagwarden::policy_store::PolicyStore<S>,
     resource: &str,

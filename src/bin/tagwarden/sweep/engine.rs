@@ -21,7 +21,7 @@ pub(super) struct Swept {
 
 /// A progress bar on stderr when it is a terminal (never in pipes, CI logs or `--json` captures),
 /// and the callback the sweep moves it with (phase, done, total).
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 fn progress() -> (Option<indicatif::ProgressBar>, Option<tagwarden::enforce::sweep::Progress>) {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
@@ -44,7 +44,7 @@ fn progress() -> (Option<indicatif::ProgressBar>, Option<tagwarden::enforce::swe
 }
 
 /// Run `sweep`, clearing the progress bar when it ends; and how long it took.
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 async fn timed(
     bar: Option<indicatif::ProgressBar>,
     sweep: impl std::future::Future<Output = Outcome>,
@@ -60,7 +60,7 @@ async fn timed(
 /// The engine over `adapter` and `store`, as the CLI runs it: `--concurrency`, `--dry-run`, a
 /// progress bar. Without --dry-run, first says whose credentials write (`caller`) and refuses a
 /// cluster in audit.
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 pub(super) async fn run_engine<A: tagwarden::enforce::Adapter>(
     args: &Args,
     adapter: A,
@@ -114,7 +114,7 @@ pub(super) async fn run_engine<A: tagwarden::enforce::Adapter>(
 /// Refuses a write to any swept cluster that is audited: its policy says `enforce: false`, or
 /// its status report (what the function last ran with) says its mode is `audit`. The policy is
 /// read by the store's own loader, as the function reads it. Whether any policy is in force.
-#[cfg(any(feature = "aws", feature = "azure"))]
+#[cfg(any(feature = "aws", feature = "azure", feature = "gcp"))]
 async fn refuse_if_audited<S: tagwarden::policy_store::PolicySource>(
     store: &tagwarden::policy_store::PolicyStore<S>,
 ) -> anyhow::Result<(bool, Vec<tagwarden::report::RejectedPolicy>)> {
