@@ -326,10 +326,12 @@ pub const PLACES: &[(&str, Place)] = &[
     ("tagwarden-engine", Place::Layer(1)),
     ("tagwarden-aws", Place::Layer(2)),
     ("tagwarden-azure", Place::Layer(2)),
+    ("tagwarden-gcp", Place::Layer(2)),
     ("tagwarden-cluster", Place::Layer(2)),
     ("tagwarden", Place::Layer(3)),
     ("tagwarden-aws-lambda", Place::Layer(3)),
     ("tagwarden-azure-function", Place::Layer(3)),
+    ("tagwarden-gcp-function", Place::Layer(3)),
     ("tagwarden-testkit", Place::Tooling),
     ("xtask", Place::Tooling),
 ];

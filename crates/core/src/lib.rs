@@ -11,6 +11,7 @@
 
 pub mod calls;
 pub mod cloud;
+pub mod cluster_kind;
 pub mod contest;
 pub mod events;
 pub mod gcp;

@@ -53,7 +53,7 @@ impl ResourceRef {
         if input.starts_with("arn:") {
             Self::from_arn(input)
         } else if input.starts_with("//") {
-            Ok(crate::gcp::resources::parse_full_name(input)?.to_resource_ref())
+            Ok(Self::gcp(&crate::gcp::resources::parse_full_name(input)?))
         } else if input.starts_with('/') {
             Self::from_arm_id(input)
         } else if let Some(kind) = ec2_type_of_id(input) {
@@ -61,6 +61,11 @@ impl ResourceRef {
         } else {
             Err(ResourceError::Unrecognised { input: input.to_string() })
         }
+    }
+
+    /// A Google Cloud resource: its full resource name, its Cloud Asset Inventory asset type.
+    pub fn gcp(name: &crate::gcp::resources::ResourceName) -> Self {
+        ResourceRef { id: name.full_name(), kind: name.resource_type.asset_type.to_string(), arn: None }
     }
 
     /// An EC2 resource from its id, with the ARN built from region and account.
@@ -217,6 +222,21 @@ fn arm_type_of_id(id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_google_cloud_type_is_a_gcp_resource_by_its_full_name() {
+        for t in crate::gcp::resources::RESOURCE_TYPES {
+            let name = t
+                .pattern()
+                .replace("{project}", "p1")
+                .replace("{zone}", "us-central1-a")
+                .replace("{region}", "us-central1")
+                .replace("{name}", "x-1");
+            let r = ResourceRef::parse(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!((r.id.as_str(), r.kind.as_str(), r.arn.as_deref()), (name.as_str(), t.asset_type, None));
+            assert_eq!(r.cloud(), Cloud::Gcp);
+        }
+    }
 
     #[test]
     fn arns() {

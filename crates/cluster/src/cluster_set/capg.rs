@@ -30,7 +30,7 @@ pub const GCP_CLUSTERS: Resource = Resource {
 
 /// The workload cluster and its document, from a CAPG `GCPCluster`: its labels.
 pub fn gcp_document(object: &Value) -> Translated {
-    document(object, Cloud::Gcp, "GCPCluster", None, |_, notes| {
+    document(object, Cloud::Gcp, "GCPCluster", None, capg_labels, |_, notes| {
         let path = "spec.resourceManagerTags";
         let tags = object.pointer("/spec/resourceManagerTags").and_then(Value::as_array).into_iter().flatten();
         let tags: Vec<TagRef> = tags

@@ -106,7 +106,8 @@ pub fn aws_document(object: &Value, machines: Machines<'_>) -> Translated {
 
 /// `name`: the name the resources' ownership keys carry, when not the Cluster's (EKS).
 fn aws_document_of(object: &Value, kind: &str, name: Option<&str>, machines: Machines<'_>) -> Translated {
-    document(object, Cloud::Aws, kind, name, |cluster, notes| {
+    let clean = |t, p: &str, n: &mut Vec<String>| without_providers_own(Cloud::Aws, t, p, n);
+    document(object, Cloud::Aws, kind, name, clean, |cluster, notes| {
         let mut overrides = machine_overrides(cluster, machines.deployments, machines.templates, notes)?;
         overrides.extend(control_plane_overrides(cluster, machines.control_planes, machines.templates, notes)?);
         overrides.extend(pool_overrides(cluster, machines.pools, notes)?);
@@ -132,7 +133,8 @@ pub fn eks_documents(object: &Value, machines: Machines<'_>) -> Vec<Translated> 
 
 /// The workload cluster and its document, from a CAPZ `AzureCluster`.
 pub fn azure_document(object: &Value) -> Translated {
-    document(object, Cloud::Azure, "AzureCluster", None, |_, _| Ok(Vec::new()))
+    let clean = |t, p: &str, n: &mut Vec<String>| without_providers_own(Cloud::Azure, t, p, n);
+    document(object, Cloud::Azure, "AzureCluster", None, clean, |_, _| Ok(Vec::new()))
 }
 
 /// An additional tag the provider sets itself and tagwarden never writes (`Name`, ownership keys).
@@ -300,11 +302,17 @@ fn pool_overrides(cluster: &str, pools: &[Value], notes: &mut Vec<String>) -> Re
     Ok(overrides)
 }
 
+/// Takes out of a provider's tags (or labels, at a path) what the provider writes itself, saying
+/// why in the notes.
+pub(super) type Clean = fn(Map<String, Value>, &str, &mut Vec<String>) -> Map<String, Value>;
+
+/// A provider's cluster object as a policy document, cleaned by `clean`.
 pub(super) fn document(
     object: &Value,
     cloud: Cloud,
     kind: &str,
     infra_name: Option<&str>,
+    clean: Clean,
     machines: impl FnOnce(&str, &mut Vec<String>) -> Result<Vec<Value>, TagFieldError>,
 ) -> Translated {
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
@@ -319,10 +327,7 @@ pub(super) fn document(
     let tags = string_map(object.pointer(&format!("/{}", path.replace('.', "/"))), path)
         .map_err(|e| (Some(infra.clone()), e.into()))?;
     let mut notes = Vec::new();
-    let tags = match cloud {
-        Cloud::Gcp => super::capg::capg_labels(tags, path, &mut notes),
-        _ => without_providers_own(cloud, tags, path, &mut notes),
-    };
+    let tags = clean(tags, path, &mut notes);
     let overrides = machines(&cluster, &mut notes).map_err(|e| (Some(infra.clone()), e.into()))?;
     let mut policy = json!({
         "version": 1,

@@ -1,5 +1,5 @@
 //! Google Cloud's label and tag rules, as their sources state them, and the labels that mark what a
-//! cluster owns there: the rules behind [`crate::cloud::Cloud::Gcp`]. Pure.
+//! cluster owns there: the rules behind `Cloud::Gcp` (`crate::cloud`). Pure.
 //!
 //! Two rule sets ([`Rules`]), every violation reported, each naming the key, the rule and the fix:
 //! - [`Rules::Google`], what Google Cloud accepts on a resource. Source: Resource Manager,
@@ -44,7 +44,7 @@ pub use labels::{check_label, check_label_key, check_label_value, check_labels};
 pub use ownership::{is_ownership_label, ownership_label_key, ownership_label_keys, ownership_label_prefixes};
 pub use tags::{check_bindings_fit, check_tag, check_tags, TagRef};
 
-pub use crate::cloud::OWNED;
+pub use crate::cluster_kind::OWNED;
 
 /// Labels a resource may carry ("up to a maximum of 64", Requirements for labels).
 pub const MAX_LABELS_PER_RESOURCE: usize = 64;

@@ -1,7 +1,7 @@
 //! The labels that mark what a cluster owns.
 
 use super::*;
-use crate::cloud::ClusterKind;
+use crate::cluster_kind::ClusterKind;
 
 /// The prefixes of the labels that mark a resource as owned (`=owned`) by a cluster of `kind`,
 /// the writer's own first.

@@ -31,8 +31,6 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::resource::ResourceRef;
-
 /// How a labelable type's labels are written (the adapter's side of the table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -253,10 +251,6 @@ impl ResourceName {
         (self.resource_type.service == COMPUTE)
             .then(|| self.full_name().trim_start_matches("//compute.googleapis.com/").to_string())
     }
-
-    pub fn to_resource_ref(&self) -> ResourceRef {
-        ResourceRef { id: self.full_name(), kind: self.resource_type.asset_type.to_string(), arn: None }
-    }
 }
 
 impl fmt::Display for ResourceName {
@@ -342,9 +336,6 @@ mod tests {
             assert_eq!(parsed.resource_type.asset_type, t.asset_type, "{name}");
             assert_eq!(parsed.full_name(), name, "round trip");
             assert_eq!(parsed.name, "x-1");
-            let r = parsed.to_resource_ref();
-            assert_eq!((r.id.as_str(), r.kind.as_str(), r.arn.as_deref()), (name.as_str(), t.asset_type, None));
-            assert_eq!(r.cloud(), crate::cloud::Cloud::Gcp);
         }
     }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cloud::ClusterKind;
+use crate::cluster_kind::ClusterKind;
 use proptest::prelude::*;
 
 fn rules(r: Rules, k: &str, v: &str) -> Vec<Rule> {

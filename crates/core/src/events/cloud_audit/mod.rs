@@ -46,6 +46,7 @@ use serde_json::Value;
 use super::{parse_rfc3339_ms, Event, EventError, EventKind, IgnoreReason, MAX_EVENT_BYTES};
 use crate::cloud::Cloud;
 use crate::gcp::resources::{self, ResourceName, DNS_RECORD_COLLECTIONS};
+use crate::resource::ResourceRef;
 
 /// Parse one Pub/Sub push delivery (wrapped, or unwrapped: the LogEntry itself) into its event.
 pub fn parse_push(input: &[u8]) -> Result<Event, EventError> {
@@ -136,7 +137,7 @@ fn from_entry(entry: &Value) -> Result<Event, EventError> {
     let relative = get("/resourceName").or_else(|| fallback_name(service_name, entry));
     let name = relative.and_then(|r| resolve(service_name, r, project));
     if let Some(name) = &name {
-        event.resources.push(name.to_resource_ref());
+        event.resources.push(ResourceRef::gcp(name));
         event.account = event.account.or_else(|| name.project.clone());
     }
 
