@@ -9,7 +9,9 @@
 //! - Cloud DNS v1's managed zones (`dns.rs`): GET and PATCH;
 //! - Cloud Asset Inventory's `searchAllResources` (`asset.rs`) at a project, folder or
 //!   organization scope, with label queries, asset types and paging;
-//! - Resource Manager v3's tag bindings and namespaced tag values (`tags.rs`).
+//! - Resource Manager v3's tag bindings and namespaced tag values (`tags.rs`);
+//! - Cloud Monitoring v3's `timeSeries.create` (`monitoring.rs`), recording the series written
+//!   ([`FakeGcp::time_series`]).
 //!
 //! Point each Google client crate at [`FakeGcp::endpoint`] (`with_endpoint`) with anonymous
 //! credentials. The test hooks seed resources, read labels back, count calls, let another writer
@@ -22,6 +24,7 @@ mod dns;
 pub mod emulator;
 pub mod http;
 mod inventory;
+mod monitoring;
 mod storage;
 mod tags;
 mod time;
@@ -35,6 +38,7 @@ pub use compute::STALE_FINGERPRINT;
 use http::{Req, Resp};
 pub use inventory::{Call, Counters, Labels, EMPTY_LABEL_FINGERPRINT};
 use inventory::{Failure, Kind, Project, State, TagValue};
+pub use monitoring::WrittenSeries;
 pub use storage::PRECONDITION_FAILED;
 
 /// The fake Google Cloud APIs on one loopback port.
@@ -43,6 +47,7 @@ pub struct FakeGcp {
     /// `http://127.0.0.1:PORT`, every API's endpoint (the client crates add their own path).
     pub endpoint: String,
     state: Arc<Mutex<State>>,
+    monitoring: Arc<Mutex<monitoring::Store>>,
 }
 
 impl FakeGcp {
@@ -52,7 +57,7 @@ impl FakeGcp {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
         let state = State { search_page: asset::DEFAULT_PAGE, ..State::default() };
-        let fake = FakeGcp { endpoint, state: Arc::new(Mutex::new(state)) };
+        let fake = FakeGcp { endpoint, state: Arc::new(Mutex::new(state)), monitoring: Arc::default() };
         let serving = fake.clone();
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("fake runtime");
@@ -79,6 +84,9 @@ impl FakeGcp {
             None if r.path.starts_with("/storage/v1/b/") => storage::handle(&mut st, r),
             None if r.path.starts_with("/dns/v1/") => dns::handle(&mut st, r),
             None if r.path.starts_with("/v1/") && r.path.ends_with(":searchAllResources") => asset::handle(&mut st, r),
+            None if r.path.starts_with("/v3/projects/") && r.path.ends_with("/timeSeries") => {
+                monitoring::handle(&mut self.monitoring.lock().unwrap_or_else(|p| p.into_inner()), r)
+            }
             None if r.path.starts_with("/v3/") => tags::handle(&mut st, r),
             None => Resp::error(404, "notFound", &format!("No API at {}", r.path), &[]),
         };
@@ -306,6 +314,11 @@ impl FakeGcp {
     /// creates) and list calls (searches, tag binding listings) so far.
     pub fn counters(&self) -> Counters {
         self.st().counters
+    }
+
+    /// Every time series written to Cloud Monitoring so far, in order, each with its one point.
+    pub fn time_series(&self) -> Vec<WrittenSeries> {
+        self.monitoring.lock().unwrap_or_else(|p| p.into_inner()).written.clone()
     }
 
     /// `searchAllResources` pages hold `n` results when the request has no `pageSize`.
