@@ -9,6 +9,7 @@ use tagwarden_engine::config::ConfigError;
 use crate::adapter::DEFAULT_CONCURRENCY;
 use crate::clients::Endpoints;
 use crate::gcs::{storage_endpoint, GcsLocation};
+use crate::metrics::MetricsConfig;
 
 /// Cloud Run's default port; it sets `PORT` ("the container must listen on the port defined by
 /// the PORT environment variable", Cloud Run container runtime contract).
@@ -36,6 +37,8 @@ pub struct Config {
     pub concurrency: usize,
     pub yield_to: tagwarden_core::contest::YieldTo,
     pub mode: tagwarden_core::mode::Mode,
+    /// `TAGWARDEN_METRICS_PROJECT`: where the custom metrics go; unset, none are written.
+    pub metrics: Option<MetricsConfig>,
 }
 
 impl Config {
@@ -92,6 +95,12 @@ impl Config {
         let yield_to =
             tagwarden_engine::config::yield_to(var("TAGWARDEN_YIELD_TO"), tagwarden_core::cloud::Cloud::Gcp)?;
         let mode = tagwarden_engine::config::mode(var("TAGWARDEN_MODE"))?;
+        let metrics = var("TAGWARDEN_METRICS_PROJECT").map(|project| MetricsConfig {
+            project,
+            endpoint: var("TAGWARDEN_GCP_ENDPOINT").unwrap_or_else(|| crate::metrics::DEFAULT_ENDPOINT.into()),
+            location: var("TAGWARDEN_METRICS_LOCATION").unwrap_or_else(|| "global".into()),
+            job: var("K_SERVICE").unwrap_or_else(|| "tagwarden".into()),
+        });
         Ok(Config {
             port,
             policy,
@@ -105,6 +114,7 @@ impl Config {
             concurrency,
             yield_to,
             mode,
+            metrics,
         })
     }
 }

@@ -35,11 +35,14 @@ use crate::adapter::GcpTagger;
 use crate::clients::{Clients, ClientsError};
 use crate::config::Config;
 use crate::gcs::GcsSource;
+use crate::metrics::Publisher;
 
 /// Everything an invocation needs, built once at start-up.
 pub struct Handler {
     pub engine: Engine<GcpTagger>,
     pub calls: CallCounter,
+    /// Cloud Monitoring's custom metrics, when `TAGWARDEN_METRICS_PROJECT` is set.
+    pub metrics: Option<Publisher>,
 }
 
 /// What a push delivery asks for.
@@ -88,7 +91,11 @@ impl Handler {
         engine.set_concurrency(config.concurrency);
         engine.yield_to = config.yield_to.clone();
         engine.mode = config.mode;
-        Ok(Handler { engine, calls })
+        let metrics = match &config.metrics {
+            Some(m) => Some(Publisher::new(m, config.anonymous, calls.clone()).await?),
+            None => None,
+        };
+        Ok(Handler { engine, calls, metrics })
     }
 
     /// Answer one HTTP request.
@@ -117,19 +124,31 @@ impl Handler {
         };
         let retry = out.must_retry();
         let summary = summary(&out);
-        finish(out);
+        self.finish(out).await;
         Response::json(if retry { 500 } else { 200 }, &summary)
     }
-}
 
-/// Log the records, and what stopped the invocation.
-fn finish(mut out: Outcome) {
-    for r in &out.records {
-        tracing::info!(record = %r.to_json_line(), "reconciled");
-    }
-    if let Some(e) = &out.error {
-        tracing::error!(error = %e, "invocation failed; Pub/Sub redelivers it");
-        out.metrics.stopped(e.kind());
+    /// Log the records, and what stopped the invocation; write the metrics (best effort: a
+    /// failure is logged, the invocation's answer is unaffected).
+    async fn finish(&self, mut out: Outcome) {
+        for r in &out.records {
+            tracing::info!(record = %r.to_json_line(), "reconciled");
+        }
+        if let Some(e) = &out.error {
+            tracing::error!(error = %e, "invocation failed; Pub/Sub redelivers it");
+            out.metrics.stopped(e.kind());
+        }
+        let Some(publisher) = &self.metrics else { return };
+        if out.metrics.is_empty() {
+            return;
+        }
+        let deployment = match self.engine.store.is_set() {
+            true => tagwarden_core::report::ALL_CLUSTERS,
+            false => out.infra_id.as_deref().unwrap_or("unknown"),
+        };
+        if let Err(e) = publisher.publish(&out.metrics, &out.records, deployment).await {
+            tracing::warn!(error = %e, "metrics not written (best effort; the invocation is unaffected)");
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! - [`labels`]: read a resource's labels with their guard, write them under it;
 //! - [`asset`]: the sweep's Cloud Asset Inventory search;
 //! - [`gcs`]: the policy (and the status report) in Cloud Storage;
+//! - [`metrics`]: the invocation's metrics as Cloud Monitoring custom metrics;
 //! - [`function`] and [`config`]: the Cloud Run service that Pub/Sub pushes to;
 //! - [`clients`]: the official Google Cloud clients, their endpoints and credentials;
 //! - [`error`]: Google's answers as the engine's `CloudError`.
@@ -17,6 +18,7 @@ pub mod error;
 pub mod function;
 pub mod gcs;
 pub mod labels;
+pub mod metrics;
 pub mod target;
 
 pub use adapter::GcpTagger;
