@@ -10,8 +10,14 @@
 #
 # Each is declared (google_monitoring_metric_descriptor) before any point is written, so the alert
 # policies and the dashboard name metrics that exist from the first apply, and the kinds are fixed:
-# the counts are INT64 gauges, one point per invocation (custom metrics take no DELTA kind), the two
-# latencies DISTRIBUTION gauges in milliseconds.
+# the counts are INT64 gauges, the two latencies DISTRIBUTION gauges in milliseconds (custom metrics
+# take no DELTA kind). A point holds what happened since its series' previous point, so the charts
+# and alerts sum them (ALIGN_SUM) or take their percentiles. The function (tagwarden-gcp's metrics
+# module) writes them against a generic_task (custom metrics take no cloud_run_revision): job the
+# Cloud Run service, task one instance, so instances never share a series; points of one series are
+# at least 10 seconds apart, as Cloud Monitoring requires, an invocation too soon after the last
+# point adding its counts to the next. WouldWrite, ResourcesInLine and ResourcesDrifted are written
+# per resource type only: a cluster's compliance is their sum by infra_id.
 
 locals {
   metric_prefix = "custom.googleapis.com/tagwarden/"

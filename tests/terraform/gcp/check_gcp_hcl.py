@@ -225,6 +225,8 @@ def main() -> int:
           len(core) > 10 and sorted(ours) == sorted(n for n in core if n != "CallsPerCorrection"),
           f"core {sorted(core)} / module {sorted(ours)}")
     check("metric types custom.googleapis.com/tagwarden/<name>", L.get("metric_prefix") == "custom.googleapis.com/tagwarden/")
+    check("custom metric labels: the other clouds' dimensions as the function writes them (cloud, resource_type, infra_id)",
+          set(L.get("metric_labels", {})) == {"cloud", "resource_type", "infra_id"}, str(L.get("metric_labels")))
     descriptor = R.get(("google_monitoring_metric_descriptor", "this"), {})
     check("every metric declared (one descriptor per name of count_metrics and distribution_metrics)",
           descriptor.get("for_each") == "${local.metrics}"
