@@ -24,7 +24,9 @@ locals {
     TAGWARDEN_SELF_PRINCIPAL = google_service_account.function.email
     # Where the custom metrics are written (custom.googleapis.com/tagwarden/<name>, monitoring.tf).
     TAGWARDEN_METRICS_PROJECT = var.project_id
-    RUST_LOG                  = var.log_level
+    # The generic_task location of those series: the service's region.
+    TAGWARDEN_METRICS_LOCATION = var.region
+    RUST_LOG                   = var.log_level
   }
 }
 
