@@ -27,7 +27,7 @@ use futures_util::stream::{self, StreamExt};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::adapter::ArmTagger;
 use super::arm::ArmClient;
@@ -147,7 +147,7 @@ impl Handler {
             }
         };
         let failed = out.must_retry();
-        let summary = summary(&out);
+        let summary = out.summary();
         self.finish(out).await;
         Response::json(if failed { 500 } else { 200 }, &summary)
     }
@@ -184,7 +184,7 @@ impl Handler {
     /// retried.
     async fn answer(&self, out: Outcome, mut logs: Vec<String>) -> Response {
         let failed = out.must_retry();
-        let summary = summary(&out);
+        let summary = out.summary();
         logs.extend(out.records.iter().map(|r| r.to_json_line()));
         logs.extend(out.fallbacks.iter().map(|why| format!("listing fell back: {why}")));
         if let Some(e) = &out.error {
@@ -357,23 +357,6 @@ fn abuse_protection(req: &Request) -> Response {
     resp
 }
 
-fn summary(out: &Outcome) -> Value {
-    let by_status = out.records.iter().fold(serde_json::Map::new(), |mut m, r| {
-        let n = m.get(r.status.as_str()).and_then(Value::as_u64).unwrap_or_default();
-        m.insert(r.status.as_str().to_string(), json!(n + 1));
-        m
-    });
-    json!({
-        "events": out.metrics.events_received,
-        "ignored": out.metrics.events_ignored,
-        "resources": out.records.len(),
-        "failed": out.failed(),
-        "by_status": by_status,
-        "error": out.error,
-        "listing_fallbacks": out.fallbacks,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,7 +366,7 @@ mod tests {
         let body = br#"[{"id":"1","topic":"/subscriptions/s","subject":"","data":{"validationCode":"512d38b6","validationUrl":"https://x"},"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","eventTime":"2018-01-25T22:12:19Z","metadataVersion":"1","dataVersion":"1"}]"#;
         let r = validation(body);
         assert_eq!(r.status, 200);
-        assert_eq!(serde_json::from_slice::<Value>(&r.body).ok(), Some(json!({"validationResponse": "512d38b6"})));
+        assert_eq!(serde_json::from_slice::<serde_json::Value>(&r.body).ok(), Some(json!({"validationResponse": "512d38b6"})));
         assert_eq!(validation(b"[]").status, 400);
         let req = Request {
             method: "OPTIONS".into(),

@@ -22,7 +22,7 @@
 //! status report); a retryable one non-2xx, so nothing is dropped.
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use tagwarden_core::calls::CallCounter;
 use tagwarden_core::events::cloud_audit;
@@ -123,7 +123,7 @@ impl Handler {
             },
         };
         let retry = out.must_retry();
-        let summary = summary(&out);
+        let summary = out.summary();
         self.finish(out).await;
         Response::json(if retry { 500 } else { 200 }, &summary)
     }
@@ -150,31 +150,6 @@ impl Handler {
             tracing::warn!(error = %e, "metrics not written (best effort; the invocation is unaffected)");
         }
     }
-}
-
-fn summary(out: &Outcome) -> Value {
-    let by_status = out.records.iter().fold(serde_json::Map::new(), |mut m, r| {
-        let n = m.get(r.status.as_str()).and_then(Value::as_u64).unwrap_or_default();
-        m.insert(r.status.as_str().to_string(), json!(n + 1));
-        m
-    });
-    // The first failures, so a delivery's answer in Pub/Sub's logs says what went wrong.
-    let failures: Vec<Value> = out
-        .records
-        .iter()
-        .filter(|r| r.error.is_some())
-        .take(10)
-        .map(|r| json!({"resource": r.resource, "error": r.error}))
-        .collect();
-    json!({
-        "failures": failures,
-        "events": out.metrics.events_received,
-        "ignored": out.metrics.events_ignored,
-        "resources": out.records.len(),
-        "failed": out.failed(),
-        "by_status": by_status,
-        "error": out.error,
-    })
 }
 
 #[cfg(test)]

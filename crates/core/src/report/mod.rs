@@ -58,6 +58,35 @@ impl Outcome {
             || self.records.iter().any(|r| r.status == Status::Failed && r.failure != Some(Failure::Permanent))
     }
 
+    /// What a function answers its trigger with (the Azure Functions host's `ReturnValue`, the body
+    /// of Cloud Run's answer to a push): counts by status, the stop, the first failures and the
+    /// listings that fell back.
+    pub fn summary(&self) -> serde_json::Value {
+        use serde_json::{json, Value};
+        let by_status = self.records.iter().fold(serde_json::Map::new(), |mut m, r| {
+            let n = m.get(r.status.as_str()).and_then(Value::as_u64).unwrap_or_default();
+            m.insert(r.status.as_str().to_string(), json!(n + 1));
+            m
+        });
+        let failures: Vec<Value> = self
+            .records
+            .iter()
+            .filter(|r| r.error.is_some())
+            .take(10)
+            .map(|r| json!({"resource": r.resource, "error": r.error}))
+            .collect();
+        json!({
+            "events": self.metrics.events_received,
+            "ignored": self.metrics.events_ignored,
+            "resources": self.records.len(),
+            "failed": self.failed(),
+            "by_status": by_status,
+            "failures": failures,
+            "error": self.error,
+            "listing_fallbacks": self.fallbacks,
+        })
+    }
+
     pub fn push(&mut self, record: Record) {
         self.metrics.observe(&record);
         self.records.push(record);
