@@ -34,7 +34,7 @@ locals {
   #                           a non-zero code, changed nothing and needs nothing done.
   #   protoPayload.authenticationInfo.principalEmail  the caller: the function's own writes are left
   #                           out (exclude_self_in_sink_filter), loop safety at the source.
-  compute_collections = ["instances", "disks", "images", "addresses", "globalAddresses", "forwardingRules", "globalForwardingRules"]
+  compute_collections = ["instances", "disks", "images", "snapshots", "addresses", "globalAddresses", "forwardingRules", "globalForwardingRules"]
   compute_methods     = ["insert", "setLabels"]
   audit_filter = join("\n", compact([
     "logName:\"cloudaudit.googleapis.com%2Factivity\"",

@@ -117,8 +117,12 @@ def main() -> int:
     check("filter: Admin Activity audit logs (logName ...cloudaudit.googleapis.com%2Factivity), AuditLog payloads",
           'logName:\\"cloudaudit.googleapis.com%2Factivity\\"' in f and "google.cloud.audit.AuditLog" in f, f[:200])
     collections = L.get("compute_collections", [])
-    check("filter: compute instances, disks, images, addresses (regional, global), forwarding rules (regional, global)",
-          set(collections) == {"instances", "disks", "images", "addresses", "globalAddresses", "forwardingRules", "globalForwardingRules"}
+    # The Compute collections whose setLabels tagwarden calls: the core's one table of Google Cloud
+    # types (crates/core/src/gcp/resources.rs), by the collection its audit-log methods name.
+    table = (ROOT / "crates/core/src/gcp/resources.rs").read_text()
+    labelable = set(re.findall(r'compute\(\s*"[^"]+",\s*"[^"]+",\s*"([^"]+)",\s*\w+,\s*ComputeSetLabels', table))
+    check("filter: every Compute collection the core's type table writes labels on (%s)" % ", ".join(sorted(labelable)),
+          len(labelable) >= 7 and set(collections) == labelable
           and "local.compute_collections" in f and set(L.get("compute_methods", [])) == {"insert", "setLabels"}, str(collections))
     for service, methods in [("storage.googleapis.com", ["storage.buckets.create", "storage.buckets.update"]),
                              ("dns.googleapis.com", ["dns.managedZones.create", "dns.managedZones.patch"]),
