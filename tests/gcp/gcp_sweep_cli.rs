@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::support::{corrected, json_of, labels, run_with, stderr, Env, INFRA, OWNED, POLICY};
+use crate::support::{corrected, json_of, stderr, Env, INFRA, POLICY};
 
 fn args<'a>(policy: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec!["sweep", "--policy", policy, "--scope", "folders/7", "--json"];
@@ -210,7 +210,6 @@ async fn the_errors_name_the_input_and_the_fix() {
         .expect("run tagwarden");
     assert_eq!(no_adc.status.code(), Some(3), "{}", stderr(&no_adc));
     assert!(stderr(&no_adc).contains("Application Default Credentials"), "{}", stderr(&no_adc));
-    let _ = run_with;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,6 +242,5 @@ async fn publish_writes_the_policy_to_gcs_once() {
     let refused = env.run(&["publish", "--from", &bad.display().to_string(), "--to", &to, "--json"]);
     assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
     assert_eq!(env.object("published/policy.yaml").await.as_deref(), Some(POLICY.as_bytes()));
-    let _ = (labels(&[]), OWNED);
     let _ = std::fs::remove_dir_all(&dir);
 }

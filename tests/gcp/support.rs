@@ -84,7 +84,7 @@ impl Env {
 }
 
 /// `tagwarden ARGS`; `endpoint`: every Google API there (else Google's, with ADC).
-pub fn run_with(args: &[&str], endpoint: Option<&str>) -> Output {
+fn run_with(args: &[&str], endpoint: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_tagwarden"));
     cmd.args(args)
         .env_remove("TAGWARDEN_MODE")
