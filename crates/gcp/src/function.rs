@@ -132,7 +132,7 @@ impl Handler {
     /// failure is logged, the invocation's answer is unaffected).
     async fn finish(&self, mut out: Outcome) {
         for r in &out.records {
-            tracing::info!(record = %r.to_json_line(), "reconciled");
+            println!("{}", log_line(r));
         }
         if let Some(e) = &out.error {
             tracing::error!(error = %e, "invocation failed; Pub/Sub redelivers it");
@@ -152,9 +152,34 @@ impl Handler {
     }
 }
 
+/// A record as one structured Cloud Logging entry: the record's own JSON fields (so a query reads
+/// `jsonPayload.record="reconcile"`, `jsonPayload.status="failed"`) and `severity`, which Cloud
+/// Logging takes from a JSON line on stdout ("Structured logging": special JSON fields).
+fn log_line(r: &tagwarden_core::report::Record) -> String {
+    let mut line = serde_json::to_value(r).unwrap_or_default();
+    let severity = if r.error.is_some() { "ERROR" } else { "INFO" };
+    if let Some(fields) = line.as_object_mut() {
+        fields.insert("severity".into(), json!(severity));
+    }
+    line.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_is_one_structured_entry_with_its_severity() {
+        use tagwarden_core::report::{Record, Status};
+        let ok = Record::sample(tagwarden_core::cloud::Cloud::Gcp, "compute.googleapis.com/Instance", Status::Applied);
+        let line: serde_json::Value = serde_json::from_str(&log_line(&ok)).expect("JSON");
+        assert_eq!(
+            (line["record"].as_str(), line["status"].as_str(), line["severity"].as_str()),
+            (Some("reconcile"), Some("applied"), Some("INFO"))
+        );
+        let failed = Record { error: Some("compute:SetLabels: HTTP 403".into()), ..ok };
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&log_line(&failed)).expect("JSON")["severity"], "ERROR");
+    }
 
     #[test]
     fn push_attributes_decide_the_work() {
