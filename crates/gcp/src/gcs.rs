@@ -136,17 +136,28 @@ impl GcsSource {
         Ok(self.location.status_name(cluster))
     }
 
+    /// A multipart upload (JSON API, "Perform a multipart upload": `uploadType=multipart`, a
+    /// `multipart/related` body of the object's metadata, then its bytes), as Google's Storage
+    /// clients send small objects; conditional on `generation` (`ifGenerationMatch`, `0`: only if
+    /// absent). Multipart, not a media upload, also because an emulator may read a media upload
+    /// of `application/json` as metadata.
     async fn write(&self, name: &str, text: &str, generation: Option<&str>) -> Result<String, PutError<CloudError>> {
         let target = self.display(name);
         let url = format!(
-            "{}/upload/storage/v1/b/{}/o?uploadType=media&name={}&ifGenerationMatch={}",
+            "{}/upload/storage/v1/b/{}/o?uploadType=multipart&ifGenerationMatch={}",
             self.endpoint,
             self.location.bucket,
-            encode(name),
             generation.unwrap_or("0")
         );
+        let content_type = policy_store::content_type(name);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let boundary = format!("tagwarden-{nanos:x}-{}", text.len());
+        let metadata = serde_json::json!({"name": name, "contentType": content_type});
+        let body = format!(
+            "--{boundary}\r\ncontent-type: application/json; charset=UTF-8\r\n\r\n{metadata}\r\n--{boundary}\r\ncontent-type: {content_type}\r\n\r\n{text}\r\n--{boundary}--\r\n"
+        );
         let req = self.clients.authorized(self.clients.http.post(url)).await.map_err(PutError::Source)?;
-        let req = req.header("content-type", policy_store::content_type(name)).body(text.to_string());
+        let req = req.header("content-type", format!("multipart/related; boundary={boundary}")).body(body);
         self.calls.record(OP_PUT);
         let resp = req.send().await.map_err(|e| PutError::Source(transport(OP_PUT, &target, &e)))?;
         let status = resp.status().as_u16();

@@ -133,6 +133,11 @@ async fn a_sweep_corrects_every_owned_type_and_a_second_writes_nothing() {
     assert!(env.labels(&fleet.network).is_empty(), "the network takes no labels");
     let first = env.fake.counters();
     assert_eq!(first.writes, fleet.owned.len() as u64, "one write per drifted resource: {first:?}");
+    // The status report beside the cluster's policy, written by the sweep (a multipart upload).
+    let report = gcs_emulator().get_object(&env.bucket, &format!("clusters/{INFRA}/tagwarden-status.json")).await;
+    let report: Value = serde_json::from_slice(&report.expect("the sweep wrote its status report")).expect("JSON");
+    assert_eq!((report["cloud"].as_str(), report["audit"]["owned"].as_u64()), (Some("gcp"), Some(6)), "{report:#}");
+    assert_eq!(report["audit"]["in_line"].as_u64(), Some(6), "in line after the sweep: {report:#}");
 
     env.fake.clear_log();
     let (status, summary) = env.sweep().await;
