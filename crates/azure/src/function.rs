@@ -26,8 +26,8 @@ use std::sync::Arc;
 use futures_util::stream::{self, StreamExt};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::json;
+use serde_json::value::RawValue;
 
 use super::adapter::ArmTagger;
 use super::arm::ArmClient;
@@ -366,7 +366,10 @@ mod tests {
         let body = br#"[{"id":"1","topic":"/subscriptions/s","subject":"","data":{"validationCode":"512d38b6","validationUrl":"https://x"},"eventType":"Microsoft.EventGrid.SubscriptionValidationEvent","eventTime":"2018-01-25T22:12:19Z","metadataVersion":"1","dataVersion":"1"}]"#;
         let r = validation(body);
         assert_eq!(r.status, 200);
-        assert_eq!(serde_json::from_slice::<serde_json::Value>(&r.body).ok(), Some(json!({"validationResponse": "512d38b6"})));
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&r.body).ok(),
+            Some(json!({"validationResponse": "512d38b6"}))
+        );
         assert_eq!(validation(b"[]").status, 400);
         let req = Request {
             method: "OPTIONS".into(),
