@@ -39,6 +39,7 @@ PIECES = [
     "kubernetes.io/", "x.Kubernetes.IO/", "OpenShift.io/", "kubernetesXio/", "some/openshift.io/",
     "sigs.k8s.io/cluster-api-provider-aws/", "SIGS.k8s.io_cluster-api-provider-azure_",
     "microsoft", "Azure", "windows", "kubernetes.io_cluster_x",
+    "kubernetes-io-cluster-x", "openshift-io", "capg-", "goog-", "я",
 ]
 
 
@@ -70,8 +71,8 @@ def piece(rng):
 
 def single_tag_docs():
     rng = random.Random(37)
-    for i in range(500):
-        cloud = ("aws", "azure")[i % 2]
+    for i in range(600):
+        cloud = ("aws", "azure", "gcp")[i % 3]
         key = "" if rng.random() < 0.02 else piece(rng)
         value = rng.choice([piece(rng), piece(rng), piece(rng), "", 42, True, 1.5, -7])
         tags = {key: value}
@@ -80,6 +81,17 @@ def single_tag_docs():
         else:
             doc = {"version": 1, "cloud": cloud, "tags": tags}
         yield f"generated[{i}]", cloud, doc
+
+
+def gcp_label_docs():
+    """Google Cloud labels at each of their rules' edges (OpenShift's user-label rules)."""
+    keys = ["team", "t", "t" * 63, "t" * 64, "Team", "9team", "-team", "tëam", "te.am", "goog-team",
+            "capg-role", "kubernetes-io-x", "openshift-io-y", "team_1-a"]
+    values = ["platform", "", "x" * 63, "x" * 64, "Platform", "a.b", "ë", 42, -7, True, 1.5]
+    for k in keys:
+        yield f"gcp key {k[:20]!r}", "gcp", {"version": 1, "cloud": "gcp", "tags": {k: "platform"}}
+    for v in values:
+        yield f"gcp value {str(v)[:20]!r}", "gcp", {"version": 1, "cloud": "gcp", "tags": {"team": v}}
 
 
 def structural_docs():
@@ -93,7 +105,8 @@ def structural_docs():
         "infraId spelling": {"version": 1, "infraId": "mycluster-7xk2p", "tags": {}},
         "unknown top-level field": {"version": 1, "tags": {}, "tag": {"a": "b"}},
         "version 2": {"version": 2, "tags": {}},
-        "cloud gcp": {"version": 1, "cloud": "gcp", "tags": {}},
+        "cloud gcp": {"version": 1, "cloud": "gcp", "tags": {"team": "platform"}},
+        "cloud oci": {"version": 1, "cloud": "oci", "tags": {}},
         "enforce as text": {"version": 1, "enforce": "yes", "tags": {}},
         "tags null": {"version": 1, "tags": None},
         "tag value null": {"version": 1, "tags": {"team": None}},
@@ -126,7 +139,10 @@ def structural_docs():
         "enforce false": {"version": 1, "enforce": False, "tags": {"cost-center": "cc-1"}},
     }
     for name, doc in cases.items():
-        for cloud in ("aws", "azure"):
+        # A document that names its cloud is validated for that cloud (a flag naming another is
+        # refused by the CLI, which a schema cannot know); the others for each cloud.
+        named = doc.get("cloud")
+        for cloud in (named,) if named in ("aws", "azure", "gcp") else ("aws", "azure", "gcp"):
             yield f"{name} ({cloud})", cloud, doc
 
 
@@ -165,7 +181,7 @@ def main():
             disagreements.append(f"{name}: {side}\n  document: {text.strip()}\n  schema: {errors}\n  tagwarden: {said.strip()[:400]}")
 
     generated = list(single_tag_docs()) + list(structural_docs())
-    for name, cloud, doc in generated:
+    for name, cloud, doc in list(generated) + list(gcp_label_docs()):
         compare(name, cloud, json.dumps(doc, ensure_ascii=False), ".json", doc)
     missing = []
     for name, text in repo_docs():
