@@ -250,95 +250,46 @@ impl Clients {
         use compute::model::{
             GlobalSetLabelsRequest, InstancesSetLabelsRequest, RegionSetLabelsRequest, ZoneSetLabelsRequest,
         };
+        // Each collection has a client and a request body type of its own; the call is the same:
+        // its location and name, the body (the whole map and the fingerprint read), then the
+        // operation waited out.
+        macro_rules! set_labels {
+            ($client:expr, $body:ty, $($setter:ident($arg:expr)),+) => {
+                $client
+                    .set_labels()
+                    .set_project(project)
+                    $(.$setter($arg))+
+                    .set_body(<$body>::new().set_labels(labels).set_label_fingerprint(fp))
+                    .poller()
+                    .until_done()
+                    .await?
+            };
+        }
         let c = &self.compute;
-        let global = GlobalSetLabelsRequest::new().set_labels(labels.clone()).set_label_fingerprint(fp.clone());
-        let regional = RegionSetLabelsRequest::new().set_labels(labels.clone()).set_label_fingerprint(fp.clone());
         match (kind, location) {
             (ComputeKind::Instance, Location::Zone(z)) => {
-                let body = InstancesSetLabelsRequest::new().set_labels(labels).set_label_fingerprint(fp);
-                c.instances
-                    .set_labels()
-                    .set_project(project)
-                    .set_zone(z)
-                    .set_instance(name)
-                    .set_body(body)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.instances, InstancesSetLabelsRequest, set_zone(z), set_instance(name));
             }
             (ComputeKind::Disk, Location::Zone(z)) => {
-                let body = ZoneSetLabelsRequest::new().set_labels(labels).set_label_fingerprint(fp);
-                c.disks
-                    .set_labels()
-                    .set_project(project)
-                    .set_zone(z)
-                    .set_resource(name)
-                    .set_body(body)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.disks, ZoneSetLabelsRequest, set_zone(z), set_resource(name));
             }
             (ComputeKind::ForwardingRule, Location::Region(reg)) => {
-                c.forwarding_rules
-                    .set_labels()
-                    .set_project(project)
-                    .set_region(reg)
-                    .set_resource(name)
-                    .set_body(regional)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.forwarding_rules, RegionSetLabelsRequest, set_region(reg), set_resource(name));
             }
             (ComputeKind::ForwardingRule, _) => {
-                c.global_forwarding_rules
-                    .set_labels()
-                    .set_project(project)
-                    .set_resource(name)
-                    .set_body(global)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.global_forwarding_rules, GlobalSetLabelsRequest, set_resource(name));
             }
             (ComputeKind::Address, Location::Region(reg)) => {
-                c.addresses
-                    .set_labels()
-                    .set_project(project)
-                    .set_region(reg)
-                    .set_resource(name)
-                    .set_body(regional)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.addresses, RegionSetLabelsRequest, set_region(reg), set_resource(name));
             }
             (ComputeKind::Address, _) => {
-                c.global_addresses
-                    .set_labels()
-                    .set_project(project)
-                    .set_resource(name)
-                    .set_body(global)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.global_addresses, GlobalSetLabelsRequest, set_resource(name));
             }
             (ComputeKind::Image, _) => {
-                c.images
-                    .set_labels()
-                    .set_project(project)
-                    .set_resource(name)
-                    .set_body(global)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.images, GlobalSetLabelsRequest, set_resource(name));
             }
             (ComputeKind::Snapshot, _) => {
-                c.snapshots
-                    .set_labels()
-                    .set_project(project)
-                    .set_resource(name)
-                    .set_body(global)
-                    .poller()
-                    .until_done()
-                    .await?;
+                set_labels!(c.snapshots, GlobalSetLabelsRequest, set_resource(name));
             }
             (ComputeKind::Instance | ComputeKind::Disk, _) => return Err(not_zonal()),
         }
