@@ -37,6 +37,8 @@ pub const DEFAULT_CONCURRENCY: usize = 8;
 /// 60-second interval): 12 a second with a burst of 30 is at most 750 in any minute. Cloud Storage
 /// and Cloud DNS calls are paced in the same buckets (their quotas are larger).
 pub const HALF_OF_COMPUTE: (f64, f64) = (12.0, 30.0);
+/// Guards kept from reads awaiting their write (a sweep's concurrent writes need far fewer).
+const MAX_GUARDS: usize = 4096;
 /// Writes tried under a fresh guard before the resource is handed back: each 412 means another
 /// writer changed the labels in between; three in a row is a fight for the next delivery or sweep.
 pub const MAX_PRECONDITION_RETRIES: usize = 3;
@@ -73,7 +75,15 @@ impl GcpTagger {
     async fn read_guarded(&self, r: &ResourceRef, target: &Target) -> Result<Current, CloudError> {
         self.reads.of(project_of(&r.id)).acquire().await;
         let current = self.clients.get_labels(&r.id, target, &self.calls).await?;
-        self.guards.lock().unwrap_or_else(|e| e.into_inner()).insert(r.id.clone(), current.clone());
+        let mut guards = self.guards.lock().unwrap_or_else(|e| e.into_inner());
+        // A read that found nothing to write leaves its guard behind: a warm instance would keep
+        // one for every resource it ever read. Past the bound they are dropped; a write that
+        // misses its guard reads once more.
+        if guards.len() >= MAX_GUARDS {
+            guards.clear();
+        }
+        guards.insert(r.id.clone(), current.clone());
+        drop(guards);
         Ok(current)
     }
 
