@@ -207,21 +207,19 @@ async fn an_openshift_cluster_on_gcp_publishes_its_resource_labels() {
     assert_eq!(doc.text, GCP_DOCUMENT, "the published document");
     let policy = load_one(&doc.name, &doc.text).expect("valid");
     assert_eq!((policy.cloud, policy.infra_id.as_deref()), (Some(Cloud::Gcp), Some("gcpcluster-5m8tq")));
-    assert_eq!(tags_of(&doc), (vec!["team=platform".to_string(), "cost-center=cc_4242".to_string()], vec![]));
-    // What the store's publish decides: the labels, added.
+    let wanted = ["team=platform", "cost-center=cc_4242", "123456789012/environment=production"];
+    assert_eq!(tags_of(&doc), (wanted.map(String::from).to_vec(), vec![]));
+    // What the store's publish decides: the labels and the tag, added.
     match tagwarden::publish::decide(Cloud::Gcp, &doc.name, &doc.text, &[], None) {
         tagwarden::publish::Verdict::Write { changes, infra_id } => {
             assert_eq!(infra_id, "gcpcluster-5m8tq");
-            assert_eq!(changes.added.keys().map(String::as_str).collect::<Vec<_>>(), ["cost-center", "team"]);
+            assert_eq!(
+                changes.added.keys().map(String::as_str).collect::<Vec<_>>(),
+                ["123456789012/environment", "cost-center", "team"]
+            );
         }
         other => panic!("{other:?}"),
     }
-    // The tags are carried in the document and said not to be enforced.
-    let note = cluster::publisher::one::not_enforced(&doc.name, &doc.text).expect("the tags are named");
-    assert!(
-        note.starts_with("tags: not enforced yet: 1 Resource Manager tag (123456789012/environment/production)"),
-        "{note}"
-    );
 
     // The CRD: the labels cannot change after installation, nor can there be 33.
     let refused = api

@@ -92,6 +92,14 @@ def gcp_label_docs():
         yield f"gcp key {k[:20]!r}", "gcp", {"version": 1, "cloud": "gcp", "tags": {k: "platform"}}
     for v in values:
         yield f"gcp value {str(v)[:20]!r}", "gcp", {"version": 1, "cloud": "gcp", "tags": {"team": v}}
+    # Resource Manager tags, `<parentID>/<key>: <value>` (OpenShift's tag rules).
+    tag_keys = ["123456789012/env", "my-project/env", "0123/env", "my-p/env", "123/Env_1.a", "123/-env",
+                "123/e" + "n" * 62, "123/e" + "n" * 63, "123/en v", "123/env/x", "/env", "123/"]
+    tag_values = ["production", "Prod 1", "a@b", "-prod", "prod.", "p" * 63, "p" * 64, "", "pröd", 42, -7, True]
+    for k in tag_keys:
+        yield f"gcp tag key {k[:24]!r}", "gcp", {"version": 1, "cloud": "gcp", "tags": {k: "production"}}
+    for v in tag_values:
+        yield f"gcp tag value {str(v)[:20]!r}", "gcp", {"version": 1, "cloud": "gcp", "tags": {"123/env": v}}
 
 
 def structural_docs():

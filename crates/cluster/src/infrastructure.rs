@@ -4,7 +4,7 @@
 //! `status.infrastructureName` (openshift/api `config/v1/types_infrastructure.go`); on Google
 //! Cloud `status.platformStatus.gcp.resourceLabels` (`[]GCPResourceLabel`, `{key, value}`, the
 //! policy's labels) and `resourceTags` (`[]GCPResourceTag`, `{parentID, key, value}`, Resource
-//! Manager tags, carried in the document but not enforced: `tagwarden_core::policy::load::gcp_tags`).
+//! Manager tags, the policy's `<parentID>/<key>` entries).
 //! Unknown fields are ignored on read and never written into the document.
 //!
 //! The tag and label lists stay raw JSON: their shape is judged by the policy loader, with the
@@ -194,10 +194,8 @@ mod tests {
         assert_eq!(policy.cloud, Some(tagwarden_core::cloud::Cloud::Gcp));
         assert_eq!(
             policy.status.iter().map(|t| format!("{}={}", t.key, t.value)).collect::<Vec<_>>(),
-            ["team=platform"]
+            ["team=platform", "123456789012/env=prod"]
         );
-        let tags = tagwarden_core::policy::load::gcp_tags("infrastructure/cluster", &doc).expect("tags");
-        assert_eq!(tags.len(), 1, "{doc}");
     }
 
     #[test]

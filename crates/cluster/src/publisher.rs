@@ -82,13 +82,6 @@ pub trait Sink: Send + Sync + 'static {
     fn published(&self, outcome: &PublishOutcome);
     /// A member of a set whose object gives no document to publish.
     fn not_published(&self, object: &str, why: &str);
-
-    /// Something of a published document that is not enforced, said beside its publish: on
-    /// Google Cloud, the Resource Manager tags an Infrastructure object names (`tags: not
-    /// enforced yet`, [`tagwarden_core::policy::load::gcp_tags_note`]). Logged unless overridden.
-    fn not_enforced(&self, object: &str, note: &str) {
-        tracing::warn!(source = %object, "{note}");
-    }
 }
 
 /// What every publisher is told by its flags.

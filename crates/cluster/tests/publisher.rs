@@ -85,7 +85,6 @@ impl Publish for Store {
 struct Told {
     published: Mutex<Vec<PublishOutcome>>,
     not_published: Mutex<Vec<String>>,
-    not_enforced: Mutex<Vec<String>>,
 }
 
 impl Sink for Told {
@@ -95,10 +94,6 @@ impl Sink for Told {
 
     fn not_published(&self, object: &str, why: &str) {
         self.not_published.lock().expect("not published").push(format!("{object}: {why}"));
-    }
-
-    fn not_enforced(&self, object: &str, note: &str) {
-        self.not_enforced.lock().expect("not enforced").push(format!("{object}: {note}"));
     }
 }
 
@@ -376,10 +371,10 @@ async fn a_set_that_keeps_changing_is_still_published() {
     assert!(last.1.contains("gpu"), "the NodePool's edit: {}", last.1);
 }
 
-/// OpenShift on Google Cloud: the publisher publishes the Infrastructure object's document (its
-/// labels) and says, beside the publish, that its Resource Manager tags are not enforced.
+/// OpenShift on Google Cloud: the publisher publishes the Infrastructure object's document, its
+/// labels and its Resource Manager tags (each the `<parentID>/<key>` entry).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_openshift_cluster_on_gcp_publishes_its_labels_and_says_its_tags_are_not_enforced() {
+async fn an_openshift_cluster_on_gcp_publishes_its_labels_and_tags() {
     let api = FakeApi::start().await;
     let path = tagwarden_testkit::workspace::workspace_root().join("tests/fixtures/policies/infrastructure-gcp.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -404,11 +399,5 @@ async fn an_openshift_cluster_on_gcp_publishes_its_labels_and_says_its_tags_are_
     let policy = tagwarden_core::policy::load::load_one("infrastructure", &calls[0].1).expect("valid");
     assert_eq!(policy.cloud, Some(tagwarden_core::cloud::Cloud::Gcp));
     let labels: Vec<String> = policy.status.iter().map(|t| format!("{}={}", t.key, t.value)).collect();
-    assert_eq!(labels, ["team=platform", "cost-center=cc_4242"]);
-    let said = told.not_enforced.lock().expect("not enforced").clone();
-    assert_eq!(said.len(), 1, "{said:?}");
-    assert!(
-        said[0].starts_with("infrastructures.config.openshift.io/cluster: tags: not enforced yet: 1 Resource Manager tag (123456789012/environment/production)"),
-        "{said:?}"
-    );
+    assert_eq!(labels, ["team=platform", "cost-center=cc_4242", "123456789012/environment=production"]);
 }

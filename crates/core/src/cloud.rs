@@ -116,6 +116,16 @@ impl Cloud {
             || (self == Cloud::Gcp && key.starts_with(crate::gcp::GOOGLE_RESERVED_PREFIX))
     }
 
+    /// Whether a resource of `resource_type` can carry `key` at all: on Google Cloud a Resource
+    /// Manager tag (`crate::gcp::is_tag_key`) only binds to the types that take bindings
+    /// (`crate::gcp::resources::ResourceType::binds_tags`); a policy's tags are not planned on the
+    /// others, whose labels still are.
+    pub fn takes_key(self, resource_type: &str, key: &str) -> bool {
+        self != Cloud::Gcp
+            || !crate::gcp::is_tag_key(key)
+            || crate::gcp::resources::resource_type(resource_type).is_some_and(|t| t.binds_tags())
+    }
+
     /// AWS tag keys and Google label keys are case-sensitive (labels are lowercase only); Azure tag
     /// names are case-insensitive.
     pub fn keys_equal(self, a: &str, b: &str) -> bool {
@@ -183,9 +193,15 @@ impl Cloud {
         }
     }
 
-    /// Whether a tag counts against the resource's limit (AWS does not count `aws:` tags).
+    /// Whether a tag counts against the resource's limit (AWS does not count `aws:` tags; on Google
+    /// Cloud the limit is the labels' 64, and a Resource Manager tag binding is not a label: its
+    /// own limit of 50 direct bindings is the adapter's to check, `crate::gcp::check_bindings_fit`).
     pub fn counts_against_limit(self, key: &str) -> bool {
-        !(self == Cloud::Aws && starts_with_ignore_case(key, "aws:"))
+        match self {
+            Cloud::Aws => !starts_with_ignore_case(key, "aws:"),
+            Cloud::Azure => true,
+            Cloud::Gcp => !crate::gcp::is_tag_key(key),
+        }
     }
 }
 

@@ -193,7 +193,7 @@ pub fn plan_desired(
     let mut new_keys = 0;
     let tags = desired.tags;
     for (i, &DesiredTag { key, value, .. }) in tags.iter().enumerate() {
-        if cloud.is_protected_key(key) {
+        if cloud.is_protected_key(key) || !cloud.takes_key(&resource.kind, key) {
             continue;
         }
         // Where the service folds case (IAM), `team` and `Team` are one key: the later one wins,

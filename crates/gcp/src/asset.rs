@@ -9,6 +9,10 @@
 //!   match by the service costs a page, never a write.
 //! - Pages of at most 500 (`page_size`: "The page size must not exceed 500"), followed by
 //!   `next_page_token`: one call per 500 owned resources, whatever the number of resource types.
+//! - Tags: while a policy names a Resource Manager tag, each result's `effectiveTags` (returned
+//!   by default: "If not set, the following fields are returned: … labels, tags, effectiveTags")
+//!   join its labels as `<parentID>/<key>: <value>` entries, so a resource whose tags are in
+//!   line is not read again; `tagKey` and `tagValue` are namespaced names (`Tag`).
 //! - Freshness: Cloud Asset Inventory's search index lags the resources ("updated within
 //!   minutes"), so the labels it lists only decide which resources look drifted; each one is read
 //!   again before its write (`Batching::Reread`).
@@ -32,11 +36,13 @@ pub fn owned_query(keys: &[String]) -> String {
 }
 
 impl Clients {
-    /// Every resource `cluster` owns in `scopes`, each once, with its labels.
+    /// Every resource `cluster` owns in `scopes`, each once, with its labels (and its tags in
+    /// effect, with `tags`).
     pub async fn search_owned(
         &self,
         scopes: &[String],
         cluster: ClusterRef<'_>,
+        tags: bool,
         calls: &CallCounter,
         pages: &(dyn Fn(usize) + Sync),
     ) -> ClusterListing {
@@ -66,11 +72,25 @@ impl Clients {
                     }
                 };
                 for r in page.results {
-                    let labels: TagMap = r.labels.into_iter().collect();
+                    let mut labels: TagMap = r.labels.into_iter().collect();
                     let owned = keys.iter().any(|k| labels.get(k).is_some_and(|v| v == OWNED));
-                    if owned && seen.insert(r.name.clone()) {
-                        found.push((ResourceRef { id: r.name, kind: r.asset_type, arn: None }, Some(labels)));
+                    if !owned || !seen.insert(r.name.clone()) {
+                        continue;
                     }
+                    if tags {
+                        // The resource's own bindings override its ancestors' of the same key.
+                        let (own, inherited): (Vec<_>, Vec<_>) = r
+                            .effective_tags
+                            .into_iter()
+                            .partition(|d| d.attached_resource.as_deref() == Some(r.name.as_str()));
+                        for t in inherited.into_iter().chain(own).flat_map(|d| d.effective_tags) {
+                            if let (Some(key), Some(value)) = (t.tag_key, t.tag_value) {
+                                let short = value.rsplit('/').next().unwrap_or_default().to_string();
+                                labels.insert(key, short);
+                            }
+                        }
+                    }
+                    found.push((ResourceRef { id: r.name, kind: r.asset_type, arn: None }, Some(labels)));
                 }
                 pages(found.len());
                 if page.next_page_token.is_empty() {

@@ -3,6 +3,7 @@
 use google_cloud_auth::credentials::{self, CacheableResource, Credentials};
 use google_cloud_compute_v1::client as compute;
 use google_cloud_dns_v1::client::ManagedZones;
+use google_cloud_resourcemanager_v3::client::TagBindings;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
 /// The services' endpoints: Google's own unless overridden (tests, Private Service Connect).
@@ -13,6 +14,9 @@ pub struct Endpoints {
     pub dns: String,
     /// Cloud Storage's JSON API for bucket labels.
     pub storage: String,
+    /// Resource Manager's global endpoint, for tag bindings; a zonal or regional resource's go to
+    /// its location's endpoint (`crate::tags::endpoint_for`).
+    pub resource_manager: String,
 }
 
 impl Default for Endpoints {
@@ -22,6 +26,7 @@ impl Default for Endpoints {
             asset: "https://cloudasset.googleapis.com".into(),
             dns: "https://dns.googleapis.com".into(),
             storage: "https://storage.googleapis.com".into(),
+            resource_manager: crate::tags::GLOBAL_ENDPOINT.into(),
         }
     }
 }
@@ -30,7 +35,13 @@ impl Endpoints {
     /// Every service at one base URL (a test server that answers for all of them).
     pub fn all_at(base: &str) -> Self {
         let base = base.trim_end_matches('/').to_string();
-        Endpoints { compute: base.clone(), asset: base.clone(), dns: base.clone(), storage: base }
+        Endpoints {
+            compute: base.clone(),
+            asset: base.clone(),
+            dns: base.clone(),
+            storage: base.clone(),
+            resource_manager: base,
+        }
     }
 }
 
@@ -59,6 +70,8 @@ pub struct Clients {
     pub asset: google_cloud_asset_v1::client::AssetService,
     pub dns: ManagedZones,
     pub http: reqwest::Client,
+    /// Resource Manager's tag-binding clients, one per endpoint, built as first needed.
+    tag_bindings: tokio::sync::Mutex<std::collections::HashMap<String, TagBindings>>,
     credentials: Credentials,
 }
 
@@ -105,7 +118,18 @@ impl Clients {
             .timeout(std::time::Duration::from_secs(30))
             .build()
             .map_err(|e| ClientsError::Credentials(e.to_string()))?;
-        Ok(Clients { endpoints, compute, asset, dns, http, credentials: creds })
+        Ok(Clients { endpoints, compute, asset, dns, http, tag_bindings: Default::default(), credentials: creds })
+    }
+
+    /// The tag-binding client for `endpoint`, built the first time it is asked for.
+    pub async fn tag_bindings(&self, endpoint: &str) -> Result<TagBindings, ClientsError> {
+        let mut clients = self.tag_bindings.lock().await;
+        if let Some(c) = clients.get(endpoint) {
+            return Ok(c.clone());
+        }
+        let c = build!(TagBindings, "Resource Manager", endpoint, self.credentials);
+        clients.insert(endpoint.to_string(), c.clone());
+        Ok(c)
     }
 
     /// `req` with the credentials' headers (none when anonymous).

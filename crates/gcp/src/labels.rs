@@ -27,6 +27,7 @@ use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
 use crate::clients::Clients;
 use crate::error::{from_gax, from_response, transport};
+use crate::tags::{endpoint_for, BindingParent, Effective};
 use crate::target::{ComputeKind, Location, Target};
 
 /// Labels as read, with what the write must present.
@@ -34,6 +35,20 @@ use crate::target::{ComputeKind, Location, Target};
 pub struct Current {
     pub labels: TagMap,
     pub guard: Guard,
+    /// Where its tags are bound; `None` where none can be (Cloud DNS).
+    pub binding: Option<BindingParent>,
+    /// The tags in effect on it, when read (`crate::tags`).
+    pub tags: Vec<Effective>,
+}
+
+impl Current {
+    /// The resource as the engine plans it: its labels and its tags in effect, each tag the
+    /// entry `<parentID>/<key>: <value>` (`tagwarden_core::gcp::TagRef::entry`).
+    pub fn map(&self) -> TagMap {
+        let mut map = self.labels.clone();
+        map.extend(self.tags.iter().map(|t| (t.key.clone(), t.value.clone())));
+        map
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,14 +98,27 @@ impl Clients {
         match target {
             Target::Compute { kind, project, location, name: rname } => {
                 calls.record(OP_GET);
-                let (labels, fp) =
+                let (labels, fp, id) =
                     self.compute_get(*kind, project, location, rname).await.map_err(|e| from_gax(OP_GET, name, &e))?;
                 let fp = fp.ok_or_else(|| missing_fingerprint(name))?;
-                Ok(Current { labels: to_map(labels), guard: Guard::Fingerprint(fp) })
+                // A binding names a Compute resource by its numeric id (`crate::tags`).
+                let binding = id.and_then(|id| {
+                    let (prefix, _) = name.rsplit_once('/')?;
+                    let at = match location {
+                        Location::Zone(l) | Location::Region(l) => Some(l.as_str()),
+                        Location::Global => None,
+                    };
+                    Some(BindingParent {
+                        parent: format!("{prefix}/{id}"),
+                        endpoint: endpoint_for(&self.endpoints.resource_manager, at),
+                    })
+                });
+                Ok(Current { labels: to_map(labels), guard: Guard::Fingerprint(fp), binding, tags: Vec::new() })
             }
             Target::Bucket { name: bucket } => {
                 calls.record(OP_BUCKET_GET);
-                let url = format!("{}/storage/v1/b/{bucket}?fields=labels,metageneration", self.endpoints.storage);
+                let url =
+                    format!("{}/storage/v1/b/{bucket}?fields=labels,metageneration,location", self.endpoints.storage);
                 let resp = self
                     .authorized(self.http.get(url))
                     .await?
@@ -107,11 +135,22 @@ impl Clients {
                     #[serde(default)]
                     labels: TagMap,
                     metageneration: String,
+                    #[serde(default)]
+                    location: String,
                 }
                 let b: Bucket = serde_json::from_str(&body).map_err(|e| {
                     CloudError::gcp(OP_BUCKET_GET, name, Some(200), "BadAnswer", &e.to_string(), ErrorClass::Fatal)
                 })?;
-                Ok(Current { labels: b.labels, guard: Guard::Metageneration(b.metageneration) })
+                let binding = BindingParent {
+                    parent: format!("//storage.googleapis.com/projects/_/buckets/{bucket}"),
+                    endpoint: endpoint_for(&self.endpoints.resource_manager, Some(&b.location)),
+                };
+                Ok(Current {
+                    labels: b.labels,
+                    guard: Guard::Metageneration(b.metageneration),
+                    binding: Some(binding),
+                    tags: Vec::new(),
+                })
             }
             Target::ManagedZone { project, name: zone } => {
                 calls.record(OP_ZONE_GET);
@@ -123,7 +162,7 @@ impl Clients {
                     .send()
                     .await
                     .map_err(|e| from_gax(OP_ZONE_GET, name, &e))?;
-                Ok(Current { labels: to_map(z.labels), guard: Guard::None })
+                Ok(Current { labels: to_map(z.labels), guard: Guard::None, binding: None, tags: Vec::new() })
             }
         }
     }
@@ -191,16 +230,16 @@ impl Clients {
         project: &str,
         location: &Location,
         name: &str,
-    ) -> Result<(HashMap<String, String>, Option<Bytes>), google_cloud_gax::error::Error> {
+    ) -> Result<(HashMap<String, String>, Option<Bytes>, Option<u64>), google_cloud_gax::error::Error> {
         let c = &self.compute;
         Ok(match (kind, location) {
             (ComputeKind::Instance, Location::Zone(z)) => {
                 let r = c.instances.get().set_project(project).set_zone(z).set_instance(name).send().await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             (ComputeKind::Disk, Location::Zone(z)) => {
                 let r = c.disks.get().set_project(project).set_zone(z).set_disk(name).send().await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             (ComputeKind::ForwardingRule, Location::Region(reg)) => {
                 let r = c
@@ -211,27 +250,27 @@ impl Clients {
                     .set_forwarding_rule(name)
                     .send()
                     .await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             (ComputeKind::ForwardingRule, _) => {
                 let r = c.global_forwarding_rules.get().set_project(project).set_forwarding_rule(name).send().await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             (ComputeKind::Address, Location::Region(reg)) => {
                 let r = c.addresses.get().set_project(project).set_region(reg).set_address(name).send().await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             (ComputeKind::Address, _) => {
                 let r = c.global_addresses.get().set_project(project).set_address(name).send().await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             (ComputeKind::Image, _) => {
                 let r = c.images.get().set_project(project).set_image(name).send().await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             (ComputeKind::Snapshot, _) => {
                 let r = c.snapshots.get().set_project(project).set_snapshot(name).send().await?;
-                (r.labels, r.label_fingerprint)
+                (r.labels, r.label_fingerprint, r.id)
             }
             // The table places instances and disks in zones: never reached.
             (ComputeKind::Instance | ComputeKind::Disk, _) => return Err(not_zonal()),

@@ -19,6 +19,7 @@ pub mod function;
 pub mod gcs;
 pub mod labels;
 pub mod metrics;
+pub mod tags;
 pub mod target;
 
 pub use adapter::GcpTagger;

@@ -31,12 +31,16 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 
 impl Env {
     async fn new(mode: &str) -> Env {
+        Env::with_policy(mode, POLICY).await
+    }
+
+    async fn with_policy(mode: &str, policy: &str) -> Env {
         let fake = FakeGcp::start();
         fake.add_project("p-1", 101, &["folders/7", "organizations/9"]);
         fake.add_project("p-2", 102, &["folders/7", "organizations/9"]);
         let gcs = gcs_emulator();
         let bucket = gcs.bucket().await;
-        gcs.put_object(&bucket, &format!("clusters/{INFRA}/policy.yaml"), POLICY.as_bytes(), "application/yaml").await;
+        gcs.put_object(&bucket, &format!("clusters/{INFRA}/policy.yaml"), policy.as_bytes(), "application/yaml").await;
         let vars = [
             ("TAGWARDEN_POLICY", format!("gs://{bucket}/clusters/*/")),
             ("POLICY_TTL", "0".to_string()),
@@ -146,6 +150,60 @@ async fn a_sweep_corrects_every_owned_type_and_a_second_writes_nothing() {
     assert_eq!(second.writes, 0, "the second sweep writes nothing: {second:?}");
     let searches = env.fake.calls().iter().filter(|c| c.path.contains(":searchAllResources")).count();
     assert_eq!(searches, 1, "one search page for {} owned resources", fleet.owned.len());
+}
+
+/// OpenShift's Resource Manager tags (an Infrastructure object's `resourceTags`, published as is):
+/// bound to every owned type that takes bindings, a wrong direct value replaced, a value inherited
+/// from the project left to the project, another cluster's bindings untouched, and a second sweep
+/// that finds everything in line in the inventory's `effectiveTags` (no read, no write).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_binds_the_clusters_tags_and_a_second_writes_nothing() {
+    let infra = format!(
+        "apiVersion: config.openshift.io/v1\nkind: Infrastructure\nmetadata: {{name: cluster}}\nspec: {{platformSpec: {{type: GCP}}}}\n\
+         status:\n  infrastructureName: {INFRA}\n  platformStatus:\n    type: GCP\n    gcp:\n      projectID: p-1\n      region: us-central1\n\
+         \x20     resourceLabels: [{{key: team, value: platform}}]\n\
+         \x20     resourceTags:\n      - {{parentID: '123456789012', key: environment, value: production}}\n\
+         \x20     - {{parentID: platform-proj, key: cost-center, value: cc-42}}\n"
+    );
+    let env = Env::with_policy("enforce", &infra).await;
+    let f = &env.fake;
+    let production = f.add_tag_value("123456789012/environment/production");
+    let staging = f.add_tag_value("123456789012/environment/staging");
+    let cc = f.add_tag_value("platform-proj/cost-center/cc-42");
+    let drift = [(OWNED, "owned"), ("team", "wrong")];
+    let vm = f.add_instance("p-1", "us-central1-a", "master-0", &drift);
+    let bucket = f.add_bucket("p-1", "ocp-gcp-7x2k-registry", "US", &drift);
+    f.bind_tag(&bucket, &staging);
+    // In p-2, whose resources inherit cost-center=cc-42 from the project.
+    f.bind_project_tag("p-2", &cc);
+    let disk = f.add_disk("p-2", "us-central1-a", "master-0-disk", &[(OWNED, "owned"), ("team", "platform")]);
+    let zone = f.add_managed_zone("p-2", "ocp-gcp-7x2k-private-zone", "c.example.com.", &drift);
+    let other = f.add_instance("p-1", "us-central1-b", "other-0", &[("kubernetes-io-cluster-other-1", "owned")]);
+    f.bind_tag(&other, &staging);
+
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    assert_eq!(sorted(f.tag_bindings(&vm)), sorted(vec![production.clone(), cc.clone()]), "{summary}");
+    assert_eq!(sorted(f.tag_bindings(&bucket)), sorted(vec![production.clone(), cc.clone()]), "staging replaced");
+    assert_eq!(f.tag_bindings(&disk), vec![production.clone()], "cost-center is in effect from the project");
+    assert!(f.tag_bindings(&zone).is_empty(), "Cloud DNS zones take no bindings");
+    assert_eq!(f.tag_bindings(&other), vec![staging], "another cluster's: untouched");
+    for r in [&vm, &bucket, &zone] {
+        assert_eq!(env.labels(r).get("team").map(String::as_str), Some("platform"), "{r}");
+    }
+    // 3 label writes (vm, bucket, zone) + 2 + (1 unbind + 2) + 1 bindings.
+    let counted = f.counters();
+    assert_eq!(counted.writes, 9, "{counted:?}: {summary}");
+
+    env.fake.clear_log();
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    let calls = env.fake.calls();
+    assert_eq!((calls.len(), env.fake.counters().writes), (1, 0), "in line: one search, nothing else: {calls:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

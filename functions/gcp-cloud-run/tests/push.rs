@@ -102,7 +102,11 @@ async fn binary_corrects_each_owned_type_after_one_pushed_audit_log_entry() {
     fake.add_project("p-1", 101, &["folders/7"]);
     let gcs = gcs_emulator();
     let bucket = gcs.bucket().await;
-    let policy = format!("version: 1\ncloud: gcp\ninfraID: {INFRA}\ntags: {{cost-center: cc-42, team: platform}}\n");
+    // Two labels and a Resource Manager tag (an existing value, which tagwarden only binds).
+    let policy = format!(
+        "version: 1\ncloud: gcp\ninfraID: {INFRA}\ntags: {{cost-center: cc-42, team: platform, 123456789012/environment: production}}\n"
+    );
+    let production = fake.add_tag_value("123456789012/environment/production");
     gcs.put_object(&bucket, &format!("clusters/{INFRA}/policy.yaml"), policy.as_bytes(), "application/yaml").await;
 
     let port = free_port();
@@ -178,7 +182,10 @@ async fn binary_corrects_each_owned_type_after_one_pushed_audit_log_entry() {
         let (status, answer) = post(port, &push(e));
         assert_eq!(status, 200, "{full}: {answer}");
         assert_eq!(labels(&fake, full), want(full), "{full} after one event: {answer}");
-        assert_eq!(fake.counters().writes, 1, "{full}: one write");
+        // Cloud DNS zones take no tag bindings: their labels alone are planned.
+        let bound = if full.starts_with("//dns.") { vec![] } else { vec![production.clone()] };
+        assert_eq!(fake.tag_bindings(full), bound, "{full}: the tag bound after one event: {answer}");
+        assert_eq!(fake.counters().writes, 1 + bound.len() as u64, "{full}: one label write and one binding");
     }
 
     // Left alone: another cluster's instance, a network (no labels), the function's own write,

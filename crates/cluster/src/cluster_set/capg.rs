@@ -9,14 +9,14 @@
 //! the policy holds them lowercased, as they are on the resources; two keys that lowercase alike
 //! are written in Go's map order, which is random, so both are left out. CAPG's own `capg-`
 //! keys are left out as the other providers' own are. `spec.resourceManagerTags` (Resource
-//! Manager tags, `{parentID, key, value}`) are not enforced: a policy carries labels only, and
-//! the document's header says so. Machine-level labels (`GCPMachineTemplate`) are not read.
+//! Manager tags, `{parentID, key, value}`, bound to what CAPG creates) join them as the policy's
+//! `<parentID>/<key>: <value>` entries, as they are (tags are case-sensitive, and CAPG does not
+//! lowercase them). Machine-level labels (`GCPMachineTemplate`) are not read.
 //! Read at commit 5e0bb3b249cab59aa2720f03094a172fd153666b, whose `GCPCluster` CRD the tests serve.
 
 use serde_json::{Map, Value};
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::gcp::TagRef;
-use tagwarden_core::policy::load::gcp_tags_note;
 
 use super::cluster_api::document;
 use super::{Resource, Translated};
@@ -28,22 +28,26 @@ pub const GCP_CLUSTERS: Resource = Resource {
     plural: "gcpclusters",
 };
 
-/// The workload cluster and its document, from a CAPG `GCPCluster`: its labels.
+/// The workload cluster and its document, from a CAPG `GCPCluster`: its labels and tags.
 pub fn gcp_document(object: &Value) -> Translated {
-    document(object, Cloud::Gcp, "GCPCluster", None, capg_labels, |_, notes| {
-        let path = "spec.resourceManagerTags";
+    let clean = |labels, path: &str, notes: &mut Vec<String>| {
+        let mut out = capg_labels(labels, path, notes);
         let tags = object.pointer("/spec/resourceManagerTags").and_then(Value::as_array).into_iter().flatten();
-        let tags: Vec<TagRef> = tags
-            .filter_map(|t| {
-                let field = |f: &str| t.get(f).and_then(Value::as_str).map(str::to_owned);
-                Some(TagRef { parent_id: field("parentID")?, key: field("key")?, value: field("value")? })
-            })
-            .collect();
-        if let Some(note) = gcp_tags_note(&tags) {
-            notes.push(format!("{path}: {note}"));
+        for (i, t) in tags.enumerate() {
+            let field = |f: &str| t.get(f).and_then(Value::as_str).map(str::to_owned);
+            match (field("parentID"), field("key"), field("value")) {
+                (Some(parent_id), Some(key), Some(value)) => {
+                    let (key, value) = TagRef { parent_id, key, value }.entry();
+                    out.insert(key, Value::String(value));
+                }
+                _ => notes.push(format!(
+                    "left out: spec.resourceManagerTags[{i}] (not {{parentID, key, value}}, which CAPG's CRD requires)"
+                )),
+            }
         }
-        Ok(Vec::new())
-    })
+        out
+    };
+    document(object, Cloud::Gcp, "GCPCluster", None, clean, |_, _| Ok(Vec::new()))
 }
 
 /// CAPG's additional labels as CAPG writes them (`labels.go` `Build`: key and value lowercased),
@@ -98,18 +102,12 @@ mod tests {
         let policy = load_one("g-1", &text).expect("the loader takes it");
         assert_eq!((policy.kind, policy.cloud), (ClusterKind::ClusterApi, Some(Cloud::Gcp)));
         let labels: Vec<String> = policy.status.iter().map(|t| format!("{}={}", t.key, t.value)).collect();
-        assert_eq!(labels, ["cost=cc42", "team=a"], "{text}");
+        assert_eq!(labels, ["123456789012/env=prod", "cost=cc42", "team=a"], "{text}");
         assert!(tagwarden_core::policy::validate::policy(&policy, Cloud::Gcp).is_empty(), "{text}");
         assert!(text.contains("GCPCluster fleet/g-1-abcde (spec.additionalLabels) of Cluster fleet/g-1"), "{text}");
         assert!(text.contains("spec.additionalLabels: Cost lowercased as CAPG writes it (cost: cc42)"), "{text}");
         assert!(text.contains("left out: spec.additionalLabels: capg-role (the provider sets it"), "{text}");
         assert!(text.contains("left out: spec.additionalLabels: Env, env (CAPG lowercases keys"), "{text}");
-        assert!(
-            text.contains(
-                "spec.resourceManagerTags: tags: not enforced yet: 1 Resource Manager tag (123456789012/env/prod)"
-            ),
-            "{text}"
-        );
         // An invalid label is the loader's and the validator's to refuse, naming it and the fix.
         let mut bad = object.clone();
         bad["spec"]["additionalLabels"] = json!({"goog-owner": "x", "team": "ü"});

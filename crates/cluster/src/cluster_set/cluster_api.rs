@@ -302,17 +302,14 @@ fn pool_overrides(cluster: &str, pools: &[Value], notes: &mut Vec<String>) -> Re
     Ok(overrides)
 }
 
-/// Takes out of a provider's tags (or labels, at a path) what the provider writes itself, saying
-/// why in the notes.
-pub(super) type Clean = fn(Map<String, Value>, &str, &mut Vec<String>) -> Map<String, Value>;
-
-/// A provider's cluster object as a policy document, cleaned by `clean`.
+/// A provider's cluster object as a policy document, cleaned by `clean`: it takes out of the
+/// provider's tags (or labels, at a path) what the provider writes itself, saying why in the notes.
 pub(super) fn document(
     object: &Value,
     cloud: Cloud,
     kind: &str,
     infra_name: Option<&str>,
-    clean: Clean,
+    clean: impl FnOnce(Map<String, Value>, &str, &mut Vec<String>) -> Map<String, Value>,
     machines: impl FnOnce(&str, &mut Vec<String>) -> Result<Vec<Value>, TagFieldError>,
 ) -> Translated {
     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();

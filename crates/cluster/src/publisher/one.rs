@@ -33,13 +33,6 @@ use crate::source::{document_of_configmap, document_of_infrastructure, ClusterSo
 use crate::watch::{judge, Trouble};
 use crate::ClusterError;
 
-/// What of document `text` (named `name`) is not enforced: its Google Cloud Resource Manager tags
-/// (`tags: not enforced yet`, with the rules they break), if it names any.
-pub fn not_enforced(name: &str, text: &str) -> Option<String> {
-    let tags = tagwarden_core::policy::load::gcp_tags(name, text).ok()?;
-    tagwarden_core::policy::load::gcp_tags_note(&tags)
-}
-
 /// Why the publisher stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum Stopped {
@@ -168,9 +161,6 @@ impl<P: Publish> Context<P> {
         let health = &self.p.health;
         match published {
             Ok(outcome) => {
-                // A policy carries Google Cloud labels only: the Resource Manager tags the
-                // document names are said not to be enforced, with any rule they break.
-                let note = not_enforced(&doc.name, &doc.text);
                 {
                     let mut s = self.state();
                     s.decided = true;
@@ -191,9 +181,6 @@ impl<P: Publish> Context<P> {
                 self.failures.store(0, Ordering::Relaxed);
                 if !(resyncing && outcome.result == PublishResult::Unchanged) {
                     self.p.sink.published(&outcome);
-                    if let Some(note) = &note {
-                        self.p.sink.not_enforced(&doc.name, note);
-                    }
                 }
                 if resyncing && outcome.result == PublishResult::Written {
                     tracing::warn!(location = %outcome.location, "the published object had been changed or deleted at the store; written again");

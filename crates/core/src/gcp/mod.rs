@@ -42,7 +42,7 @@ mod tags;
 
 pub use labels::{check_label, check_label_key, check_label_value, check_labels};
 pub use ownership::{is_ownership_label, ownership_label_key, ownership_label_keys, ownership_label_prefixes};
-pub use tags::{check_bindings_fit, check_tag, check_tags, TagRef};
+pub use tags::{check_bindings_fit, check_tag, check_tags, is_tag_key, TagRef};
 
 pub use crate::cluster_kind::OWNED;
 

@@ -85,6 +85,16 @@ impl ResourceType {
         self.write != LabelWrite::Unsupported
     }
 
+    /// Whether Resource Manager tags bind to the type. Compute Engine's instances, disks, images,
+    /// snapshots, forwarding rules and addresses (regional and global) each have the
+    /// `createTagBinding`, `deleteTagBinding` and `listEffectiveTags` permissions, and buckets
+    /// `storage.buckets.createTagBinding` (Cloud Storage, "Tags and labels"). Cloud DNS names no
+    /// tag-binding permission for managed zones, so they are taken as unable to hold one
+    /// (inferred from that absence; their labels are enforced).
+    pub fn binds_tags(&self) -> bool {
+        matches!(self.write, LabelWrite::ComputeSetLabels | LabelWrite::StoragePatch)
+    }
+
     /// The pattern of the type's full resource name, for documentation and error messages.
     pub fn pattern(&self) -> String {
         let at = match self.placement {

@@ -43,6 +43,27 @@ impl TagRef {
     pub fn namespaced_key(&self) -> String {
         format!("{}/{}", self.parent_id, self.key)
     }
+
+    /// The tag as a policy holds it: one entry of its tag map, the namespaced key to the value's
+    /// short name. A label key never holds a `/` (labels' keys are letters, digits, `_` and `-`),
+    /// so a tag's entry can never be mistaken for a label's ([`is_tag_key`]).
+    pub fn entry(&self) -> (String, String) {
+        (self.namespaced_key(), self.value.clone())
+    }
+
+    /// The tag a policy entry names: `key` is `<parentID>/<key>`, `value` the value's short name.
+    pub fn from_entry(key: &str, value: &str) -> Result<Self, Violation> {
+        format!("{key}/{value}").parse().map_err(|mut v: Violation| {
+            v.key = key.to_string();
+            v
+        })
+    }
+}
+
+/// Whether a policy or resource key names a Resource Manager tag (`<parentID>/<key>`) rather than
+/// a label: labels' keys hold no `/`, tags' namespaced keys always one.
+pub fn is_tag_key(key: &str) -> bool {
+    key.contains('/')
 }
 
 impl FromStr for TagRef {

@@ -87,6 +87,18 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
             source: source.to_string(),
         })
     };
+    // On Google Cloud a `<parentID>/<key>` key is a Resource Manager tag, judged by OpenShift's
+    // tag rules (`crate::gcp::check_tag`), not a label.
+    if cloud == Cloud::Gcp && crate::gcp::is_tag_key(key) {
+        let found = match crate::gcp::TagRef::from_entry(key, value) {
+            Ok(tag) => crate::gcp::check_tag(&tag),
+            Err(v) => vec![v],
+        };
+        for v in found {
+            push(from_gcp(v.rule), v.message);
+        }
+        return out;
+    }
     let (key_max, value_max) = match cloud {
         Cloud::Aws => (AWS_KEY_MAX, AWS_VALUE_MAX),
         Cloud::Azure => (AZURE_KEY_MAX, AZURE_VALUE_MAX),
@@ -191,16 +203,9 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
         Cloud::Gcp => {
             use crate::gcp::Rule as G;
             for v in crate::gcp::check_label(crate::gcp::Rules::OpenShift, key, value) {
-                let rule = match v.rule {
-                    G::KeyLength | G::ValueLength => continue,
-                    G::KeyCharacters => Rule::KeyCharacters,
-                    G::ValueCharacters | G::ValueFormat => Rule::ValueCharacters,
-                    G::ReservedPrefix => Rule::ReservedPrefix,
-                    G::DuplicateKey => Rule::DuplicateKey,
-                    G::TooManyLabels | G::TooManyTags | G::TooManyBindings => Rule::TooManyTags,
-                    G::KeyFormat | G::ParentId | G::NamespacedName => Rule::KeyFormat,
-                };
-                push(rule, v.message);
+                if !matches!(v.rule, G::KeyLength | G::ValueLength) {
+                    push(from_gcp(v.rule), v.message);
+                }
             }
             if key.starts_with(crate::gcp::GOOGLE_RESERVED_PREFIX) {
                 push(
@@ -212,6 +217,21 @@ pub fn check_tag(cloud: Cloud, key: &str, value: &str, source: &str) -> Vec<Viol
         }
     }
     out
+}
+
+/// The policy rule a Google Cloud label or tag rule is reported as.
+fn from_gcp(rule: crate::gcp::Rule) -> Rule {
+    use crate::gcp::Rule as G;
+    match rule {
+        G::KeyLength => Rule::KeyLength,
+        G::ValueLength => Rule::ValueLength,
+        G::KeyCharacters => Rule::KeyCharacters,
+        G::ValueCharacters | G::ValueFormat => Rule::ValueCharacters,
+        G::ReservedPrefix => Rule::ReservedPrefix,
+        G::DuplicateKey => Rule::DuplicateKey,
+        G::TooManyLabels | G::TooManyTags | G::TooManyBindings => Rule::TooManyTags,
+        G::KeyFormat | G::ParentId | G::NamespacedName => Rule::KeyFormat,
+    }
 }
 
 /// Cluster API's ownership namespace for `cloud` (and so HyperShift's: `Cloud::cluster_api_namespace`
@@ -307,24 +327,33 @@ pub fn policy(policy: &Policy, cloud: Cloud) -> Vec<Violation> {
         }
     }
 
-    let cluster_keys = distinct_keys(cloud, policy.status.iter().chain(&policy.spec));
-    if cluster_keys > limit {
-        out.push(too_many("status+spec", cluster_keys, limit));
-    }
-    for (i, o) in policy.overrides.iter().enumerate() {
-        let n = distinct_keys(cloud, policy.status.iter().chain(&policy.spec).chain(&o.tags));
-        if n > limit {
-            out.push(too_many(&o.label(i), n, limit));
+    // On Google Cloud the labels and the Resource Manager tags are two sets with their own limits
+    // (OpenShift: 32 labels, 50 tags, `crate::gcp`).
+    let count = |tags: &mut dyn Iterator<Item = &Tag>| -> [usize; 2] {
+        let (labels, gcp_tags): (Vec<&Tag>, Vec<&Tag>) =
+            tags.partition(|t| cloud != Cloud::Gcp || !crate::gcp::is_tag_key(&t.key));
+        [distinct_keys(cloud, labels.into_iter()), distinct_keys(cloud, gcp_tags.into_iter())]
+    };
+    let limits = [(limit, "user tags"), (crate::gcp::OPENSHIFT_MAX_USER_TAGS, "Resource Manager tags")];
+    let mut check = |source: &str, counted: [usize; 2]| {
+        for (n, (limit, what)) in counted.into_iter().zip(limits) {
+            if n > limit {
+                out.push(too_many(source, n, limit, what));
+            }
         }
+    };
+    check("status+spec", count(&mut policy.status.iter().chain(&policy.spec)));
+    for (i, o) in policy.overrides.iter().enumerate() {
+        check(&o.label(i), count(&mut policy.status.iter().chain(&policy.spec).chain(&o.tags)));
     }
     out
 }
 
-fn too_many(source: &str, n: usize, limit: usize) -> Violation {
+fn too_many(source: &str, n: usize, limit: usize, what: &str) -> Violation {
     Violation {
         key: "*".to_string(),
         rule: Rule::TooManyTags,
-        message: format!("{source}: {n} user tags, at most {limit} are allowed"),
+        message: format!("{source}: {n} {what}, at most {limit} are allowed"),
         source: source.to_string(),
     }
 }

@@ -7,6 +7,7 @@ use crate::cloud_error::CloudError;
 use crate::policy_store::PolicySource;
 use tagwarden_core::cloud::{Cloud, ClusterRef};
 use tagwarden_core::events::Event;
+use tagwarden_core::policy::clusters::Policies;
 use tagwarden_core::report::Record;
 use tagwarden_core::resource::ResourceRef;
 use tagwarden_core::TagMap;
@@ -48,6 +49,11 @@ pub trait Adapter: Send + Sync {
     /// Resources reconciled at once, and calls in flight, unless the engine is told otherwise.
     const CONCURRENCY: usize;
     fn cloud(&self) -> Cloud;
+    /// The policies an invocation enforces, once loaded, for an adapter whose reads depend on what
+    /// they manage (Google Cloud reads a resource's tag bindings only while a policy names a tag).
+    fn policies_loaded(&self, policies: &Policies) {
+        let _ = policies;
+    }
     async fn read(&self, r: &ResourceRef) -> Result<Read, CloudError>;
     /// The tags of a resource a listing just named: "not found" is returned at once, since it
     /// means the resource was deleted, not that it is not visible yet.

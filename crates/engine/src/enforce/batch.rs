@@ -52,7 +52,7 @@ impl<A: Adapter> Engine<A> {
         }
         let Some(&first) = active.first() else { return outs };
         let mut read_policy = Outcome::default();
-        let policies = super::load_policies(&self.store, &mut read_policy, false).await;
+        let policies = super::load_policies(&self.adapter, &self.store, &mut read_policy, false).await;
         let error = read_policy.error.clone();
         outs[first].absorb(read_policy);
         let Some(policies) = policies else {

@@ -201,7 +201,7 @@ impl<A: Adapter> Engine<A> {
     pub async fn recheck_policy(&self) -> Outcome {
         let mut out = Outcome::default();
         out.metrics.events_received = 1;
-        if let Some(policies) = load_policies(&self.store, &mut out, true).await {
+        if let Some(policies) = load_policies(&self.adapter, &self.store, &mut out, true).await {
             tracing::info!(version = %policies.version(), "policy re-checked; the sweep runs from the queue");
         }
         out
@@ -219,7 +219,7 @@ impl<A: Adapter> Engine<A> {
             tracing::info!(event = event.event_name, id = event.id, reason = ?event.reason, own = event.is_from(&self.own), "event ignored");
             return out;
         }
-        let Some(policies) = load_policies(&self.store, &mut out, false).await else { return out };
+        let Some(policies) = load_policies(&self.adapter, &self.store, &mut out, false).await else { return out };
         let version = policies.version();
         let mut targets: Vec<(ResourceRef, Option<TagMap>)> = event
             .resources

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::Mode;
+use super::{Adapter, Mode};
 use crate::policy_store::{PolicySource, PolicyStore};
 use tagwarden_core::cloud::Cloud;
 use tagwarden_core::plan;
@@ -60,9 +60,11 @@ pub fn answer_to<'p>(
 
 /// The policies for an invocation, into `out`: each newer version that was rejected is counted,
 /// listed, and reported beside its cluster's policy; with no valid version anywhere, `out.error`
-/// says why and nothing is written.
-pub async fn load_policies<S: PolicySource>(
-    store: &PolicyStore<S>,
+/// says why and nothing is written. The adapter is told what was loaded
+/// ([`Adapter::policies_loaded`]).
+pub async fn load_policies<A: Adapter>(
+    adapter: &A,
+    store: &PolicyStore<A::Source>,
     out: &mut Outcome,
     force: bool,
 ) -> Option<Policies> {
@@ -79,6 +81,7 @@ pub async fn load_policies<S: PolicySource>(
     match loaded.policies {
         Ok(p) => {
             out.infra_id = p.single().map(|p| p.infra_id.clone());
+            adapter.policies_loaded(&p);
             Some(p)
         }
         Err(e) => {

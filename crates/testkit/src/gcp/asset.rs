@@ -190,7 +190,8 @@ impl Term {
 /// `displayName`, `description`, `location`, `labels` (left out when empty: proto3 JSON leaves
 /// out empty maps and lists), `parentFullResourceName`, `parentAssetType`, and the tags bound
 /// to it as `tags` ({tagKey, tagKeyId, tagValue, tagValueId}, namespaced names) and
-/// `effectiveTags` ([{attachedResource, effectiveTags}]; the fake knows direct bindings only).
+/// `effectiveTags` ([{attachedResource, effectiveTags}]: the resource's own, then its project's
+/// that no direct binding of the same key overrides).
 fn result_json(st: &State, a: &Asset) -> Value {
     let project = st.projects.get(&a.project);
     let ancestors = project.map(|p| p.ancestors.clone()).unwrap_or_default();
@@ -216,18 +217,30 @@ fn result_json(st: &State, a: &Asset) -> Value {
     if a.kind.labelable && !a.labels.is_empty() {
         v["labels"] = json!(a.labels);
     }
-    let tags: Vec<Value> = a
-        .tags
-        .iter()
-        .filter_map(|t| st.tag_values.iter().find(|tv| tv.name == *t))
-        .map(|tv| {
-            let key = tv.namespaced_name.rsplit_once('/').map(|(k, _)| k).unwrap_or_default();
-            json!({"tagKey": key, "tagKeyId": tv.parent, "tagValue": tv.namespaced_name, "tagValueId": tv.name})
-        })
-        .collect();
-    if !tags.is_empty() {
-        v["effectiveTags"] = json!([{"attachedResource": a.full_name, "effectiveTags": tags}]);
+    let values = |names: &[String]| -> Vec<&super::inventory::TagValue> {
+        names.iter().filter_map(|t| st.tag_values.iter().find(|tv| tv.name == *t)).collect()
+    };
+    let tag_json = |tv: &super::inventory::TagValue| {
+        let key = tv.namespaced_name.rsplit_once('/').map(|(k, _)| k).unwrap_or_default();
+        json!({"tagKey": key, "tagKeyId": tv.parent, "tagValue": tv.namespaced_name, "tagValueId": tv.name})
+    };
+    let direct = values(&a.tags);
+    let project_tags = st.project_tags.get(&a.project).cloned().unwrap_or_default();
+    let inherited: Vec<_> =
+        values(&project_tags).into_iter().filter(|p| !direct.iter().any(|d| d.parent == p.parent)).collect();
+    let mut effective = Vec::new();
+    if !direct.is_empty() {
+        let tags: Vec<Value> = direct.iter().map(|tv| tag_json(tv)).collect();
+        effective.push(json!({"attachedResource": a.full_name, "effectiveTags": tags}));
         v["tags"] = json!(tags);
+    }
+    if !inherited.is_empty() {
+        let tags: Vec<Value> = inherited.iter().map(|tv| tag_json(tv)).collect();
+        let project = format!("//cloudresourcemanager.googleapis.com/projects/{}", a.project);
+        effective.push(json!({"attachedResource": project, "effectiveTags": tags}));
+    }
+    if !effective.is_empty() {
+        v["effectiveTags"] = json!(effective);
     }
     v
 }

@@ -130,6 +130,8 @@ pub struct State {
     pub assets: BTreeMap<String, Asset>,
     pub projects: HashMap<String, Project>,
     pub tag_values: Vec<TagValue>,
+    /// Project id → the tag values bound to the project, which its resources inherit.
+    pub project_tags: HashMap<String, Vec<String>>,
     pub log: Vec<Call>,
     pub counters: Counters,
     /// Full name → the labels another writer sets just before our next write of it.

@@ -244,6 +244,11 @@ impl FakeGcp {
         self.edit(full_name, |a| a.tags.push(tag_value.to_string()));
     }
 
+    /// Bind a tag value to a project (set-up, not logged): its resources inherit it.
+    pub fn bind_project_tag(&self, project: &str, tag_value: &str) {
+        self.st().project_tags.entry(project.to_string()).or_default().push(tag_value.to_string());
+    }
+
     /// The tag values (`tagValues/N`) bound to a resource.
     pub fn tag_bindings(&self, full_name: &str) -> Vec<String> {
         self.st().assets.get(full_name).map(|a| a.tags.clone()).unwrap_or_default()

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::*;
+use crate::gcp::TagRef;
 
 /// Said of a platform the loader does not read.
 const UNSUPPORTED: &str =
@@ -54,14 +55,12 @@ impl Doc<'_> {
         let layer = Layer { cloud: Some(cloud), infra_id, kind: Some(ClusterKind::OpenShift), ..Layer::default() };
         if cloud == Cloud::Gcp {
             // openshift/api `GCPPlatformStatus`: `resourceLabels` ({key, value}) are the labels
-            // the installer put on what it created, the policy's labels; `resourceTags`
-            // ({parentID, key, value}) are Resource Manager tags, which a policy cannot carry yet
-            // (`gcp_tags`). `GCPPlatformSpec` holds neither.
-            return Ok(Layer {
-                status: self.resource_tags(status, "status.platformStatus.gcp.resourceLabels")?,
-                gcp_tags: self.gcp_tags(status, "status.platformStatus.gcp.resourceTags")?,
-                ..layer
-            });
+            // the installer put on what it created; `resourceTags` ({parentID, key, value}) the
+            // Resource Manager tags it bound, each the policy entry `<parentID>/<key>: <value>`
+            // (`crate::gcp::TagRef::entry`). `GCPPlatformSpec` holds neither.
+            let mut labels = self.resource_tags(status, "status.platformStatus.gcp.resourceLabels")?;
+            labels.extend(self.gcp_tags(status, "status.platformStatus.gcp.resourceTags")?.iter().map(TagRef::entry));
+            return Ok(Layer { status: labels, ..layer });
         }
         Ok(Layer {
             status: self.resource_tags(status, &format!("status.platformStatus.{c}.resourceTags"))?,
@@ -71,7 +70,7 @@ impl Doc<'_> {
     }
 
     /// A Google Cloud `resourceTags` list of `{parentID, key, value}` at `path` (dotted, below `root`).
-    fn gcp_tags(&self, root: Option<&Value>, path: &str) -> Result<Vec<crate::gcp::TagRef>, PolicyError> {
+    fn gcp_tags(&self, root: Option<&Value>, path: &str) -> Result<Vec<TagRef>, PolicyError> {
         let pointer: String = path.split('.').skip(1).map(|p| format!("/{p}")).collect();
         let items = match root.and_then(|r| r.pointer(&pointer)) {
             None | Some(Value::Null) => return Ok(Vec::new()),
@@ -88,7 +87,7 @@ impl Doc<'_> {
             .map(|(i, item)| {
                 let field = |f: &str| item.get(f).and_then(Value::as_str).map(str::to_owned);
                 match (field("parentID"), field("key"), field("value")) {
-                    (Some(parent_id), Some(key), Some(value)) => Ok(crate::gcp::TagRef { parent_id, key, value }),
+                    (Some(parent_id), Some(key), Some(value)) => Ok(TagRef { parent_id, key, value }),
                     _ => {
                         Err(self
                             .field(&format!("{path}[{i}]"), "expected {parentID: string, key: string, value: string}"))
@@ -137,14 +136,11 @@ impl Doc<'_> {
             Cloud::Azure | Cloud::Gcp => true,
         };
         // On GCP `user_tags` are `userLabels`, which `validate` checks by the installer's rules
-        // (`crate::gcp::Rules::OpenShift`); `gcp_tags` are `userTags` (`gcp_tags`).
-        Ok(Layer {
-            cloud: Some(cloud),
-            enforce: Some(enforce),
-            status: p.user_tags,
-            gcp_tags: p.gcp_tags,
-            ..Layer::default()
-        })
+        // (`crate::gcp::Rules::OpenShift`), and `gcp_tags` are `userTags`, each the policy entry
+        // `<parentID>/<key>: <value>` (`crate::gcp::TagRef::entry`).
+        let mut status = p.user_tags;
+        status.extend(p.gcp_tags.iter().map(TagRef::entry));
+        Ok(Layer { cloud: Some(cloud), enforce: Some(enforce), status, ..Layer::default() })
     }
 
     /// A tag criterion: a value, or a glob the value must match (case-sensitively; each `?`

@@ -6,8 +6,8 @@
 //!   `platform.gcp.userLabels`);
 //!
 //! On Google Cloud the Resource Manager tags OpenShift binds (`status.platformStatus.gcp.resourceTags`,
-//! install-config `platform.gcp.userTags`) are read and their shape checked, but a policy carries
-//! labels only: [`gcp_tags`] gives them to the caller, to validate and to say they are not enforced.
+//! install-config `platform.gcp.userTags`) join the labels as `<parentID>/<key>: <value>` entries
+//! (`crate::gcp::TagRef::entry`), which no label key can be.
 //! - a native `tagwarden.yaml` (`version: 1` with tags, overrides, limits …);
 //! - a bare map of tag keys to values; `{}` is a valid policy with no desired tags (a no-op, as the
 //!   installer treats an absent or empty `userTags`).
@@ -103,8 +103,6 @@ struct Layer {
     sensitive: Vec<String>,
     never_yield: Vec<String>,
     audit_keys: Vec<String>,
-    /// Google Cloud Resource Manager tags the document names (not part of the policy).
-    gcp_tags: Vec<crate::gcp::TagRef>,
 }
 
 /// Load one document.
@@ -252,37 +250,6 @@ pub fn declared_infra_id(name: &str, text: &str) -> Result<Option<String>, Polic
     parse_document(name, text, MAX_OVERRIDES).map(|(_, layer)| layer.infra_id)
 }
 
-/// The Google Cloud Resource Manager tags one document names (an Infrastructure object's
-/// `status.platformStatus.gcp.resourceTags`, an install-config's `platform.gcp.userTags`), in
-/// document order: a policy carries labels only, so these are not enforced. The shape is checked
-/// here; the tags' own rules are [`crate::gcp::check_tags`]'.
-pub fn gcp_tags(name: &str, text: &str) -> Result<Vec<crate::gcp::TagRef>, PolicyError> {
-    parse_document(name, text, MAX_OVERRIDES).map(|(_, layer)| layer.gcp_tags)
-}
-
-/// What to tell whoever publishes `tags` (from [`gcp_tags`]): that tagwarden does not bind them
-/// yet, and every rule of OpenShift's they break, each naming the key and the fix. `None` for no
-/// tags. The message starts `tags: not enforced yet`.
-pub fn gcp_tags_note(tags: &[crate::gcp::TagRef]) -> Option<String> {
-    if tags.is_empty() {
-        return None;
-    }
-    let names: Vec<String> = tags.iter().map(crate::gcp::TagRef::namespaced_value).collect();
-    let mut note = format!(
-        "tags: not enforced yet: {} Resource Manager tag{} ({}) OpenShift binds at installation; tagwarden \
-         enforces the labels and binds no tag",
-        tags.len(),
-        if tags.len() == 1 { "" } else { "s" },
-        names.join(", ")
-    );
-    let violations = crate::gcp::check_tags(tags);
-    if !violations.is_empty() {
-        let said: Vec<String> = violations.iter().map(ToString::to_string).collect();
-        note.push_str(&format!("; and they break OpenShift's tag rules: {}", said.join("; ")));
-    }
-    Some(note)
-}
-
 /// One document, with room for `globs` more overrides and per-type limits in its policy.
 fn parse_document(name: &str, text: &str, globs: usize) -> Result<(DocumentKind, Layer), PolicyError> {
     if text.len() > MAX_DOCUMENT_BYTES {
@@ -407,8 +374,8 @@ mod kind_tests {
         tags.iter().map(|t| format!("{}={}", t.key, t.value)).collect()
     }
 
-    /// openshift/api `GCPPlatformStatus`: `resourceLabels` are the policy's labels,
-    /// `resourceTags` are read but not enforced.
+    /// openshift/api `GCPPlatformStatus`: `resourceLabels` are the policy's labels, and each of
+    /// `resourceTags` its `<parentID>/<key>: <value>` entry.
     #[test]
     fn an_openshift_cluster_on_gcp_is_its_resource_labels() {
         let infra = r#"{"kind": "Infrastructure", "spec": {"platformSpec": {"type": "GCP"}},
@@ -419,16 +386,14 @@ mod kind_tests {
         assert_eq!((p.cloud, p.infra_id.as_deref(), p.kind), (Some(Cloud::Gcp), Some("g-1"), ClusterKind::OpenShift));
         assert_eq!(
             (pairs(&p.status), pairs(&p.spec)),
-            (vec!["team=platform".into(), "cost-center=cc_42".into()], vec![])
+            (vec!["team=platform".into(), "cost-center=cc_42".into(), "123456789012/env=prod".into()], vec![])
         );
         assert!(crate::policy::validate::policy(&p, Cloud::Gcp).is_empty());
-        let tags = gcp_tags("infra.json", infra).expect("read");
-        let note = gcp_tags_note(&tags).expect("a note");
-        assert!(note.starts_with("tags: not enforced yet: 1 Resource Manager tag (123456789012/env/prod)"), "{note}");
-        assert!(!note.contains("rules"), "{note}");
-        let note = gcp_tags_note(&gcp_tags("i", &infra.replace("123456789012", "0123")).expect("read")).expect("note");
-        assert!(note.contains("break OpenShift's tag rules") && note.contains("parentID \"0123\""), "{note}");
-        assert_eq!(gcp_tags_note(&[]), None);
+        // A tag is judged by OpenShift's tag rules, named with its fix.
+        let p = load_one("i", &infra.replace("123456789012", "0123")).expect("loads");
+        let v = crate::policy::validate::policy(&p, Cloud::Gcp);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(v[0].key == "0123/env" && v[0].message.contains("parentID \"0123\""), "{v:#?}");
 
         // Shapes the API server would refuse are refused where they stand.
         let labels_as_map = infra.replace(
@@ -440,7 +405,7 @@ mod kind_tests {
             e.to_string().contains("status.platformStatus.gcp.resourceLabels: expected a list of {key, value}"),
             "{e}"
         );
-        let e = gcp_tags("i", &infra.replace(r#""parentID": "123456789012", "#, "")).expect_err("no parentID");
+        let e = load_one("i", &infra.replace(r#""parentID": "123456789012", "#, "")).expect_err("no parentID");
         assert!(e.to_string().contains("status.platformStatus.gcp.resourceTags[0]"), "{e}");
 
         // A label the API server takes but tagwarden must not write: named, with the fix.
@@ -471,13 +436,8 @@ mod kind_tests {
         assert_eq!(detect("install-config.yaml", ic).expect("read"), DocumentKind::InstallConfig);
         let p = load_one("install-config.yaml", ic).expect("valid");
         assert_eq!((p.cloud, p.enforce, p.infra_id.as_deref()), (Some(Cloud::Gcp), true, None));
-        assert_eq!(pairs(&p.status), ["team=platform", "cost=42"]);
+        assert_eq!(pairs(&p.status), ["team=platform", "cost=42", "my-project-123/env=prod"]);
         assert!(crate::policy::validate::policy(&p, Cloud::Gcp).is_empty());
-        let tags = gcp_tags("install-config.yaml", ic).expect("read");
-        assert_eq!(
-            tags.iter().map(crate::gcp::TagRef::namespaced_value).collect::<Vec<_>>(),
-            ["my-project-123/env/prod"]
-        );
 
         // The installer's rules (`crate::gcp::Rules::OpenShift`): lowercase ASCII, its prefixes reserved.
         let bad = ic

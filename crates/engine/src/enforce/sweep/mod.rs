@@ -124,7 +124,9 @@ impl<A: Adapter> Engine<A> {
             return Outcome { error: Some(StopKind::CannotSweep(why.to_string()).into()), ..Outcome::default() };
         }
         let mut out = Outcome::default();
-        let Some(policies) = super::load_policies(&self.store, &mut out, force).await else { return out };
+        let Some(policies) = super::load_policies(&self.adapter, &self.store, &mut out, force).await else {
+            return out;
+        };
         let version = policies.version();
         let swept: Vec<Arc<LoadedPolicy>> =
             policies.iter().filter(|p| only.is_none_or(|o| o.contains(&p.infra_id))).cloned().collect();
