@@ -1,8 +1,15 @@
 # The function's rights at the scope: one custom role, least privilege, granted on the scope and
-# nowhere else. It reads and labels the enforced resource types, binds existing tag values, and
-# searches Cloud Asset Inventory for the sweep. No permission in it deletes anything: not a
-# resource, not a label (setLabels replaces the set, and the function always sends the current set
-# with its fingerprint plus its corrections), not a tag binding (no tagValueBindings.delete).
+# nowhere else. It reads and labels the enforced resource types, reads their tags in effect and
+# takes part in their tag bindings, and searches Cloud Asset Inventory for the sweep. No permission
+# in it deletes a resource or a label (setLabels replaces the set, and the function always sends the
+# current set with its fingerprint plus its corrections).
+#
+# A tag binding needs a permission on both ends (Resource Manager, "Creating and managing tags":
+# `<type>.createTagBinding`/`deleteTagBinding` on the resource, `resourcemanager.tagValueBindings.
+# create`/`delete` on the value): the resource end is in the role, the value end is granted on the
+# tag keys in var.tag_keys only (Tag User, below). So the function binds and unbinds values of the
+# clusters' own keys and of no other; unbinding is how a wrong value of such a key is replaced
+# ("Exactly one value can be attached to a resource for a given key").
 #
 # Custom roles exist on an organization or a project only (IAM, "Understanding roles"): an
 # organization or folder scope's role is defined on the organization (role_organization), a
@@ -14,6 +21,9 @@ locals {
     # (Compute Engine IAM permissions; setLabels takes the current labelFingerprint, so a stale
     # read is refused, never overwritten).
     flatten([for c in local.compute_collections : ["compute.${c}.get", "compute.${c}.list", "compute.${c}.setLabels"]]),
+    # Their tags: what is in effect (listEffectiveTags), and the resource end of a binding.
+    flatten([for c in concat([for c in local.compute_collections : "compute.${c}"], ["storage.buckets"]) :
+    ["${c}.listEffectiveTags", "${c}.createTagBinding", "${c}.deleteTagBinding"]]),
     [
       # Cloud Storage bucket labels: buckets.patch needs storage.buckets.update.
       "storage.buckets.get",
@@ -22,9 +32,8 @@ locals {
       "dns.managedZones.get",
       "dns.managedZones.list",
       "dns.managedZones.update",
-      # Resource Manager tags: bind an existing value (tagwarden never creates a key or a value,
-      # as OpenShift), read values to resolve namespaced names.
-      "resourcemanager.tagValueBindings.create",
+      # Resource Manager tags: read values to resolve namespaced names (tagwarden never creates a
+      # key or a value, as OpenShift; the value end of a binding is var.tag_keys').
       "resourcemanager.tagValues.get",
       "resourcemanager.tagValues.list",
       # The sweep: searchAllResources at the scope, with label queries.
@@ -34,7 +43,7 @@ locals {
 
   role_id          = "${replace(local.name, "-", "_")}_function"
   role_title       = "tagwarden ${local.name} function"
-  role_description = "tagwarden: read and label the enforced resource types, bind existing tag values, search Cloud Asset Inventory. No delete permission."
+  role_description = "tagwarden: read and label the enforced resource types, the resource end of their tag bindings, search Cloud Asset Inventory. Deletes no resource and no label."
 
   # The role's full name, "organizations/<id>/roles/<role>" or "projects/<id>/roles/<role>".
   function_role = one(concat(
@@ -86,6 +95,16 @@ resource "google_project_iam_member" "function" {
 
   project = var.scope.id
   role    = local.function_role
+  member  = google_service_account.function.member
+}
+
+# The value end of tag bindings, on the clusters' tag keys only (roles/resourcemanager.tagUser:
+# tagValueBindings.create and .delete on the key's values).
+resource "google_tags_tag_key_iam_member" "function" {
+  for_each = toset(var.tag_keys)
+
+  tag_key = each.value
+  role    = "roles/resourcemanager.tagUser"
   member  = google_service_account.function.member
 }
 

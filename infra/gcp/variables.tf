@@ -344,6 +344,17 @@ variable "retry_maximum_backoff_seconds" {
   }
 }
 
+variable "tag_keys" {
+  description = "The Resource Manager tag keys the clusters' policies name, as tagKeys/<id> (gcloud resource-manager tags keys describe <parentID>/<key>). The function is made Tag User on these keys and on no other: it binds their existing values, and unbinds a wrong value of one of them to replace it. Empty: a policy's tags are refused as denied, and labels alone are enforced."
+  type        = list(string)
+  default     = []
+
+  validation {
+    condition     = alltrue([for k in var.tag_keys : can(regex("^tagKeys/[0-9]+$", k))])
+    error_message = "tag_keys: each must be a tag key's resource name, tagKeys/<numeric id> (not its namespaced name <parentID>/<key>); find it with gcloud resource-manager tags keys describe <parentID>/<key>."
+  }
+}
+
 variable "exclude_self_in_sink_filter" {
   description = "Leave the function's own writes out of the audit-log sink (its setLabels and tag bindings would otherwise come back as events: loop safety at the source; the function also knows itself by TAGWARDEN_SELF_PRINCIPAL)."
   type        = bool

@@ -198,13 +198,18 @@ def main() -> int:
     # --- the function's custom role ------------------------------------------------------------
     perms_text = str(L.get("function_permissions"))
     must = ["storage.buckets.get", "storage.buckets.update", "dns.managedZones.get", "dns.managedZones.update",
-            "resourcemanager.tagValueBindings.create", "resourcemanager.tagValues.get", "resourcemanager.tagValues.list",
-            "cloudasset.assets.searchAllResources"]
-    check("custom role: compute <type>.get/list/setLabels for every enforced type, buckets, zones, tag bindings, asset search",
-          all(x in perms_text for x in must) and all(x in perms_text for x in ("compute.${c}.get", "compute.${c}.list", "compute.${c}.setLabels")),
+            "resourcemanager.tagValues.get", "resourcemanager.tagValues.list", "cloudasset.assets.searchAllResources"]
+    check("custom role: compute <type>.get/list/setLabels for every enforced type, buckets, zones, tags in effect, asset search",
+          all(x in perms_text for x in must) and all(x in perms_text for x in ("compute.${c}.get", "compute.${c}.list", "compute.${c}.setLabels"))
+          and all(x in perms_text for x in ("${c}.listEffectiveTags", "${c}.createTagBinding", "${c}.deleteTagBinding", '["storage.buckets"]')),
           perms_text)
-    check("custom role: no delete permission (no resource, label or tag binding is ever deleted)",
-          not re.search(r"delete|Delete|remove|destroy", perms_text), perms_text)
+    check("custom role: no delete permission but a tag binding's resource end (no resource or label is ever deleted)",
+          not re.search(r"delete|Delete|remove|destroy", perms_text.replace("${c}.deleteTagBinding", "")), perms_text)
+    tag_user = R.get(("google_tags_tag_key_iam_member", "function"), {})
+    check("the value end of tag bindings (Tag User) is granted on var.tag_keys only, to the function's account",
+          tag_user.get("for_each") == "${toset(var.tag_keys)}" and tag_user.get("tag_key") == "${each.value}"
+          and tag_user.get("role") == "roles/resourcemanager.tagUser"
+          and tag_user.get("member") == "${google_service_account.function.member}", str(tag_user))
     roles = [(t, n) for (t, n) in R if t in ("google_organization_iam_custom_role", "google_project_iam_custom_role") and n == "function"]
     check("the role is defined on the organization (organization, folder scope) or the scope's project",
           len(roles) == 2 and all(R[r].get("permissions") == "${local.function_permissions}" for r in roles)

@@ -201,3 +201,18 @@ run "label_key_with_uppercase" {
   }
   expect_failures = [var.labels]
 }
+
+run "tag_key_by_its_namespaced_name" {
+  command = plan
+  variables {
+    tag_keys = ["123456789012/environment"]
+  }
+  expect_failures = [var.tag_keys]
+}
+
+run "tag_keys_by_id" {
+  command = plan
+  variables {
+    tag_keys = ["tagKeys/281478395625645"]
+  }
+}
