@@ -25,6 +25,9 @@ module "tagwarden" {
   # listed: no grant).
   cluster_publishers = { (var.infra_id) = var.publishers }
 
+  # The cluster's Resource Manager tag keys (tagKeys/<id>): the function is Tag User on these only.
+  tag_keys = var.tag_keys
+
   sweep_schedule = "0 * * * *" # hourly
   alert_emails   = var.alert_emails
   labels         = var.labels

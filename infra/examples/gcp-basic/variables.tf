@@ -41,6 +41,12 @@ variable "publishers" {
   default     = []
 }
 
+variable "tag_keys" {
+  description = "The Resource Manager tag keys the cluster's policy names, as tagKeys/<id>: the function may bind and unbind values of these keys only. Empty: labels alone are enforced."
+  type        = list(string)
+  default     = []
+}
+
 variable "alert_emails" {
   description = "Email addresses the alert policies notify."
   type        = list(string)
