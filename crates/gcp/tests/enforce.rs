@@ -225,7 +225,9 @@ async fn a_stale_fingerprint_is_read_again_never_overwritten() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_audited_deployment_writes_nothing() {
-    let env = Env::new("audit").await;
+    let policy = POLICY.replace("team: platform}", "team: platform, 123456789012/environment: production}");
+    let env = Env::with_policy("audit", &policy).await;
+    env.fake.add_tag_value("123456789012/environment/production");
     let fleet = env.fleet();
     let before: Vec<_> = fleet.owned.iter().map(|r| env.labels(r)).collect();
     let (status, summary) = env.sweep().await;
@@ -233,7 +235,11 @@ async fn an_audited_deployment_writes_nothing() {
     assert_eq!(env.fake.counters().writes, 0, "audit mode: no write anywhere");
     for (r, had) in fleet.owned.iter().zip(&before) {
         assert_eq!(&env.labels(r), had, "{r}");
+        assert!(env.fake.tag_bindings(r).is_empty(), "{r}: no tag bound");
     }
+    let report = gcs_emulator().get_object(&env.bucket, &format!("clusters/{INFRA}/tagwarden-status.json")).await;
+    let report = String::from_utf8(report.expect("the audited sweep wrote its status report")).expect("UTF-8");
+    assert!(report.contains("123456789012/environment"), "the tag is reported as would-be bound: {report}");
     assert!(summary.to_string().contains(&fleet.owned.len().to_string()), "{summary}");
 }
 
@@ -261,13 +267,32 @@ async fn a_day_2_label_edit_reaches_every_owned_resource_in_one_policy_change_sw
     assert_eq!(env.fake.counters().writes, fleet.owned.len() as u64, "one write per owned resource");
 }
 
-/// The fleet shape for the notes: a folder of 5 projects, 100 owned resources (instances
-/// and disks) of which 60 drifted, and 20 of another cluster, swept from one deployment. The counts
+/// The fleet shape for the notes: a folder of 5 projects, 100 owned resources (instances and
+/// disks) of which 60 drifted, and 20 of another cluster, swept from one deployment. The counts
 /// are the cost: one search page, then per drifted resource one read (the inventory carries no
 /// fingerprint, and lags) and one write; nothing for the 40 in line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_folder_of_five_projects_is_swept_from_one_deployment_at_the_api_lower_bound() {
     let env = Env::new("enforce").await;
+    let (searches, reads, writes) = folder_of_five(&env, None).await;
+    assert_eq!((searches, reads, writes), (1, 60, 60));
+}
+
+/// The same fleet whose policy also names a Resource Manager tag, bound on the 40 labels in line
+/// and missing on the 60 drifted: a drifted resource costs its read, its tags in effect, its label
+/// write and its binding; one in line costs nothing, its tags coming with the search.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_of_five_projects_with_a_tag_costs_one_search_and_the_drifted_resources_only() {
+    let policy = POLICY.replace("team: platform}", "team: platform, 123456789012/environment: production}");
+    let env = Env::with_policy("enforce", &policy).await;
+    let production = env.fake.add_tag_value("123456789012/environment/production");
+    let (searches, reads, writes) = folder_of_five(&env, Some(&production)).await;
+    assert_eq!((searches, reads, writes), (1, 120, 120), "a read and its tags, a label write and a binding each");
+}
+
+/// Sweep the folder of five; the search pages, the reads (Compute GETs and tags in effect) and
+/// the writes it made, then check a second sweep is one search and nothing else.
+async fn folder_of_five(env: &Env, tag: Option<&str>) -> (usize, usize, u64) {
     for p in 3..=5 {
         env.fake.add_project(&format!("p-{p}"), 100 + p, &["folders/7", "organizations/9"]);
     }
@@ -277,10 +302,13 @@ async fn a_folder_of_five_projects_is_swept_from_one_deployment_at_the_api_lower
         let project = format!("p-{p}");
         for i in 0..20 {
             let labels: &[(&str, &str)] = if i < 12 { &drifted } else { &in_line };
-            match i % 2 {
+            let full = match i % 2 {
                 0 => env.fake.add_instance(&project, "us-central1-a", &format!("vm-{i}"), labels),
                 _ => env.fake.add_disk(&project, "us-central1-a", &format!("disk-{i}"), labels),
             };
+            if let Some(tag) = tag.filter(|_| i >= 12) {
+                env.fake.bind_tag(&full, tag);
+            }
         }
         for i in 0..4 {
             env.fake.add_instance(
@@ -296,15 +324,19 @@ async fn a_folder_of_five_projects_is_swept_from_one_deployment_at_the_api_lower
     assert_eq!(status, 200, "{summary}");
     let calls = env.fake.calls();
     let searches = calls.iter().filter(|c| c.path.contains(":searchAllResources")).count();
-    let gets = calls.iter().filter(|c| c.method == "GET" && c.path.starts_with("/compute/")).count();
+    let reads = calls
+        .iter()
+        .filter(|c| c.method == "GET" && (c.path.starts_with("/compute/") || c.path == "/v3/effectiveTags"))
+        .count();
     let writes = env.fake.counters().writes;
     eprintln!(
-        "folder of 5 projects, 100 owned (60 drifted), 20 another cluster's: {} calls = {searches} search + {gets} reads + {writes} writes",
+        "folder of 5 projects, 100 owned (60 drifted), 20 another cluster's{}: {} calls = {searches} search + {reads} reads + {writes} writes",
+        if tag.is_some() { ", a tag in the policy" } else { "" },
         calls.len()
     );
-    assert_eq!((searches, gets, writes), (1, 60, 60), "{summary}");
     env.fake.clear_log();
     let (status, _) = env.sweep().await;
     assert_eq!(status, 200);
     assert_eq!((env.fake.calls().len(), env.fake.counters().writes), (1, 0), "in line: one search, nothing else");
+    (searches, reads, writes)
 }
