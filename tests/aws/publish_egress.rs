@@ -21,7 +21,10 @@ use kube_api::FakeApi;
 use publisher::Publisher;
 use serde_json::{json, Value};
 
-const PATIENCE: Duration = Duration::from_secs(40);
+/// How long a condition may take to appear: an STS exchange through a proxy that is down goes
+/// through the SDK's retries and the publisher's backoff, which a loaded two-core runner (every
+/// test binary at once) stretched past 40 s once. Only a failure waits this long.
+const PATIENCE: Duration = Duration::from_secs(90);
 // Single-label names: moto takes a dotted Host for a virtual-hosted bucket (`moto/s3/responses.py`
 // `subdomain_based_buckets`), and these resolve nowhere but in the proxy.
 const CLOUD_HOST: &str = "tagwarden-aws";

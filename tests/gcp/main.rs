@@ -6,5 +6,7 @@
 #![cfg(feature = "gcp")]
 
 mod gcp_explain;
+#[cfg(feature = "kube")]
+mod gcp_publish_kinds;
 mod gcp_sweep_cli;
 mod support;

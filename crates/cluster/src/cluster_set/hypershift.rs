@@ -41,8 +41,9 @@
 //! - A NodePool's `spec.platform.gcp.resourceLabels` win over the HostedCluster's on that pool's
 //!   instances and disks (`nodepool/gcp.go` `configureGCPLabels`), but no label names the pool
 //!   (only the cluster and infraID labels above): they are left out, and the document says so.
-//! - The served CRD (the `Default` feature set) has no `gcp` platform; the tests read the objects
-//!   as they would be, not through the fake API server.
+//! - The `gcp` platform is in HyperShift's TechPreviewNoUpgrade CRDs only (the Default set has
+//!   none), which the fake API server serves: the end-to-end test publishes two GCP hosted
+//!   clusters through them.
 
 use serde_json::{json, Value};
 

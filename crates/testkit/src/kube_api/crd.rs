@@ -60,8 +60,8 @@ pub const INFRASTRUCTURES_CRD: &str =
 /// (kubernetes-sigs/cluster-api-provider-gcp), `MachineDeployment` and
 /// `KubeadmControlPlane` (kubernetes-sigs/cluster-api); each file's header names its commit.
 pub const SERVED_CRDS: &[&str] = &[
-    "tests/fixtures/hypershift/hostedclusters-Hypershift-Default.crd.yaml",
-    "tests/fixtures/hypershift/nodepools-Default.crd.yaml",
+    "tests/fixtures/hypershift/hostedclusters-Hypershift-TechPreviewNoUpgrade.crd.yaml",
+    "tests/fixtures/hypershift/nodepools-TechPreviewNoUpgrade.crd.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsclusters.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
     "tests/fixtures/cluster-api/infrastructure.cluster.x-k8s.io_azureclusters.yaml",
