@@ -6,6 +6,9 @@ use google_cloud_dns_v1::client::ManagedZones;
 use google_cloud_resourcemanager_v3::client::TagBindings;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
+/// Resource Manager's global endpoint.
+pub const RESOURCE_MANAGER: &str = "https://cloudresourcemanager.googleapis.com";
+
 /// The services' endpoints: Google's own unless overridden (tests, Private Service Connect).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoints {
@@ -15,7 +18,7 @@ pub struct Endpoints {
     /// Cloud Storage's JSON API for bucket labels.
     pub storage: String,
     /// Resource Manager's global endpoint, for tag bindings; a zonal or regional resource's go to
-    /// its location's endpoint (`crate::tags::endpoint_for`).
+    /// its location's endpoint (the tags module's `endpoint_for`).
     pub resource_manager: String,
 }
 
@@ -26,7 +29,7 @@ impl Default for Endpoints {
             asset: "https://cloudasset.googleapis.com".into(),
             dns: "https://dns.googleapis.com".into(),
             storage: "https://storage.googleapis.com".into(),
-            resource_manager: crate::tags::GLOBAL_ENDPOINT.into(),
+            resource_manager: RESOURCE_MANAGER.into(),
         }
     }
 }

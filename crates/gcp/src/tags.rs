@@ -34,11 +34,8 @@ use tagwarden_core::calls::CallCounter;
 use tagwarden_core::gcp::TagRef;
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
-use crate::clients::Clients;
+use crate::clients::{Clients, RESOURCE_MANAGER as GLOBAL_ENDPOINT};
 use crate::error::from_gax;
-
-/// Resource Manager's global endpoint.
-pub const GLOBAL_ENDPOINT: &str = "https://cloudresourcemanager.googleapis.com";
 const OP_LIST: &str = "tags:ListEffectiveTags";
 const OP_BIND: &str = "tags:CreateTagBinding";
 const OP_UNBIND: &str = "tags:DeleteTagBinding";
