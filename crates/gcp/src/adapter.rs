@@ -35,6 +35,7 @@ use crate::clients::Clients;
 use crate::error::PRECONDITION_FAILED;
 use crate::gcs::GcsSource;
 use crate::labels::Current;
+use crate::tags::{self, BindingParent, Effective};
 use crate::target::Target;
 
 /// Resources reconciled, and calls in flight, at once in an invocation (`TAGWARDEN_CONCURRENCY`).
@@ -108,52 +109,90 @@ impl GcpTagger {
         guards.remove(&r.id).filter(|c| &c.map() == planned_on)
     }
 
-    /// Bind the plan's tag entries `set` on `r`, read as `read`: a value in effect directly under
-    /// another value is unbound first, and bound back if the new one is refused.
-    async fn bind_tags(&self, r: &ResourceRef, read: &Current, set: &TagMap) -> Result<(), CloudError> {
-        let fail = |code: &str, why: &str, class: ErrorClass| CloudError::gcp(OP_BIND, &r.id, None, code, why, class);
-        let Some(at) = &read.binding else {
-            return Err(fail(
-                "Unsupported",
-                "the type takes no Resource Manager tag bindings",
-                ErrorClass::Unsupported,
-            ));
-        };
-        let direct = |key: &str| read.tags.iter().find(|t| !t.inherited && t.key == key);
-        let adding = set.keys().filter(|k| direct(k).is_none()).count();
-        let bound = read.tags.iter().filter(|t| !t.inherited).count();
-        check_bindings_fit(bound, adding).map_err(|v| fail("TooManyBindings", &v.message, ErrorClass::TagLimit))?;
-        let project = project_of(&r.id);
+    /// Bind the plan's tag entries `set` on `r`, read as `read` and checked by [`tags_fit`].
+    async fn bind_tags(
+        &self,
+        r: &ResourceRef,
+        read: &Current,
+        at: &BindingParent,
+        set: &TagMap,
+    ) -> Result<(), CloudError> {
         for (key, value) in set {
-            let tag = TagRef::from_entry(key, value).map_err(|v| fail("BadTag", &v.message, ErrorClass::Fatal))?;
-            let old = direct(key).filter(|t| t.value != *value);
-            if let Some(old) = old {
-                self.writes.of(project).acquire().await;
-                self.clients.unbind(&r.id, at, &old.tag_value, &self.calls).await?;
-            }
-            self.writes.of(project).acquire().await;
-            match self.clients.bind(&r.id, at, &tag, &self.calls).await {
-                Ok(()) => {}
-                // Bound since it was read (a concurrent delivery): what the plan wanted.
-                Err(e) if e.status == Some(409) => {}
-                Err(e) => {
-                    if let Some(old) = old {
-                        let back = TagRef::from_entry(&old.key, &old.value);
-                        if let Err(lost) = async {
-                            let back = back.map_err(|v| fail("BadTag", &v.message, ErrorClass::Fatal))?;
-                            self.clients.bind(&r.id, at, &back, &self.calls).await
-                        }
-                        .await
-                        {
-                            tracing::error!(resource = r.id, tag = key, error = %lost, "the value unbound could not be bound back");
-                        }
-                    }
-                    return Err(e);
-                }
+            let tag = TagRef::from_entry(key, value)
+                .map_err(|v| CloudError::gcp(OP_BIND, &r.id, None, "BadTag", &v.message, ErrorClass::Fatal))?;
+            match read.tags.iter().find(|t| !t.inherited && t.key == *key) {
+                Some(old) if old.value != *value => self.replace(r, at, old, &tag).await?,
+                _ => self.bind(r, at, &tag.namespaced_value()).await?,
             }
         }
         Ok(())
     }
+
+    /// Bind `value` on `r`; a binding already there is what was wanted.
+    async fn bind(&self, r: &ResourceRef, at: &BindingParent, value: &str) -> Result<(), CloudError> {
+        self.writes.of(project_of(&r.id)).acquire().await;
+        match self.clients.bind(&r.id, at, value, &self.calls).await {
+            Err(e) if !tags::already(&e) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Replace the value `old`, bound directly, by `tag`'s: a resource holds one value a key, so
+    /// the old is unbound first, but only once the new value is known to exist; if the new one is
+    /// then refused, the old is bound back (retried), and a value that could not be is named in
+    /// the error.
+    async fn replace(
+        &self,
+        r: &ResourceRef,
+        at: &BindingParent,
+        old: &Effective,
+        tag: &TagRef,
+    ) -> Result<(), CloudError> {
+        let value = self.clients.tag_value(&r.id, tag, &self.calls).await?;
+        self.writes.of(project_of(&r.id)).acquire().await;
+        match self.clients.unbind(&r.id, at, &old.tag_value, &self.calls).await {
+            // Unbound since it was read (a concurrent delivery): what was wanted.
+            Err(e) if e.status != Some(404) => return Err(e),
+            _ => {}
+        }
+        let Err(refused) = self.bind(r, at, &value).await else { return Ok(()) };
+        let mut last = None;
+        for attempt in 0..MAX_PRECONDITION_RETRIES {
+            if attempt > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+            }
+            match self.bind(r, at, &old.tag_value).await {
+                Ok(()) => return Err(refused),
+                Err(e) => last = Some(e),
+            }
+        }
+        let lost = last.map(|e| e.to_string()).unwrap_or_default();
+        tracing::error!(
+            resource = r.id,
+            tag = old.key,
+            value = old.value,
+            error = lost,
+            "a replaced tag value could not be bound back"
+        );
+        let message = format!(
+            "{}; and the value it was to replace, {}/{}, could not be bound back ({lost}): the next event or sweep binds the policy's",
+            refused.message, old.key, old.value
+        );
+        Err(CloudError { message, ..refused })
+    }
+}
+
+/// Where the plan's tag entries `set` are bound on `r`, read as `read`, checked before anything
+/// is written: the type takes bindings, and the new ones fit beside its direct bindings.
+fn tags_fit<'a>(r: &ResourceRef, read: &'a Current, set: &TagMap) -> Result<&'a BindingParent, CloudError> {
+    let fail = |code: &str, why: &str, class: ErrorClass| CloudError::gcp(OP_BIND, &r.id, None, code, why, class);
+    let Some(at) = &read.binding else {
+        return Err(fail("Unsupported", "the type takes no Resource Manager tag bindings", ErrorClass::Unsupported));
+    };
+    let direct: Vec<&str> = read.tags.iter().filter(|t| !t.inherited).map(|t| t.key.as_str()).collect();
+    let adding = set.keys().filter(|k| !direct.contains(&k.as_str())).count();
+    check_bindings_fit(direct.len(), adding).map_err(|v| fail("TooManyBindings", &v.message, ErrorClass::TagLimit))?;
+    Ok(at)
 }
 
 const OP_BIND: &str = "tags:Bind";
@@ -217,12 +256,17 @@ impl Adapter for GcpTagger {
             None => self.read_guarded(r, &target).await?,
         };
         let (tags, labels): (TagMap, TagMap) = set.clone().into_iter().partition(|(k, _)| is_tag_key(k));
+        if !tags.is_empty() {
+            // Refused before the labels are written, so a refusal means nothing was.
+            tags_fit(r, &read, &tags)?;
+        }
         self.write_labels(r, &target, &labels, current, &mut read).await?;
         if tags.is_empty() {
             return Ok(());
         }
         owned_as_planned(r, &read, current)?;
-        self.bind_tags(r, &read, &tags).await
+        let at = tags_fit(r, &read, &tags)?.clone();
+        self.bind_tags(r, &read, &at, &tags).await
     }
 
     async fn list_owned(&self, cluster: ClusterRef<'_>, pages: &(dyn Fn(usize) + Sync)) -> ClusterListing {

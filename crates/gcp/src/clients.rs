@@ -3,7 +3,7 @@
 use google_cloud_auth::credentials::{self, CacheableResource, Credentials};
 use google_cloud_compute_v1::client as compute;
 use google_cloud_dns_v1::client::ManagedZones;
-use google_cloud_resourcemanager_v3::client::TagBindings;
+use google_cloud_resourcemanager_v3::client::{TagBindings, TagValues};
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
 /// Resource Manager's global endpoint.
@@ -75,6 +75,8 @@ pub struct Clients {
     pub http: reqwest::Client,
     /// Resource Manager's tag-binding clients, one per endpoint, built as first needed.
     tag_bindings: tokio::sync::Mutex<std::collections::HashMap<String, TagBindings>>,
+    /// Resource Manager's tag values (global), built as first needed.
+    tag_values: tokio::sync::OnceCell<TagValues>,
     credentials: Credentials,
 }
 
@@ -121,7 +123,25 @@ impl Clients {
             .timeout(std::time::Duration::from_secs(30))
             .build()
             .map_err(|e| ClientsError::Credentials(e.to_string()))?;
-        Ok(Clients { endpoints, compute, asset, dns, http, tag_bindings: Default::default(), credentials: creds })
+        Ok(Clients {
+            endpoints,
+            compute,
+            asset,
+            dns,
+            http,
+            tag_bindings: Default::default(),
+            tag_values: Default::default(),
+            credentials: creds,
+        })
+    }
+
+    /// The tag-values client, at the global endpoint, built the first time it is asked for.
+    pub async fn tag_values(&self) -> Result<&TagValues, ClientsError> {
+        self.tag_values
+            .get_or_try_init(|| async {
+                Ok(build!(TagValues, "Resource Manager", &self.endpoints.resource_manager, self.credentials))
+            })
+            .await
     }
 
     /// The tag-binding client for `endpoint`, built the first time it is asked for.

@@ -32,6 +32,12 @@ use google_cloud_lro::Poller;
 use google_cloud_resourcemanager_v3::model::TagBinding;
 use tagwarden_core::calls::CallCounter;
 use tagwarden_core::gcp::TagRef;
+
+/// Whether a bind failed because the binding is already there (`ALREADY_EXISTS`): what was wanted
+/// holds.
+pub fn already(e: &CloudError) -> bool {
+    e.code == "AlreadyExists"
+}
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
 use crate::clients::{Clients, RESOURCE_MANAGER as GLOBAL_ENDPOINT};
@@ -39,6 +45,7 @@ use crate::error::from_gax;
 const OP_LIST: &str = "tags:ListEffectiveTags";
 const OP_BIND: &str = "tags:CreateTagBinding";
 const OP_UNBIND: &str = "tags:DeleteTagBinding";
+const OP_VALUE: &str = "tags:GetNamespacedTagValue";
 
 /// Where a resource's tags are bound.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,17 +139,36 @@ impl Clients {
         }
     }
 
-    /// Bind `tag`'s existing value to the resource `name`.
+    /// The existing value `tag` names, `tagValues/N` (`GetNamespacedTagValue`): a value that does
+    /// not exist, or that the function may not see, is refused here (403), before anything is
+    /// unbound for it.
+    pub async fn tag_value(&self, name: &str, tag: &TagRef, calls: &CallCounter) -> Result<String, CloudError> {
+        let client = self
+            .tag_values()
+            .await
+            .map_err(|e| CloudError::gcp(OP_VALUE, name, None, "Client", &e.to_string(), ErrorClass::Fatal))?;
+        calls.record(OP_VALUE);
+        let value = client.get_namespaced_tag_value().set_name(tag.namespaced_value()).send().await;
+        value.map(|v| v.name).map_err(|e| from_gax(OP_VALUE, name, &e))
+    }
+
+    /// Bind an existing value to the resource `name`: `value` is its namespaced name
+    /// (`<parentID>/<key>/<value>`) or its resource name (`tagValues/N`).
     pub async fn bind(
         &self,
         name: &str,
         at: &BindingParent,
-        tag: &TagRef,
+        value: &str,
         calls: &CallCounter,
     ) -> Result<(), CloudError> {
         let client = self.tag_client(name, at, OP_BIND).await?;
         calls.record(OP_BIND);
-        let binding = TagBinding::new().set_parent(&at.parent).set_tag_value_namespaced_name(tag.namespaced_value());
+        let binding = TagBinding::new().set_parent(&at.parent);
+        let binding = if value.starts_with("tagValues/") {
+            binding.set_tag_value(value)
+        } else {
+            binding.set_tag_value_namespaced_name(value)
+        };
         client
             .create_tag_binding()
             .set_tag_binding(binding)

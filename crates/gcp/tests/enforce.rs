@@ -206,6 +206,58 @@ async fn a_sweep_binds_the_clusters_tags_and_a_second_writes_nothing() {
     assert_eq!((calls.len(), env.fake.counters().writes), (1, 0), "in line: one search, nothing else: {calls:?}");
 }
 
+/// A wrong value bound directly is replaced only once the policy's value is known to exist (a
+/// value that does not is refused before anything is unbound), and bound back when the new value
+/// is refused after the old was unbound; the next sweep replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_tag_value_is_unbound_only_for_a_value_that_exists_and_bound_back_on_failure() {
+    let policy = POLICY.replace("team: platform}", "team: platform, 123456789012/environment: production}");
+    let env = Env::with_policy("enforce", &policy).await;
+    let f = &env.fake;
+    let staging = f.add_tag_value("123456789012/environment/staging");
+    let bucket = f.add_bucket("p-1", "ocp-gcp-7x2k-registry", "US", &[(OWNED, "owned"), ("team", "wrong")]);
+    f.bind_tag(&bucket, &staging);
+
+    // The policy's value does not exist (yet): refused before the wrong one is unbound.
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(f.tag_bindings(&bucket), vec![staging.clone()], "nothing unbound: {summary}");
+    assert_eq!(env.labels(&bucket).get("team").map(String::as_str), Some("platform"), "the labels are written");
+    let calls = f.calls();
+    assert!(calls.iter().any(|c| c.path == "/v3/tagValues/namespaced" && c.status == 403), "{calls:?}");
+    assert!(!calls.iter().any(|c| c.method == "DELETE"), "no unbind: {calls:?}");
+
+    // It exists now, but its bind fails once after the old value was unbound: bound back.
+    let production = f.add_tag_value("123456789012/environment/production");
+    f.clear_log();
+    f.fail_next("POST", "/v3/tagBindings", 503);
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 500, "a transient failure is handed back to Pub/Sub for redelivery: {summary}");
+    assert!(summary["failures"][0]["error"].as_str().is_some_and(|e| e.contains("503")), "{summary}");
+    assert_eq!(f.tag_bindings(&bucket), vec![staging.clone()], "the replaced value, bound back: {summary}");
+    let deletes = f.calls().iter().filter(|c| c.method == "DELETE").count();
+    assert_eq!(deletes, 1, "unbound once, then bound back");
+
+    // The next sweep replaces it.
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(f.tag_bindings(&bucket), vec![production.clone()], "{summary}");
+
+    // Both the new value and every try to bind the old one back refused: the loss is named.
+    let other = f.add_bucket("p-1", "ocp-gcp-7x2k-logs", "US", &[(OWNED, "owned"), ("team", "platform")]);
+    f.bind_tag(&other, &staging);
+    for _ in 0..4 {
+        f.fail_next("POST", "/v3/tagBindings", 503);
+    }
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 500, "{summary}");
+    let said = summary["failures"][0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(said.contains("123456789012/environment/staging, could not be bound back"), "{summary}");
+    let (status, summary) = env.sweep().await;
+    assert_eq!(status, 200, "{summary}");
+    assert_eq!(f.tag_bindings(&other), vec![production], "the next sweep binds the policy's value: {summary}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_fingerprint_is_read_again_never_overwritten() {
     let env = Env::new("enforce").await;
@@ -238,8 +290,10 @@ async fn an_audited_deployment_writes_nothing() {
         assert!(env.fake.tag_bindings(r).is_empty(), "{r}: no tag bound");
     }
     let report = gcs_emulator().get_object(&env.bucket, &format!("clusters/{INFRA}/tagwarden-status.json")).await;
-    let report = String::from_utf8(report.expect("the audited sweep wrote its status report")).expect("UTF-8");
-    assert!(report.contains("123456789012/environment"), "the tag is reported as would-be bound: {report}");
+    let report: Value =
+        serde_json::from_slice(&report.expect("the audited sweep wrote its status report")).expect("JSON");
+    let audit = report["audit"].to_string();
+    assert!(audit.contains("123456789012/environment"), "the tag is reported as would-be bound: {report:#}");
     assert!(summary.to_string().contains(&fleet.owned.len().to_string()), "{summary}");
 }
 
