@@ -260,8 +260,16 @@ async fn a_refused_cluster_document_is_degraded_before_any_sweep_naming_the_tag(
     assert_eq!(available["status"], "True", "the last good document is still in force: {available}");
     let (_, metrics) = http_get(listen, "/metrics");
     assert!(metrics.contains("tagwarden_policy_refused 1"), "{metrics}");
-    let reasons: Vec<Value> = api.list("events", "tagwarden").into_iter().map(|e| e["reason"].clone()).collect();
-    assert!(reasons.contains(&json!("PolicyRefused")), "an Event for the transition: {reasons:?}");
+    // The Event is posted after the condition is written: wait for it as for the condition.
+    let start = Instant::now();
+    loop {
+        let reasons: Vec<Value> = api.list("events", "tagwarden").into_iter().map(|e| e["reason"].clone()).collect();
+        if reasons.contains(&json!("PolicyRefused")) {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "an Event for the transition: {reasons:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
