@@ -6,6 +6,17 @@ use google_cloud_dns_v1::client::ManagedZones;
 use google_cloud_resourcemanager_v3::client::{TagBindings, TagValues};
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
+/// `s` as one URL path segment: everything but unreserved characters percent-encoded, `/` as
+/// `%2F` (a Cloud Storage object name; a tag binding's parent inside its name).
+pub fn encode_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// Resource Manager's global endpoint.
 pub const RESOURCE_MANAGER: &str = "https://cloudresourcemanager.googleapis.com";
 

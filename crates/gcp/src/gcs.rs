@@ -17,7 +17,7 @@ use tagwarden_core::policy::{self, STATUS_REPORT_NAME};
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 use tagwarden_engine::policy_store::{self, Layout, ListedObject, Object, PolicySource, PutError};
 
-use crate::clients::Clients;
+use crate::clients::{encode_segment as encode, Clients};
 use crate::error::{from_response, transport};
 
 const OP_GET: &str = "gcs:GetObject";
@@ -78,17 +78,6 @@ impl fmt::Display for GcsLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "gs://{}/{}{}", self.bucket, self.name, if self.is_set { "*/" } else { "" })
     }
-}
-
-/// An object name in a URL path segment: everything but unreserved characters percent-encoded
-/// (the JSON API takes the name as one segment, `/` as `%2F`).
-fn encode(name: &str) -> String {
-    name.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// The endpoint of the JSON API: `emulator_host` (`STORAGE_EMULATOR_HOST`: `host:port` or a URL)

@@ -40,7 +40,7 @@ pub fn already(e: &CloudError) -> bool {
 }
 use tagwarden_engine::cloud_error::{CloudError, ErrorClass};
 
-use crate::clients::{Clients, RESOURCE_MANAGER as GLOBAL_ENDPOINT};
+use crate::clients::{encode_segment, Clients, RESOURCE_MANAGER as GLOBAL_ENDPOINT};
 use crate::error::from_gax;
 const OP_LIST: &str = "tags:ListEffectiveTags";
 const OP_BIND: &str = "tags:CreateTagBinding";
@@ -84,15 +84,7 @@ pub fn endpoint_for(configured: &str, location: Option<&str>) -> String {
 /// `TagBinding.name`).
 pub fn binding_name(parent: &str, tag_value: &str) -> String {
     let id = tag_value.trim_start_matches("tagValues/");
-    let mut encoded = String::with_capacity(parent.len() * 3 / 2);
-    for b in parent.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            encoded.push(b as char);
-        } else {
-            encoded.push_str(&format!("%{b:02X}"));
-        }
-    }
-    format!("tagBindings/{encoded}/tagValues/{id}")
+    format!("tagBindings/{}/tagValues/{id}", encode_segment(parent))
 }
 
 impl Clients {
